@@ -1,0 +1,84 @@
+"""Word count, written against heronpy's API exactly as a Heron user would write it.
+
+    heron-py submit local examples/word_count.py -- --sentences 200000
+
+A spout emits sentences of the shared benchmark workload (wc_common.py, a module beside this
+file that reaches every container in the topology package), a split bolt (par 2, shuffle)
+splits them into words, a count bolt (par 2, fields grouping on "word") counts them and
+logs its counts every second (tick tuples). With --sentences N the spout stops after N
+sentences; without it, it goes on forever.
+"""
+
+import argparse
+import sys
+from collections import Counter
+
+from heronpy.api.bolt.bolt import Bolt
+from heronpy.api.spout.spout import Spout
+from heronpy.api.stream import Grouping
+from heronpy.api.topology import TopologyBuilder
+
+import wc_common
+
+
+class SentenceSpout(Spout):
+    outputs = ["sentence"]
+
+    def initialize(self, config, context):
+        self.limit = int(config.get("wc.sentences", -1))
+        # each spout task emits its own share of sentence indices
+        tasks = context.get_component_tasks(context.get_component_id())
+        self.step = len(tasks)
+        self.i = tasks.index(context.get_task_id())
+        self.pool = wc_common.POOL
+        self.pool_size = wc_common.POOL_SIZE
+
+    def next_tuple(self):
+        i = self.i
+        if 0 <= self.limit <= i:
+            return
+        self.emit([self.pool[i % self.pool_size]])
+        self.i = i + self.step
+
+
+class SplitBolt(Bolt):
+    outputs = ["word"]
+
+    def process(self, tup):
+        emit = self.emit
+        for w in tup.values[0].split():
+            emit([w])
+
+
+class CountBolt(Bolt):
+    outputs = ["word", "count"]
+
+    def initialize(self, config, context):
+        self.counts = Counter()
+        self.total = 0
+
+    def process(self, tup):
+        self.counts[tup.values[0]] += 1
+        self.total += 1
+
+    def process_tick(self, tup):
+        top = ", ".join(f"{w}={c}" for w, c in self.counts.most_common(5))
+        self.log(f"counted {self.total} words, {len(self.counts)} distinct; top: {top}")
+
+
+def build(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sentences", type=int, default=-1)
+    ap.add_argument("--containers", type=int, default=2)
+    args = ap.parse_args(argv)
+    builder = TopologyBuilder("word_count")
+    spout = builder.add_spout("sentence", SentenceSpout, par=1, config={"wc.sentences": args.sentences})
+    split = builder.add_bolt("split", SplitBolt, par=2, inputs={spout: Grouping.SHUFFLE})
+    builder.add_bolt("count", CountBolt, par=2, inputs={split: Grouping.fields("word")},
+                     config={"topology.tick.tuple.freq.secs": 1})
+    builder.set_config({"topology.stmgrs": args.containers})
+    return builder
+
+
+if __name__ == "__main__":
+    build(sys.argv[1:]).build_and_submit()

@@ -1,0 +1,186 @@
+"""The ``heron-py`` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from heron_py.cli.admin import AdminError, admin_command, live_status
+from heron_py.cli.submit import SubmitError, load_topology_file, parse_properties, submit
+from heron_py.common.config_codec import ConfigCodecError
+from heron_py.planner.errors import TopologyError
+from heron_py.scheduler.local import LocalScheduler
+from heron_py.scheduler.paths import TopologyPaths
+from heron_py.state import LocalFsStateManager, StateManager
+
+CLUSTERS = ("local",)
+
+
+def _state(args: argparse.Namespace) -> StateManager:
+    return LocalFsStateManager()
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    state = _state(args)
+    path = Path(args.file)
+    topo = load_topology_file(path, args.args)
+    res = submit(state, topo, path, args.args, name=args.name, containers=args.containers,
+                 properties=parse_properties(args.config_property), wait_s=args.wait)
+    print(f"topology '{res.name}' is running: {res.tasks} tasks in {res.containers} containers "
+          f"(logs: {TopologyPaths.of(res.name).logs})")
+    return 0
+
+
+def _require(state: StateManager, name: str) -> None:
+    if state.get_topology(name) is None:
+        raise SubmitError(f"topology '{name}' is not running (heron-py list local shows what is)")
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    for name in _state(args).list_topologies():
+        print(name)
+    return 0
+
+
+def status_doc(state: StateManager, name: str) -> dict[str, Any]:
+    _require(state, name)
+    live = live_status(state, name)
+    es = live if live is not None else (state.get_execution_state(name) or {})
+    sched = state.get_scheduler_location(name) or {}
+    tm = state.get_tmanager_location(name)
+    pplan = state.get_physical_plan(name)
+    packing = state.get_packing_plan(name)
+    return {
+        "name": name,
+        "state": es.get("state", "UNKNOWN"),
+        "tmanager_reachable": live is not None,
+        "tmanager": tm.to_dict() if tm else None,
+        "pplan_version": pplan.version if pplan else 0,
+        "containers": packing.num_containers if packing else 0,
+        "executors": sched.get("executors", {}),
+        "stmgrs": es.get("stmgrs", {}),
+        "instances": es.get("instances", {}),
+        "auth_failures": es.get("auth_failures", 0),
+        "bad_frames": es.get("bad_frames", 0),
+    }
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    doc = status_doc(_state(args), args.name)
+    if args.json:
+        print(json.dumps(doc, indent=2, sort_keys=True))
+        return 0
+    tm = doc["tmanager"]
+    print(f"topology {doc['name']}: {doc['state']}, {doc['containers']} containers, plan v{doc['pplan_version']}")
+    print(f"  tmanager: {tm['host']}:{tm['port']} pid {tm['pid']}" if tm else "  tmanager: not running",
+          "" if doc["tmanager_reachable"] else "(not reachable)")
+    for c, pid in sorted(doc["executors"].items()):
+        sm = doc["stmgrs"].get(c)
+        sm_s = f"stmgr {sm['host']}:{sm['port']} pid {sm['pid']}" if sm else "stmgr not registered"
+        print(f"  container {c}: executor pid {pid}, {sm_s}")
+    print("  task  component        container  pid      running")
+    for t, i in sorted(doc["instances"].items(), key=lambda kv: int(kv[0])):
+        print(f"  {int(t):<5} {i.get('component', '?'):<16} {i.get('container', '?'):<10} "
+              f"{i.get('pid', 0):<8} {'yes' if i.get('ready') else 'no'}")
+    return 0
+
+
+def cmd_admin(args: argparse.Namespace) -> int:
+    state = _state(args)
+    _require(state, args.name)
+    resp = admin_command(state, args.name, args.command)
+    print(resp.message)
+    return 0 if resp.ok else 1
+
+
+def cmd_kill(args: argparse.Namespace) -> int:
+    state = _state(args)
+    _require(state, args.name)
+    killed = LocalScheduler(state).kill(args.name)
+    state.delete_topology(args.name)
+    paths = TopologyPaths.of(args.name)
+    import shutil
+
+    for d in paths.root.glob("container-*"):
+        shutil.rmtree(d, ignore_errors=True)
+    extra = f" ({len(killed)} processes needed SIGKILL)" if killed else ""
+    print(f"topology '{args.name}' killed{extra}; logs kept in {paths.logs}")
+    return 0
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    paths = TopologyPaths.of(args.name)
+    if not paths.logs.is_dir():
+        raise SubmitError(f"no logs for topology '{args.name}' under {paths.logs}")
+    files = sorted(paths.logs.rglob("*.log"))
+    if args.component:
+        files = [f for f in files if f.stem == args.component or f.stem.rsplit("-", 1)[0] == args.component]
+        if not files:
+            raise SubmitError(f"no logs for component '{args.component}' of topology '{args.name}'")
+    for f in files:
+        print(f"==> {f.relative_to(paths.logs)} <==")
+        sys.stdout.write(f.read_text(errors="replace"))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="heron-py", description="Run Storm/Heron topologies in Python.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("submit", help="submit a topology file")
+    p.add_argument("cluster", choices=CLUSTERS)
+    p.add_argument("--name", default=None, help="topology name (default: the name the file gives)")
+    p.add_argument("--containers", type=int, default=None, help="number of containers (default: topology.stmgrs or 1)")
+    p.add_argument("--config-property", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
+                   help="how long to wait for every instance to run")
+    p.add_argument("file")
+    p.add_argument("args", nargs=argparse.REMAINDER)
+    p.set_defaults(fn=cmd_submit)
+
+    p = sub.add_parser("list", help="list running topologies")
+    p.add_argument("cluster", choices=CLUSTERS)
+    p.set_defaults(fn=cmd_list)
+
+    p = sub.add_parser("status", help="containers, tasks, pids, ports and state")
+    p.add_argument("cluster", choices=CLUSTERS)
+    p.add_argument("name")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_status)
+
+    for command in ("activate", "deactivate"):
+        p = sub.add_parser(command, help=f"{command} a topology's spouts")
+        p.add_argument("cluster", choices=CLUSTERS)
+        p.add_argument("name")
+        p.set_defaults(fn=cmd_admin, command=command)
+
+    p = sub.add_parser("kill", help="stop every process of a topology and remove its state")
+    p.add_argument("cluster", choices=CLUSTERS)
+    p.add_argument("name")
+    p.set_defaults(fn=cmd_kill)
+
+    p = sub.add_parser("logs", help="print a topology's logs")
+    p.add_argument("cluster", choices=CLUSTERS)
+    p.add_argument("name")
+    p.add_argument("component", nargs="?")
+    p.set_defaults(fn=cmd_logs)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "args", None) and args.args[:1] == ["--"]:
+        args.args = args.args[1:]
+    try:
+        code: int = args.fn(args)
+        return code
+    except (SubmitError, TopologyError, AdminError, ConfigCodecError) as e:
+        print(f"heron-py: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""Submitting a topology: run the user's file, validate, pack, store, launch, wait.
+
+Kept apart from argument parsing so ``heron_py.testing`` can submit the same way.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+import time
+import types
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from heron_py.api import submit_hook
+from heron_py.common.config_codec import sanitize_config
+from heron_py.common.package import build_package
+from heron_py.planner.errors import TopologyError
+from heron_py.planner.logical import validate
+from heron_py.planner.model import TopologyDef
+from heron_py.planner.packing import round_robin
+from heron_py.scheduler.local import LocalScheduler
+from heron_py.scheduler.paths import TopologyPaths
+from heron_py.state import StateManager
+
+TOPOLOGY_STMGRS = "topology.stmgrs"
+
+
+class SubmitError(Exception):
+    pass
+
+
+def load_topology_file(path: Path, args: Sequence[str]) -> TopologyDef:
+    """Runs ``path`` as ``__main__`` with ``args`` as its argv and returns the topology it built."""
+    if not path.is_file():
+        raise SubmitError(f"topology file {path} does not exist")
+    captured: list[TopologyDef] = []
+    mod = types.ModuleType("__main__")
+    mod.__file__ = str(path)
+    mod.__dict__["__builtins__"] = __builtins__
+    old_main = sys.modules.get("__main__")
+    old_argv = sys.argv
+    topo_dir = str(path.resolve().parent)
+    sys.path.insert(0, topo_dir)
+    sys.modules["__main__"] = mod
+    sys.argv = [str(path), *args]
+    previous = submit_hook.set_submit_handler(captured.append)
+    from heron_py.api import topology as topology_api
+
+    before = len(topology_api.defined_topologies())
+    try:
+        code = compile(path.read_bytes(), str(path), "exec")
+        exec(code, mod.__dict__)
+        if not captured:
+            # class-style: a Topology subclass defined in the file
+            new = [t for t in topology_api.defined_topologies()[before:] if t.__module__ == "__main__"]
+            if len(new) > 1:
+                raise SubmitError(f"{path} defines {len(new)} Topology classes "
+                                  f"({', '.join(t.__name__ for t in new)}); expected one")
+            if new:
+                captured.append(new[0].build())
+    except SystemExit as e:
+        if e.code not in (0, None) or not captured:
+            raise SubmitError(f"{path} exited with code {e.code} before building a topology") from e
+    finally:
+        submit_hook.set_submit_handler(previous)
+        sys.argv = old_argv
+        if old_main is not None:
+            sys.modules["__main__"] = old_main
+        sys.modules["__heron_submitted_main__"] = mod  # keeps classes pickled above resolvable
+    if not captured:
+        raise SubmitError(f"{path} did not build a topology: call TopologyBuilder.build_and_submit() "
+                          f"or define a heronpy Topology subclass")
+    if len(captured) > 1:
+        raise SubmitError(f"{path} submitted {len(captured)} topologies; expected one")
+    return captured[0]
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    name: str
+    containers: int
+    tasks: int
+    home: Path
+
+
+def parse_properties(props: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for p in props:
+        key, sep, value = p.partition("=")
+        if not sep or not key:
+            raise SubmitError(f"--config-property {p!r}: expected KEY=VALUE")
+        out[key] = value
+    return out
+
+
+def prepare(topology: TopologyDef, *, name: str | None, containers: int | None,
+            properties: Mapping[str, Any]) -> tuple[TopologyDef, int]:
+    config = dict(topology.config)
+    config.update(sanitize_config(properties, "--config-property"))
+    topo = replace(topology, name=name or topology.name, config=config)
+    validate(topo)
+    n = containers
+    if n is None:
+        raw = config.get(TOPOLOGY_STMGRS)
+        try:
+            n = int(raw) if raw is not None else 1
+        except (TypeError, ValueError) as e:
+            raise TopologyError(f"topology '{topo.name}': config {TOPOLOGY_STMGRS} expected an integer, "
+                                f"found {raw!r}") from e
+    return topo, n
+
+
+def submit(state: StateManager, topology: TopologyDef, topology_file: Path, args: Sequence[str], *,
+           name: str | None = None, containers: int | None = None,
+           properties: Mapping[str, Any] | None = None, wait_s: float = 60.0,
+           home: Path | None = None) -> SubmitResult:
+    topo, n = prepare(topology, name=name, containers=containers, properties=properties or {})
+    packing = round_robin(topo, n)
+    if state.get_topology(topo.name) is not None:
+        raise SubmitError(f"topology '{topo.name}' is already running; kill it first "
+                          f"(heron-py kill local {topo.name})")
+    paths = TopologyPaths.of(topo.name, home)
+    if paths.root.exists():
+        import shutil
+
+        shutil.rmtree(paths.root)
+    package = build_package(topology_file.resolve(), list(args), [p for p in sys.path if p])
+    state.set_secret(topo.name, secrets.token_bytes(32))
+    state.set_package(topo.name, package)
+    state.set_packing_plan(topo.name, packing)
+    state.set_topology(topo)
+    sched = LocalScheduler(state, home)
+    sched.launch(topo.name, n)
+    try:
+        wait_until_running(state, topo.name, len(packing.tasks), wait_s, paths)
+    except SubmitError:
+        sched.kill(topo.name)
+        state.delete_topology(topo.name)
+        raise
+    return SubmitResult(topo.name, n, len(packing.tasks), paths.home)
+
+
+def wait_until_running(state: StateManager, name: str, num_tasks: int, wait_s: float,
+                       paths: TopologyPaths) -> None:
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        es = state.get_execution_state(name) or {}
+        inst = es.get("instances", {})
+        ready = sum(1 for i in inst.values() if i.get("ready"))
+        if ready == num_tasks:
+            return
+        time.sleep(0.1)
+    es = state.get_execution_state(name) or {}
+    inst = es.get("instances", {})
+    not_ready = sorted(int(t) for t, i in inst.items() if not i.get("ready"))
+    tail = _log_tails(paths)
+    raise SubmitError(
+        f"topology '{name}' did not start within {wait_s:g} s: "
+        f"{len(not_ready) if inst else num_tasks} of {num_tasks} tasks not running "
+        f"(not running: {not_ready or 'all'}). Last log lines:\n{tail}"
+    )
+
+
+def _log_tails(paths: TopologyPaths, lines: int = 8) -> str:
+    out = []
+    for f in sorted(paths.logs.rglob("*.log")):
+        text = f.read_text(errors="replace").splitlines()
+        errs = [line for line in text if "ERROR" in line or "Traceback" in line or "Error" in line]
+        if errs:
+            out.append(f"--- {f.relative_to(paths.logs)}\n" + "\n".join(text[-lines:]))
+    return "\n".join(out) or "(no errors in the logs)"
+
+

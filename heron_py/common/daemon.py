@@ -1,0 +1,71 @@
+"""What every daemon process shares: logging set-up, the event loop, signals, exit codes.
+
+A daemon is an object with ``async start()``, ``async wait()`` (returns when it should
+exit) and ``stop()`` (idempotent). ``run_daemon`` installs SIGTERM/SIGINT handlers once,
+so a second signal during shutdown does not start a second shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Coroutine
+from typing import Any, Protocol
+
+
+class Daemon(Protocol):
+    async def start(self) -> None: ...
+    async def wait(self) -> int: ...
+    def stop(self) -> None: ...
+
+
+class FatalError(Exception):
+    """A condition a daemon cannot go on from; its message is the whole story."""
+
+
+def setup_logging(name: str, level: int = logging.INFO) -> logging.Logger:
+    logging.basicConfig(
+        level=level,
+        stream=sys.stdout,
+        format=f"%(asctime)s %(levelname)s {name} %(name)s: %(message)s",
+    )
+    return logging.getLogger(name)
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+
+        loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+    except ImportError:  # pragma: no cover - uvloop is a dependency; keep working without it
+        loop = asyncio.new_event_loop()
+    return loop
+
+
+def run_until_complete(coro: Coroutine[Any, Any, Any]) -> Any:
+    loop = new_event_loop()
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        loop.close()
+
+
+def run_daemon(daemon: Daemon, log: logging.Logger) -> int:
+    async def main() -> int:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, daemon.stop)
+        try:
+            await daemon.start()
+            return await daemon.wait()
+        except FatalError as e:
+            log.error("%s", e)
+            return 2
+        finally:
+            daemon.stop()
+
+    code: int = run_until_complete(main())
+    logging.shutdown()
+    return code

@@ -1,0 +1,106 @@
+"""Length-prefixed frames, sans-I/O.
+
+Frame = 4-byte big-endian length | 2-byte big-endian message type | payload, where the
+length counts the type and payload. The decoder never trusts a length: a frame announcing
+more than ``max_frame`` bytes is refused as soon as its 6-byte header is seen, before any
+payload is buffered, so a hostile peer cannot make us allocate.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+
+HEADER = struct.Struct(">IH")
+HEADER_SIZE = HEADER.size  # 6
+BATCH_HEADER = struct.Struct(">II")  # destination task, source task
+DEFAULT_MAX_FRAME = 16 * 1024 * 1024
+
+
+class MsgType(enum.IntEnum):
+    SERVER_HELLO = 1
+    CLIENT_HELLO = 2
+    SERVER_AUTH = 3
+    AUTH_FAILED = 4
+    REGISTER_INSTANCE_REQUEST = 10
+    REGISTER_INSTANCE_RESPONSE = 11
+    NEW_PHYSICAL_PLAN = 12
+    INSTANCE_READY = 13
+    STMGR_HELLO = 20
+    REGISTER_STMGR_REQUEST = 30
+    REGISTER_STMGR_RESPONSE = 31
+    STMGR_HEARTBEAT = 32
+    ADMIN_REQUEST = 40
+    ADMIN_RESPONSE = 41
+    TUPLE_BATCH = 100
+
+
+_KNOWN_TYPES = frozenset(int(t) for t in MsgType)
+
+
+class FrameError(Exception):
+    """A peer sent bytes that are not a valid frame; the connection must be closed."""
+
+
+def encode_frame(msg_type: int, payload: bytes) -> bytes:
+    return HEADER.pack(len(payload) + 2, msg_type) + payload
+
+
+def encode_batch_frame(dest_task: int, src_task: int, body: bytes) -> bytes:
+    """A TUPLE_BATCH frame: routable by the 8-byte header without decoding ``body``."""
+    return HEADER.pack(len(body) + 10, MsgType.TUPLE_BATCH) + BATCH_HEADER.pack(dest_task, src_task) + body
+
+
+def batch_dest(frame: bytes) -> int:
+    """Destination task of an encoded TUPLE_BATCH frame (header included)."""
+    dest: int = BATCH_HEADER.unpack_from(frame, HEADER_SIZE)[0]
+    return dest
+
+
+class FrameDecoder:
+    """Accumulates bytes and yields whole frames as ``(type, frame_bytes)``.
+
+    ``frame_bytes`` is the whole frame including its header, so a router can forward it
+    unchanged; the payload starts at ``HEADER_SIZE``.
+    """
+
+    def __init__(self, peer: str, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self._peer = peer
+        self._max = max_frame
+        self._buf = bytearray()
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[tuple[int, bytes]]:
+        buf = self._buf
+        buf += data
+        out: list[tuple[int, bytes]] = []
+        pos = 0
+        end = len(buf)
+        while end - pos >= HEADER_SIZE:
+            length, msg_type = HEADER.unpack_from(buf, pos)
+            if length > self._max:
+                raise FrameError(
+                    f"frame from {self._peer} announces {length} bytes, over the limit of "
+                    f"{self._max} bytes; closing the connection"
+                )
+            if length < 2:
+                raise FrameError(
+                    f"frame from {self._peer} announces {length} bytes; a frame has at least "
+                    f"2 (its message type); closing the connection"
+                )
+            if msg_type not in _KNOWN_TYPES:
+                raise FrameError(
+                    f"frame from {self._peer} has unknown message type {msg_type}; "
+                    f"closing the connection"
+                )
+            total = 4 + length
+            if end - pos < total:
+                break
+            out.append((msg_type, bytes(buf[pos : pos + total])))
+            pos += total
+        if pos:
+            del buf[:pos]
+        return out

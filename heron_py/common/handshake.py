@@ -1,0 +1,161 @@
+"""The authentication handshake every connection starts with, sans-I/O.
+
+Server (accepting side)            Client (connecting side)
+  -- ServerHello(nonce_s) -->
+                                   <-- ClientHello(nonce_c, role, id, mac_c)
+  -- ServerAuth(mac_s)    -->
+mac_c = HMAC(secret, "client" | nonce_s | nonce_c | role | id)
+mac_s = HMAC(secret, "server" | nonce_c | nonce_s)
+
+Both sides prove they hold the topology's secret over fresh nonces, so a recorded
+handshake cannot be replayed. Until a side reaches AUTHENTICATED it accepts only the next
+handshake message; anything else fails the handshake. Nothing is unpickled before it.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import hmac
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from google.protobuf.message import DecodeError
+
+from heron_py.common.framing import HEADER_SIZE, MsgType, encode_frame
+from proto import heron_py_pb2 as pb
+
+NONCE_SIZE = 32
+
+
+class HandshakeState(enum.Enum):
+    START = "start"
+    AWAIT_CLIENT_HELLO = "await_client_hello"  # server side
+    AWAIT_SERVER_HELLO = "await_server_hello"  # client side
+    AWAIT_SERVER_AUTH = "await_server_auth"  # client side
+    AUTHENTICATED = "authenticated"
+    FAILED = "failed"
+
+
+class HandshakeError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class PeerIdentity:
+    role: str
+    peer_id: str
+
+
+def _mac(secret: bytes, *parts: bytes) -> bytes:
+    m = hmac.new(secret, digestmod=hashlib.sha256)
+    for p in parts:
+        # length-prefix each part so ("ab","c") and ("a","bc") differ
+        m.update(len(p).to_bytes(4, "big"))
+        m.update(p)
+    return m.digest()
+
+
+class ServerHandshake:
+    def __init__(self, secret: bytes, server_role: str, peer: str,
+                 nonce: Callable[[int], bytes] = os.urandom) -> None:
+        self.state = HandshakeState.START
+        self.identity: PeerIdentity | None = None
+        self._secret = secret
+        self._role = server_role
+        self._peer = peer
+        self._nonce_s = nonce(NONCE_SIZE)
+
+    def start(self) -> bytes:
+        if self.state is not HandshakeState.START:
+            raise HandshakeError("handshake already started")
+        self.state = HandshakeState.AWAIT_CLIENT_HELLO
+        return encode_frame(MsgType.SERVER_HELLO, pb.ServerHello(nonce=self._nonce_s, server_role=self._role)
+                            .SerializeToString())
+
+    def on_frame(self, msg_type: int, frame: bytes) -> bytes:
+        """Consumes the client's hello; returns the frame to send back. Raises on failure."""
+        if self.state is not HandshakeState.AWAIT_CLIENT_HELLO:
+            raise HandshakeError(f"unexpected frame from {self._peer} in handshake state {self.state.value}")
+        if msg_type != MsgType.CLIENT_HELLO:
+            self.state = HandshakeState.FAILED
+            raise HandshakeError(
+                f"peer {self._peer} sent message type {msg_type} before authenticating; "
+                f"expected ClientHello ({int(MsgType.CLIENT_HELLO)})"
+            )
+        hello = pb.ClientHello()
+        try:
+            hello.ParseFromString(frame[HEADER_SIZE:])
+        except DecodeError as e:
+            self.state = HandshakeState.FAILED
+            raise HandshakeError(f"peer {self._peer} sent a ClientHello that does not parse: {e}") from e
+        expected = _mac(self._secret, b"client", self._nonce_s, hello.nonce,
+                        hello.role.encode(), hello.peer_id.encode())
+        if len(hello.nonce) != NONCE_SIZE or not hmac.compare_digest(expected, hello.mac):
+            self.state = HandshakeState.FAILED
+            raise HandshakeError(
+                f"peer {self._peer} (claims role {hello.role!r}, id {hello.peer_id!r}) failed "
+                f"authentication: wrong topology secret"
+            )
+        self.state = HandshakeState.AUTHENTICATED
+        self.identity = PeerIdentity(hello.role, hello.peer_id)
+        mac_s = _mac(self._secret, b"server", hello.nonce, self._nonce_s)
+        return encode_frame(MsgType.SERVER_AUTH, pb.ServerAuth(mac=mac_s).SerializeToString())
+
+
+class ClientHandshake:
+    def __init__(self, secret: bytes, role: str, peer_id: str, server: str,
+                 nonce: Callable[[int], bytes] = os.urandom) -> None:
+        self.state = HandshakeState.AWAIT_SERVER_HELLO
+        self._secret = secret
+        self._role = role
+        self._id = peer_id
+        self._server = server
+        self._nonce_c = nonce(NONCE_SIZE)
+        self._nonce_s = b""
+
+    def on_frame(self, msg_type: int, frame: bytes) -> bytes | None:
+        """Returns a frame to send (the ClientHello) or None when authenticated. Raises on failure."""
+        payload = frame[HEADER_SIZE:]
+        if self.state is HandshakeState.AWAIT_SERVER_HELLO and msg_type == MsgType.SERVER_HELLO:
+            hello = pb.ServerHello()
+            try:
+                hello.ParseFromString(payload)
+            except DecodeError as e:
+                self.state = HandshakeState.FAILED
+                raise HandshakeError(f"server {self._server} sent a ServerHello that does not parse") from e
+            if len(hello.nonce) != NONCE_SIZE:
+                self.state = HandshakeState.FAILED
+                raise HandshakeError(f"server {self._server} sent a nonce of {len(hello.nonce)} bytes, "
+                                     f"expected {NONCE_SIZE}")
+            self._nonce_s = hello.nonce
+            mac = _mac(self._secret, b"client", self._nonce_s, self._nonce_c,
+                       self._role.encode(), self._id.encode())
+            self.state = HandshakeState.AWAIT_SERVER_AUTH
+            return encode_frame(MsgType.CLIENT_HELLO, pb.ClientHello(
+                nonce=self._nonce_c, role=self._role, peer_id=self._id, mac=mac).SerializeToString())
+        if self.state is HandshakeState.AWAIT_SERVER_AUTH and msg_type == MsgType.SERVER_AUTH:
+            auth = pb.ServerAuth()
+            try:
+                auth.ParseFromString(payload)
+            except DecodeError as e:
+                self.state = HandshakeState.FAILED
+                raise HandshakeError(f"server {self._server} sent a ServerAuth that does not parse") from e
+            if not hmac.compare_digest(auth.mac, _mac(self._secret, b"server", self._nonce_c, self._nonce_s)):
+                self.state = HandshakeState.FAILED
+                raise HandshakeError(f"server {self._server} failed authentication: wrong topology secret")
+            self.state = HandshakeState.AUTHENTICATED
+            return None
+        if msg_type == MsgType.AUTH_FAILED:
+            self.state = HandshakeState.FAILED
+            reason = pb.AuthFailed()
+            try:
+                reason.ParseFromString(payload)
+            except DecodeError:
+                pass
+            raise HandshakeError(f"server {self._server} refused us: {reason.reason}")
+        was = self.state
+        self.state = HandshakeState.FAILED
+        raise HandshakeError(f"server {self._server} sent message type {msg_type} in handshake state "
+                             f"{was.value}")

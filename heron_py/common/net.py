@@ -1,0 +1,236 @@
+"""asyncio glue for framed, authenticated connections.
+
+The protocol logic lives in ``framing`` and ``handshake`` (sans-I/O); this module only moves
+bytes. A ``Connection`` runs the handshake first and hands frames to its handler only once
+the peer has proven the secret. Any malformed frame or failed handshake closes that one
+connection, is logged once with the reason, and is counted; the daemon keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from heron_py.common.framing import DEFAULT_MAX_FRAME, FrameDecoder, FrameError, MsgType, encode_frame
+from heron_py.common.handshake import ClientHandshake, HandshakeError, PeerIdentity, ServerHandshake
+from google.protobuf.message import DecodeError
+
+from proto import heron_py_pb2 as pb
+
+
+def _type_name(msg_type: int) -> str:
+    try:
+        return MsgType(msg_type).name
+    except ValueError:
+        return str(msg_type)
+
+
+class ConnState(enum.Enum):
+    HANDSHAKE = "handshake"
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+class FrameHandler(Protocol):
+    def on_open(self, conn: Connection) -> None: ...
+    def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None: ...
+    def on_close(self, conn: Connection) -> None: ...
+
+
+class Counters:
+    """Connection-level fault counters a daemon exports (refused peers, bad frames)."""
+
+    def __init__(self) -> None:
+        self.auth_failures = 0
+        self.bad_frames = 0
+
+
+class Connection(asyncio.Protocol):
+    def __init__(
+        self,
+        handler: FrameHandler,
+        secret: bytes,
+        *,
+        server_role: str | None = None,  # set on the accepting side
+        client_role: str = "",
+        client_id: str = "",
+        peer_name: str = "peer",
+        max_frame: int = DEFAULT_MAX_FRAME,
+        log: logging.Logger,
+        counters: Counters | None = None,
+    ) -> None:
+        self.handler = handler
+        self.state = ConnState.HANDSHAKE
+        self.identity: PeerIdentity | None = None
+        self.peer_name = peer_name
+        self.transport: asyncio.Transport | None = None
+        self.authenticated: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._secret = secret
+        self._server_role = server_role
+        self._max_frame = max_frame
+        self._log = log
+        self._counters = counters or Counters()
+        self._decoder = FrameDecoder(peer_name, max_frame)
+        self._server_hs: ServerHandshake | None = None
+        self._client_hs: ClientHandshake | None = None
+        if server_role is None:
+            self._client_hs = ClientHandshake(secret, client_role, client_id, peer_name)
+        self.context: object = None  # what the handler attaches (e.g. task id)
+
+    # asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        if peer and self.peer_name == "peer":
+            self.peer_name = f"{peer[0]}:{peer[1]}"
+            self._decoder = FrameDecoder(self.peer_name, self._max_frame)
+        if self._server_role is not None:
+            self._server_hs = ServerHandshake(self._secret, self._server_role, self.peer_name)
+            transport.write(self._server_hs.start())
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            frames = self._decoder.feed(data)
+        except FrameError as e:
+            self._counters.bad_frames += 1
+            self._log.warning("%s", e)
+            self.close()
+            return
+        for msg_type, frame in frames:
+            if self.state is ConnState.OPEN:
+                try:
+                    self.handler.on_frame(self, msg_type, frame)
+                except DecodeError as e:
+                    self._counters.bad_frames += 1
+                    self._log.warning("dropping connection: %s sent a %s frame that does not parse: %s",
+                                      self.peer_name, _type_name(msg_type), e)
+                    self.close()
+                    return
+            elif self.state is ConnState.HANDSHAKE:
+                self._handshake_step(msg_type, frame)
+            else:
+                return
+
+    def _handshake_step(self, msg_type: int, frame: bytes) -> None:
+        assert self.transport is not None
+        try:
+            if self._server_hs is not None:
+                self.transport.write(self._server_hs.on_frame(msg_type, frame))
+                self.identity = self._server_hs.identity
+            else:
+                assert self._client_hs is not None
+                reply = self._client_hs.on_frame(msg_type, frame)
+                if reply is not None:
+                    self.transport.write(reply)
+                    return
+        except HandshakeError as e:
+            self._counters.auth_failures += 1
+            self._log.warning("dropping connection: %s", e)
+            if self._server_hs is not None:
+                self.transport.write(encode_frame(MsgType.AUTH_FAILED,
+                                                  pb.AuthFailed(reason="authentication failed").SerializeToString()))
+            if not self.authenticated.done():
+                self.authenticated.set_exception(e)
+            self.close()
+            return
+        self.state = ConnState.OPEN
+        if not self.authenticated.done():
+            self.authenticated.set_result(None)
+        self.handler.on_open(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        was_open = self.state is ConnState.OPEN
+        self.state = ConnState.CLOSED
+        if not self.authenticated.done():
+            self.authenticated.set_exception(ConnectionError(f"connection to {self.peer_name} lost"))
+        if was_open:
+            self.handler.on_close(self)
+
+    def pause_writing(self) -> None:  # flow control is handled by callers via buffer sizes
+        pass
+
+    def resume_writing(self) -> None:
+        pass
+
+    # API
+    @property
+    def is_open(self) -> bool:
+        return self.state is ConnState.OPEN
+
+    def send(self, frame: bytes) -> None:
+        if self.state is ConnState.OPEN and self.transport is not None:
+            self.transport.write(frame)
+
+    def send_msg(self, msg_type: MsgType, msg: object) -> None:
+        self.send(encode_frame(msg_type, msg.SerializeToString()))  # type: ignore[attr-defined]
+
+    def write_buffer_size(self) -> int:
+        return self.transport.get_write_buffer_size() if self.transport is not None else 0
+
+    def pause_reading(self) -> None:
+        if self.transport is not None and self.transport.is_reading():
+            self.transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        if self.transport is not None and not self.transport.is_reading() and not self.transport.is_closing():
+            self.transport.resume_reading()
+
+    def close(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+
+async def connect(
+    host: str,
+    port: int,
+    handler: FrameHandler,
+    secret: bytes,
+    *,
+    role: str,
+    peer_id: str,
+    log: logging.Logger,
+    timeout: float = 5.0,
+    max_frame: int = DEFAULT_MAX_FRAME,
+) -> Connection:
+    """Opens a TCP connection and completes the handshake; raises on failure."""
+    loop = asyncio.get_running_loop()
+    peer = f"{host}:{port}"
+    _, conn = await asyncio.wait_for(
+        loop.create_connection(
+            lambda: Connection(handler, secret, client_role=role, client_id=peer_id, peer_name=peer,
+                               max_frame=max_frame, log=log),
+            host, port),
+        timeout)
+    try:
+        await asyncio.wait_for(conn.authenticated, timeout)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+async def serve(
+    host: str,
+    port: int,
+    handler_factory: Callable[[], FrameHandler],
+    secret: bytes,
+    *,
+    role: str,
+    log: logging.Logger,
+    counters: Counters,
+    max_frame: int = DEFAULT_MAX_FRAME,
+) -> asyncio.Server:
+    loop = asyncio.get_running_loop()
+    return await loop.create_server(
+        lambda: Connection(handler_factory(), secret, server_role=role, max_frame=max_frame,
+                           log=log, counters=counters),
+        host, port)
+
+
+def parse(msg: object, frame: bytes) -> None:
+    """Parses a protobuf control message from a frame (payload after the header)."""
+    msg.ParseFromString(frame[6:])  # type: ignore[attr-defined]

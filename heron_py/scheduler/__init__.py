@@ -1,0 +1,1 @@
+"""Schedulers and the per-container executor."""

@@ -1,0 +1,195 @@
+"""The executor: one per container. Starts, watches and restarts the container's processes.
+
+Children: the topology master (container 0), the stream manager, and one instance process
+per task packed into this container. A child that exits while the executor is not
+stopping is restarted after a backoff that doubles from 0.5 s up to 10 s and resets once
+the child has stayed up for 30 s. Every restart is a log line and is counted in
+``restarts.json`` beside the container's working folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import IO
+
+from heron_py.common.daemon import setup_logging
+from heron_py.common.package import unpack
+from heron_py.scheduler.paths import TopologyPaths
+from heron_py.state import LocalFsStateManager
+
+BACKOFF_MIN_S = 0.5
+BACKOFF_MAX_S = 10.0
+STABLE_S = 30.0
+
+
+@dataclass
+class Child:
+    name: str
+    argv: list[str]
+    log_path: Path
+    proc: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+    restarts: int = 0
+    backoff: float = BACKOFF_MIN_S
+    restart_at: float | None = None
+    log_file: IO[bytes] | None = field(default=None, repr=False)
+
+
+def next_backoff(current: float, uptime: float) -> float:
+    """Backoff before the next restart, given the child's uptime before it died."""
+    if uptime >= STABLE_S:
+        return BACKOFF_MIN_S
+    return min(BACKOFF_MAX_S, current * 2)
+
+
+class Executor:
+    def __init__(self, *, topology: str, container: int, home: Path | None, log: logging.Logger,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.topology = topology
+        self.container = container
+        self.paths = TopologyPaths.of(topology, home)
+        self.state = LocalFsStateManager(home)
+        self.log = log
+        self.clock = clock
+        self.children: list[Child] = []
+        self.stopping = False
+
+    def prepare(self) -> None:
+        workdir = self.paths.container(self.container)
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.paths.container_logs(self.container).mkdir(parents=True, exist_ok=True)
+        package = self.state.get_package(self.topology)
+        secret = self.state.get_secret(self.topology)
+        packing = self.state.get_packing_plan(self.topology)
+        if package is None or secret is None or packing is None:
+            raise SystemExit(f"executor {self.container}: topology '{self.topology}' is not in the state "
+                             f"manager (package, secret or packing plan missing)")
+        self.package_dir = workdir / "package"
+        unpack(package, self.package_dir)
+        self.secret_file = workdir / "secret"
+        fd = os.open(self.secret_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(secret)
+        self.port_file = workdir / "stmgr.port"
+        self.port_file.unlink(missing_ok=True)
+        py = sys.executable
+        home = ["--home", str(self.paths.home)]
+        logs = self.paths.container_logs(self.container)
+        common = ["--topology", self.topology, "--secret-file", str(self.secret_file)]
+        if self.container == 0:
+            self.children.append(Child("tmanager", [py, "-m", "topology_master", *common, *home],
+                                       logs / "tmanager.log"))
+        self.children.append(Child("stmgr", [py, "-m", "stream_manager", *common, *home,
+                                             "--container", str(self.container),
+                                             "--port-file", str(self.port_file)], logs / "stmgr.log"))
+        for t in packing.tasks_in(self.container):
+            self.children.append(Child(
+                f"{t.component}-{t.task_id}",
+                [py, "-m", "instance", *common, "--task-id", str(t.task_id), "--component", t.component,
+                 "--sm-port-file", str(self.port_file), "--package-dir", str(self.package_dir)],
+                logs / f"{t.component}-{t.task_id}.log"))
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        parts = [str(self.package_dir)]
+        if env.get("PYTHONPATH"):
+            parts.append(env["PYTHONPATH"])
+        env["PYTHONPATH"] = os.pathsep.join(parts)
+        env["HERON_PY_HOME"] = str(self.paths.home)
+        env["PYTHONUNBUFFERED"] = "1"
+        return env
+
+    def _spawn(self, child: Child) -> None:
+        if child.log_file is None:
+            child.log_file = child.log_path.open("ab")
+        child.proc = subprocess.Popen(child.argv, stdout=child.log_file, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, env=self._env(),
+                                      cwd=str(self.paths.container(self.container)))
+        child.started_at = self.clock()
+        child.restart_at = None
+        self.log.info("started %s (pid %d)", child.name, child.proc.pid)
+
+    def start(self) -> None:
+        for c in self.children:
+            self._spawn(c)
+
+    def supervise_once(self) -> None:
+        now = self.clock()
+        for c in self.children:
+            if c.proc is not None and c.proc.poll() is not None:
+                code = c.proc.returncode
+                uptime = now - c.started_at
+                c.backoff = next_backoff(c.backoff, uptime) if c.restarts else BACKOFF_MIN_S
+                c.proc = None
+                c.restarts += 1
+                c.restart_at = now + c.backoff
+                self.log.warning("%s exited with code %s after %.1f s; restart %d in %.1f s",
+                                 c.name, code, uptime, c.restarts, c.backoff)
+                self._write_restarts()
+            elif c.proc is None and c.restart_at is not None and now >= c.restart_at:
+                self._spawn(c)
+
+    def _write_restarts(self) -> None:
+        path = self.paths.container(self.container) / "restarts.json"
+        path.write_text(json.dumps({c.name: c.restarts for c in self.children}))
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        self.stopping = True
+        procs = [c.proc for c in self.children if c.proc is not None]
+        for p in procs:
+            try:
+                p.terminate()
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace_s
+        for p in procs:
+            try:
+                p.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        for c in self.children:
+            if c.log_file is not None:
+                c.log_file.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="heron_py.scheduler.executor")
+    ap.add_argument("--topology", required=True)
+    ap.add_argument("--container", type=int, required=True)
+    ap.add_argument("--home", type=Path, default=None)
+    args = ap.parse_args(argv)
+    log = setup_logging(f"executor[{args.container}]")
+    ex = Executor(topology=args.topology, container=args.container, home=args.home, log=log)
+    stop_requested = False
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        nonlocal stop_requested
+        stop_requested = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    ex.prepare()
+    ex.start()
+    while not stop_requested:
+        ex.supervise_once()
+        time.sleep(0.1)
+    log.info("stopping container %d", args.container)
+    ex.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+

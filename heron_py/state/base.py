@@ -1,0 +1,114 @@
+"""The StateManager interface, shared by localfs and (later) ZooKeeper.
+
+Layout follows Heron's: topologies/, packingplans/, pplans/, tmanagers/, executionstate/,
+schedulers/, plus packages/ (the topology package) and secrets/. Values are JSON documents
+except packages (zip bytes) and secrets (raw bytes, mode 0600).
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Any
+
+from heron_py.planner.model import PackingPlan, PhysicalPlan, TopologyDef
+
+
+@dataclass(frozen=True)
+class TManagerLocation:
+    host: str
+    port: int
+    pid: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"host": self.host, "port": self.port, "pid": self.pid}
+
+
+class StateManager(abc.ABC):
+    # raw documents; implementations store bytes at (kind, topology)
+    @abc.abstractmethod
+    def _put(self, kind: str, name: str, data: bytes, *, private: bool = False) -> None: ...
+
+    @abc.abstractmethod
+    def _get(self, kind: str, name: str) -> bytes | None: ...
+
+    @abc.abstractmethod
+    def _delete(self, kind: str, name: str) -> None: ...
+
+    @abc.abstractmethod
+    def _list(self, kind: str) -> list[str]: ...
+
+    KINDS = ("topologies", "packingplans", "pplans", "tmanagers", "executionstate", "schedulers",
+             "packages", "secrets")
+
+    def _put_json(self, kind: str, name: str, doc: Any) -> None:
+        import json
+
+        self._put(kind, name, json.dumps(doc, sort_keys=True).encode())
+
+    def _get_json(self, kind: str, name: str) -> Any:
+        import json
+
+        raw = self._get(kind, name)
+        return None if raw is None else json.loads(raw)
+
+    def set_topology(self, topology: TopologyDef) -> None:
+        self._put_json("topologies", topology.name, topology.to_dict())
+
+    def get_topology(self, name: str) -> TopologyDef | None:
+        d = self._get_json("topologies", name)
+        return None if d is None else TopologyDef.from_dict(d)
+
+    def set_packing_plan(self, name: str, plan: PackingPlan) -> None:
+        self._put_json("packingplans", name, plan.to_dict())
+
+    def get_packing_plan(self, name: str) -> PackingPlan | None:
+        d = self._get_json("packingplans", name)
+        return None if d is None else PackingPlan.from_dict(d)
+
+    def set_physical_plan(self, name: str, plan: PhysicalPlan) -> None:
+        self._put_json("pplans", name, plan.to_dict())
+
+    def get_physical_plan(self, name: str) -> PhysicalPlan | None:
+        d = self._get_json("pplans", name)
+        return None if d is None else PhysicalPlan.from_dict(d)
+
+    def set_tmanager_location(self, name: str, loc: TManagerLocation) -> None:
+        self._put_json("tmanagers", name, loc.to_dict())
+
+    def get_tmanager_location(self, name: str) -> TManagerLocation | None:
+        d = self._get_json("tmanagers", name)
+        return None if d is None else TManagerLocation(d["host"], int(d["port"]), int(d["pid"]))
+
+    def set_execution_state(self, name: str, state: dict[str, Any]) -> None:
+        self._put_json("executionstate", name, state)
+
+    def get_execution_state(self, name: str) -> dict[str, Any] | None:
+        d = self._get_json("executionstate", name)
+        return None if d is None else dict(d)
+
+    def set_scheduler_location(self, name: str, info: dict[str, Any]) -> None:
+        self._put_json("schedulers", name, info)
+
+    def get_scheduler_location(self, name: str) -> dict[str, Any] | None:
+        d = self._get_json("schedulers", name)
+        return None if d is None else dict(d)
+
+    def set_package(self, name: str, data: bytes) -> None:
+        self._put("packages", name, data)
+
+    def get_package(self, name: str) -> bytes | None:
+        return self._get("packages", name)
+
+    def set_secret(self, name: str, secret: bytes) -> None:
+        self._put("secrets", name, secret, private=True)
+
+    def get_secret(self, name: str) -> bytes | None:
+        return self._get("secrets", name)
+
+    def list_topologies(self) -> list[str]:
+        return sorted(self._list("topologies"))
+
+    def delete_topology(self, name: str) -> None:
+        for kind in self.KINDS:
+            self._delete(kind, name)

@@ -1,0 +1,5 @@
+import sys
+
+from instance.main import main
+
+sys.exit(main())

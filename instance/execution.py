@@ -1,0 +1,274 @@
+"""The execution thread: runs the user's spout or bolt, never touches a socket.
+
+It waits for the first physical plan, loads the topology package, instantiates the
+component with a delegate (our side of heronpy's ``emit``/``ack``/``fail``/``log``), calls
+``initialize`` and then loops: a spout calls ``next_tuple`` while the topology is active
+and the outbound queue has room; a bolt takes batches from the inbound queue and calls
+``process`` per tuple, ``process_tick`` on the tick interval. Emitted tuples are batched per
+destination task and flushed when a batch is full or ``flush_interval_s`` has passed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from heron_py.api.topology_context import TopologyContext
+from heron_py.api.tuple import HeronTuple, TupleHelper
+from heron_py.common import config as cfgkeys
+from heron_py.common.config import InstanceConfig
+from heron_py.common.config_codec import restore_config
+from heron_py.common.framing import BATCH_HEADER, HEADER_SIZE
+from heron_py.common.package import load_main
+from heron_py.common.serialization import loads_batch, loads_user_object
+from heron_py.planner.model import ComponentKind, PhysicalPlan, TopologyState
+from instance.emitter import Emitter
+
+_BODY_OFFSET = HEADER_SIZE + BATCH_HEADER.size
+
+
+class Delegate:
+    """What heronpy's Spout/Bolt call into (``heron_py.api`` ComponentDelegate)."""
+
+    def __init__(self, runner: TaskRunner, logger: logging.Logger) -> None:
+        self._runner = runner
+        self.logger = logger
+
+    def emit(self, tup: Sequence[Any], stream: str = "default", anchors: Any = None,
+             direct_task: int | None = None, need_task_ids: bool = False,
+             tup_id: Any = None) -> list[int] | None:
+        emitter = self._runner.emitter
+        assert emitter is not None
+        return emitter.emit(tup, stream, direct_task, need_task_ids)
+
+    def ack(self, tup: Any) -> None:
+        # at-most-once: nothing to track (acking arrives with the reliability work)
+        pass
+
+    def fail(self, tup: Any) -> None:
+        pass
+
+    def log(self, message: str, level: int | str | None = None) -> None:
+        if isinstance(level, str):
+            lvl = logging.getLevelName(level.upper())
+            level = lvl if isinstance(lvl, int) else logging.INFO
+        self.logger.log(level if level is not None else logging.INFO, message)
+
+
+class TaskRunner:
+    def __init__(
+        self,
+        *,
+        task_id: int,
+        component: str,
+        package_dir: Path,
+        inbound: queue.Queue[tuple[str, Any]],
+        outbound: queue.Queue[list[bytes]],
+        wake_gateway: Callable[[], None],
+        mark_ready: Callable[[], None],
+        log: logging.Logger,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.task_id = task_id
+        self.component_name = component
+        self._package_dir = package_dir
+        self._in = inbound
+        self._out = outbound
+        self._wake = wake_gateway
+        self._mark_ready = mark_ready
+        self._log = log
+        self._clock = clock
+        self.stopping = False
+        self.emitter: Emitter | None = None
+        self.pplan: PhysicalPlan | None = None
+        self.active = False
+        self._capture: IO[str] | None = None
+        self._task_component: dict[int, str] = {}
+
+    # --- plumbing ---
+    def _send(self, frames: list[bytes]) -> None:
+        while True:
+            try:
+                self._out.put(frames, timeout=0.1)
+                break
+            except queue.Full:
+                # the gateway is behind or the stream manager is away: hold here, which is
+                # what stops a spout's next_tuple (backpressure), but stay stoppable
+                if self.stopping:
+                    return
+        self._wake()
+
+    def _wait_for_plan(self) -> PhysicalPlan | None:
+        while not self.stopping:
+            try:
+                kind, payload = self._in.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if kind == "pplan":
+                return PhysicalPlan.from_dict(json.loads(payload))
+            self._log.warning("dropping %s that arrived before the physical plan", kind)
+        return None
+
+    def run(self) -> int:
+        plan = self._wait_for_plan()
+        if plan is None:
+            return 0
+        self.pplan = plan
+        load_main(self._package_dir)
+        topo = plan.topology
+        comp = topo.component(self.component_name)
+        conf = restore_config({**topo.config, **comp.config})
+        icfg = InstanceConfig.from_config({**topo.config, **comp.config})
+        self._task_component = {t.task_id: t.component for t in plan.packing.tasks}
+        cls = loads_user_object(comp.class_ref.data)
+        context = TopologyContext(topo, plan.packing, self.task_id, conf)
+        self.emitter = Emitter(
+            plan, self.task_id, icfg.batch_size, self._send,
+            custom_loader=loads_user_object,
+            prepare_custom=lambda g, c, s, targets: g.prepare(context, c, s, targets),
+        )
+        capture_dir = topo.config.get(cfgkeys.CAPTURE_DIR)
+        if capture_dir and self.component_name in str(topo.config.get(cfgkeys.CAPTURE_COMPONENTS, "")).split(","):
+            path = Path(str(capture_dir)) / f"{self.component_name}-{self.task_id}.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._capture = path.open("a", encoding="utf-8")
+        delegate = Delegate(self, logging.getLogger(f"{self.component_name}-{self.task_id}"))
+        user = cls(delegate)
+        user.initialize(conf, context)
+        self._log.info("%s %s task %d initialized", comp.kind.value, self.component_name, self.task_id)
+        self._mark_ready()
+        try:
+            if comp.kind is ComponentKind.SPOUT:
+                self._run_spout(user, icfg)
+            else:
+                self._run_bolt(user, icfg)
+        finally:
+            if self._capture is not None:
+                self._capture.close()
+        return 0
+
+    def _on_plan(self, payload: bytes, user: Any, is_spout: bool) -> None:
+        plan = PhysicalPlan.from_dict(json.loads(payload))
+        if self.pplan is not None and plan.version < self.pplan.version:
+            return
+        self.pplan = plan
+        self._set_active(plan.state is TopologyState.RUNNING, user, is_spout)
+
+    def _set_active(self, active: bool, user: Any, is_spout: bool) -> None:
+        if active == self.active:
+            return
+        self.active = active
+        self._log.info("topology %s", "activated" if active else "deactivated")
+        if is_spout:
+            user.activate() if active else user.deactivate()
+
+    # --- spout ---
+    def _run_spout(self, spout: Any, icfg: InstanceConfig) -> None:
+        assert self.emitter is not None and self.pplan is not None
+        emitter = self.emitter
+        clock = self._clock
+        interval = icfg.flush_interval_s
+        self._set_active(self.pplan.state is TopologyState.RUNNING, spout, True)
+        next_tuple = spout.next_tuple
+        last_flush = clock()
+        while not self.stopping:
+            self._drain_inbound(spout, True, block_s=0.0 if self.active else 0.05)
+            if not self.active:
+                emitter.flush()
+                continue
+            before = emitter.emitted
+            for _ in range(64):
+                next_tuple()
+            now = clock()
+            if emitter.emitted == before:
+                # nothing to emit: flush what we have and wait a little (Storm's 1 ms sleep)
+                emitter.flush()
+                last_flush = now
+                self._drain_inbound(spout, True, block_s=0.001)
+            elif now - last_flush >= interval:
+                emitter.flush()
+                last_flush = now
+        emitter.flush()
+        spout.close()
+
+    # --- bolt ---
+    def _run_bolt(self, bolt: Any, icfg: InstanceConfig) -> None:
+        assert self.emitter is not None and self.pplan is not None
+        emitter = self.emitter
+        clock = self._clock
+        interval = icfg.flush_interval_s
+        tick = icfg.tick_freq_s
+        next_tick = clock() + tick if tick else float("inf")
+        self.active = self.pplan.state is TopologyState.RUNNING
+        last_flush = clock()
+        process = bolt.process
+        while not self.stopping:
+            now = clock()
+            if emitter.has_pending:
+                wait = max(0.0, min(last_flush + interval, next_tick) - now)
+            else:
+                wait = max(0.0, min(next_tick - now, 0.1))
+            try:
+                kind, payload = self._in.get(timeout=wait) if wait > 0 else self._in.get_nowait()
+            except queue.Empty:
+                kind, payload = "", None
+            if kind == "batch":
+                self._process_batch(payload, process)
+                # take what else is queued before checking the clock again
+                for _ in range(8):
+                    try:
+                        kind, payload = self._in.get_nowait()
+                    except queue.Empty:
+                        break
+                    if kind == "batch":
+                        self._process_batch(payload, process)
+                    elif kind == "pplan":
+                        self._on_plan(payload, bolt, False)
+            elif kind == "pplan":
+                self._on_plan(payload, bolt, False)
+            now = clock()
+            if now >= next_tick:
+                bolt.process_tick(TupleHelper.make_tick_tuple())
+                next_tick = now + (tick or 0.0)
+            if emitter.has_pending and now - last_flush >= interval:
+                emitter.flush()
+                last_flush = now
+            elif not emitter.has_pending:
+                last_flush = now
+        emitter.flush()
+
+    def _process_batch(self, frame: bytes, process: Callable[[HeronTuple], None]) -> None:
+        src = BATCH_HEADER.unpack_from(frame, HEADER_SIZE)[1]
+        src_component = self._task_component.get(src, "?")
+        rows = loads_batch(memoryview(frame)[_BODY_OFFSET:])
+        created = time.time()
+        task = src
+        if self._capture is not None:
+            cap = self._capture
+            for stream, values in rows:
+                cap.write(json.dumps({"task": self.task_id, "source": src_component, "source_task": task,
+                                      "stream": stream, "values": list(values)}, default=repr) + "\n")
+            cap.flush()
+        make = HeronTuple
+        for stream, values in rows:
+            process(make(None, src_component, stream, task, values, created, None))
+
+    def _drain_inbound(self, user: Any, is_spout: bool, block_s: float) -> None:
+        try:
+            kind, payload = self._in.get(timeout=block_s) if block_s > 0 else self._in.get_nowait()
+        except queue.Empty:
+            return
+        while True:
+            if kind == "pplan":
+                self._on_plan(payload, user, is_spout)
+            else:
+                self._log.warning("spout task %d got an unexpected %s; dropped", self.task_id, kind)
+            try:
+                kind, payload = self._in.get_nowait()
+            except queue.Empty:
+                return

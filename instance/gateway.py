@@ -1,0 +1,208 @@
+"""The gateway thread: owns the socket to the stream manager, never runs user code.
+
+Inbound frames go to the execution thread through a bounded queue. When it is full the
+gateway stops reading the socket (TCP then pushes back to the stream manager) and retries
+on a short timer. Outbound frames come from the execution thread through another bounded
+queue; the execution thread wakes us with ``call_soon_threadsafe`` once per flush.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import enum
+import logging
+import os
+import queue
+import threading
+from pathlib import Path
+from typing import Any
+
+from heron_py.common.daemon import new_event_loop
+from heron_py.common.framing import MsgType
+from heron_py.common.net import Connection, connect, parse
+from proto import heron_py_pb2 as pb
+
+RETRY_S = 0.001
+
+
+class GatewayState(enum.Enum):
+    CONNECTING = "connecting"
+    REGISTERING = "registering"
+    RUNNING = "running"
+    STOPPED = "stopped"
+
+
+class Gateway:
+    def __init__(
+        self,
+        *,
+        task_id: int,
+        component: str,
+        secret: bytes,
+        sm_port_file: Path,
+        inbound: queue.Queue[tuple[str, Any]],
+        outbound: queue.Queue[list[bytes]],
+        max_frame: int,
+        log: logging.Logger,
+    ) -> None:
+        self.task_id = task_id
+        self.component = component
+        self.state = GatewayState.CONNECTING
+        self._secret = secret
+        self._port_file = sm_port_file
+        self._in = inbound
+        self._out = outbound
+        self._max_frame = max_frame
+        self._log = log
+        self._overflow: collections.deque[tuple[str, Any]] = collections.deque()
+        self._conn: Connection | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._ready_sent = False
+        self._ready = False
+        self._thread = threading.Thread(target=self._run, name="gateway", daemon=True)
+        self.started = threading.Event()
+
+    # --- called from the execution thread ---
+    def start(self) -> None:
+        self._thread.start()
+        self.started.wait()
+
+    def wake(self) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._drain_out)
+
+    def mark_ready(self) -> None:
+        loop = self._loop
+        if loop is not None:
+            loop.call_soon_threadsafe(self._send_ready)
+
+    def stop(self) -> None:
+        loop, ev = self._loop, self._stop
+        if loop is not None and ev is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(ev.set)
+        self._thread.join(timeout=5)
+
+    # --- gateway thread ---
+    def _run(self) -> None:
+        loop = new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+        self._stop = asyncio.Event()
+        self.started.set()
+        try:
+            loop.run_until_complete(self._main())
+        finally:
+            self.state = GatewayState.STOPPED
+            loop.close()
+
+    async def _main(self) -> None:
+        assert self._stop is not None
+        while not self._stop.is_set():
+            try:
+                port = int(self._port_file.read_text().strip())
+                self.state = GatewayState.CONNECTING
+                conn = await connect("127.0.0.1", port, self, self._secret, role="instance",
+                                     peer_id=str(self.task_id), log=self._log, max_frame=self._max_frame)
+            except (OSError, ValueError, asyncio.TimeoutError, ConnectionError) as e:
+                self._log.info("stream manager not reachable yet (%s); retrying", e)
+                await self._sleep_or_stop(0.5)
+                continue
+            self._conn = conn
+            self.state = GatewayState.REGISTERING
+            conn.send_msg(MsgType.REGISTER_INSTANCE_REQUEST, pb.RegisterInstanceRequest(
+                task_id=self.task_id, component=self.component, pid=os.getpid()))
+            closed = asyncio.get_running_loop().create_future()
+            conn.context = closed
+            stop_wait = asyncio.ensure_future(self._stop.wait())
+            await asyncio.wait([closed, stop_wait], return_when=asyncio.FIRST_COMPLETED)
+            stop_wait.cancel()
+            self._conn = None
+            conn.close()
+            if not self._stop.is_set():
+                self._log.warning("connection to stream manager lost; reconnecting")
+                await self._sleep_or_stop(0.2)
+
+    async def _sleep_or_stop(self, seconds: float) -> None:
+        assert self._stop is not None
+        try:
+            await asyncio.wait_for(self._stop.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    # FrameHandler
+    def on_open(self, conn: Connection) -> None:
+        pass
+
+    def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
+        if msg_type == MsgType.TUPLE_BATCH:
+            self._deliver(("batch", frame))
+        elif msg_type == MsgType.REGISTER_INSTANCE_RESPONSE:
+            resp = pb.RegisterInstanceResponse()
+            parse(resp, frame)
+            if not resp.ok:
+                self._log.error("stream manager refused registration: %s", resp.error)
+                conn.close()
+                return
+            self.state = GatewayState.RUNNING
+            self._drain_out()
+            if resp.pplan_json:
+                self._deliver(("pplan", resp.pplan_json))
+            if self._ready:
+                self._send_ready()
+        elif msg_type == MsgType.NEW_PHYSICAL_PLAN:
+            msg = pb.NewPhysicalPlan()
+            parse(msg, frame)
+            self._deliver(("pplan", msg.pplan_json))
+        else:
+            self._log.warning("unexpected message type %d from stream manager; ignored", msg_type)
+
+    def on_close(self, conn: Connection) -> None:
+        fut = conn.context
+        if isinstance(fut, asyncio.Future) and not fut.done():
+            fut.set_result(None)
+
+    def _deliver(self, item: tuple[str, Any]) -> None:
+        if self._overflow:
+            self._overflow.append(item)
+            return
+        try:
+            self._in.put_nowait(item)
+        except queue.Full:
+            self._overflow.append(item)
+            if self._conn is not None:
+                self._conn.pause_reading()
+            assert self._loop is not None
+            self._loop.call_later(RETRY_S, self._retry_overflow)
+
+    def _retry_overflow(self) -> None:
+        while self._overflow:
+            try:
+                self._in.put_nowait(self._overflow[0])
+            except queue.Full:
+                assert self._loop is not None
+                self._loop.call_later(RETRY_S, self._retry_overflow)
+                return
+            self._overflow.popleft()
+        if self._conn is not None:
+            self._conn.resume_reading()
+
+    def _drain_out(self) -> None:
+        conn = self._conn
+        if conn is None or not conn.is_open or self.state is not GatewayState.RUNNING:
+            return  # frames stay queued (bounded) until the stream manager is back
+        assert conn.transport is not None
+        while True:
+            try:
+                frames = self._out.get_nowait()
+            except queue.Empty:
+                return
+            conn.transport.writelines(frames)
+
+    def _send_ready(self) -> None:
+        self._ready = True
+        conn = self._conn
+        if conn is not None and conn.is_open and self.state is GatewayState.RUNNING:
+            conn.send_msg(MsgType.INSTANCE_READY, pb.InstanceReady(task_id=self.task_id, pid=os.getpid()))

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Sets up a fresh machine for heron-py: a virtualenv in .venv with the project and its test
+# tools installed (editable). Idempotent; safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e ".[test]"

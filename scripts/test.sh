@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Sets up (scripts/setup.sh), then runs every check CI runs: the proto drift check, ruff,
+# mypy --strict, and the whole pytest suite (unit and integration, real processes).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+. .venv/bin/activate
+# generated code must match the .proto
+cp proto/heron_py_pb2.py /tmp/heron_py_pb2.committed.py
+bash proto/generate.sh
+if ! diff -q proto/heron_py_pb2.py /tmp/heron_py_pb2.committed.py >/dev/null; then
+  echo "proto/heron_py_pb2.py is out of date: run proto/generate.sh and commit the result" >&2
+  exit 1
+fi
+ruff check .
+mypy heron_py heronpy topology_master stream_manager instance metrics_manager
+python -m pytest -q -p no:cacheprovider "$@"

@@ -1,0 +1,1 @@
+"""Stream manager: one per container; routes tuple batches, joins the clique."""

@@ -1,0 +1,5 @@
+import sys
+
+from stream_manager.main import main
+
+sys.exit(main())

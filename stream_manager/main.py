@@ -1,0 +1,347 @@
+"""The stream manager daemon.
+
+One listening port serves both its local instances and the other stream managers of the
+clique; the handshake's role says which a connection is. For sending to another container
+it keeps one outbound connection per peer. Tuple batches are routed on their 8-byte
+header and forwarded as the same bytes: the stream manager never unpickles a tuple.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import logging
+import os
+from pathlib import Path
+
+from heron_py.common.daemon import FatalError, run_daemon, setup_logging
+from heron_py.common.framing import DEFAULT_MAX_FRAME, MsgType, batch_dest, encode_frame
+from heron_py.common.net import Connection, Counters, connect, parse, serve
+from heron_py.planner.model import PhysicalPlan
+from heron_py.state import LocalFsStateManager, StateManager
+from proto import heron_py_pb2 as pb
+
+HEARTBEAT_S = 1.0
+# frames held for a destination that is not connected yet (start-up, restart); beyond
+# this the oldest are dropped and counted, so memory stays bounded
+MAX_HELD_FRAMES = 4096
+
+
+class StreamManager:
+    def __init__(self, *, topology: str, container: int, secret: bytes, state: StateManager,
+                 port_file: Path, log: logging.Logger, host: str = "127.0.0.1",
+                 max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self.topology = topology
+        self.container = container
+        self.host = host
+        self.port = 0
+        self._secret = secret
+        self._state = state
+        self._port_file = port_file
+        self._log = log
+        self._max_frame = max_frame
+        self.counters = Counters()
+        self.pplan: PhysicalPlan | None = None
+        self.instances: dict[int, Connection] = {}
+        self.ready: dict[int, int] = {}  # task id -> pid, instances that finished initialize
+        self.pids: dict[int, int] = {}
+        self.peers_out: dict[int, Connection] = {}
+        self._connecting: set[int] = set()
+        self.held: dict[tuple[str, int], collections.deque[bytes]] = {}
+        self.dropped_frames = 0
+        self.tm: Connection | None = None
+        self._server: asyncio.Server | None = None
+        self._stopped: asyncio.Event | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._local_tasks: frozenset[int] = frozenset()
+        self._container_of: dict[int, int] = {}
+
+    # --- lifecycle ---
+    async def start(self) -> None:
+        self._stopped = asyncio.Event()
+        try:
+            self._server = await serve(self.host, 0, lambda: _Inbound(self), self._secret, role="stmgr",
+                                       log=self._log, counters=self.counters, max_frame=self._max_frame)
+        except OSError as e:
+            raise FatalError(f"stream manager of container {self.container}: cannot listen on "
+                             f"{self.host}: {e}") from e
+        self.port = self._server.sockets[0].getsockname()[1]
+        tmp = self._port_file.with_suffix(".tmp")
+        tmp.write_text(str(self.port))
+        os.replace(tmp, self._port_file)
+        self._log.info("stream manager of container %d listening on %s:%d", self.container, self.host, self.port)
+        self._tasks.append(asyncio.ensure_future(self._tm_loop()))
+
+    async def wait(self) -> int:
+        assert self._stopped is not None
+        await self._stopped.wait()
+        return 0
+
+    def stop(self) -> None:
+        if self._stopped is None or self._stopped.is_set():
+            return
+        self._stopped.set()
+        for t in self._tasks:
+            t.cancel()
+        if self._server is not None:
+            self._server.close()
+        for c in [*self.instances.values(), *self.peers_out.values()]:
+            c.close()
+        if self.tm is not None:
+            self.tm.close()
+
+    # --- topology master ---
+    async def _tm_loop(self) -> None:
+        handler = _TmHandler(self)
+        while True:
+            loc = self._state.get_tmanager_location(self.topology)
+            if loc is None:
+                await asyncio.sleep(0.2)
+                continue
+            try:
+                conn = await connect(loc.host, loc.port, handler, self._secret, role="stmgr",
+                                     peer_id=str(self.container), log=self._log, max_frame=self._max_frame)
+            except (OSError, asyncio.TimeoutError, ConnectionError) as e:
+                self._log.info("topology master at %s:%d not reachable (%s); retrying", loc.host, loc.port, e)
+                await asyncio.sleep(0.5)
+                continue
+            self.tm = conn
+            closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            conn.context = closed
+            conn.send_msg(MsgType.REGISTER_STMGR_REQUEST, pb.RegisterStmgrRequest(
+                container=self.container, host=self.host, port=self.port, pid=os.getpid(),
+                instances=self._instance_infos()))
+            self._log.info("registered with topology master at %s:%d", loc.host, loc.port)
+            while not closed.done():
+                try:
+                    await asyncio.wait_for(asyncio.shield(closed), HEARTBEAT_S)
+                except asyncio.TimeoutError:
+                    conn.send_msg(MsgType.STMGR_HEARTBEAT, pb.StmgrHeartbeat(
+                        container=self.container, instances=self._instance_infos()))
+            self.tm = None
+            self._log.warning("connection to topology master lost; reconnecting")
+            await asyncio.sleep(0.2)
+
+    def _instance_infos(self) -> list[pb.InstanceInfo]:
+        return [pb.InstanceInfo(task_id=t, pid=self.pids.get(t, 0), ready=t in self.ready)
+                for t in sorted(self.instances)]
+
+    def on_new_pplan(self, raw: bytes) -> None:
+        plan = PhysicalPlan.from_dict(json.loads(raw))
+        if self.pplan is not None and plan.version <= self.pplan.version:
+            return
+        self.pplan = plan
+        self._container_of = {t.task_id: t.container for t in plan.packing.tasks}
+        self._local_tasks = frozenset(t for t, c in self._container_of.items() if c == self.container)
+        self._log.info("physical plan v%d: state %s, %d tasks, %d containers", plan.version, plan.state.value,
+                       len(plan.packing.tasks), plan.packing.num_containers)
+        # a peer whose address changed (restarted) gets a fresh connection
+        for s in plan.stmgrs:
+            conn = self.peers_out.get(s.container)
+            if conn is not None and conn.context != (s.host, s.port):
+                conn.close()
+                del self.peers_out[s.container]
+        for s in plan.stmgrs:
+            if s.container != self.container:
+                self._ensure_peer(s.container)
+        msg = encode_frame(MsgType.NEW_PHYSICAL_PLAN, pb.NewPhysicalPlan(pplan_json=raw).SerializeToString())
+        for conn in self.instances.values():
+            conn.send(msg)
+
+    # --- clique ---
+    def _ensure_peer(self, container: int) -> None:
+        if container in self.peers_out or container in self._connecting:
+            return
+        self._connecting.add(container)
+        self._tasks.append(asyncio.ensure_future(self._connect_peer(container)))
+
+    async def _connect_peer(self, container: int) -> None:
+        try:
+            while self.pplan is not None:
+                loc = next((s for s in self.pplan.stmgrs if s.container == container), None)
+                if loc is None:
+                    return
+                try:
+                    conn = await connect(loc.host, loc.port, _PeerOut(self, container), self._secret,
+                                         role="stmgr", peer_id=str(self.container), log=self._log,
+                                         max_frame=self._max_frame)
+                except (OSError, asyncio.TimeoutError, ConnectionError) as e:
+                    self._log.info("stream manager %d at %s:%d not reachable (%s); retrying",
+                                   container, loc.host, loc.port, e)
+                    await asyncio.sleep(0.3)
+                    continue
+                conn.context = (loc.host, loc.port)
+                conn.send_msg(MsgType.STMGR_HELLO, pb.StmgrHello(container=self.container))
+                self.peers_out[container] = conn
+                self._log.info("connected to stream manager %d at %s:%d", container, loc.host, loc.port)
+                self._release(("peer", container), conn)
+                return
+        finally:
+            self._connecting.discard(container)
+
+    def peer_lost(self, container: int, conn: Connection) -> None:
+        if self.peers_out.get(container) is conn:
+            del self.peers_out[container]
+            self._log.warning("lost connection to stream manager %d; reconnecting", container)
+            if self._stopped is not None and not self._stopped.is_set():
+                self._ensure_peer(container)
+
+    # --- routing ---
+    def route(self, frame: bytes) -> None:
+        dest = batch_dest(frame)
+        if dest in self._local_tasks:
+            conn = self.instances.get(dest)
+            if conn is not None:
+                conn.send(frame)
+            else:
+                self._hold(("task", dest), frame)
+            return
+        container = self._container_of.get(dest)
+        if container is None:
+            self.dropped_frames += 1
+            self._log.warning("dropping a batch for unknown task %d", dest)
+            return
+        conn = self.peers_out.get(container)
+        if conn is not None:
+            conn.send(frame)
+        else:
+            self._hold(("peer", container), frame)
+
+    def _hold(self, key: tuple[str, int], frame: bytes) -> None:
+        q = self.held.get(key)
+        if q is None:
+            q = self.held[key] = collections.deque()
+        if len(q) >= MAX_HELD_FRAMES:
+            q.popleft()
+            self.dropped_frames += 1
+        q.append(frame)
+
+    def _release(self, key: tuple[str, int], conn: Connection) -> None:
+        q = self.held.pop(key, None)
+        if q:
+            assert conn.transport is not None
+            conn.transport.writelines(q)
+
+    # --- instances ---
+    def register_instance(self, conn: Connection, req: pb.RegisterInstanceRequest) -> None:
+        old = self.instances.get(req.task_id)
+        if old is not None and old is not conn:
+            old.close()
+        self.instances[req.task_id] = conn
+        self.pids[req.task_id] = req.pid
+        self.ready.pop(req.task_id, None)
+        conn.context = req.task_id
+        raw = json.dumps(self.pplan.to_dict()).encode() if self.pplan is not None else b""
+        conn.send_msg(MsgType.REGISTER_INSTANCE_RESPONSE, pb.RegisterInstanceResponse(ok=True, pplan_json=raw))
+        self._release(("task", req.task_id), conn)
+        self._log.info("instance task %d (%s, pid %d) registered", req.task_id, req.component, req.pid)
+
+    def instance_ready(self, task_id: int, pid: int) -> None:
+        self.ready[task_id] = pid
+        if self.tm is not None:
+            self.tm.send_msg(MsgType.STMGR_HEARTBEAT, pb.StmgrHeartbeat(
+                container=self.container, instances=self._instance_infos()))
+
+    def instance_lost(self, conn: Connection) -> None:
+        task = conn.context
+        if isinstance(task, int) and self.instances.get(task) is conn:
+            del self.instances[task]
+            self.ready.pop(task, None)
+            self._log.warning("instance task %d disconnected", task)
+
+
+class _Inbound:
+    """Handler of an accepted connection: a local instance or a peer stream manager."""
+
+    def __init__(self, sm: StreamManager) -> None:
+        self.sm = sm
+
+    def on_open(self, conn: Connection) -> None:
+        pass
+
+    def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
+        sm = self.sm
+        if msg_type == MsgType.TUPLE_BATCH:
+            sm.route(frame)
+            return
+        ident = conn.identity
+        assert ident is not None
+        if msg_type == MsgType.REGISTER_INSTANCE_REQUEST and ident.role == "instance":
+            req = pb.RegisterInstanceRequest()
+            parse(req, frame)
+            if str(req.task_id) != ident.peer_id or req.task_id not in sm._local_tasks and sm.pplan is not None:
+                conn.send_msg(MsgType.REGISTER_INSTANCE_RESPONSE, pb.RegisterInstanceResponse(
+                    ok=False, error=f"task {req.task_id} does not run in container {sm.container}"))
+                conn.close()
+                return
+            sm.register_instance(conn, req)
+        elif msg_type == MsgType.INSTANCE_READY and ident.role == "instance":
+            msg = pb.InstanceReady()
+            parse(msg, frame)
+            sm.instance_ready(msg.task_id, msg.pid)
+        elif msg_type == MsgType.STMGR_HELLO and ident.role == "stmgr":
+            pass
+        else:
+            sm._log.warning("unexpected message type %d from %s (%s); dropping the connection",
+                            msg_type, conn.peer_name, ident.role)
+            conn.close()
+
+    def on_close(self, conn: Connection) -> None:
+        self.sm.instance_lost(conn)
+
+
+class _PeerOut:
+    def __init__(self, sm: StreamManager, container: int) -> None:
+        self.sm = sm
+        self.container = container
+
+    def on_open(self, conn: Connection) -> None:
+        pass
+
+    def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
+        if msg_type == MsgType.TUPLE_BATCH:  # peers send on their own connections; accept anyway
+            self.sm.route(frame)
+
+    def on_close(self, conn: Connection) -> None:
+        self.sm.peer_lost(self.container, conn)
+
+
+class _TmHandler:
+    def __init__(self, sm: StreamManager) -> None:
+        self.sm = sm
+
+    def on_open(self, conn: Connection) -> None:
+        pass
+
+    def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
+        if msg_type == MsgType.NEW_PHYSICAL_PLAN:
+            msg = pb.NewPhysicalPlan()
+            parse(msg, frame)
+            self.sm.on_new_pplan(msg.pplan_json)
+        elif msg_type == MsgType.REGISTER_STMGR_RESPONSE:
+            resp = pb.RegisterStmgrResponse()
+            parse(resp, frame)
+            if not resp.ok:
+                self.sm._log.error("topology master refused registration: %s", resp.error)
+
+    def on_close(self, conn: Connection) -> None:
+        fut = conn.context
+        if isinstance(fut, asyncio.Future) and not fut.done():
+            fut.set_result(None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="stream_manager")
+    ap.add_argument("--topology", required=True)
+    ap.add_argument("--container", type=int, required=True)
+    ap.add_argument("--secret-file", type=Path, required=True)
+    ap.add_argument("--port-file", type=Path, required=True)
+    ap.add_argument("--home", type=Path, default=None)
+    args = ap.parse_args(argv)
+    log = setup_logging(f"stmgr[{args.container}]")
+    sm = StreamManager(topology=args.topology, container=args.container,
+                       secret=args.secret_file.read_bytes(), state=LocalFsStateManager(args.home),
+                       port_file=args.port_file, log=log)
+    return run_daemon(sm, log)

@@ -1,0 +1,1 @@
+"""Topology master: registers stream managers, builds and pushes the physical plan."""

@@ -1,0 +1,5 @@
+import sys
+
+from topology_master.main import main
+
+sys.exit(main())

@@ -1,0 +1,226 @@
+"""The topology master daemon.
+
+It publishes its location in the state manager, waits until the stream manager of every
+container has registered, then builds the physical plan, stores it and pushes it to every
+stream manager. A stream manager that registers again (it was restarted, with a new port)
+gets a new plan version pushed to all. Admin commands from the CLI (activate, deactivate,
+status) arrive on the same port, from peers that proved the topology's secret.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from heron_py.common.daemon import FatalError, run_daemon, setup_logging
+from heron_py.common.framing import DEFAULT_MAX_FRAME, MsgType, encode_frame
+from heron_py.common.net import Connection, Counters, parse, serve
+from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
+from heron_py.state import LocalFsStateManager, StateManager, TManagerLocation
+from proto import heron_py_pb2 as pb
+
+
+class TopologyMaster:
+    def __init__(self, *, topology: str, secret: bytes, state: StateManager, log: logging.Logger,
+                 host: str = "127.0.0.1", max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self.topology = topology
+        self.host = host
+        self._secret = secret
+        self._state = state
+        self._log = log
+        self._max_frame = max_frame
+        self.counters = Counters()
+        self.stmgrs: dict[int, tuple[StmgrLocation, Connection]] = {}
+        self.instances: dict[int, dict[str, Any]] = {}
+        self.pplan: PhysicalPlan | None = None
+        self.run_state = TopologyState.RUNNING
+        self._server: asyncio.Server | None = None
+        self._stopped: asyncio.Event | None = None
+        self.started_at = time.time()
+
+    async def start(self) -> None:
+        self._stopped = asyncio.Event()
+        topo = self._state.get_topology(self.topology)
+        packing = self._state.get_packing_plan(self.topology)
+        if topo is None or packing is None:
+            raise FatalError(f"topology master: topology '{self.topology}' has no definition or packing "
+                             f"plan in the state manager; was it submitted?")
+        self._topo, self._packing = topo, packing
+        old = self._state.get_physical_plan(self.topology)
+        if old is not None:
+            # a restarted master keeps the run state and counts plan versions onward
+            self.run_state = old.state
+            self._version = old.version
+        else:
+            self._version = 0
+        try:
+            self._server = await serve(self.host, 0, lambda: _Handler(self), self._secret, role="tmanager",
+                                       log=self._log, counters=self.counters, max_frame=self._max_frame)
+        except OSError as e:
+            raise FatalError(f"topology master: cannot listen on {self.host}: {e}") from e
+        port = self._server.sockets[0].getsockname()[1]
+        self._state.set_tmanager_location(self.topology, TManagerLocation(self.host, port, os.getpid()))
+        self._log.info("topology master of '%s' listening on %s:%d", self.topology, self.host, port)
+        self._write_execution_state()
+
+    async def wait(self) -> int:
+        assert self._stopped is not None
+        await self._stopped.wait()
+        return 0
+
+    def stop(self) -> None:
+        if self._stopped is None or self._stopped.is_set():
+            return
+        self._stopped.set()
+        if self._server is not None:
+            self._server.close()
+        for _, conn in self.stmgrs.values():
+            conn.close()
+
+    # --- registration and plans ---
+    def register_stmgr(self, conn: Connection, req: pb.RegisterStmgrRequest) -> None:
+        if not 0 <= req.container < self._packing.num_containers:
+            conn.send_msg(MsgType.REGISTER_STMGR_RESPONSE, pb.RegisterStmgrResponse(
+                ok=False, error=f"container {req.container} is not in the packing plan "
+                f"(containers 0..{self._packing.num_containers - 1})"))
+            conn.close()
+            return
+        old = self.stmgrs.get(req.container)
+        if old is not None and old[1] is not conn:
+            old[1].close()
+        loc = StmgrLocation(req.container, req.host, req.port, req.pid)
+        self.stmgrs[req.container] = (loc, conn)
+        conn.context = req.container
+        conn.send_msg(MsgType.REGISTER_STMGR_RESPONSE, pb.RegisterStmgrResponse(ok=True))
+        self._log.info("stream manager %d registered (%s:%d pid %d)", req.container, req.host, req.port, req.pid)
+        self._update_instances(req.container, req.instances)
+        if len(self.stmgrs) == self._packing.num_containers:
+            self._push_plan()
+
+    def stmgr_lost(self, conn: Connection) -> None:
+        c = conn.context
+        if isinstance(c, int) and c in self.stmgrs and self.stmgrs[c][1] is conn:
+            del self.stmgrs[c]
+            for t, info in self.instances.items():
+                if info.get("container") == c:
+                    info["ready"] = False
+            self._log.warning("stream manager %d disconnected", c)
+            self._write_execution_state()
+
+    def _update_instances(self, container: int, infos: Any) -> None:
+        for t in self._packing.tasks_in(container):
+            self.instances[t.task_id] = {"component": t.component, "container": container,
+                                         "pid": 0, "ready": False}
+        for i in infos:
+            self.instances[i.task_id] = {**self.instances.get(i.task_id, {}), "pid": i.pid, "ready": i.ready}
+        self._write_execution_state()
+
+    def heartbeat(self, hb: pb.StmgrHeartbeat) -> None:
+        self._update_instances(hb.container, hb.instances)
+
+    def _push_plan(self) -> None:
+        self._version += 1
+        self.pplan = PhysicalPlan(
+            topology=self._topo,
+            packing=self._packing,
+            stmgrs=tuple(loc for loc, _ in sorted(self.stmgrs.values(), key=lambda x: x[0].container)),
+            state=self.run_state,
+            version=self._version,
+        )
+        self._state.set_physical_plan(self.topology, self.pplan)
+        raw = json.dumps(self.pplan.to_dict()).encode()
+        frame = encode_frame(MsgType.NEW_PHYSICAL_PLAN, pb.NewPhysicalPlan(pplan_json=raw).SerializeToString())
+        for _, conn in self.stmgrs.values():
+            conn.send(frame)
+        self._log.info("pushed physical plan v%d (%s) to %d stream managers", self._version,
+                       self.run_state.value, len(self.stmgrs))
+        self._write_execution_state()
+
+    def set_run_state(self, state: TopologyState) -> str:
+        if self.run_state is state:
+            return f"topology '{self.topology}' is already {state.value}"
+        self.run_state = state
+        if self.pplan is not None and len(self.stmgrs) == self._packing.num_containers:
+            self._push_plan()
+        else:
+            self._write_execution_state()
+        return f"topology '{self.topology}' is now {state.value}"
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "topology": self.topology,
+            "state": self.run_state.value,
+            "pplan_version": self.pplan.version if self.pplan is not None else 0,
+            "tmanager": {"pid": os.getpid(), "started_at": self.started_at},
+            "stmgrs": {str(c): loc.to_dict() for c, (loc, _) in sorted(self.stmgrs.items())},
+            "instances": {str(t): i for t, i in sorted(self.instances.items())},
+            "auth_failures": self.counters.auth_failures,
+            "bad_frames": self.counters.bad_frames,
+        }
+
+    def _write_execution_state(self) -> None:
+        self._state.set_execution_state(self.topology, self.status())
+
+
+class _Handler:
+    def __init__(self, tm: TopologyMaster) -> None:
+        self.tm = tm
+
+    def on_open(self, conn: Connection) -> None:
+        pass
+
+    def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
+        tm = self.tm
+        ident = conn.identity
+        assert ident is not None
+        if msg_type == MsgType.REGISTER_STMGR_REQUEST and ident.role == "stmgr":
+            req = pb.RegisterStmgrRequest()
+            parse(req, frame)
+            tm.register_stmgr(conn, req)
+        elif msg_type == MsgType.STMGR_HEARTBEAT and ident.role == "stmgr":
+            hb = pb.StmgrHeartbeat()
+            parse(hb, frame)
+            tm.heartbeat(hb)
+        elif msg_type == MsgType.ADMIN_REQUEST and ident.role == "cli":
+            req2 = pb.AdminRequest()
+            parse(req2, frame)
+            resp = self._admin(req2.command)
+            conn.send_msg(MsgType.ADMIN_RESPONSE, resp)
+        else:
+            tm._log.warning("unexpected message type %d from %s (%s); dropping the connection",
+                            msg_type, conn.peer_name, ident.role)
+            conn.close()
+
+    def _admin(self, command: str) -> pb.AdminResponse:
+        tm = self.tm
+        if command == "activate":
+            return pb.AdminResponse(ok=True, message=tm.set_run_state(TopologyState.RUNNING))
+        if command == "deactivate":
+            return pb.AdminResponse(ok=True, message=tm.set_run_state(TopologyState.PAUSED))
+        if command == "status":
+            return pb.AdminResponse(ok=True, status_json=json.dumps(tm.status()).encode())
+        return pb.AdminResponse(ok=False, message=f"unknown admin command {command!r}; expected one of "
+                                "activate, deactivate, status")
+
+    def on_close(self, conn: Connection) -> None:
+        self.tm.stmgr_lost(conn)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="topology_master")
+    ap.add_argument("--topology", required=True)
+    ap.add_argument("--secret-file", type=Path, required=True)
+    ap.add_argument("--home", type=Path, default=None)
+    args = ap.parse_args(argv)
+    log = setup_logging("tmanager")
+    tm = TopologyMaster(topology=args.topology, secret=args.secret_file.read_bytes(),
+                        state=LocalFsStateManager(args.home), log=log)
+    return run_daemon(tm, log)
+
+
