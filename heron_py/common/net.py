@@ -82,8 +82,8 @@ class Connection(asyncio.Protocol):
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's transports are not asyncio.Transport subclasses but have its methods
+        self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername")
         if peer and self.peer_name == "peer":
             self.peer_name = f"{peer[0]}:{peer[1]}"

@@ -1,0 +1,10 @@
+"""Grouping.ALL: every task receives every tuple.
+
+    heron-py submit local examples/groupings/all_grouping.py
+"""
+
+from heronpy.api.stream import Grouping
+from grouping_common import build
+
+if __name__ == "__main__":
+    build("all_grouping", Grouping.ALL).build_and_submit()

@@ -1,0 +1,40 @@
+"""heronpy's Bolt."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from heron_py.api.component.base_component import BaseComponent
+from heron_py.api.component.component_spec import HeronComponentSpec
+from heron_py.api.stream import Stream
+from heron_py.api.tuple import TupleHelper
+
+
+class Bolt(BaseComponent):
+    @classmethod
+    def spec(cls, name: str | None = None, inputs: Any = None, par: int = 1,
+             config: dict[str, Any] | None = None, optional_outputs: list[Any] | None = None) -> HeronComponentSpec:
+        return HeronComponentSpec(name, cls, False, par, inputs, config, optional_outputs)
+
+    def initialize(self, config: dict[str, Any], context: Any) -> None:
+        pass
+
+    def process(self, tup: Any) -> None:
+        pass
+
+    def process_tick(self, tup: Any) -> None:
+        pass
+
+    def emit(self, tup: Any, stream: str = Stream.DEFAULT_STREAM_ID, anchors: Any = None,
+             direct_task: int | None = None, need_task_ids: bool = False) -> list[int] | None:
+        return self.delegate.emit(tup, stream, anchors, direct_task, need_task_ids, None)
+
+    def ack(self, tup: Any) -> None:
+        self.delegate.ack(tup)
+
+    def fail(self, tup: Any) -> None:
+        self.delegate.fail(tup)
+
+    @staticmethod
+    def is_tick(tup: Any) -> bool:
+        return bool(tup.stream == TupleHelper.TICK_TUPLE_ID)

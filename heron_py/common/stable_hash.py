@@ -1,0 +1,44 @@
+"""A hash of tuple values that every process and every run agrees on.
+
+Python's ``hash`` of str/bytes changes with PYTHONHASHSEED, so fields grouping cannot use
+it. Rules: str → CRC-32 of its UTF-8; bytes → CRC-32; bool/int → CRC-32 of the decimal
+text (so True hashes like 1, as Python's == says); float → CRC-32 of repr (an integral float
+hashes like the int, 1.0 like 1); None → 0; list/tuple → the element hashes combined in
+order. Other types hash by repr, which is stable only if their repr is (documented caveat).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from typing import Any
+
+_crc = zlib.crc32
+
+
+def value_hash(v: Any) -> int:
+    t = type(v)
+    if t is str:
+        return _crc(v.encode("utf-8"))
+    if t is int or t is bool:
+        return _crc(str(int(v)).encode())
+    if t is bytes:
+        return _crc(v)
+    if t is float:
+        return _crc(str(int(v)).encode()) if v.is_integer() else _crc(repr(v).encode())
+    if v is None:
+        return 0
+    if isinstance(v, (list, tuple)):
+        return stable_hash(v)
+    if isinstance(v, str):
+        return _crc(str(v).encode("utf-8"))
+    if isinstance(v, int):
+        return _crc(str(int(v)).encode())
+    return _crc(repr(v).encode("utf-8"))
+
+
+def stable_hash(values: Sequence[Any]) -> int:
+    h = 0x811C9DC5
+    for v in values:
+        h = ((h ^ value_hash(v)) * 0x01000193) & 0xFFFFFFFF
+    return h

@@ -1,0 +1,1 @@
+"""Logical plan checks, packing and routing: pure functions, no I/O."""

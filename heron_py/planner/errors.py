@@ -1,0 +1,2 @@
+class TopologyError(Exception):
+    """A topology a user built is not valid; the message says what, where, expected, found."""

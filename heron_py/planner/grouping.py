@@ -1,0 +1,148 @@
+"""Routers: which consumer tasks receive a tuple. Run in the emitting instance, per tuple.
+
+Each router returns a sequence of task ids, reusing prebuilt one-element tuples so that the
+common case allocates nothing.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from heron_py.common.stable_hash import stable_hash, value_hash
+from heron_py.planner.errors import TopologyError
+from heron_py.planner.model import GroupingDef, GroupingKind
+
+
+class Router(Protocol):
+    def choose(self, values: Sequence[Any]) -> Sequence[int]: ...
+
+
+class RoutingError(Exception):
+    pass
+
+
+class _RoundRobin:
+    """Shuffle and none: round robin from a random start (Heron does the same; cheaper than a
+    random draw per tuple and evens out load exactly)."""
+
+    def __init__(self, targets: Sequence[int], rng: random.Random) -> None:
+        self._one = [(t,) for t in targets]
+        self._n = len(targets)
+        self._i = rng.randrange(self._n)
+
+    def choose(self, values: Sequence[Any]) -> Sequence[int]:
+        i = self._i + 1
+        if i >= self._n:
+            i = 0
+        self._i = i
+        return self._one[i]
+
+
+class _Fields:
+    def __init__(self, targets: Sequence[int], field_indices: tuple[int, ...]) -> None:
+        self._one = [(t,) for t in sorted(targets)]
+        self._n = len(targets)
+        self._idx = field_indices
+        self._single = field_indices[0] if len(field_indices) == 1 else None
+
+    def choose(self, values: Sequence[Any]) -> Sequence[int]:
+        if self._single is not None:
+            return self._one[value_hash(values[self._single]) % self._n]
+        return self._one[stable_hash([values[i] for i in self._idx]) % self._n]
+
+
+class _Fixed:
+    def __init__(self, targets: tuple[int, ...]) -> None:
+        self._targets = targets
+
+    def choose(self, values: Sequence[Any]) -> Sequence[int]:
+        return self._targets
+
+
+class _PartialKey:
+    """Two candidates per key from two independent hashes; the one this emitter has sent
+    fewer tuples to wins (Storm's PartialKeyGrouping, least-loaded by local counts)."""
+
+    def __init__(self, targets: Sequence[int], field_indices: tuple[int, ...]) -> None:
+        self._targets = sorted(targets)
+        self._one = [(t,) for t in self._targets]
+        self._n = len(targets)
+        self._idx = field_indices
+        self._load = [0] * self._n
+
+    def candidates(self, values: Sequence[Any]) -> tuple[int, int]:
+        key = [values[i] for i in self._idx]
+        h1 = stable_hash(key) % self._n
+        h2 = stable_hash(["\x00partial-key-2", *key]) % self._n
+        return h1, h2
+
+    def choose(self, values: Sequence[Any]) -> Sequence[int]:
+        a, b = self.candidates(values)
+        i = a if self._load[a] <= self._load[b] else b
+        self._load[i] += 1
+        return self._one[i]
+
+
+class _LocalOrShuffle(_RoundRobin):
+    def __init__(self, targets: Sequence[int], local: frozenset[int], rng: random.Random) -> None:
+        near = [t for t in targets if t in local]
+        super().__init__(near or list(targets), rng)
+
+
+class _Custom:
+    def __init__(self, custom: Any, targets: Sequence[int]) -> None:
+        self._custom = custom
+        self._targets = frozenset(targets)
+        self._sorted = sorted(targets)
+
+    def choose(self, values: Sequence[Any]) -> Sequence[int]:
+        chosen = self._custom.choose_tasks(values)
+        for t in chosen:
+            if t not in self._targets:
+                raise RoutingError(
+                    f"custom grouping {type(self._custom).__name__} chose task {t!r}, which is not one of "
+                    f"the subscribed tasks {self._sorted}"
+                )
+        return chosen  # type: ignore[no-any-return]
+
+
+def check_direct(task: Any, target_tasks: Sequence[int]) -> None:
+    if task not in target_tasks:
+        raise RoutingError(f"direct emit to task {task!r}, which is not one of the subscribed tasks "
+                           f"{sorted(target_tasks)}")
+
+
+def make_router(
+    grouping: GroupingDef,
+    *,
+    target_tasks: Sequence[int],
+    local_tasks: frozenset[int],
+    field_indices: tuple[int, ...],
+    custom: Any = None,
+    rng: random.Random | None = None,
+    source_task: int = 0,
+) -> Router:
+    if not target_tasks:
+        raise TopologyError("a grouping needs at least one target task")
+    rng = rng or random.Random()
+    targets = sorted(target_tasks)
+    kind = grouping.kind
+    if kind in (GroupingKind.SHUFFLE, GroupingKind.NONE):
+        return _RoundRobin(targets, rng)
+    if kind is GroupingKind.FIELDS:
+        return _Fields(targets, field_indices)
+    if kind is GroupingKind.ALL:
+        return _Fixed(tuple(targets))
+    if kind is GroupingKind.LOWEST:
+        return _Fixed((targets[0],))
+    if kind is GroupingKind.LOCAL_OR_SHUFFLE:
+        return _LocalOrShuffle(targets, local_tasks, rng)
+    if kind is GroupingKind.PARTIAL_KEY:
+        return _PartialKey(targets, field_indices)
+    if kind is GroupingKind.CUSTOM:
+        if custom is None:
+            raise TopologyError("custom grouping without its ICustomGrouping object")
+        return _Custom(custom, targets)
+    raise TopologyError(f"grouping {kind.value} has no router (direct grouping needs direct_task)")

@@ -1,0 +1,79 @@
+"""Checks of the logical plan at submit. Each error is one message: what, where, expected, found.
+
+"Cycles of spouts" (the issue's words) is read as: spouts take no input, and every bolt must
+descend from some spout — a bolt with no inputs, or a cycle of bolts that no spout feeds,
+would never receive a tuple and is refused. Cycles among bolts that a spout does feed are
+allowed, as in Storm.
+"""
+
+from __future__ import annotations
+
+import re
+
+from heron_py.planner.errors import TopologyError
+from heron_py.planner.model import ComponentKind, GroupingKind, TopologyDef
+
+_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def validate(topology: TopologyDef) -> None:
+    name = topology.name
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise TopologyError(f"topology name {name!r} is not valid: expected letters, digits, '.', '_' or '-'")
+    where = f"topology '{name}'"
+    comps = {}
+    for c in topology.components:
+        if c.name in comps:
+            raise TopologyError(f"{where}: component name '{c.name}' is used twice; component names must be unique")
+        if not c.name or not _NAME.match(c.name):
+            raise TopologyError(f"{where}: component name {c.name!r} is not valid: expected letters, digits, "
+                                f"'.', '_' or '-'")
+        comps[c.name] = c
+    if not any(c.kind is ComponentKind.SPOUT for c in topology.components):
+        raise TopologyError(f"{where}: has no spout; expected at least one")
+    for c in topology.components:
+        kind = c.kind.value
+        if isinstance(c.par, bool) or not isinstance(c.par, int) or c.par < 1:
+            raise TopologyError(f"{where}: {kind} '{c.name}' has parallelism {c.par!r}; expected an integer >= 1")
+        if c.kind is ComponentKind.SPOUT and c.inputs:
+            raise TopologyError(f"{where}: spout '{c.name}' has inputs ({', '.join(i.component for i in c.inputs)}); "
+                                f"spouts take no input")
+        for inp in c.inputs:
+            src = comps.get(inp.component)
+            if src is None:
+                raise TopologyError(f"{where}: {kind} '{c.name}' takes input from '{inp.component}', which is not "
+                                    f"a component of this topology (components: {sorted(comps)})")
+            stream = src.output(inp.stream)
+            if stream is None:
+                raise TopologyError(
+                    f"{where}: {kind} '{c.name}' takes input from '{inp.component}' stream '{inp.stream}', which "
+                    f"'{inp.component}' does not declare (declared streams: {sorted(s.name for s in src.outputs)})")
+            g = inp.grouping
+            if g.kind in (GroupingKind.FIELDS, GroupingKind.PARTIAL_KEY):
+                for f in g.fields:
+                    if f not in stream.fields:
+                        raise TopologyError(
+                            f"{where}: {kind} '{c.name}' input from '{inp.component}' stream '{inp.stream}' groups "
+                            f"on field '{f}', which that stream does not declare "
+                            f"(declared fields: {list(stream.fields)})")
+            if g.kind is GroupingKind.DIRECT and not stream.direct:
+                raise TopologyError(
+                    f"{where}: {kind} '{c.name}' subscribes to '{inp.component}' stream '{inp.stream}' with direct "
+                    f"grouping, but that stream is not declared direct (expected Stream(..., direct=True))")
+            if g.kind is not GroupingKind.DIRECT and stream.direct:
+                raise TopologyError(
+                    f"{where}: {kind} '{c.name}' subscribes to direct stream '{inp.stream}' of '{inp.component}' "
+                    f"with {g.kind.value} grouping; a direct stream needs Grouping.DIRECT")
+    # every bolt must descend from a spout
+    reached = {c.name for c in topology.components if c.kind is ComponentKind.SPOUT}
+    changed = True
+    while changed:
+        changed = False
+        for c in topology.components:
+            if c.name not in reached and any(i.component in reached for i in c.inputs):
+                reached.add(c.name)
+                changed = True
+    orphans = sorted(c.name for c in topology.components if c.name not in reached)
+    if orphans:
+        raise TopologyError(f"{where}: bolts {orphans} are not reachable from any spout (no inputs, or a cycle "
+                            f"that no spout feeds); every bolt must descend from a spout")

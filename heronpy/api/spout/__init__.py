@@ -1,0 +1,1 @@
+"""Alias of the matching heron_py.api package."""

@@ -1,0 +1,77 @@
+"""The CLI as a user drives it: submit, list, status, deactivate/activate, logs, kill."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from heron_py.testing.local import read_capture
+from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.integration
+
+
+def cli(home, *args, check=True):
+    env = dict(os.environ, HERON_PY_HOME=str(home))
+    p = subprocess.run([sys.executable, "-m", "heron_py.cli.main", *args], env=env, text=True,
+                       capture_output=True, timeout=120)
+    if check and p.returncode != 0:
+        raise AssertionError(f"heron-py {' '.join(args)} failed: {p.stdout}\n{p.stderr}")
+    return p
+
+
+def _count(home):
+    return len(read_capture(home / "capture", ["count"])["count"])
+
+
+def _wait_growth(home, timeout=20):
+    start = _count(home)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        if _count(home) > start:
+            return True
+    return False
+
+
+def test_submit_status_deactivate_activate_logs_kill(heron_home):
+    out = cli(heron_home, "submit", "local", "--name", "wc", "--containers", "2",
+              "--config-property", f"heron_py.testing.capture.dir={heron_home / 'capture'}",
+              "--config-property", "heron_py.testing.capture.components=count",
+              str(EXAMPLES / "word_count.py"))
+    assert out.stdout.startswith("topology 'wc' is running: 5 tasks in 2 containers")
+    assert cli(heron_home, "list", "local").stdout.split() == ["wc"]
+
+    status = json.loads(cli(heron_home, "status", "local", "wc", "--json").stdout)
+    assert status["state"] == "RUNNING" and status["tmanager_reachable"]
+    assert len(status["instances"]) == 5 and all(i["ready"] and i["pid"] > 0 for i in status["instances"].values())
+    assert sorted(status["stmgrs"]) == ["0", "1"]
+    assert "task  component" in cli(heron_home, "status", "local", "wc").stdout
+
+    assert _wait_growth(heron_home)
+    assert cli(heron_home, "deactivate", "local", "wc").stdout.strip() == "topology 'wc' is now PAUSED"
+    time.sleep(2)  # let what is in flight drain
+    assert not _wait_growth(heron_home, timeout=3), "tuples kept flowing after deactivate"
+    assert json.loads(cli(heron_home, "status", "local", "wc", "--json").stdout)["state"] == "PAUSED"
+    assert cli(heron_home, "activate", "local", "wc").stdout.strip() == "topology 'wc' is now RUNNING"
+    assert _wait_growth(heron_home)
+
+    logs = cli(heron_home, "logs", "local", "wc", "count").stdout
+    assert "==> container-" in logs and "counted" in logs
+    assert "split" not in logs.split("<==")[0]
+
+    # a second submit under the same name is refused with one clear error
+    again = cli(heron_home, "submit", "local", "--name", "wc", str(EXAMPLES / "word_count.py"), check=False)
+    assert again.returncode == 1
+    assert again.stderr.strip() == ("heron-py: error: topology 'wc' is already running; kill it first "
+                                    "(heron-py kill local wc)")
+
+    assert cli(heron_home, "kill", "local", "wc").stdout.startswith("topology 'wc' killed")
+    assert cli(heron_home, "list", "local").stdout.strip() == ""
+    gone = cli(heron_home, "status", "local", "wc", check=False)
+    assert gone.returncode == 1
+    assert gone.stderr.strip() == ("heron-py: error: topology 'wc' is not running "
+                                   "(heron-py list local shows what is)")

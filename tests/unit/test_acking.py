@@ -1,0 +1,84 @@
+"""The XOR tracker under any interleaving: exactly the fully-acked roots complete, once."""
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stream_manager.acking import Outcome, RotatingMap, XorTracker
+
+
+def _tree_events(rng: random.Random, spout_task: int, root: int, depth: int):
+    """Events of one root's tuple tree: the spout's init and each bolt's ack, as Storm sends
+    them: init = XOR of the keys sent; ack of t = t's key XOR the keys emitted anchored to t."""
+    events = []
+    frontier = [rng.getrandbits(64) for _ in range(rng.randint(1, 3))]
+    init = 0
+    for k in frontier:
+        init ^= k
+    events.append((spout_task, root, init))
+    for _ in range(depth):
+        nxt = []
+        for k in frontier:
+            children = [rng.getrandbits(64) for _ in range(rng.randint(0, 2))]
+            v = k
+            for c in children:
+                v ^= c
+            events.append((spout_task, root, v))
+            nxt.extend(children)
+        frontier = nxt
+    events.extend((spout_task, root, k) for k in frontier)  # leaves: acked, nothing emitted
+    return events
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=0, max_value=2**32), st.integers(min_value=1, max_value=20),
+       st.data())
+def test_any_interleaving_completes_exactly_the_fully_acked_roots(seed, nroots, data):
+    rng = random.Random(seed)
+    trees = {}
+    for r in range(nroots):
+        task = rng.choice([1, 2, 3])
+        trees[(task, r)] = _tree_events(rng, task, r, depth=rng.randint(0, 3))
+    # drop the last ack of some roots: those must not complete
+    incomplete = {k for k in trees if len(trees[k]) > 1 and data.draw(st.booleans())}
+    events = [e for k, evs in trees.items() for e in (evs[:-1] if k in incomplete else evs)]
+    events = data.draw(st.permutations(events))
+    tracker = XorTracker()
+    done = []
+    for task, root, v in events:
+        res = tracker.update(task, root, v)
+        if res is not None:
+            done.append((res.spout_task, res.root, res.outcome))
+    assert sorted(done) == sorted((t, r, Outcome.ACKED) for (t, r) in trees if (t, r) not in incomplete)
+    assert tracker.pending == len(incomplete)
+
+
+def test_fail_is_reported_once_and_late_acks_are_ignored():
+    t = XorTracker()
+    assert t.update(1, 7, 0xABC) is None
+    r = t.fail(1, 7)
+    assert r is not None and r.outcome is Outcome.FAILED
+    assert t.fail(1, 7) is None
+    assert t.update(1, 7, 0xABC) is None  # a late ack neither completes nor resurrects
+    assert t.pending == 0
+    assert t.rotate() == [] and t.rotate() == []
+
+
+def test_timeout_after_all_buckets_rotate_once_and_never_acked_after():
+    t = XorTracker(buckets=3)
+    t.update(2, 9, 0x1234)
+    assert t.rotate() == []
+    assert t.rotate() == []
+    [r] = t.rotate()
+    assert (r.spout_task, r.root, r.outcome) == (2, 9, Outcome.TIMED_OUT)
+    assert t.update(2, 9, 0x1234) is None
+    assert t.pending == 0
+
+
+def test_rotating_map_requires_two_buckets():
+    import pytest
+
+    with pytest.raises(ValueError) as e:
+        RotatingMap(1)
+    assert str(e.value) == "rotating map needs at least 2 buckets, found 1"
