@@ -31,7 +31,6 @@ import time
 from collections import Counter
 
 
-
 def _process_start_time() -> float:
     """Wall-clock time at which this process was created (10 ms resolution)."""
     try:

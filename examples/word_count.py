@@ -13,12 +13,12 @@ import argparse
 import sys
 from collections import Counter
 
+import wc_common
+
 from heronpy.api.bolt.bolt import Bolt
 from heronpy.api.spout.spout import Spout
 from heronpy.api.stream import Grouping
 from heronpy.api.topology import TopologyBuilder
-
-import wc_common
 
 
 class SentenceSpout(Spout):

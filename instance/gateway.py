@@ -106,7 +106,7 @@ class Gateway:
                 self.state = GatewayState.CONNECTING
                 conn = await connect("127.0.0.1", port, self, self._secret, role="instance",
                                      peer_id=str(self.task_id), log=self._log, max_frame=self._max_frame)
-            except (OSError, ValueError, asyncio.TimeoutError, ConnectionError) as e:
+            except (TimeoutError, OSError, ValueError, ConnectionError) as e:
                 self._log.info("stream manager not reachable yet (%s); retrying", e)
                 await self._sleep_or_stop(0.5)
                 continue
@@ -129,7 +129,7 @@ class Gateway:
         assert self._stop is not None
         try:
             await asyncio.wait_for(self._stop.wait(), seconds)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
     # FrameHandler

@@ -103,7 +103,7 @@ class StreamManager:
             try:
                 conn = await connect(loc.host, loc.port, handler, self._secret, role="stmgr",
                                      peer_id=str(self.container), log=self._log, max_frame=self._max_frame)
-            except (OSError, asyncio.TimeoutError, ConnectionError) as e:
+            except (TimeoutError, OSError, ConnectionError) as e:
                 self._log.info("topology master at %s:%d not reachable (%s); retrying", loc.host, loc.port, e)
                 await asyncio.sleep(0.5)
                 continue
@@ -117,7 +117,7 @@ class StreamManager:
             while not closed.done():
                 try:
                     await asyncio.wait_for(asyncio.shield(closed), HEARTBEAT_S)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     conn.send_msg(MsgType.STMGR_HEARTBEAT, pb.StmgrHeartbeat(
                         container=self.container, instances=self._instance_infos()))
             self.tm = None
@@ -167,7 +167,7 @@ class StreamManager:
                     conn = await connect(loc.host, loc.port, _PeerOut(self, container), self._secret,
                                          role="stmgr", peer_id=str(self.container), log=self._log,
                                          max_frame=self._max_frame)
-                except (OSError, asyncio.TimeoutError, ConnectionError) as e:
+                except (TimeoutError, OSError, ConnectionError) as e:
                     self._log.info("stream manager %d at %s:%d not reachable (%s); retrying",
                                    container, loc.host, loc.port, e)
                     await asyncio.sleep(0.3)
@@ -271,7 +271,7 @@ class _Inbound:
         if msg_type == MsgType.REGISTER_INSTANCE_REQUEST and ident.role == "instance":
             req = pb.RegisterInstanceRequest()
             parse(req, frame)
-            if str(req.task_id) != ident.peer_id or req.task_id not in sm._local_tasks and sm.pplan is not None:
+            if str(req.task_id) != ident.peer_id or (req.task_id not in sm._local_tasks and sm.pplan is not None):
                 conn.send_msg(MsgType.REGISTER_INSTANCE_RESPONSE, pb.RegisterInstanceResponse(
                     ok=False, error=f"task {req.task_id} does not run in container {sm.container}"))
                 conn.close()

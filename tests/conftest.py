@@ -1,4 +1,3 @@
-import os
 import sys
 from pathlib import Path
 
@@ -6,6 +5,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
+# the examples import sibling modules (wc_common); tests import them the same way
+sys.path.insert(0, str(EXAMPLES))
 
 
 @pytest.fixture
@@ -23,10 +24,3 @@ def heron_home(tmp_path, monkeypatch):
         LocalScheduler(state, home).kill(name)
         state.delete_topology(name)
 
-
-@pytest.fixture(scope="session", autouse=True)
-def _examples_on_path():
-    # the examples import sibling modules (wc_common); tests import them the same way
-    sys.path.insert(0, str(EXAMPLES))
-    os.environ.setdefault("PYTHONHASHSEED", "random")
-    yield

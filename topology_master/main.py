@@ -107,7 +107,7 @@ class TopologyMaster:
         c = conn.context
         if isinstance(c, int) and c in self.stmgrs and self.stmgrs[c][1] is conn:
             del self.stmgrs[c]
-            for t, info in self.instances.items():
+            for info in self.instances.values():
                 if info.get("container") == c:
                     info["ready"] = False
             self._log.warning("stream manager %d disconnected", c)

@@ -3,8 +3,9 @@
     heron-py submit local examples/groupings/all_grouping.py
 """
 
-from heronpy.api.stream import Grouping
 from grouping_common import build
+
+from heronpy.api.stream import Grouping
 
 if __name__ == "__main__":
     build("all_grouping", Grouping.ALL).build_and_submit()

@@ -5,6 +5,7 @@ the first task and odd numbers to the last.
 """
 
 from grouping_common import build
+
 from heronpy.api.custom_grouping import ICustomGrouping
 from heronpy.api.stream import Grouping
 

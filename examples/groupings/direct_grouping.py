@@ -6,6 +6,7 @@ multiples of 10 also on a direct stream "tens", choosing the consumer task itsel
 """
 
 from grouping_common import RecordBolt
+
 from heronpy.api.spout.spout import Spout
 from heronpy.api.stream import Grouping, Stream
 from heronpy.api.topology import Topology

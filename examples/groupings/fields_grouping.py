@@ -5,6 +5,7 @@ process and every run (a stable hash, independent of PYTHONHASHSEED).
 """
 
 from grouping_common import build
+
 from heronpy.api.stream import Grouping
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@
     heron-py submit local examples/groupings/lowest_grouping.py
 """
 
-from heronpy.api.stream import Grouping
 from grouping_common import build
+
+from heronpy.api.stream import Grouping
 
 if __name__ == "__main__":
     build("lowest_grouping", Grouping.LOWEST).build_and_submit()

@@ -6,6 +6,7 @@ split across two tasks instead of overloading one.
 """
 
 from grouping_common import build
+
 from heronpy.api.stream import Grouping
 
 if __name__ == "__main__":

@@ -114,7 +114,7 @@ def component_def(spec: HeronComponentSpec) -> ComponentDef:
         class_ref=_pickle_class(where, cls),
         class_name=f"{cls.__module__}:{cls.__qualname__}",
         par=_parallelism(where, spec.parallelism),
-        inputs=_inputs(where, spec.inputs) if not spec.is_spout else _inputs(where, spec.inputs),
+        inputs=_inputs(where, spec.inputs),
         outputs=outputs,
         config=sanitize_config(spec.custom_config or {}, f"config of {where}"),
     )

@@ -47,7 +47,7 @@ def admin_command(state: StateManager, name: str, command: str, timeout: float =
         try:
             conn = await connect(loc.host, loc.port, reply, secret, role="cli", peer_id="cli",
                                  log=logging.getLogger("heron-py"), timeout=timeout)
-        except (OSError, asyncio.TimeoutError, ConnectionError) as e:
+        except (TimeoutError, OSError, ConnectionError) as e:
             raise AdminError(f"topology master of '{name}' at {loc.host}:{loc.port} is not reachable: {e}") from e
         try:
             conn.send_msg(MsgType.ADMIN_REQUEST, pb.AdminRequest(command=command))
@@ -62,7 +62,7 @@ def admin_command(state: StateManager, name: str, command: str, timeout: float =
 def live_status(state: StateManager, name: str) -> dict[str, Any] | None:
     try:
         resp = admin_command(state, name, "status", timeout=3.0)
-    except (AdminError, asyncio.TimeoutError):
+    except (TimeoutError, AdminError):
         return None
     data: dict[str, Any] = json.loads(resp.status_json)
     return data

@@ -60,7 +60,7 @@ def load_topology_file(path: Path, args: Sequence[str]) -> TopologyDef:
                 raise SubmitError(f"{path} defines {len(new)} Topology classes "
                                   f"({', '.join(t.__name__ for t in new)}); expected one")
             if new:
-                captured.append(new[0].build())
+                captured.append(new[0].build())  # type: ignore[attr-defined]
     except SystemExit as e:
         if e.code not in (0, None) or not captured:
             raise SubmitError(f"{path} exited with code {e.code} before building a topology") from e

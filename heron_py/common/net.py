@@ -14,10 +14,10 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from heron_py.common.framing import DEFAULT_MAX_FRAME, FrameDecoder, FrameError, MsgType, encode_frame
-from heron_py.common.handshake import ClientHandshake, HandshakeError, PeerIdentity, ServerHandshake
 from google.protobuf.message import DecodeError
 
+from heron_py.common.framing import DEFAULT_MAX_FRAME, FrameDecoder, FrameError, MsgType, encode_frame
+from heron_py.common.handshake import ClientHandshake, HandshakeError, PeerIdentity, ServerHandshake
 from proto import heron_py_pb2 as pb
 
 
@@ -83,14 +83,15 @@ class Connection(asyncio.Protocol):
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio.Transport subclasses but have its methods
-        self.transport = transport  # type: ignore[assignment]
-        peer = transport.get_extra_info("peername")
+        tr: asyncio.Transport = transport  # type: ignore[assignment]
+        self.transport = tr
+        peer = tr.get_extra_info("peername")
         if peer and self.peer_name == "peer":
             self.peer_name = f"{peer[0]}:{peer[1]}"
             self._decoder = FrameDecoder(self.peer_name, self._max_frame)
         if self._server_role is not None:
             self._server_hs = ServerHandshake(self._secret, self._server_role, self.peer_name)
-            transport.write(self._server_hs.start())
+            tr.write(self._server_hs.start())
 
     def data_received(self, data: bytes) -> None:
         try:

@@ -65,7 +65,7 @@ class LocalScheduler:
         """Stops every process of the topology; returns the pids that had to be SIGKILLed."""
         info = self.state.get_scheduler_location(name) or {}
         topology_id = str(info.get("topology_id", ""))
-        executors = [int(p) for p in dict(info.get("executors", {})).values()]  # type: ignore[call-overload]
+        executors = [int(p) for p in dict(info.get("executors", {})).values()]
         for pid in executors:
             try:
                 os.kill(pid, signal.SIGTERM)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import logging
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +65,13 @@ class _Delegate:
         self.logger.log(level if isinstance(level, int) else logging.INFO, message)
 
 
+def _preparer(context: TopologyContext) -> Callable[[Any, str, str, list[int]], None]:
+    def prepare(grouping: Any, component: str, stream: str, targets: list[int]) -> None:
+        grouping.prepare(context, component, stream, targets)
+
+    return prepare
+
+
 def run_in_process(
     topology: TopologyDef | Any,
     *,
@@ -99,16 +106,15 @@ def run_in_process(
         conf = restore_config({**topo.config, **comp.config})
         context = TopologyContext(topo, packing, t.task_id, conf)
         em = Emitter(plan, t.task_id, 1024, sink, custom_loader=loads_user_object,
-                     prepare_custom=lambda g, c, s, tg, ctx=context: g.prepare(ctx, c, s, tg),
-                     rng=random.Random(rng.random()))
+                     prepare_custom=_preparer(context), rng=random.Random(rng.random()))
         emitters[t.task_id] = em
         user = loads_user_object(comp.class_ref.data)(_Delegate(em, f"{t.component}-{t.task_id}"))
         user.initialize(conf, context)
         result.components[t.task_id] = user
 
     spouts = [t.task_id for t in packing.tasks if topo.component(t.component).kind is ComponentKind.SPOUT]
-    for t in spouts:
-        result.components[t].activate()
+    for st in spouts:
+        result.components[st].activate()
 
     def drain() -> None:
         busy = True
@@ -132,13 +138,13 @@ def run_in_process(
     calls = 0
     idle = {t: 0 for t in spouts}
     while calls < max_spout_calls and any(i < idle_calls for i in idle.values()):
-        for t in spouts:
-            if idle[t] >= idle_calls:
+        for st in spouts:
+            if idle[st] >= idle_calls:
                 continue
-            before = emitters[t].emitted
-            result.components[t].next_tuple()
+            before = emitters[st].emitted
+            result.components[st].next_tuple()
             calls += 1
-            idle[t] = idle[t] + 1 if emitters[t].emitted == before else 0
+            idle[st] = idle[st] + 1 if emitters[st].emitted == before else 0
         if calls % 1000 == 0:
             drain()
     drain()

@@ -76,7 +76,7 @@ def test_local_or_shuffle_prefers_tasks_in_the_emitters_container(heron_home):
 
 
 def test_partial_key_uses_at_most_two_tasks_per_key(heron_home):
-    rows, packing = _run(heron_home, "partial_key_grouping.py", COUNT)
+    rows, _ = _run(heron_home, "partial_key_grouping.py", COUNT)
     by_key = _tasks_by_value(rows, 1)
     assert len(by_key) == 50
     assert all(1 <= len(t) <= 2 for t in by_key.values())

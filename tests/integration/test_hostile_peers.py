@@ -77,7 +77,7 @@ def test_daemons_drop_hostile_connections_and_keep_serving(heron_home):
         logs = TopologyPaths.of(run.name, heron_home).logs
         sm_log = (logs / "container-1" / "stmgr.log").read_text()
         tm_log = (logs / "container-0" / "tmanager.log").read_text()
-        for log, port in ((sm_log, sm_port), (tm_log, tm_port)):
+        for log in (sm_log, tm_log):
             assert "has unknown message type" in log
             assert "failed authentication: wrong topology secret" in log
             assert "announces 1073741824 bytes, over the limit of 16777216 bytes; closing the connection" in log

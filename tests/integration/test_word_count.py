@@ -4,8 +4,8 @@ from collections import Counter, defaultdict
 
 import psutil
 import pytest
-
 import wc_common
+
 from heron_py.scheduler.paths import TOPOLOGY_ID_ENV
 from heron_py.state import LocalFsStateManager
 from heron_py.testing import run_local

@@ -8,7 +8,7 @@ from typing import Any
 class GlobalStreamId:
     """A (component, stream) pair, as heronpy's; ``spec["stream"]`` makes one."""
 
-    def __init__(self, componentId: Any, streamId: str) -> None:  # noqa: N803 - heronpy's names
+    def __init__(self, componentId: Any, streamId: str) -> None:
         self._component = componentId
         self.stream_id = streamId
 
