@@ -24,6 +24,9 @@ from heron_py.common.net import Connection, connect, parse
 from proto import heron_py_pb2 as pb
 
 RETRY_S = 0.001
+# the gateway's own socket buffer stays small: the bounded outbound queue is the buffer
+WRITE_HIGH = 1 << 20
+WRITE_LOW = 256 << 10
 
 
 class GatewayState(enum.Enum):
@@ -111,6 +114,7 @@ class Gateway:
                 await self._sleep_or_stop(0.5)
                 continue
             self._conn = conn
+            conn.set_write_limits(WRITE_HIGH, WRITE_LOW)
             self.state = GatewayState.REGISTERING
             conn.send_msg(MsgType.REGISTER_INSTANCE_REQUEST, pb.RegisterInstanceRequest(
                 task_id=self.task_id, component=self.component, pid=os.getpid()))
@@ -159,6 +163,12 @@ class Gateway:
         else:
             self._log.warning("unexpected message type %d from stream manager; ignored", msg_type)
 
+    def on_writing(self, conn: Connection, paused: bool) -> None:
+        # the stream manager stopped reading us (backpressure): stop moving frames from the
+        # outbound queue, which then fills and blocks the execution thread
+        if not paused:
+            self._drain_out()
+
     def on_close(self, conn: Connection) -> None:
         fut = conn.context
         if isinstance(fut, asyncio.Future) and not fut.done():
@@ -194,7 +204,7 @@ class Gateway:
         if conn is None or not conn.is_open or self.state is not GatewayState.RUNNING:
             return  # frames stay queued (bounded) until the stream manager is back
         assert conn.transport is not None
-        while True:
+        while not conn.writing_paused:
             try:
                 frames = self._out.get_nowait()
             except queue.Empty:

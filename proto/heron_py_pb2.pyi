@@ -133,3 +133,13 @@ class AdminResponse(_message.Message):
     message: str
     status_json: bytes
     def __init__(self, ok: _Optional[bool] = ..., message: _Optional[str] = ..., status_json: _Optional[bytes] = ...) -> None: ...
+
+class BackPressure(_message.Message):
+    __slots__ = ("container", "start", "cause")
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    CAUSE_FIELD_NUMBER: _ClassVar[int]
+    container: int
+    start: bool
+    cause: str
+    def __init__(self, container: _Optional[int] = ..., start: _Optional[bool] = ..., cause: _Optional[str] = ...) -> None: ...

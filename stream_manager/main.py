@@ -14,19 +14,46 @@ import collections
 import json
 import logging
 import os
+import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from heron_py.common.daemon import FatalError, run_daemon, setup_logging
 from heron_py.common.framing import DEFAULT_MAX_FRAME, MsgType, batch_dest, encode_frame
 from heron_py.common.net import Connection, Counters, connect, parse, serve
-from heron_py.planner.model import PhysicalPlan
+from heron_py.planner.model import ComponentKind, PhysicalPlan
 from heron_py.state import LocalFsStateManager, StateManager
 from proto import heron_py_pb2 as pb
+from stream_manager.backpressure import Action, BackpressureState
 
 HEARTBEAT_S = 1.0
+HIGH_WATERMARK_KEY = "heron.streammgr.network.backpressure.highwatermark.mb"
+LOW_WATERMARK_KEY = "heron.streammgr.network.backpressure.lowwatermark.mb"
+DEFAULT_HIGH_MB = 100.0
+DEFAULT_LOW_MB = 50.0
 # frames held for a destination that is not connected yet (start-up, restart); beyond
 # this the oldest are dropped and counted, so memory stays bounded
 MAX_HELD_FRAMES = 4096
+MB = 1024 * 1024
+
+
+def watermarks(config: Mapping[str, Any]) -> tuple[int, int]:
+    """(high, low) in bytes from the topology config; one clear error for a bad pair."""
+    def mb(key: str, default: float) -> float:
+        raw = config.get(key)
+        try:
+            v = float(raw) if raw not in (None, "") else default
+        except (TypeError, ValueError):
+            v = -1.0
+        if v <= 0:
+            raise FatalError(f"config {key}: expected a number of MB > 0, found {raw!r}")
+        return v
+
+    high, low = mb(HIGH_WATERMARK_KEY, DEFAULT_HIGH_MB), mb(LOW_WATERMARK_KEY, DEFAULT_LOW_MB)
+    if low >= high:
+        raise FatalError(f"config {LOW_WATERMARK_KEY} ({low:g}) must be below {HIGH_WATERMARK_KEY} ({high:g})")
+    return int(high * MB), int(low * MB)
 
 
 class StreamManager:
@@ -56,7 +83,11 @@ class StreamManager:
         self._stopped: asyncio.Event | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._local_tasks: frozenset[int] = frozenset()
+        self._local_spouts: frozenset[int] = frozenset()
         self._container_of: dict[int, int] = {}
+        self.bp = BackpressureState(clock=time.monotonic)
+        self.high = int(DEFAULT_HIGH_MB * MB)
+        self.low = int(DEFAULT_LOW_MB * MB)
 
     # --- lifecycle ---
     async def start(self) -> None:
@@ -135,13 +166,27 @@ class StreamManager:
         self.pplan = plan
         self._container_of = {t.task_id: t.container for t in plan.packing.tasks}
         self._local_tasks = frozenset(t for t, c in self._container_of.items() if c == self.container)
+        spouts = {c.name for c in plan.topology.components if c.kind is ComponentKind.SPOUT}
+        self._local_spouts = frozenset(t.task_id for t in plan.packing.tasks
+                                       if t.component in spouts and t.task_id in self._local_tasks)
+        try:
+            self.high, self.low = watermarks(plan.topology.config)
+        except FatalError as e:
+            self._log.error("%s; keeping %d/%d MB", e, self.high // MB, self.low // MB)
+        for conn in [*self.instances.values(), *self.peers_out.values()]:
+            conn.set_write_limits(self.high, self.low)
+        if self.bp.spouts_paused:
+            for t in self._local_spouts:
+                spout_conn = self.instances.get(t)
+                if spout_conn is not None:
+                    spout_conn.pause_reading()
         self._log.info("physical plan v%d: state %s, %d tasks, %d containers", plan.version, plan.state.value,
                        len(plan.packing.tasks), plan.packing.num_containers)
         # a peer whose address changed (restarted) gets a fresh connection
         for s in plan.stmgrs:
-            conn = self.peers_out.get(s.container)
-            if conn is not None and conn.context != (s.host, s.port):
-                conn.close()
+            peer = self.peers_out.get(s.container)
+            if peer is not None and peer.context != (s.host, s.port):
+                peer.close()
                 del self.peers_out[s.container]
         for s in plan.stmgrs:
             if s.container != self.container:
@@ -173,7 +218,11 @@ class StreamManager:
                     await asyncio.sleep(0.3)
                     continue
                 conn.context = (loc.host, loc.port)
+                conn.set_write_limits(self.high, self.low)
                 conn.send_msg(MsgType.STMGR_HELLO, pb.StmgrHello(container=self.container))
+                if self.bp.local:
+                    conn.send_msg(MsgType.BACKPRESSURE, pb.BackPressure(
+                        container=self.container, start=True, cause=", ".join(sorted(self.bp.slow))))
                 self.peers_out[container] = conn
                 self._log.info("connected to stream manager %d at %s:%d", container, loc.host, loc.port)
                 self._release(("peer", container), conn)
@@ -182,11 +231,45 @@ class StreamManager:
             self._connecting.discard(container)
 
     def peer_lost(self, container: int, conn: Connection) -> None:
+        self.apply(self.bp.connection_low(f"stmgr {container}"))
         if self.peers_out.get(container) is conn:
             del self.peers_out[container]
             self._log.warning("lost connection to stream manager %d; reconnecting", container)
             if self._stopped is not None and not self._stopped.is_set():
                 self._ensure_peer(container)
+
+    # --- backpressure ---
+    def on_writing(self, key: str, paused: bool) -> None:
+        if paused:
+            self._log.info("connection to %s above the high watermark (%d MB)", key, self.high // MB)
+            self.apply(self.bp.connection_high(key))
+        else:
+            self.apply(self.bp.connection_low(key))
+
+    def on_peer_backpressure(self, msg: pb.BackPressure) -> None:
+        if msg.start:
+            self._log.info("stream manager %d is in backpressure (%s)", msg.container, msg.cause)
+            self.apply(self.bp.peer_start(msg.container))
+        else:
+            self._log.info("stream manager %d left backpressure", msg.container)
+            self.apply(self.bp.peer_stop(msg.container))
+
+    def apply(self, actions: list[Action]) -> None:
+        for a in actions:
+            if a is Action.PAUSE_SPOUTS or a is Action.RESUME_SPOUTS:
+                for t in self._local_spouts:
+                    spout_conn = self.instances.get(t)
+                    if spout_conn is not None:
+                        spout_conn.pause_reading() if a is Action.PAUSE_SPOUTS else spout_conn.resume_reading()
+                self._log.info("%s local spouts", "paused" if a is Action.PAUSE_SPOUTS else "resumed")
+            else:
+                start = a is Action.BROADCAST_START
+                msg = encode_frame(MsgType.BACKPRESSURE, pb.BackPressure(
+                    container=self.container, start=start, cause=", ".join(sorted(self.bp.slow))).SerializeToString())
+                for conn in self.peers_out.values():
+                    conn.send(msg)
+                self._log.info("broadcast %s to %d peers", "StartBackPressure" if start else "StopBackPressure",
+                               len(self.peers_out))
 
     # --- routing ---
     def route(self, frame: bytes) -> None:
@@ -230,6 +313,9 @@ class StreamManager:
         if old is not None and old is not conn:
             old.close()
         self.instances[req.task_id] = conn
+        conn.set_write_limits(self.high, self.low)
+        if req.task_id in self._local_spouts and self.bp.spouts_paused:
+            conn.pause_reading()
         self.pids[req.task_id] = req.pid
         self.ready.pop(req.task_id, None)
         conn.context = req.task_id
@@ -247,6 +333,7 @@ class StreamManager:
     def instance_lost(self, conn: Connection) -> None:
         task = conn.context
         if isinstance(task, int) and self.instances.get(task) is conn:
+            self.apply(self.bp.connection_low(f"task {task}"))
             del self.instances[task]
             self.ready.pop(task, None)
             self._log.warning("instance task %d disconnected", task)
@@ -283,12 +370,30 @@ class _Inbound:
             sm.instance_ready(msg.task_id, msg.pid)
         elif msg_type == MsgType.STMGR_HELLO and ident.role == "stmgr":
             pass
+        elif msg_type == MsgType.BACKPRESSURE and ident.role == "stmgr":
+            bp = pb.BackPressure()
+            parse(bp, frame)
+            sm.on_peer_backpressure(bp)
         else:
             sm._log.warning("unexpected message type %d from %s (%s); dropping the connection",
                             msg_type, conn.peer_name, ident.role)
             conn.close()
 
+    def on_writing(self, conn: Connection, paused: bool) -> None:
+        if isinstance(conn.context, int):
+            self.sm.on_writing(f"task {conn.context}", paused)
+
     def on_close(self, conn: Connection) -> None:
+        ident = conn.identity
+        if ident is not None and ident.role == "stmgr":
+            # a peer that dies while in backpressure must not leave us paused
+            try:
+                peer = int(ident.peer_id)
+            except ValueError:
+                return
+            if peer in self.sm.bp.peers:
+                self.sm.apply(self.sm.bp.peer_stop(peer))
+            return
         self.sm.instance_lost(conn)
 
 
@@ -303,6 +408,9 @@ class _PeerOut:
     def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
         if msg_type == MsgType.TUPLE_BATCH:  # peers send on their own connections; accept anyway
             self.sm.route(frame)
+
+    def on_writing(self, conn: Connection, paused: bool) -> None:
+        self.sm.on_writing(f"stmgr {self.container}", paused)
 
     def on_close(self, conn: Connection) -> None:
         self.sm.peer_lost(self.container, conn)

@@ -79,6 +79,7 @@ class Connection(asyncio.Protocol):
         if server_role is None:
             self._client_hs = ClientHandshake(secret, client_role, client_id, peer_name)
         self.context: object = None  # what the handler attaches (e.g. task id)
+        self.writing_paused = False
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -151,11 +152,23 @@ class Connection(asyncio.Protocol):
         if was_open:
             self.handler.on_close(self)
 
-    def pause_writing(self) -> None:  # flow control is handled by callers via buffer sizes
-        pass
+    # the transport calls these when its write buffer crosses the limits set with
+    # set_write_limits (high on the way up, low on the way down): the watermarks
+    def pause_writing(self) -> None:
+        self.writing_paused = True
+        hook = getattr(self.handler, "on_writing", None)
+        if hook is not None:
+            hook(self, True)
 
     def resume_writing(self) -> None:
-        pass
+        self.writing_paused = False
+        hook = getattr(self.handler, "on_writing", None)
+        if hook is not None:
+            hook(self, False)
+
+    def set_write_limits(self, high: int, low: int) -> None:
+        if self.transport is not None:
+            self.transport.set_write_buffer_limits(high=high, low=low)
 
     # API
     @property

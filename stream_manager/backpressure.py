@@ -1,0 +1,82 @@
+"""Backpressure state of one stream manager, pure.
+
+Watermarks live in the transports (asyncio's write-buffer limits call ``pause_writing``
+above the high mark and ``resume_writing`` below the low mark: that is the hysteresis).
+This class decides what follows from those edges: a stream manager with any slow
+connection of its own, or any peer that announced backpressure, stops reading from its
+local spouts; the first slow connection makes it broadcast StartBackPressure, the last one
+to drain makes it broadcast StopBackPressure. A peer that disconnects is no longer counted.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+class Action(enum.Enum):
+    PAUSE_SPOUTS = "pause_spouts"
+    RESUME_SPOUTS = "resume_spouts"
+    BROADCAST_START = "broadcast_start"
+    BROADCAST_STOP = "broadcast_stop"
+
+
+@dataclass
+class BackpressureState:
+    clock: Callable[[], float]
+    slow: set[str] = field(default_factory=set)  # our connections above the high mark
+    peers: set[int] = field(default_factory=set)  # containers in backpressure
+    since: float | None = None  # when spouts were last paused
+    total_s: float = 0.0  # time spent with spouts paused, closed intervals
+    episodes: int = 0
+
+    @property
+    def local(self) -> bool:
+        return bool(self.slow)
+
+    @property
+    def spouts_paused(self) -> bool:
+        return bool(self.slow or self.peers)
+
+    def time_in_backpressure(self) -> float:
+        open_s = self.clock() - self.since if self.since is not None else 0.0
+        return self.total_s + open_s
+
+    def _transition(self, was_paused: bool, was_local: bool) -> list[Action]:
+        out: list[Action] = []
+        if self.local and not was_local:
+            out.append(Action.BROADCAST_START)
+        elif was_local and not self.local:
+            out.append(Action.BROADCAST_STOP)
+        if self.spouts_paused and not was_paused:
+            self.since = self.clock()
+            self.episodes += 1
+            out.append(Action.PAUSE_SPOUTS)
+        elif was_paused and not self.spouts_paused:
+            if self.since is not None:
+                self.total_s += self.clock() - self.since
+            self.since = None
+            out.append(Action.RESUME_SPOUTS)
+        return out
+
+    def connection_high(self, key: str) -> list[Action]:
+        was = (self.spouts_paused, self.local)
+        self.slow.add(key)
+        return self._transition(*was)
+
+    def connection_low(self, key: str) -> list[Action]:
+        """Also for a slow connection that closed: its buffer is gone."""
+        was = (self.spouts_paused, self.local)
+        self.slow.discard(key)
+        return self._transition(*was)
+
+    def peer_start(self, container: int) -> list[Action]:
+        was = (self.spouts_paused, self.local)
+        self.peers.add(container)
+        return self._transition(*was)
+
+    def peer_stop(self, container: int) -> list[Action]:
+        was = (self.spouts_paused, self.local)
+        self.peers.discard(container)
+        return self._transition(*was)
