@@ -38,44 +38,37 @@ def _system_roots() -> list[Path]:
     return sorted(roots)
 
 
-def _engine_root() -> Path:
-    # our own packages are installed on every container; never ship them
-    import heron_py
-
-    return Path(heron_py.__file__).resolve().parent.parent
+_ENGINE_PACKAGES = {"heron_py", "heronpy", "topology_master", "stream_manager", "instance", "metrics_manager",
+                    "proto"}
 
 
 def collect_user_files(topology_file: Path, search_path: list[str]) -> dict[str, Path]:
-    """Maps archive names to files of user modules currently imported."""
-    topo_dir = topology_file.resolve().parent
-    roots = [topo_dir] + [Path(p).resolve() for p in search_path if p]
+    """Maps archive names to files of user modules currently imported.
+
+    The archive name comes from the module's import name (``a.b`` → ``a/b.py``, a package →
+    ``a/b/__init__.py``), so it is the path that the same ``import`` finds once the package
+    folder is first on ``sys.path``; the module must live under the topology file's folder or
+    under an entry of ``search_path``, and not in the standard library or site-packages.
+    """
+    topo = topology_file.resolve()
+    roots = {topo.parent} | {Path(p).resolve() for p in search_path if p}
     system = _system_roots()
-    engine = _engine_root()
     out: dict[str, Path] = {}
-    for mod in list(sys.modules.values()):
+    for name, mod in list(sys.modules.items()):
         f = getattr(mod, "__file__", None)
-        if not f or not f.endswith(".py"):
+        if not f or not f.endswith(".py") or name in ("__main__", MAIN_ALIAS):
+            continue
+        if name.split(".")[0] in _ENGINE_PACKAGES:
             continue
         path = Path(f).resolve()
-        if path == topology_file.resolve():
+        if path == topo or any(path.is_relative_to(s) for s in system):
             continue
-        if any(path.is_relative_to(s) for s in system):
+        is_pkg = hasattr(mod, "__path__")
+        rel = Path(*name.split("."), "__init__.py") if is_pkg else Path(*name.split(".")).with_suffix(".py")
+        root = Path(str(path)[: -len(str(rel))]) if str(path).endswith(str(rel)) else None
+        if root is None or root.resolve() not in roots:
             continue
-        for root in roots:
-            if path.is_relative_to(root) and not (root == engine or path.is_relative_to(engine / "heron_py")):
-                rel = path.relative_to(root)
-                if rel.parts[0] in {"heron_py", "heronpy", "topology_master", "stream_manager", "instance",
-                                    "metrics_manager", "proto"}:
-                    break
-                out.setdefault(rel.as_posix(), path)
-                # parent packages' __init__ files are needed for the import to resolve
-                parent = rel.parent
-                while parent != Path("."):
-                    init = root / parent / "__init__.py"
-                    if init.exists():
-                        out.setdefault((parent / "__init__.py").as_posix(), init)
-                    parent = parent.parent
-                break
+        out[rel.as_posix()] = path
     return out
 
 

@@ -32,6 +32,8 @@ class LocalScheduler:
         topology_id = f"{name}-{uuid.uuid4().hex[:12]}"
         env = dict(os.environ)
         env[TOPOLOGY_ID_ENV] = topology_id
+        # containers see the user's code only through the topology package, as on a cluster
+        env.pop("PYTHONPATH", None)
         env["HERON_PY_HOME"] = str(paths.home)
         executors: dict[str, int] = {}
         for k in range(num_containers):
