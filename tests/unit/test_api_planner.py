@@ -25,15 +25,14 @@ def wc(name="wc", count_grouping=None):
 
 
 def test_heronpy_aliases_are_the_same_objects():
+    from heron_py.api.bolt.bolt import Bolt
+    from heron_py.api.spout.spout import Spout
     from heronpy.api.bolt.bolt import Bolt as B1
     from heronpy.api.spout.spout import Spout as S1
     from heronpy.api.stream import Grouping as G1
     from heronpy.api.topology import TopologyBuilder as T1
 
-    from heron_py.api.bolt.bolt import Bolt
-    from heron_py.api.spout.spout import Spout
-
-    assert (B1, S1, G1, T1) == (Bolt, Spout, Grouping, TopologyBuilder)
+    assert (Bolt, Spout, Grouping, TopologyBuilder) == (B1, S1, G1, T1)
 
 
 def test_builder_and_class_style_give_the_same_plan():
@@ -186,7 +185,7 @@ def test_plan_round_trips_through_json():
 def test_in_process_run_with_real_routing():
     res = run_in_process(wc(), containers=2, capture=["count"])
     got = sorted(v[0] for v in res.values("count"))
-    assert got == sorted("a b c d e f g h".split())
+    assert got == sorted(["a", "b", "c", "d", "e", "f", "g", "h"])
     tasks_of = {}
     for r in res.received["count"]:
         tasks_of.setdefault(r.values[0], set()).add(r.task)

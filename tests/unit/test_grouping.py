@@ -85,7 +85,8 @@ def test_partial_key_splits_a_hot_key():
     c = Counter(r.choose(["hot"])[0] for _ in range(1000))
     assert len(c) == 2 or len(set(r.candidates(["hot"]))) == 1  # type: ignore[attr-defined]
     if len(c) == 2:
-        assert abs(list(c.values())[0] - list(c.values())[1]) <= 1
+        a, b = c.values()
+        assert abs(a - b) <= 1
 
 
 class EvenOdd:
