@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from heron_py.common.framing import encode_batch_frame
+from heron_py.common.framing import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RECORD, MsgType, encode_batch_frame
 from heron_py.common.serialization import dumps_batch
 from heron_py.planner.grouping import Router, check_direct, make_router
 from heron_py.planner.model import GroupingKind, PhysicalPlan
@@ -46,12 +46,16 @@ class Emitter:
         self.batch_size = batch_size
         self._sink = sink
         self.pending: dict[int, list[Any]] = {}
+        # ack records per spout task whose stream manager tracks the root: (kind, root, value)
+        self.acks: dict[int, list[tuple[int, int, int]]] = {}
+        self._rand = (rng or random.Random()).getrandbits
         self._count = 0
         self.emitted = 0
         me = pplan.task(task_id)
         self.component = me.component
         comp = pplan.topology.component(me.component)
         self._fields = {s.name: s.fields for s in comp.outputs}
+        self._nfields = {name: len(f) for name, f in self._fields.items()}
         local = frozenset(t.task_id for t in pplan.packing.tasks if t.container == me.container)
         rng = rng or random.Random()
         self._edges: dict[str, list[Edge]] = {s.name: [] for s in comp.outputs}
@@ -80,8 +84,7 @@ class Emitter:
                     )
                 self._edges.setdefault(inp.stream, []).append(Edge(consumer.name, g.kind, targets, router))
 
-    def emit(self, values: Sequence[Any], stream: str, direct_task: int | None,
-             need_task_ids: bool) -> list[int] | None:
+    def _check(self, values: Sequence[Any], stream: str) -> list[Edge]:
         edges = self._edges.get(stream)
         if edges is None:
             raise EmitError(
@@ -94,20 +97,106 @@ class Emitter:
                 f"component '{self.component}' emitted {len(values)} values on stream '{stream}', "
                 f"which declares {nfields} fields {list(self._fields[stream])}"
             )
+        return edges
+
+    def _tasks(self, edge: Edge, values: Sequence[Any], stream: str, direct_task: int | None) -> Sequence[int]:
+        if edge.router is not None:
+            return edge.router.choose(values)
+        if direct_task is None:
+            raise EmitError(
+                f"component '{self.component}' emitted on stream '{stream}' without direct_task, "
+                f"but '{edge.consumer}' subscribes to it with direct grouping"
+            )
+        check_direct(direct_task, edge.targets)
+        return (direct_task,)
+
+    def _add(self, task: int, row: Any) -> None:
+        lst = self.pending.get(task)
+        if lst is None:
+            self.pending[task] = [row]
+        else:
+            lst.append(row)
+
+    def emit_root(self, values: Sequence[Any], stream: str, direct_task: int | None, need_task_ids: bool,
+                  root: int) -> tuple[list[int] | None, int]:
+        """A spout's tracked emit: every copy gets a random 64-bit id descending from ``root``.
+        Returns (task ids if asked, XOR of the copies' ids); an XOR of 0 means no copy was sent."""
+        edges = self._check(values, stream)
+        me = self.task_id
+        xor = 0
+        sent: list[int] | None = [] if need_task_ids else None
+        for edge in edges:
+            tasks = self._tasks(edge, values, stream, direct_task)
+            for t in tasks:
+                k = self._rand(64) or 1
+                xor ^= k
+                self._add(t, (stream, values, ((me, root, k),)))
+            if sent is not None:
+                sent.extend(tasks)
+        if xor:
+            self.ack_record(me, ACK_INIT, root, xor)
+        self._counted()
+        return sent, xor
+
+    def emit_anchored(self, values: Sequence[Any], stream: str, direct_task: int | None, need_task_ids: bool,
+                      anchors: Sequence[Any]) -> list[int] | None:
+        """A bolt's anchored emit (Storm's scheme): for each copy and each anchor a fresh edge id
+        is XORed into the anchor's ack value and into the copy's id for each of its roots."""
+        edges = self._check(values, stream)
+        sent: list[int] | None = [] if need_task_ids else None
+        rand = self._rand
+        for edge in edges:
+            tasks = self._tasks(edge, values, stream, direct_task)
+            for t in tasks:
+                ids: dict[tuple[int, int], int] = {}
+                for a in anchors:
+                    if not a.roots:
+                        continue
+                    e = rand(64) or 1
+                    a.ack_val ^= e
+                    for (rt, rid, _) in a.roots:
+                        ids[(rt, rid)] = ids.get((rt, rid), 0) ^ e
+                self._add(t, (stream, values, tuple((rt, rid, v) for (rt, rid), v in ids.items())))
+            if sent is not None:
+                sent.extend(tasks)
+        self._counted()
+        return sent
+
+    def ack_record(self, spout_task: int, kind: int, root: int, value: int) -> None:
+        lst = self.acks.get(spout_task)
+        if lst is None:
+            self.acks[spout_task] = [(kind, root, value)]
+        else:
+            lst.append((kind, root, value))
+
+    def ack(self, tup: Any) -> None:
+        """Acks a received tracked tuple: per root, its id XOR the edges it gave its children."""
+        for (rt, rid, v) in tup.roots:
+            self.ack_record(rt, ACK_ACK, rid, v ^ tup.ack_val)
+
+    def fail(self, tup: Any) -> None:
+        for (rt, rid, _) in tup.roots:
+            self.ack_record(rt, ACK_FAIL, rid, 0)
+
+    def _counted(self) -> None:
+        self.emitted += 1
+        self._count += 1
+        if self._count >= self.batch_size:
+            self.flush()
+
+    def emit(self, values: Sequence[Any], stream: str, direct_task: int | None,
+             need_task_ids: bool) -> list[int] | None:
+        """An untracked emit: the hot path, kept to one dict lookup and one route per edge."""
+        edges = self._edges.get(stream)
+        if edges is None or len(values) != self._nfields[stream]:
+            self._check(values, stream)  # raises the error that says which
+        assert edges is not None
         row = (stream, values)
         pending = self.pending
         sent: list[int] | None = [] if need_task_ids else None
         for edge in edges:
-            if edge.router is None:
-                if direct_task is None:
-                    raise EmitError(
-                        f"component '{self.component}' emitted on stream '{stream}' without direct_task, "
-                        f"but '{edge.consumer}' subscribes to it with direct grouping"
-                    )
-                check_direct(direct_task, edge.targets)
-                tasks: Sequence[int] = (direct_task,)
-            else:
-                tasks = edge.router.choose(values)
+            router = edge.router
+            tasks = router.choose(values) if router is not None else self._tasks(edge, values, stream, direct_task)
             for t in tasks:
                 lst = pending.get(t)
                 if lst is None:
@@ -123,10 +212,17 @@ class Emitter:
         return sent
 
     def flush(self) -> None:
-        if not self._count:
+        if not self._count and not self.acks:
             return
         src = self.task_id
-        frames = [encode_batch_frame(dest, src, dumps_batch(rows)) for dest, rows in self.pending.items() if rows]
+        frames = []
+        if self.acks:
+            # before the tuples: a root's init reaches its stream manager before any ack of it
+            pack = ACK_RECORD.pack
+            frames = [encode_batch_frame(dest, src, b"".join([pack(*r) for r in recs]), MsgType.ACK_BATCH)
+                      for dest, recs in self.acks.items()]
+            self.acks = {}
+        frames += [encode_batch_frame(dest, src, dumps_batch(rows)) for dest, rows in self.pending.items() if rows]
         self.pending = {}
         self._count = 0
         if frames:
@@ -134,4 +230,4 @@ class Emitter:
 
     @property
     def has_pending(self) -> bool:
-        return self._count > 0
+        return self._count > 0 or bool(self.acks)

@@ -19,15 +19,22 @@ from pathlib import Path
 from typing import IO, Any
 
 from heron_py.api.topology_context import TopologyContext
-from heron_py.api.tuple import HeronTuple, TupleHelper
+from heron_py.api.tuple import HeronTuple, TrackedTuple, TupleHelper
 from heron_py.common import config as cfgkeys
 from heron_py.common.config import InstanceConfig
 from heron_py.common.config_codec import restore_config
-from heron_py.common.framing import BATCH_HEADER, HEADER_SIZE
+from heron_py.common.framing import (
+    BATCH_HEADER,
+    BODY_OFFSET,
+    HEADER_SIZE,
+    RESULT_ACKED,
+    RESULT_RECORD,
+)
 from heron_py.common.package import load_main
 from heron_py.common.serialization import loads_batch, loads_user_object
 from heron_py.planner.model import ComponentKind, PhysicalPlan, TopologyState
 from instance.emitter import Emitter
+from instance.reliability import Reliability, TaskMetrics
 
 _BODY_OFFSET = HEADER_SIZE + BATCH_HEADER.size
 
@@ -42,16 +49,41 @@ class Delegate:
     def emit(self, tup: Sequence[Any], stream: str = "default", anchors: Any = None,
              direct_task: int | None = None, need_task_ids: bool = False,
              tup_id: Any = None) -> list[int] | None:
-        emitter = self._runner.emitter
+        runner = self._runner
+        emitter = runner.emitter
         assert emitter is not None
-        return emitter.emit(tup, stream, direct_task, need_task_ids)
+        rel = runner.reliability
+        if rel is None:
+            return emitter.emit(tup, stream, direct_task, need_task_ids)
+        if runner.is_spout:
+            if tup_id is None:
+                return emitter.emit(tup, stream, direct_task, need_task_ids)
+            root = rel.new_root()
+            sent, xor = emitter.emit_root(tup, stream, direct_task, need_task_ids, root)
+            rel.emitted(root, tup_id, xor)
+            return sent
+        if anchors is None:
+            anchors = [runner.current] if runner.auto_anchor and runner.current is not None else ()
+        elif isinstance(anchors, HeronTuple):
+            anchors = [anchors]
+        tracked = [a for a in anchors if isinstance(a, TrackedTuple) and a.roots]
+        if not tracked:
+            return emitter.emit(tup, stream, direct_task, need_task_ids)
+        return emitter.emit_anchored(tup, stream, direct_task, need_task_ids, tracked)
 
     def ack(self, tup: Any) -> None:
-        # at-most-once: nothing to track (acking arrives with the reliability work)
-        pass
+        runner = self._runner
+        runner.metrics.acked += 1
+        if runner.reliability is not None and isinstance(tup, TrackedTuple) and tup.roots:
+            assert runner.emitter is not None
+            runner.emitter.ack(tup)
 
     def fail(self, tup: Any) -> None:
-        pass
+        runner = self._runner
+        runner.metrics.failed += 1
+        if runner.reliability is not None and isinstance(tup, TrackedTuple) and tup.roots:
+            assert runner.emitter is not None
+            runner.emitter.fail(tup)
 
     def log(self, message: str, level: int | str | None = None) -> None:
         if isinstance(level, str):
@@ -89,6 +121,11 @@ class TaskRunner:
         self.active = False
         self._capture: IO[str] | None = None
         self._task_component: dict[int, str] = {}
+        self.reliability: Reliability | None = None
+        self.metrics = TaskMetrics()
+        self.is_spout = False
+        self.current: HeronTuple | None = None  # the input being processed (auto_anchor)
+        self.auto_anchor = False
 
     # --- plumbing ---
     def _send(self, frames: list[bytes]) -> None:
@@ -132,6 +169,8 @@ class TaskRunner:
             custom_loader=loads_user_object,
             prepare_custom=lambda g, c, s, targets: g.prepare(context, c, s, targets),
         )
+        self.is_spout = comp.kind is ComponentKind.SPOUT
+        self.reliability = Reliability.from_config(conf, clock=self._clock, metrics=self.metrics)
         capture_dir = topo.config.get(cfgkeys.CAPTURE_DIR)
         if capture_dir and self.component_name in str(topo.config.get(cfgkeys.CAPTURE_COMPONENTS, "")).split(","):
             path = Path(str(capture_dir)) / f"{self.component_name}-{self.task_id}.jsonl"
@@ -139,6 +178,7 @@ class TaskRunner:
             self._capture = path.open("a", encoding="utf-8")
         delegate = Delegate(self, logging.getLogger(f"{self.component_name}-{self.task_id}"))
         user = cls(delegate)
+        self.auto_anchor = bool(getattr(user, "auto_anchor", False))
         user.initialize(conf, context)
         self._log.info("%s %s task %d initialized", comp.kind.value, self.component_name, self.task_id)
         self._mark_ready()
@@ -176,14 +216,35 @@ class TaskRunner:
         self._set_active(self.pplan.state is TopologyState.RUNNING, spout, True)
         next_tuple = spout.next_tuple
         last_flush = clock()
+        rel = self.reliability
+        next_check = clock() + 1.0
         while not self.stopping:
             self._drain_inbound(spout, True, block_s=0.0 if self.active else 0.05)
+            if rel is not None:
+                for tup_id in rel.take_immediate():
+                    spout.ack(tup_id)
+                if clock() >= next_check:
+                    next_check = clock() + 1.0
+                    for tup_id in rel.expire():
+                        spout.fail(tup_id)
+                    self.metrics.log_if_changed(self._log, rel)
             if not self.active:
                 emitter.flush()
                 continue
             before = emitter.emitted
-            for _ in range(64):
-                next_tuple()
+            if rel is not None:
+                room = rel.room()
+                if room <= 0:
+                    # topology.max.spout.pending reached: wait for acks, do not call next_tuple
+                    emitter.flush()
+                    last_flush = clock()
+                    self._drain_inbound(spout, True, block_s=0.001)
+                    continue
+                for _ in range(min(64, room)):
+                    next_tuple()
+            else:
+                for _ in range(64):
+                    next_tuple()
             now = clock()
             if emitter.emitted == before:
                 # nothing to emit: flush what we have and wait a little (Storm's 1 ms sleep)
@@ -207,6 +268,9 @@ class TaskRunner:
         self.active = self.pplan.state is TopologyState.RUNNING
         last_flush = clock()
         process = bolt.process
+        if self.reliability is not None or bolt.auto_ack or bolt.auto_fail or bolt.auto_anchor:
+            process = self._wrap_process(bolt)
+        next_metrics = clock() + 10.0
         while not self.stopping:
             now = clock()
             if emitter.has_pending:
@@ -240,7 +304,33 @@ class TaskRunner:
                 last_flush = now
             elif not emitter.has_pending:
                 last_flush = now
+            if now >= next_metrics:
+                next_metrics = now + 10.0
+                self.metrics.log_if_changed(self._log, None)
         emitter.flush()
+
+    def _wrap_process(self, bolt: Any) -> Callable[[HeronTuple], None]:
+        process = bolt.process
+        auto_ack, auto_fail = bool(bolt.auto_ack), bool(bolt.auto_fail)
+        delegate_ack, delegate_fail = bolt.delegate.ack, bolt.delegate.fail
+        log = self._log
+
+        def run(tup: HeronTuple) -> None:
+            self.current = tup
+            try:
+                process(tup)
+            except Exception:
+                if not auto_fail:
+                    raise
+                log.exception("process() raised; failing the tuple (auto_fail)")
+                delegate_fail(tup)
+                return
+            finally:
+                self.current = None
+            if auto_ack:
+                delegate_ack(tup)
+
+        return run
 
     def _process_batch(self, frame: bytes, process: Callable[[HeronTuple], None]) -> None:
         src = BATCH_HEADER.unpack_from(frame, HEADER_SIZE)[1]
@@ -250,13 +340,31 @@ class TaskRunner:
         task = src
         if self._capture is not None:
             cap = self._capture
-            for stream, values in rows:
+            for row in rows:
                 cap.write(json.dumps({"task": self.task_id, "source": src_component, "source_task": task,
-                                      "stream": stream, "values": list(values)}, default=repr) + "\n")
+                                      "stream": row[0], "values": list(row[1])}, default=repr) + "\n")
             cap.flush()
-        make = HeronTuple
-        for stream, values in rows:
-            process(make(None, src_component, stream, task, values, created, None))
+        if self.reliability is None:
+            make = HeronTuple
+            for stream, values in rows:
+                process(make(None, src_component, stream, task, values, created, None))
+            return
+        for row in rows:
+            t = TrackedTuple(None, src_component, row[0], task, row[1], created, row[2] if len(row) > 2 else ())
+            t.ack_val = 0
+            process(t)
+
+    def _on_results(self, frame: bytes, spout: Any) -> None:
+        rel = self.reliability
+        assert rel is not None
+        for outcome, root in RESULT_RECORD.iter_unpack(memoryview(frame)[BODY_OFFSET:]):
+            tup_id = rel.resolve(root, outcome)
+            if tup_id is rel.UNKNOWN:
+                continue  # resolved before (a late result, or timed out here first)
+            if outcome == RESULT_ACKED:
+                spout.ack(tup_id)
+            else:  # failed or timed out: Storm calls fail() for both
+                spout.fail(tup_id)
 
     def _drain_inbound(self, user: Any, is_spout: bool, block_s: float) -> None:
         try:
@@ -266,6 +374,8 @@ class TaskRunner:
         while True:
             if kind == "pplan":
                 self._on_plan(payload, user, is_spout)
+            elif kind == "acks" and self.reliability is not None:
+                self._on_results(payload, user)
             else:
                 self._log.warning("spout task %d got an unexpected %s; dropped", self.task_id, kind)
             try:

@@ -143,6 +143,8 @@ class Gateway:
     def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
         if msg_type == MsgType.TUPLE_BATCH:
             self._deliver(("batch", frame))
+        elif msg_type == MsgType.ACK_RESULT:
+            self._deliver(("acks", frame))
         elif msg_type == MsgType.REGISTER_INSTANCE_RESPONSE:
             resp = pb.RegisterInstanceResponse()
             parse(resp, frame)

@@ -20,11 +20,27 @@ from pathlib import Path
 from typing import Any
 
 from heron_py.common.daemon import FatalError, run_daemon, setup_logging
-from heron_py.common.framing import DEFAULT_MAX_FRAME, MsgType, batch_dest, encode_frame
+from heron_py.common.framing import (
+    ACK_ACK,
+    ACK_FAIL,
+    ACK_INIT,
+    ACK_RECORD,
+    BODY_OFFSET,
+    DEFAULT_MAX_FRAME,
+    RESULT_ACKED,
+    RESULT_FAILED,
+    RESULT_RECORD,
+    RESULT_TIMED_OUT,
+    MsgType,
+    batch_dest,
+    encode_batch_frame,
+    encode_frame,
+)
 from heron_py.common.net import Connection, Counters, connect, parse, serve
 from heron_py.planner.model import ComponentKind, PhysicalPlan
 from heron_py.state import LocalFsStateManager, StateManager
 from proto import heron_py_pb2 as pb
+from stream_manager.acking import Outcome, Resolved, XorTracker
 from stream_manager.backpressure import Action, BackpressureState
 
 HEARTBEAT_S = 1.0
@@ -86,6 +102,9 @@ class StreamManager:
         self._local_spouts: frozenset[int] = frozenset()
         self._container_of: dict[int, int] = {}
         self.bp = BackpressureState(clock=time.monotonic)
+        self.tracker = XorTracker(buckets=3)
+        self.message_timeout_s = 30.0
+        self.acks_routed = 0
         self.high = int(DEFAULT_HIGH_MB * MB)
         self.low = int(DEFAULT_LOW_MB * MB)
 
@@ -104,6 +123,7 @@ class StreamManager:
         os.replace(tmp, self._port_file)
         self._log.info("stream manager of container %d listening on %s:%d", self.container, self.host, self.port)
         self._tasks.append(asyncio.ensure_future(self._tm_loop()))
+        self._tasks.append(asyncio.ensure_future(self._rotate_loop()))
 
     async def wait(self) -> int:
         assert self._stopped is not None
@@ -169,6 +189,12 @@ class StreamManager:
         spouts = {c.name for c in plan.topology.components if c.kind is ComponentKind.SPOUT}
         self._local_spouts = frozenset(t.task_id for t in plan.packing.tasks
                                        if t.component in spouts and t.task_id in self._local_tasks)
+        raw_timeout = plan.topology.config.get("topology.message.timeout.secs")
+        try:
+            self.message_timeout_s = float(raw_timeout) if raw_timeout else 30.0
+        except (TypeError, ValueError):
+            self._log.error("config topology.message.timeout.secs: expected seconds, found %r; keeping %g",
+                            raw_timeout, self.message_timeout_s)
         try:
             self.high, self.low = watermarks(plan.topology.config)
         except FatalError as e:
@@ -271,9 +297,50 @@ class StreamManager:
                 self._log.info("broadcast %s to %d peers", "StartBackPressure" if start else "StopBackPressure",
                                len(self.peers_out))
 
+    # --- acking ---
+    async def _rotate_loop(self) -> None:
+        # 3 buckets rotated every T/2: a root times out between T and 1.5 T after it was seen
+        while True:
+            await asyncio.sleep(self.message_timeout_s / 2)
+            self._send_results(self.tracker.rotate())
+
+    def on_ack_batch(self, frame: bytes) -> None:
+        """Records for one of our spout tasks: update the XOR state, report resolved roots."""
+        spout = batch_dest(frame)
+        tracker = self.tracker
+        resolved = []
+        for kind, root, value in ACK_RECORD.iter_unpack(memoryview(frame)[BODY_OFFSET:]):
+            if kind in (ACK_INIT, ACK_ACK):
+                r = tracker.update(spout, root, value)
+            elif kind == ACK_FAIL:
+                r = tracker.fail(spout, root)
+            else:
+                self._log.warning("ack record of unknown kind %d for task %d; ignored", kind, spout)
+                continue
+            if r is not None:
+                resolved.append(r)
+        self._send_results(resolved)
+
+    _OUTCOME = {Outcome.ACKED: RESULT_ACKED, Outcome.FAILED: RESULT_FAILED, Outcome.TIMED_OUT: RESULT_TIMED_OUT}
+
+    def _send_results(self, resolved: list[Resolved]) -> None:
+        by_task: dict[int, list[bytes]] = {}
+        for r in resolved:
+            by_task.setdefault(r.spout_task, []).append(RESULT_RECORD.pack(self._OUTCOME[r.outcome], r.root))
+        for task, recs in by_task.items():
+            frame = encode_batch_frame(task, 0, b"".join(recs), MsgType.ACK_RESULT)
+            conn = self.instances.get(task)
+            if conn is not None:
+                conn.send(frame)
+            else:
+                self._hold(("task", task), frame)
+
     # --- routing ---
     def route(self, frame: bytes) -> None:
         dest = batch_dest(frame)
+        if frame[5] == MsgType.ACK_BATCH and dest in self._local_tasks:
+            self.on_ack_batch(frame)
+            return
         if dest in self._local_tasks:
             conn = self.instances.get(dest)
             if conn is not None:
@@ -350,7 +417,7 @@ class _Inbound:
 
     def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
         sm = self.sm
-        if msg_type == MsgType.TUPLE_BATCH:
+        if msg_type == MsgType.TUPLE_BATCH or msg_type == MsgType.ACK_BATCH:
             sm.route(frame)
             return
         ident = conn.identity
@@ -406,7 +473,7 @@ class _PeerOut:
         pass
 
     def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
-        if msg_type == MsgType.TUPLE_BATCH:  # peers send on their own connections; accept anyway
+        if msg_type in (MsgType.TUPLE_BATCH, MsgType.ACK_BATCH):  # peers send on their own connections
             self.sm.route(frame)
 
     def on_writing(self, conn: Connection, paused: bool) -> None:

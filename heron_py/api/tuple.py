@@ -11,6 +11,14 @@ HeronTuple = namedtuple("HeronTuple", "id component stream task values creation_
 Tuple = HeronTuple
 
 
+class TrackedTuple(HeronTuple):
+    """A tuple received in at-least-once mode. ``roots`` holds its ids: one
+    (spout task, root id, id) triple per root it descends from; ``ack_val`` is the XOR of the
+    edge ids its anchored children took, which its ack carries to the roots' tracker."""
+
+    ack_val: int
+
+
 class TupleHelper:
     TICK_TUPLE_ID = "__tick"
     TICK_SOURCE_COMPONENT = "__system"

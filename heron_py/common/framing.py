@@ -34,9 +34,19 @@ class MsgType(enum.IntEnum):
     ADMIN_REQUEST = 40
     ADMIN_RESPONSE = 41
     TUPLE_BATCH = 100
+    ACK_BATCH = 101  # instance -> SM of the root's spout: init/ack/fail records
+    ACK_RESULT = 102  # SM -> spout instance: resolved roots
 
 
 _KNOWN_TYPES = frozenset(int(t) for t in MsgType)
+
+
+# ACK_BATCH records: kind, root id, value; ACK_RESULT records: outcome, root id
+ACK_RECORD = struct.Struct(">BQQ")
+RESULT_RECORD = struct.Struct(">BQ")
+ACK_INIT, ACK_ACK, ACK_FAIL = 1, 2, 3
+RESULT_ACKED, RESULT_FAILED, RESULT_TIMED_OUT = 1, 2, 3
+BODY_OFFSET = HEADER_SIZE + BATCH_HEADER.size
 
 
 class FrameError(Exception):
@@ -47,9 +57,10 @@ def encode_frame(msg_type: int, payload: bytes) -> bytes:
     return HEADER.pack(len(payload) + 2, msg_type) + payload
 
 
-def encode_batch_frame(dest_task: int, src_task: int, body: bytes) -> bytes:
-    """A TUPLE_BATCH frame: routable by the 8-byte header without decoding ``body``."""
-    return HEADER.pack(len(body) + 10, MsgType.TUPLE_BATCH) + BATCH_HEADER.pack(dest_task, src_task) + body
+def encode_batch_frame(dest_task: int, src_task: int, body: bytes, msg_type: int = 100) -> bytes:
+    """A TUPLE_BATCH (or ACK_BATCH / ACK_RESULT) frame: routable by the 8-byte header
+    without decoding ``body``."""
+    return HEADER.pack(len(body) + 10, msg_type) + BATCH_HEADER.pack(dest_task, src_task) + body
 
 
 def batch_dest(frame: bytes) -> int:

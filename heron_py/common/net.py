@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import struct
 from collections.abc import Callable
 from typing import Protocol
 
@@ -106,7 +107,7 @@ class Connection(asyncio.Protocol):
             if self.state is ConnState.OPEN:
                 try:
                     self.handler.on_frame(self, msg_type, frame)
-                except DecodeError as e:
+                except (DecodeError, struct.error) as e:
                     self._counters.bad_frames += 1
                     self._log.warning("dropping connection: %s sent a %s frame that does not parse: %s",
                                       self.peer_name, _type_name(msg_type), e)

@@ -11,6 +11,14 @@ from heron_py.api.tuple import TupleHelper
 
 
 class Bolt(BaseComponent):
+    # Storm's BasicBolt / streamparse's options; off by default, as in heronpy. auto_anchor:
+    # emits inside process() anchor to the input; auto_ack: the input is acked when process()
+    # returns; auto_fail: an exception in process() fails the input and is logged instead of
+    # ending the task.
+    auto_anchor = False
+    auto_ack = False
+    auto_fail = False
+
     @classmethod
     def spec(cls, name: str | None = None, inputs: Any = None, par: int = 1,
              config: dict[str, Any] | None = None, optional_outputs: list[Any] | None = None) -> HeronComponentSpec:

@@ -1,0 +1,108 @@
+"""Word count in at-least-once mode: nothing is lost when an instance or a stream manager dies.
+
+    heron-py submit local examples/reliable_word_count.py -- --sentences 20000
+
+The spout emits sentence i with message id i and re-emits it when it fails or times out.
+The split bolt emits each word anchored to its sentence, with (sentence id, position), and
+acks the sentence. The count bolt counts each (sentence id, position) once — a replayed
+sentence brings duplicates, which it recognises — and acks every word. The spout logs
+"all N sentences acked" once every message id has been acked exactly once.
+"""
+
+import argparse
+import sys
+from collections import Counter
+
+from heronpy.api.bolt.bolt import Bolt
+from heronpy.api.spout.spout import Spout
+from heronpy.api.stream import Grouping
+from heronpy.api.topology import TopologyBuilder
+
+import wc_common
+
+
+class ReplayingSentenceSpout(Spout):
+    outputs = ["sid", "sentence"]
+
+    def initialize(self, config, context):
+        self.limit = int(config.get("wc.sentences", 10000))
+        self.next_id = 0
+        self.replay = []
+        self.acked = set()
+        self.replays = 0
+
+    def next_tuple(self):
+        if self.replay:
+            sid = self.replay.pop()
+            self.replays += 1
+        elif self.next_id < self.limit:
+            sid = self.next_id
+            self.next_id += 1
+        else:
+            return
+        self.emit([sid, wc_common.sentence(sid)], tup_id=sid)
+
+    def ack(self, tup_id):
+        if tup_id in self.acked:
+            self.log(f"DUPLICATE ACK of sentence {tup_id}")
+        self.acked.add(tup_id)
+        if len(self.acked) == self.limit:
+            self.log(f"all {self.limit} sentences acked ({self.replays} replays)")
+
+    def fail(self, tup_id):
+        if tup_id in self.acked:
+            self.log(f"FAIL AFTER ACK of sentence {tup_id}")
+            return
+        self.replay.append(tup_id)
+
+
+class SplitBolt(Bolt):
+    outputs = ["word", "sid", "pos"]
+
+    def process(self, tup):
+        sid, sentence = tup.values
+        for pos, w in enumerate(sentence.split()):
+            self.emit([w, sid, pos], anchors=[tup])
+        self.ack(tup)
+
+
+class DedupCountBolt(Bolt):
+    outputs = ["word", "count"]
+
+    def initialize(self, config, context):
+        self.seen = set()
+        self.counts = Counter()
+
+    def process(self, tup):
+        word, sid, pos = tup.values
+        if (sid, pos) not in self.seen:
+            self.seen.add((sid, pos))
+            self.counts[word] += 1
+        self.ack(tup)
+
+    def process_tick(self, tup):
+        self.log(f"counted {sum(self.counts.values())} words, {len(self.counts)} distinct")
+
+
+def build(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sentences", type=int, default=10000)
+    ap.add_argument("--containers", type=int, default=2)
+    ap.add_argument("--timeout", type=int, default=10)
+    args = ap.parse_args(argv)
+    b = TopologyBuilder("reliable_word_count")
+    spout = b.add_spout("sentence", ReplayingSentenceSpout, par=1, config={"wc.sentences": args.sentences})
+    split = b.add_bolt("split", SplitBolt, par=2, inputs={spout: Grouping.SHUFFLE})
+    b.add_bolt("count", DedupCountBolt, par=2, inputs={split: Grouping.fields("word")},
+               config={"topology.tick.tuple.freq.secs": 1})
+    b.set_config({
+        "topology.stmgrs": args.containers,
+        "topology.reliability.mode": "ATLEAST_ONCE",
+        "topology.message.timeout.secs": args.timeout,
+        "topology.max.spout.pending": 2000,
+    })
+    return b
+
+
+if __name__ == "__main__":
+    build(sys.argv[1:]).build_and_submit()

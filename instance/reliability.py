@@ -1,0 +1,152 @@
+"""Spout-side at-least-once bookkeeping and the task's reliability metrics. Pure (injected clock).
+
+The stream manager of the spout's container keeps the XOR state of every root; the spout
+task keeps which message id each root stands for, so that ``ack(id)`` or ``fail(id)`` is
+called exactly once: a root leaves ``pending`` on its first outcome, and any later outcome
+for it is ignored. The task also times roots out on its own, a little after the stream
+manager would, so a root whose tracker state died with a stream manager is still failed.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from heron_py.common.framing import RESULT_ACKED, RESULT_FAILED, RESULT_TIMED_OUT
+
+RELIABILITY_MODE = "topology.reliability.mode"
+ACKING = "topology.acking"
+MESSAGE_TIMEOUT = "topology.message.timeout.secs"
+MAX_SPOUT_PENDING = "topology.max.spout.pending"
+DEFAULT_TIMEOUT_S = 30.0
+# the stream manager's rotating map times a root out between T and 1.5 T (3 buckets)
+LOCAL_TIMEOUT_FACTOR = 1.5
+LOCAL_TIMEOUT_SLACK_S = 1.0
+
+
+class ConfigValueError(ValueError):
+    pass
+
+
+def acking_enabled(conf: Mapping[str, Any]) -> bool:
+    mode = conf.get(RELIABILITY_MODE)
+    if mode not in (None, "", "ATMOST_ONCE", "ATLEAST_ONCE", "EFFECTIVELY_ONCE"):
+        raise ConfigValueError(f"config {RELIABILITY_MODE}: expected ATMOST_ONCE or ATLEAST_ONCE, found {mode!r}")
+    if mode == "EFFECTIVELY_ONCE":
+        raise ConfigValueError(f"config {RELIABILITY_MODE}: EFFECTIVELY_ONCE is not supported yet; "
+                               f"expected ATMOST_ONCE or ATLEAST_ONCE")
+    return mode == "ATLEAST_ONCE" or conf.get(ACKING) is True
+
+
+def message_timeout(conf: Mapping[str, Any]) -> float:
+    raw = conf.get(MESSAGE_TIMEOUT, DEFAULT_TIMEOUT_S)
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or raw <= 0:
+        raise ConfigValueError(f"config {MESSAGE_TIMEOUT}: expected a number of seconds > 0, found {raw!r}")
+    return float(raw)
+
+
+@dataclass
+class TaskMetrics:
+    acked: int = 0  # bolt: inputs acked; spout: roots completed
+    failed: int = 0
+    timed_out: int = 0
+    latencies_ms: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=10_000))
+    _last: tuple[int, int, int] = (0, 0, 0)
+
+    def percentile(self, q: float) -> float | None:
+        if not self.latencies_ms:
+            return None
+        s = sorted(self.latencies_ms)
+        return s[min(len(s) - 1, int(q * len(s)))]
+
+    def log_if_changed(self, log: logging.Logger, rel: Reliability | None) -> None:
+        now = (self.acked, self.failed, self.timed_out)
+        if now == self._last:
+            return
+        self._last = now
+        extra = ""
+        if rel is not None:
+            p50, p99 = self.percentile(0.5), self.percentile(0.99)
+            extra = (f" pending={len(rel.pending)} complete_latency_ms p50={p50 if p50 is None else round(p50, 2)}"
+                     f" p99={p99 if p99 is None else round(p99, 2)}")
+        log.info("metrics: acked=%d failed=%d timed_out=%d%s", *now, extra)
+
+
+class _Unknown:
+    pass
+
+
+class Reliability:
+    UNKNOWN: Any = _Unknown()
+
+    def __init__(self, timeout_s: float, max_pending: int | None, clock: Callable[[], float],
+                 metrics: TaskMetrics | None = None, rng: random.Random | None = None) -> None:
+        self.timeout_s = timeout_s
+        self.max_pending = max_pending
+        self.clock = clock
+        self.metrics = metrics or TaskMetrics()
+        # root → (message id, emit time); insertion order = emit order, so expiry scans the front
+        self.pending: collections.OrderedDict[int, tuple[Any, float]] = collections.OrderedDict()
+        self._immediate: list[Any] = []
+        self._rand = (rng or random.SystemRandom()).getrandbits
+
+    @classmethod
+    def from_config(cls, conf: Mapping[str, Any], clock: Callable[[], float],
+                    metrics: TaskMetrics | None = None) -> Reliability | None:
+        if not acking_enabled(conf):
+            return None
+        raw = conf.get(MAX_SPOUT_PENDING)
+        if raw is not None and (isinstance(raw, bool) or not isinstance(raw, int) or raw < 1):
+            raise ConfigValueError(f"config {MAX_SPOUT_PENDING}: expected an integer >= 1, found {raw!r}")
+        return cls(message_timeout(conf), raw, clock, metrics)
+
+    def new_root(self) -> int:
+        return self._rand(64) or 1
+
+    def emitted(self, root: int, tup_id: Any, xor: int) -> None:
+        if xor == 0:
+            # no consumer got a copy: the tree is complete already (Storm acks at once)
+            self._immediate.append(tup_id)
+            self.metrics.acked += 1
+        else:
+            self.pending[root] = (tup_id, self.clock())
+
+    def take_immediate(self) -> list[Any]:
+        out, self._immediate = self._immediate, []
+        return out
+
+    def room(self) -> int:
+        if self.max_pending is None:
+            return 1 << 30
+        return self.max_pending - len(self.pending)
+
+    def resolve(self, root: int, outcome: int) -> Any:
+        entry = self.pending.pop(root, None)
+        if entry is None:
+            return self.UNKNOWN
+        tup_id, t0 = entry
+        if outcome == RESULT_ACKED:
+            self.metrics.acked += 1
+            self.metrics.latencies_ms.append((self.clock() - t0) * 1000.0)
+        elif outcome == RESULT_FAILED:
+            self.metrics.failed += 1
+        elif outcome == RESULT_TIMED_OUT:
+            self.metrics.timed_out += 1
+        return tup_id
+
+    def expire(self) -> list[Any]:
+        """Message ids of roots older than the local timeout; they leave ``pending``."""
+        limit = self.clock() - (self.timeout_s * LOCAL_TIMEOUT_FACTOR + LOCAL_TIMEOUT_SLACK_S)
+        out = []
+        while self.pending:
+            root, (tup_id, t0) = next(iter(self.pending.items()))
+            if t0 > limit:
+                break
+            del self.pending[root]
+            self.metrics.timed_out += 1
+            out.append(tup_id)
+        return out
