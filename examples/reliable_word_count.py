@@ -11,14 +11,15 @@ sentence brings duplicates, which it recognises — and acks every word. The spo
 
 import argparse
 import sys
+import time
 from collections import Counter
+
+import wc_common
 
 from heronpy.api.bolt.bolt import Bolt
 from heronpy.api.spout.spout import Spout
 from heronpy.api.stream import Grouping
 from heronpy.api.topology import TopologyBuilder
-
-import wc_common
 
 
 class ReplayingSentenceSpout(Spout):
@@ -59,7 +60,13 @@ class ReplayingSentenceSpout(Spout):
 class SplitBolt(Bolt):
     outputs = ["word", "sid", "pos"]
 
+    def initialize(self, config, context):
+        # a per-sentence delay makes tuples queue up here (demos and tests of failures)
+        self.delay_s = float(config.get("wc.split.delay.ms", 0)) / 1000.0
+
     def process(self, tup):
+        if self.delay_s:
+            time.sleep(self.delay_s)
         sid, sentence = tup.values
         for pos, w in enumerate(sentence.split()):
             self.emit([w, sid, pos], anchors=[tup])
@@ -89,10 +96,12 @@ def build(argv):
     ap.add_argument("--sentences", type=int, default=10000)
     ap.add_argument("--containers", type=int, default=2)
     ap.add_argument("--timeout", type=int, default=10)
+    ap.add_argument("--split-delay-ms", type=float, default=0)
     args = ap.parse_args(argv)
     b = TopologyBuilder("reliable_word_count")
     spout = b.add_spout("sentence", ReplayingSentenceSpout, par=1, config={"wc.sentences": args.sentences})
-    split = b.add_bolt("split", SplitBolt, par=2, inputs={spout: Grouping.SHUFFLE})
+    split = b.add_bolt("split", SplitBolt, par=2, inputs={spout: Grouping.SHUFFLE},
+                       config={"wc.split.delay.ms": args.split_delay_ms})
     b.add_bolt("count", DedupCountBolt, par=2, inputs={split: Grouping.fields("word")},
                config={"topology.tick.tuple.freq.secs": 1})
     b.set_config({
