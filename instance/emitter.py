@@ -219,10 +219,11 @@ class Emitter:
         if self.acks:
             # before the tuples: a root's init reaches its stream manager before any ack of it
             pack = ACK_RECORD.pack
-            frames = [encode_batch_frame(dest, src, b"".join([pack(*r) for r in recs]), MsgType.ACK_BATCH)
+            frames = [encode_batch_frame(dest, src, b"".join([pack(*r) for r in recs]), MsgType.ACK_BATCH, len(recs))
                       for dest, recs in self.acks.items()]
             self.acks = {}
-        frames += [encode_batch_frame(dest, src, dumps_batch(rows)) for dest, rows in self.pending.items() if rows]
+        frames += [encode_batch_frame(dest, src, dumps_batch(rows), MsgType.TUPLE_BATCH, len(rows))
+                   for dest, rows in self.pending.items() if rows]
         self.pending = {}
         self._count = 0
         if frames:

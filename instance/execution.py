@@ -34,9 +34,9 @@ from heron_py.common.package import load_main
 from heron_py.common.serialization import loads_batch, loads_user_object
 from heron_py.planner.model import ComponentKind, PhysicalPlan, TopologyState
 from instance.emitter import Emitter
+from instance.gateway import QueueBytes
 from instance.reliability import Reliability, TaskMetrics
-
-_BODY_OFFSET = HEADER_SIZE + BATCH_HEADER.size
+from proto import heron_py_pb2 as pb
 
 
 class Delegate:
@@ -125,20 +125,73 @@ class TaskRunner:
         self.metrics = TaskMetrics()
         self.is_spout = False
         self.current: HeronTuple | None = None  # the input being processed (auto_anchor)
+        self.processed = 0
+        self.time_blocked_s = 0.0
+        self.in_bytes: QueueBytes | None = None
+        self.out_bytes: QueueBytes | None = None  # put: this thread; taken: the gateway
+        self._held: list[list[bytes]] = []
         self.auto_anchor = False
 
     # --- plumbing ---
+    def _try_put(self, frames: list[bytes], size: int) -> bool:
+        out_bytes = self.out_bytes
+        if out_bytes is not None and out_bytes.depth + size > out_bytes.limit and self._out.qsize():
+            return False  # over the byte bound (one item always fits, however large)
+        try:
+            self._out.put_nowait(frames)
+        except queue.Full:
+            return False
+        if out_bytes is not None:
+            out_bytes.put += size
+        return True
+
     def _send(self, frames: list[bytes]) -> None:
-        while True:
-            try:
-                self._out.put(frames, timeout=0.1)
-                break
-            except queue.Full:
-                # the gateway is behind or the stream manager is away: hold here, which is
-                # what stops a spout's next_tuple (backpressure), but stay stoppable
+        if self.is_spout:
+            # a spout never blocks inside emit: what does not fit waits here, and the spout
+            # loop stops calling next_tuple (but keeps handling deactivate and acks) until
+            # it has gone out
+            self._held.append(frames)
+            self._push_held()
+            return
+        self._send_blocking(frames)
+
+    def _push_held(self) -> bool:
+        """Moves held frames to the outbound queue; True when none is left."""
+        held = self._held
+        while held:
+            if not self._try_put(held[0], sum(len(f) for f in held[0])):
+                self._wake()
+                return False
+            held.pop(0)
+        self._wake()
+        return True
+
+    def _send_blocking(self, frames: list[bytes]) -> None:
+        """A bolt's flush: waits for room (the gateway is behind or the stream manager stopped
+        reading us), which is how backpressure reaches a bolt; stays stoppable."""
+        size = sum(len(f) for f in frames)
+        if not self._try_put(frames, size):
+            t0 = self._clock()
+            while not self._try_put(frames, size):
+                self._wake()
                 if self.stopping:
                     return
+                time.sleep(0.001)
+            self.time_blocked_s += self._clock() - t0
         self._wake()
+
+    def metrics_message(self) -> pb.InstanceMetrics:
+        """Called on the gateway thread: reads counters only (each has one writer)."""
+        m = self.metrics
+        p50 = m.percentile(0.5)
+        p99 = m.percentile(0.99)
+        return pb.InstanceMetrics(
+            task_id=self.task_id, emitted=self.emitter.emitted if self.emitter else 0, processed=self.processed,
+            acked=m.acked, failed=m.failed, timed_out=m.timed_out, in_queue_batches=self._in.qsize(),
+            in_queue_bytes=self.in_bytes.depth if self.in_bytes else 0, out_queue_batches=self._out.qsize(),
+            time_blocked_ms=int(self.time_blocked_s * 1000), complete_latency_p50_ms=p50 or 0.0,
+            out_queue_bytes=self.out_bytes.depth if self.out_bytes else 0,
+            complete_latency_p99_ms=p99 or 0.0)
 
     def _wait_for_plan(self) -> PhysicalPlan | None:
         while not self.stopping:
@@ -228,6 +281,12 @@ class TaskRunner:
                     for tup_id in rel.expire():
                         spout.fail(tup_id)
                     self.metrics.log_if_changed(self._log, rel)
+            if self._held and not self._push_held():
+                # the outbound queue is full (backpressure): no next_tuple until it drains
+                t0 = clock()
+                self._drain_inbound(spout, True, block_s=0.001)
+                self.time_blocked_s += clock() - t0
+                continue
             if not self.active:
                 emitter.flush()
                 continue
@@ -334,8 +393,11 @@ class TaskRunner:
 
     def _process_batch(self, frame: bytes, process: Callable[[HeronTuple], None]) -> None:
         src = BATCH_HEADER.unpack_from(frame, HEADER_SIZE)[1]
+        if self.in_bytes is not None:
+            self.in_bytes.taken += len(frame)
         src_component = self._task_component.get(src, "?")
-        rows = loads_batch(memoryview(frame)[_BODY_OFFSET:])
+        rows = loads_batch(memoryview(frame)[BODY_OFFSET:])
+        self.processed += len(rows)
         created = time.time()
         task = src
         if self._capture is not None:

@@ -15,6 +15,7 @@ import logging
 import os
 import queue
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,20 @@ RETRY_S = 0.001
 # the gateway's own socket buffer stays small: the bounded outbound queue is the buffer
 WRITE_HIGH = 1 << 20
 WRITE_LOW = 256 << 10
+
+
+class QueueBytes:
+    """Bytes in the inbound queue, without a lock: ``put`` is written only by the gateway
+    thread and ``taken`` only by the execution thread, so each counter has one writer."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.put = 0
+        self.taken = 0
+
+    @property
+    def depth(self) -> int:
+        return self.put - self.taken
 
 
 class GatewayState(enum.Enum):
@@ -48,7 +63,13 @@ class Gateway:
         outbound: queue.Queue[list[bytes]],
         max_frame: int,
         log: logging.Logger,
+        in_bytes: QueueBytes | None = None,
+        out_bytes: QueueBytes | None = None,
+        metrics: Callable[[], pb.InstanceMetrics] | None = None,
     ) -> None:
+        self.in_bytes = in_bytes or QueueBytes(1 << 62)
+        self.out_bytes = out_bytes
+        self._metrics = metrics
         self.task_id = task_id
         self.component = component
         self.state = GatewayState.CONNECTING
@@ -120,14 +141,22 @@ class Gateway:
                 task_id=self.task_id, component=self.component, pid=os.getpid()))
             closed = asyncio.get_running_loop().create_future()
             conn.context = closed
+            reporter = asyncio.ensure_future(self._report_metrics(conn))
             stop_wait = asyncio.ensure_future(self._stop.wait())
             await asyncio.wait([closed, stop_wait], return_when=asyncio.FIRST_COMPLETED)
             stop_wait.cancel()
+            reporter.cancel()
             self._conn = None
             conn.close()
             if not self._stop.is_set():
                 self._log.warning("connection to stream manager lost; reconnecting")
                 await self._sleep_or_stop(0.2)
+
+    async def _report_metrics(self, conn: Connection) -> None:
+        while self._metrics is not None:
+            await asyncio.sleep(1.0)
+            if conn.is_open and self.state is GatewayState.RUNNING:
+                conn.send_msg(MsgType.INSTANCE_METRICS, self._metrics())
 
     async def _sleep_or_stop(self, seconds: float) -> None:
         assert self._stop is not None
@@ -181,7 +210,9 @@ class Gateway:
             self._overflow.append(item)
             return
         try:
-            self._in.put_nowait(item)
+            if item[0] == "batch" and self.in_bytes.depth >= self.in_bytes.limit:
+                raise queue.Full
+            self._put(item)
         except queue.Full:
             self._overflow.append(item)
             if self._conn is not None:
@@ -189,10 +220,18 @@ class Gateway:
             assert self._loop is not None
             self._loop.call_later(RETRY_S, self._retry_overflow)
 
+    def _put(self, item: tuple[str, Any]) -> None:
+        self._in.put_nowait(item)
+        if item[0] == "batch":
+            self.in_bytes.put += len(item[1])
+
     def _retry_overflow(self) -> None:
         while self._overflow:
             try:
-                self._in.put_nowait(self._overflow[0])
+                head = self._overflow[0]
+                if head[0] == "batch" and self.in_bytes.depth >= self.in_bytes.limit:
+                    raise queue.Full
+                self._put(head)
             except queue.Full:
                 assert self._loop is not None
                 self._loop.call_later(RETRY_S, self._retry_overflow)
@@ -211,6 +250,8 @@ class Gateway:
                 frames = self._out.get_nowait()
             except queue.Empty:
                 return
+            if self.out_bytes is not None:
+                self.out_bytes.taken += sum(len(f) for f in frames)
             conn.transport.writelines(frames)
 
     def _send_ready(self) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 from heron_py.common.config import InstanceConfig
 from heron_py.common.daemon import setup_logging
 from instance.execution import TaskRunner
-from instance.gateway import Gateway
+from instance.gateway import Gateway, QueueBytes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,20 +25,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sm-port-file", type=Path, required=True)
     ap.add_argument("--secret-file", type=Path, required=True)
     ap.add_argument("--package-dir", type=Path, required=True)
+    ap.add_argument("--in-queue-batches", type=int, default=InstanceConfig.in_queue_batches)
+    ap.add_argument("--in-queue-bytes", type=int, default=InstanceConfig.in_queue_bytes)
+    ap.add_argument("--out-queue-batches", type=int, default=InstanceConfig.out_queue_batches)
+    ap.add_argument("--out-queue-bytes", type=int, default=InstanceConfig.out_queue_bytes)
     args = ap.parse_args(argv)
     log = setup_logging(f"instance[{args.component}-{args.task_id}]")
     secret = args.secret_file.read_bytes()
-    # queue sizes come from config the plan carries, but the queues must exist before the
-    # plan arrives; the defaults bound them until then (the plan cannot change them later)
-    icfg = InstanceConfig()
-    inbound: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=icfg.in_queue_batches)
-    outbound: queue.Queue[list[bytes]] = queue.Queue(maxsize=icfg.out_queue_batches)
+    # the queues exist before the physical plan arrives, so their bounds come from the
+    # executor, which read them from the topology's config
+    inbound: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=args.in_queue_batches)
+    outbound: queue.Queue[list[bytes]] = queue.Queue(maxsize=args.out_queue_batches)
+    in_bytes = QueueBytes(args.in_queue_bytes)
+    out_bytes = QueueBytes(args.out_queue_bytes)
+    runner_ref: list[TaskRunner] = []
     gateway = Gateway(task_id=args.task_id, component=args.component, secret=secret,
                       sm_port_file=args.sm_port_file, inbound=inbound, outbound=outbound,
-                      max_frame=icfg.max_frame, log=log)
+                      max_frame=InstanceConfig.max_frame, log=log, in_bytes=in_bytes, out_bytes=out_bytes,
+                      metrics=lambda: runner_ref[0].metrics_message())
     runner = TaskRunner(task_id=args.task_id, component=args.component, package_dir=args.package_dir,
                         inbound=inbound, outbound=outbound, wake_gateway=gateway.wake,
                         mark_ready=gateway.mark_ready, log=log)
+    runner.in_bytes = in_bytes
+    runner.out_bytes = out_bytes
+    runner_ref.append(runner)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         runner.stopping = True

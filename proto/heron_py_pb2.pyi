@@ -111,12 +111,14 @@ class RegisterStmgrResponse(_message.Message):
     def __init__(self, ok: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
 
 class StmgrHeartbeat(_message.Message):
-    __slots__ = ("container", "instances")
+    __slots__ = ("container", "instances", "metrics")
     CONTAINER_FIELD_NUMBER: _ClassVar[int]
     INSTANCES_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
     container: int
     instances: _containers.RepeatedCompositeFieldContainer[InstanceInfo]
-    def __init__(self, container: _Optional[int] = ..., instances: _Optional[_Iterable[_Union[InstanceInfo, _Mapping]]] = ...) -> None: ...
+    metrics: StmgrMetrics
+    def __init__(self, container: _Optional[int] = ..., instances: _Optional[_Iterable[_Union[InstanceInfo, _Mapping]]] = ..., metrics: _Optional[_Union[StmgrMetrics, _Mapping]] = ...) -> None: ...
 
 class AdminRequest(_message.Message):
     __slots__ = ("command",)
@@ -143,3 +145,66 @@ class BackPressure(_message.Message):
     start: bool
     cause: str
     def __init__(self, container: _Optional[int] = ..., start: _Optional[bool] = ..., cause: _Optional[str] = ...) -> None: ...
+
+class InstanceMetrics(_message.Message):
+    __slots__ = ("task_id", "emitted", "processed", "acked", "failed", "timed_out", "in_queue_batches", "in_queue_bytes", "out_queue_batches", "time_blocked_ms", "complete_latency_p50_ms", "complete_latency_p99_ms", "out_queue_bytes")
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    EMITTED_FIELD_NUMBER: _ClassVar[int]
+    PROCESSED_FIELD_NUMBER: _ClassVar[int]
+    ACKED_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    TIMED_OUT_FIELD_NUMBER: _ClassVar[int]
+    IN_QUEUE_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    IN_QUEUE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    OUT_QUEUE_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    TIME_BLOCKED_MS_FIELD_NUMBER: _ClassVar[int]
+    COMPLETE_LATENCY_P50_MS_FIELD_NUMBER: _ClassVar[int]
+    COMPLETE_LATENCY_P99_MS_FIELD_NUMBER: _ClassVar[int]
+    OUT_QUEUE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    task_id: int
+    emitted: int
+    processed: int
+    acked: int
+    failed: int
+    timed_out: int
+    in_queue_batches: int
+    in_queue_bytes: int
+    out_queue_batches: int
+    time_blocked_ms: int
+    complete_latency_p50_ms: float
+    complete_latency_p99_ms: float
+    out_queue_bytes: int
+    def __init__(self, task_id: _Optional[int] = ..., emitted: _Optional[int] = ..., processed: _Optional[int] = ..., acked: _Optional[int] = ..., failed: _Optional[int] = ..., timed_out: _Optional[int] = ..., in_queue_batches: _Optional[int] = ..., in_queue_bytes: _Optional[int] = ..., out_queue_batches: _Optional[int] = ..., time_blocked_ms: _Optional[int] = ..., complete_latency_p50_ms: _Optional[float] = ..., complete_latency_p99_ms: _Optional[float] = ..., out_queue_bytes: _Optional[int] = ...) -> None: ...
+
+class StmgrMetrics(_message.Message):
+    __slots__ = ("in_backpressure", "spouts_paused", "time_spent_back_pressure_ms", "backpressure_episodes", "backpressure_cause", "dropped_tuples", "buffered_bytes", "instances", "pending_roots", "auth_failures", "bad_frames")
+    class BufferedBytesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    IN_BACKPRESSURE_FIELD_NUMBER: _ClassVar[int]
+    SPOUTS_PAUSED_FIELD_NUMBER: _ClassVar[int]
+    TIME_SPENT_BACK_PRESSURE_MS_FIELD_NUMBER: _ClassVar[int]
+    BACKPRESSURE_EPISODES_FIELD_NUMBER: _ClassVar[int]
+    BACKPRESSURE_CAUSE_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_TUPLES_FIELD_NUMBER: _ClassVar[int]
+    BUFFERED_BYTES_FIELD_NUMBER: _ClassVar[int]
+    INSTANCES_FIELD_NUMBER: _ClassVar[int]
+    PENDING_ROOTS_FIELD_NUMBER: _ClassVar[int]
+    AUTH_FAILURES_FIELD_NUMBER: _ClassVar[int]
+    BAD_FRAMES_FIELD_NUMBER: _ClassVar[int]
+    in_backpressure: bool
+    spouts_paused: bool
+    time_spent_back_pressure_ms: int
+    backpressure_episodes: int
+    backpressure_cause: str
+    dropped_tuples: int
+    buffered_bytes: _containers.ScalarMap[str, int]
+    instances: _containers.RepeatedCompositeFieldContainer[InstanceMetrics]
+    pending_roots: int
+    auth_failures: int
+    bad_frames: int
+    def __init__(self, in_backpressure: _Optional[bool] = ..., spouts_paused: _Optional[bool] = ..., time_spent_back_pressure_ms: _Optional[int] = ..., backpressure_episodes: _Optional[int] = ..., backpressure_cause: _Optional[str] = ..., dropped_tuples: _Optional[int] = ..., buffered_bytes: _Optional[_Mapping[str, int]] = ..., instances: _Optional[_Iterable[_Union[InstanceMetrics, _Mapping]]] = ..., pending_roots: _Optional[int] = ..., auth_failures: _Optional[int] = ..., bad_frames: _Optional[int] = ...) -> None: ...

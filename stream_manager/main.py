@@ -2,7 +2,7 @@
 
 One listening port serves both its local instances and the other stream managers of the
 clique; the handshake's role says which a connection is. For sending to another container
-it keeps one outbound connection per peer. Tuple batches are routed on their 8-byte
+it keeps one outbound connection per peer. Tuple batches are routed on their 12-byte
 header and forwarded as the same bytes: the stream manager never unpickles a tuple.
 """
 
@@ -32,6 +32,7 @@ from heron_py.common.framing import (
     RESULT_RECORD,
     RESULT_TIMED_OUT,
     MsgType,
+    batch_count,
     batch_dest,
     encode_batch_frame,
     encode_frame,
@@ -44,6 +45,7 @@ from stream_manager.acking import Outcome, Resolved, XorTracker
 from stream_manager.backpressure import Action, BackpressureState
 
 HEARTBEAT_S = 1.0
+DROP_KEY = "topology.droptuples.upon.backpressure"
 HIGH_WATERMARK_KEY = "heron.streammgr.network.backpressure.highwatermark.mb"
 LOW_WATERMARK_KEY = "heron.streammgr.network.backpressure.lowwatermark.mb"
 DEFAULT_HIGH_MB = 100.0
@@ -103,6 +105,9 @@ class StreamManager:
         self._container_of: dict[int, int] = {}
         self.bp = BackpressureState(clock=time.monotonic)
         self.tracker = XorTracker(buckets=3)
+        self.instance_metrics: dict[int, pb.InstanceMetrics] = {}
+        self.drop_on_backpressure = False
+        self.dropped_tuples = 0
         self.message_timeout_s = 30.0
         self.acks_routed = 0
         self.high = int(DEFAULT_HIGH_MB * MB)
@@ -170,10 +175,23 @@ class StreamManager:
                     await asyncio.wait_for(asyncio.shield(closed), HEARTBEAT_S)
                 except TimeoutError:
                     conn.send_msg(MsgType.STMGR_HEARTBEAT, pb.StmgrHeartbeat(
-                        container=self.container, instances=self._instance_infos()))
+                        container=self.container, instances=self._instance_infos(), metrics=self._metrics()))
             self.tm = None
             self._log.warning("connection to topology master lost; reconnecting")
             await asyncio.sleep(0.2)
+
+    def _metrics(self) -> pb.StmgrMetrics:
+        buffered = {f"task {t}": c.write_buffer_size() for t, c in self.instances.items()}
+        buffered.update({f"stmgr {p}": c.write_buffer_size() for p, c in self.peers_out.items()})
+        cause = ", ".join(sorted(self.bp.slow)) or ", ".join(f"stmgr {c}" for c in sorted(self.bp.peers))
+        return pb.StmgrMetrics(
+            in_backpressure=self.bp.local, spouts_paused=self._spouts_held(),
+            time_spent_back_pressure_ms=int(self.bp.time_in_backpressure() * 1000),
+            backpressure_episodes=self.bp.episodes, backpressure_cause=cause,
+            dropped_tuples=self.dropped_tuples, buffered_bytes=buffered,
+            instances=[self.instance_metrics[t] for t in sorted(self.instance_metrics)],
+            pending_roots=self.tracker.pending, auth_failures=self.counters.auth_failures,
+            bad_frames=self.counters.bad_frames)
 
     def _instance_infos(self) -> list[pb.InstanceInfo]:
         return [pb.InstanceInfo(task_id=t, pid=self.pids.get(t, 0), ready=t in self.ready)
@@ -189,6 +207,7 @@ class StreamManager:
         spouts = {c.name for c in plan.topology.components if c.kind is ComponentKind.SPOUT}
         self._local_spouts = frozenset(t.task_id for t in plan.packing.tasks
                                        if t.component in spouts and t.task_id in self._local_tasks)
+        self.drop_on_backpressure = str(plan.topology.config.get(DROP_KEY, "false")).lower() == "true"
         raw_timeout = plan.topology.config.get("topology.message.timeout.secs")
         try:
             self.message_timeout_s = float(raw_timeout) if raw_timeout else 30.0
@@ -201,7 +220,7 @@ class StreamManager:
             self._log.error("%s; keeping %d/%d MB", e, self.high // MB, self.low // MB)
         for conn in [*self.instances.values(), *self.peers_out.values()]:
             conn.set_write_limits(self.high, self.low)
-        if self.bp.spouts_paused:
+        if self._spouts_held():
             for t in self._local_spouts:
                 spout_conn = self.instances.get(t)
                 if spout_conn is not None:
@@ -280,9 +299,15 @@ class StreamManager:
             self._log.info("stream manager %d left backpressure", msg.container)
             self.apply(self.bp.peer_stop(msg.container))
 
+    def _spouts_held(self) -> bool:
+        """Whether local spouts must not be read now (never in droptuples mode)."""
+        return self.bp.spouts_paused and not self.drop_on_backpressure
+
     def apply(self, actions: list[Action]) -> None:
         for a in actions:
             if a is Action.PAUSE_SPOUTS or a is Action.RESUME_SPOUTS:
+                if self.drop_on_backpressure:
+                    continue  # spouts keep going; route() drops what a slow connection cannot take
                 for t in self._local_spouts:
                     spout_conn = self.instances.get(t)
                     if spout_conn is not None:
@@ -328,7 +353,7 @@ class StreamManager:
         for r in resolved:
             by_task.setdefault(r.spout_task, []).append(RESULT_RECORD.pack(self._OUTCOME[r.outcome], r.root))
         for task, recs in by_task.items():
-            frame = encode_batch_frame(task, 0, b"".join(recs), MsgType.ACK_RESULT)
+            frame = encode_batch_frame(task, 0, b"".join(recs), MsgType.ACK_RESULT, len(recs))
             conn = self.instances.get(task)
             if conn is not None:
                 conn.send(frame)
@@ -344,6 +369,9 @@ class StreamManager:
         if dest in self._local_tasks:
             conn = self.instances.get(dest)
             if conn is not None:
+                if conn.writing_paused and self.drop_on_backpressure and frame[5] == MsgType.TUPLE_BATCH:
+                    self.dropped_tuples += batch_count(frame)
+                    return
                 conn.send(frame)
             else:
                 self._hold(("task", dest), frame)
@@ -355,6 +383,9 @@ class StreamManager:
             return
         conn = self.peers_out.get(container)
         if conn is not None:
+            if conn.writing_paused and self.drop_on_backpressure and frame[5] == MsgType.TUPLE_BATCH:
+                self.dropped_tuples += batch_count(frame)
+                return
             conn.send(frame)
         else:
             self._hold(("peer", container), frame)
@@ -364,8 +395,10 @@ class StreamManager:
         if q is None:
             q = self.held[key] = collections.deque()
         if len(q) >= MAX_HELD_FRAMES:
-            q.popleft()
+            old = q.popleft()
             self.dropped_frames += 1
+            self.dropped_tuples += batch_count(old)
+            self._log.warning("dropped a held batch of %d for %s %d (nobody to deliver to)", batch_count(old), *key)
         q.append(frame)
 
     def _release(self, key: tuple[str, int], conn: Connection) -> None:
@@ -381,7 +414,7 @@ class StreamManager:
             old.close()
         self.instances[req.task_id] = conn
         conn.set_write_limits(self.high, self.low)
-        if req.task_id in self._local_spouts and self.bp.spouts_paused:
+        if req.task_id in self._local_spouts and self._spouts_held():
             conn.pause_reading()
         self.pids[req.task_id] = req.pid
         self.ready.pop(req.task_id, None)
@@ -431,6 +464,10 @@ class _Inbound:
                 conn.close()
                 return
             sm.register_instance(conn, req)
+        elif msg_type == MsgType.INSTANCE_METRICS and ident.role == "instance":
+            m = pb.InstanceMetrics()
+            parse(m, frame)
+            sm.instance_metrics[m.task_id] = m
         elif msg_type == MsgType.INSTANCE_READY and ident.role == "instance":
             msg = pb.InstanceReady()
             parse(msg, frame)

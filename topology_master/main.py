@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from google.protobuf.json_format import MessageToDict
+
 from heron_py.common.daemon import FatalError, run_daemon, setup_logging
 from heron_py.common.framing import DEFAULT_MAX_FRAME, MsgType, encode_frame
 from heron_py.common.net import Connection, Counters, parse, serve
@@ -38,6 +40,7 @@ class TopologyMaster:
         self.counters = Counters()
         self.stmgrs: dict[int, tuple[StmgrLocation, Connection]] = {}
         self.instances: dict[int, dict[str, Any]] = {}
+        self.stmgr_metrics: dict[int, dict[str, Any]] = {}
         self.pplan: PhysicalPlan | None = None
         self.run_state = TopologyState.RUNNING
         self._server: asyncio.Server | None = None
@@ -122,6 +125,8 @@ class TopologyMaster:
         self._write_execution_state()
 
     def heartbeat(self, hb: pb.StmgrHeartbeat) -> None:
+        if hb.HasField("metrics"):
+            self.stmgr_metrics[hb.container] = MessageToDict(hb.metrics, preserving_proto_field_name=True)
         self._update_instances(hb.container, hb.instances)
 
     def _push_plan(self) -> None:
@@ -160,8 +165,11 @@ class TopologyMaster:
             "tmanager": {"pid": os.getpid(), "started_at": self.started_at},
             "stmgrs": {str(c): loc.to_dict() for c, (loc, _) in sorted(self.stmgrs.items())},
             "instances": {str(t): i for t, i in sorted(self.instances.items())},
-            "auth_failures": self.counters.auth_failures,
-            "bad_frames": self.counters.bad_frames,
+            "auth_failures": self.counters.auth_failures + sum(
+                int(m.get("auth_failures", 0)) for m in self.stmgr_metrics.values()),
+            "bad_frames": self.counters.bad_frames + sum(
+                int(m.get("bad_frames", 0)) for m in self.stmgr_metrics.values()),
+            "stmgr_metrics": {str(c): m for c, m in sorted(self.stmgr_metrics.items())},
         }
 
     def _write_execution_state(self) -> None:

@@ -63,6 +63,7 @@ def status_doc(state: StateManager, name: str) -> dict[str, Any]:
         "executors": sched.get("executors", {}),
         "stmgrs": es.get("stmgrs", {}),
         "instances": es.get("instances", {}),
+        "stmgr_metrics": es.get("stmgr_metrics", {}),
         "auth_failures": es.get("auth_failures", 0),
         "bad_frames": es.get("bad_frames", 0),
     }
@@ -81,6 +82,13 @@ def cmd_status(args: argparse.Namespace) -> int:
         sm = doc["stmgrs"].get(c)
         sm_s = f"stmgr {sm['host']}:{sm['port']} pid {sm['pid']}" if sm else "stmgr not registered"
         print(f"  container {c}: executor pid {pid}, {sm_s}")
+        m = doc["stmgr_metrics"].get(c)
+        if m:
+            bp = "IN BACKPRESSURE" if m.get("in_backpressure") else (
+                "spouts paused by a peer" if m.get("spouts_paused") else "no backpressure")
+            cause = f" ({m['backpressure_cause']})" if m.get("backpressure_cause") else ""
+            print(f"    {bp}{cause}; time in backpressure {int(m.get('time_spent_back_pressure_ms', 0)) / 1000:.1f} s"
+                  f" over {m.get('backpressure_episodes', 0)} episodes; dropped tuples {m.get('dropped_tuples', 0)}")
     print("  task  component        container  pid      running")
     for t, i in sorted(doc["instances"].items(), key=lambda kv: int(kv[0])):
         print(f"  {int(t):<5} {i.get('component', '?'):<16} {i.get('container', '?'):<10} "

@@ -15,7 +15,9 @@ TICK_FREQ = "topology.tick.tuple.freq.secs"
 BATCH_SIZE = "heron_py.instance.batch.size"  # tuples per destination before a flush
 BATCH_FLUSH_MS = "heron_py.instance.batch.flush.ms"
 IN_QUEUE = "heron_py.instance.inbound.queue.batches"
+IN_QUEUE_BYTES = "heron_py.instance.inbound.queue.bytes"
 OUT_QUEUE = "heron_py.instance.outbound.queue.batches"
+OUT_QUEUE_BYTES = "heron_py.instance.outbound.queue.bytes"
 MAX_FRAME = "heron_py.network.max.frame.bytes"
 CAPTURE_DIR = "heron_py.testing.capture.dir"
 CAPTURE_COMPONENTS = "heron_py.testing.capture.components"
@@ -46,7 +48,9 @@ class InstanceConfig:
     batch_size: int = 1024
     flush_interval_s: float = 0.001
     in_queue_batches: int = 64
+    in_queue_bytes: int = 32 * 1024 * 1024
     out_queue_batches: int = 64
+    out_queue_bytes: int = 32 * 1024 * 1024
     tick_freq_s: float | None = None
     max_frame: int = 16 * 1024 * 1024
 
@@ -57,7 +61,9 @@ class InstanceConfig:
             batch_size=_num(cfg, BATCH_SIZE, 1024, int, 1),
             flush_interval_s=_num(cfg, BATCH_FLUSH_MS, 1.0, float, 0.0) / 1000.0,
             in_queue_batches=_num(cfg, IN_QUEUE, 64, int, 1),
+            in_queue_bytes=_num(cfg, IN_QUEUE_BYTES, 32 * 1024 * 1024, int, 1),
             out_queue_batches=_num(cfg, OUT_QUEUE, 64, int, 1),
+            out_queue_bytes=_num(cfg, OUT_QUEUE_BYTES, 32 * 1024 * 1024, int, 1),
             tick_freq_s=None if tick in (None, "") else _num(cfg, TICK_FREQ, 0, float, 0.001),
             max_frame=_num(cfg, MAX_FRAME, 16 * 1024 * 1024, int, 1024),
         )

@@ -13,7 +13,7 @@ import struct
 
 HEADER = struct.Struct(">IH")
 HEADER_SIZE = HEADER.size  # 6
-BATCH_HEADER = struct.Struct(">II")  # destination task, source task
+BATCH_HEADER = struct.Struct(">III")  # destination task, source task, number of tuples or records
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
 
 
@@ -26,6 +26,7 @@ class MsgType(enum.IntEnum):
     REGISTER_INSTANCE_RESPONSE = 11
     NEW_PHYSICAL_PLAN = 12
     INSTANCE_READY = 13
+    INSTANCE_METRICS = 14
     STMGR_HELLO = 20
     BACKPRESSURE = 21
     REGISTER_STMGR_REQUEST = 30
@@ -57,10 +58,17 @@ def encode_frame(msg_type: int, payload: bytes) -> bytes:
     return HEADER.pack(len(payload) + 2, msg_type) + payload
 
 
-def encode_batch_frame(dest_task: int, src_task: int, body: bytes, msg_type: int = 100) -> bytes:
-    """A TUPLE_BATCH (or ACK_BATCH / ACK_RESULT) frame: routable by the 8-byte header
-    without decoding ``body``."""
-    return HEADER.pack(len(body) + 10, msg_type) + BATCH_HEADER.pack(dest_task, src_task) + body
+def encode_batch_frame(dest_task: int, src_task: int, body: bytes, msg_type: int = 100, count: int = 0) -> bytes:
+    """A TUPLE_BATCH (or ACK_BATCH / ACK_RESULT) frame: routable (and countable, for drop
+    metrics) by its 12-byte batch header without decoding ``body``."""
+    head = HEADER.pack(len(body) + 2 + BATCH_HEADER.size, msg_type)
+    return head + BATCH_HEADER.pack(dest_task, src_task, count) + body
+
+
+def batch_count(frame: bytes) -> int:
+    """Number of tuples (or records) in an encoded batch frame."""
+    n: int = BATCH_HEADER.unpack_from(frame, HEADER_SIZE)[2]
+    return n
 
 
 def batch_dest(frame: bytes) -> int:

@@ -23,6 +23,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO
 
+from heron_py.common.config import InstanceConfig
 from heron_py.common.daemon import setup_logging
 from heron_py.common.package import unpack
 from heron_py.scheduler.paths import TopologyPaths
@@ -93,11 +94,18 @@ class Executor:
         self.children.append(Child("stmgr", [py, "-m", "stream_manager", *common, *home,
                                              "--container", str(self.container),
                                              "--port-file", str(self.port_file)], logs / "stmgr.log"))
+        topology = self.state.get_topology(self.topology)
+        assert topology is not None
         for t in packing.tasks_in(self.container):
+            comp = topology.component(t.component)
+            icfg = InstanceConfig.from_config({**topology.config, **comp.config})
             self.children.append(Child(
                 f"{t.component}-{t.task_id}",
                 [py, "-m", "instance", *common, "--task-id", str(t.task_id), "--component", t.component,
-                 "--sm-port-file", str(self.port_file), "--package-dir", str(self.package_dir)],
+                 "--sm-port-file", str(self.port_file), "--package-dir", str(self.package_dir),
+                 "--in-queue-batches", str(icfg.in_queue_batches), "--in-queue-bytes", str(icfg.in_queue_bytes),
+                 "--out-queue-batches", str(icfg.out_queue_batches),
+                 "--out-queue-bytes", str(icfg.out_queue_bytes)],
                 logs / f"{t.component}-{t.task_id}.log"))
 
     def _env(self) -> dict[str, str]:

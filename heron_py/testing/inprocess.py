@@ -12,7 +12,7 @@ from typing import Any
 from heron_py.api.topology_context import TopologyContext
 from heron_py.api.tuple import HeronTuple, TupleHelper
 from heron_py.common.config_codec import restore_config
-from heron_py.common.framing import BATCH_HEADER, HEADER_SIZE
+from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, MsgType
 from heron_py.common.serialization import loads_batch, loads_user_object
 from heron_py.planner.logical import validate
 from heron_py.planner.model import (
@@ -24,8 +24,6 @@ from heron_py.planner.model import (
 )
 from heron_py.planner.packing import round_robin
 from instance.emitter import Emitter
-
-_BODY = HEADER_SIZE + BATCH_HEADER.size
 
 
 @dataclass
@@ -98,7 +96,8 @@ def run_in_process(
 
     def sink(frames: list[bytes]) -> None:
         for f in frames:
-            inboxes[BATCH_HEADER.unpack_from(f, HEADER_SIZE)[0]].append(f)
+            if f[5] == MsgType.TUPLE_BATCH:  # in process, acking is not tracked
+                inboxes[BATCH_HEADER.unpack_from(f, HEADER_SIZE)[0]].append(f)
 
     emitters: dict[int, Emitter] = {}
     for t in packing.tasks:
@@ -129,7 +128,7 @@ def run_in_process(
                     busy = True
                     frame = box.popleft()
                     src = BATCH_HEADER.unpack_from(frame, HEADER_SIZE)[1]
-                    for stream, values in loads_batch(memoryview(frame)[_BODY:]):
+                    for stream, values in loads_batch(memoryview(frame)[BODY_OFFSET:]):
                         if comp_name in captured:
                             result.received[comp_name].append(
                                 Received(task, task_component[src], src, stream, list(values)))

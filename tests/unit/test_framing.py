@@ -9,6 +9,7 @@ from heron_py.common.framing import (
     FrameDecoder,
     FrameError,
     MsgType,
+    batch_count,
     batch_dest,
     encode_batch_frame,
     encode_frame,
@@ -50,7 +51,7 @@ def test_unknown_type_and_short_length_are_refused():
 
 
 def test_batch_frame_routes_on_header():
-    f = encode_batch_frame(7, 3, b"body")
-    assert batch_dest(f) == 7
+    f = encode_batch_frame(7, 3, b"body", count=5)
+    assert batch_dest(f) == 7 and batch_count(f) == 5
     [(t, frame)] = FrameDecoder("p").feed(f)
     assert t == MsgType.TUPLE_BATCH and frame == f

@@ -1,0 +1,135 @@
+"""Backpressure on real processes (2 containers): a spout as fast as it can go into a bolt
+that sleeps 2 ms per tuple, watermarks 4 MB / 2 MB. Memory stays bounded, nothing is lost,
+the other container's spouts are paused too; with droptuples, drops are counted instead."""
+
+import json
+import re
+import time
+
+import pytest
+
+from heron_py.scheduler.local import LocalScheduler
+from heron_py.scheduler.paths import TopologyPaths
+from heron_py.state import LocalFsStateManager
+from heron_py.testing.local import kill_local
+from tests.conftest import EXAMPLES
+from tests.integration.test_cli import cli
+
+pytestmark = pytest.mark.integration
+
+PAYLOAD = 10_000  # bytes per tuple, distinct per tuple: the byte bounds are real bounds
+# The bound on all topology processes together (9: 2 executors, 2 stream managers, 1 master,
+# 4 tasks): 40 MB each for an idle Python process with our modules loaded (33 MB measured),
+# plus, per stream manager, 4 outbound connections at the 4 MB high watermark with as much
+# again in kernel socket buffers, plus 1 MB + 1 MB of instance queues per task, plus 100 MB
+# margin for allocator slack (freed memory that Python does not give back at once).
+PROCESS_MB = 40
+GROWTH_BOUND_MB = 2 * 4 * (4 + 4) + 4 * 2 + 100
+
+
+def _rss_mb(topology_id):
+    procs = LocalScheduler.topology_processes(topology_id)
+    assert len(procs) == 9
+    return sum(p.memory_info().rss for p in procs) / 2**20
+
+
+BOUND_MB = 9 * PROCESS_MB + GROWTH_BOUND_MB
+
+
+def _log_numbers(home, name, pattern, regex):
+    out = {}
+    for f in TopologyPaths.of(name, home).logs.glob(pattern):
+        found = re.findall(regex, f.read_text())
+        if found:
+            out[f.name] = int(found[-1])
+    return out
+
+
+def _run(home, name, seconds, extra_props=()):
+    props = ["--config-property", "topology.message.timeout.secs=120", *extra_props]
+    cli(home, "submit", "local", "--name", name, *props, str(EXAMPLES / "slow_bolt.py"),
+        "--payload", str(PAYLOAD), "--sleep-ms", "2")
+    state = LocalFsStateManager(home)
+    topology_id = state.get_scheduler_location(name)["topology_id"]
+    time.sleep(2)
+    baseline = _rss_mb(topology_id)
+    peak = baseline
+    t_end = time.monotonic() + seconds
+    while time.monotonic() < t_end:
+        time.sleep(1)
+        peak = max(peak, _rss_mb(topology_id))
+    status = cli(home, "status", "local", name, "--json").stdout
+    cli(home, "deactivate", "local", name)
+    return state, baseline, peak, status
+
+
+def _counts(home, name):
+    emitted = _log_numbers(home, name, "container-*/fast-*.log", r"emitted (\d+) tuples")
+    received = _log_numbers(home, name, "container-*/slow-*.log", r"received (\d+) tuples")
+    return (sum(emitted.values()) if len(emitted) == 2 else None), sum(received.values())
+
+
+def _dropped(home, name):
+    metrics = json.loads(cli(home, "status", "local", name, "--json").stdout)["stmgr_metrics"]
+    return sum(int(m.get("dropped_tuples", 0)) for m in metrics.values())
+
+
+def _drain(home, name, with_drops=False, timeout=120):
+    """Waits until every emitted tuple is accounted for (received, or dropped and counted);
+    fails with the last figures if that does not happen within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        emitted, received = _counts(home, name)
+        dropped = _dropped(home, name) if with_drops else 0
+        if emitted is not None and emitted == received + dropped:
+            return emitted, received, dropped
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not drained in {timeout} s: emitted {emitted}, received {received}, "
+                                 f"dropped {dropped}")
+        time.sleep(1)
+
+
+@pytest.mark.parametrize("acking", [False, True])
+def test_memory_bounded_nothing_lost_and_the_clique_pauses(heron_home, acking):
+    name = "bp_ack" if acking else "bp"
+    extra = ["--config-property", "topology.reliability.mode=ATLEAST_ONCE"] if acking else []
+    seconds = 30 if acking else 60
+    try:
+        _, baseline, peak, status = _run(heron_home, name, seconds, extra)
+        print(f"\n{name}: RSS of all processes {baseline:.0f} MB at start, peak {peak:.0f} MB "
+              f"(bound {BOUND_MB} MB)")
+        assert peak < BOUND_MB
+        emitted, received, _ = _drain(heron_home, name)
+        print(f"{name}: emitted {emitted}, received {received}")
+        assert emitted > 5000
+        logs = TopologyPaths.of(name, heron_home).logs
+        sm_logs = {c: (logs / f"container-{c}" / "stmgr.log").read_text() for c in (0, 1)}
+        slow = [c for c in (0, 1) if "above the high watermark" in sm_logs[c]]
+        assert slow, "no stream manager reached the high watermark"
+        other = 1 - slow[0]
+        assert f"stream manager {slow[0]} is in backpressure" in sm_logs[other]
+        assert "paused local spouts" in sm_logs[other]
+        metrics = json.loads(status)["stmgr_metrics"]
+        assert all(int(m["time_spent_back_pressure_ms"]) > 0 for m in metrics.values())
+        if acking:
+            spout_logs = "".join(f.read_text() for f in logs.glob("container-*/fast-*.log"))
+            assert "timed_out=0" in spout_logs or "timed_out" not in spout_logs
+            assert not re.search(r"timed_out=[1-9]", spout_logs)
+    finally:
+        kill_local(heron_home, name)
+
+
+def test_droptuples_bounds_memory_and_counts_every_drop(heron_home):
+    name = "bp_drop"
+    try:
+        _, baseline, peak, _ = _run(
+            heron_home, name, 30, ["--config-property", "topology.droptuples.upon.backpressure=true"])
+        print(f"\n{name}: RSS {baseline:.0f} MB at start, peak {peak:.0f} MB (bound {BOUND_MB} MB)")
+        assert peak < BOUND_MB
+        emitted, received, dropped = _drain(heron_home, name, with_drops=True)
+        print(f"{name}: emitted {emitted} = received {received} + dropped {dropped}")
+        assert dropped > 0 and received > 0
+    finally:
+        kill_local(heron_home, name)
+
+
