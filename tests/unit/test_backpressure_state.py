@@ -1,0 +1,113 @@
+"""The stream manager's backpressure decisions (pure), and the watermark hysteresis of the
+real transports it relies on (uvloop, a real socket pair)."""
+
+import asyncio
+import logging
+import socket
+
+import pytest
+
+from heron_py.common.net import Connection
+from stream_manager.backpressure import Action, BackpressureState
+
+
+class Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_first_slow_connection_starts_last_drained_one_stops():
+    clock = Clock()
+    bp = BackpressureState(clock)
+    assert bp.connection_high("task 4") == [Action.BROADCAST_START, Action.PAUSE_SPOUTS]
+    clock.t = 1.0
+    assert bp.connection_high("stmgr 1") == []  # already in backpressure: nothing new to say
+    assert bp.connection_low("task 4") == []  # one connection still above the high mark
+    clock.t = 3.0
+    assert bp.connection_low("stmgr 1") == [Action.BROADCAST_STOP, Action.RESUME_SPOUTS]
+    assert bp.time_in_backpressure() == 3.0 and bp.episodes == 1
+    assert bp.connection_low("stmgr 1") == []  # idempotent
+
+
+def test_peer_backpressure_pauses_spouts_but_is_not_rebroadcast():
+    bp = BackpressureState(Clock())
+    assert bp.peer_start(2) == [Action.PAUSE_SPOUTS]
+    assert bp.connection_high("task 3") == [Action.BROADCAST_START]
+    assert bp.connection_low("task 3") == [Action.BROADCAST_STOP]
+    assert bp.spouts_paused  # the peer is still slow
+    assert bp.peer_stop(2) == [Action.RESUME_SPOUTS]
+
+
+def test_a_peer_that_disconnects_in_backpressure_does_not_leave_us_stuck():
+    bp = BackpressureState(Clock())
+    bp.peer_start(1)
+    bp.peer_start(2)
+    assert bp.peer_stop(1) == []  # what the stream manager calls when peer 1's connection closes
+    assert bp.peer_stop(2) == [Action.RESUME_SPOUTS]
+    assert not bp.spouts_paused
+
+
+@pytest.fixture(scope="module")
+def event_loop_policy():
+    import uvloop  # the daemons' loop: test its transports, not only asyncio's
+
+    return uvloop.EventLoopPolicy()
+
+
+class Recorder:
+    def __init__(self):
+        self.events = []
+
+    def on_open(self, conn):
+        pass
+
+    def on_frame(self, conn, msg_type, frame):
+        pass
+
+    def on_close(self, conn):
+        pass
+
+    def on_writing(self, conn, paused):
+        self.events.append(paused)
+
+
+@pytest.mark.asyncio
+async def test_transport_watermarks_have_hysteresis_no_flapping():
+    a, b = socket.socketpair()
+    b.setblocking(False)
+    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 * 1024)
+    b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    loop = asyncio.get_running_loop()
+    assert type(loop).__module__.startswith("uvloop")
+    rec = Recorder()
+    _, conn = await loop.create_connection(
+        lambda: Connection(rec, b"s", client_role="x", client_id="1", log=logging.getLogger("t")), sock=a)
+    conn.set_write_limits(high=1_000_000, low=500_000)
+    chunk = b"x" * 100_000
+    for _ in range(15):  # 1.5 MB into a socket nobody reads: above the high mark once
+        conn.transport.write(chunk)
+    assert rec.events == [True]
+    # drain to just above the low mark, then refill below the high mark: no new event
+    drained = 0
+    while conn.write_buffer_size() > 700_000:
+        try:
+            drained += len(b.recv(65536))
+        except BlockingIOError:
+            await asyncio.sleep(0.001)
+    for _ in range(2):
+        conn.transport.write(chunk)
+    assert conn.write_buffer_size() <= 1_000_000
+    assert rec.events == [True]
+    # drain fully: exactly one resume
+    while conn.write_buffer_size() > 0:
+        try:
+            b.recv(65536)
+        except BlockingIOError:
+            await asyncio.sleep(0.001)
+    await asyncio.sleep(0.01)
+    assert rec.events == [True, False]
+    conn.close()
+    b.close()
