@@ -14,4 +14,4 @@ if ! diff -q proto/heron_py_pb2.py /tmp/heron_py_pb2.committed.py >/dev/null; th
 fi
 ruff check .
 mypy heron_py heronpy topology_master stream_manager instance metrics_manager
-python -m pytest -q -p no:cacheprovider "$@"
+python -m pytest -q -p no:cacheprovider --timeout 300 "$@"
