@@ -126,6 +126,8 @@ class TaskRunner:
         self.is_spout = False
         self.current: HeronTuple | None = None  # the input being processed (auto_anchor)
         self.processed = 0
+        self.exec_count = 0
+        self.exec_s = 0.0
         self.time_blocked_s = 0.0
         self.in_bytes: QueueBytes | None = None
         self.out_bytes: QueueBytes | None = None  # put: this thread; taken: the gateway
@@ -180,6 +182,13 @@ class TaskRunner:
             self.time_blocked_s += self._clock() - t0
         self._wake()
 
+    def _execute_latency_ms(self) -> float:
+        # read-and-reset of two counters written by the execution thread: a report may mix
+        # a batch into the next interval, which only shifts it by a second
+        n, total = self.exec_count, self.exec_s
+        self.exec_count, self.exec_s = 0, 0.0
+        return total / n * 1000.0 if n else 0.0
+
     def metrics_message(self) -> pb.InstanceMetrics:
         """Called on the gateway thread: reads counters only (each has one writer)."""
         m = self.metrics
@@ -191,6 +200,7 @@ class TaskRunner:
             in_queue_bytes=self.in_bytes.depth if self.in_bytes else 0, out_queue_batches=self._out.qsize(),
             time_blocked_ms=int(self.time_blocked_s * 1000), complete_latency_p50_ms=p50 or 0.0,
             out_queue_bytes=self.out_bytes.depth if self.out_bytes else 0,
+            execute_latency_ms=self._execute_latency_ms(),
             complete_latency_p99_ms=p99 or 0.0)
 
     def _wait_for_plan(self) -> PhysicalPlan | None:
@@ -406,15 +416,18 @@ class TaskRunner:
                 cap.write(json.dumps({"task": self.task_id, "source": src_component, "source_task": task,
                                       "stream": row[0], "values": list(row[1])}, default=repr) + "\n")
             cap.flush()
+        t0 = time.perf_counter()
         if self.reliability is None:
             make = HeronTuple
             for stream, values in rows:
                 process(make(None, src_component, stream, task, values, created, None))
-            return
-        for row in rows:
-            t = TrackedTuple(None, src_component, row[0], task, row[1], created, row[2] if len(row) > 2 else ())
-            t.ack_val = 0
-            process(t)
+        else:
+            for row in rows:
+                t = TrackedTuple(None, src_component, row[0], task, row[1], created, row[2] if len(row) > 2 else ())
+                t.ack_val = 0
+                process(t)
+        self.exec_s += time.perf_counter() - t0
+        self.exec_count += len(rows)
 
     def _on_results(self, frame: bytes, spout: Any) -> None:
         rel = self.reliability

@@ -147,7 +147,7 @@ class BackPressure(_message.Message):
     def __init__(self, container: _Optional[int] = ..., start: _Optional[bool] = ..., cause: _Optional[str] = ...) -> None: ...
 
 class InstanceMetrics(_message.Message):
-    __slots__ = ("task_id", "emitted", "processed", "acked", "failed", "timed_out", "in_queue_batches", "in_queue_bytes", "out_queue_batches", "time_blocked_ms", "complete_latency_p50_ms", "complete_latency_p99_ms", "out_queue_bytes")
+    __slots__ = ("task_id", "emitted", "processed", "acked", "failed", "timed_out", "in_queue_batches", "in_queue_bytes", "out_queue_batches", "time_blocked_ms", "complete_latency_p50_ms", "complete_latency_p99_ms", "out_queue_bytes", "execute_latency_ms")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     EMITTED_FIELD_NUMBER: _ClassVar[int]
     PROCESSED_FIELD_NUMBER: _ClassVar[int]
@@ -161,6 +161,7 @@ class InstanceMetrics(_message.Message):
     COMPLETE_LATENCY_P50_MS_FIELD_NUMBER: _ClassVar[int]
     COMPLETE_LATENCY_P99_MS_FIELD_NUMBER: _ClassVar[int]
     OUT_QUEUE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    EXECUTE_LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
     task_id: int
     emitted: int
     processed: int
@@ -174,11 +175,19 @@ class InstanceMetrics(_message.Message):
     complete_latency_p50_ms: float
     complete_latency_p99_ms: float
     out_queue_bytes: int
-    def __init__(self, task_id: _Optional[int] = ..., emitted: _Optional[int] = ..., processed: _Optional[int] = ..., acked: _Optional[int] = ..., failed: _Optional[int] = ..., timed_out: _Optional[int] = ..., in_queue_batches: _Optional[int] = ..., in_queue_bytes: _Optional[int] = ..., out_queue_batches: _Optional[int] = ..., time_blocked_ms: _Optional[int] = ..., complete_latency_p50_ms: _Optional[float] = ..., complete_latency_p99_ms: _Optional[float] = ..., out_queue_bytes: _Optional[int] = ...) -> None: ...
+    execute_latency_ms: float
+    def __init__(self, task_id: _Optional[int] = ..., emitted: _Optional[int] = ..., processed: _Optional[int] = ..., acked: _Optional[int] = ..., failed: _Optional[int] = ..., timed_out: _Optional[int] = ..., in_queue_batches: _Optional[int] = ..., in_queue_bytes: _Optional[int] = ..., out_queue_batches: _Optional[int] = ..., time_blocked_ms: _Optional[int] = ..., complete_latency_p50_ms: _Optional[float] = ..., complete_latency_p99_ms: _Optional[float] = ..., out_queue_bytes: _Optional[int] = ..., execute_latency_ms: _Optional[float] = ...) -> None: ...
 
 class StmgrMetrics(_message.Message):
-    __slots__ = ("in_backpressure", "spouts_paused", "time_spent_back_pressure_ms", "backpressure_episodes", "backpressure_cause", "dropped_tuples", "buffered_bytes", "instances", "pending_roots", "auth_failures", "bad_frames")
+    __slots__ = ("in_backpressure", "spouts_paused", "time_spent_back_pressure_ms", "backpressure_episodes", "backpressure_cause", "dropped_tuples", "buffered_bytes", "instances", "pending_roots", "auth_failures", "bad_frames", "time_spent_back_pressure_by_compid_ms")
     class BufferedBytesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class TimeSpentBackPressureByCompidMsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
@@ -196,6 +205,7 @@ class StmgrMetrics(_message.Message):
     PENDING_ROOTS_FIELD_NUMBER: _ClassVar[int]
     AUTH_FAILURES_FIELD_NUMBER: _ClassVar[int]
     BAD_FRAMES_FIELD_NUMBER: _ClassVar[int]
+    TIME_SPENT_BACK_PRESSURE_BY_COMPID_MS_FIELD_NUMBER: _ClassVar[int]
     in_backpressure: bool
     spouts_paused: bool
     time_spent_back_pressure_ms: int
@@ -207,4 +217,5 @@ class StmgrMetrics(_message.Message):
     pending_roots: int
     auth_failures: int
     bad_frames: int
-    def __init__(self, in_backpressure: _Optional[bool] = ..., spouts_paused: _Optional[bool] = ..., time_spent_back_pressure_ms: _Optional[int] = ..., backpressure_episodes: _Optional[int] = ..., backpressure_cause: _Optional[str] = ..., dropped_tuples: _Optional[int] = ..., buffered_bytes: _Optional[_Mapping[str, int]] = ..., instances: _Optional[_Iterable[_Union[InstanceMetrics, _Mapping]]] = ..., pending_roots: _Optional[int] = ..., auth_failures: _Optional[int] = ..., bad_frames: _Optional[int] = ...) -> None: ...
+    time_spent_back_pressure_by_compid_ms: _containers.ScalarMap[str, int]
+    def __init__(self, in_backpressure: _Optional[bool] = ..., spouts_paused: _Optional[bool] = ..., time_spent_back_pressure_ms: _Optional[int] = ..., backpressure_episodes: _Optional[int] = ..., backpressure_cause: _Optional[str] = ..., dropped_tuples: _Optional[int] = ..., buffered_bytes: _Optional[_Mapping[str, int]] = ..., instances: _Optional[_Iterable[_Union[InstanceMetrics, _Mapping]]] = ..., pending_roots: _Optional[int] = ..., auth_failures: _Optional[int] = ..., bad_frames: _Optional[int] = ..., time_spent_back_pressure_by_compid_ms: _Optional[_Mapping[str, int]] = ...) -> None: ...

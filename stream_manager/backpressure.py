@@ -28,6 +28,8 @@ class BackpressureState:
     slow: set[str] = field(default_factory=set)  # our connections above the high mark
     peers: set[int] = field(default_factory=set)  # containers in backpressure
     since: float | None = None  # when spouts were last paused
+    slow_since: dict[str, float] = field(default_factory=dict)
+    slow_total: dict[str, float] = field(default_factory=dict)  # per connection that caused it
     total_s: float = 0.0  # time spent with spouts paused, closed intervals
     episodes: int = 0
 
@@ -62,14 +64,27 @@ class BackpressureState:
 
     def connection_high(self, key: str) -> list[Action]:
         was = (self.spouts_paused, self.local)
-        self.slow.add(key)
+        if key not in self.slow:
+            self.slow.add(key)
+            self.slow_since[key] = self.clock()
         return self._transition(*was)
 
     def connection_low(self, key: str) -> list[Action]:
         """Also for a slow connection that closed: its buffer is gone."""
         was = (self.spouts_paused, self.local)
-        self.slow.discard(key)
+        if key in self.slow:
+            self.slow.discard(key)
+            self.slow_total[key] = self.slow_total.get(key, 0.0) + self.clock() - self.slow_since.pop(key)
         return self._transition(*was)
+
+    def time_by_cause(self) -> dict[str, float]:
+        """Seconds each connection has spent above the high mark (Heron's
+        __time_spent_back_pressure_by_compid, keyed by connection)."""
+        now = self.clock()
+        out = dict(self.slow_total)
+        for key, t0 in self.slow_since.items():
+            out[key] = out.get(key, 0.0) + now - t0
+        return out
 
     def peer_start(self, container: int) -> list[Action]:
         was = (self.spouts_paused, self.local)

@@ -191,7 +191,16 @@ class StreamManager:
             dropped_tuples=self.dropped_tuples, buffered_bytes=buffered,
             instances=[self.instance_metrics[t] for t in sorted(self.instance_metrics)],
             pending_roots=self.tracker.pending, auth_failures=self.counters.auth_failures,
-            bad_frames=self.counters.bad_frames)
+            bad_frames=self.counters.bad_frames, time_spent_back_pressure_by_compid_ms=self._bp_by_component())
+
+    def _bp_by_component(self) -> dict[str, int]:
+        comp = {t.task_id: t.component for t in self.pplan.packing.tasks} if self.pplan else {}
+        out: dict[str, int] = {}
+        for key, secs in self.bp.time_by_cause().items():
+            kind, _, ident = key.partition(" ")
+            name = comp.get(int(ident), key) if kind == "task" else key
+            out[name] = out.get(name, 0) + int(secs * 1000)
+        return out
 
     def _instance_infos(self) -> list[pb.InstanceInfo]:
         return [pb.InstanceInfo(task_id=t, pid=self.pids.get(t, 0), ready=t in self.ready)

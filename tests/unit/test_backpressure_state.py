@@ -111,3 +111,15 @@ async def test_transport_watermarks_have_hysteresis_no_flapping():
     assert rec.events == [True, False]
     conn.close()
     b.close()
+
+
+def test_time_is_attributed_to_the_connection_that_caused_it():
+    clock = Clock()
+    bp = BackpressureState(clock)
+    bp.connection_high("task 4")
+    clock.t = 2.0
+    bp.connection_high("task 5")
+    clock.t = 3.0
+    bp.connection_low("task 4")
+    clock.t = 4.0
+    assert bp.time_by_cause() == {"task 4": 3.0, "task 5": 2.0}
