@@ -21,7 +21,7 @@ from typing import Any
 
 from heron_py.common.daemon import new_event_loop
 from heron_py.common.framing import MsgType
-from heron_py.common.net import Connection, connect, parse
+from heron_py.common.net import BaseHandler, Connection, connect, parse
 from proto import heron_py_pb2 as pb
 
 RETRY_S = 0.001
@@ -51,7 +51,7 @@ class GatewayState(enum.Enum):
     STOPPED = "stopped"
 
 
-class Gateway:
+class Gateway(BaseHandler):
     def __init__(
         self,
         *,
@@ -166,9 +166,6 @@ class Gateway:
             pass
 
     # FrameHandler
-    def on_open(self, conn: Connection) -> None:
-        pass
-
     def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
         if msg_type == MsgType.TUPLE_BATCH:
             self._deliver(("batch", frame))

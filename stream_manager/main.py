@@ -37,7 +37,7 @@ from heron_py.common.framing import (
     encode_batch_frame,
     encode_frame,
 )
-from heron_py.common.net import Connection, Counters, connect, parse, serve
+from heron_py.common.net import BaseHandler, Connection, Counters, connect, parse, serve
 from heron_py.planner.model import ComponentKind, PhysicalPlan
 from heron_py.state import LocalFsStateManager, StateManager
 from proto import heron_py_pb2 as pb
@@ -448,14 +448,11 @@ class StreamManager:
             self._log.warning("instance task %d disconnected", task)
 
 
-class _Inbound:
+class _Inbound(BaseHandler):
     """Handler of an accepted connection: a local instance or a peer stream manager."""
 
     def __init__(self, sm: StreamManager) -> None:
         self.sm = sm
-
-    def on_open(self, conn: Connection) -> None:
-        pass
 
     def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
         sm = self.sm
@@ -510,13 +507,10 @@ class _Inbound:
         self.sm.instance_lost(conn)
 
 
-class _PeerOut:
+class _PeerOut(BaseHandler):
     def __init__(self, sm: StreamManager, container: int) -> None:
         self.sm = sm
         self.container = container
-
-    def on_open(self, conn: Connection) -> None:
-        pass
 
     def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
         if msg_type in (MsgType.TUPLE_BATCH, MsgType.ACK_BATCH):  # peers send on their own connections
@@ -529,12 +523,9 @@ class _PeerOut:
         self.sm.peer_lost(self.container, conn)
 
 
-class _TmHandler:
+class _TmHandler(BaseHandler):
     def __init__(self, sm: StreamManager) -> None:
         self.sm = sm
-
-    def on_open(self, conn: Connection) -> None:
-        pass
 
     def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
         if msg_type == MsgType.NEW_PHYSICAL_PLAN:

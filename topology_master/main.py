@@ -22,7 +22,7 @@ from google.protobuf.json_format import MessageToDict
 
 from heron_py.common.daemon import FatalError, run_daemon, setup_logging
 from heron_py.common.framing import DEFAULT_MAX_FRAME, MsgType, encode_frame
-from heron_py.common.net import Connection, Counters, parse, serve
+from heron_py.common.net import BaseHandler, Connection, Counters, parse, serve
 from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
 from heron_py.state import LocalFsStateManager, StateManager, TManagerLocation
 from proto import heron_py_pb2 as pb
@@ -176,12 +176,9 @@ class TopologyMaster:
         self._state.set_execution_state(self.topology, self.status())
 
 
-class _Handler:
+class _Handler(BaseHandler):
     def __init__(self, tm: TopologyMaster) -> None:
         self.tm = tm
-
-    def on_open(self, conn: Connection) -> None:
-        pass
 
     def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
         tm = self.tm

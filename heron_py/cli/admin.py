@@ -9,7 +9,7 @@ from typing import Any
 
 from heron_py.common.daemon import run_until_complete
 from heron_py.common.framing import MsgType
-from heron_py.common.net import Connection, connect, parse
+from heron_py.common.net import BaseHandler, Connection, connect, parse
 from heron_py.state import StateManager
 from proto import heron_py_pb2 as pb
 
@@ -18,12 +18,9 @@ class AdminError(Exception):
     pass
 
 
-class _Reply:
+class _Reply(BaseHandler):
     def __init__(self) -> None:
         self.future: asyncio.Future[pb.AdminResponse] = asyncio.get_running_loop().create_future()
-
-    def on_open(self, conn: Connection) -> None:
-        pass
 
     def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
         if msg_type == MsgType.ADMIN_RESPONSE and not self.future.done():

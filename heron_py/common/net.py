@@ -41,6 +41,19 @@ class FrameHandler(Protocol):
     def on_close(self, conn: Connection) -> None: ...
 
 
+class BaseHandler:
+    """No-op defaults of FrameHandler; handlers override what they use."""
+
+    def on_open(self, conn: Connection) -> None:
+        pass
+
+    def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
+        pass
+
+    def on_close(self, conn: Connection) -> None:
+        pass
+
+
 class Counters:
     """Connection-level fault counters a daemon exports (refused peers, bad frames)."""
 

@@ -6,7 +6,7 @@ import psutil
 import pytest
 import wc_common
 
-from heron_py.scheduler.paths import TOPOLOGY_ID_ENV
+from heron_py.scheduler.local import LocalScheduler
 from heron_py.state import LocalFsStateManager
 from heron_py.testing import run_local
 from heron_py.testing.local import kill_local
@@ -35,23 +35,12 @@ def test_counts_equal_a_plain_python_count(heron_home, containers):
     assert len({t for ts in tasks_of.values() for t in ts}) == 2
 
 
-def _topology_processes(topology_id):
-    out = []
-    for p in psutil.process_iter(["pid", "cmdline"]):
-        try:
-            if p.environ().get(TOPOLOGY_ID_ENV) == topology_id:
-                out.append(p)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            pass
-    return out
-
-
 def test_one_process_per_task_and_kill_leaves_nothing(heron_home):
     run = run_local(EXAMPLES / "word_count.py", ["--sentences", "100"], home=heron_home, containers=2,
                     keep_running=True)
     state = LocalFsStateManager(heron_home)
     topology_id = state.get_scheduler_location(run.name)["topology_id"]
-    procs = _topology_processes(topology_id)
+    procs = LocalScheduler.topology_processes(topology_id)
     modules = Counter()
     for p in procs:
         cmd = p.cmdline()
@@ -61,7 +50,7 @@ def test_one_process_per_task_and_kill_leaves_nothing(heron_home):
                        "heron_py.scheduler.executor": 2}
     pids = [p.pid for p in procs]
     kill_local(heron_home, run.name)
-    assert _topology_processes(topology_id) == []
+    assert LocalScheduler.topology_processes(topology_id) == []
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
                    for pid in pids)
     assert state.get_topology(run.name) is None
