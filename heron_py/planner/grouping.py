@@ -14,6 +14,8 @@ from heron_py.common.stable_hash import stable_hash, value_hash
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.model import GroupingDef, GroupingKind
 
+_CACHE_MAX = 1 << 16
+
 
 class Router(Protocol):
     def choose(self, values: Sequence[Any]) -> Sequence[int]: ...
@@ -46,10 +48,22 @@ class _Fields:
         self._n = len(targets)
         self._idx = field_indices
         self._single = field_indices[0] if len(field_indices) == 1 else None
+        self._cache: dict[str, tuple[int]] = {}
 
     def choose(self, values: Sequence[Any]) -> Sequence[int]:
         if self._single is not None:
-            return self._one[value_hash(values[self._single]) % self._n]
+            key = values[self._single]
+            hit = self._cache.get(key) if type(key) is str else None
+            if hit is not None:
+                return hit
+            chosen = self._one[value_hash(key) % self._n]
+            if type(key) is str:
+                # keys repeat (words, user ids): one dict lookup instead of encode + CRC;
+                # bounded, and cleared rather than evicted, to stay cheap
+                if len(self._cache) >= _CACHE_MAX:
+                    self._cache.clear()
+                self._cache[key] = chosen
+            return chosen
         return self._one[stable_hash([values[i] for i in self._idx]) % self._n]
 
 
