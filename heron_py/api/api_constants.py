@@ -29,11 +29,18 @@ TOPOLOGY_CAP_TICKET = "topology.cap.ticket"
 TOPOLOGY_PROJECT_NAME = "topology.project.name"
 TOPOLOGY_ENVIRONMENT = "topology.environment"
 TOPOLOGY_WORKER_CHILDOPTS = "topology.worker.childopts"
-# Storm's boolean alias for the at-least-once mode
+TOPOLOGY_COMPONENT_JVMOPTS = "topology.component.jvmopts"
+TOPOLOGY_CONTAINER_RAM_PADDING = "topology.container.ram.padding"
+TOPOLOGY_ADDITIONAL_CLASSPATH = "topology.additional.classpath"
+TOPOLOGY_COMPONENT_OUTPUT_TPS = "topology.component.output.tps"
+# Heron's (Java API) boolean alias for the at-least-once mode; not in heronpy
 TOPOLOGY_ACKING = "topology.acking"
+TOPOLOGY_ENABLE_ACKING = TOPOLOGY_ACKING
 
 
 class TopologyReliabilityMode(str, enum.Enum):
+    # heronpy's were plain str class attributes; a str enum compares equal to those strings
+    # and is stored in the config as its value
     ATMOST_ONCE = "ATMOST_ONCE"
     ATLEAST_ONCE = "ATLEAST_ONCE"
     EFFECTIVELY_ONCE = "EFFECTIVELY_ONCE"

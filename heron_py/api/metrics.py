@@ -58,7 +58,7 @@ class MeanReducer(IReducer):
         self.count = 0
 
     def reduce(self, value: Any) -> None:
-        self.sum += value
+        self.sum += float(value)
         self.count += 1
 
     def extract(self) -> float | None:
@@ -95,6 +95,35 @@ class MultiReducedMetric(IMetric):
         return {k: m.get_value_and_reset() for k, m in self.value.items()}
 
 
+class AssignableMetrics(IMetric):
+    """Holds the last value assigned; reading does not reset it (a gauge)."""
+
+    def __init__(self, init_val: Any) -> None:
+        self.value = init_val
+
+    def update(self, value: Any) -> None:
+        self.value = value
+
+    def get_value_and_reset(self) -> Any:
+        return self.value
+
+
+class MultiAssignableMetrics(IMetric):
+    def __init__(self) -> None:
+        self.map: dict[str, AssignableMetrics] = {}
+
+    def update(self, key: str, value: Any) -> None:
+        if key in self.map:
+            self.map[key].update(value)
+        else:
+            self.map[key] = AssignableMetrics(value)
+
+    def get_value_and_reset(self) -> dict[str, Any]:
+        return {k: m.get_value_and_reset() for k, m in self.map.items()}
+
+
+# heronpy made these two factory lambdas; subclasses build the same objects and can be
+# named in isinstance checks.
 class MeanReducedMetric(ReducedMetric):
     def __init__(self) -> None:
         super().__init__(MeanReducer)

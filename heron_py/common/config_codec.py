@@ -1,8 +1,8 @@
 """Config values as heronpy stores them, and back as Heron's Python instance reads them.
 
 Stored: bool → "true"/"false"; str, int, float → str(value); anything else → pickled
-(``{"__pickled__": base64}``). Read back: numeric strings → int or float, "true"/"false"
-(any case of the first letter) → bool, pickled → the object, other strings unchanged. So
+(``{"__pickled__": base64}``). Read back: numbers as str() writes them → int or float, "true"/"false"
+or "True"/"False" → bool, pickled → the object, other strings unchanged. So
 ``12`` and ``"12"`` both come back as ``12``: that is heronpy's behaviour, kept on purpose.
 """
 
@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import base64
 import pickle
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from heron_py.common.serialization import loads_user_object
 
 PICKLED = "__pickled__"
+_INT = re.compile(r"-?[0-9]+")
+_FLOAT = re.compile(r"-?([0-9]+\.[0-9]*([eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+|inf)|nan")
 
 
 class ConfigCodecError(TypeError):
@@ -52,14 +55,13 @@ def _restore_value(value: Any) -> Any:
         return True
     if value in ("false", "False"):
         return False
-    try:
+    # Only the spellings str() gives numbers: Python's int()/float() would also take " 12",
+    # "1_000" or "Infinity", which a user meant as text.
+    if _INT.fullmatch(value):
         return int(value)
-    except ValueError:
-        pass
-    try:
+    if _FLOAT.fullmatch(value):
         return float(value)
-    except ValueError:
-        return value
+    return value
 
 
 def restore_config(d: Mapping[str, Any]) -> dict[str, Any]:

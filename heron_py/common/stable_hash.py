@@ -4,7 +4,10 @@ Python's ``hash`` of str/bytes changes with PYTHONHASHSEED, so fields grouping c
 it. Rules: str → CRC-32 of its UTF-8; bytes → CRC-32; bool/int → CRC-32 of the decimal
 text (so True hashes like 1, as Python's == says); float → CRC-32 of repr (an integral float
 hashes like the int, 1.0 like 1); None → 0; list/tuple → the element hashes combined in
-order. Other types hash by repr, which is stable only if their repr is (documented caveat).
+order (a one-element list hashes like its element). Other types hash by repr, which is stable
+only if their repr is: fine for dataclasses, namedtuples, Decimal, datetime; not for objects
+whose repr shows an address (``<Foo object at 0x...>``), nor for a set of strings, whose order
+varies with PYTHONHASHSEED — group on plain values instead.
 """
 
 from __future__ import annotations
@@ -38,6 +41,13 @@ def value_hash(v: Any) -> int:
 
 
 def stable_hash(values: Sequence[Any]) -> int:
+    """The hash of the selected field values of a tuple, 0 <= h < 2**32.
+
+    One field (the common fields grouping) is just that value's hash, so routers may call
+    ``value_hash`` directly and agree with this. More fields are combined FNV-style, in order.
+    """
+    if len(values) == 1:
+        return value_hash(values[0])
     h = 0x811C9DC5
     for v in values:
         h = ((h ^ value_hash(v)) * 0x01000193) & 0xFFFFFFFF

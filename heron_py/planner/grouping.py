@@ -87,9 +87,15 @@ class _PartialKey:
         self._load = [0] * self._n
 
     def candidates(self, values: Sequence[Any]) -> tuple[int, int]:
+        """Indices (into the sorted targets) of the key's two tasks; distinct when there are
+        two or more targets, so a hot key always has somewhere else to go."""
         key = [values[i] for i in self._idx]
-        h1 = stable_hash(key) % self._n
-        h2 = stable_hash(["\x00partial-key-2", *key]) % self._n
+        n = self._n
+        h1 = stable_hash(key) % n
+        if n == 1:
+            return h1, h1
+        # the second choice is an offset of 1..n-1 from the first, from an independent hash
+        h2 = (h1 + 1 + stable_hash(["\x00partial-key-2", *key]) % (n - 1)) % n
         return h1, h2
 
     def choose(self, values: Sequence[Any]) -> Sequence[int]:
@@ -159,4 +165,6 @@ def make_router(
         if custom is None:
             raise TopologyError("custom grouping without its ICustomGrouping object")
         return _Custom(custom, targets)
-    raise TopologyError(f"grouping {kind.value} has no router (direct grouping needs direct_task)")
+    # DIRECT: the emitter names the task (emit(..., direct_task=t)); check it with check_direct
+    raise TopologyError(f"grouping '{kind.value}' has no router: a direct stream's tuples go to the task the "
+                        f"emitter names with direct_task, checked by check_direct()")

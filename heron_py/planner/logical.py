@@ -4,6 +4,13 @@
 descend from some spout — a bolt with no inputs, or a cycle of bolts that no spout feeds,
 would never receive a tuple and is refused. Cycles among bolts that a spout does feed are
 allowed, as in Storm.
+
+Direct grouping: a bolt may subscribe with ``Grouping.DIRECT`` only to a stream declared
+``Stream(..., direct=True)``, and a direct stream only with ``Grouping.DIRECT`` — the emitter
+names the task, so any other grouping on it would be ignored silently. (heronpy refused
+direct streams altogether; Storm checks the same pairing.)
+
+A spout must declare at least one output stream (heronpy refused such a spout too).
 """
 
 from __future__ import annotations
@@ -35,6 +42,9 @@ def validate(topology: TopologyDef) -> None:
         kind = c.kind.value
         if isinstance(c.par, bool) or not isinstance(c.par, int) or c.par < 1:
             raise TopologyError(f"{where}: {kind} '{c.name}' has parallelism {c.par!r}; expected an integer >= 1")
+        if c.kind is ComponentKind.SPOUT and not c.outputs:
+            raise TopologyError(f"{where}: spout '{c.name}' declares no output streams; expected at least one "
+                                f"(outputs = [...] on {c.class_name})")
         if c.kind is ComponentKind.SPOUT and c.inputs:
             raise TopologyError(f"{where}: spout '{c.name}' has inputs ({', '.join(i.component for i in c.inputs)}); "
                                 f"spouts take no input")

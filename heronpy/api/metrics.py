@@ -1,11 +1,13 @@
 """Alias of heron_py.api.metrics."""
 
 from heron_py.api.metrics import (
+    AssignableMetrics,
     CountMetric,
     IMetric,
     IReducer,
     MeanReducedMetric,
     MeanReducer,
+    MultiAssignableMetrics,
     MultiCountMetric,
     MultiMeanReducedMetric,
     MultiReducedMetric,
@@ -13,11 +15,13 @@ from heron_py.api.metrics import (
 )
 
 __all__ = [
+    "AssignableMetrics",
     "CountMetric",
     "IMetric",
     "IReducer",
     "MeanReducedMetric",
     "MeanReducer",
+    "MultiAssignableMetrics",
     "MultiCountMetric",
     "MultiMeanReducedMetric",
     "MultiReducedMetric",

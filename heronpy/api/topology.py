@@ -1,5 +1,5 @@
 """Alias of heron_py.api.topology."""
 
-from heron_py.api.topology import Topology, TopologyBuilder, TopologyType
+from heron_py.api.topology import Topology, TopologyBuilder, TopologyType, defined_topologies
 
-__all__ = ["Topology", "TopologyBuilder", "TopologyType"]
+__all__ = ["Topology", "TopologyBuilder", "TopologyType", "defined_topologies"]

@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import pytest
 
+from heron_py.api.component.component_spec import GlobalStreamId
 from heron_py.api.stream import Grouping, Stream
 from heron_py.api.topology import Topology, TopologyBuilder
 from heron_py.common.config_codec import restore_config, sanitize_config
@@ -83,7 +84,10 @@ def test_unknown_component_in_an_input():
 def test_unknown_stream_in_an_input():
     b = TopologyBuilder("wc")
     s = b.add_spout("sentence", WordSpout, par=1)
-    b.add_bolt("count", Counter, par=1, inputs=[s["words"]])
+    with pytest.raises(TopologyError) as e:
+        s["words"]
+    assert str(e.value) == "component 'sentence' has no output stream 'words' (declared streams: ['default'])"
+    b.add_bolt("count", Counter, par=1, inputs=[GlobalStreamId("sentence", "words")])
     assert _err(b.build()) == ("topology 'wc': bolt 'count' takes input from 'sentence' stream 'words', which "
                                "'sentence' does not declare (declared streams: ['default'])")
 
@@ -158,9 +162,10 @@ def test_non_serializable_parts_are_refused_at_build():
                             "container can import it")
     b = TopologyBuilder("wc")
     b.add_spout("s", WordSpout, par=1, config={"lock": __import__("threading").Lock()})
-    with pytest.raises(TypeError) as e2:
+    with pytest.raises(TopologyError) as e2:
         b.build()
-    assert str(e2.value).startswith("config of spout 's': value of config key 'lock' cannot be serialized (lock:")
+    assert str(e2.value) == ("config of spout 's': value of config key 'lock' cannot be serialized "
+                             "(lock: cannot pickle '_thread.lock' object)")
 
 
 def test_round_robin_packing():

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from heron_py.api.stream import Grouping
 from heron_py.common.stable_hash import stable_hash
+from heron_py.planner.errors import TopologyError
 from heron_py.planner.grouping import RoutingError, check_direct, make_router
 from heron_py.planner.model import GroupingDef, GroupingKind
 
@@ -80,15 +81,6 @@ def test_partial_key_picks_one_of_two_candidates(keys):
     assert all(len(ts) <= 2 for ts in seen.values())
 
 
-def test_partial_key_splits_a_hot_key():
-    r = router(Grouping.partial_key("k"))
-    c = Counter(r.choose(["hot"])[0] for _ in range(1000))
-    assert len(c) == 2 or len(set(r.candidates(["hot"]))) == 1  # type: ignore[attr-defined]
-    if len(c) == 2:
-        a, b = c.values()
-        assert abs(a - b) <= 1
-
-
 class EvenOdd:
     def choose_tasks(self, values):
         return [4] if values[0] % 2 == 0 else [12]
@@ -112,3 +104,74 @@ def test_direct_checks_the_task():
     with pytest.raises(RoutingError) as e:
         check_direct(8, TARGETS)
     assert str(e.value) == "direct emit to task 8, which is not one of the subscribed tasks [4, 7, 9, 12]"
+
+
+@given(st.lists(values, min_size=0, max_size=4))
+def test_stable_hash_is_a_32_bit_function_of_the_values(vals):
+    h = stable_hash(vals)
+    assert 0 <= h < 2**32
+    assert stable_hash(list(vals)) == stable_hash(tuple(vals)) == h
+
+
+@given(values)
+def test_one_field_hashes_like_the_value(v):
+    from heron_py.common.stable_hash import value_hash
+
+    assert stable_hash([v]) == value_hash(v)
+
+
+def test_equal_numbers_hash_alike_and_str_is_not_int():
+    assert stable_hash([2]) == stable_hash([2.0]) == stable_hash([True + True])
+    assert stable_hash(["a", 1]) != stable_hash([1, "a"])
+
+
+@given(st.lists(st.text(max_size=6), min_size=1, max_size=200), st.integers(1, 9))
+def test_fields_is_a_pure_function_of_the_key_and_target_set(keys, n):
+    targets = list(range(10, 10 + n))
+    fwd = make_router(Grouping.fields("k"), target_tasks=targets, local_tasks=frozenset(), field_indices=(0,))
+    rev = make_router(Grouping.fields("k"), target_tasks=targets[::-1], local_tasks=frozenset(),
+                      field_indices=(0,), rng=random.Random(7))
+    for k in keys:
+        assert fwd.choose([k]) == rev.choose([k])
+
+
+@given(st.lists(st.text(max_size=5), min_size=1, max_size=300), st.integers(2, 8))
+def test_partial_key_has_two_distinct_candidates_and_uses_only_them(keys, n):
+    targets = list(range(1, n + 1))
+    r = make_router(Grouping.partial_key("k"), target_tasks=targets, local_tasks=frozenset(), field_indices=(0,))
+    for k in keys:
+        a, b = r.candidates([k])  # type: ignore[attr-defined]
+        assert a != b
+        [t] = r.choose([k])
+        assert t in (targets[a], targets[b])
+
+
+def test_partial_key_balances_a_hot_key_between_its_two_tasks():
+    r = router(Grouping.partial_key("k"))
+    c = Counter(r.choose(["hot"])[0] for _ in range(1001))
+    assert len(c) == 2 and sorted(c.values()) == [500, 501]
+
+
+def test_partial_key_with_one_target():
+    r = make_router(Grouping.partial_key("k"), target_tasks=[3], local_tasks=frozenset(), field_indices=(0,))
+    assert r.choose(["x"]) == (3,)
+
+
+def test_all_returns_the_same_object_every_time():
+    r = router(Grouping.ALL)
+    assert r.choose(["a"]) is r.choose(["b"])
+
+
+def test_direct_and_empty_targets_have_no_router():
+    with pytest.raises(TopologyError) as e:
+        router(Grouping.DIRECT)
+    assert str(e.value) == ("grouping 'direct' has no router: a direct stream's tuples go to the task the emitter "
+                            "names with direct_task, checked by check_direct()")
+    with pytest.raises(TopologyError):
+        make_router(Grouping.SHUFFLE, target_tasks=[], local_tasks=frozenset(), field_indices=())
+
+
+def test_shuffle_start_depends_on_the_rng_only():
+    a = [router(Grouping.SHUFFLE).choose(["x"])[0] for _ in range(3)]
+    b = [router(Grouping.SHUFFLE).choose(["x"])[0] for _ in range(3)]
+    assert a == b

@@ -1,31 +1,25 @@
-"""heronpy's Spout."""
+"""heronpy's Spout: subclass it and implement ``next_tuple`` (and the others you need)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from heron_py.api.component.base_component import BaseComponent
-from heron_py.api.component.component_spec import HeronComponentSpec
-from heron_py.api.stream import Stream
+from heron_py.api.spout.base_spout import BaseSpout
 
 
-class Spout(BaseComponent):
-    @classmethod
-    def spec(cls, name: str | None = None, par: int = 1, config: dict[str, Any] | None = None,
-             optional_outputs: list[Any] | None = None) -> HeronComponentSpec:
-        return HeronComponentSpec(name, cls, True, par, None, config, optional_outputs)
-
+class Spout(BaseSpout):
     def initialize(self, config: dict[str, Any], context: Any) -> None:
-        pass
+        """Called once in the task before the first ``next_tuple``; ``config`` is typed back
+        (numbers, booleans) as heronpy does."""
 
     def next_tuple(self) -> None:
-        pass
+        raise NotImplementedError(f"spout {type(self).__name__} does not implement next_tuple()")
 
     def ack(self, tup_id: Any) -> None:
-        pass
+        """The tuple tree emitted with ``tup_id`` was fully processed."""
 
     def fail(self, tup_id: Any) -> None:
-        pass
+        """The tuple tree emitted with ``tup_id`` failed or timed out."""
 
     def activate(self) -> None:
         pass
@@ -35,7 +29,3 @@ class Spout(BaseComponent):
 
     def close(self) -> None:
         pass
-
-    def emit(self, tup: Any, tup_id: Any = None, stream: str = Stream.DEFAULT_STREAM_ID,
-             direct_task: int | None = None, need_task_ids: bool = False) -> list[int] | None:
-        return self.delegate.emit(tup, stream, None, direct_task, need_task_ids, tup_id)
