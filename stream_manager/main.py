@@ -39,7 +39,8 @@ from heron_py.common.framing import (
 )
 from heron_py.common.net import BaseHandler, Connection, Counters, connect, parse, serve
 from heron_py.planner.model import ComponentKind, PhysicalPlan
-from heron_py.state import LocalFsStateManager, StateManager
+from heron_py.state import StateManager, StateManagerError, TManagerLocation, open_state
+from heron_py.state import config as statecfg
 from proto import heron_py_pb2 as pb
 from stream_manager.acking import Outcome, Resolved, XorTracker
 from stream_manager.backpressure import Action, BackpressureState
@@ -150,35 +151,64 @@ class StreamManager:
 
     # --- topology master ---
     async def _tm_loop(self) -> None:
+        """Finds the active topology master through the state manager's watch on its location
+        (no polling of the store) and stays registered with it: on a lost connection or a new
+        location (a standby took over) it connects again and re-registers."""
+        loop = asyncio.get_running_loop()
+        changed = asyncio.Event()
+        current: list[TManagerLocation | None] = [None]
+
+        def on_location(loc: TManagerLocation | None) -> None:  # the watch's thread
+            def apply() -> None:
+                current[0] = loc
+                changed.set()
+            loop.call_soon_threadsafe(apply)
+
+        unwatch = await loop.run_in_executor(None, self._state.watch_tmanager_location, self.topology, on_location)
         handler = _TmHandler(self)
-        while True:
-            loc = self._state.get_tmanager_location(self.topology)
-            if loc is None:
-                await asyncio.sleep(0.2)
-                continue
-            try:
-                conn = await connect(loc.host, loc.port, handler, self._secret, role="stmgr",
-                                     peer_id=str(self.container), log=self._log, max_frame=self._max_frame)
-            except (TimeoutError, OSError, ConnectionError) as e:
-                self._log.info("topology master at %s:%d not reachable (%s); retrying", loc.host, loc.port, e)
-                await asyncio.sleep(0.5)
-                continue
-            self.tm = conn
-            closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            conn.context = closed
-            conn.send_msg(MsgType.REGISTER_STMGR_REQUEST, pb.RegisterStmgrRequest(
-                container=self.container, host=self.host, port=self.port, pid=os.getpid(),
-                instances=self._instance_infos()))
-            self._log.info("registered with topology master at %s:%d", loc.host, loc.port)
-            while not closed.done():
+        try:
+            while True:
+                changed.clear()
+                loc = current[0]
+                if loc is None:
+                    await changed.wait()
+                    continue
                 try:
-                    await asyncio.wait_for(asyncio.shield(closed), HEARTBEAT_S)
-                except TimeoutError:
-                    conn.send_msg(MsgType.STMGR_HEARTBEAT, pb.StmgrHeartbeat(
-                        container=self.container, instances=self._instance_infos(), metrics=self._metrics()))
-            self.tm = None
-            self._log.warning("connection to topology master lost; reconnecting")
-            await asyncio.sleep(0.2)
+                    conn = await connect(loc.host, loc.port, handler, self._secret, role="stmgr",
+                                         peer_id=str(self.container), log=self._log, max_frame=self._max_frame)
+                except (TimeoutError, OSError, ConnectionError) as e:
+                    self._log.info("topology master at %s:%d not reachable (%s); waiting for a new location",
+                                   loc.host, loc.port, e)
+                    # a dead master's node stays until its session expires: retry now and then
+                    try:
+                        await asyncio.wait_for(changed.wait(), 0.5)
+                    except TimeoutError:
+                        pass
+                    continue
+                self.tm = conn
+                closed: asyncio.Future[None] = loop.create_future()
+                conn.context = closed
+                conn.send_msg(MsgType.REGISTER_STMGR_REQUEST, pb.RegisterStmgrRequest(
+                    container=self.container, host=self.host, port=self.port, pid=os.getpid(),
+                    instances=self._instance_infos()))
+                self._log.info("registered with topology master at %s:%d (pid %d)", loc.host, loc.port, loc.pid)
+                while not closed.done():
+                    if current[0] is not None and current[0] != loc and (
+                            (current[0].host, current[0].port) != (loc.host, loc.port)):
+                        self._log.info("topology master moved to %s:%d; reconnecting", current[0].host,
+                                       current[0].port)
+                        conn.close()
+                        break
+                    try:
+                        await asyncio.wait_for(asyncio.shield(closed), HEARTBEAT_S)
+                    except TimeoutError:
+                        conn.send_msg(MsgType.STMGR_HEARTBEAT, pb.StmgrHeartbeat(
+                            container=self.container, instances=self._instance_infos(), metrics=self._metrics()))
+                self.tm = None
+                self._log.warning("connection to topology master lost; reconnecting")
+                await asyncio.sleep(0.2)
+        finally:
+            unwatch()
 
     def _metrics(self) -> pb.StmgrMetrics:
         buffered = {f"task {t}": c.write_buffer_size() for t, c in self.instances.items()}
@@ -551,9 +581,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--secret-file", type=Path, required=True)
     ap.add_argument("--port-file", type=Path, required=True)
     ap.add_argument("--home", type=Path, default=None)
+    statecfg.add_arguments(ap)
     args = ap.parse_args(argv)
     log = setup_logging(f"stmgr[{args.container}]")
+    try:
+        state = open_state(statecfg.resolve(args, home=args.home), args.home)
+    except StateManagerError as e:
+        log.error("%s", e)
+        return 2
     sm = StreamManager(topology=args.topology, container=args.container,
-                       secret=args.secret_file.read_bytes(), state=LocalFsStateManager(args.home),
+                       secret=args.secret_file.read_bytes(), state=state,
                        port_file=args.port_file, log=log)
-    return run_daemon(sm, log)
+    try:
+        return run_daemon(sm, log)
+    finally:
+        state.close()

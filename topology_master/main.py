@@ -1,10 +1,13 @@
 """The topology master daemon.
 
-It publishes its location in the state manager, waits until the stream manager of every
+It claims the topology master's location in the state manager (an ephemeral node in
+ZooKeeper). If another master holds it, this one waits as a standby and claims it when it
+vanishes (see election.py). The active master waits until the stream manager of every
 container has registered, then builds the physical plan, stores it and pushes it to every
 stream manager. A stream manager that registers again (it was restarted, with a new port)
-gets a new plan version pushed to all. Admin commands from the CLI (activate, deactivate,
-status) arrive on the same port, from peers that proved the topology's secret.
+gets a new plan version pushed to all; a master that took over continues the stored plan's
+version and run state. Admin commands from the CLI (activate, deactivate, status) arrive on
+the same port, from peers that proved the topology's secret.
 """
 
 from __future__ import annotations
@@ -24,14 +27,21 @@ from heron_py.common.daemon import FatalError, run_daemon, setup_logging
 from heron_py.common.framing import DEFAULT_MAX_FRAME, MsgType, encode_frame
 from heron_py.common.net import BaseHandler, Connection, Counters, parse, serve
 from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
-from heron_py.state import LocalFsStateManager, StateManager, TManagerLocation
+from heron_py.state import StateManager, StateManagerError, TManagerLocation, open_state
+from heron_py.state import config as statecfg
+from heron_py.state.localfs import local_owner
 from proto import heron_py_pb2 as pb
+from topology_master.election import Election, Role, StateWorker
+
+# exit code of a master that lost its claim to another: the executor restarts it as a standby
+EXIT_STEPPED_DOWN = 3
 
 
 class TopologyMaster:
     def __init__(self, *, topology: str, secret: bytes, state: StateManager, log: logging.Logger,
-                 host: str = "127.0.0.1", max_frame: int = DEFAULT_MAX_FRAME) -> None:
+                 host: str = "127.0.0.1", max_frame: int = DEFAULT_MAX_FRAME, standby: bool = False) -> None:
         self.topology = topology
+        self.standby_requested = standby
         self.host = host
         self._secret = secret
         self._state = state
@@ -46,48 +56,98 @@ class TopologyMaster:
         self._server: asyncio.Server | None = None
         self._stopped: asyncio.Event | None = None
         self.started_at = time.time()
+        self.active_since: float | None = None
+        self.port = 0
+        self.exit_code = 0
+        self._worker = StateWorker(log)
+        self._election: Election | None = None
+        self._version = 0
 
     async def start(self) -> None:
         self._stopped = asyncio.Event()
-        topo = self._state.get_topology(self.topology)
-        packing = self._state.get_packing_plan(self.topology)
+        loop = asyncio.get_running_loop()
+        topo, packing = await loop.run_in_executor(
+            None, lambda: (self._state.get_topology(self.topology), self._state.get_packing_plan(self.topology)))
         if topo is None or packing is None:
             raise FatalError(f"topology master: topology '{self.topology}' has no definition or packing "
                              f"plan in the state manager; was it submitted?")
         self._topo, self._packing = topo, packing
-        old = self._state.get_physical_plan(self.topology)
-        if old is not None:
-            # a restarted master keeps the run state and counts plan versions onward
-            self.run_state = old.state
-            self._version = old.version
-        else:
-            self._version = 0
         try:
             self._server = await serve(self.host, 0, lambda: _Handler(self), self._secret, role="tmanager",
                                        log=self._log, counters=self.counters, max_frame=self._max_frame)
         except OSError as e:
             raise FatalError(f"topology master: cannot listen on {self.host}: {e}") from e
-        port = self._server.sockets[0].getsockname()[1]
-        self._state.set_tmanager_location(self.topology, TManagerLocation(self.host, port, os.getpid()))
-        self._log.info("topology master of '%s' listening on %s:%d", self.topology, self.host, port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        self._log.info("topology master of '%s' listening on %s:%d%s", self.topology, self.host, self.port,
+                       " (started as standby)" if self.standby_requested else "")
+        self._election = Election(state=self._state, worker=self._worker, topology=self.topology,
+                                  location=self.location, loop=loop, on_role=self._on_role, log=self._log)
+        self._election.start()
+
+    def location(self) -> TManagerLocation:
+        return TManagerLocation(self.host, self.port, os.getpid(), 0, local_owner())
+
+    @property
+    def active(self) -> bool:
+        return self._election is not None and self._election.role is Role.ACTIVE
+
+    def _on_role(self, role: Role, holder: TManagerLocation | None) -> None:
+        if role is Role.STANDBY:
+            h = f"{holder.host}:{holder.port} pid {holder.pid}" if holder else "another master"
+            self._log.info("standby: the topology master's location is held by %s; waiting for it to vanish", h)
+        elif role is Role.ACTIVE:
+            self._worker.submit(self._state.get_physical_plan, self.topology).add_done_callback(
+                lambda f: self._loop_call(self._became_active, f))
+        elif role is Role.STOPPED:
+            self._log.error("another topology master (%s) holds the location after our ZooKeeper session "
+                            "came back; stepping down", holder.to_dict() if holder else "?")
+            self.exit_code = EXIT_STEPPED_DOWN
+            self.stop()
+
+    def _loop_call(self, fn: Any, *args: Any) -> None:
+        loop = self._server.get_loop() if self._server is not None else None
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(fn, *args)
+
+    def _became_active(self, fut: Any) -> None:
+        if self._stopped is None or self._stopped.is_set():
+            return
+        old = fut.result() if fut.exception() is None else None
+        if old is not None and old.version > self._version:
+            # a master that took over keeps the run state and counts plan versions onward
+            self.run_state = old.state
+            self._version = old.version
+        self.active_since = time.time()
+        self._log.info("topology master of '%s' is ACTIVE at %s:%d (plan v%d, %s)", self.topology, self.host,
+                       self.port, self._version, self.run_state.value)
         self._write_execution_state()
 
     async def wait(self) -> int:
         assert self._stopped is not None
         await self._stopped.wait()
-        return 0
+        return self.exit_code
 
     def stop(self) -> None:
         if self._stopped is None or self._stopped.is_set():
             return
         self._stopped.set()
+        if self._election is not None:
+            self._election.stop()
         if self._server is not None:
             self._server.close()
         for _, conn in self.stmgrs.values():
             conn.close()
+        # the release (if any) is queued before this: a clean stop frees the node at once
+        self._worker.close(wait=True)
 
     # --- registration and plans ---
     def register_stmgr(self, conn: Connection, req: pb.RegisterStmgrRequest) -> None:
+        if not self.active:
+            # an SM that read a stale location: it will find the active master through the state
+            conn.send_msg(MsgType.REGISTER_STMGR_RESPONSE, pb.RegisterStmgrResponse(
+                ok=False, error=f"topology master pid {os.getpid()} is a standby, not the active master"))
+            conn.close()
+            return
         if not 0 <= req.container < self._packing.num_containers:
             conn.send_msg(MsgType.REGISTER_STMGR_RESPONSE, pb.RegisterStmgrResponse(
                 ok=False, error=f"container {req.container} is not in the packing plan "
@@ -138,7 +198,8 @@ class TopologyMaster:
             state=self.run_state,
             version=self._version,
         )
-        self._state.set_physical_plan(self.topology, self.pplan)
+        plan = self.pplan
+        self._worker.put_latest("pplan", lambda: self._state.set_physical_plan(self.topology, plan))
         raw = json.dumps(self.pplan.to_dict()).encode()
         frame = encode_frame(MsgType.NEW_PHYSICAL_PLAN, pb.NewPhysicalPlan(pplan_json=raw).SerializeToString())
         for _, conn in self.stmgrs.values():
@@ -162,7 +223,9 @@ class TopologyMaster:
             "topology": self.topology,
             "state": self.run_state.value,
             "pplan_version": self.pplan.version if self.pplan is not None else 0,
-            "tmanager": {"pid": os.getpid(), "started_at": self.started_at},
+            "tmanager": {"pid": os.getpid(), "host": self.host, "port": self.port, "started_at": self.started_at,
+                         "active_since": self.active_since,
+                         "role": self._election.role.value if self._election else Role.CANDIDATE.value},
             "stmgrs": {str(c): loc.to_dict() for c, (loc, _) in sorted(self.stmgrs.items())},
             "instances": {str(t): i for t, i in sorted(self.instances.items())},
             "auth_failures": self.counters.auth_failures + sum(
@@ -173,7 +236,10 @@ class TopologyMaster:
         }
 
     def _write_execution_state(self) -> None:
-        self._state.set_execution_state(self.topology, self.status())
+        if not self.active:
+            return  # only the active master speaks for the topology
+        doc = self.status()
+        self._worker.put_latest("executionstate", lambda: self._state.set_execution_state(self.topology, doc))
 
 
 class _Handler(BaseHandler):
@@ -204,6 +270,9 @@ class _Handler(BaseHandler):
 
     def _admin(self, command: str) -> pb.AdminResponse:
         tm = self.tm
+        if not tm.active and command != "status":
+            return pb.AdminResponse(ok=False, message=f"topology master pid {os.getpid()} is a standby; "
+                                    f"send {command} to the active master (its location is in the state manager)")
         if command == "activate":
             return pb.AdminResponse(ok=True, message=tm.set_run_state(TopologyState.RUNNING))
         if command == "deactivate":
@@ -222,10 +291,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--topology", required=True)
     ap.add_argument("--secret-file", type=Path, required=True)
     ap.add_argument("--home", type=Path, default=None)
+    ap.add_argument("--standby", action="store_true",
+                    help="expect to wait as a standby (any master that finds the location held waits)")
+    statecfg.add_arguments(ap)
     args = ap.parse_args(argv)
-    log = setup_logging("tmanager")
+    log = setup_logging("tmanager-standby" if args.standby else "tmanager")
+    try:
+        state = open_state(statecfg.resolve(args, home=args.home), args.home)
+    except StateManagerError as e:
+        log.error("%s", e)
+        return 2
     tm = TopologyMaster(topology=args.topology, secret=args.secret_file.read_bytes(),
-                        state=LocalFsStateManager(args.home), log=log)
-    return run_daemon(tm, log)
+                        state=state, log=log, standby=args.standby)
+    try:
+        return run_daemon(tm, log)
+    finally:
+        state.close()
 
 

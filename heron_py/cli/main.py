@@ -9,26 +9,44 @@ from pathlib import Path
 from typing import Any
 
 from heron_py.cli.admin import AdminError, admin_command, live_status
+from heron_py.cli.lifecycle import parse_parallelism, restart_topology, update_topology
 from heron_py.cli.submit import SubmitError, load_topology_file, parse_properties, submit
 from heron_py.common.config_codec import ConfigCodecError
 from heron_py.planner.errors import TopologyError
 from heron_py.scheduler.local import LocalScheduler
 from heron_py.scheduler.paths import TopologyPaths
-from heron_py.state import LocalFsStateManager, StateManager
+from heron_py.state import StateConfig, StateManager, StateManagerError, open_state
+from heron_py.state import config as statecfg
 
 CLUSTERS = ("local",)
 
 
+def _state_config(args: argparse.Namespace) -> StateConfig:
+    cfg: StateConfig = getattr(args, "_state_config", None) or statecfg.resolve(args)
+    args._state_config = cfg
+    return cfg
+
+
 def _state(args: argparse.Namespace) -> StateManager:
-    return LocalFsStateManager()
+    # one connection per command; main() closes it
+    st: StateManager | None = getattr(args, "_state", None)
+    if st is None:
+        st = open_state(_state_config(args))
+        args._state = st
+    return st
+
+
+def _scheduler(args: argparse.Namespace) -> LocalScheduler:
+    return LocalScheduler(_state(args), state_config=_state_config(args))
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    state = _state(args)
     path = Path(args.file)
     topo = load_topology_file(path, args.args)
+    state = _state(args)
     res = submit(state, topo, path, args.args, name=args.name, containers=args.containers,
-                 properties=parse_properties(args.config_property), wait_s=args.wait)
+                 properties=parse_properties(args.config_property), wait_s=args.wait,
+                 state_config=_state_config(args))
     print(f"topology '{res.name}' is running: {res.tasks} tasks in {res.containers} containers "
           f"(logs: {TopologyPaths.of(res.name).logs})")
     return 0
@@ -107,7 +125,7 @@ def cmd_admin(args: argparse.Namespace) -> int:
 def cmd_kill(args: argparse.Namespace) -> int:
     state = _state(args)
     _require(state, args.name)
-    killed = LocalScheduler(state).kill(args.name)
+    killed = _scheduler(args).kill(args.name)
     state.delete_topology(args.name)
     paths = TopologyPaths.of(args.name)
     import shutil
@@ -116,6 +134,24 @@ def cmd_kill(args: argparse.Namespace) -> int:
         shutil.rmtree(d, ignore_errors=True)
     extra = f" ({len(killed)} processes needed SIGKILL)" if killed else ""
     print(f"topology '{args.name}' killed{extra}; logs kept in {paths.logs}")
+    return 0
+
+
+def cmd_restart(args: argparse.Namespace) -> int:
+    state = _state(args)
+    _require(state, args.name)
+    containers = restart_topology(state, _scheduler(args), args.name, args.container, wait_s=args.wait)
+    which = f"container {args.container}" if args.container is not None else f"all {len(containers)} containers"
+    print(f"topology '{args.name}': restarted {which}; every task is running again")
+    return 0
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    state = _state(args)
+    _require(state, args.name)
+    changes = parse_parallelism(args.component_parallelism)
+    res = update_topology(state, _scheduler(args), args.name, changes, wait_s=args.wait)
+    print(f"topology '{args.name}' updated: {res}; every task is running again")
     return 0
 
 
@@ -137,8 +173,14 @@ def cmd_logs(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="heron-py", description="Run Storm/Heron topologies in Python.")
     sub = ap.add_subparsers(dest="cmd", required=True)
+    # every command takes the state manager options, after the command name
+    state_parent = argparse.ArgumentParser(add_help=False)
+    statecfg.add_arguments(state_parent)
 
-    p = sub.add_parser("submit", help="submit a topology file")
+    def add_parser(name: str, **kw: Any) -> argparse.ArgumentParser:
+        return sub.add_parser(name, parents=[state_parent], **kw)
+
+    p = add_parser("submit", help="submit a topology file")
     p.add_argument("cluster", choices=CLUSTERS)
     p.add_argument("--name", default=None, help="topology name (default: the name the file gives)")
     p.add_argument("--containers", type=int, default=None, help="number of containers (default: topology.stmgrs or 1)")
@@ -149,28 +191,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("args", nargs=argparse.REMAINDER)
     p.set_defaults(fn=cmd_submit)
 
-    p = sub.add_parser("list", help="list running topologies")
+    p = add_parser("list", help="list running topologies")
     p.add_argument("cluster", choices=CLUSTERS)
     p.set_defaults(fn=cmd_list)
 
-    p = sub.add_parser("status", help="containers, tasks, pids, ports and state")
+    p = add_parser("status", help="containers, tasks, pids, ports and state")
     p.add_argument("cluster", choices=CLUSTERS)
     p.add_argument("name")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_status)
 
     for command in ("activate", "deactivate"):
-        p = sub.add_parser(command, help=f"{command} a topology's spouts")
+        p = add_parser(command, help=f"{command} a topology's spouts")
         p.add_argument("cluster", choices=CLUSTERS)
         p.add_argument("name")
         p.set_defaults(fn=cmd_admin, command=command)
 
-    p = sub.add_parser("kill", help="stop every process of a topology and remove its state")
+    p = add_parser("kill", help="stop every process of a topology and remove its state")
     p.add_argument("cluster", choices=CLUSTERS)
     p.add_argument("name")
     p.set_defaults(fn=cmd_kill)
 
-    p = sub.add_parser("logs", help="print a topology's logs")
+    p = add_parser("restart", help="restart a topology's containers (all, or one with --container)")
+    p.add_argument("cluster", choices=CLUSTERS)
+    p.add_argument("name")
+    p.add_argument("--container", type=int, default=None, metavar="K")
+    p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS")
+    p.set_defaults(fn=cmd_restart)
+
+    p = add_parser("update", help="change components' parallelism of a running topology")
+    p.add_argument("cluster", choices=CLUSTERS)
+    p.add_argument("name")
+    p.add_argument("--component-parallelism", action="append", required=True, metavar="COMPONENT:N")
+    p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS")
+    p.set_defaults(fn=cmd_update)
+
+    p = add_parser("logs", help="print a topology's logs")
     p.add_argument("cluster", choices=CLUSTERS)
     p.add_argument("name")
     p.add_argument("component", nargs="?")
@@ -185,9 +241,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code: int = args.fn(args)
         return code
-    except (SubmitError, TopologyError, AdminError, ConfigCodecError) as e:
+    except (SubmitError, TopologyError, AdminError, ConfigCodecError, StateManagerError) as e:
         print(f"heron-py: error: {e}", file=sys.stderr)
         return 1
+    finally:
+        st = getattr(args, "_state", None)
+        if st is not None:
+            st.close()
 
 
 if __name__ == "__main__":

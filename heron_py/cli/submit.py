@@ -23,7 +23,7 @@ from heron_py.planner.model import TopologyDef
 from heron_py.planner.packing import round_robin
 from heron_py.scheduler.local import LocalScheduler
 from heron_py.scheduler.paths import TopologyPaths
-from heron_py.state import StateManager
+from heron_py.state import StateConfig, StateManager
 
 TOPOLOGY_STMGRS = "topology.stmgrs"
 
@@ -116,7 +116,7 @@ def prepare(topology: TopologyDef, *, name: str | None, containers: int | None,
 def submit(state: StateManager, topology: TopologyDef, topology_file: Path, args: Sequence[str], *,
            name: str | None = None, containers: int | None = None,
            properties: Mapping[str, Any] | None = None, wait_s: float = 60.0,
-           home: Path | None = None) -> SubmitResult:
+           home: Path | None = None, state_config: StateConfig | None = None) -> SubmitResult:
     topo, n = prepare(topology, name=name, containers=containers, properties=properties or {})
     packing = round_robin(topo, n)
     if state.get_topology(topo.name) is not None:
@@ -132,7 +132,7 @@ def submit(state: StateManager, topology: TopologyDef, topology_file: Path, args
     state.set_package(topo.name, package)
     state.set_packing_plan(topo.name, packing)
     state.set_topology(topo)
-    sched = LocalScheduler(state, home)
+    sched = LocalScheduler(state, home, state_config)
     sched.launch(topo.name, n)
     try:
         wait_until_running(state, topo.name, len(packing.tasks), wait_s, paths)

@@ -1,9 +1,10 @@
 """The executor: one per container. Starts, watches and restarts the container's processes.
 
 Children: the topology master (container 0), the stream manager, and one instance process
-per task packed into this container. A child that exits while the executor is not
-stopping is restarted after a backoff that doubles from 0.5 s up to 10 s and resets once
-the child has stayed up for 30 s. Every restart is a log line and is counted in
+per task packed into this container. With ``topology.tmanager.standby`` true, the last
+container also runs a standby topology master, which takes over when the active one dies.
+A child that exits while the executor is not stopping is restarted after a backoff that
+doubles from 0.5 s up to 10 s and resets once the child has stayed up for 30 s. Every restart is a log line and is counted in
 ``restarts.json`` beside the container's working folder.
 """
 
@@ -27,11 +28,13 @@ from heron_py.common.config import InstanceConfig
 from heron_py.common.daemon import setup_logging
 from heron_py.common.package import unpack
 from heron_py.scheduler.paths import TopologyPaths
-from heron_py.state import LocalFsStateManager
+from heron_py.state import StateConfig, open_state
+from heron_py.state import config as statecfg
 
 BACKOFF_MIN_S = 0.5
 BACKOFF_MAX_S = 10.0
 STABLE_S = 30.0
+STANDBY_KEY = "topology.tmanager.standby"
 
 
 @dataclass
@@ -56,11 +59,12 @@ def next_backoff(current: float, uptime: float) -> float:
 
 class Executor:
     def __init__(self, *, topology: str, container: int, home: Path | None, log: logging.Logger,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, state_config: StateConfig | None = None) -> None:
         self.topology = topology
         self.container = container
         self.paths = TopologyPaths.of(topology, home)
-        self.state = LocalFsStateManager(home)
+        self.state_config = state_config or StateConfig()
+        self.state = open_state(self.state_config, home)
         self.log = log
         self.clock = clock
         self.children: list[Child] = []
@@ -88,14 +92,20 @@ class Executor:
         home = ["--home", str(self.paths.home)]
         logs = self.paths.container_logs(self.container)
         common = ["--topology", self.topology, "--secret-file", str(self.secret_file)]
-        if self.container == 0:
-            self.children.append(Child("tmanager", [py, "-m", "topology_master", *common, *home],
-                                       logs / "tmanager.log"))
-        self.children.append(Child("stmgr", [py, "-m", "stream_manager", *common, *home,
-                                             "--container", str(self.container),
-                                             "--port-file", str(self.port_file)], logs / "stmgr.log"))
+        stateargs = self.state_config.to_args()
         topology = self.state.get_topology(self.topology)
         assert topology is not None
+        if self.container == 0:
+            self.children.append(Child("tmanager", [py, "-m", "topology_master", *common, *home, *stateargs],
+                                       logs / "tmanager.log"))
+        standby = str(topology.config.get(STANDBY_KEY, "false")).lower() == "true"
+        if standby and self.container == packing.num_containers - 1:
+            self.children.append(Child("tmanager-standby", [py, "-m", "topology_master", *common, *home,
+                                                            *stateargs, "--standby"],
+                                       logs / "tmanager-standby.log"))
+        self.children.append(Child("stmgr", [py, "-m", "stream_manager", *common, *home, *stateargs,
+                                             "--container", str(self.container),
+                                             "--port-file", str(self.port_file)], logs / "stmgr.log"))
         for t in packing.tasks_in(self.container):
             comp = topology.component(t.component)
             icfg = InstanceConfig.from_config({**topology.config, **comp.config})
@@ -177,9 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--topology", required=True)
     ap.add_argument("--container", type=int, required=True)
     ap.add_argument("--home", type=Path, default=None)
+    statecfg.add_arguments(ap)
     args = ap.parse_args(argv)
     log = setup_logging(f"executor[{args.container}]")
-    ex = Executor(topology=args.topology, container=args.container, home=args.home, log=log)
+    ex = Executor(topology=args.topology, container=args.container, home=args.home, log=log,
+                  state_config=statecfg.resolve(args, home=args.home))
     stop_requested = False
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -195,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(0.1)
     log.info("stopping container %d", args.container)
     ex.stop()
+    ex.state.close()
     return 0
 
 

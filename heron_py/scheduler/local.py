@@ -18,36 +18,71 @@ from pathlib import Path
 import psutil
 
 from heron_py.scheduler.paths import TOPOLOGY_ID_ENV, TopologyPaths
-from heron_py.state import StateManager
+from heron_py.state import StateConfig, StateManager
 
 
 class LocalScheduler:
-    def __init__(self, state: StateManager, home: Path | None = None) -> None:
+    def __init__(self, state: StateManager, home: Path | None = None, state_config: StateConfig | None = None) -> None:
         self.state = state
         self.home = home
+        self.state_config = state_config or StateConfig()
 
     def launch(self, name: str, num_containers: int) -> dict[str, object]:
         paths = TopologyPaths.of(name, self.home)
         paths.logs.mkdir(parents=True, exist_ok=True)
         topology_id = f"{name}-{uuid.uuid4().hex[:12]}"
+        executors = {str(k): self._launch_executor(name, k, topology_id) for k in range(num_containers)}
+        info: dict[str, object] = {"scheduler": "local", "topology_id": topology_id, "executors": executors,
+                                   "host": "127.0.0.1"}
+        self.state.set_scheduler_location(name, info)
+        return info
+
+    def _launch_executor(self, name: str, k: int, topology_id: str) -> int:
+        paths = TopologyPaths.of(name, self.home)
         env = dict(os.environ)
         env[TOPOLOGY_ID_ENV] = topology_id
         # containers see the user's code only through the topology package, as on a cluster
         env.pop("PYTHONPATH", None)
         env["HERON_PY_HOME"] = str(paths.home)
-        executors: dict[str, int] = {}
-        for k in range(num_containers):
-            with (paths.logs / f"executor-{k}.log").open("ab") as log:
-                p = subprocess.Popen(
-                    [sys.executable, "-m", "heron_py.scheduler.executor", "--topology", name,
-                     "--container", str(k), "--home", str(paths.home)],
-                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                    env=env, start_new_session=True, cwd=str(paths.root))
-            executors[str(k)] = p.pid
-        info: dict[str, object] = {"scheduler": "local", "topology_id": topology_id, "executors": executors,
-                                   "host": "127.0.0.1"}
+        with (paths.logs / f"executor-{k}.log").open("ab") as log:
+            p = subprocess.Popen(
+                [sys.executable, "-m", "heron_py.scheduler.executor", "--topology", name,
+                 "--container", str(k), "--home", str(paths.home), *self.state_config.to_args()],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=env, start_new_session=True, cwd=str(paths.root))
+        return p.pid
+
+    def restart(self, name: str, containers: list[int], num_containers: int, grace_s: float = 10.0) -> None:
+        """Stops the executors of ``containers`` (with their children) and starts them again;
+        ``num_containers`` may differ from before (an update that repacked)."""
+        info = dict(self.state.get_scheduler_location(name) or {})
+        topology_id = str(info.get("topology_id", ""))
+        executors = {str(k): int(v) for k, v in dict(info.get("executors", {})).items()}
+        stop = [k for k in executors if int(k) in containers or int(k) >= num_containers]
+        procs = []
+        for k in stop:
+            try:
+                p = psutil.Process(executors[k])
+                # the executor's session holds its children: they go with it
+                procs.append(p)
+                procs.extend(p.children(recursive=True))
+                p.terminate()
+            except psutil.NoSuchProcess:
+                pass
+        _gone, alive = psutil.wait_procs(procs, timeout=grace_s)
+        for p in alive:
+            try:
+                p.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(alive, timeout=3)
+        for k in stop:
+            executors.pop(k, None)
+        for c in containers:
+            if c < num_containers:
+                executors[str(c)] = self._launch_executor(name, c, topology_id)
+        info["executors"] = executors
         self.state.set_scheduler_location(name, info)
-        return info
 
     @staticmethod
     def topology_processes(topology_id: str) -> list[psutil.Process]:

@@ -8,10 +8,22 @@ except packages (zip bytes) and secrets (raw bytes, mode 0600).
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from heron_py.planner.model import PackingPlan, PhysicalPlan, TopologyDef
+
+
+class StateManagerError(Exception):
+    """The state store cannot be used (unreachable, misconfigured); the message says why."""
+
+
+# what a session listener hears: "connected" (also after a reconnect), "suspended" (the
+# connection dropped, the session may survive), "lost" (the session expired: ephemeral
+# nodes are gone)
+SessionListener = Callable[[str], None]
+LocationWatcher = Callable[["TManagerLocation | None"], None]
 
 
 @dataclass(frozen=True)
@@ -19,9 +31,17 @@ class TManagerLocation:
     host: str
     port: int
     pid: int
+    http_port: int = 0
+    # who holds the location: "<host>:<pid>" for localfs, the session id for ZooKeeper
+    owner: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"host": self.host, "port": self.port, "pid": self.pid}
+        return {"host": self.host, "port": self.port, "pid": self.pid, "http_port": self.http_port,
+                "owner": self.owner}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TManagerLocation:
+        return cls(d["host"], int(d["port"]), int(d["pid"]), int(d.get("http_port", 0)), str(d.get("owner", "")))
 
 
 class StateManager(abc.ABC):
@@ -78,7 +98,30 @@ class StateManager(abc.ABC):
 
     def get_tmanager_location(self, name: str) -> TManagerLocation | None:
         d = self._get_json("tmanagers", name)
-        return None if d is None else TManagerLocation(d["host"], int(d["port"]), int(d["pid"]))
+        return None if d is None else TManagerLocation.from_dict(d)
+
+    # --- the topology master's ephemeral location ---
+    @abc.abstractmethod
+    def acquire_tmanager(self, name: str, loc: TManagerLocation) -> TManagerLocation | None:
+        """Claims the topology master's location for ``loc``. Returns None when this process now
+        holds it (it already did, or nobody did), else the live holder. The claim ends with this
+        process (localfs) or its ZooKeeper session (zookeeper)."""
+
+    @abc.abstractmethod
+    def watch_tmanager_location(self, name: str, callback: LocationWatcher) -> Callable[[], None]:
+        """Calls ``callback(location or None)`` now and on every change, from a background
+        thread: the callback must not block (hand work to a loop with call_soon_threadsafe).
+        Returns a function that stops the watch."""
+
+    def release_tmanager(self, name: str) -> None:
+        """Gives the location up if this process holds it (a master that steps down or stops)."""
+
+    def add_session_listener(self, listener: SessionListener) -> None:
+        """``listener`` hears session state changes (see SessionListener), from a background
+        thread. Local state has no sessions, so the default never calls it."""
+
+    def close(self) -> None:
+        """Releases connections; idempotent."""
 
     def set_execution_state(self, name: str, state: dict[str, Any]) -> None:
         self._put_json("executionstate", name, state)

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import socket
 import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
-from heron_py.state.base import StateManager
+import psutil
+
+from heron_py.state.base import LocationWatcher, StateManager, TManagerLocation
+
+# how often a local watch looks at the file; a local store has no change notifications
+WATCH_POLL_S = 0.2
 
 
 def heron_home() -> Path:
@@ -53,3 +62,52 @@ class LocalFsStateManager(StateManager):
         if not d.is_dir():
             return []
         return [p.name for p in d.iterdir() if not p.name.startswith(".")]
+
+    # --- the topology master's location: a file whose holder is a live local process ---
+    def acquire_tmanager(self, name: str, loc: TManagerLocation) -> TManagerLocation | None:
+        path = self._path("tmanagers", name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # the lock makes check-then-write atomic between two masters on this host
+        with open(path.parent / f".{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            current = self.get_tmanager_location(name)
+            if current is not None and current.owner != loc.owner and _alive(current):
+                return current
+            self.set_tmanager_location(name, loc)
+        return None
+
+    def release_tmanager(self, name: str) -> None:
+        current = self.get_tmanager_location(name)
+        if current is not None and current.owner == local_owner():
+            self._delete("tmanagers", name)
+
+    def watch_tmanager_location(self, name: str, callback: LocationWatcher) -> Callable[[], None]:
+        stop = threading.Event()
+
+        def poll() -> None:
+            last: object = object()
+            while not stop.is_set():
+                cur = self.get_tmanager_location(name)
+                if cur is not None and not _alive(cur):
+                    cur = None  # a dead holder's file counts as no location, like an expired node
+                if cur != last:
+                    last = cur
+                    callback(cur)
+                stop.wait(WATCH_POLL_S)
+
+        threading.Thread(target=poll, name=f"watch-tmanager-{name}", daemon=True).start()
+        return stop.set
+
+
+def local_owner(pid: int | None = None) -> str:
+    return f"{socket.gethostname()}:{os.getpid() if pid is None else pid}"
+
+
+def _alive(loc: TManagerLocation) -> bool:
+    host, _, pid = loc.owner.rpartition(":")
+    if host and host != socket.gethostname():
+        return True  # another host's process: we cannot tell, so trust the claim
+    try:
+        return psutil.Process(int(pid or loc.pid)).status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, ValueError):
+        return False

@@ -1,0 +1,116 @@
+"""``heron-py restart`` and ``heron-py update``: stop and start containers of a running topology.
+
+Restart semantics (documented in the README): a restarted container's processes come back with
+the same task ids, read the same topology package, and start with no state: a bolt's
+in-memory state is gone, as in Storm and Heron without stateful checkpoints. In at-least-once
+mode the spouts replay whatever was in flight.
+
+Update repacks with the new parallelism and then restarts every container, because with
+round-robin packing a changed component shifts the task ids of the components after it, and
+every sender's fields-grouping routing must switch to the new task set at the same moment
+(a half-updated topology would send one key to two tasks). The stored physical plan's
+version carries on, so the run state (active or deactivated) survives the update.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from heron_py.api.api_constants import TOPOLOGY_COMPONENT_PARALLELISM
+from heron_py.cli.submit import SubmitError, _log_tails
+from heron_py.planner.logical import validate
+from heron_py.planner.packing import round_robin
+from heron_py.scheduler.local import LocalScheduler
+from heron_py.scheduler.paths import TopologyPaths
+from heron_py.state import StateManager
+
+
+def parse_parallelism(items: Sequence[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in items:
+        comp, sep, raw = item.rpartition(":")
+        try:
+            n = int(raw)
+        except ValueError:
+            n = 0
+        if not sep or not comp or n < 1:
+            raise SubmitError(f"--component-parallelism: expected COMPONENT:N with N an integer >= 1, found {item!r}")
+        out[comp] = n
+    return out
+
+
+def _wait_restarted(state: StateManager, name: str, min_version: int, old_pids: Mapping[str, int],
+                    wait_s: float) -> None:
+    """Until the active master pushed a plan newer than ``min_version`` and every task of that
+    plan runs in a process other than the one it ran in before."""
+    deadline = time.monotonic() + wait_s
+    packing = state.get_packing_plan(name)
+    assert packing is not None
+    want = {str(t.task_id) for t in packing.tasks}
+    missing: list[str] = sorted(want)
+    while time.monotonic() < deadline:
+        es = state.get_execution_state(name) or {}
+        inst = es.get("instances", {})
+        missing = sorted((t for t in want if not (
+            inst.get(t, {}).get("ready") and inst[t].get("pid") and inst[t]["pid"] != old_pids.get(t))),
+            key=int)
+        if int(es.get("pplan_version", 0)) > min_version and not missing:
+            return
+        time.sleep(0.2)
+    raise SubmitError(f"topology '{name}' did not come back within {wait_s:g} s: tasks not running yet: "
+                      f"{missing or 'none (no new plan)'}. Last log lines:\n{_log_tails(TopologyPaths.of(name))}")
+
+
+def _snapshot(state: StateManager, name: str) -> tuple[int, dict[str, int]]:
+    es = state.get_execution_state(name) or {}
+    pids = {t: int(i.get("pid", 0)) for t, i in es.get("instances", {}).items()}
+    return int(es.get("pplan_version", 0)), pids
+
+
+def restart_topology(state: StateManager, sched: LocalScheduler, name: str, container: int | None,
+                     wait_s: float = 60.0) -> list[int]:
+    packing = state.get_packing_plan(name)
+    assert packing is not None
+    n = packing.num_containers
+    if container is not None and not 0 <= container < n:
+        raise SubmitError(f"restart: topology '{name}' has no container {container}; expected 0..{n - 1}")
+    containers = list(range(n)) if container is None else [container]
+    version, pids = _snapshot(state, name)
+    moved = {str(t.task_id) for t in packing.tasks if t.container in containers}
+    sched.restart(name, containers, n)
+    _wait_restarted(state, name, version, {t: p for t, p in pids.items() if t in moved}, wait_s)
+    return containers
+
+
+def update_topology(state: StateManager, sched: LocalScheduler, name: str, changes: Mapping[str, int],
+                    wait_s: float = 60.0) -> str:
+    topo = state.get_topology(name)
+    packing = state.get_packing_plan(name)
+    assert topo is not None and packing is not None
+    names = [c.name for c in topo.components]
+    for comp in changes:
+        if comp not in names:
+            raise SubmitError(f"update: topology '{name}' has no component '{comp}'; expected one of "
+                              f"{', '.join(names)}")
+    comps = []
+    for c in topo.components:
+        if c.name in changes:
+            config = dict(c.config)
+            if TOPOLOGY_COMPONENT_PARALLELISM in config:
+                config[TOPOLOGY_COMPONENT_PARALLELISM] = changes[c.name]
+            c = replace(c, par=changes[c.name], config=config)
+        comps.append(c)
+    new_topo = replace(topo, components=tuple(comps))
+    validate(new_topo)
+    new_packing = round_robin(new_topo, packing.num_containers)
+    summary = ", ".join(f"{c} {topo.component(c).par} -> {n}" for c, n in changes.items())
+    version, pids = _snapshot(state, name)
+    state.set_topology(new_topo)
+    state.set_packing_plan(name, new_packing)
+    containers = list(range(new_packing.num_containers))
+    sched.restart(name, containers, new_packing.num_containers)
+    # every task restarts: none may keep its old process
+    _wait_restarted(state, name, version, pids, wait_s)
+    return f"{summary} ({len(new_packing.tasks)} tasks in {new_packing.num_containers} containers)"

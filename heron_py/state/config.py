@@ -1,0 +1,137 @@
+"""Which state manager a process uses, and how that choice travels to every daemon.
+
+The choice comes from (highest first) the command line (``--state-manager``, ``--zk``), the
+environment (``HERON_PY_STATE_MANAGER``, ``HERON_PY_ZK``), the file
+``$HERON_PY_HOME/conf/statemgr.json`` (``{"state_manager": "zookeeper", "zk": "h:2181/root"}``)
+and finally the default, localfs. A scheduler hands the resolved choice to executors as
+arguments (``to_args``), and executors hand it to their children the same way, so every
+process of a topology reads and writes the same store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from heron_py.state.base import StateManager, StateManagerError
+
+ENV_KIND = "HERON_PY_STATE_MANAGER"
+ENV_ZK = "HERON_PY_ZK"
+ENV_ZK_SESSION = "HERON_PY_ZK_SESSION_TIMEOUT"
+KINDS = ("localfs", "zookeeper")
+DEFAULT_ZK_ROOT = "/heron-py"
+# ZooKeeper expires a dead holder's session after this long, so it bounds how quickly a
+# standby topology master can take over; servers clamp it to [2, 20] x tickTime.
+DEFAULT_SESSION_TIMEOUT_S = 5.0
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+
+_HOSTPORT = re.compile(r"^[A-Za-z0-9.\-\[\]:]+:\d{1,5}$")
+
+
+@dataclass(frozen=True)
+class StateConfig:
+    kind: str = "localfs"
+    zk_hosts: str = ""  # "host:port[,host:port...]" without the chroot
+    zk_root: str = DEFAULT_ZK_ROOT
+    session_timeout_s: float = DEFAULT_SESSION_TIMEOUT_S
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+
+    @property
+    def zk(self) -> str:
+        """The --zk form: hosts plus the root as chroot."""
+        return f"{self.zk_hosts}{self.zk_root}"
+
+    def to_args(self) -> list[str]:
+        if self.kind == "localfs":
+            return ["--state-manager", "localfs"]
+        return ["--state-manager", "zookeeper", "--zk", self.zk,
+                "--zk-session-timeout", f"{self.session_timeout_s:g}"]
+
+    def describe(self) -> str:
+        return "localfs" if self.kind == "localfs" else f"zookeeper at {self.zk}"
+
+
+def parse_zk(value: str, where: str = "--zk") -> tuple[str, str]:
+    """``host:port[,host:port...][/chroot]`` → (hosts, root). The root defaults to /heron-py."""
+    hosts, slash, chroot = value.strip().partition("/")
+    root = "/" + chroot.strip("/") if slash and chroot.strip("/") else DEFAULT_ZK_ROOT
+    parts = [h.strip() for h in hosts.split(",")]
+    if not hosts or not all(_HOSTPORT.match(p) and 0 < int(p.rsplit(":", 1)[1]) < 65536 for p in parts):
+        raise StateManagerError(f"{where}: expected HOST:PORT[,HOST:PORT...][/chroot], found {value!r}")
+    return ",".join(parts), root
+
+
+def _positive(raw: str, where: str) -> float:
+    try:
+        v = float(raw)
+    except ValueError:
+        v = -1.0
+    if not v > 0:
+        raise StateManagerError(f"{where}: expected a number of seconds > 0, found {raw!r}")
+    return v
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    g = ap.add_argument_group("state manager")
+    g.add_argument("--state-manager", choices=KINDS, default=None,
+                   help=f"where topology state lives (default: ${ENV_KIND}, conf/statemgr.json, or localfs)")
+    g.add_argument("--zk", default=None, metavar="HOST:PORT[,HOST:PORT...][/chroot]",
+                   help=f"ZooKeeper ensemble for --state-manager zookeeper (default: ${ENV_ZK})")
+    g.add_argument("--zk-session-timeout", default=None, metavar="SECONDS",
+                   help=f"ZooKeeper session timeout (default {DEFAULT_SESSION_TIMEOUT_S:g} s)")
+
+
+def resolve(args: argparse.Namespace | None = None, env: Mapping[str, str] | None = None,
+            home: Path | None = None) -> StateConfig:
+    env = os.environ if env is None else env
+    conf: dict[str, str] = {}
+    conf_file = (home or Path(env.get("HERON_PY_HOME", str(Path.home() / ".heron-py")))) / "conf" / "statemgr.json"
+    if conf_file.is_file():
+        try:
+            loaded = json.loads(conf_file.read_text())
+        except ValueError as e:
+            raise StateManagerError(f"{conf_file}: expected a JSON object, found invalid JSON ({e})") from e
+        if not isinstance(loaded, dict):
+            raise StateManagerError(f"{conf_file}: expected a JSON object, found {type(loaded).__name__}")
+        conf = {str(k): str(v) for k, v in loaded.items()}
+
+    def pick(arg: str, env_key: str, conf_key: str) -> tuple[str | None, str]:
+        v = getattr(args, arg, None) if args is not None else None
+        if v is not None:
+            return str(v), "--" + arg.replace("_", "-")
+        if env.get(env_key):
+            return env[env_key], f"${env_key}"
+        if conf.get(conf_key):
+            return conf[conf_key], f"{conf_file} {conf_key}"
+        return None, ""
+
+    kind, kind_where = pick("state_manager", ENV_KIND, "state_manager")
+    zk, zk_where = pick("zk", ENV_ZK, "zk")
+    session, session_where = pick("zk_session_timeout", ENV_ZK_SESSION, "session_timeout_s")
+    if kind is None:
+        kind = "zookeeper" if zk else "localfs"
+    if kind not in KINDS:
+        raise StateManagerError(f"{kind_where}: expected one of {', '.join(KINDS)}, found {kind!r}")
+    if kind == "localfs":
+        return StateConfig()
+    if not zk:
+        raise StateManagerError("--state-manager zookeeper: expected --zk HOST:PORT[,HOST:PORT...][/chroot] "
+                                f"(or ${ENV_ZK}), found none")
+    hosts, root = parse_zk(zk, zk_where)
+    timeout = _positive(session, session_where) if session else DEFAULT_SESSION_TIMEOUT_S
+    return StateConfig(kind="zookeeper", zk_hosts=hosts, zk_root=root, session_timeout_s=timeout)
+
+
+def open_state(cfg: StateConfig, home: Path | None = None) -> StateManager:
+    if cfg.kind == "zookeeper":
+        from heron_py.state.zookeeper import ZkStateManager
+
+        return ZkStateManager(cfg)
+    from heron_py.state.localfs import LocalFsStateManager
+
+    return LocalFsStateManager(home)

@@ -1,0 +1,223 @@
+"""State in ZooKeeper, through kazoo, with Heron's layout under a root (default /heron-py):
+
+    <root>/topologies/<name>      <root>/packingplans/<name>   <root>/pplans/<name>
+    <root>/tmanagers/<name>       (ephemeral: the live topology master's host and ports)
+    <root>/executionstate/<name>  <root>/schedulers/<name>     <root>/locks/<name>
+    <root>/packages/<name>        <root>/secrets/<name>
+
+A znode holds at most about 1 MB (the server's jute.maxbuffer), and a topology package can be
+larger, so a large value is split into children ``part-NNNNN`` under its node, whose own value
+is a header naming the part count. Readers see either the old or the new header; parts are
+written before the header that names them.
+
+Threads: kazoo calls listeners and watches on its own thread. They must not block, and this
+module's callers are told so (see StateManager); daemons pass everything to their loop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import ZnodeStat
+from kazoo.retry import KazooRetry
+
+from heron_py.state.base import LocationWatcher, SessionListener, StateManager, StateManagerError, TManagerLocation
+from heron_py.state.config import StateConfig
+
+CHUNK = 512 * 1024
+_MAGIC = b"\x00heron-py-parts:"
+# how long one state operation may keep retrying through a lost connection before it fails
+RETRY_DEADLINE_S = 30.0
+
+_log = logging.getLogger("heron_py.state.zookeeper")
+
+
+class ZkStateManager(StateManager):
+    LAYOUT = ("topologies", "packingplans", "pplans", "tmanagers", "executionstate", "schedulers",
+              "locks", "packages", "secrets")
+
+    def __init__(self, cfg: StateConfig) -> None:
+        self.cfg = cfg
+        self.root = cfg.zk_root.rstrip("/") or "/"
+        self._listeners: list[SessionListener] = []
+        self._closed = False
+        self._lock = threading.Lock()
+        self._zk = KazooClient(
+            hosts=cfg.zk_hosts, timeout=cfg.session_timeout_s,
+            # reconnect forever: a daemon outlives any ZooKeeper outage
+            connection_retry=KazooRetry(max_tries=-1, delay=0.2, max_delay=1.0),
+            logger=_log)
+        self._zk.add_listener(self._on_state)
+        try:
+            self._zk.start(timeout=cfg.connect_timeout_s)
+        except KazooTimeoutError:
+            self._zk.close()
+            raise StateManagerError(
+                f"ZooKeeper at {cfg.zk_hosts} is not reachable: no session within the connect timeout of "
+                f"{cfg.connect_timeout_s:g} s (is the server running? state manager {cfg.describe()})") from None
+        self._retry = KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0, deadline=RETRY_DEADLINE_S,
+                                 ignore_expire=True)
+        for kind in self.LAYOUT:
+            self._do(self._zk.ensure_path, f"{self.root}/{kind}")
+
+    # --- sessions ---
+    @property
+    def session_id(self) -> str:
+        sid = self._zk.client_id
+        return f"{sid[0]:#x}" if sid else ""
+
+    def _on_state(self, state: str) -> None:
+        # called on kazoo's thread: never block here
+        name = {KazooState.LOST: "lost", KazooState.SUSPENDED: "suspended",
+                KazooState.CONNECTED: "connected"}.get(state, str(state).lower())
+        _log.info("ZooKeeper session %s", name)
+        for listener in list(self._listeners):
+            try:
+                listener(name)
+            except Exception:  # a listener's bug must not kill kazoo's thread
+                _log.exception("session listener failed")
+
+    def add_session_listener(self, listener: SessionListener) -> None:
+        self._listeners.append(listener)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            self._zk.stop()
+        finally:
+            self._zk.close()
+
+    # --- raw documents ---
+    def _do(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self._retry(fn, *args, **kwargs)
+        except NoNodeError:
+            raise
+        except (KazooException, KazooTimeoutError) as e:
+            raise StateManagerError(f"ZooKeeper at {self.cfg.zk_hosts}: {getattr(fn, '__name__', fn)} "
+                                    f"{args[0] if args else ''} failed: {type(e).__name__} {e}") from e
+
+    def _node(self, kind: str, name: str) -> str:
+        if kind not in self.LAYOUT:
+            raise ValueError(f"unknown state kind {kind!r}; expected one of {self.LAYOUT}")
+        if not name or "/" in name or name.startswith("."):
+            raise ValueError(f"bad topology name {name!r} for state {kind}")
+        return f"{self.root}/{kind}/{name}"
+
+    def _put(self, kind: str, name: str, data: bytes, *, private: bool = False) -> None:
+        # private (secrets): kept as any other node; see the README on securing the ensemble
+        path = self._node(kind, name)
+        if len(data) <= CHUNK and not data.startswith(_MAGIC):
+            self._set(path, data)
+            return
+        parts = [data[i:i + CHUNK] for i in range(0, len(data), CHUNK)]
+        for i, part in enumerate(parts):
+            self._set(f"{path}/part-{i:05d}", part)
+        self._set(path, _MAGIC + str(len(parts)).encode())
+        # parts beyond the new count belong to an older, longer value
+        for child in self._children(path):
+            if child.startswith("part-") and int(child[5:]) >= len(parts):
+                self._delete_path(f"{path}/{child}")
+
+    def _set(self, path: str, data: bytes) -> None:
+        try:
+            self._do(self._zk.set, path, data)
+        except NoNodeError:
+            try:
+                self._do(self._zk.create, path, data, makepath=True)
+            except NodeExistsError:
+                self._do(self._zk.set, path, data)
+
+    def _get(self, kind: str, name: str) -> bytes | None:
+        path = self._node(kind, name)
+        try:
+            data, _ = self._do(self._zk.get, path)
+            if data.startswith(_MAGIC):
+                n = int(data[len(_MAGIC):])
+                return b"".join(self._do(self._zk.get, f"{path}/part-{i:05d}")[0] for i in range(n))
+            return bytes(data)
+        except NoNodeError:
+            return None
+
+    def _children(self, path: str) -> list[str]:
+        try:
+            return list(self._do(self._zk.get_children, path))
+        except NoNodeError:
+            return []
+
+    def _delete_path(self, path: str) -> None:
+        try:
+            self._do(self._zk.delete, path, recursive=True)
+        except NoNodeError:
+            pass
+
+    def _delete(self, kind: str, name: str) -> None:
+        self._delete_path(self._node(kind, name))
+
+    def _list(self, kind: str) -> list[str]:
+        return [c for c in self._children(f"{self.root}/{kind}") if not c.startswith(".")]
+
+    def delete_topology(self, name: str) -> None:
+        super().delete_topology(name)
+        self._delete("locks", name)
+
+    # --- the topology master's ephemeral node ---
+    def acquire_tmanager(self, name: str, loc: TManagerLocation) -> TManagerLocation | None:
+        path = self._node("tmanagers", name)
+        mine = TManagerLocation(loc.host, loc.port, loc.pid, loc.http_port, self.session_id)
+        raw = json.dumps(mine.to_dict(), sort_keys=True).encode()
+        try:
+            self._do(self._zk.create, path, raw, ephemeral=True, makepath=True)
+            return None
+        except NodeExistsError:
+            pass
+        try:
+            data, stat = self._do(self._zk.get, path)
+        except NoNodeError:
+            # it vanished between our create and get: try once more, the caller retries later
+            return self.acquire_tmanager(name, loc) if self._zk.connected else mine
+        holder = TManagerLocation.from_dict(json.loads(data))
+        if stat.ephemeralOwner == self._zk.client_id[0]:
+            if data != raw:
+                self._do(self._zk.set, path, raw)  # our own node: refresh the ports
+            return None
+        return holder
+
+    def release_tmanager(self, name: str) -> None:
+        path = self._node("tmanagers", name)
+        try:
+            _, stat = self._do(self._zk.get, path)
+            if stat.ephemeralOwner == self._zk.client_id[0]:
+                self._do(self._zk.delete, path)
+        except NoNodeError:
+            pass
+
+    def watch_tmanager_location(self, name: str, callback: LocationWatcher) -> Callable[[], None]:
+        path = self._node("tmanagers", name)
+        stopped = threading.Event()
+
+        def on_change(data: bytes | None, stat: ZnodeStat | None) -> bool:
+            if stopped.is_set():
+                return False  # tells kazoo to drop the watch
+            loc = None
+            if data:
+                try:
+                    loc = TManagerLocation.from_dict(json.loads(data))
+                except (ValueError, KeyError, TypeError):
+                    _log.error("%s: expected a topology master location (JSON with host, port, pid), "
+                               "found %r; ignoring it", path, data[:200])
+            callback(loc)
+            return True
+
+        self._zk.DataWatch(path, on_change)
+        return stopped.set
