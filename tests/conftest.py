@@ -17,10 +17,42 @@ def heron_home(tmp_path, monkeypatch):
     monkeypatch.setenv("HERON_PY_HOME", str(home))
     yield home
     from heron_py.scheduler.local import LocalScheduler
-    from heron_py.state import LocalFsStateManager
+    from heron_py.state import config as statecfg
+    from heron_py.state import open_state
 
-    state = LocalFsStateManager(home)
-    for name in state.list_topologies():
-        LocalScheduler(state, home).kill(name)
-        state.delete_topology(name)
+    # the state manager the test used (a zk test sets it in the environment)
+    state = open_state(statecfg.resolve(home=home), home)
+    try:
+        for name in state.list_topologies():
+            LocalScheduler(state, home).kill(name)
+            state.delete_topology(name)
+    finally:
+        state.close()
 
+
+
+@pytest.fixture(scope="session")
+def zk_server(tmp_path_factory):
+    """A real ZooKeeper server for the whole test session (JVM start costs seconds)."""
+    from tests.zkserver import ZK_SERVER, ZkServer
+
+    if not ZK_SERVER.exists():
+        pytest.fail(f"{ZK_SERVER} is missing: apt-get install -y zookeeper (.ci/run does)")
+    server = ZkServer(tmp_path_factory.mktemp("zookeeper"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def zk(zk_server, request, monkeypatch):
+    """The ZooKeeper server with a chroot of this test's own; daemons and the CLI use it via
+    the environment. If a test stopped the server, it is started again before the next."""
+    import re
+
+    if not zk_server.ruok():
+        zk_server.start()
+    chroot = "/t-" + re.sub(r"[^A-Za-z0-9_-]", "_", request.node.name)[:60]
+    monkeypatch.setenv("HERON_PY_STATE_MANAGER", "zookeeper")
+    monkeypatch.setenv("HERON_PY_ZK", zk_server.hosts + chroot)
+    return zk_server, zk_server.hosts + chroot

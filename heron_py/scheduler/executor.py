@@ -4,8 +4,9 @@ Children: the topology master (container 0), the stream manager, and one instanc
 per task packed into this container. With ``topology.tmanager.standby`` true, the last
 container also runs a standby topology master, which takes over when the active one dies.
 A child that exits while the executor is not stopping is restarted after a backoff that
-doubles from 0.5 s up to 10 s and resets once the child has stayed up for 30 s. Every restart is a log line and is counted in
-``restarts.json`` beside the container's working folder.
+doubles from 0.5 s up to 10 s and resets once the child has stayed up for 30 s. Every
+restart is a log line and is counted in ``restarts.json`` beside the container's working
+folder.
 """
 
 from __future__ import annotations

@@ -101,8 +101,8 @@ class ZkStateManager(StateManager):
     def _do(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
             return self._retry(fn, *args, **kwargs)
-        except NoNodeError:
-            raise
+        except (NoNodeError, NodeExistsError):
+            raise  # answers, not failures: callers handle them
         except (KazooException, KazooTimeoutError) as e:
             raise StateManagerError(f"ZooKeeper at {self.cfg.zk_hosts}: {getattr(fn, '__name__', fn)} "
                                     f"{args[0] if args else ''} failed: {type(e).__name__} {e}") from e
