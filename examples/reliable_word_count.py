@@ -27,6 +27,8 @@ class ReplayingSentenceSpout(Spout):
 
     def initialize(self, config, context):
         self.limit = int(config.get("wc.sentences", 10000))
+        self.rate = float(config.get("wc.rate", 0))  # sentences per second; 0: as fast as allowed
+        self.started = time.monotonic()
         self.next_id = 0
         self.replay = []
         self.acked = set()
@@ -37,6 +39,9 @@ class ReplayingSentenceSpout(Spout):
             sid = self.replay.pop()
             self.replays += 1
         elif self.next_id < self.limit:
+            if self.rate and self.next_id > (time.monotonic() - self.started) * self.rate:
+                time.sleep(0.001)
+                return
             sid = self.next_id
             self.next_id += 1
         else:
@@ -97,9 +102,11 @@ def build(argv):
     ap.add_argument("--containers", type=int, default=2)
     ap.add_argument("--timeout", type=int, default=10)
     ap.add_argument("--split-delay-ms", type=float, default=0)
+    ap.add_argument("--rate", type=float, default=0, help="sentences per second (0: unpaced)")
     args = ap.parse_args(argv)
     b = TopologyBuilder("reliable_word_count")
-    spout = b.add_spout("sentence", ReplayingSentenceSpout, par=1, config={"wc.sentences": args.sentences})
+    spout = b.add_spout("sentence", ReplayingSentenceSpout, par=1, config={"wc.sentences": args.sentences,
+                                                                            "wc.rate": args.rate})
     split = b.add_bolt("split", SplitBolt, par=2, inputs={spout: Grouping.SHUFFLE},
                        config={"wc.split.delay.ms": args.split_delay_ms})
     b.add_bolt("count", DedupCountBolt, par=2, inputs={split: Grouping.fields("word")},

@@ -18,10 +18,13 @@ def heron_home(tmp_path, monkeypatch):
     yield home
     from heron_py.scheduler.local import LocalScheduler
     from heron_py.state import config as statecfg
-    from heron_py.state import open_state
+    from heron_py.state import StateManagerError, open_state
 
     # the state manager the test used (a zk test sets it in the environment)
-    state = open_state(statecfg.resolve(home=home), home)
+    try:
+        state = open_state(statecfg.resolve(home=home), home)
+    except StateManagerError:
+        return  # a test of an unreachable store: nothing could have been submitted
     try:
         for name in state.list_topologies():
             LocalScheduler(state, home).kill(name)

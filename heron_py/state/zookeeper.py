@@ -37,6 +37,9 @@ _MAGIC = b"\x00heron-py-parts:"
 RETRY_DEADLINE_S = 30.0
 
 _log = logging.getLogger("heron_py.state.zookeeper")
+# kazoo logs every failed connect attempt; a CLI without logging set-up must not print them
+# (its one error message says it all), while daemons' root handlers still get them
+_log.addHandler(logging.NullHandler())
 
 
 class ZkStateManager(StateManager):

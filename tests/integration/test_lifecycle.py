@@ -1,0 +1,106 @@
+"""``heron-py restart`` and ``heron-py update`` on a running topology (real processes)."""
+
+import math
+import os
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+
+import pytest
+import wc_common
+
+from heron_py.state import LocalFsStateManager
+from heron_py.testing import run_local
+from heron_py.testing.local import read_capture
+from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.integration
+
+RATE = 300.0
+
+
+def _cli(home, *args):
+    return subprocess.run([sys.executable, "-m", "heron_py.cli.main", *args], text=True, capture_output=True,
+                          env=dict(os.environ, HERON_PY_HOME=str(home)), timeout=180)
+
+
+def _wait(cond, timeout, what):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.2)
+
+
+def _rows(home, name):
+    return read_capture(home / "capture" / name, ["count"])["count"]
+
+
+def _start(home, name):
+    return run_local(EXAMPLES / "paced_word_count.py", ["--rate", str(RATE)], home=home, name=name,
+                     capture=["count"], keep_running=True, until=lambda r: len(r["count"]) > 300)
+
+
+def test_update_parallelism_keeps_exact_counts(heron_home):
+    name = "pwc_update"
+    _start(heron_home, name)
+    state = LocalFsStateManager(heron_home)
+    epoch = float(state.get_topology(name).component("sentence").config["wc.epoch"])
+
+    proc = _cli(heron_home, "update", "local", name, "--component-parallelism", "split:3")
+    assert proc.returncode == 0, proc.stderr
+    done = time.time()
+    assert proc.stdout == (f"topology '{name}' updated: split 2 -> 3 (6 tasks in 2 containers); "
+                           "every task is running again\n")
+    es = state.get_execution_state(name)
+    assert sorted(i["component"] for i in es["instances"].values()) == [
+        "count", "count", "sentence", "split", "split", "split"]
+
+    # the sentences due after the update completed: every word counted exactly once, each word
+    # by one count task only (fields grouping agrees across all senders)
+    first = math.ceil((done - epoch) * RATE) + 1
+    last = first + 1500
+    _wait(lambda: any(r["values"][1] > last + 300 for r in _rows(heron_home, name)), 60,
+          "the spout to get well past the checked range")
+    time.sleep(1.0)
+    rows = [r for r in _rows(heron_home, name) if first <= r["values"][1] <= last]
+    keys = Counter((r["values"][1], r["values"][2]) for r in rows)
+    assert len(keys) == sum(len(wc_common.sentence(s).split()) for s in range(first, last + 1))
+    assert set(keys.values()) == {1}
+    expected = Counter(w for s in range(first, last + 1) for w in wc_common.sentence(s).split())
+    assert Counter(r["values"][0] for r in rows) == expected
+    tasks_of_word = defaultdict(set)
+    for r in rows:
+        tasks_of_word[r["values"][0]].add(r["task"])
+    assert all(len(t) == 1 for t in tasks_of_word.values())
+    split_tasks = {t for t, i in es["instances"].items() if i["component"] == "split"}
+    assert {str(r["source_task"]) for r in rows} == split_tasks  # all three split tasks worked
+
+
+def test_restart_one_container_and_errors(heron_home):
+    name = "pwc_restart"
+    _start(heron_home, name)
+    state = LocalFsStateManager(heron_home)
+    before = state.get_execution_state(name)["instances"]
+    proc = _cli(heron_home, "restart", "local", name, "--container", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"topology '{name}': restarted container 1; every task is running again\n"
+    after = state.get_execution_state(name)["instances"]
+    for t, i in before.items():
+        changed = after[t]["pid"] != i["pid"]
+        assert changed == (i["container"] == 1), (t, i, after[t])
+    n = len(_rows(heron_home, name))
+    _wait(lambda: len(_rows(heron_home, name)) > n + 300, 30, "output after the restart")
+
+    proc = _cli(heron_home, "restart", "local", name, "--container", "7")
+    assert (proc.returncode, proc.stderr) == (
+        1, f"heron-py: error: restart: topology '{name}' has no container 7; expected 0..1\n")
+    proc = _cli(heron_home, "update", "local", name, "--component-parallelism", "splt:3")
+    assert (proc.returncode, proc.stderr) == (
+        1, f"heron-py: error: update: topology '{name}' has no component 'splt'; expected one of "
+        "sentence, split, count\n")
+    proc = _cli(heron_home, "update", "local", name, "--component-parallelism", "split:0")
+    assert (proc.returncode, proc.stderr) == (
+        1, "heron-py: error: --component-parallelism: expected COMPONENT:N with N an integer >= 1, "
+        "found 'split:0'\n")
