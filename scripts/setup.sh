@@ -3,6 +3,7 @@
 # tools installed (editable). Idempotent; safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/system_packages.sh
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv

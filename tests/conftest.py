@@ -17,8 +17,8 @@ def heron_home(tmp_path, monkeypatch):
     monkeypatch.setenv("HERON_PY_HOME", str(home))
     yield home
     from heron_py.scheduler.local import LocalScheduler
-    from heron_py.state import config as statecfg
     from heron_py.state import StateManagerError, open_state
+    from heron_py.state import config as statecfg
 
     # the state manager the test used (a zk test sets it in the environment)
     try:

@@ -65,7 +65,7 @@ def _instances(state, name):
 def test_standby_master_zookeeper_restart_and_process_kills(heron_home, zk):
     server, zk_spec = zk
     name = "rwc_zk"
-    run = run_local(EXAMPLES / "reliable_word_count.py",
+    run_local(EXAMPLES / "reliable_word_count.py",
                     ["--sentences", str(N), "--timeout", "4", "--rate", str(RATE)],
                     home=heron_home, name=name, capture=["count"], keep_running=True,
                     properties={"topology.max.spout.pending": "400", "topology.tmanager.standby": "true"})

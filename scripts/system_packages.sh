@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Debian packages that heron-py's tests run for real: python3-venv, and ZooKeeper (the
+# ZooKeeper state manager's tests start a real server with zkServer.sh; the package brings a
+# JRE). Installs whatever is missing when run as root; otherwise prints the apt-get command.
+set -euo pipefail
+need=()
+python3 -c 'import venv' 2>/dev/null || need+=(python3-venv)
+[ -x /usr/share/zookeeper/bin/zkServer.sh ] || need+=(zookeeper)
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "missing Debian packages: ${need[*]}; run: sudo apt-get install -y ${need[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq "${need[@]}"
