@@ -1,28 +1,46 @@
-"""One command, one run: our word count on the local scheduler (2 containers, split par 2,
-count par 2, fields grouping) with acking off and on, next to the plain-loop baseline, on the
-shared workload (examples/wc_common.py = ../shared/bench/peers/wc_common.py). Prints a table
-with words/s, the ratio to the plain loop measured in this run, and peak RSS/PSS of all the
-topology's processes.
+"""One command, one run, on the shared workload (examples/wc_common.py, a copy of
+../shared/bench/peers/wc_common.py: same sentences, same checksum):
 
-    python bench/run.py [--sentences 300000]
+* the plain-loop baseline, in this process;
+* our word count on the local scheduler (2 containers, split par 2, count par 2, fields
+  grouping) with acking off and on: words/s, ratio to the plain loop, peak RSS/PSS of all
+  the topology's processes, and the checksum of the counts;
+* with ``--peers``: bytewax with 2 processes and the PySpark RDD job, the shared peer
+  scripts run unchanged on the same N, in a separate venv (bench/.venv-peers, created on
+  first use);
+* latency, measured as ../shared/bench/peers/bench_latency.py does (scheduled creation time
+  carried by each sentence, paced source, p50/p90/p99/max over a window after warm-up):
+  acking off at 10k sentences/s and at 50 % of the acking-off peak measured above, and
+  acking on at 50 % of the acking-on peak (end to end and complete latency);
+* RSS of every stream manager and instance over the 50 %-of-peak run (``--soak`` seconds,
+  default 120): first and last sample, to show whether memory stays flat.
 
-Not yet here (issue 9): the latency runs and the bytewax/PySpark peers side by side.
+    python bench/run.py                 # the full run, under 10 minutes on 2 cores
+    python bench/run.py --peers         # plus bytewax and PySpark
+    python bench/run.py --quick         # CI smoke: small N, short latency run, < 60 s
+
+Exit status 1 if any checksum differs from the expected one.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import platform
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
+PEERS = ROOT.parent / "shared" / "bench" / "peers"
 sys.path.insert(0, str(ROOT / "examples"))
 
 import wc_common  # noqa: E402
@@ -30,74 +48,295 @@ import wc_common  # noqa: E402
 from heron_py.scheduler.local import LocalScheduler  # noqa: E402
 from heron_py.state import LocalFsStateManager  # noqa: E402
 
+CLI = [sys.executable, "-m", "heron_py.cli.main"]
+FINE, COARSE = 100_000, 1000
 
-def plain(n: int) -> float:
+
+def plain(n: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     d: Counter[str] = Counter()
     for s in wc_common.sentences(0, n):
         for w in s.split():
             d[w] += 1
     t = time.perf_counter() - t0
-    assert dict(d) == wc_common.expected_counts(n)
-    return 10 * n / t
+    return {"words_per_s": 10 * n / t, "t_run": t, "checksum": wc_common.checksum(dict(d))}
 
 
-def ours(n: int, acking: bool, home: Path) -> dict[str, float]:
-    out = Path(tempfile.mkdtemp(prefix="bench-", dir=home))
+class Sampler:
+    """Samples RSS/PSS of a topology's processes every 0.5 s in a thread: the peak of the sum,
+    and per process (by command line role) the first and last RSS."""
+
+    def __init__(self, topology_id: str) -> None:
+        self.tid = topology_id
+        self.peak_rss = self.peak_pss = 0.0
+        self.first: dict[str, float] = {}
+        self.last: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+
+    @staticmethod
+    def _role(p: psutil.Process) -> str:
+        cmd = p.cmdline()
+        if "instance" in cmd:
+            return f"instance {cmd[cmd.index('--component') + 1]}-{cmd[cmd.index('--task-id') + 1]}"
+        if "stream_manager" in cmd:
+            return f"stmgr {cmd[cmd.index('--container') + 1]}"
+        for r in ("topology_master", "metrics_manager", "heron_py.scheduler.executor"):
+            if r in cmd:
+                return f"{r} {p.pid}"
+        return f"other {p.pid}"
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            rss = pss = 0
+            for p in LocalScheduler.topology_processes(self.tid):
+                try:
+                    m = p.memory_full_info()
+                    role = self._role(p)
+                except psutil.Error:
+                    continue
+                rss += m.rss
+                pss += m.pss
+                self.first.setdefault(role, m.rss / 2**20)
+                self.last[role] = m.rss / 2**20
+            self.peak_rss, self.peak_pss = max(self.peak_rss, rss / 2**20), max(self.peak_pss, pss / 2**20)
+            self._stop.wait(0.5)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._t.join()
+
+
+def _submit(home: Path, script: str, args: list[str]) -> tuple[dict[str, str], str]:
     # wc_common lives in examples/: on the submitter's PYTHONPATH, it ships in the package
     env = dict(os.environ, HERON_PY_HOME=str(home), PYTHONPATH=str(ROOT / "examples"))
-    cli = [sys.executable, "-m", "heron_py.cli.main"]
-    subprocess.run([*cli, "submit", "local", str(ROOT / "bench" / "wc_topology.py"), str(n), str(out),
-                    "on" if acking else "off"], env=env, check=True, capture_output=True)
-    state = LocalFsStateManager(home)
-    tid = str((state.get_scheduler_location("bench_wc") or {})["topology_id"])
-    peak_rss = peak_pss = 0.0
+    p = subprocess.run([*CLI, "submit", "local", str(ROOT / "bench" / script), *args], env=env,
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"bench: submit of {script} failed:\n{p.stdout}\n{p.stderr}")
+    name = p.stdout.split("'")[1]
+    tid = str((LocalFsStateManager(home).get_scheduler_location(name) or {})["topology_id"])
+    return env, tid
+
+
+def _kill(env: dict[str, str], name: str) -> None:
+    subprocess.run([*CLI, "kill", "local", name], env=env, capture_output=True)
+
+
+def ours(n: int, acking: bool, home: Path) -> dict[str, Any]:
+    out = Path(tempfile.mkdtemp(prefix="wc-", dir=home))
+    env, tid = _submit(home, "wc_topology.py", [str(n), str(out), "on" if acking else "off"])
+    sampler = Sampler(tid)
     total = 0
     deadline = time.monotonic() + 600
+    counts: list[list[str]] = []
     try:
         while time.monotonic() < deadline:
             time.sleep(0.2)
-            rss = pss = 0
-            for p in LocalScheduler.topology_processes(tid):
-                try:
-                    m = p.memory_full_info()
-                    rss += m.rss
-                    pss += m.pss
-                except psutil.Error:
-                    pass
-            peak_rss, peak_pss = max(peak_rss, rss / 2**20), max(peak_pss, pss / 2**20)
-            counts = [f.read_text().split() for f in out.glob("count-*") if not f.name.endswith(".tmp")]
+            counts = [f.read_text().split() for f in out.glob("count-*") if "." not in f.name]
             total = sum(int(c[0]) for c in counts)
             if total >= 10 * n:
                 break
         start = min(float(f.read_text()) for f in out.glob("spout-*"))
         end = max(float(c[1]) for c in counts)
+        # the counts files follow the totals by one tick
+        merged: Counter[str] = Counter()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            merged = Counter()
+            for f in out.glob("count-*.counts"):
+                merged.update(json.loads(f.read_text()))
+            if sum(merged.values()) == 10 * n:
+                break
+            time.sleep(0.2)
     finally:
-        subprocess.run([*cli, "kill", "local", "bench_wc"], env=env, capture_output=True)
+        sampler.stop()
+        _kill(env, "bench_wc")
     if total != 10 * n:
         raise SystemExit(f"bench: counted {total} words, expected {10 * n}")
-    return {"words_per_s": 10 * n / (end - start), "t_run": end - start, "rss": peak_rss, "pss": peak_pss}
+    return {"words_per_s": 10 * n / (end - start), "t_run": end - start, "rss": sampler.peak_rss,
+            "pss": sampler.peak_pss, "checksum": wc_common.checksum(dict(merged))}
 
 
-def main() -> None:
+def _quantiles(fine: Counter[int], coarse: Counter[int], n: int, mx: float, qs: list[float]) -> list[float]:
+    out: list[float] = []
+    targets = [q * n for q in qs]
+    cum = 0
+    for k in sorted(fine):
+        cum += fine[k]
+        while len(out) < len(targets) and cum >= targets[len(out)]:
+            out.append((k + 0.5) / FINE)
+    for k in sorted(coarse):
+        cum += coarse[k]
+        while len(out) < len(targets) and cum >= targets[len(out)]:
+            out.append((k + 0.5) / COARSE)
+    while len(out) < len(targets):
+        out.append(mx)
+    return out
+
+
+def _merge(paths: list[Path]) -> dict[str, Any]:
+    fine: Counter[int] = Counter()
+    coarse: Counter[int] = Counter()
+    n, total, mx, s = 0, 0, 0.0, 0.0
+    for p in paths:
+        d = json.loads(p.read_text())
+        fine.update({int(k): v for k, v in d["fine"].items()})
+        coarse.update({int(k): v for k, v in d["coarse"].items()})
+        n += d["n"]
+        s += d["sum"]
+        mx = max(mx, d["max"])
+        total += d.get("total", 0)
+    if not n:
+        return {"n": 0}
+    p50, p90, p99 = _quantiles(fine, coarse, n, mx, [0.5, 0.9, 0.99])
+    return {"n": n, "p50_ms": p50 * 1e3, "p90_ms": p90 * 1e3, "p99_ms": p99 * 1e3, "max_ms": mx * 1e3,
+            "mean_ms": s / n * 1e3}
+
+
+def latency(rate: float, acking: bool, home: Path, warmup: float, window: float, soak: float) -> dict[str, Any]:
+    out = Path(tempfile.mkdtemp(prefix="lat-", dir=home))
+    env, tid = _submit(home, "latency_topology.py",
+                       [str(rate), str(out), "on" if acking else "off", str(warmup), str(window)])
+    sampler = Sampler(tid)
+    try:
+        # the spout's t0 is its first call; every task dumps its histogram after the window
+        deadline = time.monotonic() + 60
+        while not (out / "t0").exists():
+            if time.monotonic() > deadline:
+                raise SystemExit("bench: the latency spout never started")
+            time.sleep(0.1)
+        started = time.monotonic()
+        need = 3 if acking else 2
+        deadline = started + warmup + window + 30
+        while len(list(out.glob("*.json"))) < need and time.monotonic() < deadline:
+            time.sleep(0.2)
+        rest = started + max(soak, warmup + window) - time.monotonic()
+        if rest > 0:
+            time.sleep(rest)
+    finally:
+        sampler.stop()
+        _kill(env, "bench_latency")
+    e2e = _merge(sorted(out.glob("count-*.json")))
+    res: dict[str, Any] = {"rate": rate, "acking": acking, "e2e": e2e,
+                           "achieved": e2e.get("n", 0) / 10 / window, "rss_first": sampler.first,
+                           "rss_last": sampler.last, "soak_s": max(soak, warmup + window)}
+    if acking:
+        res["complete"] = _merge([out / "spout.json"]) if (out / "spout.json").exists() else {"n": 0}
+    return res
+
+
+PEER_PKGS = ["bytewax==0.21.1", "pyspark==4.0.1", "psutil"]
+
+
+def peers_python() -> str:
+    venv = ROOT / "bench" / ".venv-peers"
+    py = venv / "bin" / "python"
+    if not py.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(py), "-m", "pip", "install", "--quiet", *PEER_PKGS], check=True)
+    return str(py)
+
+
+def peer(py: str, script: str, args: list[str], n: int) -> dict[str, Any]:
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=py)
+    p = subprocess.Popen([py, str(PEERS / script), "--sentences", str(n), *args], cwd=str(PEERS), env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peak_rss = peak_pss = 0.0
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(p.stdout or []), daemon=True)
+    reader.start()
+    while p.poll() is None:
+        rss = pss = 0
+        try:
+            procs = [psutil.Process(p.pid), *psutil.Process(p.pid).children(recursive=True)]
+        except psutil.NoSuchProcess:
+            procs = []
+        for q in procs:
+            try:
+                m = q.memory_full_info()
+                rss += m.rss
+                pss += m.pss
+            except psutil.Error:
+                pass
+        peak_rss, peak_pss = max(peak_rss, rss / 2**20), max(peak_pss, pss / 2**20)
+        time.sleep(0.2)
+    reader.join()
+    res = next((json.loads(line[7:]) for line in lines if line.startswith("RESULT ")), None)
+    if res is None:
+        raise SystemExit(f"bench: peer {script} {args} printed no RESULT:\n{''.join(lines[-30:])}")
+    return {"words_per_s": 10 * n / res["t_run"], "t_run": res["t_run"], "rss": peak_rss, "pss": peak_pss,
+            "checksum": res.get("checksum", "?")}
+
+
+def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sentences", type=int, default=300_000)
+    ap.add_argument("--quick", action="store_true", help="CI smoke run: small N, one short latency run")
+    ap.add_argument("--peers", action="store_true", help="also run bytewax (2 processes) and the PySpark RDD peer")
+    ap.add_argument("--soak", type=float, default=120.0, help="seconds of the 50%%-of-peak run (RSS over time)")
+    ap.add_argument("--no-latency", action="store_true")
     args = ap.parse_args()
-    n = args.sentences
+    n = 20_000 if args.quick else args.sentences
     home = Path(tempfile.mkdtemp(prefix="heron-bench-"))
-    base = plain(n)
-    rows = [("plain loop (baseline, this run)", base, None)]
+    expected = wc_common.checksum(wc_common.expected_counts(n))
+    rows: list[tuple[str, dict[str, Any]]] = [("plain loop (baseline, this run)", plain(n))]
+    base = rows[0][1]["words_per_s"]
     for acking in (False, True):
-        r = ours(n, acking, home)
-        rows.append((f"heron-py word count, acking {'on' if acking else 'off'}", r["words_per_s"], r))
-    print(f"\nword count, {n} sentences ({10 * n} words), {os.cpu_count()} cores\n")
-    print("| system | words/s | x plain | t_run s | peak RSS / PSS MB |")
-    print("|---|---|---|---|---|")
-    for name, wps, r in rows:
-        mem = f"{r['rss']:.0f} / {r['pss']:.0f}" if r else "-"
-        t = f"{r['t_run']:.2f}" if r else f"{10 * n / wps:.2f}"
-        print(f"| {name} | {wps:,.0f} | {wps / base:.3f} | {t} | {mem} |")
+        rows.append((f"heron-py word count, acking {'on' if acking else 'off'}", ours(n, acking, home)))
+    if args.peers:
+        py = peers_python()
+        rows.append(("bytewax 0.21.1, 2 processes (peer)", peer(py, "bench_bytewax.py", ["--procs", "2"], n)))
+        rows.append(("PySpark RDD local[2] (peer)", peer(py, "bench_spark.py", ["--mode", "rdd"], n)))
+    lat: list[tuple[str, dict[str, Any]]] = []
+    if not args.no_latency:
+        off_peak = rows[1][1]["words_per_s"] / 10
+        on_peak = rows[2][1]["words_per_s"] / 10
+        if args.quick:
+            lat.append(("acking off, 2k sentences/s", latency(2000, False, home, 1, 3, 0)))
+        else:
+            lat.append(("acking off, 10k sentences/s", latency(10_000, False, home, 5, 20, 0)))
+            lat.append((f"acking off, 50% of peak ({off_peak / 2:,.0f}/s)",
+                        latency(off_peak / 2, False, home, 5, 20, args.soak)))
+            lat.append((f"acking on, 50% of peak ({on_peak / 2:,.0f}/s)",
+                        latency(on_peak / 2, True, home, 5, 20, 0)))
+
+    print(f"\nword count, {n:,} sentences ({10 * n:,} words); {platform.node()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.2f}\n")
+    print("| system | words/s | x plain | t_run s | peak RSS / PSS MB | checksum |")
+    print("|---|---|---|---|---|---|")
+    bad = []
+    for name, r in rows:
+        mem = f"{r['rss']:.0f} / {r['pss']:.0f}" if "rss" in r else "-"
+        ok = r["checksum"] == expected
+        if not ok:
+            bad.append(name)
+        print(f"| {name} | {r['words_per_s']:,.0f} | {r['words_per_s'] / base:.3f} | {r['t_run']:.2f} | {mem} | "
+              f"{r['checksum']}{'' if ok else ' WRONG'} |")
+    print(f"\nexpected checksum {expected}")
+    if lat:
+        print("\n| latency run | achieved sentences/s | what | p50 ms | p90 ms | p99 ms | max ms |")
+        print("|---|---|---|---|---|---|---|")
+        for name, r in lat:
+            parts = [("end to end", r["e2e"])] + ([("complete (acked)", r["complete"])] if "complete" in r else [])
+            for what, h in parts:
+                if not h.get("n"):
+                    print(f"| {name} | {r['achieved']:,.0f} | {what} | no samples | | | |")
+                    continue
+                print(f"| {name} | {r['achieved']:,.0f} | {what} | {h['p50_ms']:.2f} | {h['p90_ms']:.2f} | "
+                      f"{h['p99_ms']:.2f} | {h['max_ms']:.1f} |")
+        for name, r in lat:
+            if r["soak_s"] >= 60:
+                print(f"\nRSS MB over the {r['soak_s']:.0f} s run '{name}' (first sample -> last):")
+                for role in sorted(r["rss_last"]):
+                    if role.startswith(("stmgr", "instance")):
+                        print(f"  {role:<22} {r['rss_first'][role]:7.1f} -> {r['rss_last'][role]:7.1f}")
+    if bad:
+        print(f"\nbench: WRONG checksum for {', '.join(bad)}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -3,9 +3,11 @@
 Spout: sentences 0..N-1 of wc_common (split across spout tasks by index), with a message id
 when acking is on. Split (par 2, shuffle) → count (par 2, fields on "word"). The spout writes
 the wall time of its first emit; each count task writes "total last_update_time" every
-0.2 s, so the runner knows when all 10*N words are counted and when the last one was.
+0.2 s, so the runner knows when all 10*N words are counted and when the last one was, and
+its counts (JSON) once it has seen no new word for a tick, for the checksum.
 """
 
+import json
 import os
 import sys
 import time
@@ -82,6 +84,11 @@ class BenchCount(Bolt):
             self.ack(tup)
 
     def process_tick(self, tup):
+        if self.total != getattr(self, "dumped_total", -1):
+            with open(self.out + ".counts.tmp", "w") as f:
+                json.dump(self.counts, f)
+            os.replace(self.out + ".counts.tmp", self.out + ".counts")
+            self.dumped_total = self.total
         with open(self.out + ".tmp", "w") as f:
             f.write(f"{self.total} {self.last!r}")
         os.replace(self.out + ".tmp", self.out)
