@@ -108,10 +108,12 @@ class Sampler:
         self._t.join()
 
 
-def _submit(home: Path, script: str, args: list[str]) -> tuple[dict[str, str], str]:
+def _submit(home: Path, script: str, args: list[str],
+            props: dict[str, str] | None = None) -> tuple[dict[str, str], str]:
     # wc_common lives in examples/: on the submitter's PYTHONPATH, it ships in the package
     env = dict(os.environ, HERON_PY_HOME=str(home), PYTHONPATH=str(ROOT / "examples"))
-    p = subprocess.run([*CLI, "submit", "local", str(ROOT / "bench" / script), *args], env=env,
+    extra = [a for k, v in (props or {}).items() for a in ("--config-property", f"{k}={v}")]
+    p = subprocess.run([*CLI, "submit", "local", *extra, str(ROOT / "bench" / script), *args], env=env,
                        capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"bench: submit of {script} failed:\n{p.stdout}\n{p.stderr}")
@@ -124,9 +126,9 @@ def _kill(env: dict[str, str], name: str) -> None:
     subprocess.run([*CLI, "kill", "local", name], env=env, capture_output=True)
 
 
-def ours(n: int, acking: bool, home: Path) -> dict[str, Any]:
+def ours(n: int, acking: bool, home: Path, props: dict[str, str] | None = None) -> dict[str, Any]:
     out = Path(tempfile.mkdtemp(prefix="wc-", dir=home))
-    env, tid = _submit(home, "wc_topology.py", [str(n), str(out), "on" if acking else "off"])
+    env, tid = _submit(home, "wc_topology.py", [str(n), str(out), "on" if acking else "off"], props)
     sampler = Sampler(tid)
     total = 0
     deadline = time.monotonic() + 600

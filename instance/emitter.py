@@ -211,6 +211,52 @@ class Emitter:
             self.flush()
         return sent
 
+    def default_stream_emit(self) -> Callable[..., list[int] | None] | None:
+        """A closure for the hot case: an untracked emit on "default" whose only consumer
+        routes by one field (fields grouping). It inlines the routing cache and the batch
+        append, saving two Python calls per tuple (the profile's largest cost in a split bolt).
+        None when the case does not apply; callers then use ``emit``."""
+        from heron_py.planner.grouping import _Fields
+
+        edges = self._edges.get("default")
+        if edges is None or len(edges) != 1 or not isinstance(edges[0].router, _Fields):
+            return None
+        router = edges[0].router
+        idx = router.single_index
+        if idx is None:
+            return None
+        nfields = self._nfields["default"]
+        cache_get = router.cache.get
+        choose = router.choose
+        pending = self.pending  # flush() clears it in place, so this reference stays valid
+        pending_get = pending.get
+        batch_size = self.batch_size
+        slow = self.emit
+
+        # heronpy's Bolt.emit signature, so it can be bound as the user's ``emit`` directly
+        def emit_default(values: Sequence[Any], stream: str = "default", anchors: Any = None,
+                         direct_task: int | None = None, need_task_ids: bool = False) -> list[int] | None:
+            if stream != "default" or need_task_ids or direct_task is not None:
+                return slow(values, stream, direct_task, need_task_ids)
+            if len(values) != nfields:
+                self._check(values, "default")  # raises
+            key = values[idx]
+            hit = cache_get(key) if type(key) is str else None
+            t = hit[0] if hit is not None else choose(values)[0]
+            lst = pending_get(t)
+            if lst is None:
+                pending[t] = [("default", values)]
+            else:
+                lst.append(("default", values))
+            self.emitted += 1
+            c = self._count + 1
+            self._count = c
+            if c >= batch_size:
+                self.flush()
+            return None
+
+        return emit_default
+
     def flush(self) -> None:
         if not self._count and not self.acks:
             return
@@ -224,7 +270,7 @@ class Emitter:
             self.acks = {}
         frames += [encode_batch_frame(dest, src, dumps_batch(rows), MsgType.TUPLE_BATCH, len(rows))
                    for dest, rows in self.pending.items() if rows]
-        self.pending = {}
+        self.pending.clear()
         self._count = 0
         if frames:
             self._sink(frames)

@@ -92,7 +92,7 @@ class Delegate:
         self.logger.log(level if level is not None else logging.INFO, message)
 
 
-def _bind_fast_emit(user: Any, emitter: Emitter) -> None:
+def _bind_fast_emit(user: Any, emitter: Emitter, specialize: bool = True) -> None:
     """At most once, an emit needs no delegate: bind heronpy's ``emit`` signature straight to
     the emitter on this instance (one Python call per emit instead of three). Only when the
     user's class keeps the API's own ``emit``."""
@@ -107,6 +107,11 @@ def _bind_fast_emit(user: Any, emitter: Emitter) -> None:
 
         user.emit = spout_emit  # type: ignore[method-assign]
     elif isinstance(user, Bolt) and type(user).emit is Bolt.emit:
+        fast = emitter.default_stream_emit() if specialize else None
+        if fast is not None:
+            user.emit = fast  # type: ignore[method-assign]
+            return
+
         def bolt_emit(tup: Sequence[Any], stream: str = "default", anchors: Any = None,
                       direct_task: int | None = None, need_task_ids: bool = False) -> list[int] | None:
             return em(tup, stream, direct_task, need_task_ids)
@@ -265,7 +270,8 @@ class TaskRunner:
         user = cls(delegate)
         self.auto_anchor = bool(getattr(user, "auto_anchor", False))
         if self.reliability is None:
-            _bind_fast_emit(user, self.emitter)
+            _bind_fast_emit(user, self.emitter,
+                            str(conf.get(cfgkeys.SPECIALIZED_EMIT, "true")).lower() != "false")
         user.initialize(conf, context)
         self._log.info("%s %s task %d initialized", comp.kind.value, self.component_name, self.task_id)
         self._mark_ready()

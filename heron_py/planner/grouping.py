@@ -50,6 +50,15 @@ class _Fields:
         self._single = field_indices[0] if len(field_indices) == 1 else None
         self._cache: dict[str, tuple[int]] = {}
 
+    @property
+    def single_index(self) -> int | None:
+        return self._single
+
+    @property
+    def cache(self) -> dict[str, tuple[int]]:
+        """str key -> chosen task; cleared in place when full, so a holder's reference stays valid."""
+        return self._cache
+
     def choose(self, values: Sequence[Any]) -> Sequence[int]:
         if self._single is not None:
             key = values[self._single]
