@@ -229,7 +229,7 @@ def latency(rate: float, acking: bool, home: Path, warmup: float, window: float,
     return res
 
 
-PEER_PKGS = ["bytewax==0.21.1", "pyspark==4.0.1", "psutil"]
+PEER_PKGS = ["bytewax==0.21.1", "pyspark>=4.0", "psutil"]
 
 
 def peers_python() -> str:

@@ -5,8 +5,13 @@
 A spout emits sentences of the shared benchmark workload (wc_common.py, a module beside this
 file that reaches every container in the topology package), a split bolt (par 2, shuffle)
 splits them into words, a count bolt (par 2, fields grouping on "word") counts them and
-logs its counts every second (tick tuples). With --sentences N the spout stops after N
-sentences; without it, it goes on forever.
+logs its counts and emits (word, count) for the words that changed, every second (tick
+tuples); with --parquet-sink FOLDER a ParquetSink writes those updates. With --sentences N
+the spout stops after N sentences; without it, it goes on forever.
+
+The same file runs as a batch job on PySpark (the count bolt's last tick emits the totals):
+
+    heron-py batch --input sentence=sentences.txt --output count=counts.parquet examples/word_count.py
 """
 
 import argparse
@@ -56,12 +61,19 @@ class CountBolt(Bolt):
     def initialize(self, config, context):
         self.counts = Counter()
         self.total = 0
+        self.changed = set()
 
     def process(self, tup):
-        self.counts[tup.values[0]] += 1
+        word = tup.values[0]
+        self.counts[word] += 1
         self.total += 1
+        self.changed.add(word)
 
     def process_tick(self, tup):
+        # every tick: the new count of each word that changed since the last tick
+        for word in self.changed:
+            self.emit([word, self.counts[word]])
+        self.changed.clear()
         top = ", ".join(f"{w}={c}" for w, c in self.counts.most_common(5))
         self.log(f"counted {self.total} words, {len(self.counts)} distinct; top: {top}")
 
@@ -70,12 +82,19 @@ def build(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--sentences", type=int, default=-1)
     ap.add_argument("--containers", type=int, default=2)
+    ap.add_argument("--parquet-sink", default=None, metavar="FOLDER",
+                    help="also write the count updates as Parquet files (heron_py.spark.ParquetSink)")
     args = ap.parse_args(argv)
     builder = TopologyBuilder("word_count")
     spout = builder.add_spout("sentence", SentenceSpout, par=1, config={"wc.sentences": args.sentences})
     split = builder.add_bolt("split", SplitBolt, par=2, inputs={spout: Grouping.SHUFFLE})
-    builder.add_bolt("count", CountBolt, par=2, inputs={split: Grouping.fields("word")},
-                     config={"topology.tick.tuple.freq.secs": 1})
+    count = builder.add_bolt("count", CountBolt, par=2, inputs={split: Grouping.fields("word")},
+                             config={"topology.tick.tuple.freq.secs": 1})
+    if args.parquet_sink:
+        from heron_py.spark import ParquetSink
+
+        builder.add_bolt("sink", ParquetSink, par=1, inputs={count: Grouping.SHUFFLE},
+                         config={"heron_py.sink.parquet.path": args.parquet_sink, "topology.tick.tuple.freq.secs": 1})
     builder.set_config({"topology.stmgrs": args.containers})
     return builder
 

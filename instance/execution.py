@@ -406,6 +406,10 @@ class TaskRunner:
             if now >= next_metrics:
                 next_metrics = now + 10.0
                 self.metrics.log_if_changed(self._log, None)
+        # Storm's IBolt.cleanup, when the bolt has one (a sink writes what it buffered)
+        cleanup = getattr(bolt, "cleanup", None)
+        if callable(cleanup):
+            cleanup()
         emitter.flush()
 
     def _wrap_process(self, bolt: Any) -> Callable[[HeronTuple], None]:

@@ -15,3 +15,8 @@ fi
 ruff check .
 mypy heron_py heronpy topology_master stream_manager instance metrics_manager
 python -m pytest -q -p no:cacheprovider --timeout 300 "$@"
+# the benchmark's smoke mode: our word count's checksum, acking off and on, and a short
+# latency run, so the benchmark cannot rot unnoticed (figures in --quick mode mean little)
+if [ $# -eq 0 ]; then
+  python bench/run.py --quick
+fi

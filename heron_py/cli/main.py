@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from heron_py.cli import spark_cmds
 from heron_py.cli.admin import AdminError, admin_command, live_status
 from heron_py.cli.lifecycle import parse_parallelism, restart_topology, update_topology
 from heron_py.cli.submit import SubmitError, load_topology_file, parse_properties, submit
@@ -225,6 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--component-parallelism", action="append", required=True, metavar="COMPONENT:N")
     p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS")
     p.set_defaults(fn=cmd_update)
+
+    spark_cmds.add_parsers(add_parser)
 
     p = add_parser("logs", help="print a topology's logs")
     p.add_argument("cluster", choices=CLUSTERS)

@@ -1,0 +1,282 @@
+"""Run a topology on PySpark over bounded data.
+
+Each spout becomes a bounded source: a file or DataFrame given as its input, or the spout
+itself run to exhaustion inside a Spark task when its class says ``bounded = True`` (it
+stops emitting when its data ends). Each bolt task is one Spark partition, where the bolt
+class runs unchanged: ``initialize``, ``process`` per tuple, and, when its config sets
+``topology.tick.tuple.freq.secs``, one ``process_tick`` after its last tuple (so bolts that
+emit on ticks emit their final state). ``ack``/``fail`` are accepted and do nothing: a batch
+run has no replays; a failed Spark task is retried by Spark from its input.
+
+Records between stages are ``(destination task, (source task, stream, values))``; the stage
+of a bolt takes the records addressed to its tasks and partitions them by task (see plan.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import random
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from heron_py.api.topology_context import TopologyContext
+from heron_py.api.tuple import HeronTuple, TupleHelper
+from heron_py.common.config import TICK_FREQ
+from heron_py.common.config_codec import restore_config
+from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, MsgType
+from heron_py.common.package import load_main, unpack
+from heron_py.common.serialization import MAIN_ALIAS, loads_batch, loads_user_object
+from heron_py.planner.errors import TopologyError
+from heron_py.planner.model import ComponentKind, PhysicalPlan, StmgrLocation, TopologyDef, TopologyState
+from heron_py.spark.plan import plan_batch
+from heron_py.testing.inprocess import _Delegate, _preparer
+from instance.emitter import Emitter
+
+Record = tuple[int, tuple[int, str, list[Any]]]
+# at most this many next_tuple calls in a row that emit nothing end a bounded spout
+IDLE_CALLS = 1000
+
+_log = logging.getLogger("heron_py.spark")
+_loaded: dict[str, str] = {}  # package digest -> folder, per Python worker process
+
+
+def _ensure_package(package: bytes) -> None:
+    """Makes the topology's classes importable in this (Spark worker) process: the package is
+    unpacked once per worker and loaded as ``__heron_main__``, as an executor does."""
+    digest = hashlib.sha256(package).hexdigest()[:16]
+    if _loaded.get("current") == digest:
+        return
+    folder = _loaded.get(digest)
+    if folder is None:
+        folder = tempfile.mkdtemp(prefix=f"heron-py-batch-{digest}-")
+        unpack(package, Path(folder))
+        _loaded[digest] = folder
+    # a reused worker may have run another topology: its main module must not shadow this one
+    sys.modules.pop(MAIN_ALIAS, None)
+    load_main(Path(folder))
+    _loaded["current"] = digest
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    """What a Spark task needs to run one component's task: shipped by pickle to workers."""
+
+    topology_json: str
+    component: str
+    capture: frozenset[str]  # streams whose emitted tuples are kept as output
+    seed: int
+
+
+class _CapturingDelegate(_Delegate):
+    def __init__(self, emitter: Emitter, name: str, capture: frozenset[str], out: list[tuple[str, list[Any]]]) -> None:
+        super().__init__(emitter, name)
+        self._capture = capture
+        self._out = out
+
+    def emit(self, tup: Any, stream: str = "default", anchors: Any = None, direct_task: int | None = None,
+             need_task_ids: bool = False, tup_id: Any = None) -> list[int] | None:
+        if stream in self._capture:
+            self._out.append((stream, list(tup)))
+        return super().emit(tup, stream, anchors, direct_task, need_task_ids, tup_id)
+
+
+class _Task:
+    """One task of a component inside a Spark partition, routing with the streaming emitter."""
+
+    def __init__(self, spec: StageSpec, index: int) -> None:
+        self.topology = TopologyDef.from_dict(json.loads(spec.topology_json))
+        self.plan = plan_batch(self.topology)
+        comp = self.topology.component(spec.component)
+        self.comp = comp
+        self.task_id = self.plan.tasks_of(spec.component)[index]
+        pplan = PhysicalPlan(self.topology, self.plan.packing, (StmgrLocation(0, "batch", 0, 0),),
+                             TopologyState.RUNNING, 1)
+        self.conf = restore_config({**self.topology.config, **comp.config})
+        self.context = TopologyContext(self.topology, self.plan.packing, self.task_id, self.conf)
+        self.frames: list[bytes] = []
+        rng = random.Random(spec.seed * 7919 + self.task_id)
+        self.emitter = Emitter(pplan, self.task_id, 1024, self.frames.extend, custom_loader=loads_user_object,
+                               prepare_custom=_preparer(self.context), rng=rng)
+        self.outputs: list[tuple[str, list[Any]]] = []
+        delegate = _CapturingDelegate(self.emitter, f"{comp.name}-{self.task_id}", spec.capture, self.outputs)
+        self.user = loads_user_object(comp.class_ref.data)(delegate)
+        self.user.initialize(self.conf, self.context)
+        self.component_of = {t.task_id: t.component for t in self.plan.packing.tasks}
+
+    def drain(self) -> Iterator[tuple[str, Any]]:
+        frames, self.frames[:] = list(self.frames), []
+        for f in frames:
+            if f[5] != MsgType.TUPLE_BATCH:
+                continue  # acks: a batch run does not track tuples
+            dest, src, _ = BATCH_HEADER.unpack_from(f, HEADER_SIZE)
+            for stream, values in loads_batch(memoryview(f)[BODY_OFFSET:]):
+                yield ("r", (dest, (src, stream, list(values))))
+        outs, self.outputs[:] = list(self.outputs), []
+        for stream, values in outs:
+            yield ("o", (stream, values))
+
+
+def run_bolt_partition(spec: StageSpec, package: bytes, index: int,
+                       records: Iterable[Record]) -> Iterator[tuple[str, Any]]:
+    _ensure_package(package)
+    task = _Task(spec, index)
+    process = task.user.process
+    comp_of = task.component_of
+    for _dest, (src, stream, values) in records:
+        process(HeronTuple(None, comp_of[src], stream, src, values, 0.0, None))
+        if len(task.frames) > 8 or len(task.outputs) > 8192:
+            yield from task.drain()
+    if task.conf.get(TICK_FREQ) not in (None, "", 0):
+        task.user.process_tick(TupleHelper.make_tick_tuple())
+    task.emitter.flush()
+    yield from task.drain()
+    cleanup = getattr(task.user, "cleanup", None)
+    if callable(cleanup):
+        cleanup()
+
+
+def run_spout_input_partition(spec: StageSpec, package: bytes, index: int,
+                              rows: Iterable[Sequence[Any]]) -> Iterator[tuple[str, Any]]:
+    """Partition ``index`` of a spout's input, emitted by the spout's task (index mod par)."""
+    _ensure_package(package)
+    task = _Task(spec, index)
+    emit = task.emitter.emit
+    for values in rows:
+        emit(list(values), "default", None, False)
+        if len(task.frames) > 8:
+            yield from task.drain()
+    task.emitter.flush()
+    yield from task.drain()
+
+
+def run_bounded_spout_partition(spec: StageSpec, package: bytes, index: int,
+                                _rows: Iterable[Any]) -> Iterator[tuple[str, Any]]:
+    _ensure_package(package)
+    task = _Task(spec, index)
+    spout = task.user
+    spout.activate()
+    idle = 0
+    while idle < IDLE_CALLS:
+        before = task.emitter.emitted
+        spout.next_tuple()
+        idle = idle + 1 if task.emitter.emitted == before else 0
+        if len(task.frames) > 8:
+            yield from task.drain()
+    task.emitter.flush()
+    yield from task.drain()
+
+
+class BatchError(TopologyError):
+    pass
+
+
+def _input_rows(spark: Any, spout: str, fields: Sequence[str], source: Any) -> Any:
+    """An RDD of value lists for a spout, from a path (text, JSON lines, Parquet) or a DataFrame."""
+    from pyspark.sql import DataFrame
+
+    where = f"--input {spout}"
+    if isinstance(source, DataFrame):
+        df = source
+    else:
+        path = str(source)
+        p = Path(path)
+        if not p.exists():
+            raise BatchError(f"{where}={path}: no such file or directory")
+        parquet = p.suffix == ".parquet" or (p.is_dir() and any(p.glob("*.parquet")))
+        if p.suffix in (".json", ".jsonl") or (p.is_dir() and any(p.glob("*.json"))):
+            df = spark.read.json(path)
+        elif parquet:
+            df = spark.read.parquet(path)
+        else:
+            if len(fields) != 1:
+                raise BatchError(f"{where}={path}: a text input gives one value per line, but spout '{spout}' "
+                                 f"declares {len(fields)} fields {list(fields)}; use JSON lines or Parquet")
+            return spark.sparkContext.textFile(path).map(lambda line: [line])
+        where = f"{where}={path}"
+    missing = [f for f in fields if f not in df.columns]
+    if missing:
+        raise BatchError(f"{where}: spout '{spout}' declares fields {list(fields)}, but the input has no "
+                         f"column {', '.join(repr(m) for m in missing)} (columns: {df.columns})")
+    return df.select(*fields).rdd.map(list)
+
+
+def run_topology_batch(spark: Any, topology: TopologyDef, package: bytes, inputs: Mapping[str, Any],
+                       outputs: Iterable[str], *, seed: int = 0) -> dict[str, Any]:
+    """Runs ``topology`` on ``spark`` and returns a DataFrame per requested output
+    (``"bolt"`` for its default stream or ``"bolt:stream"``), with the stream's declared
+    fields as columns. ``package`` is the topology package (heron_py.common.package), which
+    carries the topology's code to the Spark workers."""
+    plan = plan_batch(topology)
+    sc = spark.sparkContext
+    pkg = sc.broadcast(package)
+    tjson = json.dumps(topology.to_dict())
+    wanted: dict[str, tuple[str, str]] = {}
+    for o in outputs:
+        comp, _, stream = o.partition(":")
+        stream = stream or "default"
+        try:
+            c = topology.component(comp)
+        except (KeyError, TopologyError):
+            c = None
+        if c is None or c.kind is not ComponentKind.BOLT:
+            bolts = ", ".join(n for n in plan.order)
+            raise BatchError(f"--output {o}: the topology has no bolt '{comp}'; expected one of {bolts}")
+        if c.output(stream) is None:
+            raise BatchError(f"--output {o}: bolt '{comp}' declares no stream '{stream}'; it declares "
+                             f"{', '.join(s.name for s in c.outputs) or 'none'}")
+        wanted[o] = (comp, stream)
+    capture = {name: frozenset(s for (c2, s) in wanted.values() if c2 == name) for name, _ in wanted.values()}
+
+    stages: dict[str, Any] = {}
+    for spout in plan.spouts():
+        sdef = topology.component(spout)
+        spec = StageSpec(tjson, spout, frozenset(), seed)
+        par = sdef.par
+        if spout in inputs:
+            out = sdef.output("default")
+            fields = list(out.fields) if out is not None else []
+            rows = _input_rows(spark, spout, fields, inputs[spout])
+            rows = rows.repartition(par) if rows.getNumPartitions() != par else rows
+            stage = rows.mapPartitionsWithIndex(
+                lambda i, it, spec=spec: run_spout_input_partition(spec, pkg.value, i, it))
+        else:
+            cls = loads_user_object(sdef.class_ref.data)
+            if not getattr(cls, "bounded", False):
+                raise BatchError(f"spout '{spout}' has no --input and does not declare itself bounded "
+                                 f"(class attribute bounded = True); give --input {spout}=PATH")
+            stage = sc.parallelize(range(par), par).mapPartitionsWithIndex(
+                lambda i, it, spec=spec: run_bounded_spout_partition(spec, pkg.value, i, it))
+        stages[spout] = stage.persist()
+
+    for bolt in plan.order:
+        bdef = topology.component(bolt)
+        tasks = set(plan.tasks_of(bolt))
+        index = {t: i for i, t in enumerate(plan.tasks_of(bolt))}
+        upstream = {i.component for i in bdef.inputs}
+        parts = [stages[u].filter(lambda r, tasks=tasks: r[0] == "r" and r[1][0] in tasks).map(lambda r: r[1])
+                 for u in sorted(upstream)]
+        rdd = parts[0] if len(parts) == 1 else sc.union(parts)
+        rdd = rdd.partitionBy(bdef.par, lambda task, index=index: index[task])
+        spec = StageSpec(tjson, bolt, capture.get(bolt, frozenset()), seed)
+        stages[bolt] = rdd.mapPartitionsWithIndex(
+            lambda i, it, spec=spec: run_bolt_partition(spec, pkg.value, i, it),
+            preservesPartitioning=False).persist()
+
+    frames: dict[str, Any] = {}
+    for name, (comp_name, stream) in wanted.items():
+        fields = list(topology.component(comp_name).output(stream).fields)  # type: ignore[union-attr]
+        rows = stages[comp_name].filter(lambda r, s=stream: r[0] == "o" and r[1][0] == s).map(
+            lambda r: tuple(r[1][1]))
+        if rows.isEmpty():
+            from pyspark.sql.types import StringType, StructField, StructType
+
+            frames[name] = spark.createDataFrame([], StructType([StructField(f, StringType()) for f in fields]))
+        else:
+            frames[name] = spark.createDataFrame(rows, schema=fields)
+    return frames
