@@ -246,6 +246,7 @@ def run_topology_batch(spark: Any, topology: TopologyDef, package: bytes, inputs
             stage = rows.mapPartitionsWithIndex(
                 lambda i, it, spec=spec: run_spout_input_partition(spec, pkg.value, i, it))
         else:
+            _ensure_package(package)  # the driver needs the spout's class too, to ask it
             cls = loads_user_object(sdef.class_ref.data)
             if not getattr(cls, "bounded", False):
                 raise BatchError(f"spout '{spout}' has no --input and does not declare itself bounded "
