@@ -38,8 +38,9 @@ from heron_py.common.framing import (
     encode_frame,
 )
 from heron_py.common.net import BaseHandler, Connection, Counters, connect, parse, serve
+from heron_py.common.tmlink import LocationFollower
 from heron_py.planner.model import ComponentKind, PhysicalPlan
-from heron_py.state import StateManager, StateManagerError, TManagerLocation, open_state
+from heron_py.state import StateManager, StateManagerError, open_state
 from heron_py.state import config as statecfg
 from proto import heron_py_pb2 as pb
 from stream_manager.acking import Outcome, Resolved, XorTracker
@@ -155,23 +156,14 @@ class StreamManager:
         (no polling of the store) and stays registered with it: on a lost connection or a new
         location (a standby took over) it connects again and re-registers."""
         loop = asyncio.get_running_loop()
-        changed = asyncio.Event()
-        current: list[TManagerLocation | None] = [None]
-
-        def on_location(loc: TManagerLocation | None) -> None:  # the watch's thread
-            def apply() -> None:
-                current[0] = loc
-                changed.set()
-            loop.call_soon_threadsafe(apply)
-
-        unwatch = await loop.run_in_executor(None, self._state.watch_tmanager_location, self.topology, on_location)
+        follow = LocationFollower(self._state, self.topology)
+        await follow.start()
         handler = _TmHandler(self)
         try:
             while True:
-                changed.clear()
-                loc = current[0]
+                loc = follow.current
                 if loc is None:
-                    await changed.wait()
+                    await follow.wait_change()
                     continue
                 try:
                     conn = await connect(loc.host, loc.port, handler, self._secret, role="stmgr",
@@ -180,10 +172,7 @@ class StreamManager:
                     self._log.info("topology master at %s:%d not reachable (%s); waiting for a new location",
                                    loc.host, loc.port, e)
                     # a dead master's node stays until its session expires: retry now and then
-                    try:
-                        await asyncio.wait_for(changed.wait(), 0.5)
-                    except TimeoutError:
-                        pass
+                    await follow.wait_change(0.5)
                     continue
                 self.tm = conn
                 closed: asyncio.Future[None] = loop.create_future()
@@ -193,10 +182,8 @@ class StreamManager:
                     instances=self._instance_infos()))
                 self._log.info("registered with topology master at %s:%d (pid %d)", loc.host, loc.port, loc.pid)
                 while not closed.done():
-                    if current[0] is not None and current[0] != loc and (
-                            (current[0].host, current[0].port) != (loc.host, loc.port)):
-                        self._log.info("topology master moved to %s:%d; reconnecting", current[0].host,
-                                       current[0].port)
+                    if follow.moved_from(loc):
+                        self._log.info("topology master moved; reconnecting")
                         conn.close()
                         break
                     try:
@@ -208,7 +195,7 @@ class StreamManager:
                 self._log.warning("connection to topology master lost; reconnecting")
                 await asyncio.sleep(0.2)
         finally:
-            unwatch()
+            follow.stop()
 
     def _metrics(self) -> pb.StmgrMetrics:
         buffered = {f"task {t}": c.write_buffer_size() for t, c in self.instances.items()}

@@ -34,6 +34,8 @@ class MsgType(enum.IntEnum):
     STMGR_HEARTBEAT = 32
     ADMIN_REQUEST = 40
     ADMIN_RESPONSE = 41
+    # body: one JSON object (metrics_manager/store.py documents it), not protobuf
+    METRICS_REPORT = 50  # instance/SM -> metrics manager; metrics manager -> TM
     TUPLE_BATCH = 100
     ACK_BATCH = 101  # instance -> SM of the root's spout: init/ack/fail records
     ACK_RESULT = 102  # SM -> spout instance: resolved roots

@@ -78,6 +78,9 @@ class Connection(asyncio.Protocol):
     ) -> None:
         self.handler = handler
         self.state = ConnState.HANDSHAKE
+        # per-connection traffic, for the metrics manager (one add per read or write call)
+        self.bytes_in = 0
+        self.bytes_out = 0
         self.identity: PeerIdentity | None = None
         self.peer_name = peer_name
         self.transport: asyncio.Transport | None = None
@@ -109,6 +112,7 @@ class Connection(asyncio.Protocol):
             tr.write(self._server_hs.start())
 
     def data_received(self, data: bytes) -> None:
+        self.bytes_in += len(data)
         try:
             frames = self._decoder.feed(data)
         except FrameError as e:
@@ -191,6 +195,7 @@ class Connection(asyncio.Protocol):
 
     def send(self, frame: bytes) -> None:
         if self.state is ConnState.OPEN and self.transport is not None:
+            self.bytes_out += len(frame)
             self.transport.write(frame)
 
     def send_msg(self, msg_type: MsgType, msg: object) -> None:

@@ -1,0 +1,83 @@
+"""`heron-py batch` word count against the shared PySpark RDD peer
+(../shared/bench/peers/bench_spark.py --mode rdd), on the same sentences, in one run.
+
+    python bench/batch_bench.py [--sentences 1000000]
+
+Both use local[2] and report t_run without the JVM and SparkSession start: ours is the time
+the CLI reports for the batch run itself (stages, output written as Parquet); the peer's is
+its own t_run. Also runs each at a small N, so the marginal rate (extra words / extra
+seconds) removes fixed costs such as Python worker start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PEERS = ROOT.parent / "shared" / "bench" / "peers"
+sys.path.insert(0, str(ROOT / "examples"))
+
+import wc_common  # noqa: E402
+
+
+def ours(n: int, work: Path) -> float:
+    text = work / f"sentences-{n}.txt"
+    with text.open("w") as f:
+        for i in range(n):
+            f.write(wc_common.sentence(i) + "\n")
+    out = work / f"counts-{n}"
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", HERON_PY_HOME=str(work))
+    p = subprocess.run([sys.executable, "-m", "heron_py.cli.main", "batch", "--input", f"sentence={text}",
+                        "--output", f"count={out}", str(ROOT / "examples" / "word_count.py")],
+                       env=env, capture_output=True, text=True)
+    m = re.search(r"took ([0-9.]+) s", p.stdout)
+    if p.returncode != 0 or m is None:
+        raise SystemExit(f"batch run failed:\n{p.stdout}\n{p.stderr[-3000:]}")
+    import pyarrow.parquet as pq
+
+    counts = {r["word"]: r["count"] for r in pq.read_table(out).to_pylist()}
+    if counts != wc_common.expected_counts(n):
+        raise SystemExit("batch run: WRONG counts")
+    return float(m.group(1))
+
+
+def peer(n: int) -> float:
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
+    p = subprocess.run([sys.executable, str(PEERS / "bench_spark.py"), "--mode", "rdd", "--sentences", str(n)],
+                       cwd=str(PEERS), env=env, capture_output=True, text=True)
+    res = next((json.loads(line[7:]) for line in p.stdout.splitlines() if line.startswith("RESULT ")), None)
+    if res is None:
+        raise SystemExit(f"peer failed:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+    return float(res["t_run"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sentences", type=int, default=1_000_000)
+    ap.add_argument("--small", type=int, default=1000)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="heron-batch-bench-"))
+    rows = []
+    for name, fn in (("heron-py batch (word_count.py, local[2])", lambda k: ours(k, work)),
+                     ("PySpark RDD peer (local[2])", peer)):
+        t_big, t_small = fn(args.sentences), fn(args.small)
+        wps = 10 * args.sentences / t_big
+        marginal = 10 * (args.sentences - args.small) / max(1e-9, t_big - t_small)
+        rows.append((name, wps, t_big, t_small, marginal))
+    base = rows[1][1]
+    print(f"\nword count on PySpark, {args.sentences:,} sentences; fixed-cost twin at {args.small:,}\n")
+    print("| system | words/s | x peer | t_run s | t_run small s | marginal words/s |")
+    print("|---|---|---|---|---|---|")
+    for name, wps, tb, ts, marg in rows:
+        print(f"| {name} | {wps:,.0f} | {wps / base:.2f} | {tb:.1f} | {ts:.1f} | {marg:,.0f} |")
+
+
+if __name__ == "__main__":
+    main()

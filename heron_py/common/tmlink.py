@@ -1,0 +1,52 @@
+"""Following the topology master's location from a daemon's event loop.
+
+The state manager's watch calls back on its own thread; this keeps the latest location on
+the loop and an event that is set on every change, so a daemon's connect loop waits for a
+change instead of polling the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from heron_py.state import StateManager, TManagerLocation
+
+
+class LocationFollower:
+    def __init__(self, state: StateManager, topology: str) -> None:
+        self._state = state
+        self._topology = topology
+        self.current: TManagerLocation | None = None
+        self.changed = asyncio.Event()
+        self._unwatch: Callable[[], None] | None = None
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+
+        def on_location(loc: TManagerLocation | None) -> None:  # the watch's thread
+            loop.call_soon_threadsafe(self._apply, loc)
+
+        self._unwatch = await loop.run_in_executor(None, self._state.watch_tmanager_location, self._topology,
+                                                   on_location)
+
+    def _apply(self, loc: TManagerLocation | None) -> None:
+        self.current = loc
+        self.changed.set()
+
+    async def wait_change(self, timeout: float | None = None) -> None:
+        """Returns on the next change (or after ``timeout``); clears the event first."""
+        self.changed.clear()
+        try:
+            await asyncio.wait_for(self.changed.wait(), timeout)
+        except TimeoutError:
+            pass
+
+    def moved_from(self, loc: TManagerLocation) -> bool:
+        cur = self.current
+        return cur is not None and (cur.host, cur.port) != (loc.host, loc.port)
+
+    def stop(self) -> None:
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None

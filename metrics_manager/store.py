@@ -1,0 +1,173 @@
+"""The metrics manager's state, pure: the latest report of every process in the container,
+the exceptions seen (with counts), and renderings for Prometheus and the file sink.
+
+A report is a JSON object sent every ``topology.metrics.export.interval.secs`` by an
+instance or a stream manager:
+
+    {"kind": "instance" | "stmgr", "task": 3, "component": "split", "container": 0,
+     "time": 1700000000.0,
+     "counters": {"__emit-count/default": 120, ...},   # totals since the process started
+     "gauges": {"__execute-latency-ms/sentence/default": 0.02, ...},
+     "process": {"cpu_seconds": 1.5, "rss_bytes": 40960000, "threads": 3, "open_fds": 12},
+     "user": {"my-metric": 3, "my-multi": {"a": 1}},
+     "exceptions": [{"id": "...", "trace": "Traceback ...", "time": 1700000000.0}]}
+
+Metric names keep Heron's (``__emit-count/<stream>``); for Prometheus, the part before the
+first "/" becomes the metric name (``heron_emit_count``) and the rest a label (``stream`` for
+emit counts, ``source`` and ``stream`` for execute counts, ``key`` otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+# Heron's counters whose Prometheus form is a counter; everything else is a gauge
+COUNTERS = {"__emit-count", "__execute-count", "__ack-count", "__fail-count", "__time-blocked-ms",
+            "__time_spent_back_pressure_ms", "__dropped-tuples", "__tuples-in", "__tuples-out", "__bytes-in",
+            "__bytes-out", "__restarts"}
+_NAME = re.compile(r"[^a-zA-Z0-9_]")
+
+
+def prom_name(heron_name: str) -> str:
+    return "heron_" + _NAME.sub("_", heron_name.lstrip("_")).lower()
+
+
+def split_name(name: str) -> tuple[str, dict[str, str]]:
+    """``__execute-count/sentence/default`` → (``__execute-count``, {source, stream})."""
+    base, _, rest = name.partition("/")
+    if not rest:
+        return base, {}
+    parts = rest.split("/")
+    if base in ("__execute-count", "__execute-latency-ms", "__ack-count", "__fail-count") and len(parts) == 2:
+        return base, {"source": parts[0], "stream": parts[1]}
+    if base == "__emit-count":
+        return base, {"stream": rest}
+    return base, {"key": rest}
+
+
+@dataclass
+class ExceptionRecord:
+    task: int
+    component: str
+    trace: str
+    count: int
+    first: float
+    last: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task": self.task, "component": self.component, "stacktrace": self.trace, "count": self.count,
+                "firsttime": self.first, "lasttime": self.last}
+
+
+class ReportError(ValueError):
+    pass
+
+
+def parse_report(raw: bytes) -> dict[str, Any]:
+    """A report from the wire, checked: hostile input gets one clear error."""
+    try:
+        doc = json.loads(raw)
+    except ValueError as e:
+        raise ReportError(f"metrics report: expected a JSON object, found invalid JSON ({e})") from None
+    if not isinstance(doc, dict):
+        raise ReportError(f"metrics report: expected a JSON object, found {type(doc).__name__}")
+    kind = doc.get("kind")
+    if kind not in ("instance", "stmgr"):
+        raise ReportError(f"metrics report: expected kind 'instance' or 'stmgr', found {kind!r}")
+    for key in ("counters", "gauges", "process", "user"):
+        v = doc.get(key, {})
+        if not isinstance(v, dict):
+            raise ReportError(f"metrics report: expected '{key}' to be an object, found {type(v).__name__}")
+    return doc
+
+
+@dataclass
+class MetricsStore:
+    topology: str
+    container: int
+    latest: dict[str, dict[str, Any]] = field(default_factory=dict)  # source key -> last report
+    exceptions: dict[tuple[int, str], ExceptionRecord] = field(default_factory=dict)
+    restarts: dict[str, int] = field(default_factory=dict)
+    _seen_exception_ids: set[str] = field(default_factory=set)
+
+    @staticmethod
+    def source_key(doc: dict[str, Any]) -> str:
+        return f"task {doc.get('task')}" if doc["kind"] == "instance" else f"stmgr {doc.get('container')}"
+
+    def update(self, doc: dict[str, Any]) -> None:
+        self.latest[self.source_key(doc)] = doc
+        for e in doc.get("exceptions", []) or []:
+            eid = str(e.get("id", ""))
+            if not eid or eid in self._seen_exception_ids:
+                continue  # a report repeats an exception until the next one; count it once
+            self._seen_exception_ids.add(eid)
+            trace = str(e.get("trace", ""))
+            key = (int(doc.get("task", -1)), trace)
+            t = float(e.get("time", doc.get("time", 0.0)))
+            rec = self.exceptions.get(key)
+            if rec is None:
+                self.exceptions[key] = ExceptionRecord(key[0], str(doc.get("component", "")), trace, 1, t, t)
+            else:
+                rec.count += 1
+                rec.last = max(rec.last, t)
+
+    def samples(self) -> Iterator[tuple[str, dict[str, str], float, bool]]:
+        """(Heron metric name, labels, value, is_counter) for every value held."""
+        for n, c in sorted(self.restarts.items()):
+            yield "__restarts", {"process": n, "container": str(self.container)}, float(c), True
+        for doc in self.latest.values():
+            base = {"container": str(self.container)}
+            if doc["kind"] == "instance":
+                base.update(component=str(doc.get("component", "")), task=str(doc.get("task", "")))
+            else:
+                base.update(component="__stmgr__", task="stmgr")
+            for section in ("counters", "gauges"):
+                for name, v in doc.get(section, {}).items():
+                    if isinstance(v, (int, float)) and not isinstance(v, bool):
+                        metric, labels = split_name(name)
+                        yield metric, {**base, **labels}, float(v), metric in COUNTERS
+            for name, v in doc.get("process", {}).items():
+                if isinstance(v, (int, float)):
+                    yield f"__process-{name}", dict(base), float(v), name == "cpu_seconds"
+            for name, v in doc.get("user", {}).items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    yield f"user/{name}", dict(base), float(v), False
+                elif isinstance(v, dict):
+                    for k, kv in v.items():
+                        if isinstance(kv, (int, float)) and not isinstance(kv, bool):
+                            yield f"user/{name}", {**base, "key": str(k)}, float(kv), False
+
+    def families(self) -> dict[str, tuple[bool, list[str], list[tuple[list[str], float]]]]:
+        """Prometheus families: name -> (is counter, label names, [(label values, value)]).
+        Every sample of a family gets the family's full label set ("" where it has none)."""
+        raw: dict[str, tuple[bool, list[tuple[dict[str, str], float]]]] = {}
+        for metric, labels, value, counter in self.samples():
+            name = prom_name(metric.replace("/", "_"))
+            raw.setdefault(name, (counter, []))[1].append(({"topology": self.topology, **labels}, value))
+        out: dict[str, tuple[bool, list[str], list[tuple[list[str], float]]]] = {}
+        for name, (counter, rows) in raw.items():
+            names = sorted({k for labels, _ in rows for k in labels})
+            out[name] = (counter, names, [([labels.get(k, "") for k in names], v) for labels, v in rows])
+        return out
+
+    def sink_line(self, now: float) -> str:
+        """One JSON-lines record of everything held (the file sink)."""
+        return json.dumps({"time": now, "topology": self.topology, "container": self.container,
+                           "reports": list(self.latest.values()), "restarts": self.restarts}, sort_keys=True)
+
+    def for_tm(self) -> list[dict[str, Any]]:
+        return list(self.latest.values())
+
+    def exception_list(self) -> list[dict[str, Any]]:
+        return [r.to_dict() for r in sorted(self.exceptions.values(), key=lambda r: (r.task, r.first))]
+
+
+def merge_exceptions(lists: Iterable[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for lst in lists:
+        out.extend(lst)
+    return out
