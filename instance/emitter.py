@@ -51,6 +51,8 @@ class Emitter:
         self._rand = (rng or random.Random()).getrandbits
         self._count = 0
         self.emitted = 0
+        # emits on streams other than "default" (default = emitted - these), for metrics
+        self.emitted_by_stream: dict[str, int] = {}
         me = pplan.task(task_id)
         self.component = me.component
         comp = pplan.topology.component(me.component)
@@ -135,6 +137,8 @@ class Emitter:
                 sent.extend(tasks)
         if xor:
             self.ack_record(me, ACK_INIT, root, xor)
+        if stream != "default":
+            self.emitted_by_stream[stream] = self.emitted_by_stream.get(stream, 0) + 1
         self._counted()
         return sent, xor
 
@@ -159,6 +163,8 @@ class Emitter:
                 self._add(t, (stream, values, tuple((rt, rid, v) for (rt, rid), v in ids.items())))
             if sent is not None:
                 sent.extend(tasks)
+        if stream != "default":
+            self.emitted_by_stream[stream] = self.emitted_by_stream.get(stream, 0) + 1
         self._counted()
         return sent
 
@@ -205,6 +211,8 @@ class Emitter:
                     lst.append(row)
             if sent is not None:
                 sent.extend(tasks)
+        if stream != "default":
+            self.emitted_by_stream[stream] = self.emitted_by_stream.get(stream, 0) + 1
         self.emitted += 1
         self._count += 1
         if self._count >= self.batch_size:

@@ -92,6 +92,17 @@ class Delegate:
         self.logger.log(level if level is not None else logging.INFO, message)
 
 
+def process_gauges() -> dict[str, float]:
+    """psutil gauges of this process: CPU seconds, RSS, threads, open file descriptors."""
+    import psutil
+
+    p = psutil.Process()
+    with p.oneshot():
+        t = p.cpu_times()
+        return {"cpu_seconds": t.user + t.system, "rss_bytes": p.memory_info().rss,
+                "threads": p.num_threads(), "open_fds": p.num_fds()}
+
+
 def _bind_fast_emit(user: Any, emitter: Emitter, specialize: bool = True) -> None:
     """At most once, an emit needs no delegate: bind heronpy's ``emit`` signature straight to
     the emitter on this instance (one Python call per emit instead of three). Only when the
@@ -155,6 +166,14 @@ class TaskRunner:
         self.processed = 0
         self.exec_count = 0
         self.exec_s = 0.0
+        # for the metrics manager: totals that are never reset, per "source/stream"
+        self.exec_total_s = 0.0
+        self.executed: dict[str, int] = {}
+        self.user_metrics: dict[str, Any] = {}
+        self._user_due: dict[str, float] = {}
+        self.exceptions: list[dict[str, Any]] = []
+        self._source_streams: dict[str, tuple[str, ...]] = {}
+        self._context: Any = None
         self.time_blocked_s = 0.0
         self.in_bytes: QueueBytes | None = None
         self.out_bytes: QueueBytes | None = None  # put: this thread; taken: the gateway
@@ -230,6 +249,59 @@ class TaskRunner:
             execute_latency_ms=self._execute_latency_ms(),
             complete_latency_p99_ms=p99 or 0.0)
 
+    def metrics_report(self) -> dict[str, Any]:
+        """The JSON report for the metrics manager (metrics_manager/store.py); gateway thread,
+        reads counters only."""
+        em = self.emitter
+        counters: dict[str, float] = {}
+        if em is not None:
+            others = dict(em.emitted_by_stream)
+            counters["__emit-count/default"] = em.emitted - sum(others.values())
+            for stream, n in others.items():
+                counters[f"__emit-count/{stream}"] = n
+        for key, n in list(self.executed.items()):
+            counters[f"__execute-count/{key}"] = n
+        m = self.metrics
+        counters["__ack-count"] = m.acked
+        counters["__fail-count"] = m.failed + m.timed_out
+        counters["__time-blocked-ms"] = int(self.time_blocked_s * 1000)
+        processed = self.processed
+        gauges: dict[str, float] = {
+            "__execute-latency-ms": (self.exec_total_s / processed * 1000.0) if processed else 0.0,
+            "__in-queue-batches": self._in.qsize(), "__out-queue-batches": self._out.qsize(),
+            "__in-queue-bytes": self.in_bytes.depth if self.in_bytes else 0,
+            "__out-queue-bytes": self.out_bytes.depth if self.out_bytes else 0,
+        }
+        p50, p99 = m.percentile(0.5), m.percentile(0.99)
+        if p50 is not None:
+            gauges["__complete-latency-ms/p50"] = p50
+            gauges["__complete-latency-ms/p99"] = p99 or 0.0
+        return {"kind": "instance", "task": self.task_id, "component": self.component_name, "time": time.time(),
+                "counters": counters, "gauges": gauges, "process": process_gauges(),
+                "user": dict(self.user_metrics), "exceptions": list(self.exceptions)}
+
+    def collect_user_metrics(self, now: float) -> None:
+        """Execution thread: reads each registered metric when its time bucket is due."""
+        ctx = self._context
+        if ctx is None or not ctx.registered_metrics:
+            return
+        for name, (metric, bucket) in list(ctx.registered_metrics.items()):
+            due = self._user_due.get(name)
+            if due is None:
+                self._user_due[name] = now + bucket
+            elif now >= due:
+                self._user_due[name] = now + bucket
+                try:
+                    self.user_metrics[name] = metric.get_value_and_reset()
+                except Exception as e:  # a user metric's bug must not kill the task
+                    self._log.warning("user metric %s failed: %s", name, e)
+
+    def record_exception(self, trace: str) -> None:
+        import uuid
+
+        self.exceptions.append({"id": uuid.uuid4().hex, "trace": trace, "time": time.time()})
+        del self.exceptions[:-20]  # the last 20 are enough to show
+
     def _wait_for_plan(self) -> PhysicalPlan | None:
         while not self.stopping:
             try:
@@ -254,6 +326,9 @@ class TaskRunner:
         self._task_component = {t.task_id: t.component for t in plan.packing.tasks}
         cls = loads_user_object(comp.class_ref.data)
         context = TopologyContext(topo, plan.packing, self.task_id, conf)
+        self._context = context
+        for i in comp.inputs:
+            self._source_streams[i.component] = (*self._source_streams.get(i.component, ()), i.stream)
         self.emitter = Emitter(
             plan, self.task_id, icfg.batch_size, self._send,
             custom_loader=loads_user_object,
@@ -311,8 +386,12 @@ class TaskRunner:
         last_flush = clock()
         rel = self.reliability
         next_check = clock() + 1.0
+        next_user = clock()
         while not self.stopping:
             self._drain_inbound(spout, True, block_s=0.0 if self.active else 0.05)
+            if clock() >= next_user:
+                next_user = clock() + 0.5
+                self.collect_user_metrics(clock())
             if rel is not None:
                 for tup_id in rel.take_immediate():
                     spout.ack(tup_id)
@@ -370,6 +449,7 @@ class TaskRunner:
         if self.reliability is not None or bolt.auto_ack or bolt.auto_fail or bolt.auto_anchor:
             process = self._wrap_process(bolt)
         next_metrics = clock() + 10.0
+        next_user = clock()
         while not self.stopping:
             now = clock()
             if emitter.has_pending:
@@ -403,6 +483,9 @@ class TaskRunner:
                 last_flush = now
             elif not emitter.has_pending:
                 last_flush = now
+            if now >= next_user:
+                next_user = now + 0.5
+                self.collect_user_metrics(now)
             if now >= next_metrics:
                 next_metrics = now + 10.0
                 self.metrics.log_if_changed(self._log, None)
@@ -442,6 +525,15 @@ class TaskRunner:
         src_component = self._task_component.get(src, "?")
         rows = loads_batch(memoryview(frame)[BODY_OFFSET:])
         self.processed += len(rows)
+        streams = self._source_streams.get(src_component, ())
+        if len(streams) == 1:
+            # one subscribed stream from this source: every row is on it, no per-row count
+            key = f"{src_component}/{streams[0]}"
+            self.executed[key] = self.executed.get(key, 0) + len(rows)
+        else:
+            for row in rows:
+                key = f"{src_component}/{row[0]}"
+                self.executed[key] = self.executed.get(key, 0) + 1
         created = time.time()
         task = src
         if self._capture is not None:
@@ -461,7 +553,9 @@ class TaskRunner:
                 t = TrackedTuple(None, src_component, row[0], task, row[1], created, row[2] if len(row) > 2 else ())
                 t.ack_val = 0
                 process(t)
-        self.exec_s += time.perf_counter() - t0
+        dt = time.perf_counter() - t0
+        self.exec_s += dt
+        self.exec_total_s += dt
         self.exec_count += len(rows)
 
     def _on_results(self, frame: bytes, spout: Any) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import enum
+import json
 import logging
 import os
 import queue
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from heron_py.common.daemon import new_event_loop
-from heron_py.common.framing import MsgType
+from heron_py.common.framing import MsgType, encode_frame
 from heron_py.common.net import BaseHandler, Connection, connect, parse
 from proto import heron_py_pb2 as pb
 
@@ -66,7 +67,16 @@ class Gateway(BaseHandler):
         in_bytes: QueueBytes | None = None,
         out_bytes: QueueBytes | None = None,
         metrics: Callable[[], pb.InstanceMetrics] | None = None,
+        report: Callable[[], dict[str, Any]] | None = None,
+        report_interval_s: float = 0.0,
+        mm_file: Path | None = None,
     ) -> None:
+        # the metrics manager's report: its own connection, so metrics never wait behind tuples
+        self._report = report
+        self._report_interval = report_interval_s
+        self._mm_file = mm_file
+        self._mm: Connection | None = None
+        self._report_sent = threading.Event()
         self.in_bytes = in_bytes or QueueBytes(1 << 62)
         self.out_bytes = out_bytes
         self._metrics = metrics
@@ -122,7 +132,51 @@ class Gateway(BaseHandler):
             self.state = GatewayState.STOPPED
             loop.close()
 
+    def report_now(self, timeout: float = 1.0) -> bool:
+        """Execution thread: sends a metrics report at once (a task about to die reports its
+        exception first); True if it went out within ``timeout``."""
+        loop = self._loop
+        if loop is None or loop.is_closed() or self._report is None:
+            return False
+        self._report_sent.clear()
+        loop.call_soon_threadsafe(self._send_report)
+        return self._report_sent.wait(timeout)
+
+    def _send_report(self) -> None:
+        mm = self._mm
+        if mm is not None and mm.is_open and self._report is not None:
+            mm.send(encode_frame(MsgType.METRICS_REPORT, json.dumps(self._report(), default=repr).encode()))
+            self._report_sent.set()
+
+    async def _mm_loop(self) -> None:
+        assert self._stop is not None and self._mm_file is not None
+        while not self._stop.is_set():
+            try:
+                port = int(json.loads(self._mm_file.read_text())["port"])
+                conn = await connect("127.0.0.1", port, BaseHandler(), self._secret, role="instance",
+                                     peer_id=str(self.task_id), log=self._log, max_frame=self._max_frame)
+            except (TimeoutError, OSError, ValueError, KeyError, ConnectionError):
+                await self._sleep_or_stop(1.0)
+                continue
+            self._mm = conn
+            while conn.is_open and not self._stop.is_set():
+                self._send_report()
+                await self._sleep_or_stop(self._report_interval)
+            self._mm = None
+            conn.close()
+
     async def _main(self) -> None:
+        assert self._stop is not None
+        mm_task = None
+        if self._report is not None and self._report_interval > 0 and self._mm_file is not None:
+            mm_task = asyncio.ensure_future(self._mm_loop())
+        try:
+            await self._sm_loop()
+        finally:
+            if mm_task is not None:
+                mm_task.cancel()
+
+    async def _sm_loop(self) -> None:
         assert self._stop is not None
         while not self._stop.is_set():
             try:

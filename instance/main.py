@@ -29,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--in-queue-bytes", type=int, default=InstanceConfig.in_queue_bytes)
     ap.add_argument("--out-queue-batches", type=int, default=InstanceConfig.out_queue_batches)
     ap.add_argument("--out-queue-bytes", type=int, default=InstanceConfig.out_queue_bytes)
+    ap.add_argument("--metrics-interval", type=float, default=InstanceConfig.metrics_interval_s,
+                    help="seconds between reports to the metrics manager (0: none)")
     args = ap.parse_args(argv)
     log = setup_logging(f"instance[{args.component}-{args.task_id}]")
     secret = args.secret_file.read_bytes()
@@ -42,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     gateway = Gateway(task_id=args.task_id, component=args.component, secret=secret,
                       sm_port_file=args.sm_port_file, inbound=inbound, outbound=outbound,
                       max_frame=InstanceConfig.max_frame, log=log, in_bytes=in_bytes, out_bytes=out_bytes,
-                      metrics=lambda: runner_ref[0].metrics_message())
+                      metrics=lambda: runner_ref[0].metrics_message(),
+                      report=lambda: runner_ref[0].metrics_report(), report_interval_s=args.metrics_interval,
+                      mm_file=args.sm_port_file.parent / "metricsmgr.json")
     runner = TaskRunner(task_id=args.task_id, component=args.component, package_dir=args.package_dir,
                         inbound=inbound, outbound=outbound, wake_gateway=gateway.wake,
                         mark_ready=gateway.mark_ready, log=log)
@@ -59,8 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = runner.run()
     except Exception:
-        # user code raised: Heron's behaviour is to let the task die and be restarted
-        log.error("task %d (%s) died: %s", args.task_id, args.component, traceback.format_exc())
+        # user code raised: Heron's behaviour is to let the task die and be restarted; the
+        # metrics manager hears of it first (the tracker's /topologies/exceptions)
+        trace = traceback.format_exc()
+        log.error("task %d (%s) died: %s", args.task_id, args.component, trace)
+        runner.record_exception(trace)
+        gateway.report_now(timeout=2.0)
         code = 1
     gateway.stop()
     sys.stdout.flush()

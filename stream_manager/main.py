@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from heron_py.common.config import METRICS_INTERVAL
 from heron_py.common.daemon import FatalError, run_daemon, setup_logging
 from heron_py.common.framing import (
     ACK_ACK,
@@ -114,6 +115,8 @@ class StreamManager:
         self.acks_routed = 0
         self.high = int(DEFAULT_HIGH_MB * MB)
         self.low = int(DEFAULT_LOW_MB * MB)
+        self.tuples_out: dict[str, int] = {}  # per outbound connection, for the metrics manager
+        self.metrics_interval = 10.0
 
     # --- lifecycle ---
     async def start(self) -> None:
@@ -131,6 +134,7 @@ class StreamManager:
         self._log.info("stream manager of container %d listening on %s:%d", self.container, self.host, self.port)
         self._tasks.append(asyncio.ensure_future(self._tm_loop()))
         self._tasks.append(asyncio.ensure_future(self._rotate_loop()))
+        self._tasks.append(asyncio.ensure_future(self._mm_loop()))
 
     async def wait(self) -> int:
         assert self._stopped is not None
@@ -197,6 +201,47 @@ class StreamManager:
         finally:
             follow.stop()
 
+    def metrics_report(self) -> dict[str, Any]:
+        """The JSON report for the metrics manager (metrics_manager/store.py)."""
+        from instance.execution import process_gauges
+
+        counters: dict[str, float] = {
+            "__time_spent_back_pressure_ms": int(self.bp.time_in_backpressure() * 1000),
+            "__dropped-tuples": self.dropped_tuples}
+        conns = {**{f"task {t}": c for t, c in self.instances.items()},
+                 **{f"stmgr {p}": c for p, c in self.peers_out.items()}}
+        for key, c in conns.items():
+            counters[f"__bytes-out/{key}"] = c.bytes_out
+            counters[f"__bytes-in/{key}"] = c.bytes_in
+        for key, n in self.tuples_out.items():
+            counters[f"__tuples-out/{key}"] = n
+        for comp, ms in self._bp_by_component().items():
+            counters[f"__time_spent_back_pressure_by_compid/{comp}"] = ms
+        gauges: dict[str, float] = {"__in-backpressure": int(self.bp.local),
+                                    "__spouts-paused": int(self._spouts_held()),
+                                    "__pending-roots": self.tracker.pending}
+        for key, c in conns.items():
+            gauges[f"__buffered-bytes/{key}"] = c.write_buffer_size()
+        return {"kind": "stmgr", "container": self.container, "time": time.time(), "counters": counters,
+                "gauges": gauges, "process": process_gauges()}
+
+    async def _mm_loop(self) -> None:
+        """Reports to the container's metrics manager on a connection of its own."""
+        mm_file = self._port_file.parent / "metricsmgr.json"
+        while True:
+            try:
+                port = int(json.loads(mm_file.read_text())["port"])
+                conn = await connect(self.host, port, BaseHandler(), self._secret, role="stmgr",
+                                     peer_id=str(self.container), log=self._log, max_frame=self._max_frame)
+            except (TimeoutError, OSError, ValueError, KeyError, ConnectionError):
+                await asyncio.sleep(1.0)
+                continue
+            while conn.is_open:
+                if self.metrics_interval > 0:
+                    conn.send(encode_frame(MsgType.METRICS_REPORT, json.dumps(self.metrics_report()).encode()))
+                await asyncio.sleep(self.metrics_interval or 1.0)
+            conn.close()
+
     def _metrics(self) -> pb.StmgrMetrics:
         buffered = {f"task {t}": c.write_buffer_size() for t, c in self.instances.items()}
         buffered.update({f"stmgr {p}": c.write_buffer_size() for p, c in self.peers_out.items()})
@@ -234,6 +279,11 @@ class StreamManager:
         self._local_spouts = frozenset(t.task_id for t in plan.packing.tasks
                                        if t.component in spouts and t.task_id in self._local_tasks)
         self.drop_on_backpressure = str(plan.topology.config.get(DROP_KEY, "false")).lower() == "true"
+        try:
+            self.metrics_interval = max(0.0, float(plan.topology.config.get(METRICS_INTERVAL, 10.0)))
+        except (TypeError, ValueError):
+            self._log.error("config %s: expected seconds, found %r; keeping %g", METRICS_INTERVAL,
+                            plan.topology.config.get(METRICS_INTERVAL), self.metrics_interval)
         raw_timeout = plan.topology.config.get("topology.message.timeout.secs")
         try:
             self.message_timeout_s = float(raw_timeout) if raw_timeout else 30.0
@@ -399,6 +449,8 @@ class StreamManager:
                     self.dropped_tuples += batch_count(frame)
                     return
                 conn.send(frame)
+                key = f"task {dest}"
+                self.tuples_out[key] = self.tuples_out.get(key, 0) + batch_count(frame)
             else:
                 self._hold(("task", dest), frame)
             return
@@ -413,6 +465,8 @@ class StreamManager:
                 self.dropped_tuples += batch_count(frame)
                 return
             conn.send(frame)
+            key = f"stmgr {container}"
+            self.tuples_out[key] = self.tuples_out.get(key, 0) + batch_count(frame)
         else:
             self._hold(("peer", container), frame)
 

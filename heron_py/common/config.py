@@ -13,6 +13,7 @@ from typing import Any
 
 TICK_FREQ = "topology.tick.tuple.freq.secs"
 BATCH_SIZE = "heron_py.instance.batch.size"
+METRICS_INTERVAL = "topology.metrics.export.interval.secs"
 # on by default; off only to measure what the specialised emit saves (bench/)
 SPECIALIZED_EMIT = "heron_py.instance.specialized.emit"  # tuples per destination before a flush
 BATCH_FLUSH_MS = "heron_py.instance.batch.flush.ms"
@@ -55,6 +56,7 @@ class InstanceConfig:
     out_queue_bytes: int = 32 * 1024 * 1024
     tick_freq_s: float | None = None
     max_frame: int = 16 * 1024 * 1024
+    metrics_interval_s: float = 10.0  # topology.metrics.export.interval.secs; 0: no metrics reports
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> InstanceConfig:
@@ -68,4 +70,5 @@ class InstanceConfig:
             out_queue_bytes=_num(cfg, OUT_QUEUE_BYTES, 32 * 1024 * 1024, int, 1),
             tick_freq_s=None if tick in (None, "") else _num(cfg, TICK_FREQ, 0, float, 0.001),
             max_frame=_num(cfg, MAX_FRAME, 16 * 1024 * 1024, int, 1024),
+            metrics_interval_s=_num(cfg, METRICS_INTERVAL, 10.0, float, 0.0),
         )

@@ -1,6 +1,6 @@
 """The executor: one per container. Starts, watches and restarts the container's processes.
 
-Children: the topology master (container 0), the stream manager, and one instance process
+Children: the topology master (container 0), the metrics manager, the stream manager, and one instance process
 per task packed into this container. With ``topology.tmanager.standby`` true, the last
 container also runs a standby topology master, which takes over when the active one dies.
 A child that exits while the executor is not stopping is restarted after a backoff that
@@ -104,6 +104,8 @@ class Executor:
             self.children.append(Child("tmanager-standby", [py, "-m", "topology_master", *common, *home,
                                                             *stateargs, "--standby"],
                                        logs / "tmanager-standby.log"))
+        self.children.append(Child("metricsmgr", [py, "-m", "metrics_manager", *common, *home, *stateargs,
+                                                  "--container", str(self.container)], logs / "metricsmgr.log"))
         self.children.append(Child("stmgr", [py, "-m", "stream_manager", *common, *home, *stateargs,
                                              "--container", str(self.container),
                                              "--port-file", str(self.port_file)], logs / "stmgr.log"))
@@ -116,7 +118,8 @@ class Executor:
                  "--sm-port-file", str(self.port_file), "--package-dir", str(self.package_dir),
                  "--in-queue-batches", str(icfg.in_queue_batches), "--in-queue-bytes", str(icfg.in_queue_bytes),
                  "--out-queue-batches", str(icfg.out_queue_batches),
-                 "--out-queue-bytes", str(icfg.out_queue_bytes)],
+                 "--out-queue-bytes", str(icfg.out_queue_bytes),
+                 "--metrics-interval", str(icfg.metrics_interval_s)],
                 logs / f"{t.component}-{t.task_id}.log"))
 
     def _env(self) -> dict[str, str]:

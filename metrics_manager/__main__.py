@@ -1,0 +1,5 @@
+import sys
+
+from metrics_manager.main import main
+
+sys.exit(main())

@@ -1,0 +1,214 @@
+"""The metrics manager daemon: one per container.
+
+Instances and the stream manager of the container connect to it (authenticated frames, a
+connection of their own, apart from the data path) and send a JSON report every
+``topology.metrics.export.interval.secs``. It keeps the latest report of each, serves them
+in Prometheus text format at ``http://127.0.0.1:<http_port>/metrics`` (prometheus-client),
+appends one JSON line per interval to ``logs/container-K/metrics.jsonl`` (the file sink),
+and forwards the container's reports and exceptions to the active topology master, found
+through the state manager. Restart counts come from the executor's ``restarts.json``.
+
+Its ports go to ``container-K/metricsmgr.json`` ({"port", "http_port", "pid"}), where the
+container's processes find it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from heron_py.common.daemon import FatalError, run_daemon, setup_logging
+from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType, encode_frame
+from heron_py.common.net import BaseHandler, Connection, Counters, connect, serve
+from heron_py.common.tmlink import LocationFollower
+from heron_py.scheduler.paths import TopologyPaths
+from heron_py.state import StateManager, StateManagerError, open_state
+from heron_py.state import config as statecfg
+from metrics_manager.store import MetricsStore, ReportError, parse_report
+
+INTERVAL_KEY = "topology.metrics.export.interval.secs"
+DEFAULT_INTERVAL_S = 10.0
+
+
+def export_interval(config: dict[str, Any]) -> float:
+    """The report interval; 0 turns metrics export off. A bad value is one clear error."""
+    raw = config.get(INTERVAL_KEY, DEFAULT_INTERVAL_S)
+    try:
+        v = float(raw)
+    except (TypeError, ValueError):
+        v = -1.0
+    if v < 0:
+        raise FatalError(f"config {INTERVAL_KEY}: expected a number of seconds >= 0 (0 turns metrics off), "
+                         f"found {raw!r}")
+    return v
+
+
+class MetricsManager:
+    def __init__(self, *, topology: str, container: int, secret: bytes, state: StateManager,
+                 paths: TopologyPaths, log: logging.Logger, host: str = "127.0.0.1",
+                 max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self.topology = topology
+        self.container = container
+        self.host = host
+        self.store = MetricsStore(topology, container)
+        self._secret = secret
+        self._state = state
+        self._paths = paths
+        self._log = log
+        self._max_frame = max_frame
+        self.counters = Counters()
+        self.bad_reports = 0
+        self.interval = DEFAULT_INTERVAL_S
+        self.port = 0
+        self.http_port = 0
+        self._server: asyncio.Server | None = None
+        self._http: Any = None
+        self._stopped: asyncio.Event | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        self._stopped = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        topo = await loop.run_in_executor(None, self._state.get_topology, self.topology)
+        if topo is None:
+            raise FatalError(f"metrics manager: topology '{self.topology}' is not in the state manager")
+        self.interval = export_interval(dict(topo.config)) or DEFAULT_INTERVAL_S
+        try:
+            self._server = await serve(self.host, 0, lambda: _Inbound(self), self._secret, role="metricsmgr",
+                                       log=self._log, counters=self.counters, max_frame=self._max_frame)
+        except OSError as e:
+            raise FatalError(f"metrics manager of container {self.container}: cannot listen on {self.host}: {e}") from e
+        self.port = self._server.sockets[0].getsockname()[1]
+        from prometheus_client import start_http_server
+
+        from metrics_manager.prom import registry_for
+
+        self._http, _thread = start_http_server(0, addr=self.host, registry=registry_for(lambda: self.store))
+        self.http_port = int(self._http.server_port)
+        where = self._paths.container(self.container) / "metricsmgr.json"
+        tmp = where.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"port": self.port, "http_port": self.http_port, "pid": os.getpid()}))
+        os.replace(tmp, where)
+        self._log.info("metrics manager of container %d: reports on %s:%d, Prometheus at http://%s:%d/metrics",
+                       self.container, self.host, self.port, self.host, self.http_port)
+        self._tasks.append(asyncio.ensure_future(self._sink_loop()))
+        self._tasks.append(asyncio.ensure_future(self._tm_loop()))
+
+    async def wait(self) -> int:
+        assert self._stopped is not None
+        await self._stopped.wait()
+        return 0
+
+    def stop(self) -> None:
+        if self._stopped is None or self._stopped.is_set():
+            return
+        self._stopped.set()
+        for t in self._tasks:
+            t.cancel()
+        if self._server is not None:
+            self._server.close()
+        if self._http is not None:
+            self._http.shutdown()
+
+    def on_report(self, raw: bytes, peer: str) -> None:
+        try:
+            doc = parse_report(raw)
+        except ReportError as e:
+            self.bad_reports += 1
+            self._log.warning("%s (from %s); dropped", e, peer)
+            return
+        self.store.update(doc)
+
+    def _read_restarts(self) -> None:
+        path = self._paths.container(self.container) / "restarts.json"
+        try:
+            data = json.loads(path.read_text())
+        except (FileNotFoundError, ValueError):
+            return
+        if isinstance(data, dict):
+            self.store.restarts = {str(k): int(v) for k, v in data.items() if isinstance(v, int)}
+
+    async def _sink_loop(self) -> None:
+        sink = self._paths.container_logs(self.container) / "metrics.jsonl"
+        while True:
+            await asyncio.sleep(self.interval)
+            self._read_restarts()
+            if self.store.latest:
+                with sink.open("a", encoding="utf-8") as f:
+                    f.write(self.store.sink_line(time.time()) + "\n")
+
+    def _tm_report(self) -> bytes:
+        doc = {"kind": "metricsmgr", "container": self.container, "host": self.host, "http_port": self.http_port,
+               "time": time.time(), "reports": self.store.for_tm(), "exceptions": self.store.exception_list(),
+               "restarts": self.store.restarts, "interval": self.interval}
+        return encode_frame(MsgType.METRICS_REPORT, json.dumps(doc).encode())
+
+    async def _tm_loop(self) -> None:
+        follow = LocationFollower(self._state, self.topology)
+        await follow.start()
+        handler = _TmHandler()
+        try:
+            while True:
+                loc = follow.current
+                if loc is None:
+                    await follow.wait_change()
+                    continue
+                try:
+                    conn = await connect(loc.host, loc.port, handler, self._secret, role="metricsmgr",
+                                         peer_id=str(self.container), log=self._log, max_frame=self._max_frame)
+                except (TimeoutError, OSError, ConnectionError):
+                    await follow.wait_change(0.5)
+                    continue
+                while conn.is_open and not follow.moved_from(loc):
+                    conn.send(self._tm_report())
+                    await follow.wait_change(self.interval)
+                conn.close()
+                await asyncio.sleep(0.2)
+        finally:
+            follow.stop()
+
+
+class _Inbound(BaseHandler):
+    def __init__(self, mm: MetricsManager) -> None:
+        self.mm = mm
+
+    def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
+        ident = conn.identity
+        if msg_type == MsgType.METRICS_REPORT and ident is not None and ident.role in ("instance", "stmgr"):
+            self.mm.on_report(bytes(frame[HEADER_SIZE:]), conn.peer_name)
+        else:
+            self.mm._log.warning("unexpected message type %d from %s; dropping the connection", msg_type,
+                                 conn.peer_name)
+            conn.close()
+
+
+class _TmHandler(BaseHandler):
+    pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="metrics_manager")
+    ap.add_argument("--topology", required=True)
+    ap.add_argument("--container", type=int, required=True)
+    ap.add_argument("--secret-file", type=Path, required=True)
+    ap.add_argument("--home", type=Path, default=None)
+    statecfg.add_arguments(ap)
+    args = ap.parse_args(argv)
+    log = setup_logging(f"metricsmgr[{args.container}]")
+    try:
+        state = open_state(statecfg.resolve(args, home=args.home), args.home)
+    except StateManagerError as e:
+        log.error("%s", e)
+        return 2
+    mm = MetricsManager(topology=args.topology, container=args.container, secret=args.secret_file.read_bytes(),
+                        state=state, paths=TopologyPaths.of(args.topology, args.home), log=log)
+    try:
+        return run_daemon(mm, log)
+    finally:
+        state.close()
