@@ -24,7 +24,7 @@ from typing import Any
 from google.protobuf.json_format import MessageToDict
 
 from heron_py.common.daemon import FatalError, run_daemon, setup_logging
-from heron_py.common.framing import DEFAULT_MAX_FRAME, MsgType, encode_frame
+from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType, encode_frame
 from heron_py.common.net import BaseHandler, Connection, Counters, parse, serve
 from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
 from heron_py.state import StateManager, StateManagerError, TManagerLocation, open_state
@@ -32,6 +32,7 @@ from heron_py.state import config as statecfg
 from heron_py.state.localfs import local_owner
 from proto import heron_py_pb2 as pb
 from topology_master.election import Election, Role, StateWorker
+from topology_master.http_api import Api, MetricsView, serve_http
 
 # exit code of a master that lost its claim to another: the executor restarts it as a standby
 EXIT_STEPPED_DOWN = 3
@@ -62,6 +63,9 @@ class TopologyMaster:
         self._worker = StateWorker(log)
         self._election: Election | None = None
         self._version = 0
+        self.metrics = MetricsView()
+        self.http_port = 0
+        self._http: asyncio.Server | None = None
 
     async def start(self) -> None:
         self._stopped = asyncio.Event()
@@ -78,14 +82,17 @@ class TopologyMaster:
         except OSError as e:
             raise FatalError(f"topology master: cannot listen on {self.host}: {e}") from e
         self.port = self._server.sockets[0].getsockname()[1]
-        self._log.info("topology master of '%s' listening on %s:%d%s", self.topology, self.host, self.port,
+        self._http = await serve_http(Api(self), self.host)
+        self.http_port = self._http.sockets[0].getsockname()[1]
+        self._log.info("topology master of '%s' listening on %s:%d, HTTP API and web page at http://%s:%d/%s",
+                       self.topology, self.host, self.port, self.host, self.http_port,
                        " (started as standby)" if self.standby_requested else "")
         self._election = Election(state=self._state, worker=self._worker, topology=self.topology,
                                   location=self.location, loop=loop, on_role=self._on_role, log=self._log)
         self._election.start()
 
     def location(self) -> TManagerLocation:
-        return TManagerLocation(self.host, self.port, os.getpid(), 0, local_owner())
+        return TManagerLocation(self.host, self.port, os.getpid(), self.http_port, local_owner())
 
     @property
     def active(self) -> bool:
@@ -135,6 +142,8 @@ class TopologyMaster:
             self._election.stop()
         if self._server is not None:
             self._server.close()
+        if self._http is not None:
+            self._http.close()
         for _, conn in self.stmgrs.values():
             conn.close()
         # the release (if any) is queued before this: a clean stop frees the node at once
@@ -223,7 +232,8 @@ class TopologyMaster:
             "topology": self.topology,
             "state": self.run_state.value,
             "pplan_version": self.pplan.version if self.pplan is not None else 0,
-            "tmanager": {"pid": os.getpid(), "host": self.host, "port": self.port, "started_at": self.started_at,
+            "tmanager": {"pid": os.getpid(), "host": self.host, "port": self.port, "http_port": self.http_port,
+                         "started_at": self.started_at,
                          "active_since": self.active_since,
                          "role": self._election.role.value if self._election else Role.CANDIDATE.value},
             "stmgrs": {str(c): loc.to_dict() for c, (loc, _) in sorted(self.stmgrs.items())},
@@ -233,6 +243,7 @@ class TopologyMaster:
             "bad_frames": self.counters.bad_frames + sum(
                 int(m.get("bad_frames", 0)) for m in self.stmgr_metrics.values()),
             "stmgr_metrics": {str(c): m for c, m in sorted(self.stmgr_metrics.items())},
+            "metricsmgrs": self.metrics.endpoints(),
         }
 
     def _write_execution_state(self) -> None:
@@ -258,6 +269,14 @@ class _Handler(BaseHandler):
             hb = pb.StmgrHeartbeat()
             parse(hb, frame)
             tm.heartbeat(hb)
+        elif msg_type == MsgType.METRICS_REPORT and ident.role == "metricsmgr":
+            try:
+                doc = json.loads(bytes(frame[HEADER_SIZE:]))
+                if not isinstance(doc, dict):
+                    raise ValueError(f"expected a JSON object, found {type(doc).__name__}")
+                tm.metrics.update(doc)
+            except (ValueError, TypeError, AttributeError) as e:
+                tm._log.warning("bad metrics report from %s: %s; dropped", conn.peer_name, e)
         elif msg_type == MsgType.ADMIN_REQUEST and ident.role == "cli":
             req2 = pb.AdminRequest()
             parse(req2, frame)
@@ -283,7 +302,8 @@ class _Handler(BaseHandler):
                                 "activate, deactivate, status")
 
     def on_close(self, conn: Connection) -> None:
-        self.tm.stmgr_lost(conn)
+        if conn.identity is not None and conn.identity.role == "stmgr":
+            self.tm.stmgr_lost(conn)
 
 
 def main(argv: list[str] | None = None) -> int:
