@@ -56,10 +56,37 @@ def admin_command(state: StateManager, name: str, command: str, timeout: float =
     return result
 
 
-def live_status(state: StateManager, name: str) -> dict[str, Any] | None:
+def tm_get(state: StateManager, name: str, path: str, params: dict[str, Any] | None = None,
+           timeout: float = 5.0) -> Any:
+    """GET from the topology master's HTTP API; returns the tracker envelope's result."""
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    loc = state.get_tmanager_location(name)
+    if loc is None or not loc.http_port:
+        raise AdminError(f"topology '{name}' is not running (no topology master HTTP API in the state manager)")
+    url = f"http://{loc.host}:{loc.http_port}{path}"
+    if params:
+        url += "?" + urllib.parse.urlencode(params, doseq=True)
     try:
-        resp = admin_command(state, name, "status", timeout=3.0)
-    except (TimeoutError, AdminError):
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            doc = json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        try:
+            doc = json.loads(e.read())
+        except ValueError:
+            doc = {"message": str(e)}
+        raise AdminError(str(doc.get("message") or e)) from None
+    except (OSError, ValueError) as e:
+        raise AdminError(f"topology master of '{name}' at {loc.host}:{loc.http_port} is not reachable: {e}") from e
+    return doc["result"]
+
+
+def live_status(state: StateManager, name: str) -> dict[str, Any] | None:
+    """The execution state from the active topology master's HTTP API (None if unreachable)."""
+    try:
+        data: dict[str, Any] = tm_get(state, name, "/topologies/execution_state", timeout=3.0)
+    except AdminError:
         return None
-    data: dict[str, Any] = json.loads(resp.status_json)
     return data

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from heron_py.cli import spark_cmds
-from heron_py.cli.admin import AdminError, admin_command, live_status
+from heron_py.cli.admin import AdminError, admin_command, live_status, tm_get
 from heron_py.cli.lifecycle import parse_parallelism, restart_topology, update_topology
 from heron_py.cli.submit import SubmitError, load_topology_file, parse_properties, submit
 from heron_py.common.config_codec import ConfigCodecError
@@ -97,6 +97,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"topology {doc['name']}: {doc['state']}, {doc['containers']} containers, plan v{doc['pplan_version']}")
     print(f"  tmanager: {tm['host']}:{tm['port']} pid {tm['pid']}" if tm else "  tmanager: not running",
           "" if doc["tmanager_reachable"] else "(not reachable)")
+    if tm and tm.get("http_port"):
+        print(f"  web page and HTTP API: http://{tm['host']}:{tm['http_port']}/")
     for c, pid in sorted(doc["executors"].items()):
         sm = doc["stmgrs"].get(c)
         sm_s = f"stmgr {sm['host']}:{sm['port']} pid {sm['pid']}" if sm else "stmgr not registered"
@@ -153,6 +155,37 @@ def cmd_update(args: argparse.Namespace) -> int:
     changes = parse_parallelism(args.component_parallelism)
     res = update_topology(state, _scheduler(args), args.name, changes, wait_s=args.wait)
     print(f"topology '{args.name}' updated: {res}; every task is running again")
+    return 0
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    state = _state(args)
+    _require(state, args.name)
+    topo = state.get_topology(args.name)
+    assert topo is not None
+    comps = [args.component] if args.component else [c.name for c in topo.components]
+    for comp in comps:
+        res = tm_get(state, args.name, "/topologies/metrics", {"component": comp, "interval": args.interval})
+        metrics = res["metrics"]
+        tasks = sorted({t for per in metrics.values() for t in per}, key=int)
+        print(f"{comp}: tasks {', '.join(tasks) or 'none reported yet'}"
+              + (f"; increase over the last {args.interval:g} s for counters" if args.interval else ""))
+        for name in sorted(metrics):
+            vals = "  ".join(f"{metrics[name].get(t, 0):.6g}" for t in tasks)
+            print(f"  {name:<44} {vals}")
+    return 0
+
+
+def cmd_prometheus_config(args: argparse.Namespace) -> int:
+    state = _state(args)
+    _require(state, args.name)
+    es = live_status(state, args.name) or state.get_execution_state(args.name) or {}
+    mms = es.get("metricsmgrs", {})
+    if not mms:
+        raise AdminError(f"topology '{args.name}': no metrics manager has reported yet; try again in "
+                         "topology.metrics.export.interval.secs")
+    targets = [f"{m['host']}:{m['http_port']}" for _, m in sorted(mms.items(), key=lambda kv: int(kv[0]))]
+    print(json.dumps([{"targets": targets, "labels": {"job": "heron-py", "heron_topology": args.name}}], indent=2))
     return 0
 
 
@@ -226,6 +259,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--component-parallelism", action="append", required=True, metavar="COMPONENT:N")
     p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS")
     p.set_defaults(fn=cmd_update)
+
+    p = add_parser("metrics", help="a topology's metrics per component and task (from the topology master)")
+    p.add_argument("cluster", choices=CLUSTERS)
+    p.add_argument("name")
+    p.add_argument("--component", default=None)
+    p.add_argument("--interval", type=float, default=0.0, metavar="SECONDS",
+                   help="for counters, their increase over the last SECONDS instead of the total")
+    p.set_defaults(fn=cmd_metrics)
+
+    p = add_parser("prometheus-config", help="a Prometheus file_sd target list for the metrics endpoints")
+    p.add_argument("cluster", choices=CLUSTERS)
+    p.add_argument("name")
+    p.set_defaults(fn=cmd_prometheus_config)
 
     spark_cmds.add_parsers(add_parser)
 
