@@ -1,0 +1,225 @@
+"""Metrics on real processes: the topology master's HTTP API (every endpoint, and a bolt's
+exception with its traceback), the metrics manager's Prometheus endpoint scraped by a real
+Prometheus server, and the web page rendered by headless Chromium."""
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from heron_py.scheduler.paths import TopologyPaths
+from heron_py.state import LocalFsStateManager
+from heron_py.testing import run_local
+from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.integration
+BOOM = Path(__file__).resolve().parent / "topologies" / "boom.py"
+
+
+def _cli(home, *args):
+    return subprocess.run([sys.executable, "-m", "heron_py.cli.main", *args], text=True, capture_output=True,
+                          env=dict(os.environ, HERON_PY_HOME=str(home)), timeout=120)
+
+
+def _wait(cond, timeout, what):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.3)
+
+
+def _get(base, path, **params):
+    url = base + path + ("?" + urllib.parse.urlencode(params, doseq=True) if params else "")
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def _base(home, name):
+    loc = LocalFsStateManager(home).get_tmanager_location(name)
+    return f"http://{loc.host}:{loc.http_port}"
+
+
+def test_http_api_every_endpoint_and_a_bolt_exception(heron_home):
+    run_local(BOOM, ["3000"], home=heron_home, name="boom", keep_running=True)
+    base = _base(heron_home, "boom")
+
+    def exceptions():
+        code, doc = _get(base, "/topologies/exceptions")
+        return doc["result"] if code == 200 and doc["result"] else None
+
+    exc = _wait(exceptions, 30, "the bolt's exception in /topologies/exceptions")
+    assert len(exc) == 1 and exc[0]["component"] == "boom" and exc[0]["count"] == 1
+    assert exc[0]["stacktrace"].startswith("Traceback (most recent call last):")
+    assert exc[0]["stacktrace"].rstrip().endswith("ValueError: boom: thirteen is unlucky")
+    assert 'in process\n    raise ValueError("boom: thirteen is unlucky")' in exc[0]["stacktrace"]
+    code, doc = _get(base, "/topologies/exceptions", component="sink")
+    assert (code, doc["result"]) == (200, [])
+
+    code, doc = _get(base, "/topologies")
+    assert (code, doc["status"], doc["result"]) == (200, "success", {"local": {"default": ["boom"]}})
+    _, doc = _get(base, "/topologies/logicalplan")
+    lp = doc["result"]
+    assert sorted(lp["spouts"]) == ["numbers"] and sorted(lp["bolts"]) == ["boom", "sink"]
+    assert lp["bolts"]["sink"]["inputs"] == [{"component_name": "boom", "stream_name": "default",
+                                              "grouping": "SHUFFLE", "fields": []}]
+    _, doc = _get(base, "/topologies/physicalplan")
+    pp = doc["result"]
+    assert pp["spouts"] == {"numbers": [1]} and pp["bolts"] == {"boom": [2], "sink": [3, 4]}
+    assert sorted(pp["metricsmgrs"]) == ["0", "1"] and all(m["http_port"] for m in pp["metricsmgrs"].values())
+    assert sorted(pp["stmgrs"]) == ["0", "1"]
+    _, doc = _get(base, "/topologies/execution_state")
+    assert doc["result"]["topology"] == "boom" and doc["result"]["state"] == "RUNNING"
+
+    def sink_metrics():
+        _, d = _get(base, "/topologies/metrics", component="sink")
+        m = d["result"]["metrics"]
+        done = sum(m.get("__execute-count/boom/default", {}).values())
+        return m if done > 2000 and "user/mean_n" in d["result"]["metricnames"] else None
+
+    m = _wait(sink_metrics, 30, "the sink's metrics")
+    assert sorted(m["__execute-count/boom/default"]) == ["3", "4"]
+    assert sorted(m["__emit-count/default"].values()) == [0.0, 0.0]  # the sink emits nothing
+    _, doc = _get(base, "/topologies/metrics/timeline", component="sink", metricname="__execute-count/boom/default")
+    tl = doc["result"]["timeline"]["__execute-count/boom/default"]
+    assert sorted(tl) == ["3", "4"] and all(len(points) >= 2 for points in tl.values())
+
+    # errors: one clear message each
+    assert _get(base, "/topologies/metrics") == (400, {
+        "status": "failure", "executiontime": pytest.approx(0, abs=1), "message":
+        "expected a component parameter (one of numbers, boom, sink), found none", "version": "heron-py 0.1",
+        "result": None})
+    code, doc = _get(base, "/topologies/metrics", component="nope")
+    assert (code, doc["message"]) == (404, "topology 'boom' has no component 'nope'; expected one of numbers, "
+                                           "boom, sink")
+    code, doc = _get(base, "/topologies/metrics", component="sink", interval="soon")
+    assert (code, doc["message"]) == (400, "parameter interval: expected a number, found 'soon'")
+    code, doc = _get(base, "/topologies", topology="other")
+    assert (code, doc["message"]) == (404, "topology 'other' is not managed by this topology master "
+                                           "(it manages 'boom')")
+    req = urllib.request.Request(base + "/topologies", method="POST", data=b"x")
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=5)
+    assert (e.value.code, e.value.read()) == (405, b"method 'POST' not allowed; expected GET")
+    host, port = base[len("http://"):].split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as s:
+        s.sendall(b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\n\r\n")
+        assert s.recv(100).startswith(b"HTTP/1.1 431 ")
+
+    # the CLI reads the same API
+    proc = _cli(heron_home, "metrics", "local", "boom", "--component", "sink")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("sink: tasks 3, 4\n") 
+    assert re.search(r"^  __execute-count/boom/default +\d+ +\d+$", proc.stdout, re.M)
+    proc = _cli(heron_home, "metrics", "local", "boom", "--component", "nope")
+    assert (proc.returncode, proc.stderr) == (
+        1, "heron-py: error: topology 'boom' has no component 'nope'; expected one of numbers, boom, sink\n")
+    status = _cli(heron_home, "status", "local", "boom")
+    assert f"web page and HTTP API: {base}/" in status.stdout
+
+    # the file sink and the restart count of the task that died
+    logs = TopologyPaths.of("boom", heron_home).logs
+    lines = [json.loads(x) for f in logs.glob("container-*/metrics.jsonl") for x in f.read_text().splitlines()]
+    assert lines and {ln["topology"] for ln in lines} == {"boom"}
+    texts = {}
+    for k in (0, 1):
+        mm = json.loads((TopologyPaths.of("boom", heron_home).container(k) / "metricsmgr.json").read_text())
+        texts[k] = urllib.request.urlopen(f"http://127.0.0.1:{mm['http_port']}/metrics", timeout=5).read().decode()
+    boom_container = pp["instances"]["2"]["container"]
+    assert re.search(rf'^heron_restarts_total\{{container="{boom_container}",process="boom-2",topology="boom"\}} 1\.0$',
+                     texts[boom_container], re.M)
+    assert re.search(r'^heron_user_parity\{.*key="even".*task="3".*\} \d', texts[0] + texts[1], re.M)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_real_prometheus_scrapes_the_split_emit_count(heron_home, tmp_path):
+    prometheus = shutil.which("prometheus")
+    if prometheus is None:
+        pytest.fail("the prometheus binary is missing: apt-get install -y prometheus (scripts/setup.sh does)")
+    n = 200_000  # the test's own count: the spout emits n sentences of 10 words each
+    run_local(EXAMPLES / "word_count.py", ["--sentences", str(n)], home=heron_home, name="wc_prom",
+              keep_running=True, properties={"topology.metrics.export.interval.secs": "1"})
+    base = _base(heron_home, "wc_prom")
+    _wait(lambda: len(_get(base, "/topologies/physicalplan")[1]["result"]["metricsmgrs"]) == 2, 30,
+          "both metrics managers")
+    proc = _cli(heron_home, "prometheus-config", "local", "wc_prom")
+    assert proc.returncode == 0, proc.stderr
+    targets = json.loads(proc.stdout)
+    assert targets[0]["labels"] == {"job": "heron-py", "heron_topology": "wc_prom"} and len(targets[0]["targets"]) == 2
+    (tmp_path / "targets.json").write_text(proc.stdout)
+    port = _free_port()
+    (tmp_path / "prometheus.yml").write_text(
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        "scrape_configs:\n  - job_name: heron-py\n    file_sd_configs:\n"
+        f"      - files: ['{tmp_path / 'targets.json'}']\n        refresh_interval: 1s\n")
+    log = (tmp_path / "prometheus.log").open("w")
+    prom = subprocess.Popen([prometheus, f"--config.file={tmp_path / 'prometheus.yml'}",
+                             f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
+                            stdout=log, stderr=subprocess.STDOUT)
+    try:
+        def query():
+            q = urllib.parse.urlencode({"query": 'sum(heron_emit_count_total{component="split"})'})
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/query?{q}", timeout=5) as r:
+                    res = json.loads(r.read())["data"]["result"]
+            except (OSError, ValueError, KeyError):
+                return None
+            return float(res[0]["value"][1]) if res else None
+
+        expected = 10 * n
+        got = _wait(lambda: (v := query()) is not None and v >= 0.95 * expected and v, 90,
+                    "Prometheus to report the split bolt's emit count")
+        print(f"\nPrometheus: split emitted {got:,.0f}; the test expects {expected:,}")
+        assert abs(got - expected) <= 0.05 * expected
+    finally:
+        prom.terminate()
+        prom.wait(timeout=30)
+        log.close()
+
+
+def test_web_page_renders_in_headless_chromium(heron_home, tmp_path):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.fail("chromium is missing: apt-get install -y chromium (scripts/setup.sh does)")
+    run_local(BOOM, ["200000"], home=heron_home, name="boom_web", keep_running=True)
+    base = _base(heron_home, "boom_web")
+    # a few metrics reports, so the charts have points
+    _wait(lambda: len(_get(base, "/topologies/metrics/timeline", component="numbers",
+                           metricname="__emit-count/default")[1]["result"]["timeline"]
+                      .get("__emit-count/default", {}).get("1", {})) >= 4, 30, "four reports of the spout")
+    flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+             "--virtual-time-budget=8000", "--window-size=1280,1400", f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([*flags, "--dump-dom", base + "/"], capture_output=True, text=True, timeout=120).stdout
+    shot = tmp_path / "web.png"
+    subprocess.run([*flags, f"--screenshot={shot}", base + "/"], capture_output=True, timeout=120)
+    nodes = set(re.findall(r'class="node (?:spout|bolt)" data-component="(\w+)"', dom))
+    assert nodes == {"numbers", "boom", "sink"}, dom[:2000]
+    assert len(re.findall(r'<line class="edge"', dom)) == 2
+    points = {(c, m): int(p) for m, c, p in re.findall(
+        r'class="chart (\w+)"[^>]*data-component="(\w+)"[^>]*data-points="(\d+)"', dom)}
+    assert points[("numbers", "throughput")] >= 2 and "<polyline" in dom, points
+    assert len(re.findall(r"<tr><td>\d+</td><td>(?:numbers|boom|sink)</td>", dom)) == 4
+    assert 'class="exception" data-task="2"' in dom and "ValueError: boom: thirteen is unlucky" in dom
+    assert shot.is_file() and shot.stat().st_size > 10_000
+    print(f"\nscreenshot: {shot}")
