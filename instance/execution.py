@@ -173,6 +173,7 @@ class TaskRunner:
         self._user_due: dict[str, float] = {}
         self.exceptions: list[dict[str, Any]] = []
         self._source_streams: dict[str, tuple[str, ...]] = {}
+        self._exec_key: dict[str, str] = {}
         self._context: Any = None
         self.time_blocked_s = 0.0
         self.in_bytes: QueueBytes | None = None
@@ -329,6 +330,8 @@ class TaskRunner:
         self._context = context
         for i in comp.inputs:
             self._source_streams[i.component] = (*self._source_streams.get(i.component, ()), i.stream)
+        self._exec_key = {src: f"{src}/{streams[0]}" for src, streams in self._source_streams.items()
+                          if len(streams) == 1}
         self.emitter = Emitter(
             plan, self.task_id, icfg.batch_size, self._send,
             custom_loader=loads_user_object,
@@ -525,10 +528,9 @@ class TaskRunner:
         src_component = self._task_component.get(src, "?")
         rows = loads_batch(memoryview(frame)[BODY_OFFSET:])
         self.processed += len(rows)
-        streams = self._source_streams.get(src_component, ())
-        if len(streams) == 1:
+        key = self._exec_key.get(src_component)
+        if key is not None:
             # one subscribed stream from this source: every row is on it, no per-row count
-            key = f"{src_component}/{streams[0]}"
             self.executed[key] = self.executed.get(key, 0) + len(rows)
         else:
             for row in rows:

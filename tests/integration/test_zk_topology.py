@@ -124,6 +124,12 @@ def test_standby_master_zookeeper_restart_and_process_kills(heron_home, zk):
         os.kill(split_pid, signal.SIGKILL)
         _wait(lambda: _instances(state, name)[split_task]["pid"] != split_pid
               and _instances(state, name)[split_task]["ready"], 30, "the split instance to come back")
+        mm_file = TopologyPaths.of(name, heron_home).container(1) / "metricsmgr.json"
+        mm_pid = json.loads(mm_file.read_text())["pid"]
+        os.kill(mm_pid, signal.SIGKILL)
+        _wait(lambda: mm_file.exists() and json.loads(mm_file.read_text())["pid"] != mm_pid, 30,
+              "the metrics manager to come back")
+        _grows(heron_home, name, "the metrics manager's death")
 
         # at-least-once: every sentence acked exactly once, counts exact
         _wait(lambda: f"all {N} sentences acked" in _logs(heron_home, name, "container-*/sentence-*.log"),
@@ -135,7 +141,7 @@ def test_standby_master_zookeeper_restart_and_process_kills(heron_home, zk):
         assert Counter(unique.values()) == wc_common.expected_counts(N)
         # the executors restarted each killed process, and said so
         killed = set(re.findall(r"(\S+) exited with code -9", _logs(heron_home, name, "executor-*.log")))
-        assert {"stmgr", f"split-{split_task}"} <= killed and killed & {"tmanager", "tmanager-standby"}
+        assert {"stmgr", "metricsmgr", f"split-{split_task}"} <= killed and killed & {"tmanager", "tmanager-standby"}
     finally:
         raw.stop()
         raw.close()
