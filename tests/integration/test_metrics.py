@@ -125,7 +125,7 @@ def test_http_api_every_endpoint_and_a_bolt_exception(heron_home):
     # the CLI reads the same API
     proc = _cli(heron_home, "metrics", "local", "boom", "--component", "sink")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("sink: tasks 3, 4\n") 
+    assert proc.stdout.startswith("sink: tasks 3, 4\n")
     assert re.search(r"^  __execute-count/boom/default +\d+ +\d+$", proc.stdout, re.M)
     proc = _cli(heron_home, "metrics", "local", "boom", "--component", "nope")
     assert (proc.returncode, proc.stderr) == (
