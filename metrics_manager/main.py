@@ -23,12 +23,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from heron_py.common.daemon import FatalError, run_daemon, setup_logging
+from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
 from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType, encode_frame
 from heron_py.common.net import BaseHandler, Connection, Counters, connect, serve
 from heron_py.common.tmlink import LocationFollower
 from heron_py.scheduler.paths import TopologyPaths
-from heron_py.state import StateManager, StateManagerError, open_state
+from heron_py.state import StateManager
 from heron_py.state import config as statecfg
 from metrics_manager.store import MetricsStore, ReportError, parse_report
 
@@ -49,7 +49,7 @@ def export_interval(config: dict[str, Any]) -> float:
     return v
 
 
-class MetricsManager:
+class MetricsManager(DaemonBase):
     def __init__(self, *, topology: str, container: int, secret: bytes, state: StateManager,
                  paths: TopologyPaths, log: logging.Logger, host: str = "127.0.0.1",
                  max_frame: int = DEFAULT_MAX_FRAME) -> None:
@@ -69,11 +69,9 @@ class MetricsManager:
         self.http_port = 0
         self._server: asyncio.Server | None = None
         self._http: Any = None
-        self._stopped: asyncio.Event | None = None
-        self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        self._stopped = asyncio.Event()
+        self._begin()
         loop = asyncio.get_running_loop()
         topo = await loop.run_in_executor(None, self._state.get_topology, self.topology)
         if topo is None:
@@ -91,26 +89,16 @@ class MetricsManager:
 
         self._http, _thread = start_http_server(0, addr=self.host, registry=registry_for(lambda: self.store))
         self.http_port = int(self._http.server_port)
-        where = self._paths.container(self.container) / "metricsmgr.json"
-        tmp = where.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"port": self.port, "http_port": self.http_port, "pid": os.getpid()}))
-        os.replace(tmp, where)
+        write_atomically(self._paths.container(self.container) / "metricsmgr.json",
+                         json.dumps({"port": self.port, "http_port": self.http_port, "pid": os.getpid()}))
         self._log.info("metrics manager of container %d: reports on %s:%d, Prometheus at http://%s:%d/metrics",
                        self.container, self.host, self.port, self.host, self.http_port)
-        self._tasks.append(asyncio.ensure_future(self._sink_loop()))
-        self._tasks.append(asyncio.ensure_future(self._tm_loop()))
-
-    async def wait(self) -> int:
-        assert self._stopped is not None
-        await self._stopped.wait()
-        return 0
+        self._spawn(self._sink_loop())
+        self._spawn(self._tm_loop())
 
     def stop(self) -> None:
-        if self._stopped is None or self._stopped.is_set():
+        if not self._begin_stop():
             return
-        self._stopped.set()
-        for t in self._tasks:
-            t.cancel()
         if self._server is not None:
             self._server.close()
         if self._http is not None:
@@ -201,14 +189,6 @@ def main(argv: list[str] | None = None) -> int:
     statecfg.add_arguments(ap)
     args = ap.parse_args(argv)
     log = setup_logging(f"metricsmgr[{args.container}]")
-    try:
-        state = open_state(statecfg.resolve(args, home=args.home), args.home)
-    except StateManagerError as e:
-        log.error("%s", e)
-        return 2
-    mm = MetricsManager(topology=args.topology, container=args.container, secret=args.secret_file.read_bytes(),
-                        state=state, paths=TopologyPaths.of(args.topology, args.home), log=log)
-    try:
-        return run_daemon(mm, log)
-    finally:
-        state.close()
+    return statecfg.run_with_state(args, log, lambda state: MetricsManager(
+        topology=args.topology, container=args.container, secret=args.secret_file.read_bytes(), state=state,
+        paths=TopologyPaths.of(args.topology, args.home), log=log))

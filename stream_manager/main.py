@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from heron_py.common.config import METRICS_INTERVAL
-from heron_py.common.daemon import FatalError, run_daemon, setup_logging
+from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
 from heron_py.common.framing import (
     ACK_ACK,
     ACK_FAIL,
@@ -41,7 +41,7 @@ from heron_py.common.framing import (
 from heron_py.common.net import BaseHandler, Connection, Counters, connect, parse, serve
 from heron_py.common.tmlink import LocationFollower
 from heron_py.planner.model import ComponentKind, PhysicalPlan
-from heron_py.state import StateManager, StateManagerError, open_state
+from heron_py.state import StateManager
 from heron_py.state import config as statecfg
 from proto import heron_py_pb2 as pb
 from stream_manager.acking import Outcome, Resolved, XorTracker
@@ -77,7 +77,7 @@ def watermarks(config: Mapping[str, Any]) -> tuple[int, int]:
     return int(high * MB), int(low * MB)
 
 
-class StreamManager:
+class StreamManager(DaemonBase):
     def __init__(self, *, topology: str, container: int, secret: bytes, state: StateManager,
                  port_file: Path, log: logging.Logger, host: str = "127.0.0.1",
                  max_frame: int = DEFAULT_MAX_FRAME) -> None:
@@ -101,8 +101,6 @@ class StreamManager:
         self.dropped_frames = 0
         self.tm: Connection | None = None
         self._server: asyncio.Server | None = None
-        self._stopped: asyncio.Event | None = None
-        self._tasks: list[asyncio.Task[None]] = []
         self._local_tasks: frozenset[int] = frozenset()
         self._local_spouts: frozenset[int] = frozenset()
         self._container_of: dict[int, int] = {}
@@ -120,7 +118,7 @@ class StreamManager:
 
     # --- lifecycle ---
     async def start(self) -> None:
-        self._stopped = asyncio.Event()
+        self._begin()
         try:
             self._server = await serve(self.host, 0, lambda: _Inbound(self), self._secret, role="stmgr",
                                        log=self._log, counters=self.counters, max_frame=self._max_frame)
@@ -128,25 +126,15 @@ class StreamManager:
             raise FatalError(f"stream manager of container {self.container}: cannot listen on "
                              f"{self.host}: {e}") from e
         self.port = self._server.sockets[0].getsockname()[1]
-        tmp = self._port_file.with_suffix(".tmp")
-        tmp.write_text(str(self.port))
-        os.replace(tmp, self._port_file)
+        write_atomically(self._port_file, str(self.port))
         self._log.info("stream manager of container %d listening on %s:%d", self.container, self.host, self.port)
-        self._tasks.append(asyncio.ensure_future(self._tm_loop()))
-        self._tasks.append(asyncio.ensure_future(self._rotate_loop()))
-        self._tasks.append(asyncio.ensure_future(self._mm_loop()))
-
-    async def wait(self) -> int:
-        assert self._stopped is not None
-        await self._stopped.wait()
-        return 0
+        self._spawn(self._tm_loop())
+        self._spawn(self._rotate_loop())
+        self._spawn(self._mm_loop())
 
     def stop(self) -> None:
-        if self._stopped is None or self._stopped.is_set():
+        if not self._begin_stop():
             return
-        self._stopped.set()
-        for t in self._tasks:
-            t.cancel()
         if self._server is not None:
             self._server.close()
         for c in [*self.instances.values(), *self.peers_out.values()]:
@@ -625,15 +613,6 @@ def main(argv: list[str] | None = None) -> int:
     statecfg.add_arguments(ap)
     args = ap.parse_args(argv)
     log = setup_logging(f"stmgr[{args.container}]")
-    try:
-        state = open_state(statecfg.resolve(args, home=args.home), args.home)
-    except StateManagerError as e:
-        log.error("%s", e)
-        return 2
-    sm = StreamManager(topology=args.topology, container=args.container,
-                       secret=args.secret_file.read_bytes(), state=state,
-                       port_file=args.port_file, log=log)
-    try:
-        return run_daemon(sm, log)
-    finally:
-        state.close()
+    return statecfg.run_with_state(args, log, lambda state: StreamManager(
+        topology=args.topology, container=args.container, secret=args.secret_file.read_bytes(), state=state,
+        port_file=args.port_file, log=log))

@@ -23,11 +23,11 @@ from typing import Any
 
 from google.protobuf.json_format import MessageToDict
 
-from heron_py.common.daemon import FatalError, run_daemon, setup_logging
+from heron_py.common.daemon import FatalError, setup_logging
 from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType, encode_frame
 from heron_py.common.net import BaseHandler, Connection, Counters, parse, serve
 from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
-from heron_py.state import StateManager, StateManagerError, TManagerLocation, open_state
+from heron_py.state import StateManager, TManagerLocation
 from heron_py.state import config as statecfg
 from heron_py.state.localfs import local_owner
 from proto import heron_py_pb2 as pb
@@ -316,16 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     statecfg.add_arguments(ap)
     args = ap.parse_args(argv)
     log = setup_logging("tmanager-standby" if args.standby else "tmanager")
-    try:
-        state = open_state(statecfg.resolve(args, home=args.home), args.home)
-    except StateManagerError as e:
-        log.error("%s", e)
-        return 2
-    tm = TopologyMaster(topology=args.topology, secret=args.secret_file.read_bytes(),
-                        state=state, log=log, standby=args.standby)
-    try:
-        return run_daemon(tm, log)
-    finally:
-        state.close()
+    return statecfg.run_with_state(args, log, lambda state: TopologyMaster(
+        topology=args.topology, secret=args.secret_file.read_bytes(), state=state, log=log, standby=args.standby))
 
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import Any, Protocol
 
 
@@ -19,6 +21,42 @@ class Daemon(Protocol):
     async def start(self) -> None: ...
     async def wait(self) -> int: ...
     def stop(self) -> None: ...
+
+
+class DaemonBase:
+    """What daemons share: the stop event, their background tasks, an idempotent stop."""
+
+    _stopped: asyncio.Event | None = None
+    _tasks: list[asyncio.Task[None]]
+    exit_code: int = 0
+
+    def _begin(self) -> None:
+        self._stopped = asyncio.Event()
+        self._tasks = []
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        self._tasks.append(asyncio.ensure_future(coro))
+
+    async def wait(self) -> int:
+        assert self._stopped is not None
+        await self._stopped.wait()
+        return self.exit_code
+
+    def _begin_stop(self) -> bool:
+        """True the first time (the caller then releases its resources), False after."""
+        if self._stopped is None or self._stopped.is_set():
+            return False
+        self._stopped.set()
+        for t in self._tasks:
+            t.cancel()
+        return True
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Readers of ``path`` (port files) never see half a write."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 class FatalError(Exception):

@@ -14,9 +14,10 @@ import argparse
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from heron_py.state.base import StateManager, StateManagerError
 
@@ -135,3 +136,20 @@ def open_state(cfg: StateConfig, home: Path | None = None) -> StateManager:
     from heron_py.state.localfs import LocalFsStateManager
 
     return LocalFsStateManager(home)
+
+
+def run_with_state(args: argparse.Namespace, log: Any, make: Callable[[StateManager], Any]) -> int:
+    """A daemon's main: opens the state manager the arguments choose (an unreachable store is
+    one logged error and exit code 2), runs the daemon ``make(state)`` builds, closes the store."""
+    from heron_py.common.daemon import run_daemon
+
+    try:
+        state = open_state(resolve(args, home=args.home), args.home)
+    except StateManagerError as e:
+        log.error("%s", e)
+        return 2
+    try:
+        code: int = run_daemon(make(state), log)
+        return code
+    finally:
+        state.close()

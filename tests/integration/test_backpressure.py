@@ -18,8 +18,8 @@ from tests.integration.test_cli import cli
 pytestmark = pytest.mark.integration
 
 PAYLOAD = 10_000  # bytes per tuple, distinct per tuple: the byte bounds are real bounds
-# The bound on all topology processes together (9: 2 executors, 2 stream managers, 1 master,
-# 4 tasks): 40 MB each for an idle Python process with our modules loaded (33 MB measured),
+# The bound on all topology processes together (11: 2 executors, 2 stream managers, 2 metrics
+# managers, 1 master, 4 tasks): 40 MB each for an idle Python process with our modules loaded (33 MB measured),
 # plus, per stream manager, 4 outbound connections at the 4 MB high watermark with as much
 # again in kernel socket buffers, plus 1 MB + 1 MB of instance queues per task, plus 100 MB
 # margin for allocator slack (freed memory that Python does not give back at once).
@@ -29,11 +29,12 @@ GROWTH_BOUND_MB = 2 * 4 * (4 + 4) + 4 * 2 + 100
 
 def _rss_mb(topology_id):
     procs = LocalScheduler.topology_processes(topology_id)
-    assert len(procs) == 9
+    assert len(procs) == NUM_PROCESSES
     return sum(p.memory_info().rss for p in procs) / 2**20
 
 
-BOUND_MB = 9 * PROCESS_MB + GROWTH_BOUND_MB
+NUM_PROCESSES = 11
+BOUND_MB = NUM_PROCESSES * PROCESS_MB + GROWTH_BOUND_MB
 
 
 def _log_numbers(home, name, pattern, regex):

@@ -1,9 +1,6 @@
 """``heron-py restart`` and ``heron-py update`` on a running topology (real processes)."""
 
 import math
-import os
-import subprocess
-import sys
 import time
 from collections import Counter, defaultdict
 
@@ -14,23 +11,16 @@ from heron_py.state import LocalFsStateManager
 from heron_py.testing import run_local
 from heron_py.testing.local import read_capture
 from tests.conftest import EXAMPLES
+from tests.support import run_cli as _cli
+from tests.support import wait_for as _wait
 
 pytestmark = pytest.mark.integration
 
 RATE = 300.0
 
 
-def _cli(home, *args):
-    return subprocess.run([sys.executable, "-m", "heron_py.cli.main", *args], text=True, capture_output=True,
-                          env=dict(os.environ, HERON_PY_HOME=str(home)), timeout=180)
 
 
-def _wait(cond, timeout, what):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.2)
 
 
 def _rows(home, name):

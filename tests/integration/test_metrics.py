@@ -3,13 +3,10 @@ exception with its traceback), the metrics manager's Prometheus endpoint scraped
 Prometheus server, and the web page rendered by headless Chromium."""
 
 import json
-import os
 import re
 import shutil
 import socket
 import subprocess
-import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -21,25 +18,15 @@ from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import LocalFsStateManager
 from heron_py.testing import run_local
 from tests.conftest import EXAMPLES
+from tests.support import run_cli as _cli
+from tests.support import wait_for as _wait
 
 pytestmark = pytest.mark.integration
 BOOM = Path(__file__).resolve().parent / "topologies" / "boom.py"
 
 
-def _cli(home, *args):
-    return subprocess.run([sys.executable, "-m", "heron_py.cli.main", *args], text=True, capture_output=True,
-                          env=dict(os.environ, HERON_PY_HOME=str(home)), timeout=120)
 
 
-def _wait(cond, timeout, what):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.3)
 
 
 def _get(base, path, **params):

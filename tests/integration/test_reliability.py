@@ -17,6 +17,7 @@ from heron_py.state import LocalFsStateManager
 from heron_py.testing import run_local
 from heron_py.testing.local import kill_local, read_capture
 from tests.conftest import EXAMPLES
+from tests.support import wait_for as _wait
 
 pytestmark = pytest.mark.integration
 
@@ -32,12 +33,6 @@ def _all_acked(home, name):
     return f"all {N} sentences acked" in _logs(home, name, "container-*/sentence-*.log")
 
 
-def _wait(cond, timeout, what):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.2)
 
 
 def _check_exact(home, name):

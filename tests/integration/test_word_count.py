@@ -45,8 +45,9 @@ def test_one_process_per_task_and_kill_leaves_nothing(heron_home):
     for p in procs:
         cmd = p.cmdline()
         modules[cmd[cmd.index("-m") + 1]] += 1
-    # 5 tasks (1 spout, 2 split, 2 count), 2 containers
-    assert modules == {"instance": 5, "stream_manager": 2, "topology_master": 1,
+    # 5 tasks (1 spout, 2 split, 2 count), 2 containers, each with a stream manager and a
+    # metrics manager
+    assert modules == {"instance": 5, "stream_manager": 2, "metrics_manager": 2, "topology_master": 1,
                        "heron_py.scheduler.executor": 2}
     pids = [p.pid for p in procs]
     kill_local(heron_home, run.name)

@@ -15,6 +15,7 @@ from heron_py.state import StateManagerError, TManagerLocation
 from heron_py.state import config as statecfg
 from heron_py.state.config import StateConfig, parse_zk
 from heron_py.state.zookeeper import CHUNK, ZkStateManager
+from tests.support import wait_for as _wait
 from topology_master.election import Election, Role, StateWorker, next_role
 
 pytestmark = pytest.mark.integration
@@ -25,12 +26,6 @@ def _cfg(zk, **kw):
     return StateConfig(kind="zookeeper", zk_hosts=hosts, zk_root=root, **kw)
 
 
-def _wait(cond, timeout, what):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def test_layout_documents_and_large_packages(zk):

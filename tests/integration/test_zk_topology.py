@@ -6,8 +6,6 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 
@@ -22,6 +20,8 @@ from heron_py.state import open_state
 from heron_py.testing import run_local
 from heron_py.testing.local import read_capture
 from tests.conftest import EXAMPLES
+from tests.support import run_cli as _cli
+from tests.support import wait_for as _wait
 
 pytestmark = pytest.mark.integration
 
@@ -29,20 +29,8 @@ N = 8000
 RATE = 200  # sentences per second: the run lasts about 40 s, long enough for every fault below
 
 
-def _wait(cond, timeout, what):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.1)
 
 
-def _cli(home, *args):
-    return subprocess.run([sys.executable, "-m", "heron_py.cli.main", *args], text=True, capture_output=True,
-                          env=dict(os.environ, HERON_PY_HOME=str(home)), timeout=120)
 
 
 def _logs(home, name, pattern):
