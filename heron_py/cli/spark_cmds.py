@@ -67,7 +67,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     spark = spark_session(args.master, f"heron-py batch {topo.name}")
     try:
         t0 = time.monotonic()
-        frames = run_topology_batch(spark, topo, package, inputs, list(outputs))
+        frames = run_topology_batch(spark, topo, inputs, list(outputs), package=package)
         for target, out_path in outputs.items():
             fmt = write_output(frames[target], out_path)
             n = spark.read.json(out_path).count() if fmt == "JSON lines" else spark.read.parquet(out_path).count()

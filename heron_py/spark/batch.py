@@ -46,9 +46,12 @@ _log = logging.getLogger("heron_py.spark")
 _loaded: dict[str, str] = {}  # package digest -> folder, per Python worker process
 
 
-def _ensure_package(package: bytes) -> None:
+def _ensure_package(package: bytes | None) -> None:
     """Makes the topology's classes importable in this (Spark worker) process: the package is
-    unpacked once per worker and loaded as ``__heron_main__``, as an executor does."""
+    unpacked once per worker and loaded as ``__heron_main__``, as an executor does. Without a
+    package, the classes must be importable where they were defined (a module, not __main__)."""
+    if package is None:
+        return
     digest = hashlib.sha256(package).hexdigest()[:16]
     if _loaded.get("current") == digest:
         return
@@ -206,12 +209,19 @@ def _input_rows(spark: Any, spout: str, fields: Sequence[str], source: Any) -> A
     return df.select(*fields).rdd.map(list)
 
 
-def run_topology_batch(spark: Any, topology: TopologyDef, package: bytes, inputs: Mapping[str, Any],
-                       outputs: Iterable[str], *, seed: int = 0) -> dict[str, Any]:
-    """Runs ``topology`` on ``spark`` and returns a DataFrame per requested output
-    (``"bolt"`` for its default stream or ``"bolt:stream"``), with the stream's declared
-    fields as columns. ``package`` is the topology package (heron_py.common.package), which
-    carries the topology's code to the Spark workers."""
+def run_topology_batch(spark: Any, topology: Any, inputs: Mapping[str, Any], outputs: Iterable[str], *,
+                       package: bytes | None = None, seed: int = 0) -> dict[str, Any]:
+    """Runs ``topology`` (a TopologyDef, or a builder / Topology class with ``build()``) on
+    ``spark`` and returns a DataFrame per requested output (``"bolt"`` for its default stream
+    or ``"bolt:stream"``), with the stream's declared fields as columns. ``inputs`` maps spouts
+    to paths or DataFrames. ``package`` is a topology package (heron_py.common.package) that
+    carries code defined in a topology file to the Spark workers; without it the components'
+    classes must be importable from their modules on the workers."""
+    if not isinstance(topology, TopologyDef):
+        topology = topology.build()
+    from heron_py.planner.logical import validate
+
+    validate(topology)
     plan = plan_batch(topology)
     sc = spark.sparkContext
     pkg = sc.broadcast(package)
@@ -271,7 +281,7 @@ def run_topology_batch(spark: Any, topology: TopologyDef, package: bytes, inputs
 
     frames: dict[str, Any] = {}
     for name, (comp_name, stream) in wanted.items():
-        fields = list(topology.component(comp_name).output(stream).fields)  # type: ignore[union-attr]
+        fields = list(topology.component(comp_name).output(stream).fields)
         rows = stages[comp_name].filter(lambda r, s=stream: r[0] == "o" and r[1][0] == s).map(
             lambda r: tuple(r[1][1]))
         if rows.isEmpty():

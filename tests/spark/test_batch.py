@@ -47,7 +47,7 @@ def test_partitioning_equals_streaming_routing(spark):
     path = HERE / "grouping_topology.py"
     topo = load_topology_file(path, [])
     package = build_package(path, [], [p for p in sys.path if p])
-    frames = run_topology_batch(spark, topo, package, {}, gt.KINDS)
+    frames = run_topology_batch(spark, topo, {}, gt.KINDS, package=package)
     batch = {k: [tuple(r) for r in frames[k].collect()] for k in gt.KINDS}
     streaming = run_in_process(topo, capture=gt.KINDS)
     stream = {k: [(r.task, r.values[0], r.values[1]) for r in streaming.received[k]] for k in gt.KINDS}
