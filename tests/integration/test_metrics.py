@@ -44,7 +44,7 @@ def _base(home, name):
 
 
 def test_http_api_every_endpoint_and_a_bolt_exception(heron_home):
-    run_local(BOOM, ["3000"], home=heron_home, name="boom", keep_running=True)
+    run_local(BOOM, ["60000"], home=heron_home, name="boom", keep_running=True)  # runs for a minute
     base = _base(heron_home, "boom")
 
     def exceptions():
