@@ -87,7 +87,17 @@ class MetricsManager(DaemonBase):
 
         from metrics_manager.prom import registry_for
 
-        self._http, _thread = start_http_server(0, addr=self.host, registry=registry_for(lambda: self.store))
+        # a restarted metrics manager takes its predecessor's port again when it is free, so a
+        # Prometheus scrape config made by prometheus-config stays valid
+        registry = registry_for(lambda: self.store)
+        try:
+            old = int(json.loads((self._paths.container(self.container) / "metricsmgr.json").read_text())["http_port"])
+        except (FileNotFoundError, ValueError, KeyError, TypeError):
+            old = 0
+        try:
+            self._http, _thread = start_http_server(old, addr=self.host, registry=registry)
+        except OSError:
+            self._http, _thread = start_http_server(0, addr=self.host, registry=registry)
         self.http_port = int(self._http.server_port)
         write_atomically(self._paths.container(self.container) / "metricsmgr.json",
                          json.dumps({"port": self.port, "http_port": self.http_port, "pid": os.getpid()}))

@@ -113,10 +113,11 @@ def test_standby_master_zookeeper_restart_and_process_kills(heron_home, zk):
         _wait(lambda: _instances(state, name)[split_task]["pid"] != split_pid
               and _instances(state, name)[split_task]["ready"], 30, "the split instance to come back")
         mm_file = TopologyPaths.of(name, heron_home).container(1) / "metricsmgr.json"
-        mm_pid = json.loads(mm_file.read_text())["pid"]
-        os.kill(mm_pid, signal.SIGKILL)
-        _wait(lambda: mm_file.exists() and json.loads(mm_file.read_text())["pid"] != mm_pid, 30,
-              "the metrics manager to come back")
+        mm = json.loads(mm_file.read_text())
+        os.kill(mm["pid"], signal.SIGKILL)
+        mm2 = _wait(lambda: (d := json.loads(mm_file.read_text()))["pid"] != mm["pid"] and d, 30,
+                    "the metrics manager to come back")
+        assert mm2["http_port"] == mm["http_port"]  # Prometheus keeps scraping the same target
         _grows(heron_home, name, "the metrics manager's death")
 
         # at-least-once: every sentence acked exactly once, counts exact
