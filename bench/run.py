@@ -197,10 +197,11 @@ def _merge(paths: list[Path]) -> dict[str, Any]:
             "mean_ms": s / n * 1e3}
 
 
-def latency(rate: float, acking: bool, home: Path, warmup: float, window: float, soak: float) -> dict[str, Any]:
+def latency(rate: float, acking: bool, home: Path, warmup: float, window: float, soak: float,
+            props: dict[str, str] | None = None) -> dict[str, Any]:
     out = Path(tempfile.mkdtemp(prefix="lat-", dir=home))
     env, tid = _submit(home, "latency_topology.py",
-                       [str(rate), str(out), "on" if acking else "off", str(warmup), str(window)])
+                       [str(rate), str(out), "on" if acking else "off", str(warmup), str(window)], props)
     sampler = Sampler(tid)
     try:
         # the spout's t0 is its first call; every task dumps its histogram after the window

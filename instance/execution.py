@@ -453,6 +453,7 @@ class TaskRunner:
             process = self._wrap_process(bolt)
         next_metrics = clock() + 10.0
         next_user = clock()
+        idle_flush = icfg.flush_when_idle
         while not self.stopping:
             now = clock()
             if emitter.has_pending:
@@ -481,7 +482,9 @@ class TaskRunner:
             if now >= next_tick:
                 bolt.process_tick(TupleHelper.make_tick_tuple())
                 next_tick = now + (tick or 0.0)
-            if emitter.has_pending and now - last_flush >= interval:
+            # flush when the batch interval is up, or at once when no input is waiting (more
+            # batching would only add latency then; under load the queue is rarely empty)
+            if emitter.has_pending and (now - last_flush >= interval or (idle_flush and self._in.empty())):
                 emitter.flush()
                 last_flush = now
             elif not emitter.has_pending:

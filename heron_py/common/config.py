@@ -14,6 +14,7 @@ from typing import Any
 TICK_FREQ = "topology.tick.tuple.freq.secs"
 BATCH_SIZE = "heron_py.instance.batch.size"
 METRICS_INTERVAL = "topology.metrics.export.interval.secs"
+FLUSH_IDLE = "heron_py.instance.flush.when.idle"
 # on by default; off only to measure what the specialised emit saves (bench/)
 SPECIALIZED_EMIT = "heron_py.instance.specialized.emit"  # tuples per destination before a flush
 BATCH_FLUSH_MS = "heron_py.instance.batch.flush.ms"
@@ -56,6 +57,7 @@ class InstanceConfig:
     out_queue_bytes: int = 32 * 1024 * 1024
     tick_freq_s: float | None = None
     max_frame: int = 16 * 1024 * 1024
+    flush_when_idle: bool = True  # a bolt flushes as soon as its input queue is empty
     metrics_interval_s: float = 10.0  # topology.metrics.export.interval.secs; 0: no metrics reports
 
     @classmethod
@@ -71,4 +73,5 @@ class InstanceConfig:
             tick_freq_s=None if tick in (None, "") else _num(cfg, TICK_FREQ, 0, float, 0.001),
             max_frame=_num(cfg, MAX_FRAME, 16 * 1024 * 1024, int, 1024),
             metrics_interval_s=_num(cfg, METRICS_INTERVAL, 10.0, float, 0.0),
+            flush_when_idle=str(cfg.get(FLUSH_IDLE, "true")).lower() != "false",
         )
