@@ -8,8 +8,9 @@ class runs unchanged: ``initialize``, ``process`` per tuple, and, when its confi
 emit on ticks emit their final state). ``ack``/``fail`` are accepted and do nothing: a batch
 run has no replays; a failed Spark task is retried by Spark from its input.
 
-Records between stages are ``(destination task, (source task, stream, values))``; the stage
-of a bolt takes the records addressed to its tasks and partitions them by task (see plan.py).
+Records between stages are ``(destination task, (source task, pickled batch of (stream,
+values) rows))``, the emitter's own batches; the stage of a bolt takes the records addressed
+to its tasks and partitions them by task (see plan.py).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from heron_py.spark.plan import plan_batch
 from heron_py.testing.inprocess import _Delegate, _preparer
 from instance.emitter import Emitter
 
-Record = tuple[int, tuple[int, str, list[Any]]]
+Record = tuple[int, tuple[int, bytes]]
 # at most this many next_tuple calls in a row that emit nothing end a bounded spout
 IDLE_CALLS = 1000
 
@@ -118,8 +119,9 @@ class _Task:
             if f[5] != MsgType.TUPLE_BATCH:
                 continue  # acks: a batch run does not track tuples
             dest, src, _ = BATCH_HEADER.unpack_from(f, HEADER_SIZE)
-            for stream, values in loads_batch(memoryview(f)[BODY_OFFSET:]):
-                yield ("r", (dest, (src, stream, list(values))))
+            # the batch body stays as the emitter pickled it (C pickler, up to 1024 tuples): Spark
+            # then serializes one bytes object per batch instead of every tuple on its own
+            yield ("r", (dest, (src, f[BODY_OFFSET:])))
         outs, self.outputs[:] = list(self.outputs), []
         for stream, values in outs:
             yield ("o", (stream, values))
@@ -131,8 +133,10 @@ def run_bolt_partition(spec: StageSpec, package: bytes, index: int,
     task = _Task(spec, index)
     process = task.user.process
     comp_of = task.component_of
-    for _dest, (src, stream, values) in records:
-        process(HeronTuple(None, comp_of[src], stream, src, values, 0.0, None))
+    for _dest, (src, body) in records:
+        source = comp_of[src]
+        for stream, values in loads_batch(body):
+            process(HeronTuple(None, source, stream, src, values, 0.0, None))
         if len(task.frames) > 8 or len(task.outputs) > 8192:
             yield from task.drain()
     if task.conf.get(TICK_FREQ) not in (None, "", 0):
