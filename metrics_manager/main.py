@@ -14,13 +14,11 @@ container's processes find it.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import logging
 import os
 import time
-from pathlib import Path
 from typing import Any
 
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
@@ -191,12 +189,8 @@ class _TmHandler(BaseHandler):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="metrics_manager")
-    ap.add_argument("--topology", required=True)
+    ap = statecfg.daemon_parser("metrics_manager")
     ap.add_argument("--container", type=int, required=True)
-    ap.add_argument("--secret-file", type=Path, required=True)
-    ap.add_argument("--home", type=Path, default=None)
-    statecfg.add_arguments(ap)
     args = ap.parse_args(argv)
     log = setup_logging(f"metricsmgr[{args.container}]")
     return statecfg.run_with_state(args, log, lambda state: MetricsManager(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,10 +164,3 @@ class MetricsStore:
 
     def exception_list(self) -> list[dict[str, Any]]:
         return [r.to_dict() for r in sorted(self.exceptions.values(), key=lambda r: (r.task, r.first))]
-
-
-def merge_exceptions(lists: Iterable[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for lst in lists:
-        out.extend(lst)
-    return out

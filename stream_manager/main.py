@@ -8,7 +8,6 @@ header and forwarded as the same bytes: the stream manager never unpickles a tup
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import collections
 import json
@@ -604,13 +603,9 @@ class _TmHandler(BaseHandler):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="stream_manager")
-    ap.add_argument("--topology", required=True)
+    ap = statecfg.daemon_parser("stream_manager")
     ap.add_argument("--container", type=int, required=True)
-    ap.add_argument("--secret-file", type=Path, required=True)
     ap.add_argument("--port-file", type=Path, required=True)
-    ap.add_argument("--home", type=Path, default=None)
-    statecfg.add_arguments(ap)
     args = ap.parse_args(argv)
     log = setup_logging(f"stmgr[{args.container}]")
     return statecfg.run_with_state(args, log, lambda state: StreamManager(

@@ -28,18 +28,6 @@ class BatchPlan:
     def tasks_of(self, component: str) -> tuple[int, ...]:
         return self.packing.tasks_of(component)
 
-    def partition_of(self, task_id: int) -> int:
-        """The Spark partition (index among its component's sorted task ids) of a task."""
-        return self._index[task_id]
-
-    @property
-    def _index(self) -> dict[int, int]:
-        idx: dict[int, int] = {}
-        for c in self.topology.components:
-            for i, t in enumerate(self.packing.tasks_of(c.name)):
-                idx[t] = i
-        return idx
-
     def spouts(self) -> list[str]:
         return [c.name for c in self.topology.components if c.kind is ComponentKind.SPOUT]
 

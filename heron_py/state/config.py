@@ -138,6 +138,16 @@ def open_state(cfg: StateConfig, home: Path | None = None) -> StateManager:
     return LocalFsStateManager(home)
 
 
+def daemon_parser(prog: str) -> argparse.ArgumentParser:
+    """The arguments every daemon of a container takes from its executor."""
+    ap = argparse.ArgumentParser(prog=prog)
+    ap.add_argument("--topology", required=True)
+    ap.add_argument("--secret-file", type=Path, required=True)
+    ap.add_argument("--home", type=Path, default=None)
+    add_arguments(ap)
+    return ap
+
+
 def run_with_state(args: argparse.Namespace, log: Any, make: Callable[[StateManager], Any]) -> int:
     """A daemon's main: opens the state manager the arguments choose (an unreachable store is
     one logged error and exit code 2), runs the daemon ``make(state)`` builds, closes the store."""
