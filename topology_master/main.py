@@ -12,18 +12,16 @@ the same port, from peers that proved the topology's secret.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import logging
 import os
 import time
-from pathlib import Path
 from typing import Any
 
 from google.protobuf.json_format import MessageToDict
 
-from heron_py.common.daemon import FatalError, setup_logging
+from heron_py.common.daemon import DaemonBase, FatalError, setup_logging
 from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType, encode_frame
 from heron_py.common.net import BaseHandler, Connection, Counters, parse, serve
 from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
@@ -38,7 +36,7 @@ from topology_master.http_api import Api, MetricsView, serve_http
 EXIT_STEPPED_DOWN = 3
 
 
-class TopologyMaster:
+class TopologyMaster(DaemonBase):
     def __init__(self, *, topology: str, secret: bytes, state: StateManager, log: logging.Logger,
                  host: str = "127.0.0.1", max_frame: int = DEFAULT_MAX_FRAME, standby: bool = False) -> None:
         self.topology = topology
@@ -55,7 +53,6 @@ class TopologyMaster:
         self.pplan: PhysicalPlan | None = None
         self.run_state = TopologyState.RUNNING
         self._server: asyncio.Server | None = None
-        self._stopped: asyncio.Event | None = None
         self.started_at = time.time()
         self.active_since: float | None = None
         self.port = 0
@@ -68,7 +65,7 @@ class TopologyMaster:
         self._http: asyncio.Server | None = None
 
     async def start(self) -> None:
-        self._stopped = asyncio.Event()
+        self._begin()
         loop = asyncio.get_running_loop()
         topo, packing = await loop.run_in_executor(
             None, lambda: (self._state.get_topology(self.topology), self._state.get_packing_plan(self.topology)))
@@ -96,7 +93,10 @@ class TopologyMaster:
 
     @property
     def active(self) -> bool:
-        return self._election is not None and self._election.role is Role.ACTIVE
+        # claimed *and* the stored plan read (active_since is set then): a master that took over
+        # must not push a plan before it knows the version to continue from, or SMs that already
+        # hold that version would ignore the new plan
+        return self._election is not None and self._election.role is Role.ACTIVE and self.active_since is not None
 
     def _on_role(self, role: Role, holder: TManagerLocation | None) -> None:
         if role is Role.STANDBY:
@@ -129,15 +129,9 @@ class TopologyMaster:
                        self.port, self._version, self.run_state.value)
         self._write_execution_state()
 
-    async def wait(self) -> int:
-        assert self._stopped is not None
-        await self._stopped.wait()
-        return self.exit_code
-
     def stop(self) -> None:
-        if self._stopped is None or self._stopped.is_set():
+        if not self._begin_stop():
             return
-        self._stopped.set()
         if self._election is not None:
             self._election.stop()
         if self._server is not None:
@@ -307,13 +301,9 @@ class _Handler(BaseHandler):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="topology_master")
-    ap.add_argument("--topology", required=True)
-    ap.add_argument("--secret-file", type=Path, required=True)
-    ap.add_argument("--home", type=Path, default=None)
+    ap = statecfg.daemon_parser("topology_master")
     ap.add_argument("--standby", action="store_true",
                     help="expect to wait as a standby (any master that finds the location held waits)")
-    statecfg.add_arguments(ap)
     args = ap.parse_args(argv)
     log = setup_logging("tmanager-standby" if args.standby else "tmanager")
     return statecfg.run_with_state(args, log, lambda state: TopologyMaster(
