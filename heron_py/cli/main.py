@@ -158,6 +158,11 @@ def cmd_update(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fmt(v: float) -> str:
+    """Counters print whole (1000000, not 1e+06); latencies keep 6 significant digits."""
+    return str(int(v)) if float(v).is_integer() else f"{v:.6g}"
+
+
 def cmd_metrics(args: argparse.Namespace) -> int:
     state = _state(args)
     _require(state, args.name)
@@ -171,7 +176,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         print(f"{comp}: tasks {', '.join(tasks) or 'none reported yet'}"
               + (f"; increase over the last {args.interval:g} s for counters" if args.interval else ""))
         for name in sorted(metrics):
-            vals = "  ".join(f"{metrics[name].get(t, 0):.6g}" for t in tasks)
+            vals = "  ".join(_fmt(metrics[name].get(t, 0)) for t in tasks)
             print(f"  {name:<44} {vals}")
     return 0
 
