@@ -21,7 +21,7 @@ from typing import IO, Any
 from heron_py.api.topology_context import TopologyContext
 from heron_py.api.tuple import HeronTuple, TrackedTuple, TupleHelper
 from heron_py.common import config as cfgkeys
-from heron_py.common.config import InstanceConfig
+from heron_py.common.config import InstanceConfig, ReliabilityConfig
 from heron_py.common.config_codec import restore_config
 from heron_py.common.framing import (
     BATCH_HEADER,
@@ -31,11 +31,12 @@ from heron_py.common.framing import (
     RESULT_RECORD,
 )
 from heron_py.common.package import load_main
+from heron_py.common.process import process_gauges
 from heron_py.common.serialization import loads_batch, loads_user_object
 from heron_py.planner.model import ComponentKind, PhysicalPlan, TopologyState
-from instance.emitter import Emitter
+from heron_py.runtime.emitter import Emitter
+from heron_py.runtime.reliability import Reliability, TaskMetrics
 from instance.gateway import QueueBytes
-from instance.reliability import Reliability, TaskMetrics
 from proto import heron_py_pb2 as pb
 
 
@@ -90,17 +91,6 @@ class Delegate:
             lvl = logging.getLevelName(level.upper())
             level = lvl if isinstance(lvl, int) else logging.INFO
         self.logger.log(level if level is not None else logging.INFO, message)
-
-
-def process_gauges() -> dict[str, float]:
-    """psutil gauges of this process: CPU seconds, RSS, threads, open file descriptors."""
-    import psutil
-
-    p = psutil.Process()
-    with p.oneshot():
-        t = p.cpu_times()
-        return {"cpu_seconds": t.user + t.system, "rss_bytes": p.memory_info().rss,
-                "threads": p.num_threads(), "open_fds": p.num_fds()}
 
 
 def _bind_fast_emit(user: Any, emitter: Emitter, specialize: bool = True) -> None:
@@ -338,7 +328,8 @@ class TaskRunner:
             prepare_custom=lambda g, c, s, targets: g.prepare(context, c, s, targets),
         )
         self.is_spout = comp.kind is ComponentKind.SPOUT
-        self.reliability = Reliability.from_config(conf, clock=self._clock, metrics=self.metrics)
+        self.reliability = Reliability.from_config(ReliabilityConfig.from_config(conf), clock=self._clock,
+                                                   metrics=self.metrics)
         capture_dir = topo.config.get(cfgkeys.CAPTURE_DIR)
         if capture_dir and self.component_name in str(topo.config.get(cfgkeys.CAPTURE_COMPONENTS, "")).split(","):
             path = Path(str(capture_dir)) / f"{self.component_name}-{self.task_id}.jsonl"

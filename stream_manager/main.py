@@ -38,6 +38,7 @@ from heron_py.common.framing import (
     encode_frame,
 )
 from heron_py.common.net import BaseHandler, Connection, Counters, connect, parse, serve
+from heron_py.common.process import process_gauges
 from heron_py.common.tmlink import LocationFollower
 from heron_py.planner.model import ComponentKind, PhysicalPlan
 from heron_py.state import StateManager
@@ -190,8 +191,6 @@ class StreamManager(DaemonBase):
 
     def metrics_report(self) -> dict[str, Any]:
         """The JSON report for the metrics manager (metrics_manager/store.py)."""
-        from instance.execution import process_gauges
-
         counters: dict[str, float] = {
             "__time_spent_back_pressure_ms": int(self.bp.time_in_backpressure() * 1000),
             "__dropped-tuples": self.dropped_tuples}

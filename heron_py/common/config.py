@@ -1,50 +1,145 @@
-"""Engine configuration: frozen dataclasses built once from defaults and topology config.
+"""Engine configuration: one table of every key the engine reads, parsed once into frozen
+dataclasses.
 
-Keys follow Heron's names where Heron has one. Values in a topology's config are strings
-(heronpy's sanitized form), so each reader parses and checks its own keys here and fails
-with one clear message naming the key, the expected type and the value found.
+Keys follow Heron's names where Heron has one. A topology's config holds heronpy's sanitized
+strings ("30", "true") or, after ``restore_config``, Python values; ``Key.parse`` takes
+either. Every key has its type, default and range here, and one error format for a bad
+value: ``config KEY: expected WHAT, found VALUE``. ``check_topology_config`` runs every
+reader at submit, so a bad value is refused there and never reaches a running daemon.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-TICK_FREQ = "topology.tick.tuple.freq.secs"
-BATCH_SIZE = "heron_py.instance.batch.size"
-METRICS_INTERVAL = "topology.metrics.export.interval.secs"
-FLUSH_IDLE = "heron_py.instance.flush.when.idle"
-# on by default; off only to measure what the specialised emit saves (bench/)
-SPECIALIZED_EMIT = "heron_py.instance.specialized.emit"  # tuples per destination before a flush
-BATCH_FLUSH_MS = "heron_py.instance.batch.flush.ms"
-IN_QUEUE = "heron_py.instance.inbound.queue.batches"
-IN_QUEUE_BYTES = "heron_py.instance.inbound.queue.bytes"
-OUT_QUEUE = "heron_py.instance.outbound.queue.batches"
-OUT_QUEUE_BYTES = "heron_py.instance.outbound.queue.bytes"
-MAX_FRAME = "heron_py.network.max.frame.bytes"
-CAPTURE_DIR = "heron_py.testing.capture.dir"
-CAPTURE_COMPONENTS = "heron_py.testing.capture.components"
+MB = 1024 * 1024
 
 
 class ConfigError(ValueError):
     pass
 
 
-def _num(cfg: Mapping[str, Any], key: str, default: float, kind: type, minimum: float) -> Any:
-    raw = cfg.get(key)
-    if raw is None or raw == "":
-        return kind(default)
-    try:
-        value = kind(raw) if not isinstance(raw, bool) else None
-    except (TypeError, ValueError):
-        value = None
-    if value is None or value < minimum:
-        raise ConfigError(
-            f"config {key}: expected {'an integer' if kind is int else 'a number'} >= {minimum}, "
-            f"found {raw!r}"
-        )
-    return value
+class Kind(enum.Enum):
+    INT = "an integer"
+    FLOAT = "a number"
+    BOOL = "true or false"
+    STR = "a string"
+    CHOICE = "one of"
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    kind: Kind
+    default: Any
+    minimum: float | None = None
+    choices: tuple[str, ...] = ()
+    unit: str = ""  # "seconds", "MB": part of the error message
+    doc: str = ""
+
+    def expected(self) -> str:
+        if self.kind is Kind.CHOICE:
+            return "one of " + ", ".join(self.choices)
+        what: str = self.kind.value
+        if self.unit:
+            what = f"{what} of {self.unit}" if self.kind is not Kind.INT else f"{what} ({self.unit})"
+        if self.minimum is not None:
+            what += f" >= {self.minimum:g}"
+        return what
+
+    def error(self, raw: Any) -> ConfigError:
+        return ConfigError(f"config {self.name}: expected {self.expected()}, found {raw!r}")
+
+    def parse(self, cfg: Mapping[str, Any]) -> Any:
+        raw = cfg.get(self.name)
+        if raw is None or raw == "":
+            return self.default
+        if self.kind is Kind.BOOL:
+            if isinstance(raw, bool):
+                return raw
+            if isinstance(raw, str) and raw.lower() in ("true", "false"):
+                return raw.lower() == "true"
+            raise self.error(raw)
+        if self.kind in (Kind.STR, Kind.CHOICE):
+            value = str(raw)
+            if self.choices and value not in self.choices:
+                raise self.error(raw)
+            return value
+        if isinstance(raw, bool):
+            raise self.error(raw)
+        try:
+            num: float = int(raw) if self.kind is Kind.INT else float(raw)
+        except (TypeError, ValueError):
+            raise self.error(raw) from None
+        if self.kind is Kind.INT and isinstance(raw, float) and raw != int(raw):
+            raise self.error(raw)
+        if self.minimum is not None and num < self.minimum:
+            raise self.error(raw)
+        return num
+
+
+def _key(*args: Any, **kw: Any) -> Key:
+    k = Key(*args, **kw)
+    KEYS[k.name] = k
+    return k
+
+
+KEYS: dict[str, Key] = {}
+
+# --- instance ---
+TICK = _key("topology.tick.tuple.freq.secs", Kind.FLOAT, None, 0.001, unit="seconds",
+            doc="interval of tick tuples to a bolt's process_tick; unset: no ticks")
+BATCH = _key("heron_py.instance.batch.size", Kind.INT, 1024, 1, doc="tuples emitted before a flush")
+FLUSH_MS = _key("heron_py.instance.batch.flush.ms", Kind.FLOAT, 1.0, 0.0, unit="milliseconds",
+                doc="longest time an emitted tuple waits in its batch")
+FLUSH_IDLE_KEY = _key("heron_py.instance.flush.when.idle", Kind.BOOL, True,
+                      doc="a bolt flushes as soon as its input queue is empty")
+# on by default; off only to measure what the specialised default-stream emit saves (bench/)
+SPECIALIZED = _key("heron_py.instance.specialized.emit", Kind.BOOL, True,
+                   doc="bind a specialised emit for fields-grouped default streams")
+IN_Q = _key("heron_py.instance.inbound.queue.batches", Kind.INT, 64, 1)
+IN_Q_BYTES = _key("heron_py.instance.inbound.queue.bytes", Kind.INT, 32 * MB, 1)
+OUT_Q = _key("heron_py.instance.outbound.queue.batches", Kind.INT, 64, 1)
+OUT_Q_BYTES = _key("heron_py.instance.outbound.queue.bytes", Kind.INT, 32 * MB, 1)
+FRAME = _key("heron_py.network.max.frame.bytes", Kind.INT, 16 * MB, 1024)
+METRICS = _key("topology.metrics.export.interval.secs", Kind.FLOAT, 10.0, 0.0, unit="seconds",
+               doc="interval of metrics reports; 0 turns metrics off")
+CAPTURE_DIR_KEY = _key("heron_py.testing.capture.dir", Kind.STR, "", doc="tests: folder for received tuples")
+CAPTURE_COMPONENTS_KEY = _key("heron_py.testing.capture.components", Kind.STR, "",
+                              doc="tests: comma-separated components whose received tuples are written")
+# --- reliability ---
+MODE = _key("topology.reliability.mode", Kind.CHOICE, "ATMOST_ONCE",
+            choices=("ATMOST_ONCE", "ATLEAST_ONCE", "EFFECTIVELY_ONCE"))
+ACKING_KEY = _key("topology.acking", Kind.BOOL, False, doc="Storm's switch for at-least-once")
+TIMEOUT = _key("topology.message.timeout.secs", Kind.FLOAT, 30.0, unit="seconds",
+               doc="a tuple tree not acked by then is failed")
+PENDING = _key("topology.max.spout.pending", Kind.INT, None, 1, doc="tracked tuples in flight per spout task")
+# --- stream manager ---
+DROP = _key("topology.droptuples.upon.backpressure", Kind.BOOL, False,
+            doc="drop tuples for a slow connection instead of pausing spouts")
+HIGH = _key("heron.streammgr.network.backpressure.highwatermark.mb", Kind.FLOAT, 100.0, unit="MB")
+LOW = _key("heron.streammgr.network.backpressure.lowwatermark.mb", Kind.FLOAT, 50.0, unit="MB")
+# --- scheduling ---
+STMGRS = _key("topology.stmgrs", Kind.INT, 1, 1, doc="containers (one stream manager each)")
+STANDBY = _key("topology.tmanager.standby", Kind.BOOL, False, doc="a standby master in the last container")
+
+# names kept for the modules that refer to keys by name
+TICK_FREQ = TICK.name
+BATCH_SIZE = BATCH.name
+METRICS_INTERVAL = METRICS.name
+FLUSH_IDLE = FLUSH_IDLE_KEY.name
+SPECIALIZED_EMIT = SPECIALIZED.name
+BATCH_FLUSH_MS = FLUSH_MS.name
+IN_QUEUE = IN_Q.name
+IN_QUEUE_BYTES = IN_Q_BYTES.name
+OUT_QUEUE = OUT_Q.name
+OUT_QUEUE_BYTES = OUT_Q_BYTES.name
+MAX_FRAME = FRAME.name
+CAPTURE_DIR = CAPTURE_DIR_KEY.name
+CAPTURE_COMPONENTS = CAPTURE_COMPONENTS_KEY.name
 
 
 @dataclass(frozen=True)
@@ -52,26 +147,99 @@ class InstanceConfig:
     batch_size: int = 1024
     flush_interval_s: float = 0.001
     in_queue_batches: int = 64
-    in_queue_bytes: int = 32 * 1024 * 1024
+    in_queue_bytes: int = 32 * MB
     out_queue_batches: int = 64
-    out_queue_bytes: int = 32 * 1024 * 1024
+    out_queue_bytes: int = 32 * MB
     tick_freq_s: float | None = None
-    max_frame: int = 16 * 1024 * 1024
-    flush_when_idle: bool = True  # a bolt flushes as soon as its input queue is empty
-    metrics_interval_s: float = 10.0  # topology.metrics.export.interval.secs; 0: no metrics reports
+    max_frame: int = 16 * MB
+    flush_when_idle: bool = True
+    metrics_interval_s: float = 10.0
+    specialized_emit: bool = True
+    capture_dir: str = ""
+    capture_components: tuple[str, ...] = ()
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> InstanceConfig:
-        tick = cfg.get(TICK_FREQ)
         return cls(
-            batch_size=_num(cfg, BATCH_SIZE, 1024, int, 1),
-            flush_interval_s=_num(cfg, BATCH_FLUSH_MS, 1.0, float, 0.0) / 1000.0,
-            in_queue_batches=_num(cfg, IN_QUEUE, 64, int, 1),
-            in_queue_bytes=_num(cfg, IN_QUEUE_BYTES, 32 * 1024 * 1024, int, 1),
-            out_queue_batches=_num(cfg, OUT_QUEUE, 64, int, 1),
-            out_queue_bytes=_num(cfg, OUT_QUEUE_BYTES, 32 * 1024 * 1024, int, 1),
-            tick_freq_s=None if tick in (None, "") else _num(cfg, TICK_FREQ, 0, float, 0.001),
-            max_frame=_num(cfg, MAX_FRAME, 16 * 1024 * 1024, int, 1024),
-            metrics_interval_s=_num(cfg, METRICS_INTERVAL, 10.0, float, 0.0),
-            flush_when_idle=str(cfg.get(FLUSH_IDLE, "true")).lower() != "false",
+            batch_size=BATCH.parse(cfg),
+            flush_interval_s=FLUSH_MS.parse(cfg) / 1000.0,
+            in_queue_batches=IN_Q.parse(cfg),
+            in_queue_bytes=IN_Q_BYTES.parse(cfg),
+            out_queue_batches=OUT_Q.parse(cfg),
+            out_queue_bytes=OUT_Q_BYTES.parse(cfg),
+            tick_freq_s=TICK.parse(cfg),
+            max_frame=FRAME.parse(cfg),
+            metrics_interval_s=METRICS.parse(cfg),
+            flush_when_idle=FLUSH_IDLE_KEY.parse(cfg),
+            specialized_emit=SPECIALIZED.parse(cfg),
+            capture_dir=CAPTURE_DIR_KEY.parse(cfg),
+            capture_components=tuple(c for c in CAPTURE_COMPONENTS_KEY.parse(cfg).split(",") if c),
         )
+
+
+class Mode(enum.Enum):
+    ATMOST_ONCE = "ATMOST_ONCE"
+    ATLEAST_ONCE = "ATLEAST_ONCE"
+
+
+@dataclass(frozen=True)
+class ReliabilityConfig:
+    mode: Mode = Mode.ATMOST_ONCE
+    timeout_s: float = 30.0
+    max_pending: int | None = None
+
+    @property
+    def acking(self) -> bool:
+        return self.mode is Mode.ATLEAST_ONCE
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> ReliabilityConfig:
+        mode = MODE.parse(cfg)
+        if mode == "EFFECTIVELY_ONCE":
+            raise ConfigError(f"config {MODE.name}: EFFECTIVELY_ONCE is not supported yet; "
+                              f"expected ATMOST_ONCE or ATLEAST_ONCE")
+        timeout = TIMEOUT.parse(cfg)
+        if timeout <= 0:
+            raise ConfigError(f"config {TIMEOUT.name}: expected a number of seconds > 0, "
+                              f"found {cfg.get(TIMEOUT.name)!r}")
+        acking = mode == "ATLEAST_ONCE" or ACKING_KEY.parse(cfg)
+        return cls(Mode.ATLEAST_ONCE if acking else Mode.ATMOST_ONCE, float(timeout), PENDING.parse(cfg))
+
+
+@dataclass(frozen=True)
+class StreamManagerConfig:
+    drop_on_backpressure: bool = False
+    high_watermark: int = int(100.0 * MB)  # bytes
+    low_watermark: int = int(50.0 * MB)
+    message_timeout_s: float = 30.0
+    metrics_interval_s: float = 10.0
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> StreamManagerConfig:
+        high, low = HIGH.parse(cfg), LOW.parse(cfg)
+        for k, v in ((HIGH, high), (LOW, low)):
+            if v <= 0:
+                raise ConfigError(f"config {k.name}: expected a number of MB > 0, found {cfg.get(k.name)!r}")
+        if low >= high:
+            raise ConfigError(f"config {LOW.name} ({low:g}) must be below {HIGH.name} ({high:g})")
+        rel = ReliabilityConfig.from_config(cfg)
+        return cls(DROP.parse(cfg), int(high * MB), int(low * MB), rel.timeout_s, METRICS.parse(cfg))
+
+
+def check_topology_config(topology_config: Mapping[str, Any],
+                          component_configs: Mapping[str, Mapping[str, Any]]) -> None:
+    """Parses every table the daemons will parse, for the topology and then each component
+    (whose config overrides the topology's); raises the first ConfigError. An error that only
+    a component's own config causes names the component."""
+    StreamManagerConfig.from_config(topology_config)
+    InstanceConfig.from_config(topology_config)
+    ReliabilityConfig.from_config(topology_config)
+    STMGRS.parse(topology_config)
+    STANDBY.parse(topology_config)
+    for name, comp in component_configs.items():
+        merged = {**topology_config, **comp}
+        try:
+            InstanceConfig.from_config(merged)
+            ReliabilityConfig.from_config(merged)
+        except ConfigError as e:
+            raise ConfigError(f"component '{name}': {e}") from None

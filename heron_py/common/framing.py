@@ -67,6 +67,11 @@ def encode_batch_frame(dest_task: int, src_task: int, body: bytes, msg_type: int
     return head + BATCH_HEADER.pack(dest_task, src_task, count) + body
 
 
+def frame_type(frame: bytes) -> int:
+    """The message type of an encoded frame (header included)."""
+    return frame[4] << 8 | frame[5]
+
+
 def batch_count(frame: bytes) -> int:
     """Number of tuples (or records) in an encoded batch frame."""
     n: int = BATCH_HEADER.unpack_from(frame, HEADER_SIZE)[2]

@@ -12,12 +12,12 @@ import asyncio
 import enum
 import logging
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from google.protobuf.message import DecodeError
 
-from heron_py.common.framing import DEFAULT_MAX_FRAME, FrameDecoder, FrameError, MsgType, encode_frame
+from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, FrameDecoder, FrameError, MsgType, encode_frame
 from heron_py.common.handshake import ClientHandshake, HandshakeError, PeerIdentity, ServerHandshake
 from proto import heron_py_pb2 as pb
 
@@ -39,6 +39,8 @@ class FrameHandler(Protocol):
     def on_open(self, conn: Connection) -> None: ...
     def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None: ...
     def on_close(self, conn: Connection) -> None: ...
+    # the write buffer crossed the high watermark (paused=True) or fell below the low one
+    def on_writing(self, conn: Connection, paused: bool) -> None: ...
 
 
 class BaseHandler:
@@ -51,6 +53,9 @@ class BaseHandler:
         pass
 
     def on_close(self, conn: Connection) -> None:
+        pass
+
+    def on_writing(self, conn: Connection, paused: bool) -> None:
         pass
 
 
@@ -97,6 +102,7 @@ class Connection(asyncio.Protocol):
             self._client_hs = ClientHandshake(secret, client_role, client_id, peer_name)
         self.context: object = None  # what the handler attaches (e.g. task id)
         self.writing_paused = False
+        self.close_reason: str | None = None  # why we closed it (None: open, or the peer closed)
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -118,7 +124,7 @@ class Connection(asyncio.Protocol):
         except FrameError as e:
             self._counters.bad_frames += 1
             self._log.warning("%s", e)
-            self.close()
+            self.close(f"bad frame: {e}")
             return
         for msg_type, frame in frames:
             if self.state is ConnState.OPEN:
@@ -128,7 +134,7 @@ class Connection(asyncio.Protocol):
                     self._counters.bad_frames += 1
                     self._log.warning("dropping connection: %s sent a %s frame that does not parse: %s",
                                       self.peer_name, _type_name(msg_type), e)
-                    self.close()
+                    self.close(f"unparsable {_type_name(msg_type)} frame")
                     return
             elif self.state is ConnState.HANDSHAKE:
                 self._handshake_step(msg_type, frame)
@@ -155,7 +161,7 @@ class Connection(asyncio.Protocol):
                                                   pb.AuthFailed(reason="authentication failed").SerializeToString()))
             if not self.authenticated.done():
                 self.authenticated.set_exception(e)
-            self.close()
+            self.close(f"handshake failed: {e}")
             return
         self.state = ConnState.OPEN
         if not self.authenticated.done():
@@ -174,15 +180,11 @@ class Connection(asyncio.Protocol):
     # set_write_limits (high on the way up, low on the way down): the watermarks
     def pause_writing(self) -> None:
         self.writing_paused = True
-        hook = getattr(self.handler, "on_writing", None)
-        if hook is not None:
-            hook(self, True)
+        self.handler.on_writing(self, True)
 
     def resume_writing(self) -> None:
         self.writing_paused = False
-        hook = getattr(self.handler, "on_writing", None)
-        if hook is not None:
-            hook(self, False)
+        self.handler.on_writing(self, False)
 
     def set_write_limits(self, high: int, low: int) -> None:
         if self.transport is not None:
@@ -198,6 +200,13 @@ class Connection(asyncio.Protocol):
             self.bytes_out += len(frame)
             self.transport.write(frame)
 
+    def send_many(self, frames: Iterable[bytes]) -> None:
+        """Writes several frames with one call (a flushed batch list, held frames)."""
+        if self.state is ConnState.OPEN and self.transport is not None:
+            frames = frames if isinstance(frames, (list, tuple)) else list(frames)
+            self.bytes_out += sum(map(len, frames))
+            self.transport.writelines(frames)
+
     def send_msg(self, msg_type: MsgType, msg: object) -> None:
         self.send(encode_frame(msg_type, msg.SerializeToString()))  # type: ignore[attr-defined]
 
@@ -212,7 +221,12 @@ class Connection(asyncio.Protocol):
         if self.transport is not None and not self.transport.is_reading() and not self.transport.is_closing():
             self.transport.resume_reading()
 
-    def close(self) -> None:
+    def close(self, reason: str = "") -> None:
+        """Idempotent; the first reason given is kept (and logged at debug level)."""
+        if self.close_reason is None:
+            self.close_reason = reason or "closed"
+            if reason:
+                self._log.debug("closing the connection to %s: %s", self.peer_name, reason)
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
 
@@ -241,7 +255,7 @@ async def connect(
     try:
         await asyncio.wait_for(conn.authenticated, timeout)
     except BaseException:
-        conn.close()
+        conn.close("handshake did not complete")
         raise
     return conn
 
@@ -266,4 +280,4 @@ async def serve(
 
 def parse(msg: object, frame: bytes) -> None:
     """Parses a protobuf control message from a frame (payload after the header)."""
-    msg.ParseFromString(frame[6:])  # type: ignore[attr-defined]
+    msg.ParseFromString(frame[HEADER_SIZE:])  # type: ignore[attr-defined]

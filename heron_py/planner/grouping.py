@@ -42,7 +42,10 @@ class _RoundRobin:
         return self._one[i]
 
 
-class _Fields:
+class FieldsRouter:
+    """Fields grouping: a stable hash of the grouping fields picks the task. Public because
+    the emitter inlines its cache for the default-stream fast path."""
+
     def __init__(self, targets: Sequence[int], field_indices: tuple[int, ...]) -> None:
         self._one = [(t,) for t in sorted(targets)]
         self._n = len(targets)
@@ -161,7 +164,7 @@ def make_router(
     if kind in (GroupingKind.SHUFFLE, GroupingKind.NONE):
         return _RoundRobin(targets, rng)
     if kind is GroupingKind.FIELDS:
-        return _Fields(targets, field_indices)
+        return FieldsRouter(targets, field_indices)
     if kind is GroupingKind.ALL:
         return _Fixed(tuple(targets))
     if kind is GroupingKind.LOWEST:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 
+from heron_py.common.config import ConfigError, check_topology_config
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.model import ComponentKind, GroupingKind, TopologyDef
 
@@ -87,3 +88,8 @@ def validate(topology: TopologyDef) -> None:
     if orphans:
         raise TopologyError(f"{where}: bolts {orphans} are not reachable from any spout (no inputs, or a cycle "
                             f"that no spout feeds); every bolt must descend from a spout")
+    # the engine's keys, parsed as the daemons will parse them: a bad value fails here, at submit
+    try:
+        check_topology_config(topology.config, {c.name: c.config for c in topology.components})
+    except ConfigError as e:
+        raise TopologyError(f"{where}: {e}") from None

@@ -35,9 +35,9 @@ from heron_py.common.package import load_main, unpack
 from heron_py.common.serialization import MAIN_ALIAS, loads_batch, loads_user_object
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.model import ComponentKind, PhysicalPlan, StmgrLocation, TopologyDef, TopologyState
+from heron_py.runtime.emitter import Emitter
 from heron_py.spark.plan import plan_batch
 from heron_py.testing.inprocess import _Delegate, _preparer
-from instance.emitter import Emitter
 
 Record = tuple[int, tuple[int, bytes]]
 # at most this many next_tuple calls in a row that emit nothing end a bounded spout

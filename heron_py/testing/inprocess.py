@@ -23,7 +23,7 @@ from heron_py.planner.model import (
     TopologyState,
 )
 from heron_py.planner.packing import round_robin
-from instance.emitter import Emitter
+from heron_py.runtime.emitter import Emitter
 
 
 @dataclass

@@ -12,41 +12,16 @@ from __future__ import annotations
 import collections
 import logging
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from heron_py.common.config import ReliabilityConfig
 from heron_py.common.framing import RESULT_ACKED, RESULT_FAILED, RESULT_TIMED_OUT
 
-RELIABILITY_MODE = "topology.reliability.mode"
-ACKING = "topology.acking"
-MESSAGE_TIMEOUT = "topology.message.timeout.secs"
-MAX_SPOUT_PENDING = "topology.max.spout.pending"
-DEFAULT_TIMEOUT_S = 30.0
 # the stream manager's rotating map times a root out between T and 1.5 T (3 buckets)
 LOCAL_TIMEOUT_FACTOR = 1.5
 LOCAL_TIMEOUT_SLACK_S = 1.0
-
-
-class ConfigValueError(ValueError):
-    pass
-
-
-def acking_enabled(conf: Mapping[str, Any]) -> bool:
-    mode = conf.get(RELIABILITY_MODE)
-    if mode not in (None, "", "ATMOST_ONCE", "ATLEAST_ONCE", "EFFECTIVELY_ONCE"):
-        raise ConfigValueError(f"config {RELIABILITY_MODE}: expected ATMOST_ONCE or ATLEAST_ONCE, found {mode!r}")
-    if mode == "EFFECTIVELY_ONCE":
-        raise ConfigValueError(f"config {RELIABILITY_MODE}: EFFECTIVELY_ONCE is not supported yet; "
-                               f"expected ATMOST_ONCE or ATLEAST_ONCE")
-    return mode == "ATLEAST_ONCE" or conf.get(ACKING) is True
-
-
-def message_timeout(conf: Mapping[str, Any]) -> float:
-    raw = conf.get(MESSAGE_TIMEOUT, DEFAULT_TIMEOUT_S)
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or raw <= 0:
-        raise ConfigValueError(f"config {MESSAGE_TIMEOUT}: expected a number of seconds > 0, found {raw!r}")
-    return float(raw)
 
 
 @dataclass
@@ -95,14 +70,12 @@ class Reliability:
         self._rand = (rng or random.SystemRandom()).getrandbits
 
     @classmethod
-    def from_config(cls, conf: Mapping[str, Any], clock: Callable[[], float],
+    def from_config(cls, conf: ReliabilityConfig, clock: Callable[[], float],
                     metrics: TaskMetrics | None = None) -> Reliability | None:
-        if not acking_enabled(conf):
+        """None at most once: no bookkeeping at all."""
+        if not conf.acking:
             return None
-        raw = conf.get(MAX_SPOUT_PENDING)
-        if raw is not None and (isinstance(raw, bool) or not isinstance(raw, int) or raw < 1):
-            raise ConfigValueError(f"config {MAX_SPOUT_PENDING}: expected an integer >= 1, found {raw!r}")
-        return cls(message_timeout(conf), raw, clock, metrics)
+        return cls(conf.timeout_s, conf.max_pending, clock, metrics)
 
     def new_root(self) -> int:
         return self._rand(64) or 1

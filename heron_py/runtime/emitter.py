@@ -14,7 +14,7 @@ from typing import Any
 
 from heron_py.common.framing import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RECORD, MsgType, encode_batch_frame
 from heron_py.common.serialization import dumps_batch
-from heron_py.planner.grouping import Router, check_direct, make_router
+from heron_py.planner.grouping import FieldsRouter, Router, check_direct, make_router
 from heron_py.planner.model import GroupingKind, PhysicalPlan
 
 
@@ -224,10 +224,8 @@ class Emitter:
         routes by one field (fields grouping). It inlines the routing cache and the batch
         append, saving two Python calls per tuple (the profile's largest cost in a split bolt).
         None when the case does not apply; callers then use ``emit``."""
-        from heron_py.planner.grouping import _Fields
-
         edges = self._edges.get("default")
-        if edges is None or len(edges) != 1 or not isinstance(edges[0].router, _Fields):
+        if edges is None or len(edges) != 1 or not isinstance(edges[0].router, FieldsRouter):
             return None
         router = edges[0].router
         idx = router.single_index

@@ -1,0 +1,3 @@
+"""What runs a user component, shared by the instance process, the in-process test runner
+and the PySpark batch runner: the emitter (routing and batching), the spout's reliability
+bookkeeping and the component host. No sockets, no threads."""
