@@ -14,7 +14,8 @@ instance or a stream manager:
 
 Metric names keep Heron's (``__emit-count/<stream>``); for Prometheus, the part before the
 first "/" becomes the metric name (``heron_emit_count``) and the rest a label (``stream`` for
-emit counts, ``source`` and ``stream`` for execute counts, ``key`` otherwise).
+emit counts, ``source`` and ``stream`` for execute counts, ``key`` otherwise; the rule is
+heron_py/common/metric_names.py, shared with the topology master).
 """
 
 from __future__ import annotations
@@ -25,28 +26,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-# Heron's counters whose Prometheus form is a counter; everything else is a gauge
-COUNTERS = {"__emit-count", "__execute-count", "__ack-count", "__fail-count", "__time-blocked-ms",
-            "__time_spent_back_pressure_ms", "__dropped-tuples", "__tuples-in", "__tuples-out", "__bytes-in",
-            "__bytes-out", "__restarts"}
+from heron_py.common.metric_names import COUNTERS, split_name
+
 _NAME = re.compile(r"[^a-zA-Z0-9_]")
 
 
 def prom_name(heron_name: str) -> str:
     return "heron_" + _NAME.sub("_", heron_name.lstrip("_")).lower()
-
-
-def split_name(name: str) -> tuple[str, dict[str, str]]:
-    """``__execute-count/sentence/default`` → (``__execute-count``, {source, stream})."""
-    base, _, rest = name.partition("/")
-    if not rest:
-        return base, {}
-    parts = rest.split("/")
-    if base in ("__execute-count", "__execute-latency-ms", "__ack-count", "__fail-count") and len(parts) == 2:
-        return base, {"source": parts[0], "stream": parts[1]}
-    if base == "__emit-count":
-        return base, {"stream": rest}
-    return base, {"key": rest}
 
 
 @dataclass

@@ -28,6 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from heron_py.common.metric_names import is_counter
+
 VERSION = "heron-py 0.1"
 WEB = Path(__file__).resolve().parent / "web"
 MAX_HEAD = 8192
@@ -79,7 +81,7 @@ class MetricsView:
             if c != component or (names and n not in names) or not line:
                 continue
             value = line[-1][1]
-            if interval > 0 and _is_counter(n):
+            if interval > 0 and is_counter(n):
                 # the increase over the interval: last value minus the last one before the window
                 before = [v for (t, v) in line if t <= now - interval]
                 value = value - (before[-1] if before else line[0][1])
@@ -106,12 +108,6 @@ class MetricsView:
     def endpoints(self) -> dict[str, dict[str, Any]]:
         return {str(c): {"host": d.get("host"), "http_port": d.get("http_port")}
                 for c, d in sorted(self.latest.items())}
-
-
-def _is_counter(name: str) -> bool:
-    from metrics_manager.store import COUNTERS, split_name
-
-    return split_name(name)[0] in COUNTERS
 
 
 class Api:
