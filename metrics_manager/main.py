@@ -24,9 +24,10 @@ from typing import Any
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
 from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType, encode_frame
 from heron_py.common.net import BaseHandler, Connection, Counters, connect, serve
+from heron_py.common.reconnect import Unreachable, run_link
 from heron_py.common.tmlink import LocationFollower
 from heron_py.scheduler.paths import TopologyPaths
-from heron_py.state import StateManager
+from heron_py.state import StateManager, TManagerLocation
 from heron_py.state import config as statecfg
 from metrics_manager.store import MetricsStore, ReportError, parse_report
 
@@ -67,6 +68,8 @@ class MetricsManager(DaemonBase):
         self.http_port = 0
         self._server: asyncio.Server | None = None
         self._http: Any = None
+        self._follow: LocationFollower | None = None
+        self._tm_loc: TManagerLocation | None = None
 
     async def start(self) -> None:
         self._begin()
@@ -146,28 +149,38 @@ class MetricsManager(DaemonBase):
         return encode_frame(MsgType.METRICS_REPORT, json.dumps(doc).encode())
 
     async def _tm_loop(self) -> None:
-        follow = LocationFollower(self._state, self.topology)
+        """Forwards the container's reports to the active topology master, following its
+        location through the state manager's watch (a standby that takes over is found)."""
+        assert self._stopped is not None
+        follow = self._follow = LocationFollower(self._state, self.topology)
         await follow.start()
-        handler = _TmHandler()
         try:
-            while True:
-                loc = follow.current
-                if loc is None:
-                    await follow.wait_change()
-                    continue
-                try:
-                    conn = await connect(loc.host, loc.port, handler, self._secret, role="metricsmgr",
-                                         peer_id=str(self.container), log=self._log, max_frame=self._max_frame)
-                except (TimeoutError, OSError, ConnectionError):
-                    await follow.wait_change(0.5)
-                    continue
-                while conn.is_open and not follow.moved_from(loc):
-                    conn.send(self._tm_report())
-                    await follow.wait_change(self.interval)
-                conn.close()
-                await asyncio.sleep(0.2)
+            await run_link("topology master", self._tm_connect, self._tm_session, stop=self._stopped,
+                           log=self._log, retry_s=0.5, reconnect_s=0.2, wait=follow.wait_change)
         finally:
             follow.stop()
+
+    async def _tm_connect(self) -> Connection:
+        follow = self._follow
+        assert follow is not None
+        while (loc := follow.current) is None:
+            await follow.wait_change()
+        try:
+            conn = await connect(loc.host, loc.port, _TmHandler(), self._secret, role="metricsmgr",
+                                 peer_id=str(self.container), log=self._log, max_frame=self._max_frame)
+        except OSError as e:
+            raise Unreachable(f"topology master at {loc.host}:{loc.port} not reachable ({e}); "
+                              f"waiting for a new location") from e
+        self._tm_loc = loc
+        return conn
+
+    async def _tm_session(self, conn: Connection) -> None:
+        follow, loc = self._follow, self._tm_loc
+        assert follow is not None and loc is not None
+        while not follow.moved_from(loc):
+            conn.send(self._tm_report())
+            await follow.wait_change(self.interval)
+        conn.close("topology master moved")
 
 
 class _Inbound(BaseHandler):
@@ -181,7 +194,7 @@ class _Inbound(BaseHandler):
         else:
             self.mm._log.warning("unexpected message type %d from %s; dropping the connection", msg_type,
                                  conn.peer_name)
-            conn.close()
+            conn.close(f"unexpected message type {msg_type}")
 
 
 class _TmHandler(BaseHandler):

@@ -11,13 +11,35 @@ Entries live in a rotating map of buckets: ``rotate()`` drops the oldest bucket,
 roots have timed out. With ``n`` buckets rotated every ``timeout/(n-1)`` seconds, a root
 times out between ``timeout`` and ``timeout * n/(n-1)`` seconds after it was first seen
 (updates do not refresh it, as in Storm).
+
+``AckService`` is the part the stream manager talks to: it turns ACK_BATCH frames into
+tracker updates and resolved roots into one ACK_RESULT frame per spout task, and rotates the
+buckets. It does no I/O: frames leave through the ``send`` callback it is given (which sends
+them, or holds them while the spout is not connected).
 """
 
 from __future__ import annotations
 
+import asyncio
 import enum
-from collections.abc import Iterator
+import logging
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+
+from heron_py.common.framing import (
+    ACK_ACK,
+    ACK_FAIL,
+    ACK_INIT,
+    ACK_RECORD,
+    BODY_OFFSET,
+    RESULT_ACKED,
+    RESULT_FAILED,
+    RESULT_RECORD,
+    RESULT_TIMED_OUT,
+    MsgType,
+    batch_dest,
+    encode_batch_frame,
+)
 
 MASK64 = (1 << 64) - 1
 
@@ -115,3 +137,62 @@ class XorTracker:
             self._done.put_new((task, root), 1)
             out.append(Resolved(task, root, Outcome.TIMED_OUT))
         return out
+
+
+_OUTCOME = {Outcome.ACKED: RESULT_ACKED, Outcome.FAILED: RESULT_FAILED, Outcome.TIMED_OUT: RESULT_TIMED_OUT}
+
+
+def result_frames(resolved: list[Resolved]) -> dict[int, bytes]:
+    """One ACK_RESULT frame per spout task, its records in the order the roots resolved."""
+    by_task: dict[int, list[bytes]] = {}
+    for r in resolved:
+        by_task.setdefault(r.spout_task, []).append(RESULT_RECORD.pack(_OUTCOME[r.outcome], r.root))
+    return {task: encode_batch_frame(task, 0, b"".join(recs), MsgType.ACK_RESULT, len(recs))
+            for task, recs in by_task.items()}
+
+
+class AckService:
+    # 3 buckets rotated every T/2: a root times out between T and 1.5 T after it was seen
+    BUCKETS = 3
+
+    def __init__(self, send: Callable[[int, bytes], None], log: logging.Logger) -> None:
+        self.tracker = XorTracker(buckets=self.BUCKETS)
+        self._send = send
+        self._log = log
+
+    @property
+    def pending(self) -> int:
+        return self.tracker.pending
+
+    def on_ack_batch(self, frame: bytes) -> None:
+        """Records for one of our spout tasks: update the XOR state, report resolved roots."""
+        spout = batch_dest(frame)
+        tracker = self.tracker
+        resolved = []
+        for kind, root, value in ACK_RECORD.iter_unpack(memoryview(frame)[BODY_OFFSET:]):
+            if kind in (ACK_INIT, ACK_ACK):
+                r = tracker.update(spout, root, value)
+            elif kind == ACK_FAIL:
+                r = tracker.fail(spout, root)
+            else:
+                self._log.warning("ack record of unknown kind %d for task %d; ignored", kind, spout)
+                continue
+            if r is not None:
+                resolved.append(r)
+        self._send_results(resolved)
+
+    def rotate(self) -> None:
+        """Times out the oldest bucket's roots."""
+        self._send_results(self.tracker.rotate())
+
+    async def run_rotation(self, timeout_s: Callable[[], float],
+                           sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+        """Rotates every ``timeout/(buckets-1)`` seconds; the timeout is read each time, so a
+        new physical plan's value applies from the next rotation."""
+        while True:
+            await sleep(timeout_s() / (self.BUCKETS - 1))
+            self.rotate()
+
+    def _send_results(self, resolved: list[Resolved]) -> None:
+        for task, frame in result_frames(resolved).items():
+            self._send(task, frame)

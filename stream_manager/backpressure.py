@@ -11,8 +11,38 @@ to drain makes it broadcast StopBackPressure. A peer that disconnects is no long
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+
+
+class ConnKind(enum.Enum):
+    TASK = "task"  # a local instance, by task id
+    STMGR = "stmgr"  # an outbound connection to a peer stream manager, by container
+
+
+@dataclass(frozen=True)
+class ConnKey:
+    """One of our connections. ``str()`` is the label the metrics have always used
+    ("task 4", "stmgr 2"), so exported names stay the same while code never parses them."""
+
+    kind: ConnKind
+    ident: int
+
+    @classmethod
+    def task(cls, task_id: int) -> ConnKey:
+        return cls(ConnKind.TASK, task_id)
+
+    @classmethod
+    def stmgr(cls, container: int) -> ConnKey:
+        return cls(ConnKind.STMGR, container)
+
+    def __str__(self) -> str:
+        return f"{self.kind.value} {self.ident}"
+
+
+def describe(keys: Iterable[ConnKey]) -> str:
+    """The labels joined, sorted as text ("stmgr 1, task 4"), as the cause was always reported."""
+    return ", ".join(sorted(map(str, keys)))
 
 
 class Action(enum.Enum):
@@ -25,11 +55,11 @@ class Action(enum.Enum):
 @dataclass
 class BackpressureState:
     clock: Callable[[], float]
-    slow: set[str] = field(default_factory=set)  # our connections above the high mark
+    slow: set[ConnKey] = field(default_factory=set)  # our connections above the high mark
     peers: set[int] = field(default_factory=set)  # containers in backpressure
     since: float | None = None  # when spouts were last paused
-    slow_since: dict[str, float] = field(default_factory=dict)
-    slow_total: dict[str, float] = field(default_factory=dict)  # per connection that caused it
+    slow_since: dict[ConnKey, float] = field(default_factory=dict)
+    slow_total: dict[ConnKey, float] = field(default_factory=dict)  # per connection that caused it
     total_s: float = 0.0  # time spent with spouts paused, closed intervals
     episodes: int = 0
 
@@ -62,14 +92,14 @@ class BackpressureState:
             out.append(Action.RESUME_SPOUTS)
         return out
 
-    def connection_high(self, key: str) -> list[Action]:
+    def connection_high(self, key: ConnKey) -> list[Action]:
         was = (self.spouts_paused, self.local)
         if key not in self.slow:
             self.slow.add(key)
             self.slow_since[key] = self.clock()
         return self._transition(*was)
 
-    def connection_low(self, key: str) -> list[Action]:
+    def connection_low(self, key: ConnKey) -> list[Action]:
         """Also for a slow connection that closed: its buffer is gone."""
         was = (self.spouts_paused, self.local)
         if key in self.slow:
@@ -77,7 +107,7 @@ class BackpressureState:
             self.slow_total[key] = self.slow_total.get(key, 0.0) + self.clock() - self.slow_since.pop(key)
         return self._transition(*was)
 
-    def time_by_cause(self) -> dict[str, float]:
+    def time_by_cause(self) -> dict[ConnKey, float]:
         """Seconds each connection has spent above the high mark (Heron's
         __time_spent_back_pressure_by_compid, keyed by connection)."""
         now = self.clock()

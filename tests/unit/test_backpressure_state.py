@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from heron_py.common.net import Connection
-from stream_manager.backpressure import Action, BackpressureState
+from stream_manager.backpressure import Action, BackpressureState, ConnKey, ConnKind, describe
 
 
 class Clock:
@@ -22,21 +22,21 @@ class Clock:
 def test_first_slow_connection_starts_last_drained_one_stops():
     clock = Clock()
     bp = BackpressureState(clock)
-    assert bp.connection_high("task 4") == [Action.BROADCAST_START, Action.PAUSE_SPOUTS]
+    assert bp.connection_high(ConnKey.task(4)) == [Action.BROADCAST_START, Action.PAUSE_SPOUTS]
     clock.t = 1.0
-    assert bp.connection_high("stmgr 1") == []  # already in backpressure: nothing new to say
-    assert bp.connection_low("task 4") == []  # one connection still above the high mark
+    assert bp.connection_high(ConnKey.stmgr(1)) == []  # already in backpressure: nothing new to say
+    assert bp.connection_low(ConnKey.task(4)) == []  # one connection still above the high mark
     clock.t = 3.0
-    assert bp.connection_low("stmgr 1") == [Action.BROADCAST_STOP, Action.RESUME_SPOUTS]
+    assert bp.connection_low(ConnKey.stmgr(1)) == [Action.BROADCAST_STOP, Action.RESUME_SPOUTS]
     assert bp.time_in_backpressure() == 3.0 and bp.episodes == 1
-    assert bp.connection_low("stmgr 1") == []  # idempotent
+    assert bp.connection_low(ConnKey.stmgr(1)) == []  # idempotent
 
 
 def test_peer_backpressure_pauses_spouts_but_is_not_rebroadcast():
     bp = BackpressureState(Clock())
     assert bp.peer_start(2) == [Action.PAUSE_SPOUTS]
-    assert bp.connection_high("task 3") == [Action.BROADCAST_START]
-    assert bp.connection_low("task 3") == [Action.BROADCAST_STOP]
+    assert bp.connection_high(ConnKey.task(3)) == [Action.BROADCAST_START]
+    assert bp.connection_low(ConnKey.task(3)) == [Action.BROADCAST_STOP]
     assert bp.spouts_paused  # the peer is still slow
     assert bp.peer_stop(2) == [Action.RESUME_SPOUTS]
 
@@ -116,10 +116,17 @@ async def test_transport_watermarks_have_hysteresis_no_flapping():
 def test_time_is_attributed_to_the_connection_that_caused_it():
     clock = Clock()
     bp = BackpressureState(clock)
-    bp.connection_high("task 4")
+    bp.connection_high(ConnKey.task(4))
     clock.t = 2.0
-    bp.connection_high("task 5")
+    bp.connection_high(ConnKey.task(5))
     clock.t = 3.0
-    bp.connection_low("task 4")
+    bp.connection_low(ConnKey.task(4))
     clock.t = 4.0
-    assert bp.time_by_cause() == {"task 4": 3.0, "task 5": 2.0}
+    assert bp.time_by_cause() == {ConnKey.task(4): 3.0, ConnKey.task(5): 2.0}
+
+
+def test_connection_keys_print_as_the_metric_labels_they_replace():
+    assert str(ConnKey.task(4)) == "task 4" and str(ConnKey.stmgr(2)) == "stmgr 2"
+    assert ConnKey.task(2) != ConnKey.stmgr(2) and ConnKey(ConnKind.TASK, 2) == ConnKey.task(2)
+    # sorted by label, as the backpressure cause always was ("task 10" before "task 4")
+    assert describe({ConnKey.task(4), ConnKey.task(10), ConnKey.stmgr(1)}) == "stmgr 1, task 10, task 4"

@@ -1,0 +1,132 @@
+"""Outbound connections to the other stream managers of the topology (the clique).
+
+One connection per peer container, made from the physical plan's locations and retried
+until it succeeds or the plan no longer has the peer. A lost connection is made again; a
+peer whose address changed in a new plan (it restarted elsewhere) gets a fresh one. Frames
+arrive from peers on their own outbound connections (our listening port), so these
+connections only carry what we send: batches and our backpressure notices.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from heron_py.common.framing import MsgType, encode_frame
+from heron_py.common.net import Connection, FrameHandler, connect
+from heron_py.planner.model import PhysicalPlan, StmgrLocation
+from proto import heron_py_pb2 as pb
+
+RETRY_S = 0.3
+
+
+@dataclass(frozen=True)
+class PeerAddress:
+    host: str
+    port: int
+
+
+class Clique:
+    def __init__(self, *, container: int, secret: bytes, log: logging.Logger, max_frame: int,
+                 handler: Callable[[int], FrameHandler],
+                 on_connected: Callable[[int, Connection], None],
+                 spawn: Callable[[Coroutine[Any, Any, None]], None],
+                 backpressure_cause: Callable[[], str | None]) -> None:
+        """``handler(c)`` is the handler of the connection to container c; ``on_connected``
+        runs once it is up (held frames go out); ``backpressure_cause()`` is not None while
+        we are in backpressure, so a peer that connects late is told at once."""
+        self.container = container
+        self.peers: dict[int, Connection] = {}
+        self._connecting: set[int] = set()
+        self._locations: dict[int, StmgrLocation] = {}
+        self._limits: tuple[int, int] | None = None
+        self._secret = secret
+        self._log = log
+        self._max_frame = max_frame
+        self._handler = handler
+        self._on_connected = on_connected
+        self._spawn = spawn
+        self._bp_cause = backpressure_cause
+        self._running = True
+
+    def get(self, container: int) -> Connection | None:
+        return self.peers.get(container)
+
+    def set_plan(self, plan: PhysicalPlan) -> None:
+        """Connects to every other stream manager of the plan; a peer that moved gets a fresh connection."""
+        self._locations = {s.container: s for s in plan.stmgrs}
+        for s in plan.stmgrs:
+            peer = self.peers.get(s.container)
+            if peer is not None and peer.context != PeerAddress(s.host, s.port):
+                peer.close(f"stream manager {s.container} moved to {s.host}:{s.port}")
+                del self.peers[s.container]
+        for s in plan.stmgrs:
+            if s.container != self.container:
+                self.ensure(s.container)
+
+    def set_write_limits(self, high: int, low: int) -> None:
+        self._limits = (high, low)
+        for conn in self.peers.values():
+            conn.set_write_limits(high, low)
+
+    def ensure(self, container: int) -> None:
+        if not self._running or container in self.peers or container in self._connecting:
+            return
+        self._connecting.add(container)
+        self._spawn(self._connect(container))
+
+    async def _connect(self, container: int) -> None:
+        try:
+            while self._running:
+                loc = self._locations.get(container)
+                if loc is None:
+                    return  # no longer in the plan
+                try:
+                    conn = await connect(loc.host, loc.port, self._handler(container), self._secret,
+                                         role="stmgr", peer_id=str(self.container), log=self._log,
+                                         max_frame=self._max_frame)
+                except OSError as e:
+                    self._log.info("stream manager %d at %s:%d not reachable (%s); retrying",
+                                   container, loc.host, loc.port, e)
+                    await asyncio.sleep(RETRY_S)
+                    continue
+                self._connected(container, conn, loc)
+                return
+        finally:
+            self._connecting.discard(container)
+
+    def _connected(self, container: int, conn: Connection, loc: StmgrLocation) -> None:
+        conn.context = PeerAddress(loc.host, loc.port)
+        if self._limits is not None:
+            conn.set_write_limits(*self._limits)
+        conn.send_msg(MsgType.STMGR_HELLO, pb.StmgrHello(container=self.container))
+        cause = self._bp_cause()
+        if cause is not None:
+            conn.send_msg(MsgType.BACKPRESSURE, pb.BackPressure(container=self.container, start=True, cause=cause))
+        self.peers[container] = conn
+        self._log.info("connected to stream manager %d at %s:%d", container, loc.host, loc.port)
+        self._on_connected(container, conn)
+
+    def lost(self, container: int, conn: Connection) -> None:
+        """The connection to ``container`` closed: forget it and connect again."""
+        if self.peers.get(container) is conn:
+            del self.peers[container]
+            self._log.warning("lost connection to stream manager %d; reconnecting", container)
+            self.ensure(container)
+
+    def broadcast_backpressure(self, start: bool, cause: str) -> None:
+        msg = encode_frame(MsgType.BACKPRESSURE, pb.BackPressure(
+            container=self.container, start=start, cause=cause).SerializeToString())
+        for conn in self.peers.values():
+            conn.send(msg)
+        self._log.info("broadcast %s to %d peers", "StartBackPressure" if start else "StopBackPressure",
+                       len(self.peers))
+
+    def close(self, reason: str) -> None:
+        """Stops connecting and closes every peer connection."""
+        self._running = False
+        for conn in self.peers.values():
+            conn.close(reason)

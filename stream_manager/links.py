@@ -1,0 +1,161 @@
+"""The stream manager's two control links, each kept up by ``heron_py.common.reconnect``:
+
+- to the active topology master, found through the state manager's watch on its location:
+  register, then heartbeat (with metrics) every second; a new location (a standby took
+  over) closes the connection and the loop connects to the new one;
+- to the container's metrics manager, found in ``metricsmgr.json``: one JSON report per
+  ``topology.metrics.export.interval.secs`` (none while it is 0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from heron_py.common.framing import MsgType, encode_frame
+from heron_py.common.net import BaseHandler, Connection, connect, parse
+from heron_py.common.reconnect import Unreachable, run_link
+from heron_py.common.tmlink import LocationFollower
+from heron_py.state import StateManager, TManagerLocation
+from proto import heron_py_pb2 as pb
+
+HEARTBEAT_S = 1.0
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class _MasterHandler(BaseHandler):
+    def __init__(self, on_pplan: Callable[[bytes], None], log: logging.Logger) -> None:
+        self._on_pplan = on_pplan
+        self._log = log
+
+    def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
+        if msg_type == MsgType.NEW_PHYSICAL_PLAN:
+            msg = pb.NewPhysicalPlan()
+            parse(msg, frame)
+            self._on_pplan(msg.pplan_json)
+        elif msg_type == MsgType.REGISTER_STMGR_RESPONSE:
+            resp = pb.RegisterStmgrResponse()
+            parse(resp, frame)
+            if not resp.ok:
+                self._log.error("topology master refused registration: %s", resp.error)
+
+
+class MasterLink:
+    def __init__(self, *, topology: str, container: int, host: str, secret: bytes, state: StateManager,
+                 log: logging.Logger, max_frame: int, on_pplan: Callable[[bytes], None],
+                 instance_infos: Callable[[], list[pb.InstanceInfo]], metrics: Callable[[], pb.StmgrMetrics],
+                 sleep: Sleep = asyncio.sleep) -> None:
+        self.conn: Connection | None = None  # while registered
+        self.port = 0  # ours, set once we listen
+        self._topology = topology
+        self._container = container
+        self._host = host
+        self._secret = secret
+        self._state = state
+        self._log = log
+        self._max_frame = max_frame
+        self._handler = _MasterHandler(on_pplan, log)
+        self._instance_infos = instance_infos
+        self._metrics = metrics
+        self._sleep = sleep
+        self._follow: LocationFollower | None = None
+        self._loc: TManagerLocation | None = None
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Stays registered with the active master until ``stop``; the location comes from a
+        watch, so a new master is noticed without polling the store."""
+        follow = self._follow = LocationFollower(self._state, self._topology)
+        await follow.start()
+        try:
+            # a dead master's node stays until its session expires: retry now and then, and
+            # at once when the location changes
+            await run_link("topology master", self._connect, self._session, stop=stop, log=self._log,
+                           retry_s=0.5, reconnect_s=0.2, wait=follow.wait_change)
+        finally:
+            follow.stop()
+
+    async def _connect(self) -> Connection:
+        follow = self._follow
+        assert follow is not None
+        while (loc := follow.current) is None:
+            await follow.wait_change()
+        try:
+            conn = await connect(loc.host, loc.port, self._handler, self._secret, role="stmgr",
+                                 peer_id=str(self._container), log=self._log, max_frame=self._max_frame)
+        except OSError as e:
+            raise Unreachable(f"topology master at {loc.host}:{loc.port} not reachable ({e}); "
+                              f"waiting for a new location") from e
+        self._loc = loc
+        return conn
+
+    async def _session(self, conn: Connection) -> None:
+        follow, loc = self._follow, self._loc
+        assert follow is not None and loc is not None
+        self.conn = conn
+        try:
+            conn.send_msg(MsgType.REGISTER_STMGR_REQUEST, pb.RegisterStmgrRequest(
+                container=self._container, host=self._host, port=self.port, pid=os.getpid(),
+                instances=self._instance_infos()))
+            self._log.info("registered with topology master at %s:%d (pid %d)", loc.host, loc.port, loc.pid)
+            while not follow.moved_from(loc):
+                await self._sleep(HEARTBEAT_S)
+                self.heartbeat(with_metrics=True)
+            self._log.info("topology master moved; reconnecting")
+            conn.close("topology master moved")
+        finally:
+            self.conn = None
+
+    def heartbeat(self, *, with_metrics: bool) -> None:
+        """Also sent at once when an instance becomes ready, so the master learns it now."""
+        conn = self.conn
+        if conn is None:
+            return
+        hb = pb.StmgrHeartbeat(container=self._container, instances=self._instance_infos())
+        if with_metrics:
+            hb.metrics.CopyFrom(self._metrics())
+        conn.send_msg(MsgType.STMGR_HEARTBEAT, hb)
+
+    def close(self, reason: str) -> None:
+        if self.conn is not None:
+            self.conn.close(reason)
+
+
+class MetricsLink:
+    """Reports to the container's metrics manager on a connection of its own."""
+
+    def __init__(self, *, mm_file: Path, host: str, container: int, secret: bytes, log: logging.Logger,
+                 max_frame: int, report: Callable[[], dict[str, Any]], interval: Callable[[], float],
+                 sleep: Sleep = asyncio.sleep) -> None:
+        self._mm_file = mm_file
+        self._host = host
+        self._container = container
+        self._secret = secret
+        self._log = log
+        self._max_frame = max_frame
+        self._report = report
+        self._interval = interval
+        self._sleep = sleep
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await run_link("metrics manager", self._connect, self._session, stop=stop, log=self._log,
+                       retry_s=1.0, reconnect_s=0.2)
+
+    async def _connect(self) -> Connection:
+        try:
+            port = int(json.loads(self._mm_file.read_text())["port"])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise Unreachable(f"metrics manager not found in {self._mm_file} yet ({e!r}); retrying") from e
+        return await connect(self._host, port, BaseHandler(), self._secret, role="stmgr",
+                             peer_id=str(self._container), log=self._log, max_frame=self._max_frame)
+
+    async def _session(self, conn: Connection) -> None:
+        while True:
+            interval = self._interval()
+            if interval > 0:
+                conn.send(encode_frame(MsgType.METRICS_REPORT, json.dumps(self._report()).encode()))
+            await self._sleep(interval or 1.0)
