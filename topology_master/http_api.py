@@ -13,16 +13,14 @@
 
 Every JSON answer is wrapped as Heron's tracker wraps it: {"status": "success" | "failure",
 "executiontime": seconds, "message": "...", "version": ..., "result": ...}. A ``topology``
-query parameter naming another topology is a 404. The server reads at most 8 KiB of request
-head within 5 s and answers one request per connection; only GET is served.
+query parameter naming another topology is a 404. This module is pure (no sockets): the
+transport is http_server.py (aiohttp), which also enforces the limits on requests.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
-import urllib.parse
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -32,7 +30,7 @@ from heron_py.common.metric_names import is_counter
 
 VERSION = "heron-py 0.1"
 WEB = Path(__file__).resolve().parent / "web"
-MAX_HEAD = 8192
+MAX_HEAD = 8192  # bytes of request line, and of any header line
 TIMELINE_POINTS = 720
 _TYPES = {".html": "text/html; charset=utf-8", ".js": "application/javascript", ".css": "text/css"}
 
@@ -215,40 +213,3 @@ def logical_plan(topo: Any) -> dict[str, Any]:
                            "fields": list(i.grouping.fields)} for i in c.inputs]}
         out["spouts" if c.kind.value == "spout" else "bolts"][c.name] = doc
     return out
-
-
-async def serve_http(api: Api, host: str) -> asyncio.Server:
-    async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            code, ctype, body = await asyncio.wait_for(_one(api, reader), 5.0)
-        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
-            writer.close()
-            return
-        except HttpError as e:
-            code, ctype, body = e.code, "text/plain; charset=utf-8", str(e).encode()
-        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-                  431: "Request Header Fields Too Large"}.get(code, "Error")
-        writer.write(f"HTTP/1.1 {code} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
-                     "Cache-Control: no-store\r\nConnection: close\r\n\r\n".encode() + body)
-        try:
-            await writer.drain()
-        except ConnectionError:
-            pass
-        writer.close()
-
-    return await asyncio.start_server(client, host, 0, limit=MAX_HEAD)
-
-
-async def _one(api: Api, reader: asyncio.StreamReader) -> tuple[int, str, bytes]:
-    try:
-        head = await reader.readuntil(b"\r\n\r\n")
-    except asyncio.LimitOverrunError:
-        raise HttpError(431, f"request head longer than {MAX_HEAD} bytes") from None
-    line = head.split(b"\r\n", 1)[0].decode("latin-1")
-    parts = line.split(" ")
-    if len(parts) != 3 or not parts[2].startswith("HTTP/"):
-        raise HttpError(400, f"expected a request line 'GET /path HTTP/1.1', found {line[:100]!r}")
-    if parts[0] != "GET":
-        raise HttpError(405, f"method {parts[0][:10]!r} not allowed; expected GET")
-    url = urllib.parse.urlsplit(parts[1])
-    return api.handle(url.path, urllib.parse.parse_qs(url.query))

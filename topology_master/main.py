@@ -19,24 +19,30 @@ import os
 import time
 from typing import Any
 
-from google.protobuf.json_format import MessageToDict
-
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging
-from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType, encode_frame
+from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType
 from heron_py.common.net import BaseHandler, Connection, Counters, parse, serve
-from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
+from heron_py.planner.model import PackingPlan, PhysicalPlan, TopologyDef, TopologyState
 from heron_py.state import StateManager, TManagerLocation
 from heron_py.state import config as statecfg
 from heron_py.state.localfs import local_owner
 from proto import heron_py_pb2 as pb
+from topology_master.admin import AdminCommands
 from topology_master.election import Election, Role, StateWorker
-from topology_master.http_api import Api, MetricsView, serve_http
+from topology_master.http_api import Api, MetricsView
+from topology_master.http_server import HttpServer, serve_http
+from topology_master.plan_book import PlanBook
+from topology_master.stmgrs import StmgrLinks
 
 # exit code of a master that lost its claim to another: the executor restarts it as a standby
 EXIT_STEPPED_DOWN = 3
 
 
 class TopologyMaster(DaemonBase):
+    """The daemon: it wires the listeners, the election and the state writes to its
+    collaborators (PlanBook: the rules; StmgrLinks: the stream managers' connections;
+    AdminCommands: the CLI's commands; Api: the HTTP API)."""
+
     def __init__(self, *, topology: str, secret: bytes, state: StateManager, log: logging.Logger,
                  host: str = "127.0.0.1", max_frame: int = DEFAULT_MAX_FRAME, standby: bool = False) -> None:
         self.topology = topology
@@ -47,11 +53,6 @@ class TopologyMaster(DaemonBase):
         self._log = log
         self._max_frame = max_frame
         self.counters = Counters()
-        self.stmgrs: dict[int, tuple[StmgrLocation, Connection]] = {}
-        self.instances: dict[int, dict[str, Any]] = {}
-        self.stmgr_metrics: dict[int, dict[str, Any]] = {}
-        self.pplan: PhysicalPlan | None = None
-        self.run_state = TopologyState.RUNNING
         self._server: asyncio.Server | None = None
         self.started_at = time.time()
         self.active_since: float | None = None
@@ -59,10 +60,16 @@ class TopologyMaster(DaemonBase):
         self.exit_code = 0
         self._worker = StateWorker(log)
         self._election: Election | None = None
-        self._version = 0
         self.metrics = MetricsView()
+        self.admin = AdminCommands(self, os.getpid())
         self.http_port = 0
-        self._http: asyncio.Server | None = None
+        self._http: HttpServer | None = None
+        self._http_closed: asyncio.Task[None] | None = None
+        # set in start(), once the topology's definition has been read
+        self._topo: TopologyDef
+        self._packing: PackingPlan
+        self.book: PlanBook
+        self.links: StmgrLinks
 
     async def start(self) -> None:
         self._begin()
@@ -73,6 +80,9 @@ class TopologyMaster(DaemonBase):
             raise FatalError(f"topology master: topology '{self.topology}' has no definition or packing "
                              f"plan in the state manager; was it submitted?")
         self._topo, self._packing = topo, packing
+        self.book = PlanBook(self.topology, topo, packing)
+        self.links = StmgrLinks(self.book, is_active=lambda: self.active, store_plan=self._store_plan,
+                                state_changed=self._write_execution_state, log=self._log)
         try:
             self._server = await serve(self.host, 0, lambda: _Handler(self), self._secret, role="tmanager",
                                        log=self._log, counters=self.counters, max_frame=self._max_frame)
@@ -80,13 +90,19 @@ class TopologyMaster(DaemonBase):
             raise FatalError(f"topology master: cannot listen on {self.host}: {e}") from e
         self.port = self._server.sockets[0].getsockname()[1]
         self._http = await serve_http(Api(self), self.host)
-        self.http_port = self._http.sockets[0].getsockname()[1]
+        self.http_port = self._http.port
         self._log.info("topology master of '%s' listening on %s:%d, HTTP API and web page at http://%s:%d/%s",
                        self.topology, self.host, self.port, self.host, self.http_port,
                        " (started as standby)" if self.standby_requested else "")
         self._election = Election(state=self._state, worker=self._worker, topology=self.topology,
                                   location=self.location, loop=loop, on_role=self._on_role, log=self._log)
         self._election.start()
+
+    async def wait(self) -> int:
+        code = await super().wait()
+        if self._http_closed is not None:
+            await self._http_closed  # stop() cannot await the HTTP runner's cleanup; the exit path does
+        return code
 
     def location(self) -> TManagerLocation:
         return TManagerLocation(self.host, self.port, os.getpid(), self.http_port, local_owner())
@@ -119,14 +135,10 @@ class TopologyMaster(DaemonBase):
     def _became_active(self, fut: Any) -> None:
         if self._stopped is None or self._stopped.is_set():
             return
-        old = fut.result() if fut.exception() is None else None
-        if old is not None and old.version > self._version:
-            # a master that took over keeps the run state and counts plan versions onward
-            self.run_state = old.state
-            self._version = old.version
+        self.book.adopt(fut.result() if fut.exception() is None else None)
         self.active_since = time.time()
         self._log.info("topology master of '%s' is ACTIVE at %s:%d (plan v%d, %s)", self.topology, self.host,
-                       self.port, self._version, self.run_state.value)
+                       self.port, self.book.version, self.book.run_state.value)
         self._write_execution_state()
 
     def stop(self) -> None:
@@ -137,108 +149,29 @@ class TopologyMaster(DaemonBase):
         if self._server is not None:
             self._server.close()
         if self._http is not None:
-            self._http.close()
-        for _, conn in self.stmgrs.values():
-            conn.close()
+            self._http_closed = asyncio.get_running_loop().create_task(self._http.close())
+        if hasattr(self, "links"):  # not when start() failed before reading the topology
+            self.links.close_all("the topology master is stopping")
         # the release (if any) is queued before this: a clean stop frees the node at once
         self._worker.close(wait=True)
 
-    # --- registration and plans ---
-    def register_stmgr(self, conn: Connection, req: pb.RegisterStmgrRequest) -> None:
-        if not self.active:
-            # an SM that read a stale location: it will find the active master through the state
-            conn.send_msg(MsgType.REGISTER_STMGR_RESPONSE, pb.RegisterStmgrResponse(
-                ok=False, error=f"topology master pid {os.getpid()} is a standby, not the active master"))
-            conn.close()
-            return
-        if not 0 <= req.container < self._packing.num_containers:
-            conn.send_msg(MsgType.REGISTER_STMGR_RESPONSE, pb.RegisterStmgrResponse(
-                ok=False, error=f"container {req.container} is not in the packing plan "
-                f"(containers 0..{self._packing.num_containers - 1})"))
-            conn.close()
-            return
-        old = self.stmgrs.get(req.container)
-        if old is not None and old[1] is not conn:
-            old[1].close()
-        loc = StmgrLocation(req.container, req.host, req.port, req.pid)
-        self.stmgrs[req.container] = (loc, conn)
-        conn.context = req.container
-        conn.send_msg(MsgType.REGISTER_STMGR_RESPONSE, pb.RegisterStmgrResponse(ok=True))
-        self._log.info("stream manager %d registered (%s:%d pid %d)", req.container, req.host, req.port, req.pid)
-        self._update_instances(req.container, req.instances)
-        if len(self.stmgrs) == self._packing.num_containers:
-            self._push_plan()
-
-    def stmgr_lost(self, conn: Connection) -> None:
-        c = conn.context
-        if isinstance(c, int) and c in self.stmgrs and self.stmgrs[c][1] is conn:
-            del self.stmgrs[c]
-            for info in self.instances.values():
-                if info.get("container") == c:
-                    info["ready"] = False
-            self._log.warning("stream manager %d disconnected", c)
-            self._write_execution_state()
-
-    def _update_instances(self, container: int, infos: Any) -> None:
-        for t in self._packing.tasks_in(container):
-            self.instances[t.task_id] = {"component": t.component, "container": container,
-                                         "pid": 0, "ready": False}
-        for i in infos:
-            self.instances[i.task_id] = {**self.instances.get(i.task_id, {}), "pid": i.pid, "ready": i.ready}
-        self._write_execution_state()
-
-    def heartbeat(self, hb: pb.StmgrHeartbeat) -> None:
-        if hb.HasField("metrics"):
-            self.stmgr_metrics[hb.container] = MessageToDict(hb.metrics, preserving_proto_field_name=True)
-        self._update_instances(hb.container, hb.instances)
-
-    def _push_plan(self) -> None:
-        self._version += 1
-        self.pplan = PhysicalPlan(
-            topology=self._topo,
-            packing=self._packing,
-            stmgrs=tuple(loc for loc, _ in sorted(self.stmgrs.values(), key=lambda x: x[0].container)),
-            state=self.run_state,
-            version=self._version,
-        )
-        plan = self.pplan
-        self._worker.put_latest("pplan", lambda: self._state.set_physical_plan(self.topology, plan))
-        raw = json.dumps(self.pplan.to_dict()).encode()
-        frame = encode_frame(MsgType.NEW_PHYSICAL_PLAN, pb.NewPhysicalPlan(pplan_json=raw).SerializeToString())
-        for _, conn in self.stmgrs.values():
-            conn.send(frame)
-        self._log.info("pushed physical plan v%d (%s) to %d stream managers", self._version,
-                       self.run_state.value, len(self.stmgrs))
-        self._write_execution_state()
-
     def set_run_state(self, state: TopologyState) -> str:
-        if self.run_state is state:
-            return f"topology '{self.topology}' is already {state.value}"
-        self.run_state = state
-        if self.pplan is not None and len(self.stmgrs) == self._packing.num_containers:
-            self._push_plan()
-        else:
+        change = self.book.set_run_state(state)
+        if change.push_plan:
+            self.links.push_plan()  # writes the execution state too
+        elif change.changed:
             self._write_execution_state()
-        return f"topology '{self.topology}' is now {state.value}"
+        return change.message
 
     def status(self) -> dict[str, Any]:
-        return {
-            "topology": self.topology,
-            "state": self.run_state.value,
-            "pplan_version": self.pplan.version if self.pplan is not None else 0,
-            "tmanager": {"pid": os.getpid(), "host": self.host, "port": self.port, "http_port": self.http_port,
-                         "started_at": self.started_at,
-                         "active_since": self.active_since,
-                         "role": self._election.role.value if self._election else Role.CANDIDATE.value},
-            "stmgrs": {str(c): loc.to_dict() for c, (loc, _) in sorted(self.stmgrs.items())},
-            "instances": {str(t): i for t, i in sorted(self.instances.items())},
-            "auth_failures": self.counters.auth_failures + sum(
-                int(m.get("auth_failures", 0)) for m in self.stmgr_metrics.values()),
-            "bad_frames": self.counters.bad_frames + sum(
-                int(m.get("bad_frames", 0)) for m in self.stmgr_metrics.values()),
-            "stmgr_metrics": {str(c): m for c, m in sorted(self.stmgr_metrics.items())},
-            "metricsmgrs": self.metrics.endpoints(),
-        }
+        role = self._election.role.value if self._election else Role.CANDIDATE.value
+        tmanager = {"pid": os.getpid(), "host": self.host, "port": self.port, "http_port": self.http_port,
+                    "started_at": self.started_at, "active_since": self.active_since, "role": role}
+        return self.book.status(tmanager=tmanager, auth_failures=self.counters.auth_failures,
+                                bad_frames=self.counters.bad_frames, metricsmgrs=self.metrics.endpoints())
+
+    def _store_plan(self, plan: PhysicalPlan) -> None:
+        self._worker.put_latest("pplan", lambda: self._state.set_physical_plan(self.topology, plan))
 
     def _write_execution_state(self) -> None:
         if not self.active:
@@ -248,6 +181,9 @@ class TopologyMaster(DaemonBase):
 
 
 class _Handler(BaseHandler):
+    """Frames from the master's peers, by sender role: registrations and heartbeats from
+    stream managers, reports from metrics managers, commands from the CLI."""
+
     def __init__(self, tm: TopologyMaster) -> None:
         self.tm = tm
 
@@ -258,46 +194,34 @@ class _Handler(BaseHandler):
         if msg_type == MsgType.REGISTER_STMGR_REQUEST and ident.role == "stmgr":
             req = pb.RegisterStmgrRequest()
             parse(req, frame)
-            tm.register_stmgr(conn, req)
+            tm.links.register(conn, req)
         elif msg_type == MsgType.STMGR_HEARTBEAT and ident.role == "stmgr":
             hb = pb.StmgrHeartbeat()
             parse(hb, frame)
-            tm.heartbeat(hb)
+            tm.links.heartbeat(hb)
         elif msg_type == MsgType.METRICS_REPORT and ident.role == "metricsmgr":
-            try:
-                doc = json.loads(bytes(frame[HEADER_SIZE:]))
-                if not isinstance(doc, dict):
-                    raise ValueError(f"expected a JSON object, found {type(doc).__name__}")
-                tm.metrics.update(doc)
-            except (ValueError, TypeError, AttributeError) as e:
-                tm._log.warning("bad metrics report from %s: %s; dropped", conn.peer_name, e)
+            self._metrics_report(conn, frame)
         elif msg_type == MsgType.ADMIN_REQUEST and ident.role == "cli":
             req2 = pb.AdminRequest()
             parse(req2, frame)
-            resp = self._admin(req2.command)
-            conn.send_msg(MsgType.ADMIN_RESPONSE, resp)
+            conn.send_msg(MsgType.ADMIN_RESPONSE, tm.admin.handle(req2.command))
         else:
             tm._log.warning("unexpected message type %d from %s (%s); dropping the connection",
                             msg_type, conn.peer_name, ident.role)
-            conn.close()
+            conn.close(f"unexpected message type {msg_type} from a {ident.role}")
 
-    def _admin(self, command: str) -> pb.AdminResponse:
-        tm = self.tm
-        if not tm.active and command != "status":
-            return pb.AdminResponse(ok=False, message=f"topology master pid {os.getpid()} is a standby; "
-                                    f"send {command} to the active master (its location is in the state manager)")
-        if command == "activate":
-            return pb.AdminResponse(ok=True, message=tm.set_run_state(TopologyState.RUNNING))
-        if command == "deactivate":
-            return pb.AdminResponse(ok=True, message=tm.set_run_state(TopologyState.PAUSED))
-        if command == "status":
-            return pb.AdminResponse(ok=True, status_json=json.dumps(tm.status()).encode())
-        return pb.AdminResponse(ok=False, message=f"unknown admin command {command!r}; expected one of "
-                                "activate, deactivate, status")
+    def _metrics_report(self, conn: Connection, frame: bytes) -> None:
+        try:
+            doc = json.loads(bytes(frame[HEADER_SIZE:]))
+            if not isinstance(doc, dict):
+                raise ValueError(f"expected a JSON object, found {type(doc).__name__}")
+            self.tm.metrics.update(doc)
+        except (ValueError, TypeError, AttributeError) as e:
+            self.tm._log.warning("bad metrics report from %s: %s; dropped", conn.peer_name, e)
 
     def on_close(self, conn: Connection) -> None:
         if conn.identity is not None and conn.identity.role == "stmgr":
-            self.tm.stmgr_lost(conn)
+            self.tm.links.lost(conn)
 
 
 def main(argv: list[str] | None = None) -> int:

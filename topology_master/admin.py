@@ -1,0 +1,40 @@
+"""Admin commands from the CLI (activate, deactivate, status), answered by the topology master.
+Pure over a small view of the master, so the rules are testable without sockets."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+from heron_py.planner.model import TopologyState
+from proto import heron_py_pb2 as pb
+
+COMMANDS = ("activate", "deactivate", "status")
+
+
+class MasterControl(Protocol):
+    @property
+    def active(self) -> bool: ...
+    def set_run_state(self, state: TopologyState) -> str: ...
+    def status(self) -> dict[str, Any]: ...
+
+
+class AdminCommands:
+    def __init__(self, master: MasterControl, pid: int) -> None:
+        self.master = master
+        self.pid = pid
+
+    def handle(self, command: str) -> pb.AdminResponse:
+        m = self.master
+        # a standby may say how things stand, but only the active master changes them
+        if not m.active and command != "status":
+            return pb.AdminResponse(ok=False, message=f"topology master pid {self.pid} is a standby; "
+                                    f"send {command} to the active master (its location is in the state manager)")
+        if command == "activate":
+            return pb.AdminResponse(ok=True, message=m.set_run_state(TopologyState.RUNNING))
+        if command == "deactivate":
+            return pb.AdminResponse(ok=True, message=m.set_run_state(TopologyState.PAUSED))
+        if command == "status":
+            return pb.AdminResponse(ok=True, status_json=json.dumps(m.status()).encode())
+        return pb.AdminResponse(ok=False, message=f"unknown admin command {command!r}; expected one of "
+                                f"{', '.join(COMMANDS)}")

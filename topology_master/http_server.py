@@ -1,0 +1,142 @@
+"""The topology master's HTTP transport: aiohttp's server in front of the pure ``Api``
+(http_api.py), which does all the routing and renders every answer.
+
+Limits, because the port is open to anything that can reach the host:
+
+- the request line and every header line at most ``MAX_HEAD`` bytes, at most ``MAX_HEADERS``
+  header lines; over either: 431 with a plain-text reason;
+- a client that has not sent a whole request within ``HEAD_TIMEOUT`` seconds of connecting
+  (or of its last answer, on a keep-alive connection) is disconnected without an answer;
+- only GET is served: any other method is a 405;
+- a request the parser cannot read is a 400 with a plain-text reason.
+
+aiohttp answers parse errors itself: always 400, as HTTP/1.0, with its parser's wording.
+``_Protocol.handle_error`` replaces those answers with ours; it is the one place that leans
+on aiohttp internals (tests/unit/test_http_api.py pins the behaviour).
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import urllib.parse
+from dataclasses import dataclass
+
+from aiohttp import web
+from aiohttp.http import HttpVersion11
+from aiohttp.http_exceptions import BadHttpMessage, BadStatusLine, HttpProcessingError, LineTooLong
+from aiohttp.web_protocol import RequestHandler
+
+from topology_master.http_api import MAX_HEAD, Api
+
+MAX_HEADERS = 32
+HEAD_TIMEOUT = 5.0
+_TEXT = "text/plain; charset=utf-8"
+_log = logging.getLogger("tmanager.http")
+
+
+def parse_error_answer(exc: HttpProcessingError, max_head: int = MAX_HEAD) -> tuple[int, str]:
+    """The status and plain-text body for a request aiohttp's parser rejected (pure)."""
+    if isinstance(exc, LineTooLong):
+        return 431, f"request head longer than {max_head} bytes"
+    if isinstance(exc, BadHttpMessage) and "too many headers" in exc.message.lower():
+        return 431, f"request head has more than {MAX_HEADERS} header lines"
+    if isinstance(exc, BadStatusLine):
+        return 400, f"expected a request line 'GET /path HTTP/1.1', found {_offending_line(exc)[:100]!r}"
+    reason = exc.message.splitlines()[0].rstrip(":") if exc.message else type(exc).__name__
+    return 400, f"bad request: {reason}"
+
+
+def _offending_line(exc: BadStatusLine) -> str:
+    # the pure-Python parser keeps the line; the C parser (llhttp) only quotes it in its
+    # message, as a bytes literal on a line of its own
+    if exc.line:
+        return exc.line
+    for line in exc.message.splitlines():
+        text = line.strip()
+        if text.startswith(("b'", 'b"')):
+            try:
+                raw = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                break
+            if isinstance(raw, bytes):
+                return raw.decode("latin-1")
+    return exc.message.splitlines()[0] if exc.message else ""
+
+
+class _Protocol(RequestHandler):
+    """aiohttp's per-connection protocol, with our answers to requests it cannot parse."""
+
+    def handle_error(self, request: web.BaseRequest, status: int = 500, exc: BaseException | None = None,
+                     message: str | None = None) -> web.StreamResponse:
+        if not isinstance(exc, HttpProcessingError):
+            return super().handle_error(request, status, exc, message)  # a bug in a handler: aiohttp's 500
+        code, text = parse_error_answer(exc)
+        _log.debug("HTTP client %s: %d %s", request.remote, code, text)
+        # the parser failed before it learned the client's version, so aiohttp would write
+        # "HTTP/1.0"; this server speaks HTTP/1.1 (and clients check the status line)
+        request._version = HttpVersion11
+        resp = web.Response(status=code, text=text, content_type="text/plain", charset="utf-8",
+                            headers={"Cache-Control": "no-store"})
+        resp.force_close()  # the rest of the stream cannot be trusted
+        return resp
+
+
+class _Server(web.Server):
+    def __call__(self) -> RequestHandler:
+        return _Protocol(self, loop=self._loop, **self._kwargs)
+
+
+class _Runner(web.AppRunner):
+    async def _make_server(self) -> web.Server:
+        server = await super()._make_server()
+        # the same server with our protocol class: aiohttp has no public hook for it
+        server.__class__ = _Server
+        return server
+
+
+@dataclass
+class HttpServer:
+    """A running server: its port, and ``close`` (the runner's cleanup)."""
+
+    runner: web.AppRunner
+    port: int
+
+    async def close(self) -> None:
+        await self.runner.cleanup()
+
+
+def make_app(api: Api) -> web.Application:
+    async def route(request: web.Request) -> web.Response:
+        if request.method != "GET":
+            return web.Response(status=405, text=f"method {request.method[:10]!r} not allowed; expected GET",
+                                content_type="text/plain", charset="utf-8", headers={"Cache-Control": "no-store"})
+        # the raw target, as the pure router has always read it (no normalisation by yarl)
+        url = urllib.parse.urlsplit(request.raw_path)
+        code, ctype, body = api.handle(url.path, urllib.parse.parse_qs(url.query))
+        return web.Response(status=code, body=body, headers={"Content-Type": ctype, "Cache-Control": "no-store"})
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", route)
+    return app
+
+
+async def serve_http(api: Api, host: str, *, head_timeout: float = HEAD_TIMEOUT) -> HttpServer:
+    """Serves ``api`` on ``host``, a port chosen by the system; close with ``HttpServer.close``."""
+    runner = _Runner(
+        make_app(api),
+        access_log=None,  # the web page polls every few seconds: no line per request in the master's log
+        max_line_size=MAX_HEAD, max_field_size=MAX_HEAD, max_headers=MAX_HEADERS,
+        # aiohttp's keep-alive timer also runs from the moment a connection opens until a whole
+        # request has arrived, so it is the slow-client timeout too
+        keepalive_timeout=head_timeout,
+        shutdown_timeout=1.0,  # answers are computed at once: nothing worth waiting for at stop
+    )
+    await runner.setup()
+    site = web.TCPSite(runner, host, 0)
+    try:
+        await site.start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return HttpServer(runner, site.port)

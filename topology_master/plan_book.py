@@ -1,0 +1,116 @@
+"""The topology master's rules, pure: which stream manager may register, when a physical plan
+is due and which version it gets, what a master that took over continues from, and what the
+master reports about the topology. No sockets and no state manager here: stmgrs.py and
+main.py do the I/O these decisions call for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
+
+from heron_py.planner.model import PackingPlan, PhysicalPlan, StmgrLocation, TopologyDef, TopologyState
+
+
+class InstanceInfo(Protocol):
+    """What a stream manager reports of one of its instances (pb.InstanceInfo has these)."""
+
+    task_id: int
+    pid: int
+    ready: bool
+
+
+class RunStateChange(NamedTuple):
+    message: str  # the answer for the CLI
+    changed: bool
+    push_plan: bool  # a new plan carries the state now (else the next plan will)
+
+
+@dataclass
+class PlanBook:
+    name: str  # the topology's name, as the master was started with it
+    topology: TopologyDef
+    packing: PackingPlan
+    stmgrs: dict[int, StmgrLocation] = field(default_factory=dict)  # container -> registered SM
+    instances: dict[int, dict[str, Any]] = field(default_factory=dict)  # task -> component, container, pid, ready
+    stmgr_metrics: dict[int, dict[str, Any]] = field(default_factory=dict)  # container -> SM's last metrics
+    run_state: TopologyState = TopologyState.RUNNING
+    version: int = 0  # of the last plan pushed (or of the stored plan a master took over)
+    pplan: PhysicalPlan | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Every container's stream manager has registered."""
+        return len(self.stmgrs) == self.packing.num_containers
+
+    def registration_error(self, container: int, active: bool, pid: int) -> str | None:
+        """Why a registration must be refused, or None."""
+        if not active:
+            # an SM that read a stale location: it will find the active master through the state
+            return f"topology master pid {pid} is a standby, not the active master"
+        if not 0 <= container < self.packing.num_containers:
+            return (f"container {container} is not in the packing plan "
+                    f"(containers 0..{self.packing.num_containers - 1})")
+        return None
+
+    def register(self, loc: StmgrLocation) -> None:
+        """A stream manager registered (again, after a restart: its new location replaces the old)."""
+        self.stmgrs[loc.container] = loc
+
+    def lost(self, container: int) -> None:
+        self.stmgrs.pop(container, None)
+        for info in self.instances.values():
+            if info.get("container") == container:
+                info["ready"] = False
+
+    def update_instances(self, container: int, infos: Iterable[InstanceInfo]) -> None:
+        # every task of the container is listed, reported or not: a task not reported is not ready
+        for t in self.packing.tasks_in(container):
+            self.instances[t.task_id] = {"component": t.component, "container": container, "pid": 0, "ready": False}
+        for i in infos:
+            self.instances[i.task_id] = {**self.instances.get(i.task_id, {}), "pid": i.pid, "ready": i.ready}
+
+    def adopt(self, stored: PhysicalPlan | None) -> None:
+        """A master that took over keeps the stored plan's run state and counts versions onward,
+        so stream managers that hold that version accept the next plan."""
+        if stored is not None and stored.version > self.version:
+            self.run_state = stored.state
+            self.version = stored.version
+
+    def next_plan(self) -> PhysicalPlan:
+        self.version += 1
+        self.pplan = PhysicalPlan(
+            topology=self.topology,
+            packing=self.packing,
+            stmgrs=tuple(loc for _, loc in sorted(self.stmgrs.items())),
+            state=self.run_state,
+            version=self.version,
+        )
+        return self.pplan
+
+    def set_run_state(self, state: TopologyState) -> RunStateChange:
+        """A plan is due only when one was pushed before and every stream manager is there;
+        before that, the first plan carries the state."""
+        if self.run_state is state:
+            return RunStateChange(f"topology '{self.name}' is already {state.value}", False, False)
+        self.run_state = state
+        return RunStateChange(f"topology '{self.name}' is now {state.value}", True,
+                              self.pplan is not None and self.complete)
+
+    def status(self, *, tmanager: dict[str, Any], auth_failures: int, bad_frames: int,
+               metricsmgrs: dict[str, Any]) -> dict[str, Any]:
+        """The execution state document (also the CLI's status and the HTTP API's)."""
+        return {
+            "topology": self.name,
+            "state": self.run_state.value,
+            "pplan_version": self.pplan.version if self.pplan is not None else 0,
+            "tmanager": tmanager,
+            "stmgrs": {str(c): loc.to_dict() for c, loc in sorted(self.stmgrs.items())},
+            "instances": {str(t): i for t, i in sorted(self.instances.items())},
+            # the master's own counts plus what every stream manager reported of its own
+            "auth_failures": auth_failures + sum(int(m.get("auth_failures", 0)) for m in self.stmgr_metrics.values()),
+            "bad_frames": bad_frames + sum(int(m.get("bad_frames", 0)) for m in self.stmgr_metrics.values()),
+            "stmgr_metrics": {str(c): m for c, m in sorted(self.stmgr_metrics.items())},
+            "metricsmgrs": metricsmgrs,
+        }

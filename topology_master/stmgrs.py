@@ -1,0 +1,79 @@
+"""The topology master's links to the stream managers: it answers their registrations,
+follows their heartbeats and losses, and pushes every new physical plan to all of them.
+The decisions are PlanBook's (plan_book.py); this class only talks to connections."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable
+
+from google.protobuf.json_format import MessageToDict
+
+from heron_py.common.framing import MsgType, encode_frame
+from heron_py.common.net import Connection
+from heron_py.planner.model import PhysicalPlan, StmgrLocation
+from proto import heron_py_pb2 as pb
+from topology_master.plan_book import PlanBook
+
+
+class StmgrLinks:
+    def __init__(self, book: PlanBook, *, is_active: Callable[[], bool], store_plan: Callable[[PhysicalPlan], None],
+                 state_changed: Callable[[], None], log: logging.Logger) -> None:
+        self.book = book
+        self.conns: dict[int, Connection] = {}  # container -> its registered SM's connection
+        self._is_active = is_active
+        self._store_plan = store_plan
+        self._state_changed = state_changed  # the execution state is due for a write
+        self._log = log
+
+    def register(self, conn: Connection, req: pb.RegisterStmgrRequest) -> None:
+        error = self.book.registration_error(req.container, self._is_active(), os.getpid())
+        if error is not None:
+            conn.send_msg(MsgType.REGISTER_STMGR_RESPONSE, pb.RegisterStmgrResponse(ok=False, error=error))
+            conn.close(f"registration refused: {error}")
+            return
+        old = self.conns.get(req.container)
+        if old is not None and old is not conn:
+            old.close(f"stream manager {req.container} registered again on another connection")
+        self.book.register(StmgrLocation(req.container, req.host, req.port, req.pid))
+        self.conns[req.container] = conn
+        conn.context = req.container
+        conn.send_msg(MsgType.REGISTER_STMGR_RESPONSE, pb.RegisterStmgrResponse(ok=True))
+        self._log.info("stream manager %d registered (%s:%d pid %d)", req.container, req.host, req.port, req.pid)
+        self.book.update_instances(req.container, req.instances)
+        self._state_changed()
+        if self.book.complete:
+            self.push_plan()
+
+    def lost(self, conn: Connection) -> None:
+        c = conn.context
+        # only the connection the container registered on counts: an old one closing after
+        # a re-registration must not unregister the new one
+        if isinstance(c, int) and self.conns.get(c) is conn:
+            del self.conns[c]
+            self.book.lost(c)
+            self._log.warning("stream manager %d disconnected", c)
+            self._state_changed()
+
+    def heartbeat(self, hb: pb.StmgrHeartbeat) -> None:
+        if hb.HasField("metrics"):
+            self.book.stmgr_metrics[hb.container] = MessageToDict(hb.metrics, preserving_proto_field_name=True)
+        self.book.update_instances(hb.container, hb.instances)
+        self._state_changed()
+
+    def push_plan(self) -> None:
+        plan = self.book.next_plan()
+        self._store_plan(plan)
+        raw = json.dumps(plan.to_dict()).encode()
+        frame = encode_frame(MsgType.NEW_PHYSICAL_PLAN, pb.NewPhysicalPlan(pplan_json=raw).SerializeToString())
+        for conn in self.conns.values():
+            conn.send(frame)
+        self._log.info("pushed physical plan v%d (%s) to %d stream managers", plan.version, plan.state.value,
+                       len(self.conns))
+        self._state_changed()
+
+    def close_all(self, reason: str) -> None:
+        for conn in self.conns.values():
+            conn.close(reason)
