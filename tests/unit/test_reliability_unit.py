@@ -1,0 +1,244 @@
+"""Spout-side at-least-once bookkeeping (heron_py/runtime/reliability.py) with a fake clock."""
+
+import collections
+import logging
+import random
+
+import pytest
+
+from heron_py.common.config import Mode, ReliabilityConfig
+from heron_py.common.framing import RESULT_ACKED, RESULT_FAILED, RESULT_TIMED_OUT
+from heron_py.runtime.reliability import LOCAL_TIMEOUT_FACTOR, LOCAL_TIMEOUT_SLACK_S, Reliability, TaskMetrics
+
+
+class Clock:
+    def __init__(self, t=1000.0):
+        self.t = t
+
+    def __call__(self):
+        return self.t
+
+
+def make(timeout_s=10.0, max_pending=None, seed=1):
+    clock = Clock()
+    rel = Reliability(timeout_s, max_pending, clock, rng=random.Random(seed))
+    return rel, clock
+
+
+def test_local_timeout_constants():
+    # the stream manager times a root out between T and 1.5 T; the task a little after
+    assert (LOCAL_TIMEOUT_FACTOR, LOCAL_TIMEOUT_SLACK_S) == (1.5, 1.0)
+
+
+def test_new_root_is_random_64_bit_and_never_zero():
+    rel, _ = make()
+    roots = [rel.new_root() for _ in range(1000)]
+    assert all(0 < r < 1 << 64 for r in roots)
+    assert len(set(roots)) == 1000
+    assert max(roots) >= 1 << 60  # uses the whole 64 bits, not a small range
+
+    class Zero(random.Random):
+        def getrandbits(self, k):
+            return 0
+
+    assert Reliability(1.0, None, Clock(), rng=Zero()).new_root() == 1
+
+
+def test_new_root_is_deterministic_for_a_seeded_rng():
+    a, _ = make(seed=5)
+    b, _ = make(seed=5)
+    c, _ = make(seed=6)
+    ra = [a.new_root() for _ in range(5)]
+    assert ra == [b.new_root() for _ in range(5)]
+    assert ra != [c.new_root() for _ in range(5)]
+
+
+def test_emitted_with_xor_zero_acks_at_once():
+    rel, _ = make()
+    rel.emitted(rel.new_root(), "m1", 0)
+    rel.emitted(rel.new_root(), "m2", 0)
+    assert rel.pending == {}
+    assert rel.metrics.acked == 2
+    assert len(rel.metrics.latencies_ms) == 0
+    assert rel.take_immediate() == ["m1", "m2"]
+    assert rel.take_immediate() == []
+    assert rel.metrics.acked == 2
+
+
+def test_emitted_with_nonzero_xor_is_pending_until_resolved():
+    rel, clock = make()
+    root = rel.new_root()
+    rel.emitted(root, {"id": 1}, 0xABC)
+    assert rel.take_immediate() == []
+    assert list(rel.pending) == [root]
+    assert rel.pending == collections.OrderedDict([(root, ({"id": 1}, 1000.0))])
+    clock.t = 1000.25
+    assert rel.resolve(root, RESULT_ACKED) == {"id": 1}
+    assert rel.pending == {}
+    assert rel.metrics.acked == 1
+    assert list(rel.metrics.latencies_ms) == [pytest.approx(250.0)]
+
+
+def test_resolve_returns_the_message_id_exactly_once():
+    rel, _ = make()
+    rel.emitted(11, "m", 5)
+    assert rel.resolve(11, RESULT_ACKED) == "m"
+    for outcome in (RESULT_ACKED, RESULT_FAILED, RESULT_TIMED_OUT):
+        assert rel.resolve(11, outcome) is Reliability.UNKNOWN
+    assert (rel.metrics.acked, rel.metrics.failed, rel.metrics.timed_out) == (1, 0, 0)
+    assert rel.resolve(12345, RESULT_FAILED) is Reliability.UNKNOWN  # never emitted
+    assert rel.metrics.failed == 0
+
+
+def test_a_message_id_of_none_is_not_unknown():
+    rel, _ = make()
+    rel.emitted(3, None, 1)
+    assert rel.resolve(3, RESULT_FAILED) is None
+    assert rel.resolve(3, RESULT_FAILED) is Reliability.UNKNOWN
+
+
+def test_outcomes_are_counted_and_only_acks_record_latency():
+    rel, clock = make()
+    for root in range(1, 7):
+        rel.emitted(root, f"m{root}", root)
+    clock.t += 0.002
+    assert rel.resolve(1, RESULT_ACKED) == "m1"
+    clock.t += 0.003
+    assert rel.resolve(2, RESULT_ACKED) == "m2"
+    assert rel.resolve(3, RESULT_FAILED) == "m3"
+    assert rel.resolve(4, RESULT_FAILED) == "m4"
+    assert rel.resolve(5, RESULT_TIMED_OUT) == "m5"
+    m = rel.metrics
+    assert (m.acked, m.failed, m.timed_out) == (2, 2, 1)
+    assert list(m.latencies_ms) == [pytest.approx(2.0), pytest.approx(5.0)]
+    assert list(rel.pending) == [6]
+
+
+def test_metrics_are_shared_when_given():
+    metrics = TaskMetrics()
+    rel = Reliability(5.0, None, Clock(), metrics=metrics, rng=random.Random(0))
+    assert rel.metrics is metrics
+    rel.emitted(1, "a", 0)
+    assert metrics.acked == 1
+
+
+def test_expire_fails_old_roots_in_emit_order_and_keeps_younger_ones():
+    rel, clock = make(timeout_s=10.0)  # local timeout: 10 * 1.5 + 1 = 16 s
+    emitted_at = {}
+    for i, root in enumerate([50, 10, 40, 30, 20]):  # emit order is not root order
+        clock.t = 1000.0 + i * 2.0
+        emitted_at[root] = clock.t
+        rel.emitted(root, f"m{root}", 1)
+    clock.t = 1000.0 + 15.9
+    assert rel.expire() == []
+    assert len(rel.pending) == 5
+    clock.t = 1000.0 + 2.0 + 16.5  # the first two are older than 16 s; the third is 14.5 s old
+    assert rel.expire() == ["m50", "m10"]
+    assert list(rel.pending) == [40, 30, 20]
+    assert rel.metrics.timed_out == 2 and rel.metrics.failed == 0
+    assert rel.resolve(50, RESULT_ACKED) is Reliability.UNKNOWN  # an expired root resolves no more
+    assert rel.expire() == []
+    clock.t = 1000.0 + 100.0
+    assert rel.expire() == ["m40", "m30", "m20"]
+    assert rel.pending == {} and rel.metrics.timed_out == 5
+    assert rel.metrics.acked == 0
+
+
+def test_expire_skips_roots_already_resolved():
+    rel, clock = make(timeout_s=1.0)  # local timeout 2.5 s
+    rel.emitted(1, "a", 1)
+    rel.emitted(2, "b", 1)
+    rel.emitted(3, "c", 1)
+    assert rel.resolve(2, RESULT_ACKED) == "b"
+    clock.t += 3.0
+    assert rel.expire() == ["a", "c"]
+    assert (rel.metrics.acked, rel.metrics.timed_out) == (1, 2)
+
+
+def test_expire_stops_at_the_first_young_root():
+    # emit order is time order, so the scan ends at the first root that is young enough
+    rel, clock = make(timeout_s=2.0)  # local timeout 4 s
+    rel.emitted(1, "old", 1)
+    clock.t += 3.0
+    rel.emitted(2, "young", 1)
+    clock.t += 1.5  # "old" 4.5 s, "young" 1.5 s
+    assert rel.expire() == ["old"]
+    assert list(rel.pending) == [2]
+
+
+def test_room_without_max_pending_is_unbounded():
+    rel, _ = make(max_pending=None)
+    for root in range(1, 1001):
+        rel.emitted(root, root, 1)
+    assert rel.room() >= 1 << 20
+
+
+def test_room_with_max_pending():
+    rel, _ = make(max_pending=3)
+    assert rel.room() == 3
+    rel.emitted(1, "a", 1)
+    rel.emitted(2, "b", 1)
+    assert rel.room() == 1
+    rel.emitted(3, "c", 0)  # acked at once: takes no room
+    assert rel.room() == 1
+    rel.emitted(4, "d", 1)
+    assert rel.room() == 0
+    rel.resolve(1, RESULT_FAILED)
+    assert rel.room() == 1
+    assert rel.resolve(1, RESULT_FAILED) is Reliability.UNKNOWN
+    assert rel.room() == 1
+
+
+def test_from_config_is_none_at_most_once():
+    clock = Clock()
+    assert Reliability.from_config(ReliabilityConfig(), clock) is None
+    assert Reliability.from_config(ReliabilityConfig.from_config({}), clock) is None
+    assert Reliability.from_config(ReliabilityConfig(Mode.ATMOST_ONCE, 5.0, 10), clock) is None
+
+
+def test_from_config_at_least_once():
+    clock = Clock()
+    metrics = TaskMetrics()
+    conf = ReliabilityConfig.from_config({"topology.reliability.mode": "ATLEAST_ONCE",
+                                          "topology.message.timeout.secs": "7",
+                                          "topology.max.spout.pending": "2"})
+    rel = Reliability.from_config(conf, clock, metrics)
+    assert isinstance(rel, Reliability)
+    assert (rel.timeout_s, rel.max_pending, rel.clock, rel.metrics) == (7.0, 2, clock, metrics)
+    assert rel.room() == 2
+    root = rel.new_root()
+    assert root != 0
+    rel.emitted(root, "x", 9)
+    clock.t += 7 * 1.5 + 1 + 0.01
+    assert rel.expire() == ["x"]
+    storm = Reliability.from_config(ReliabilityConfig.from_config({"topology.acking": "true"}), clock)
+    assert isinstance(storm, Reliability) and storm.max_pending is None and storm.timeout_s == 30.0
+
+
+def test_percentile_and_log_if_changed(caplog):
+    m = TaskMetrics()
+    assert m.percentile(0.5) is None
+    m.latencies_ms.extend([5.0, 1.0, 3.0, 2.0, 4.0])
+    assert (m.percentile(0.0), m.percentile(0.5), m.percentile(0.99), m.percentile(1.0)) == (1.0, 3.0, 5.0, 5.0)
+    log = logging.getLogger("test.reliability")
+    rel, _ = make()
+    rel.emitted(1, "a", 1)
+    with caplog.at_level(logging.INFO, logger="test.reliability"):
+        m.acked = 2
+        m.log_if_changed(log, rel)
+        m.log_if_changed(log, rel)  # unchanged: not logged again
+        m.failed = 1
+        m.log_if_changed(log, None)
+    msgs = [r.getMessage() for r in caplog.records]
+    assert msgs == ["metrics: acked=2 failed=0 timed_out=0 pending=1 complete_latency_ms p50=3.0 p99=5.0",
+                    "metrics: acked=2 failed=1 timed_out=0"]
+
+
+def test_latencies_are_bounded():
+    rel, clock = make()
+    for root in range(1, 10_010):
+        rel.emitted(root, root, 1)
+        clock.t += 0.001
+        rel.resolve(root, RESULT_ACKED)
+    assert len(rel.metrics.latencies_ms) == 10_000
+    assert rel.metrics.acked == 10_009
