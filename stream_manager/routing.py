@@ -12,9 +12,6 @@ from types import MappingProxyType
 
 from heron_py.planner.model import ComponentKind, PhysicalPlan
 
-_NO_CONTAINERS: Mapping[int, int] = MappingProxyType({})
-_NO_COMPONENTS: Mapping[int, str] = MappingProxyType({})
-
 
 @dataclass(frozen=True)
 class RoutingTable:
@@ -22,8 +19,8 @@ class RoutingTable:
     local_tasks: frozenset[int] = frozenset()
     local_spouts: frozenset[int] = frozenset()
     # read-only views: a frozen table must not be changed through its mappings either
-    container_of: Mapping[int, int] = field(default=_NO_CONTAINERS, compare=False)
-    component_of: Mapping[int, str] = field(default=_NO_COMPONENTS, compare=False)
+    container_of: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}), compare=False)
+    component_of: Mapping[int, str] = field(default_factory=lambda: MappingProxyType({}), compare=False)
 
     @classmethod
     def build(cls, plan: PhysicalPlan, container: int) -> RoutingTable:
