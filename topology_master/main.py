@@ -8,6 +8,10 @@ stream manager. A stream manager that registers again (it was restarted, with a 
 gets a new plan version pushed to all; a master that took over continues the stored plan's
 version and run state. Admin commands from the CLI (activate, deactivate, status) arrive on
 the same port, from peers that proved the topology's secret.
+
+This module wires the I/O; the master's parts live beside it: plan_book.py (the rules, pure),
+stmgrs.py (the stream managers' connections), admin.py (the CLI's commands), http_api.py
+(the HTTP API, pure) and http_server.py (its aiohttp transport), election.py (who is active).
 """
 
 from __future__ import annotations
