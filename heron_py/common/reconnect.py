@@ -12,8 +12,9 @@ in the log why. ``run_link`` is that loop; a caller gives it two coroutines:
     ``retry_s``. Raise ``Unreachable("...")`` to choose the logged text yourself.
 ``session(conn)``
     runs while ``conn`` is open: registration, heartbeats, periodic reports. The loop cancels
-    it when the connection closes or ``stop`` is set; if it returns, the loop closes the
-    connection (close it yourself with a reason first, e.g. "the master moved").
+    it (``CancelledError`` at its current ``await``) when the connection closes or ``stop``
+    is set; if it returns, the loop closes the connection (close it yourself with a reason
+    first, e.g. "the master moved"). It runs in the loop's own task.
 
 ``wait`` replaces the plain sleep between attempts; a daemon that follows a location passes
 its "wait for a change, at most N seconds" so a new address cuts the wait short. Every wait
@@ -77,13 +78,43 @@ def watch_close(conn: Connection) -> asyncio.Future[None]:
     return closed
 
 
-async def _wait_or_stop(wait: Wait, seconds: float, stop: asyncio.Event) -> None:
-    waiter: asyncio.Future[Any] = asyncio.ensure_future(wait(seconds))
-    stopper: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
+async def _interruptible(work: Awaitable[None], events: list[asyncio.Future[Any]]) -> None:
+    """Awaits ``work`` in the current task until it ends or one of ``events`` completes; then
+    it is cancelled (``CancelledError`` at its current ``await``) and this returns normally.
+
+    ``work`` runs in the caller's task, not a task of its own: a daemon's loop ends right
+    after it cancels its tasks, and a nested task would be left pending ("Task was destroyed
+    but it is pending!"). A cancellation from outside still propagates."""
+    task = asyncio.current_task()
+    assert task is not None
+    state = {"active": True, "interrupted": False}
+
+    def interrupt(_: object) -> None:
+        if state["active"] and not state["interrupted"]:
+            state["interrupted"] = True
+            task.cancel()
+
+    for ev in events:
+        ev.add_done_callback(interrupt)
     try:
-        await asyncio.wait([waiter, stopper], return_when=asyncio.FIRST_COMPLETED)
+        await work
+    except asyncio.CancelledError:
+        # ours if we interrupted and nobody else cancelled the task as well
+        if not state["interrupted"] or task.uncancel() > 0:
+            raise
     finally:
-        waiter.cancel()
+        state["active"] = False
+        for ev in events:
+            ev.remove_done_callback(interrupt)
+
+
+async def _wait_or_stop(wait: Wait, seconds: float, stop: asyncio.Event) -> None:
+    if stop.is_set():
+        return
+    stopper = asyncio.ensure_future(stop.wait())
+    try:
+        await _interruptible(wait(seconds), [stopper])
+    finally:
         stopper.cancel()
 
 
@@ -93,21 +124,22 @@ async def _run_session(conn: Connection, session: Session, stop: asyncio.Event, 
     closes the connection. Returns why it ended: None when the other side (or the network)
     closed it, else the reason the connection was closed with on our side."""
     closed = watch_close(conn)
-    work = asyncio.ensure_future(session(conn))
-    stopper: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
+    stopper = asyncio.ensure_future(stop.wait())
+    failure: BaseException | None = None
     try:
-        await asyncio.wait([work, closed, stopper], return_when=asyncio.FIRST_COMPLETED)
+        await _interruptible(session(conn), [closed, stopper])
     except asyncio.CancelledError:
         conn.close("stopping")  # the daemon cancelled the link
         raise
+    except Exception as e:
+        failure = e
     finally:
-        for f in (work, stopper):
-            f.cancel()
+        stopper.cancel()
     why = conn.close_reason  # set if the session closed it
-    if work.done() and not work.cancelled() and work.exception() is not None:
+    if failure is not None:
         # a bug in a session must not end the link for good: log it and reconnect
-        log.error("session with %s failed: %r; reconnecting", name, work.exception())
-        why = f"session failed: {work.exception()!r}"
+        log.error("session with %s failed: %r; reconnecting", name, failure)
+        why = f"session failed: {failure!r}"
     elif why is None and not closed.done():
         why = "stopping" if stop.is_set() else "session ended"
     conn.close(why or "closed by the other side")

@@ -200,3 +200,24 @@ async def test_watch_close_of_a_connection_that_is_already_gone():
     await until(lambda: not conn.is_open)
     assert watch_close(conn).done()
     srv.close()
+
+
+async def test_cancelling_the_link_closes_its_connection_and_leaves_no_task_behind():
+    srv = Server()
+    port = await srv.start()
+    sessions = []
+
+    async def session(conn):
+        sessions.append(conn)
+        await asyncio.Event().wait()
+
+    before = asyncio.all_tasks()
+    link = asyncio.ensure_future(run_link("test server", connector(port), session, stop=asyncio.Event(),
+                                          log=logging.getLogger("link")))
+    await until(lambda: sessions)
+    link.cancel()  # what a daemon's stop does to its tasks
+    await asyncio.wait([link])
+    assert link.cancelled() and sessions[0].close_reason == "stopping"
+    await asyncio.sleep(0)  # the stop waiter's own cancellation
+    assert asyncio.all_tasks() - before == set()
+    srv.close()
