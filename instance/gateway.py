@@ -1,15 +1,16 @@
-"""The gateway thread: owns the socket to the stream manager, never runs user code.
+"""The gateway thread: owns the sockets of an instance process, never runs user code.
 
-Inbound frames go to the execution thread through a bounded queue. When it is full the
-gateway stops reading the socket (TCP then pushes back to the stream manager) and retries
-on a short timer. Outbound frames come from the execution thread through another bounded
-queue; the execution thread wakes us with ``call_soon_threadsafe`` once per flush.
+Inbound frames go to the execution thread through a bounded queue (``Inbox``: when it is
+full the gateway stops reading the socket, TCP then pushes back to the stream manager, and a
+short timer retries). Outbound frames come from the execution thread through another bounded
+queue; the execution thread wakes us with ``call_soon_threadsafe`` once per flush. Metrics
+reports go to the container's metrics manager on a connection of their own (``MetricsLink``),
+so they never wait behind tuples.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import enum
 import json
 import logging
@@ -17,32 +18,20 @@ import os
 import queue
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from heron_py.common.daemon import new_event_loop
 from heron_py.common.framing import MsgType, encode_frame
 from heron_py.common.net import BaseHandler, Connection, connect, parse
+from heron_py.common.reconnect import Unreachable, run_link
+from instance.queues import Inbox, InItem, InKind, QueueBytes
 from proto import heron_py_pb2 as pb
 
-RETRY_S = 0.001
 # the gateway's own socket buffer stays small: the bounded outbound queue is the buffer
 WRITE_HIGH = 1 << 20
 WRITE_LOW = 256 << 10
-
-
-class QueueBytes:
-    """Bytes in the inbound queue, without a lock: ``put`` is written only by the gateway
-    thread and ``taken`` only by the execution thread, so each counter has one writer."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.put = 0
-        self.taken = 0
-
-    @property
-    def depth(self) -> int:
-        return self.put - self.taken
 
 
 class GatewayState(enum.Enum):
@@ -52,49 +41,76 @@ class GatewayState(enum.Enum):
     STOPPED = "stopped"
 
 
-class Gateway(BaseHandler):
-    def __init__(
-        self,
-        *,
-        task_id: int,
-        component: str,
-        secret: bytes,
-        sm_port_file: Path,
-        inbound: queue.Queue[tuple[str, Any]],
-        outbound: queue.Queue[list[bytes]],
-        max_frame: int,
-        log: logging.Logger,
-        in_bytes: QueueBytes | None = None,
-        out_bytes: QueueBytes | None = None,
-        metrics: Callable[[], pb.InstanceMetrics] | None = None,
-        report: Callable[[], dict[str, Any]] | None = None,
-        report_interval_s: float = 0.0,
-        mm_file: Path | None = None,
-    ) -> None:
-        # the metrics manager's report: its own connection, so metrics never wait behind tuples
+@dataclass(frozen=True)
+class GatewayConfig:
+    task_id: int
+    component: str
+    secret: bytes
+    sm_port_file: Path
+    max_frame: int
+    host: str = "127.0.0.1"  # the container's stream manager is always local
+
+
+class MetricsLink:
+    """Sends ``report()`` to the container's metrics manager every ``interval_s``, on the
+    gateway's loop; ``report_now`` lets a dying task report its exception first."""
+
+    def __init__(self, cfg: GatewayConfig, report: Callable[[], dict[str, Any]], interval_s: float,
+                 mm_file: Path, log: logging.Logger) -> None:
+        self._cfg = cfg
         self._report = report
-        self._report_interval = report_interval_s
+        self._interval = interval_s
         self._mm_file = mm_file
-        self._mm: Connection | None = None
-        self._report_sent = threading.Event()
-        self.in_bytes = in_bytes or QueueBytes(1 << 62)
-        self.out_bytes = out_bytes
-        self._metrics = metrics
-        self.task_id = task_id
-        self.component = component
-        self.state = GatewayState.CONNECTING
-        self._secret = secret
-        self._port_file = sm_port_file
-        self._in = inbound
-        self._out = outbound
-        self._max_frame = max_frame
         self._log = log
-        self._overflow: collections.deque[tuple[str, Any]] = collections.deque()
+        self._conn: Connection | None = None
+        self.sent = threading.Event()
+
+    def send(self) -> None:
+        conn = self._conn
+        if conn is not None and conn.is_open:
+            conn.send(encode_frame(MsgType.METRICS_REPORT, json.dumps(self._report(), default=repr).encode()))
+            self.sent.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await run_link("metrics manager", self._connect, self._session, stop=stop, log=self._log, retry_s=1.0)
+
+    async def _connect(self) -> Connection:
+        cfg = self._cfg
+        try:
+            port = int(json.loads(self._mm_file.read_text())["port"])
+        except (OSError, ValueError, KeyError) as e:
+            raise Unreachable(f"metrics manager not started yet ({e}); retrying") from None
+        return await connect(cfg.host, port, BaseHandler(), cfg.secret, role="instance", peer_id=str(cfg.task_id),
+                             log=self._log, max_frame=cfg.max_frame)
+
+    async def _session(self, conn: Connection) -> None:
+        self._conn = conn
+        try:
+            while conn.is_open:
+                self.send()
+                await asyncio.sleep(self._interval)
+        finally:
+            self._conn = None
+
+
+class Gateway(BaseHandler):
+    def __init__(self, cfg: GatewayConfig, *, inbound: queue.Queue[InItem], outbound: queue.Queue[list[bytes]],
+                 in_bytes: QueueBytes, out_bytes: QueueBytes, log: logging.Logger,
+                 metrics: Callable[[], pb.InstanceMetrics] | None = None,
+                 metrics_link: MetricsLink | None = None) -> None:
+        self.cfg = cfg
+        self.state = GatewayState.CONNECTING
+        self._out = outbound
+        self.out_bytes = out_bytes
+        self._log = log
+        self._metrics = metrics
+        self.metrics_link = metrics_link
         self._conn: Connection | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
-        self._ready_sent = False
         self._ready = False
+        self.inbox = Inbox(inbound, in_bytes, pause=lambda: self._reading(False), resume=lambda: self._reading(True),
+                           call_later=lambda s, f: self._loop.call_later(s, f) if self._loop else None)
         self._thread = threading.Thread(target=self._run, name="gateway", daemon=True)
         self.started = threading.Event()
 
@@ -112,6 +128,16 @@ class Gateway(BaseHandler):
         loop = self._loop
         if loop is not None:
             loop.call_soon_threadsafe(self._send_ready)
+
+    def report_now(self, timeout: float = 1.0) -> bool:
+        """Sends a metrics report at once (a task about to die reports its exception first);
+        True if it went out within ``timeout``."""
+        loop, link = self._loop, self.metrics_link
+        if loop is None or loop.is_closed() or link is None:
+            return False
+        link.sent.clear()
+        loop.call_soon_threadsafe(link.send)
+        return link.sent.wait(timeout)
 
     def stop(self) -> None:
         loop, ev = self._loop, self._stop
@@ -132,116 +158,65 @@ class Gateway(BaseHandler):
             self.state = GatewayState.STOPPED
             loop.close()
 
-    def report_now(self, timeout: float = 1.0) -> bool:
-        """Execution thread: sends a metrics report at once (a task about to die reports its
-        exception first); True if it went out within ``timeout``."""
-        loop = self._loop
-        if loop is None or loop.is_closed() or self._report is None:
-            return False
-        self._report_sent.clear()
-        loop.call_soon_threadsafe(self._send_report)
-        return self._report_sent.wait(timeout)
-
-    def _send_report(self) -> None:
-        mm = self._mm
-        if mm is not None and mm.is_open and self._report is not None:
-            mm.send(encode_frame(MsgType.METRICS_REPORT, json.dumps(self._report(), default=repr).encode()))
-            self._report_sent.set()
-
-    async def _mm_loop(self) -> None:
-        assert self._stop is not None and self._mm_file is not None
-        while not self._stop.is_set():
-            try:
-                port = int(json.loads(self._mm_file.read_text())["port"])
-                conn = await connect("127.0.0.1", port, BaseHandler(), self._secret, role="instance",
-                                     peer_id=str(self.task_id), log=self._log, max_frame=self._max_frame)
-            except (TimeoutError, OSError, ValueError, KeyError, ConnectionError):
-                await self._sleep_or_stop(1.0)
-                continue
-            self._mm = conn
-            while conn.is_open and not self._stop.is_set():
-                self._send_report()
-                await self._sleep_or_stop(self._report_interval)
-            self._mm = None
-            conn.close()
-
     async def _main(self) -> None:
         assert self._stop is not None
-        mm_task = None
-        if self._report is not None and self._report_interval > 0 and self._mm_file is not None:
-            mm_task = asyncio.ensure_future(self._mm_loop())
+        mm_task = asyncio.ensure_future(self.metrics_link.run(self._stop)) if self.metrics_link else None
         try:
-            await self._sm_loop()
+            await run_link("stream manager", self._connect, self._session, stop=self._stop, log=self._log)
         finally:
             if mm_task is not None:
                 mm_task.cancel()
 
-    async def _sm_loop(self) -> None:
-        assert self._stop is not None
-        while not self._stop.is_set():
-            try:
-                port = int(self._port_file.read_text().strip())
-                self.state = GatewayState.CONNECTING
-                conn = await connect("127.0.0.1", port, self, self._secret, role="instance",
-                                     peer_id=str(self.task_id), log=self._log, max_frame=self._max_frame)
-            except (TimeoutError, OSError, ValueError, ConnectionError) as e:
-                self._log.info("stream manager not reachable yet (%s); retrying", e)
-                await self._sleep_or_stop(0.5)
-                continue
-            self._conn = conn
+    async def _connect(self) -> Connection:
+        cfg = self.cfg
+        self.state = GatewayState.CONNECTING
+        try:
+            port = int(cfg.sm_port_file.read_text().strip())
+        except (OSError, ValueError) as e:
+            raise Unreachable(f"stream manager not reachable yet ({e}); retrying") from None
+        return await connect(cfg.host, port, self, cfg.secret, role="instance", peer_id=str(cfg.task_id),
+                             log=self._log, max_frame=cfg.max_frame)
+
+    async def _session(self, conn: Connection) -> None:
+        """One connection to the stream manager: register, then report metrics every second
+        (frames flow through on_frame and _drain_out meanwhile)."""
+        self._conn = conn
+        try:
             conn.set_write_limits(WRITE_HIGH, WRITE_LOW)
             self.state = GatewayState.REGISTERING
             conn.send_msg(MsgType.REGISTER_INSTANCE_REQUEST, pb.RegisterInstanceRequest(
-                task_id=self.task_id, component=self.component, pid=os.getpid()))
-            closed = asyncio.get_running_loop().create_future()
-            conn.context = closed
-            reporter = asyncio.ensure_future(self._report_metrics(conn))
-            stop_wait = asyncio.ensure_future(self._stop.wait())
-            await asyncio.wait([closed, stop_wait], return_when=asyncio.FIRST_COMPLETED)
-            stop_wait.cancel()
-            reporter.cancel()
+                task_id=self.cfg.task_id, component=self.cfg.component, pid=os.getpid()))
+            while True:
+                await asyncio.sleep(1.0)
+                if self._metrics is not None and conn.is_open and self.state is GatewayState.RUNNING:
+                    conn.send_msg(MsgType.INSTANCE_METRICS, self._metrics())
+        finally:
             self._conn = None
-            conn.close()
-            if not self._stop.is_set():
-                self._log.warning("connection to stream manager lost; reconnecting")
-                await self._sleep_or_stop(0.2)
-
-    async def _report_metrics(self, conn: Connection) -> None:
-        while self._metrics is not None:
-            await asyncio.sleep(1.0)
-            if conn.is_open and self.state is GatewayState.RUNNING:
-                conn.send_msg(MsgType.INSTANCE_METRICS, self._metrics())
-
-    async def _sleep_or_stop(self, seconds: float) -> None:
-        assert self._stop is not None
-        try:
-            await asyncio.wait_for(self._stop.wait(), seconds)
-        except TimeoutError:
-            pass
+            self.state = GatewayState.CONNECTING
 
     # FrameHandler
     def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
         if msg_type == MsgType.TUPLE_BATCH:
-            self._deliver(("batch", frame))
+            self.inbox.deliver((InKind.BATCH, frame))
         elif msg_type == MsgType.ACK_RESULT:
-            self._deliver(("acks", frame))
+            self.inbox.deliver((InKind.ACKS, frame))
         elif msg_type == MsgType.REGISTER_INSTANCE_RESPONSE:
             resp = pb.RegisterInstanceResponse()
             parse(resp, frame)
             if not resp.ok:
                 self._log.error("stream manager refused registration: %s", resp.error)
-                conn.close()
+                conn.close(f"registration refused: {resp.error}")
                 return
             self.state = GatewayState.RUNNING
             self._drain_out()
             if resp.pplan_json:
-                self._deliver(("pplan", resp.pplan_json))
+                self.inbox.deliver((InKind.PPLAN, resp.pplan_json))
             if self._ready:
                 self._send_ready()
         elif msg_type == MsgType.NEW_PHYSICAL_PLAN:
             msg = pb.NewPhysicalPlan()
             parse(msg, frame)
-            self._deliver(("pplan", msg.pplan_json))
+            self.inbox.deliver((InKind.PPLAN, msg.pplan_json))
         else:
             self._log.warning("unexpected message type %d from stream manager; ignored", msg_type)
 
@@ -251,62 +226,25 @@ class Gateway(BaseHandler):
         if not paused:
             self._drain_out()
 
-    def on_close(self, conn: Connection) -> None:
-        fut = conn.context
-        if isinstance(fut, asyncio.Future) and not fut.done():
-            fut.set_result(None)
-
-    def _deliver(self, item: tuple[str, Any]) -> None:
-        if self._overflow:
-            self._overflow.append(item)
-            return
-        try:
-            if item[0] == "batch" and self.in_bytes.depth >= self.in_bytes.limit:
-                raise queue.Full
-            self._put(item)
-        except queue.Full:
-            self._overflow.append(item)
-            if self._conn is not None:
-                self._conn.pause_reading()
-            assert self._loop is not None
-            self._loop.call_later(RETRY_S, self._retry_overflow)
-
-    def _put(self, item: tuple[str, Any]) -> None:
-        self._in.put_nowait(item)
-        if item[0] == "batch":
-            self.in_bytes.put += len(item[1])
-
-    def _retry_overflow(self) -> None:
-        while self._overflow:
-            try:
-                head = self._overflow[0]
-                if head[0] == "batch" and self.in_bytes.depth >= self.in_bytes.limit:
-                    raise queue.Full
-                self._put(head)
-            except queue.Full:
-                assert self._loop is not None
-                self._loop.call_later(RETRY_S, self._retry_overflow)
-                return
-            self._overflow.popleft()
-        if self._conn is not None:
-            self._conn.resume_reading()
+    def _reading(self, on: bool) -> None:
+        conn = self._conn
+        if conn is not None:
+            conn.resume_reading() if on else conn.pause_reading()
 
     def _drain_out(self) -> None:
         conn = self._conn
         if conn is None or not conn.is_open or self.state is not GatewayState.RUNNING:
             return  # frames stay queued (bounded) until the stream manager is back
-        assert conn.transport is not None
         while not conn.writing_paused:
             try:
                 frames = self._out.get_nowait()
             except queue.Empty:
                 return
-            if self.out_bytes is not None:
-                self.out_bytes.taken += sum(len(f) for f in frames)
-            conn.transport.writelines(frames)
+            self.out_bytes.taken += sum(len(f) for f in frames)
+            conn.send_many(frames)
 
     def _send_ready(self) -> None:
         self._ready = True
         conn = self._conn
         if conn is not None and conn.is_open and self.state is GatewayState.RUNNING:
-            conn.send_msg(MsgType.INSTANCE_READY, pb.InstanceReady(task_id=self.task_id, pid=os.getpid()))
+            conn.send_msg(MsgType.INSTANCE_READY, pb.InstanceReady(task_id=self.cfg.task_id, pid=os.getpid()))

@@ -7,17 +7,19 @@ import queue
 import signal
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 from heron_py.common.config import InstanceConfig
 from heron_py.common.daemon import setup_logging
 from instance.execution import TaskRunner
-from instance.gateway import Gateway, QueueBytes
+from instance.gateway import Gateway, GatewayConfig, MetricsLink
+from instance.metrics import TaskReports
+from instance.queues import InItem, Outbox, QueueBytes
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="instance")
     ap.add_argument("--topology", required=True)
     ap.add_argument("--task-id", type=int, required=True)
@@ -31,31 +33,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out-queue-bytes", type=int, default=InstanceConfig.out_queue_bytes)
     ap.add_argument("--metrics-interval", type=float, default=InstanceConfig.metrics_interval_s,
                     help="seconds between reports to the metrics manager (0: none)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     log = setup_logging(f"instance[{args.component}-{args.task_id}]")
-    secret = args.secret_file.read_bytes()
     # the queues exist before the physical plan arrives, so their bounds come from the
     # executor, which read them from the topology's config
-    inbound: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=args.in_queue_batches)
+    inbound: queue.Queue[InItem] = queue.Queue(maxsize=args.in_queue_batches)
     outbound: queue.Queue[list[bytes]] = queue.Queue(maxsize=args.out_queue_batches)
-    in_bytes = QueueBytes(args.in_queue_bytes)
-    out_bytes = QueueBytes(args.out_queue_bytes)
-    runner_ref: list[TaskRunner] = []
-    gateway = Gateway(task_id=args.task_id, component=args.component, secret=secret,
-                      sm_port_file=args.sm_port_file, inbound=inbound, outbound=outbound,
-                      max_frame=InstanceConfig.max_frame, log=log, in_bytes=in_bytes, out_bytes=out_bytes,
-                      metrics=lambda: runner_ref[0].metrics_message(),
-                      report=lambda: runner_ref[0].metrics_report(), report_interval_s=args.metrics_interval,
-                      mm_file=args.sm_port_file.parent / "metricsmgr.json")
+    in_bytes, out_bytes = QueueBytes(args.in_queue_bytes), QueueBytes(args.out_queue_bytes)
+    cfg = GatewayConfig(task_id=args.task_id, component=args.component, secret=args.secret_file.read_bytes(),
+                        sm_port_file=args.sm_port_file, max_frame=InstanceConfig.max_frame)
+    wake: list[Callable[[], None]] = []
+    outbox = Outbox(outbound, out_bytes, lambda: wake[0]())
+    reports = TaskReports(args.task_id, args.component, inbound, in_bytes, outbox)
+    link = None
+    if args.metrics_interval > 0:
+        link = MetricsLink(cfg, reports.report, args.metrics_interval,
+                           args.sm_port_file.parent / "metricsmgr.json", log)
+    gateway = Gateway(cfg, inbound=inbound, outbound=outbound, in_bytes=in_bytes, out_bytes=out_bytes, log=log,
+                      metrics=reports.message, metrics_link=link)
+    wake.append(gateway.wake)
     runner = TaskRunner(task_id=args.task_id, component=args.component, package_dir=args.package_dir,
-                        inbound=inbound, outbound=outbound, wake_gateway=gateway.wake,
+                        inbound=inbound, in_bytes=in_bytes, outbox=outbox, reports=reports,
                         mark_ready=gateway.mark_ready, log=log)
-    runner.in_bytes = in_bytes
-    runner.out_bytes = out_bytes
-    runner_ref.append(runner)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        runner.stopping = True
+        runner.stop()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
@@ -67,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         # metrics manager hears of it first (the tracker's /topologies/exceptions)
         trace = traceback.format_exc()
         log.error("task %d (%s) died: %s", args.task_id, args.component, trace)
-        runner.record_exception(trace)
+        reports.record_exception(trace)
         gateway.report_now(timeout=2.0)
         code = 1
     gateway.stop()

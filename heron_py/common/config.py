@@ -11,6 +11,7 @@ reader at submit, so a bad value is refused there and never reaches a running da
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,7 @@ class Key:
     default: Any
     minimum: float | None = None
     choices: tuple[str, ...] = ()
+    positive: bool = False  # a bound that excludes 0 (a timeout, a watermark)
     unit: str = ""  # "seconds", "MB": part of the error message
     doc: str = ""
 
@@ -48,6 +50,8 @@ class Key:
             what = f"{what} of {self.unit}" if self.kind is not Kind.INT else f"{what} ({self.unit})"
         if self.minimum is not None:
             what += f" >= {self.minimum:g}"
+        elif self.positive:
+            what += " > 0"
         return what
 
     def error(self, raw: Any) -> ConfigError:
@@ -71,12 +75,16 @@ class Key:
         if isinstance(raw, bool):
             raise self.error(raw)
         try:
-            num: float = int(raw) if self.kind is Kind.INT else float(raw)
-        except (TypeError, ValueError):
+            num: float = float(raw)
+            if self.kind is Kind.INT:
+                if num != int(num):  # 2.5 is no integer; int() would truncate it
+                    raise ValueError(raw)
+                num = int(raw) if isinstance(raw, str) else int(num)
+        except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
             raise self.error(raw) from None
-        if self.kind is Kind.INT and isinstance(raw, float) and raw != int(raw):
-            raise self.error(raw)
-        if self.minimum is not None and num < self.minimum:
+        # NaN and infinity compare false with every bound: refuse them here, once for all keys
+        if not math.isfinite(num) or (self.minimum is not None and num < self.minimum) or (
+                self.positive and num <= 0):
             raise self.error(raw)
         return num
 
@@ -114,14 +122,14 @@ CAPTURE_COMPONENTS_KEY = _key("heron_py.testing.capture.components", Kind.STR, "
 MODE = _key("topology.reliability.mode", Kind.CHOICE, "ATMOST_ONCE",
             choices=("ATMOST_ONCE", "ATLEAST_ONCE", "EFFECTIVELY_ONCE"))
 ACKING_KEY = _key("topology.acking", Kind.BOOL, False, doc="Storm's switch for at-least-once")
-TIMEOUT = _key("topology.message.timeout.secs", Kind.FLOAT, 30.0, unit="seconds",
+TIMEOUT = _key("topology.message.timeout.secs", Kind.FLOAT, 30.0, positive=True, unit="seconds",
                doc="a tuple tree not acked by then is failed")
 PENDING = _key("topology.max.spout.pending", Kind.INT, None, 1, doc="tracked tuples in flight per spout task")
 # --- stream manager ---
 DROP = _key("topology.droptuples.upon.backpressure", Kind.BOOL, False,
             doc="drop tuples for a slow connection instead of pausing spouts")
-HIGH = _key("heron.streammgr.network.backpressure.highwatermark.mb", Kind.FLOAT, 100.0, unit="MB")
-LOW = _key("heron.streammgr.network.backpressure.lowwatermark.mb", Kind.FLOAT, 50.0, unit="MB")
+HIGH = _key("heron.streammgr.network.backpressure.highwatermark.mb", Kind.FLOAT, 100.0, positive=True, unit="MB")
+LOW = _key("heron.streammgr.network.backpressure.lowwatermark.mb", Kind.FLOAT, 50.0, positive=True, unit="MB")
 # --- scheduling ---
 STMGRS = _key("topology.stmgrs", Kind.INT, 1, 1, doc="containers (one stream manager each)")
 STANDBY = _key("topology.tmanager.standby", Kind.BOOL, False, doc="a standby master in the last container")
@@ -199,10 +207,8 @@ class ReliabilityConfig:
             raise ConfigError(f"config {MODE.name}: EFFECTIVELY_ONCE is not supported yet; "
                               f"expected ATMOST_ONCE or ATLEAST_ONCE")
         timeout = TIMEOUT.parse(cfg)
-        if timeout <= 0:
-            raise ConfigError(f"config {TIMEOUT.name}: expected a number of seconds > 0, "
-                              f"found {cfg.get(TIMEOUT.name)!r}")
-        acking = mode == "ATLEAST_ONCE" or ACKING_KEY.parse(cfg)
+        storm_acking = ACKING_KEY.parse(cfg)  # parsed whatever the mode, so a bad value is refused
+        acking = mode == "ATLEAST_ONCE" or storm_acking
         return cls(Mode.ATLEAST_ONCE if acking else Mode.ATMOST_ONCE, float(timeout), PENDING.parse(cfg))
 
 
@@ -217,9 +223,6 @@ class StreamManagerConfig:
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> StreamManagerConfig:
         high, low = HIGH.parse(cfg), LOW.parse(cfg)
-        for k, v in ((HIGH, high), (LOW, low)):
-            if v <= 0:
-                raise ConfigError(f"config {k.name}: expected a number of MB > 0, found {cfg.get(k.name)!r}")
         if low >= high:
             raise ConfigError(f"config {LOW.name} ({low:g}) must be below {HIGH.name} ({high:g})")
         rel = ReliabilityConfig.from_config(cfg)

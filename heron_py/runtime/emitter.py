@@ -85,8 +85,15 @@ class Emitter:
                         source_task=task_id,
                     )
                 self._edges.setdefault(inp.stream, []).append(Edge(consumer.name, g.kind, targets, router))
+        # per stream with direct subscribers, every task a direct emit may name (any of them,
+        # whichever component it belongs to: Storm sends the tuple to that task alone)
+        self._direct: dict[str, tuple[int, ...]] = {}
+        for stream, edge_list in self._edges.items():
+            direct = sorted({t for e in edge_list if e.router is None for t in e.targets})
+            if direct:
+                self._direct[stream] = tuple(direct)
 
-    def _check(self, values: Sequence[Any], stream: str) -> list[Edge]:
+    def _check(self, values: Sequence[Any], stream: str, direct_task: int | None = None) -> list[Edge]:
         edges = self._edges.get(stream)
         if edges is None:
             raise EmitError(
@@ -99,18 +106,24 @@ class Emitter:
                 f"component '{self.component}' emitted {len(values)} values on stream '{stream}', "
                 f"which declares {nfields} fields {list(self._fields[stream])}"
             )
+        direct = self._direct.get(stream)
+        if direct is not None:
+            # checked before any copy is added, so a refused emit sends nothing
+            if direct_task is None:
+                consumer = next(e.consumer for e in edges if e.router is None)
+                raise EmitError(
+                    f"component '{self.component}' emitted on stream '{stream}' without direct_task, "
+                    f"but '{consumer}' subscribes to it with direct grouping"
+                )
+            check_direct(direct_task, direct)
         return edges
 
     def _tasks(self, edge: Edge, values: Sequence[Any], stream: str, direct_task: int | None) -> Sequence[int]:
+        """Destinations of one copy on ``edge``; a direct edge takes the named task only when
+        it is one of its own (``_check`` has already checked the task)."""
         if edge.router is not None:
             return edge.router.choose(values)
-        if direct_task is None:
-            raise EmitError(
-                f"component '{self.component}' emitted on stream '{stream}' without direct_task, "
-                f"but '{edge.consumer}' subscribes to it with direct grouping"
-            )
-        check_direct(direct_task, edge.targets)
-        return (direct_task,)
+        return (direct_task,) if direct_task in edge.targets else ()
 
     def _add(self, task: int, row: Any) -> None:
         lst = self.pending.get(task)
@@ -123,7 +136,7 @@ class Emitter:
                   root: int) -> tuple[list[int] | None, int]:
         """A spout's tracked emit: every copy gets a random 64-bit id descending from ``root``.
         Returns (task ids if asked, XOR of the copies' ids); an XOR of 0 means no copy was sent."""
-        edges = self._check(values, stream)
+        edges = self._check(values, stream, direct_task)
         me = self.task_id
         xor = 0
         sent: list[int] | None = [] if need_task_ids else None
@@ -146,7 +159,7 @@ class Emitter:
                       anchors: Sequence[Any]) -> list[int] | None:
         """A bolt's anchored emit (Storm's scheme): for each copy and each anchor a fresh edge id
         is XORed into the anchor's ack value and into the copy's id for each of its roots."""
-        edges = self._check(values, stream)
+        edges = self._check(values, stream, direct_task)
         sent: list[int] | None = [] if need_task_ids else None
         rand = self._rand
         for edge in edges:
@@ -194,8 +207,8 @@ class Emitter:
              need_task_ids: bool) -> list[int] | None:
         """An untracked emit: the hot path, kept to one dict lookup and one route per edge."""
         edges = self._edges.get(stream)
-        if edges is None or len(values) != self._nfields[stream]:
-            self._check(values, stream)  # raises the error that says which
+        if edges is None or len(values) != self._nfields[stream] or stream in self._direct:
+            self._check(values, stream, direct_task)  # raises if bad; checks a direct task
         assert edges is not None
         row = (stream, values)
         pending = self.pending

@@ -26,18 +26,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from heron_py.api.topology_context import TopologyContext
-from heron_py.api.tuple import HeronTuple, TupleHelper
-from heron_py.common.config import TICK_FREQ
-from heron_py.common.config_codec import restore_config
-from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, MsgType
+from heron_py.common.config import ReliabilityConfig
+from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, MsgType, frame_type
 from heron_py.common.package import load_main, unpack
-from heron_py.common.serialization import MAIN_ALIAS, loads_batch, loads_user_object
+from heron_py.common.serialization import MAIN_ALIAS, loads_user_object
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.model import ComponentKind, PhysicalPlan, StmgrLocation, TopologyDef, TopologyState
-from heron_py.runtime.emitter import Emitter
+from heron_py.runtime.host import BoltHost, HostOptions, SpoutHost, make_host
 from heron_py.spark.plan import plan_batch
-from heron_py.testing.inprocess import _Delegate, _preparer
 
 Record = tuple[int, tuple[int, bytes]]
 # at most this many next_tuple calls in a row that emit nothing end a bounded spout
@@ -77,46 +73,33 @@ class StageSpec:
     seed: int
 
 
-class _CapturingDelegate(_Delegate):
-    def __init__(self, emitter: Emitter, name: str, capture: frozenset[str], out: list[tuple[str, list[Any]]]) -> None:
-        super().__init__(emitter, name)
-        self._capture = capture
-        self._out = out
-
-    def emit(self, tup: Any, stream: str = "default", anchors: Any = None, direct_task: int | None = None,
-             need_task_ids: bool = False, tup_id: Any = None) -> list[int] | None:
-        if stream in self._capture:
-            self._out.append((stream, list(tup)))
-        return super().emit(tup, stream, anchors, direct_task, need_task_ids, tup_id)
-
-
 class _Task:
-    """One task of a component inside a Spark partition, routing with the streaming emitter."""
+    """One task of a component inside a Spark partition: a component host whose emitted
+    batches become records for the next stage, and whose captured streams become output."""
 
     def __init__(self, spec: StageSpec, index: int) -> None:
-        self.topology = TopologyDef.from_dict(json.loads(spec.topology_json))
-        self.plan = plan_batch(self.topology)
-        comp = self.topology.component(spec.component)
-        self.comp = comp
-        self.task_id = self.plan.tasks_of(spec.component)[index]
-        pplan = PhysicalPlan(self.topology, self.plan.packing, (StmgrLocation(0, "batch", 0, 0),),
-                             TopologyState.RUNNING, 1)
-        self.conf = restore_config({**self.topology.config, **comp.config})
-        self.context = TopologyContext(self.topology, self.plan.packing, self.task_id, self.conf)
+        topology = TopologyDef.from_dict(json.loads(spec.topology_json))
+        plan = plan_batch(topology)
+        task_id = plan.tasks_of(spec.component)[index]
+        pplan = PhysicalPlan(topology, plan.packing, (StmgrLocation(0, "batch", 0, 0),), TopologyState.RUNNING, 1)
         self.frames: list[bytes] = []
-        rng = random.Random(spec.seed * 7919 + self.task_id)
-        self.emitter = Emitter(pplan, self.task_id, 1024, self.frames.extend, custom_loader=loads_user_object,
-                               prepare_custom=_preparer(self.context), rng=rng)
         self.outputs: list[tuple[str, list[Any]]] = []
-        delegate = _CapturingDelegate(self.emitter, f"{comp.name}-{self.task_id}", spec.capture, self.outputs)
-        self.user = loads_user_object(comp.class_ref.data)(delegate)
-        self.user.initialize(self.conf, self.context)
-        self.component_of = {t.task_id: t.component for t in self.plan.packing.tasks}
+        capture, outputs = spec.capture, self.outputs
+
+        def tap(stream: str, values: Sequence[Any]) -> None:
+            if stream in capture:
+                outputs.append((stream, list(values)))
+
+        # a batch run has no replays (a failed Spark task is retried from its input): at most once
+        options = HostOptions(reliability=ReliabilityConfig(), tap=tap if capture else None,
+                              rng=random.Random(spec.seed * 7919 + task_id))
+        self.host = make_host(pplan, task_id, self.frames.extend, options)
+        self.host.initialize()
 
     def drain(self) -> Iterator[tuple[str, Any]]:
         frames, self.frames[:] = list(self.frames), []
         for f in frames:
-            if f[5] != MsgType.TUPLE_BATCH:
+            if frame_type(f) != MsgType.TUPLE_BATCH:
                 continue  # acks: a batch run does not track tuples
             dest, src, _ = BATCH_HEADER.unpack_from(f, HEADER_SIZE)
             # the batch body stays as the emitter pickled it (C pickler, up to 1024 tuples): Spark
@@ -131,21 +114,17 @@ def run_bolt_partition(spec: StageSpec, package: bytes, index: int,
                        records: Iterable[Record]) -> Iterator[tuple[str, Any]]:
     _ensure_package(package)
     task = _Task(spec, index)
-    process = task.user.process
-    comp_of = task.component_of
+    host = task.host
+    assert isinstance(host, BoltHost)
+    host.start()
     for _dest, (src, body) in records:
-        source = comp_of[src]
-        for stream, values in loads_batch(body):
-            process(HeronTuple(None, source, stream, src, values, 0.0, None))
+        host.process_body(src, body)
         if len(task.frames) > 8 or len(task.outputs) > 8192:
             yield from task.drain()
-    if task.conf.get(TICK_FREQ) not in (None, "", 0):
-        task.user.process_tick(TupleHelper.make_tick_tuple())
-    task.emitter.flush()
+    if host.tick_s is not None:
+        host.tick()  # bolts that emit on ticks emit their final state
+    host.close()
     yield from task.drain()
-    cleanup = getattr(task.user, "cleanup", None)
-    if callable(cleanup):
-        cleanup()
 
 
 def run_spout_input_partition(spec: StageSpec, package: bytes, index: int,
@@ -153,12 +132,12 @@ def run_spout_input_partition(spec: StageSpec, package: bytes, index: int,
     """Partition ``index`` of a spout's input, emitted by the spout's task (index mod par)."""
     _ensure_package(package)
     task = _Task(spec, index)
-    emit = task.emitter.emit
+    emit = task.host.emitter.emit
     for values in rows:
         emit(list(values), "default", None, False)
         if len(task.frames) > 8:
             yield from task.drain()
-    task.emitter.flush()
+    task.host.flush()
     yield from task.drain()
 
 
@@ -166,16 +145,15 @@ def run_bounded_spout_partition(spec: StageSpec, package: bytes, index: int,
                                 _rows: Iterable[Any]) -> Iterator[tuple[str, Any]]:
     _ensure_package(package)
     task = _Task(spec, index)
-    spout = task.user
-    spout.activate()
+    spout = task.host
+    assert isinstance(spout, SpoutHost)
+    spout.start()
     idle = 0
     while idle < IDLE_CALLS:
-        before = task.emitter.emitted
-        spout.next_tuple()
-        idle = idle + 1 if task.emitter.emitted == before else 0
+        idle = 0 if spout.next_tuples(1) else idle + 1
         if len(task.frames) > 8:
             yield from task.drain()
-    task.emitter.flush()
+    spout.flush()
     yield from task.drain()
 
 

@@ -223,7 +223,7 @@ def test_bad_instance_values(key, raw, message):
     ("topology.message.timeout.secs", "nan",
      "config topology.message.timeout.secs: expected a number of seconds > 0, found 'nan'"),
     ("topology.message.timeout.secs", "long",
-     "config topology.message.timeout.secs: expected a number of seconds, found 'long'"),
+     "config topology.message.timeout.secs: expected a number of seconds > 0, found 'long'"),
     ("topology.max.spout.pending", "0", "config topology.max.spout.pending: expected an integer >= 1, found '0'"),
     ("topology.acking", "yes", "config topology.acking: expected true or false, found 'yes'"),
 ])
@@ -243,7 +243,7 @@ def test_effectively_once_is_refused():
 @pytest.mark.parametrize("key, raw, message", [
     (HIGH, "0", f"config {HIGH}: expected a number of MB > 0, found '0'"),
     (LOW, "-1", f"config {LOW}: expected a number of MB > 0, found '-1'"),
-    (HIGH, "lots", f"config {HIGH}: expected a number of MB, found 'lots'"),
+    (HIGH, "lots", f"config {HIGH}: expected a number of MB > 0, found 'lots'"),
     (HIGH, "nan", f"config {HIGH}: expected a number of MB > 0, found 'nan'"),
     ("topology.droptuples.upon.backpressure", "drop",
      "config topology.droptuples.upon.backpressure: expected true or false, found 'drop'"),
@@ -288,8 +288,8 @@ def test_string_keys_take_anything():
     ("heron_py.instance.batch.size", "an integer >= 1"),
     ("heron_py.instance.batch.flush.ms", "a number of milliseconds >= 0"),
     ("topology.tick.tuple.freq.secs", "a number of seconds >= 0.001"),
-    ("topology.message.timeout.secs", "a number of seconds"),
-    (HIGH, "a number of MB"),
+    ("topology.message.timeout.secs", "a number of seconds > 0"),
+    (HIGH, "a number of MB > 0"),
     ("topology.acking", "true or false"),
     ("heron_py.testing.capture.dir", "a string"),
     ("topology.reliability.mode", "one of ATMOST_ONCE, ATLEAST_ONCE, EFFECTIVELY_ONCE"),

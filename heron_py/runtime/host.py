@@ -1,0 +1,392 @@
+"""The component host: owns one user component (a spout or a bolt) and turns inputs (tuple
+batches, ticks, ack results, plan changes) into calls of the user's code, and the user's
+emits into frames handed to a sink. No sockets, no threads, no clock of its own.
+
+Three runners drive it: the instance's execution thread (instance/execution.py), the
+in-process test runner (heron_py/testing/inprocess.py) and the PySpark batch runner
+(heron_py/spark/batch.py). They differ only in where the sink's frames go and when they
+call the host.
+
+    host = make_host(plan, task_id, sink=frames.extend)
+    host.initialize()          # user.initialize(conf, context)
+    host.start()               # a spout is activated when the topology runs
+    host.process_frame(frame)  # bolt: one TUPLE_BATCH frame -> process() per tuple
+    host.next_tuples(64)       # spout: next_tuple() calls
+    host.flush()               # emitted tuples -> frames -> sink
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from heron_py.api.topology_context import TopologyContext
+from heron_py.api.tuple import HeronTuple, TrackedTuple, TupleHelper
+from heron_py.common.config import TICK, InstanceConfig, ReliabilityConfig
+from heron_py.common.config_codec import restore_config
+from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, RESULT_ACKED, RESULT_RECORD
+from heron_py.common.serialization import loads_batch, loads_user_object
+from heron_py.planner.model import ComponentKind, PhysicalPlan, TopologyState
+from heron_py.runtime.emitter import Emitter
+from heron_py.runtime.reliability import Reliability, TaskMetrics
+
+Sink = Callable[[list[bytes]], None]
+# what a runner may watch: received rows (source component, source task, [(stream, values, ...)])
+Observer = Callable[[str, int, list[Any]], None]
+# and emitted tuples (stream, values), before routing: the batch runner keeps them as output
+Tap = Callable[[str, Sequence[Any]], None]
+
+
+@dataclass(frozen=True)
+class HostOptions:
+    # None: from the topology's config; runners without a tracker (in-process, batch) pass
+    # ReliabilityConfig() so a spout never waits for acks that cannot come
+    reliability: ReliabilityConfig | None = None
+    observer: Observer | None = None
+    tap: Tap | None = None
+    rng: random.Random | None = None
+    clock: Callable[[], float] = time.monotonic
+
+
+@dataclass
+class ExecCounters:
+    """A bolt's execute counters. Written by the host's caller thread only; the instance's
+    gateway thread reads them for reports (one writer per field, no lock)."""
+
+    processed: int = 0
+    executed: dict[str, int] = field(default_factory=dict)  # "source/stream" -> tuples, never reset
+    exec_total_s: float = 0.0
+    interval_count: int = 0  # since the last take_latency_ms
+    interval_s: float = 0.0
+
+    def take_latency_ms(self) -> float:
+        # read-and-reset by the reader: a report may move a batch into the next interval
+        n, total = self.interval_count, self.interval_s
+        self.interval_count, self.interval_s = 0, 0.0
+        return total / n * 1000.0 if n else 0.0
+
+
+class _Delegate:
+    """Our side of heronpy's ``emit``/``ack``/``fail``/``log`` (heron_py.api ComponentDelegate)."""
+
+    def __init__(self, host: ComponentHost, logger: logging.Logger) -> None:
+        self._host = host
+        self.logger = logger
+
+    def emit(self, tup: Sequence[Any], stream: str = "default", anchors: Any = None,
+             direct_task: int | None = None, need_task_ids: bool = False,
+             tup_id: Any = None) -> list[int] | None:
+        host = self._host
+        if host.tap is not None:
+            host.tap(stream, tup)
+        emitter = host.emitter
+        rel = host.reliability
+        if rel is None:
+            return emitter.emit(tup, stream, direct_task, need_task_ids)
+        if host.is_spout:
+            if tup_id is None:
+                return emitter.emit(tup, stream, direct_task, need_task_ids)
+            root = rel.new_root()
+            sent, xor = emitter.emit_root(tup, stream, direct_task, need_task_ids, root)
+            rel.emitted(root, tup_id, xor)
+            return sent
+        if anchors is None:
+            anchors = [host.current] if host.auto_anchor and host.current is not None else ()
+        elif isinstance(anchors, HeronTuple):
+            anchors = [anchors]
+        tracked = [a for a in anchors if isinstance(a, TrackedTuple) and a.roots]
+        if not tracked:
+            return emitter.emit(tup, stream, direct_task, need_task_ids)
+        return emitter.emit_anchored(tup, stream, direct_task, need_task_ids, tracked)
+
+    def ack(self, tup: Any) -> None:
+        host = self._host
+        host.metrics.acked += 1
+        if host.reliability is not None and isinstance(tup, TrackedTuple) and tup.roots:
+            host.emitter.ack(tup)
+
+    def fail(self, tup: Any) -> None:
+        host = self._host
+        host.metrics.failed += 1
+        if host.reliability is not None and isinstance(tup, TrackedTuple) and tup.roots:
+            host.emitter.fail(tup)
+
+    def log(self, message: str, level: int | str | None = None) -> None:
+        if isinstance(level, str):
+            lvl = logging.getLevelName(level.upper())
+            level = lvl if isinstance(lvl, int) else logging.INFO
+        self.logger.log(level if level is not None else logging.INFO, message)
+
+
+class ComponentHost:
+    """What spouts and bolts share: config, context, emitter, reliability, user metrics."""
+
+    is_spout = False
+
+    def __init__(self, plan: PhysicalPlan, task_id: int, sink: Sink, options: HostOptions = HostOptions()) -> None:
+        topo = plan.topology
+        self.plan = plan
+        self.task_id = task_id
+        self.component = plan.task(task_id).component
+        comp = topo.component(self.component)
+        raw = {**topo.config, **comp.config}
+        self.config = InstanceConfig.from_config(raw)
+        self.conf = restore_config(raw)  # what the user's initialize() gets (and may change)
+        self.clock = options.clock
+        self.tap = options.tap
+        self.observer = options.observer
+        self.metrics = TaskMetrics()
+        rel = options.reliability if options.reliability is not None else ReliabilityConfig.from_config(raw)
+        self.reliability = Reliability.from_config(rel, clock=self.clock, metrics=self.metrics)
+        self.context = TopologyContext(topo, plan.packing, task_id, self.conf)
+        context = self.context
+        self.emitter = Emitter(plan, task_id, self.config.batch_size, sink, custom_loader=loads_user_object,
+                               prepare_custom=lambda g, c, s, targets: g.prepare(context, c, s, targets),
+                               rng=options.rng)
+        self.log = logging.getLogger(f"{self.component}-{task_id}")
+        self.user: Any = loads_user_object(comp.class_ref.data)(_Delegate(self, self.log))
+        self.auto_anchor = bool(getattr(self.user, "auto_anchor", False))
+        self.current: HeronTuple | None = None  # the input being processed (auto_anchor)
+        self.active = False
+        self.user_metrics: dict[str, Any] = {}
+        self._user_due: dict[str, float] = {}
+
+    def initialize(self) -> None:
+        if self.reliability is None and self.tap is None:
+            _bind_fast_emit(self.user, self.emitter, self.config.specialized_emit)
+        self.user.initialize(self.conf, self.context)
+
+    def start(self) -> None:
+        self._set_active(self.plan.state is TopologyState.RUNNING)
+
+    def set_plan(self, plan: PhysicalPlan) -> None:
+        """A newer physical plan: activation changes reach a spout's activate/deactivate."""
+        if plan.version < self.plan.version:
+            return
+        self.plan = plan
+        self._set_active(plan.state is TopologyState.RUNNING)
+
+    def _set_active(self, active: bool) -> None:
+        self.active = active
+
+    def flush(self) -> None:
+        self.emitter.flush()
+
+    @property
+    def has_pending(self) -> bool:
+        return self.emitter.has_pending
+
+    def collect_user_metrics(self, now: float) -> None:
+        """Reads each registered metric when its time bucket is due."""
+        registered = self.context.registered_metrics
+        for name, (metric, bucket) in list(registered.items()):
+            due = self._user_due.get(name)
+            if due is None:
+                self._user_due[name] = now + bucket
+            elif now >= due:
+                self._user_due[name] = now + bucket
+                try:
+                    self.user_metrics[name] = metric.get_value_and_reset()
+                except Exception as e:  # a user metric's bug must not kill the task
+                    self.log.warning("user metric %s failed: %s", name, e)
+
+    def close(self) -> None:
+        self.emitter.flush()
+
+
+class SpoutHost(ComponentHost):
+    is_spout = True
+
+    def _set_active(self, active: bool) -> None:
+        if active == self.active:
+            return
+        self.active = active
+        self.user.activate() if active else self.user.deactivate()
+
+    def room(self) -> int:
+        """How many more tracked tuples may be pending (topology.max.spout.pending)."""
+        return self.reliability.room() if self.reliability is not None else 1 << 30
+
+    def next_tuples(self, n: int) -> int:
+        """Calls next_tuple up to ``n`` times (fewer when max pending allows fewer); returns
+        the number of tuples emitted."""
+        next_tuple = self.user.next_tuple
+        before = self.emitter.emitted
+        for _ in range(min(n, self.room())):
+            next_tuple()
+        return self.emitter.emitted - before
+
+    def acks_due(self) -> None:
+        """Acks tuples whose tree completed at emit (no consumer took a copy)."""
+        if self.reliability is not None:
+            for tup_id in self.reliability.take_immediate():
+                self.user.ack(tup_id)
+
+    def expire(self) -> None:
+        """Fails tuples whose tree did not complete in time (checked by the task itself too)."""
+        if self.reliability is not None:
+            for tup_id in self.reliability.expire():
+                self.user.fail(tup_id)
+
+    def on_results(self, frame: bytes) -> None:
+        """An ACK_RESULT frame from the stream manager: ack() or fail() once per root."""
+        rel = self.reliability
+        if rel is None:
+            self.log.warning("spout task %d got ack results in at-most-once mode; ignored", self.task_id)
+            return
+        for outcome, root in RESULT_RECORD.iter_unpack(memoryview(frame)[BODY_OFFSET:]):
+            tup_id = rel.resolve(root, outcome)
+            if tup_id is rel.UNKNOWN:
+                continue  # resolved before (a late result, or timed out here first)
+            if outcome == RESULT_ACKED:
+                self.user.ack(tup_id)
+            else:  # failed or timed out: Storm calls fail() for both
+                self.user.fail(tup_id)
+
+    def close(self) -> None:
+        self.emitter.flush()
+        self.user.close()
+
+
+class BoltHost(ComponentHost):
+    def __init__(self, plan: PhysicalPlan, task_id: int, sink: Sink, options: HostOptions = HostOptions()) -> None:
+        super().__init__(plan, task_id, sink, options)
+        self.counters = ExecCounters()
+        self._task_component = {t.task_id: t.component for t in plan.packing.tasks}
+        streams: dict[str, tuple[str, ...]] = {}
+        for i in plan.topology.component(self.component).inputs:
+            streams[i.component] = (*streams.get(i.component, ()), i.stream)
+        # one subscribed stream from a source: every row is on it, so no per-row count
+        self._exec_key = {src: f"{src}/{s[0]}" for src, s in streams.items() if len(s) == 1}
+        self._process: Callable[[HeronTuple], None] = self.user.process
+        self.tick_s: float | None = None
+
+    def initialize(self) -> None:
+        super().initialize()
+        # read after initialize(): heronpy's window bolts set their tick rate there
+        self.tick_s = TICK.parse(self.conf)
+        user = self.user
+        if self.reliability is not None or user.auto_ack or user.auto_fail or user.auto_anchor:
+            self._process = self._wrap_process()
+
+    def _wrap_process(self) -> Callable[[HeronTuple], None]:
+        """Storm's BasicBolt behaviour (auto_anchor, auto_ack, auto_fail) around process()."""
+        user = self.user
+        process = user.process
+        auto_ack, auto_fail = bool(user.auto_ack), bool(user.auto_fail)
+        delegate_ack, delegate_fail = user.delegate.ack, user.delegate.fail
+        log = self.log
+
+        def run(tup: HeronTuple) -> None:
+            self.current = tup
+            try:
+                process(tup)
+            except Exception:
+                if not auto_fail:
+                    raise
+                log.exception("process() raised; failing the tuple (auto_fail)")
+                delegate_fail(tup)
+                return
+            finally:
+                self.current = None
+            if auto_ack:
+                delegate_ack(tup)
+
+        return run
+
+    def process_frame(self, frame: bytes) -> None:
+        """One TUPLE_BATCH frame: process() per tuple."""
+        src = BATCH_HEADER.unpack_from(frame, HEADER_SIZE)[1]
+        self.process_body(src, memoryview(frame)[BODY_OFFSET:])
+
+    def process_body(self, src: int, body: bytes | memoryview) -> None:
+        """A batch body (pickled rows) from task ``src``."""
+        src_component = self._task_component.get(src, "?")
+        rows = loads_batch(body)
+        c = self.counters
+        c.processed += len(rows)
+        key = self._exec_key.get(src_component)
+        if key is not None:
+            c.executed[key] = c.executed.get(key, 0) + len(rows)
+        else:
+            for row in rows:
+                k = f"{src_component}/{row[0]}"
+                c.executed[k] = c.executed.get(k, 0) + 1
+        if self.observer is not None:
+            self.observer(src_component, src, rows)
+        created = time.time()
+        process = self._process
+        t0 = time.perf_counter()
+        if self.reliability is None:
+            # tuple.__new__ directly: the namedtuple constructor is a Python-level lambda
+            new, cls = tuple.__new__, HeronTuple
+            for stream, values in rows:
+                process(new(cls, (None, src_component, stream, src, values, created, None)))
+        else:
+            for row in rows:
+                t = TrackedTuple(None, src_component, row[0], src, row[1], created, row[2] if len(row) > 2 else ())
+                t.ack_val = 0
+                process(t)
+        dt = time.perf_counter() - t0
+        c.exec_total_s += dt
+        c.interval_s += dt
+        c.interval_count += len(rows)
+
+    def tick(self) -> None:
+        self.user.process_tick(TupleHelper.make_tick_tuple())
+
+    def close(self) -> None:
+        # Storm's IBolt.cleanup, when the bolt has one (a sink writes what it buffered)
+        cleanup = getattr(self.user, "cleanup", None)
+        if callable(cleanup):
+            cleanup()
+        self.emitter.flush()
+
+
+def make_host(plan: PhysicalPlan, task_id: int, sink: Sink, options: HostOptions = HostOptions()) -> ComponentHost:
+    """A SpoutHost or a BoltHost for ``task_id``; the user's classes must be importable."""
+    kind = plan.topology.component(plan.task(task_id).component).kind
+    return (SpoutHost if kind is ComponentKind.SPOUT else BoltHost)(plan, task_id, sink, options)
+
+
+def jsonl_observer(task_id: int, out: Any) -> Observer:
+    """An observer that writes every received tuple as one JSON line (the test capture)."""
+    def write(source: str, source_task: int, rows: list[Any]) -> None:
+        for row in rows:
+            out.write(json.dumps({"task": task_id, "source": source, "source_task": source_task,
+                                  "stream": row[0], "values": list(row[1])}, default=repr) + "\n")
+        out.flush()
+
+    return write
+
+
+def _bind_fast_emit(user: Any, emitter: Emitter, specialize: bool = True) -> None:
+    """At most once, an emit needs no delegate: bind heronpy's ``emit`` signature straight to
+    the emitter on this instance (one Python call per emit instead of three). Only when the
+    user's class keeps the API's own ``emit``."""
+    from heron_py.api.bolt.bolt import Bolt
+    from heron_py.api.spout.spout import Spout
+
+    em = emitter.emit
+    if isinstance(user, Spout) and type(user).emit is Spout.emit:
+        def spout_emit(tup: Sequence[Any], tup_id: Any = None, stream: str = "default",
+                       direct_task: int | None = None, need_task_ids: bool = False) -> list[int] | None:
+            return em(tup, stream, direct_task, need_task_ids)
+
+        user.emit = spout_emit  # type: ignore[method-assign]
+    elif isinstance(user, Bolt) and type(user).emit is Bolt.emit:
+        fast = emitter.default_stream_emit() if specialize else None
+        if fast is not None:
+            user.emit = fast  # type: ignore[method-assign]
+            return
+
+        def bolt_emit(tup: Sequence[Any], stream: str = "default", anchors: Any = None,
+                      direct_task: int | None = None, need_task_ids: bool = False) -> list[int] | None:
+            return em(tup, stream, direct_task, need_task_ids)
+
+        user.emit = bolt_emit  # type: ignore[method-assign]

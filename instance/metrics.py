@@ -1,0 +1,86 @@
+"""The instance's two metric reports, built on the gateway thread from counters the execution
+thread writes (each counter has one writer; a report may straddle a batch, never corrupt it):
+
+- ``message()``: the protobuf ``InstanceMetrics`` sent to the stream manager every second
+  (it reaches the topology master's status);
+- ``report()``: the JSON report for the metrics manager (metrics_manager/store.py documents it).
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+import uuid
+from typing import Any
+
+from heron_py.common.process import process_gauges
+from heron_py.runtime.host import BoltHost, ComponentHost, ExecCounters
+from instance.queues import Outbox, QueueBytes
+from proto import heron_py_pb2 as pb
+
+
+class TaskReports:
+    def __init__(self, task_id: int, component: str, inbound: queue.Queue[Any], in_bytes: QueueBytes,
+                 outbox: Outbox) -> None:
+        self.task_id = task_id
+        self.component = component
+        self._in = inbound
+        self._in_bytes = in_bytes
+        self._outbox = outbox
+        self.host: ComponentHost | None = None  # set by the execution thread once it exists
+        self.exceptions: list[dict[str, Any]] = []  # the last 20 tracebacks of user code
+
+    def record_exception(self, trace: str) -> None:
+        self.exceptions.append({"id": uuid.uuid4().hex, "trace": trace, "time": time.time()})
+        del self.exceptions[:-20]  # the last 20 are enough to show
+
+    def _exec(self) -> ExecCounters:
+        host = self.host
+        return host.counters if isinstance(host, BoltHost) else ExecCounters()
+
+    def message(self) -> pb.InstanceMetrics:
+        host = self.host
+        m = host.metrics if host is not None else None
+        c = self._exec()
+        out = self._outbox
+        return pb.InstanceMetrics(
+            task_id=self.task_id, emitted=host.emitter.emitted if host else 0, processed=c.processed,
+            acked=m.acked if m else 0, failed=m.failed if m else 0, timed_out=m.timed_out if m else 0,
+            in_queue_batches=self._in.qsize(), in_queue_bytes=self._in_bytes.depth,
+            out_queue_batches=out.qsize(), out_queue_bytes=out.bytes.depth,
+            time_blocked_ms=int(out.time_blocked_s * 1000),
+            complete_latency_p50_ms=(m.percentile(0.5) if m else None) or 0.0,
+            complete_latency_p99_ms=(m.percentile(0.99) if m else None) or 0.0,
+            execute_latency_ms=c.take_latency_ms())
+
+    def report(self) -> dict[str, Any]:
+        host = self.host
+        counters: dict[str, float] = {}
+        gauges: dict[str, float] = {
+            "__in-queue-batches": self._in.qsize(), "__out-queue-batches": self._outbox.qsize(),
+            "__in-queue-bytes": self._in_bytes.depth, "__out-queue-bytes": self._outbox.bytes.depth}
+        doc: dict[str, Any] = {"kind": "instance", "task": self.task_id, "component": self.component,
+                               "time": time.time(), "counters": counters, "gauges": gauges,
+                               "process": process_gauges(), "user": {},
+                               "exceptions": list(self.exceptions)}
+        if host is None:
+            return doc
+        em = host.emitter
+        others = dict(em.emitted_by_stream)
+        counters["__emit-count/default"] = em.emitted - sum(others.values())
+        for stream, n in others.items():
+            counters[f"__emit-count/{stream}"] = n
+        c = self._exec()
+        for key, n in list(c.executed.items()):
+            counters[f"__execute-count/{key}"] = n
+        m = host.metrics
+        counters["__ack-count"] = m.acked
+        counters["__fail-count"] = m.failed + m.timed_out
+        counters["__time-blocked-ms"] = int(self._outbox.time_blocked_s * 1000)
+        gauges["__execute-latency-ms"] = (c.exec_total_s / c.processed * 1000.0) if c.processed else 0.0
+        p50, p99 = m.percentile(0.5), m.percentile(0.99)
+        if p50 is not None:
+            gauges["__complete-latency-ms/p50"] = p50
+            gauges["__complete-latency-ms/p99"] = p99 or 0.0
+        doc["user"] = dict(host.user_metrics)
+        return doc
