@@ -1,0 +1,280 @@
+"""The component host (heron_py/runtime/host.py): inputs in, user calls and frames out,
+with no sockets, threads or clock of its own."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+
+from heron_py.api.bolt.bolt import Bolt
+from heron_py.api.spout.spout import Spout
+from heron_py.api.stream import Grouping
+from heron_py.api.topology import TopologyBuilder
+from heron_py.common.config import ReliabilityConfig
+from heron_py.common.framing import (
+    ACK_RECORD,
+    BATCH_HEADER,
+    BODY_OFFSET,
+    HEADER_SIZE,
+    RESULT_ACKED,
+    RESULT_FAILED,
+    RESULT_RECORD,
+    RESULT_TIMED_OUT,
+    MsgType,
+    encode_batch_frame,
+    frame_type,
+)
+from heron_py.common.serialization import dumps_batch, loads_batch
+from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
+from heron_py.planner.packing import round_robin
+from heron_py.runtime.host import BoltHost, HostOptions, SpoutHost, make_host
+
+
+class Numbers(Spout):
+    outputs = ["n"]
+
+    def initialize(self, config, context):
+        self.n = 0
+        self.limit = int(config.get("limit", 10))
+        self.calls = []
+        self.acked, self.failed = [], []
+
+    def next_tuple(self):
+        if self.n < self.limit:
+            self.emit([self.n], tup_id=f"id{self.n}")
+            self.n += 1
+
+    def activate(self):
+        self.calls.append("activate")
+
+    def deactivate(self):
+        self.calls.append("deactivate")
+
+    def ack(self, tup_id):
+        self.acked.append(tup_id)
+
+    def fail(self, tup_id):
+        self.failed.append(tup_id)
+
+    def close(self):
+        self.calls.append("close")
+
+
+class Double(Bolt):
+    outputs = ["n"]
+
+    def initialize(self, config, context):
+        self.seen = []
+        self.ticks = 0
+        if config.get("tick.in.initialize"):
+            # as heronpy's window bolts do: the tick rate is set inside initialize()
+            config["topology.tick.tuple.freq.secs"] = 2
+
+    def process(self, tup):
+        self.seen.append((tup.component, tup.stream, tup.task, tuple(tup.values)))
+        if tup.values[0] == -1:
+            raise ValueError("minus one")
+        self.emit([tup.values[0] * 2])
+
+    def process_tick(self, tup):
+        self.ticks += 1
+
+    def cleanup(self):
+        self.seen.append("cleanup")
+
+
+class AutoDouble(Double):
+    auto_ack = True
+    auto_fail = True
+    auto_anchor = True
+
+
+class Sink(Bolt):
+    outputs = []
+
+    def process(self, tup):
+        pass
+
+
+def _plan(config=None, bolt=Double, spout_config=None, state=TopologyState.RUNNING):
+    b = TopologyBuilder("t")
+    s = b.add_spout("numbers", Numbers, par=1, config=spout_config or {})
+    d = b.add_bolt("double", bolt, par=2, inputs={s: Grouping.SHUFFLE})
+    b.add_bolt("sink", Sink, par=1, inputs={d: Grouping.fields("n")})
+    if config:
+        b.set_config(config)
+    topo = b.build()
+    packing = round_robin(topo, 1)
+    return PhysicalPlan(topo, packing, (StmgrLocation(0, "h", 1, 2),), state, 1)
+
+
+def _task(plan, component, i=0):
+    return plan.packing.tasks_of(component)[i]
+
+
+def _rows(frames, kind=MsgType.TUPLE_BATCH):
+    out = []
+    for f in frames:
+        if frame_type(f) != kind:
+            continue
+        dest, src, n = BATCH_HEADER.unpack_from(f, HEADER_SIZE)
+        body = memoryview(f)[BODY_OFFSET:]
+        rows = loads_batch(body) if kind == MsgType.TUPLE_BATCH else list(ACK_RECORD.iter_unpack(body))
+        out.append((dest, src, rows))
+    return out
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_bolt_host_calls_process_per_tuple_and_emits_frames_on_flush():
+    plan = _plan()
+    frames = []
+    host = make_host(plan, _task(plan, "double"), frames.extend)
+    assert isinstance(host, BoltHost)
+    host.initialize()
+    host.start()
+    spout = _task(plan, "numbers")
+    host.process_frame(encode_batch_frame(host.task_id, spout, dumps_batch([("default", [1]), ("default", [2])]),
+                                          MsgType.TUPLE_BATCH, 2))
+    assert host.user.seen == [("numbers", "default", spout, (1,)), ("numbers", "default", spout, (2,))]
+    assert frames == []  # nothing goes out before a flush (or a full batch)
+    assert host.has_pending
+    host.flush()
+    sink = _task(plan, "sink")
+    assert [(d, s, [tuple(r[1]) for r in rows]) for d, s, rows in _rows(frames)] == [(sink, host.task_id, [(2,), (4,)])]
+    assert host.counters.processed == 2 and host.counters.executed == {"numbers/default": 2}
+    assert not host.has_pending
+
+
+def test_bolt_close_runs_cleanup_and_flushes():
+    plan = _plan()
+    frames = []
+    host = make_host(plan, _task(plan, "double"), frames.extend)
+    host.initialize()
+    host.process_body(_task(plan, "numbers"), dumps_batch([("default", [5])]))
+    host.close()
+    assert host.user.seen[-1] == "cleanup"
+    assert [r[1] for _, _, rows in _rows(frames) for r in rows] == [[10]]
+
+
+def test_tick_rate_is_read_after_initialize():
+    plan = _plan(config={"tick.in.initialize": True})
+    host = make_host(plan, _task(plan, "double"), [].extend)
+    assert isinstance(host, BoltHost)
+    assert host.tick_s is None
+    host.initialize()
+    assert host.tick_s == 2
+    host.tick()
+    assert host.user.ticks == 1
+
+
+def test_observer_sees_received_rows_and_tap_sees_emits():
+    plan = _plan()
+    seen, tapped = [], []
+    options = HostOptions(observer=lambda comp, src, rows: seen.append((comp, src, [tuple(r[1]) for r in rows])),
+                          tap=lambda stream, values: tapped.append((stream, list(values))))
+    host = make_host(plan, _task(plan, "double"), [].extend, options)
+    host.initialize()
+    host.process_body(_task(plan, "numbers"), dumps_batch([("default", [3])]))
+    assert seen == [("numbers", _task(plan, "numbers"), [(3,)])]
+    assert tapped == [("default", [6])]
+
+
+def test_spout_host_activation_follows_the_plan():
+    plan = _plan(state=TopologyState.PAUSED)
+    host = make_host(plan, _task(plan, "numbers"), [].extend)
+    assert isinstance(host, SpoutHost)
+    host.initialize()
+    host.start()
+    assert host.user.calls == [] and not host.active
+    host.set_plan(dataclasses.replace(plan, state=TopologyState.RUNNING, version=2))
+    host.set_plan(dataclasses.replace(plan, state=TopologyState.PAUSED, version=1))  # older: ignored
+    assert host.user.calls == ["activate"] and host.active
+    host.set_plan(dataclasses.replace(plan, state=TopologyState.PAUSED, version=3))
+    host.close()
+    assert host.user.calls == ["activate", "deactivate", "close"]
+
+
+def _acking_spout(max_pending=None, clock=None):
+    cfg = {"topology.reliability.mode": "ATLEAST_ONCE", "topology.message.timeout.secs": 10}
+    if max_pending:
+        cfg["topology.max.spout.pending"] = max_pending
+    plan = _plan(config=cfg)
+    frames = []
+    host = make_host(plan, _task(plan, "numbers"), frames.extend,
+                     HostOptions(clock=clock or FakeClock(), rng=random.Random(1)))
+    assert isinstance(host, SpoutHost)
+    host.initialize()
+    host.start()
+    return host, frames
+
+
+def test_max_spout_pending_bounds_next_tuple_calls():
+    host, frames = _acking_spout(max_pending=3)
+    assert host.next_tuples(64) == 3
+    assert host.room() == 0 and host.next_tuples(64) == 0
+    host.flush()
+    inits = [r for _, _, rows in _rows(frames, MsgType.ACK_BATCH) for r in rows]
+    assert len(inits) == 3 and {r[0] for r in inits} == {1}  # ACK_INIT per root
+
+
+def test_ack_results_call_ack_or_fail_once_per_root():
+    host, frames = _acking_spout()
+    host.next_tuples(3)
+    host.flush()
+    roots = [r[1] for _, _, rows in _rows(frames, MsgType.ACK_BATCH) for r in rows]
+    body = b"".join([RESULT_RECORD.pack(RESULT_ACKED, roots[0]), RESULT_RECORD.pack(RESULT_FAILED, roots[1]),
+                     RESULT_RECORD.pack(RESULT_TIMED_OUT, roots[2]), RESULT_RECORD.pack(RESULT_ACKED, roots[0])])
+    host.on_results(encode_batch_frame(host.task_id, 0, body, MsgType.ACK_RESULT, 4))
+    assert host.user.acked == ["id0"]  # the late duplicate for root 0 is ignored
+    assert host.user.failed == ["id1", "id2"]  # Storm calls fail() for a time-out too
+    assert (host.metrics.acked, host.metrics.failed, host.metrics.timed_out) == (1, 1, 1)
+
+
+def test_spout_expires_roots_by_its_own_clock():
+    clock = FakeClock()
+    host, _ = _acking_spout(clock=clock)
+    host.next_tuples(2)
+    clock.now += 10 * 1.5 + 0.5
+    host.expire()
+    assert host.user.failed == []
+    clock.now += 1.0
+    host.expire()
+    assert host.user.failed == ["id0", "id1"]
+
+
+def test_at_most_once_options_override_the_topology_mode():
+    cfg = {"topology.reliability.mode": "ATLEAST_ONCE", "topology.max.spout.pending": 1}
+    plan = _plan(config=cfg)
+    frames = []
+    host = make_host(plan, _task(plan, "numbers"), frames.extend, HostOptions(reliability=ReliabilityConfig()))
+    host.initialize()
+    host.start()
+    assert host.reliability is None
+    assert host.next_tuples(5) == 5  # no pending bound without tracking
+    host.flush()
+    assert _rows(frames, MsgType.ACK_BATCH) == []
+
+
+def test_auto_ack_and_auto_fail_around_process():
+    plan = _plan(bolt=AutoDouble)
+    host = make_host(plan, _task(plan, "double"), [].extend)
+    host.initialize()
+    host.process_body(_task(plan, "numbers"), dumps_batch([("default", [1]), ("default", [-1]), ("default", [2])]))
+    assert (host.metrics.acked, host.metrics.failed) == (2, 1)
+
+
+def test_process_exception_propagates_without_auto_fail():
+    plan = _plan()
+    host = make_host(plan, _task(plan, "double"), [].extend)
+    host.initialize()
+    with pytest.raises(ValueError, match="minus one"):
+        host.process_body(_task(plan, "numbers"), dumps_batch([("default", [-1])]))
