@@ -4,29 +4,66 @@ property set to A and to B, alternating, next to the plain loop; prints each rat
 
     python bench/ab.py heron_py.instance.specialized.emit false true [--reps 2] [--sentences N]
     python bench/ab.py heron_py.instance.flush.when.idle false true --latency 10000
+    python bench/ab.py --rev 17466cd [--reps 3]     # A = the engine at a git revision, B = this tree
+
+With ``--rev`` the revision is checked out in a temporary git worktree with a venv of its own
+(its packages are this venv's, only heron-py itself differs), and A runs with that
+interpreter: the CLI, the executors and every daemon then run the old code.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
+import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
 from run import latency, ours, plain  # type: ignore[import-not-found]
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def checkout_python(rev: str) -> str:
+    """An interpreter that runs heron-py as of ``rev``: a worktree plus a venv whose only own
+    package is that worktree (editable); every dependency comes from this venv."""
+    sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev], check=True, capture_output=True,
+                         text=True).stdout.strip()
+    base = Path(tempfile.gettempdir()) / f"heron-py-ab-{sha}"
+    tree, venv = base / "tree", base / "venv"
+    if not tree.exists():
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), sha], check=True)
+    py = venv / "bin" / "python"
+    if not py.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              check=True, capture_output=True, text=True).stdout.strip()
+        # this venv's packages (a .pth line adds the folder, not the editable finders in it)...
+        Path(site, "ab-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+        # ...and the old tree first, ahead of them
+        Path(site, "00-ab-tree.pth").write_text(f"import sys; sys.path.insert(0, {str(tree)!r})\n")
+    return str(py)
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("key")
-    ap.add_argument("a")
-    ap.add_argument("b")
+    ap.add_argument("key", nargs="?")
+    ap.add_argument("a", nargs="?")
+    ap.add_argument("b", nargs="?")
+    ap.add_argument("--rev", help="A: the engine at this git revision; B: the working tree")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--sentences", type=int, default=300_000)
     ap.add_argument("--acking", action="store_true")
     ap.add_argument("--latency", type=float, default=0.0, metavar="RATE")
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="heron-ab-"))
+    if args.rev:
+        rev_ab(args, home)
+        return
+    if args.b is None:
+        ap.error("expected KEY A B, or --rev REV")
     if args.latency:
         for rep in range(args.reps):
             for v in (args.a, args.b):
@@ -46,6 +83,24 @@ def main() -> None:
         m = statistics.median(xs)
         print(f"{args.key}={v}: {m:,.0f} words/s = {m / base:.3f}x plain  (runs: {', '.join(f'{x:,.0f}' for x in xs)})")
     ma, mb = statistics.median(res[args.a]), statistics.median(res[args.b])
+    print(f"B/A = {mb / ma:.3f}")
+
+
+def rev_ab(args: argparse.Namespace, home: Path) -> None:
+    old = checkout_python(args.rev)
+    sides = {f"A {args.rev}": old, "B this tree": sys.executable}
+    res: dict[str, list[float]] = {k: [] for k in sides}
+    bases = []
+    for _ in range(args.reps):
+        bases.append(plain(args.sentences)["words_per_s"])
+        for name, py in sides.items():
+            res[name].append(ours(args.sentences, args.acking, home, None, py)["words_per_s"])
+    base = statistics.median(bases)
+    print(f"\nplain loop {base:,.0f} words/s (median of {args.reps})")
+    for name, xs in res.items():
+        m = statistics.median(xs)
+        print(f"{name}: {m:,.0f} words/s = {m / base:.3f}x plain  (runs: {', '.join(f'{x:,.0f}' for x in xs)})")
+    ma, mb = (statistics.median(x) for x in res.values())
     print(f"B/A = {mb / ma:.3f}")
 
 

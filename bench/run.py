@@ -108,12 +108,14 @@ class Sampler:
         self._t.join()
 
 
-def _submit(home: Path, script: str, args: list[str],
-            props: dict[str, str] | None = None) -> tuple[dict[str, str], str]:
+def _submit(home: Path, script: str, args: list[str], props: dict[str, str] | None = None,
+            python: str = sys.executable) -> tuple[dict[str, str], str]:
     # wc_common lives in examples/: on the submitter's PYTHONPATH, it ships in the package
     env = dict(os.environ, HERON_PY_HOME=str(home), PYTHONPATH=str(ROOT / "examples"))
     extra = [a for k, v in (props or {}).items() for a in ("--config-property", f"{k}={v}")]
-    p = subprocess.run([*CLI, "submit", "local", *extra, str(ROOT / "bench" / script), *args], env=env,
+    cli = [python, *CLI[1:]]  # another interpreter runs another checkout (bench/ab.py --rev)
+    # cwd: the interpreter must not import the tree it is started from (another checkout)
+    p = subprocess.run([*cli, "submit", "local", *extra, str(ROOT / "bench" / script), *args], env=env, cwd=home,
                        capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"bench: submit of {script} failed:\n{p.stdout}\n{p.stderr}")
@@ -122,13 +124,14 @@ def _submit(home: Path, script: str, args: list[str],
     return env, tid
 
 
-def _kill(env: dict[str, str], name: str) -> None:
-    subprocess.run([*CLI, "kill", "local", name], env=env, capture_output=True)
+def _kill(env: dict[str, str], name: str, python: str = sys.executable) -> None:
+    subprocess.run([python, *CLI[1:], "kill", "local", name], env=env, capture_output=True, cwd=env["HERON_PY_HOME"])
 
 
-def ours(n: int, acking: bool, home: Path, props: dict[str, str] | None = None) -> dict[str, Any]:
+def ours(n: int, acking: bool, home: Path, props: dict[str, str] | None = None,
+         python: str = sys.executable) -> dict[str, Any]:
     out = Path(tempfile.mkdtemp(prefix="wc-", dir=home))
-    env, tid = _submit(home, "wc_topology.py", [str(n), str(out), "on" if acking else "off"], props)
+    env, tid = _submit(home, "wc_topology.py", [str(n), str(out), "on" if acking else "off"], props, python)
     sampler = Sampler(tid)
     total = 0
     deadline = time.monotonic() + 600
@@ -154,7 +157,7 @@ def ours(n: int, acking: bool, home: Path, props: dict[str, str] | None = None) 
             time.sleep(0.2)
     finally:
         sampler.stop()
-        _kill(env, "bench_wc")
+        _kill(env, "bench_wc", python)
     if total != 10 * n:
         raise SystemExit(f"bench: counted {total} words, expected {10 * n}")
     return {"words_per_s": 10 * n / (end - start), "t_run": end - start, "rss": sampler.peak_rss,
