@@ -85,3 +85,17 @@ def test_submit_status_deactivate_activate_logs_kill(heron_home):
     assert gone.returncode == 1
     assert gone.stderr.strip() == ("heron-py: error: topology 'wc' is not running "
                                    "(heron-py list local shows what is)")
+
+
+@pytest.mark.parametrize("prop, error", [
+    ("topology.message.timeout.secs=soon",
+     "topology 'word_count': config topology.message.timeout.secs: expected a number of seconds > 0, found 'soon'"),
+    ("heron.streammgr.network.backpressure.lowwatermark.mb=200",
+     "topology 'word_count': config heron.streammgr.network.backpressure.lowwatermark.mb (200) must be below "
+     "heron.streammgr.network.backpressure.highwatermark.mb (100)"),
+])
+def test_a_bad_engine_config_value_is_one_error_at_submit(heron_home, prop, error):
+    p = cli(heron_home, "submit", "local", "--config-property", prop, str(EXAMPLES / "word_count.py"), check=False)
+    assert (p.returncode, p.stderr) == (1, f"heron-py: error: {error}\n")
+    # nothing was started or stored
+    assert cli(heron_home, "list", "local").stdout == ""
