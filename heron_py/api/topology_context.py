@@ -30,7 +30,9 @@ class TopologyContext:
         for t in sorted(packing.tasks, key=lambda t: t.task_id):
             self._component_tasks.setdefault(t.component, []).append(t.task_id)
         self.registered_metrics: dict[str, tuple[IMetric, int]] = {}
-        self.task_hooks: list[Any] = []  # ITaskHook objects; the runtime calls them
+        # ITaskHook objects registered with add_task_hook. The runtime does not call them yet:
+        # heronpy passes EmitInfo, BoltExecuteInfo and the like, which come with the rest of its API
+        self.task_hooks: list[Any] = []
 
     def get_task_id(self) -> int:
         return self._task_id
