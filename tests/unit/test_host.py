@@ -119,7 +119,7 @@ def _rows(frames, kind=MsgType.TUPLE_BATCH):
     for f in frames:
         if frame_type(f) != kind:
             continue
-        dest, src, n = BATCH_HEADER.unpack_from(f, HEADER_SIZE)
+        dest, src, _n = BATCH_HEADER.unpack_from(f, HEADER_SIZE)
         body = memoryview(f)[BODY_OFFSET:]
         rows = loads_batch(body) if kind == MsgType.TUPLE_BATCH else list(ACK_RECORD.iter_unpack(body))
         out.append((dest, src, rows))
