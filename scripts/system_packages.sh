@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages that heron-py's tests run for real: python3-venv, ZooKeeper (the
 # ZooKeeper state manager's tests start a real server with zkServer.sh), a JRE (PySpark),
-# Prometheus and Chromium (metrics tests). Installs whatever is missing when run as root; otherwise prints the apt-get command.
+# Prometheus and Chromium (metrics tests), Slurm and munge (the Slurm cluster's tests). Installs whatever is missing when run as root; otherwise prints the apt-get command.
 set -euo pipefail
 need=()
 python3 -c 'import venv' 2>/dev/null || need+=(python3-venv)
@@ -11,6 +11,9 @@ command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
 # the metrics tests scrape our endpoints with a real Prometheus and load the web page in Chromium
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+# the Slurm scheduler's tests run a real cluster (scripts/slurm_cluster.sh): slurmctld, slurmd, munged
+[ -x /usr/sbin/slurmctld ] || need+=(slurm-wlm)
+[ -x /usr/sbin/munged ] || need+=(munge)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

@@ -3,6 +3,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.slurmcluster import slurm_cluster  # noqa: F401  (session fixture: a real Slurm cluster)
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 # the examples import sibling modules (wc_common); tests import them the same way
