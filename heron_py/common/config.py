@@ -113,6 +113,8 @@ IN_Q_BYTES = _key("heron_py.instance.inbound.queue.bytes", Kind.INT, 32 * MB, 1)
 OUT_Q = _key("heron_py.instance.outbound.queue.batches", Kind.INT, 64, 1)
 OUT_Q_BYTES = _key("heron_py.instance.outbound.queue.bytes", Kind.INT, 32 * MB, 1)
 FRAME = _key("heron_py.network.max.frame.bytes", Kind.INT, 16 * MB, 1024)
+TLS_ENABLED = _key("heron.network.tls.enabled", Kind.BOOL, False,
+                   doc="mutual TLS on daemon connections, with a certificate and CA per topology")
 METRICS = _key("topology.metrics.export.interval.secs", Kind.FLOAT, 10.0, 0.0, unit="seconds",
                doc="interval of metrics reports; 0 turns metrics off")
 CAPTURE_DIR_KEY = _key("heron_py.testing.capture.dir", Kind.STR, "", doc="tests: folder for received tuples")

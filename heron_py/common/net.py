@@ -4,6 +4,17 @@ The protocol logic lives in ``framing`` and ``handshake`` (sans-I/O); this modul
 bytes. A ``Connection`` runs the handshake first and hands frames to its handler only once
 the peer has proven the secret. Any malformed frame or failed handshake closes that one
 connection, is logged once with the reason, and is counted; the daemon keeps serving.
+
+TLS (optional: ``serve(ssl=...)``, ``connect(ssl=..., server_hostname=...)``, contexts from
+``heron_py.common.tls``) wraps the connection; the handshake on the secret still runs inside
+it. A failed TLS handshake (a bad certificate, a plain TCP peer on a TLS port) is handled
+like a failed secret handshake: that one connection is closed, the failure is logged once with
+the peer and the reason and counted in ``Counters.auth_failures``. The server accepts plain TCP
+and upgrades each connection with ``loop.start_tls`` because asyncio and uvloop, given
+``create_server(ssl=...)``, drop a connection whose TLS handshake fails without telling the
+protocol (its ``connection_made``/``connection_lost`` are never called), so such a failure
+could be neither counted nor logged. A client uses ``create_connection(ssl=...)``, which
+raises the failure to the caller.
 """
 
 from __future__ import annotations
@@ -11,9 +22,10 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import ssl as _ssl
 import struct
 from collections.abc import Callable, Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 from google.protobuf.message import DecodeError
 
@@ -67,6 +79,32 @@ class Counters:
         self.bad_frames = 0
 
 
+# OpenSSL's reasons when the peer's first bytes are not TLS (a plain TCP peer)
+_NOT_TLS = frozenset({"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "HTTP_REQUEST", "HTTPS_PROXY_REQUEST",
+                      "PACKET_LENGTH_TOO_LONG", "UNKNOWN_PROTOCOL", "UNEXPECTED_RECORD",
+                      "UNEXPECTED_EOF_WHILE_READING"})
+
+
+def tls_failure_reason(exc: BaseException) -> str:
+    """A TLS failure in words, for the log and for errors raised to callers."""
+    if isinstance(exc, _ssl.SSLCertVerificationError):
+        return f"certificate verify failed: {exc.verify_message} (the peer's certificate is not this topology's)"
+    if isinstance(exc, _ssl.SSLError):
+        reason = exc.reason or ""
+        if reason in _NOT_TLS:
+            return f"the peer does not speak TLS (plain TCP?): {reason.lower().replace('_', ' ')}"
+        if "ALERT" in reason:
+            return f"the peer refused the TLS handshake: {reason.lower().replace('_', ' ')}"
+        return f"TLS error: {reason.lower().replace('_', ' ') or exc}"
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+        return "the TLS handshake timed out"
+    if isinstance(exc, ConnectionAbortedError):
+        return f"TLS handshake aborted: {exc}"
+    # a peer that refuses our certificate may just close; so does a plain TCP peer that gives up
+    detail = f": {exc}" if str(exc) else ""
+    return f"the peer closed the connection during the TLS handshake ({type(exc).__name__}{detail})"
+
+
 class Connection(asyncio.Protocol):
     def __init__(
         self,
@@ -80,7 +118,12 @@ class Connection(asyncio.Protocol):
         max_frame: int = DEFAULT_MAX_FRAME,
         log: logging.Logger,
         counters: Counters | None = None,
+        tls: _ssl.SSLContext | None = None,
+        tls_handshake_timeout: float = 10.0,
     ) -> None:
+        """``tls``: on the accepting side, the context to upgrade the accepted plain connection
+        with before the handshake on the secret; on the connecting side, the context
+        ``create_connection`` used (the transport is TLS already)."""
         self.handler = handler
         self.state = ConnState.HANDSHAKE
         # per-connection traffic, for the metrics manager (one add per read or write call)
@@ -103,6 +146,12 @@ class Connection(asyncio.Protocol):
         self.context: object = None  # what the handler attaches (e.g. task id)
         self.writing_paused = False
         self.close_reason: str | None = None  # why we closed it (None: open, or the peer closed)
+        self._tls = tls
+        self._tls_timeout = tls_handshake_timeout
+        self._tls_pending = tls is not None and server_role is not None  # accepted, not upgraded yet
+        self._tls_task: asyncio.Task[None] | None = None
+        self._tls_failed = False
+        self._tls_early = bytearray()
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -113,11 +162,86 @@ class Connection(asyncio.Protocol):
         if peer and self.peer_name == "peer":
             self.peer_name = f"{peer[0]}:{peer[1]}"
             self._decoder = FrameDecoder(self.peer_name, self._max_frame)
+        if self._tls_pending:
+            # no byte may reach data_received before start_tls takes the transport over: asyncio
+            # honours this pause; uvloop starts reading after connection_made regardless, so
+            # data_received keeps what arrives early and _tls_hand_over gives it to TLS
+            tr.pause_reading()
+            loop = asyncio.get_running_loop()
+            self._tls_task = loop.create_task(self._start_tls(tr))
+            loop.call_soon(self._tls_hand_over, tr)  # runs after the task's first step
+            return
+        self._start_server_handshake()
+
+    def _tls_hand_over(self, raw: asyncio.Transport) -> None:
+        """Feeds the bytes read before start_tls took ``raw`` over to the TLS protocol it
+        installed (a BufferedProtocol in asyncio and uvloop), ahead of any later byte: reading
+        stays paused until start_tls resumes it, after this."""
+        proto: Any = raw.get_protocol()
+        if proto is self:  # start_tls has not taken the transport yet
+            if self._tls_pending and not raw.is_closing():
+                asyncio.get_running_loop().call_soon(self._tls_hand_over, raw)
+            return
+        data, self._tls_early = bytes(self._tls_early), bytearray()
+        if not data:
+            return
+        if hasattr(proto, "buffer_updated"):  # a BufferedProtocol: how a transport feeds it
+            view = memoryview(data)
+            while view:
+                buf = proto.get_buffer(len(view))
+                n = min(len(buf), len(view))
+                buf[:n] = view[:n]
+                proto.buffer_updated(n)
+                view = view[n:]
+        else:
+            proto.data_received(data)
+
+    def _start_server_handshake(self) -> None:
+        assert self.transport is not None
         if self._server_role is not None:
             self._server_hs = ServerHandshake(self._secret, self._server_role, self.peer_name)
-            tr.write(self._server_hs.start())
+            self.transport.write(self._server_hs.start())
+
+    async def _start_tls(self, raw: asyncio.Transport) -> None:
+        assert self._tls is not None
+        try:
+            tr = await asyncio.get_running_loop().start_tls(
+                raw, self, self._tls, server_side=True, ssl_handshake_timeout=self._tls_timeout)
+        except Exception as e:  # ssl.SSLError, ConnectionError, timeouts: all mean "not this peer"
+            self._tls_pending = False
+            self.tls_failure(e)
+            raw.close()
+            return
+        self._tls_pending = False
+        if tr is None or tr.is_closing() or self.state is ConnState.CLOSED:
+            if self.close_reason is None:  # not closed by us: the peer went away mid-handshake
+                self.tls_failure(ConnectionResetError("the peer closed the connection"))
+            if tr is not None:
+                tr.close()
+            return
+        self.transport = tr
+        self._start_server_handshake()
+
+    def tls_failure(self, exc: BaseException) -> None:
+        """Counts, logs (once per connection) and closes a connection whose TLS failed."""
+        if self._tls_failed:
+            return
+        self._tls_failed = True
+        reason = tls_failure_reason(exc)
+        self._counters.auth_failures += 1
+        self._log.warning("dropping connection: TLS with %s failed: %s", self.peer_name, reason)
+        if not self.authenticated.done():
+            self.authenticated.set_exception(ConnectionError(f"TLS with {self.peer_name} failed: {reason}"))
+            if self._server_role is not None:
+                self.authenticated.exception()  # nobody awaits it on this side: logged here instead
+        self.close(f"TLS failed: {reason}")
 
     def data_received(self, data: bytes) -> None:
+        if self._tls_pending:  # TLS bytes that came before start_tls took the transport (uvloop)
+            self._tls_early += data
+            if self.transport is not None:
+                self.transport.pause_reading()
+            return
         self.bytes_in += len(data)
         try:
             frames = self._decoder.feed(data)
@@ -169,6 +293,18 @@ class Connection(asyncio.Protocol):
         self.handler.on_open(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        # a TLS connection that fails before the secret's handshake ends: the peer refused our
+        # certificate after its handshake completed (TLS 1.3 clients), or an upgrade failed
+        # (start_tls reports it then, with the same reason; tls_failure counts once)
+        if self._tls is not None and self.state is ConnState.HANDSHAKE and not self._tls_pending:
+            if isinstance(exc, _ssl.SSLError):
+                self.tls_failure(exc)
+            elif self._server_role is None and self.bytes_in == 0 and self.close_reason is None:
+                # a TLS server sends its hello at once; closing instead is how asyncio and uvloop
+                # servers refuse a client's certificate after a TLS 1.3 handshake (no alert)
+                self.tls_failure(ConnectionResetError(
+                    "the server closed the connection right after the TLS handshake: it refused our "
+                    "certificate (another topology's?)"))
         was_open = self.state is ConnState.OPEN
         self.state = ConnState.CLOSED
         if not self.authenticated.done():
@@ -242,16 +378,37 @@ async def connect(
     log: logging.Logger,
     timeout: float = 5.0,
     max_frame: int = DEFAULT_MAX_FRAME,
+    ssl: _ssl.SSLContext | None = None,
+    server_hostname: str | None = None,
+    counters: Counters | None = None,
 ) -> Connection:
-    """Opens a TCP connection and completes the handshake; raises on failure."""
+    """Opens a TCP connection (TLS with ``ssl``: ``tls.client_context``, checking the server's
+    certificate for ``server_hostname``, ``tls.server_name(topology)``) and completes the
+    handshake; raises on failure: a failed TLS handshake is a ConnectionError that says why."""
     loop = asyncio.get_running_loop()
     peer = f"{host}:{port}"
-    _, conn = await asyncio.wait_for(
-        loop.create_connection(
-            lambda: Connection(handler, secret, client_role=role, client_id=peer_id, peer_name=peer,
-                               max_frame=max_frame, log=log),
-            host, port),
-        timeout)
+    if ssl is not None and ssl.check_hostname and not server_hostname:
+        raise ValueError(f"connect to {peer} with TLS: give server_hostname (tls.server_name(topology)); "
+                         "certificates name the topology, not the host")
+    counters = counters or Counters()
+
+    def factory() -> Connection:
+        return Connection(handler, secret, client_role=role, client_id=peer_id, peer_name=peer,
+                          max_frame=max_frame, log=log, counters=counters, tls=ssl)
+
+    if ssl is None:
+        _, conn = await asyncio.wait_for(loop.create_connection(factory, host, port), timeout)
+    else:
+        try:
+            _, conn = await asyncio.wait_for(
+                loop.create_connection(factory, host, port, ssl=ssl, server_hostname=server_hostname,
+                                       ssl_handshake_timeout=timeout),
+                timeout)
+        except (_ssl.SSLError, ConnectionResetError, ConnectionAbortedError, EOFError) as e:
+            reason = tls_failure_reason(e)
+            counters.auth_failures += 1
+            log.warning("dropping connection: TLS with %s failed: %s", peer, reason)
+            raise ConnectionError(f"TLS with {peer} failed: {reason}") from e
     try:
         await asyncio.wait_for(conn.authenticated, timeout)
     except BaseException:
@@ -270,11 +427,16 @@ async def serve(
     log: logging.Logger,
     counters: Counters,
     max_frame: int = DEFAULT_MAX_FRAME,
+    ssl: _ssl.SSLContext | None = None,
+    tls_handshake_timeout: float = 10.0,
 ) -> asyncio.Server:
+    """Accepts connections; with ``ssl`` (``tls.server_context``) each one is upgraded to TLS
+    first (the module docstring says how), and one whose TLS handshake does not complete within
+    ``tls_handshake_timeout`` seconds is dropped and counted."""
     loop = asyncio.get_running_loop()
     return await loop.create_server(
         lambda: Connection(handler_factory(), secret, server_role=role, max_frame=max_frame,
-                           log=log, counters=counters),
+                           log=log, counters=counters, tls=ssl, tls_handshake_timeout=tls_handshake_timeout),
         host, port)
 
 

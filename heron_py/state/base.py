@@ -1,8 +1,9 @@
 """The StateManager interface, shared by localfs and (later) ZooKeeper.
 
 Layout follows Heron's: topologies/, packingplans/, pplans/, tmanagers/, executionstate/,
-schedulers/, plus packages/ (the topology package) and secrets/. Values are JSON documents
-except packages (zip bytes) and secrets (raw bytes, mode 0600).
+schedulers/, plus packages/ (the topology package), secrets/ and tls/ (the topology's TLS
+material, ``heron_py.common.tls.TlsMaterial.to_bytes``). Values are JSON documents except
+packages (zip bytes) and secrets (raw bytes); secrets and tls are private (mode 0600).
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class StateManager(abc.ABC):
     def _list(self, kind: str) -> list[str]: ...
 
     KINDS = ("topologies", "packingplans", "pplans", "tmanagers", "executionstate", "schedulers",
-             "packages", "secrets")
+             "packages", "secrets", "tls")
 
     def _put_json(self, kind: str, name: str, doc: Any) -> None:
         import json
@@ -148,6 +149,15 @@ class StateManager(abc.ABC):
 
     def get_secret(self, name: str) -> bytes | None:
         return self._get("secrets", name)
+
+    # the TLS material (a CA certificate, the certificate and its key) holds a private key:
+    # stored as privately as the secret, in a kind of its own (``NAME.tls`` under secrets/
+    # would be the secret of a topology named ``NAME.tls``)
+    def set_tls(self, name: str, material: bytes) -> None:
+        self._put("tls", name, material, private=True)
+
+    def get_tls(self, name: str) -> bytes | None:
+        return self._get("tls", name)
 
     def list_topologies(self) -> list[str]:
         return sorted(self._list("topologies"))

@@ -3,7 +3,7 @@
     <root>/topologies/<name>      <root>/packingplans/<name>   <root>/pplans/<name>
     <root>/tmanagers/<name>       (ephemeral: the live topology master's host and ports)
     <root>/executionstate/<name>  <root>/schedulers/<name>     <root>/locks/<name>
-    <root>/packages/<name>        <root>/secrets/<name>
+    <root>/packages/<name>        <root>/secrets/<name>        <root>/tls/<name>
 
 A znode holds at most about 1 MB (the server's jute.maxbuffer), and a topology package can be
 larger, so a large value is split into children ``part-NNNNN`` under its node, whose own value
@@ -44,7 +44,7 @@ _log.addHandler(logging.NullHandler())
 
 class ZkStateManager(StateManager):
     LAYOUT = ("topologies", "packingplans", "pplans", "tmanagers", "executionstate", "schedulers",
-              "locks", "packages", "secrets")
+              "locks", "packages", "secrets", "tls")
 
     def __init__(self, cfg: StateConfig) -> None:
         self.cfg = cfg
@@ -118,7 +118,7 @@ class ZkStateManager(StateManager):
         return f"{self.root}/{kind}/{name}"
 
     def _put(self, kind: str, name: str, data: bytes, *, private: bool = False) -> None:
-        # private (secrets): kept as any other node; see the README on securing the ensemble
+        # private (secrets, tls): kept as any other node; see the README on securing the ensemble
         path = self._node(kind, name)
         if len(data) <= CHUNK and not data.startswith(_MAGIC):
             self._set(path, data)

@@ -51,10 +51,14 @@ def test_layout_documents_and_large_packages(zk):
         assert st.get_package("wc") == small
         assert sorted(raw.get_children(f"{root}/packages/wc")) == ["part-00000", "part-00001"]
         st.set_secret("wc", b"s3cret")
+        st.set_tls("wc", b'{"tls": "material"}')
+        assert st.get_tls("wc") == b'{"tls": "material"}' and st.get_secret("wc") == b"s3cret"
+        assert raw.get(f"{root}/tls/wc")[0] == b'{"tls": "material"}'
         st.set_scheduler_location("wc", {"scheduler": "local"})
         assert st.list_topologies() == []  # no topology definition yet
         st.delete_topology("wc")
-        assert st.get_package("wc") is None and st.get_secret("wc") is None
+        assert st.get_package("wc") is None and st.get_secret("wc") is None and st.get_tls("wc") is None
+        assert raw.get_children(f"{root}/tls") == []
         assert raw.get_children(f"{root}/packages") == []
         raw.stop()
         raw.close()
