@@ -14,7 +14,10 @@
 # ZooKeeper run in the root network namespace; everything they write is under
 # $HERON_PY_SLURM_DIR (default /tmp/heron-py-slurm). Every kernel object is named with the
 # hpy prefix so `down` finds exactly what `up` made, also after an `up` that failed half way.
-# One cluster per machine (the names are fixed). Needs root.
+# One cluster per machine (the names are fixed). Needs root. Exit status 3 means this machine
+# cannot host the cluster (not root, no namespaces or bridges, Slurm not installable).
+# Settings (environment): HERON_PY_SLURM_DIR, HERON_PY_SLURM_NET (first three octets of the /24),
+# HERON_PY_SLURMD_TIMEOUT (s, default 20), HERON_PY_SLURM_UP_TIMEOUT (s, default 120).
 set -euo pipefail
 export PATH="$PATH:/usr/sbin:/sbin"
 
@@ -85,6 +88,16 @@ our_daemon_pids() {
   return 0
 }
 
+# the direct children of these pids (slurmctld's slurmscriptd has none of our paths on its command line)
+children_of() {
+  local p ppid
+  for p in /proc/[0-9]*; do
+    ppid=$(awk '/^PPid:/ {print $2}' "$p/status" 2>/dev/null) || continue
+    local q; for q in "$@"; do [ "$ppid" = "$q" ] && echo "${p#/proc/}"; done
+  done
+  return 0
+}
+
 kill_pids() {   # kill_pids SIGNAL pid...
   local sig=$1; shift
   [ $# -gt 0 ] && kill "-$sig" "$@" 2>/dev/null
@@ -95,7 +108,8 @@ wait_gone() {   # wait up to 10 s for the pids to exit
   local t
   for t in $(seq 1 100); do
     local alive=0 p
-    for p in "$@"; do [ -d "/proc/$p" ] && alive=1; done
+    # a zombie is dead already: its reaper (init) may take a while, nothing of it runs any more
+    for p in "$@"; do grep -q '^State:[[:space:]]*[^Z]' "/proc/$p/status" 2>/dev/null && alive=1; done
     [ $alive = 0 ] && return 0
     sleep 0.1
   done
@@ -114,26 +128,26 @@ kill_node_processes() {   # every process inside the node's network namespace (s
 
 cmd_down() {
   need_root
-  local ns pids link
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$NS_PREFIX[0-9]*$" || true); do
-    kill_node_processes "$ns"
+  local ns pids link namespaces
+  namespaces=$(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$NS_PREFIX[0-9]*$" || true)
+  # everything inside the node namespaces (slurmd, slurmstepd, jobs), then slurmctld, munged
+  # (only ours: the one on our socket) and ZooKeeper, and the children of those (slurmscriptd).
+  # SIGKILL straight away: the state they could save is deleted with $DIR below, and a
+  # graceful slurmctld shutdown alone takes seconds.
+  for ns in $namespaces; do pids+=" $(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')"; done
+  pids+=" $(our_daemon_pids | tr '\n' ' ')"
+  # shellcheck disable=SC2086
+  pids+=" $(children_of $pids | tr '\n' ' ')"
+  # shellcheck disable=SC2086
+  kill_pids 9 $pids
+  # shellcheck disable=SC2086
+  wait_gone $pids || log "some processes survived kill -9: $pids"
+  for ns in $namespaces; do
     ip netns del "$ns" 2>/dev/null || log "could not delete network namespace $ns"
   done
-  if [ -f "$DIR/zk/zoo.cfg" ] && [ -x /usr/share/zookeeper/bin/zkServer.sh ]; then
-    ZOO_LOG_DIR=$DIR/zk ZOOPIDFILE=$DIR/zk/zk.pid \
-      timeout 30 /usr/share/zookeeper/bin/zkServer.sh stop "$DIR/zk/zoo.cfg" >/dev/null 2>&1 || true
-  fi
-  # slurmctld, munged (only ours: the one on our socket), whatever ZooKeeper left
-  pids=$(our_daemon_pids | tr '\n' ' ')
-  # shellcheck disable=SC2086
-  kill_pids TERM $pids
-  # shellcheck disable=SC2086
-  if ! wait_gone $pids; then
-    # shellcheck disable=SC2086
-    kill_pids 9 $pids
-  fi
   for link in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E "^($VETH_PREFIX[0-9]+|$BRIDGE)$" || true); do
-    ip link del "$link" 2>/dev/null || log "could not delete link $link"
+    # a veth goes by itself once its peer's namespace is gone, maybe between the listing and here
+    ip link del "$link" 2>/dev/null || ! ip link show "$link" >/dev/null 2>&1 || log "could not delete link $link"
   done
   if [ -e "$DIR" ]; then
     if [ -f "$MARKER" ]; then
@@ -142,6 +156,11 @@ cmd_down() {
       log "left $DIR in place: it has no $MARKER, so it is not a directory this script made"
     fi
   fi
+  local left
+  left=$(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$NS_PREFIX[0-9]*$" || true)
+  left+=$(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E "^($VETH_PREFIX[0-9]+|$BRIDGE)$" || true)
+  left+=$(our_daemon_pids | tr '\n' ' ')
+  [ -z "${left// /}" ] || die "down: still present after cleanup (namespaces, links, daemon pids): $(echo $left)"
   log "down: no hpy namespaces, links or daemons left"
 }
 
@@ -292,7 +311,7 @@ cmd_up() {
   ensure_packages
   command -v python3 >/dev/null || die "python3 is needed (free ports, readiness checks)"
   # whatever an earlier run left (crashed, or half way through up) goes first
-  cmd_down 2>/dev/null || true
+  cmd_down
   [ -e "$DIR" ] && die "$DIR exists and is not ours (no $MARKER); set HERON_PY_SLURM_DIR elsewhere or remove it"
   mkdir -p "$DIR"
   touch "$MARKER"

@@ -47,7 +47,6 @@ def _wait_outputs(cluster, outs: dict[str, Path], jobs: dict[str, str]) -> dict[
 
 def test_jobs_run_on_four_distinct_machines(slurm_cluster, tmp_path):
     cluster = slurm_cluster
-    os.chmod(tmp_path, 0o777)   # jobs run as root too, but say plainly that anyone may write here
     nodes = cluster.nodes
     assert nodes == ["node1", "node2", "node3", "node4"], f"HERON_PY_SLURM_NODES: expected node1..4, found {nodes}"
     outs = {n: tmp_path / f"{n}.out" for n in nodes}
