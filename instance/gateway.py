@@ -24,8 +24,9 @@ from typing import Any
 
 from heron_py.common.daemon import new_event_loop
 from heron_py.common.framing import MsgType, encode_frame
-from heron_py.common.net import BaseHandler, Connection, connect, parse
+from heron_py.common.net import BaseHandler, Connection, connect, connect_unix, parse
 from heron_py.common.reconnect import Unreachable, run_link
+from heron_py.scheduler.paths import stmgr_socket
 from instance.queues import Inbox, InItem, InKind, QueueBytes
 from proto import heron_py_pb2 as pb
 
@@ -48,7 +49,9 @@ class GatewayConfig:
     secret: bytes
     sm_port_file: Path
     max_frame: int
-    host: str = "127.0.0.1"  # the container's stream manager is always local
+    host: str = "127.0.0.1"  # the container's metrics manager is always local, on loopback
+    sm_host: str = "127.0.0.1"  # the stream manager's TCP address (when not on the Unix socket)
+    unix_socket: bool = True  # the stream manager's Unix socket (heron_py.instance.unix.socket)
 
 
 class MetricsLink:
@@ -171,10 +174,14 @@ class Gateway(BaseHandler):
         cfg = self.cfg
         self.state = GatewayState.CONNECTING
         try:
+            # the port file appears once the stream manager listens (on both its sockets)
             port = int(cfg.sm_port_file.read_text().strip())
         except (OSError, ValueError) as e:
             raise Unreachable(f"stream manager not reachable yet ({e}); retrying") from None
-        return await connect(cfg.host, port, self, cfg.secret, role="instance", peer_id=str(cfg.task_id),
+        if cfg.unix_socket:
+            return await connect_unix(stmgr_socket(cfg.sm_port_file), self, cfg.secret, role="instance",
+                                      peer_id=str(cfg.task_id), log=self._log, max_frame=cfg.max_frame)
+        return await connect(cfg.sm_host, port, self, cfg.secret, role="instance", peer_id=str(cfg.task_id),
                              log=self._log, max_frame=cfg.max_frame)
 
     async def _session(self, conn: Connection) -> None:

@@ -31,6 +31,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--in-queue-bytes", type=int, default=InstanceConfig.in_queue_bytes)
     ap.add_argument("--out-queue-batches", type=int, default=InstanceConfig.out_queue_batches)
     ap.add_argument("--out-queue-bytes", type=int, default=InstanceConfig.out_queue_bytes)
+    ap.add_argument("--sm-host", default="127.0.0.1", help="the stream manager's TCP address")
+    ap.add_argument("--tcp", action="store_true", help="reach the stream manager over TCP, not its Unix socket")
     ap.add_argument("--metrics-interval", type=float, default=InstanceConfig.metrics_interval_s,
                     help="seconds between reports to the metrics manager (0: none)")
     return ap
@@ -45,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     outbound: queue.Queue[list[bytes]] = queue.Queue(maxsize=args.out_queue_batches)
     in_bytes, out_bytes = QueueBytes(args.in_queue_bytes), QueueBytes(args.out_queue_bytes)
     cfg = GatewayConfig(task_id=args.task_id, component=args.component, secret=args.secret_file.read_bytes(),
-                        sm_port_file=args.sm_port_file, max_frame=InstanceConfig.max_frame)
+                        sm_port_file=args.sm_port_file, max_frame=InstanceConfig.max_frame, sm_host=args.sm_host,
+                        unix_socket=not args.tcp)
     wake: list[Callable[[], None]] = []
     outbox = Outbox(outbound, out_bytes, lambda: wake[0]())
     reports = TaskReports(args.task_id, args.component, inbound, in_bytes, outbox)

@@ -25,6 +25,7 @@ from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_
 from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType, encode_frame
 from heron_py.common.net import BaseHandler, Connection, Counters, connect, serve
 from heron_py.common.reconnect import Unreachable, run_link
+from heron_py.common.tls import PeerTls
 from heron_py.common.tmlink import LocationFollower
 from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import StateManager, TManagerLocation
@@ -51,8 +52,9 @@ def export_interval(config: dict[str, Any]) -> float:
 class MetricsManager(DaemonBase):
     def __init__(self, *, topology: str, container: int, secret: bytes, state: StateManager,
                  paths: TopologyPaths, log: logging.Logger, host: str = "127.0.0.1",
-                 max_frame: int = DEFAULT_MAX_FRAME) -> None:
+                 max_frame: int = DEFAULT_MAX_FRAME, tls: PeerTls | None = None) -> None:
         self.topology = topology
+        self._tls = tls  # for the link to the topology master, which may be on another host
         self.container = container
         self.host = host
         self.store = MetricsStore(topology, container)
@@ -166,8 +168,10 @@ class MetricsManager(DaemonBase):
         while (loc := follow.current) is None:
             await follow.wait_change()
         try:
+            tls = self._tls
             conn = await connect(loc.host, loc.port, _TmHandler(), self._secret, role="metricsmgr",
-                                 peer_id=str(self.container), log=self._log, max_frame=self._max_frame)
+                                 peer_id=str(self.container), log=self._log, max_frame=self._max_frame,
+                                 ssl=tls.client if tls else None, server_hostname=tls.name if tls else None)
         except OSError as e:
             raise Unreachable(f"topology master at {loc.host}:{loc.port} not reachable ({e}); "
                               f"waiting for a new location") from e
@@ -208,4 +212,6 @@ def main(argv: list[str] | None = None) -> int:
     log = setup_logging(f"metricsmgr[{args.container}]")
     return statecfg.run_with_state(args, log, lambda state: MetricsManager(
         topology=args.topology, container=args.container, secret=args.secret_file.read_bytes(), state=state,
-        paths=TopologyPaths.of(args.topology, args.home), log=log))
+        paths=TopologyPaths.of(args.topology, args.home), log=log, tls=PeerTls.load(args.tls_file, args.topology)))
+    # args.host is not used: the metrics manager serves only its own container's processes and
+    # a Prometheus endpoint, both on loopback (a token-protected off-host endpoint is future work)

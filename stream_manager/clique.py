@@ -17,6 +17,7 @@ from typing import Any
 
 from heron_py.common.framing import MsgType, encode_frame
 from heron_py.common.net import Connection, FrameHandler, connect
+from heron_py.common.tls import PeerTls
 from heron_py.planner.model import PhysicalPlan, StmgrLocation
 from proto import heron_py_pb2 as pb
 
@@ -34,7 +35,7 @@ class Clique:
                  handler: Callable[[int], FrameHandler],
                  on_connected: Callable[[int, Connection], None],
                  spawn: Callable[[Coroutine[Any, Any, None]], None],
-                 backpressure_cause: Callable[[], str | None]) -> None:
+                 backpressure_cause: Callable[[], str | None], tls: PeerTls | None = None) -> None:
         """``handler(c)`` is the handler of the connection to container c; ``on_connected``
         runs once it is up (held frames go out); ``backpressure_cause()`` is not None while
         we are in backpressure, so a peer that connects late is told at once."""
@@ -44,6 +45,7 @@ class Clique:
         self._locations: dict[int, StmgrLocation] = {}
         self._limits: tuple[int, int] | None = None
         self._secret = secret
+        self._tls = tls
         self._log = log
         self._max_frame = max_frame
         self._handler = handler
@@ -87,7 +89,9 @@ class Clique:
                 try:
                     conn = await connect(loc.host, loc.port, self._handler(container), self._secret,
                                          role="stmgr", peer_id=str(self.container), log=self._log,
-                                         max_frame=self._max_frame)
+                                         max_frame=self._max_frame,
+                                         ssl=self._tls.client if self._tls else None,
+                                         server_hostname=self._tls.name if self._tls else None)
                 except OSError as e:
                     self._log.info("stream manager %d at %s:%d not reachable (%s); retrying",
                                    container, loc.host, loc.port, e)

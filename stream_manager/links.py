@@ -20,6 +20,7 @@ from typing import Any
 from heron_py.common.framing import MsgType, encode_frame
 from heron_py.common.net import BaseHandler, Connection, connect, parse
 from heron_py.common.reconnect import Unreachable, run_link
+from heron_py.common.tls import PeerTls
 from heron_py.common.tmlink import LocationFollower
 from heron_py.state import StateManager, TManagerLocation
 from proto import heron_py_pb2 as pb
@@ -49,8 +50,9 @@ class MasterLink:
     def __init__(self, *, topology: str, container: int, host: str, secret: bytes, state: StateManager,
                  log: logging.Logger, max_frame: int, on_pplan: Callable[[bytes], None],
                  instance_infos: Callable[[], list[pb.InstanceInfo]], metrics: Callable[[], pb.StmgrMetrics],
-                 sleep: Sleep = asyncio.sleep) -> None:
+                 sleep: Sleep = asyncio.sleep, tls: PeerTls | None = None) -> None:
         self.conn: Connection | None = None  # while registered
+        self._tls = tls
         self.port = 0  # ours, set once we listen
         self._topology = topology
         self._container = container
@@ -85,8 +87,10 @@ class MasterLink:
         while (loc := follow.current) is None:
             await follow.wait_change()
         try:
+            tls = self._tls
             conn = await connect(loc.host, loc.port, self._handler, self._secret, role="stmgr",
-                                 peer_id=str(self._container), log=self._log, max_frame=self._max_frame)
+                                 peer_id=str(self._container), log=self._log, max_frame=self._max_frame,
+                                 ssl=tls.client if tls else None, server_hostname=tls.name if tls else None)
         except OSError as e:
             raise Unreachable(f"topology master at {loc.host}:{loc.port} not reachable ({e}); "
                               f"waiting for a new location") from e

@@ -23,8 +23,10 @@ from pathlib import Path
 from heron_py.common.config import MB, ConfigError, StreamManagerConfig
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
 from heron_py.common.framing import DEFAULT_MAX_FRAME, MsgType, encode_frame
-from heron_py.common.net import BaseHandler, Connection, Counters, parse, serve
+from heron_py.common.net import BaseHandler, Connection, Counters, parse, serve, serve_unix
+from heron_py.common.tls import PeerTls
 from heron_py.planner.model import PhysicalPlan
+from heron_py.scheduler.paths import stmgr_socket
 from heron_py.state import StateManager
 from heron_py.state import config as statecfg
 from proto import heron_py_pb2 as pb
@@ -36,6 +38,8 @@ from stream_manager.instances import LocalInstances
 from stream_manager.links import MasterLink, MetricsLink
 from stream_manager.metrics import StreamManagerMetrics
 from stream_manager.routing import RoutingTable
+
+LOOPBACK = "127.0.0.1"
 
 
 class _Destinations:
@@ -55,7 +59,7 @@ class _Destinations:
 class StreamManager(DaemonBase):
     def __init__(self, *, topology: str, container: int, secret: bytes, state: StateManager,
                  port_file: Path, log: logging.Logger, host: str = "127.0.0.1",
-                 max_frame: int = DEFAULT_MAX_FRAME) -> None:
+                 max_frame: int = DEFAULT_MAX_FRAME, tls: PeerTls | None = None) -> None:
         self.topology = topology
         self.container = container
         self.host = host
@@ -64,13 +68,15 @@ class StreamManager(DaemonBase):
         self._secret = secret
         self._port_file = port_file
         self._max_frame = max_frame
+        self._tls = tls  # TLS between hosts (heron.network.tls.enabled); None: HMAC handshake only
         self._server: asyncio.Server | None = None
+        self._local_server: asyncio.Server | None = None
         self.counters = Counters()
         self.pplan: PhysicalPlan | None = None
         self.config = StreamManagerConfig()  # replaced by each physical plan's
         self.bp = BackpressureState(clock=time.monotonic)
         self.instances = LocalInstances(log)
-        self.clique = Clique(container=container, secret=secret, log=log, max_frame=max_frame,
+        self.clique = Clique(container=container, secret=secret, log=log, max_frame=max_frame, tls=tls,
                              handler=lambda c: _PeerOut(self, c),
                              on_connected=lambda c, conn: self.forwarder.release(ConnKey.stmgr(c), conn),
                              spawn=self._spawn,
@@ -82,10 +88,12 @@ class StreamManager(DaemonBase):
         self.metrics = StreamManagerMetrics(
             container=container, bp=self.bp, forwarder=self.forwarder, acks=self.acks, instances=self.instances,
             clique=self.clique, counters=self.counters, spouts_held=self.spouts_held)
-        self.master = MasterLink(topology=topology, container=container, host=host, secret=secret, state=state,
+        self.master = MasterLink(topology=topology, container=container, host=host, secret=secret, state=state, tls=tls,
                                  log=log, max_frame=max_frame, on_pplan=self.on_new_pplan,
                                  instance_infos=self.instances.infos, metrics=self.metrics.for_master)
-        self.metrics_link = MetricsLink(mm_file=port_file.parent / "metricsmgr.json", host=host, container=container,
+        # the metrics manager is always in this container, on loopback
+        self.metrics_link = MetricsLink(mm_file=port_file.parent / "metricsmgr.json", host=LOOPBACK,
+                                        container=container,
                                         secret=secret, log=log, max_frame=max_frame, report=self.metrics.report,
                                         interval=lambda: self.config.metrics_interval_s)
 
@@ -95,13 +103,22 @@ class StreamManager(DaemonBase):
         assert self._stopped is not None
         try:
             self._server = await serve(self.host, 0, lambda: _Inbound(self), self._secret, role="stmgr",
-                                       log=self.log, counters=self.counters, max_frame=self._max_frame)
+                                       log=self.log, counters=self.counters, max_frame=self._max_frame,
+                                       ssl=self._tls.server if self._tls else None)
         except OSError as e:
             raise FatalError(f"stream manager of container {self.container}: cannot listen on "
                              f"{self.host}: {e}") from e
         self.port = self.master.port = self._server.sockets[0].getsockname()[1]
+        # the container's instances come through a Unix socket (no TCP stack on the way)
+        sock = stmgr_socket(self._port_file)
+        try:
+            self._local_server = await serve_unix(sock, lambda: _Inbound(self), self._secret, role="stmgr",
+                                                  log=self.log, counters=self.counters, max_frame=self._max_frame)
+        except OSError as e:
+            raise FatalError(f"stream manager of container {self.container}: cannot listen on {sock}: {e}") from e
         write_atomically(self._port_file, str(self.port))
-        self.log.info("stream manager of container %d listening on %s:%d", self.container, self.host, self.port)
+        self.log.info("stream manager of container %d listening on %s:%d and %s", self.container, self.host,
+                      self.port, sock)
         self._spawn(self.master.run(self._stopped))
         self._spawn(self.acks.run_rotation(lambda: self.config.message_timeout_s))
         self._spawn(self.metrics_link.run(self._stopped))
@@ -109,8 +126,11 @@ class StreamManager(DaemonBase):
     def stop(self) -> None:
         if not self._begin_stop():
             return
-        if self._server is not None:
-            self._server.close()
+        for server in (self._server, self._local_server):
+            if server is not None:
+                server.close()
+        if self._local_server is not None:
+            Path(stmgr_socket(self._port_file)).unlink(missing_ok=True)
         self.instances.close("stream manager stopping")
         self.clique.close("stream manager stopping")
         self.master.close("stream manager stopping")
@@ -284,4 +304,4 @@ def main(argv: list[str] | None = None) -> int:
     log = setup_logging(f"stmgr[{args.container}]")
     return statecfg.run_with_state(args, log, lambda state: StreamManager(
         topology=args.topology, container=args.container, secret=args.secret_file.read_bytes(), state=state,
-        port_file=args.port_file, log=log))
+        port_file=args.port_file, log=log, host=args.host, tls=PeerTls.load(args.tls_file, args.topology)))

@@ -8,6 +8,9 @@ Limits, because the port is open to anything that can reach the host:
 - a client that has not sent a whole request within ``HEAD_TIMEOUT`` seconds of connecting
   (or of its last answer, on a keep-alive connection) is disconnected without an answer;
 - only GET is served: any other method is a 405;
+- off loopback, every JSON request needs ``Authorization: Bearer <token>`` (the token is
+  derived from the topology secret: heron_py.common.handshake.http_token); without it, 401.
+  The page's static files carry no data and are served without it;
 - a request the parser cannot read is a 400 with a plain-text reason.
 
 aiohttp answers parse errors itself: always 400, as HTTP/1.0, with its parser's wording.
@@ -18,6 +21,7 @@ on aiohttp internals (tests/unit/test_http_api.py pins the behaviour).
 from __future__ import annotations
 
 import ast
+import hmac
 import logging
 import urllib.parse
 from dataclasses import dataclass
@@ -106,13 +110,33 @@ class HttpServer:
         await self.runner.cleanup()
 
 
-def make_app(api: Api) -> web.Application:
+UNAUTHORIZED = ("this HTTP API is not on loopback: expected the header 'Authorization: Bearer TOKEN' with the "
+                "topology's token (heron-py status and metrics send it; heron-py status prints the page's address "
+                "with it), found {found}")
+
+
+def authorized(header: str | None, token: str | None) -> bool:
+    """Whether a request's Authorization header carries ``token`` (always, when no token is set)."""
+    if token is None:
+        return True
+    scheme, _, value = (header or "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode())
+
+
+def make_app(api: Api, token: str | None = None) -> web.Application:
     async def route(request: web.Request) -> web.Response:
         if request.method != "GET":
             return web.Response(status=405, text=f"method {request.method[:10]!r} not allowed; expected GET",
                                 content_type="text/plain", charset="utf-8", headers={"Cache-Control": "no-store"})
         # the raw target, as the pure router has always read it (no normalisation by yarl)
         url = urllib.parse.urlsplit(request.raw_path)
+        static = url.path in ("/", "/index.html") or url.path.startswith("/static/")
+        header = request.headers.get("Authorization")
+        if not static and not authorized(header, token):
+            found = "no Authorization header" if header is None else "a wrong token"
+            return web.Response(status=401, text=UNAUTHORIZED.format(found=found), content_type="text/plain",
+                                charset="utf-8",
+                                headers={"Cache-Control": "no-store", "WWW-Authenticate": "Bearer"})
         code, ctype, body = api.handle(url.path, urllib.parse.parse_qs(url.query))
         return web.Response(status=code, body=body, headers={"Content-Type": ctype, "Cache-Control": "no-store"})
 
@@ -121,10 +145,12 @@ def make_app(api: Api) -> web.Application:
     return app
 
 
-async def serve_http(api: Api, host: str, *, head_timeout: float = HEAD_TIMEOUT) -> HttpServer:
-    """Serves ``api`` on ``host``, a port chosen by the system; close with ``HttpServer.close``."""
+async def serve_http(api: Api, host: str, *, head_timeout: float = HEAD_TIMEOUT,
+                     token: str | None = None) -> HttpServer:
+    """Serves ``api`` on ``host``, a port chosen by the system; close with ``HttpServer.close``.
+    With ``token``, JSON requests must carry it as a bearer token."""
     runner = _Runner(
-        make_app(api),
+        make_app(api, token),
         access_log=None,  # the web page polls every few seconds: no line per request in the master's log
         max_line_size=MAX_HEAD, max_field_size=MAX_HEAD, max_headers=MAX_HEADERS,
         # aiohttp's keep-alive timer also runs from the moment a connection opens until a whole

@@ -23,19 +23,25 @@ import os
 import time
 from typing import Any
 
+from heron_py.common.config import LOST_AFTER, RELAUNCH
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging
 from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType
+from heron_py.common.handshake import http_token
 from heron_py.common.net import BaseHandler, Connection, Counters, parse, serve
+from heron_py.common.tls import PeerTls
 from heron_py.planner.model import PackingPlan, PhysicalPlan, TopologyDef, TopologyState
+from heron_py.scheduler.hosts import is_loopback
 from heron_py.state import StateManager, TManagerLocation
 from heron_py.state import config as statecfg
 from heron_py.state.localfs import local_owner
 from proto import heron_py_pb2 as pb
 from topology_master.admin import AdminCommands
 from topology_master.election import Election, Role, StateWorker
+from topology_master.health import ContainerHealth, HealthConfig
 from topology_master.http_api import Api, MetricsView
 from topology_master.http_server import HttpServer, serve_http
 from topology_master.plan_book import PlanBook
+from topology_master.relauncher import Relaunch, Relauncher
 from topology_master.stmgrs import StmgrLinks
 
 # exit code of a master that lost its claim to another: the executor restarts it as a standby
@@ -48,8 +54,11 @@ class TopologyMaster(DaemonBase):
     AdminCommands: the CLI's commands; Api: the HTTP API)."""
 
     def __init__(self, *, topology: str, secret: bytes, state: StateManager, log: logging.Logger,
-                 host: str = "127.0.0.1", max_frame: int = DEFAULT_MAX_FRAME, standby: bool = False) -> None:
+                 host: str = "127.0.0.1", max_frame: int = DEFAULT_MAX_FRAME, standby: bool = False,
+                 relaunch: Relaunch | None = None, tls: PeerTls | None = None) -> None:
         self.topology = topology
+        self._tls = tls
+        self._relaunch = relaunch  # asks the topology's scheduler to relaunch a lost container
         self.standby_requested = standby
         self.host = host
         self._secret = secret
@@ -87,13 +96,23 @@ class TopologyMaster(DaemonBase):
         self.book = PlanBook(self.topology, topo, packing)
         self.links = StmgrLinks(self.book, is_active=lambda: self.active, store_plan=self._store_plan,
                                 state_changed=self._write_execution_state, log=self._log)
+        config = {**topo.config}
+        if self._relaunch is not None and RELAUNCH.parse(config):
+            health = ContainerHealth(packing.num_containers, time.monotonic,
+                                     HealthConfig(lost_after_s=LOST_AFTER.parse(config)))
+            self.relauncher = Relauncher(health, connected=lambda: list(self.links.conns), active=lambda: self.active,
+                                         relaunch=self._relaunch, log=self._log)
+            self._spawn(self.relauncher.run())
         try:
             self._server = await serve(self.host, 0, lambda: _Handler(self), self._secret, role="tmanager",
-                                       log=self._log, counters=self.counters, max_frame=self._max_frame)
+                                       log=self._log, counters=self.counters, max_frame=self._max_frame,
+                                       ssl=self._tls.server if self._tls else None)
         except OSError as e:
             raise FatalError(f"topology master: cannot listen on {self.host}: {e}") from e
         self.port = self._server.sockets[0].getsockname()[1]
-        self._http = await serve_http(Api(self), self.host)
+        # off loopback the API needs the topology's token: nobody exposes it open by accident
+        token = None if is_loopback(self.host) else http_token(self._secret)
+        self._http = await serve_http(Api(self), self.host, token=token)
         self.http_port = self._http.port
         self._log.info("topology master of '%s' listening on %s:%d, HTTP API and web page at http://%s:%d/%s",
                        self.topology, self.host, self.port, self.host, self.http_port,
@@ -235,6 +254,18 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     log = setup_logging("tmanager-standby" if args.standby else "tmanager")
     return statecfg.run_with_state(args, log, lambda state: TopologyMaster(
-        topology=args.topology, secret=args.secret_file.read_bytes(), state=state, log=log, standby=args.standby))
+        topology=args.topology, secret=args.secret_file.read_bytes(), state=state, log=log, standby=args.standby,
+        host=args.host, relaunch=_relaunch_with(args, state), tls=PeerTls.load(args.tls_file, args.topology)))
+
+
+def _relaunch_with(args: Any, state: StateManager) -> Relaunch:
+    """Relaunches a container through the scheduler the topology was launched with."""
+    from heron_py.scheduler.registry import scheduler_of
+
+    def relaunch(container: int) -> None:
+        scheduler_of(args.topology, state, args.home, statecfg.resolve(args, home=args.home)).relaunch(
+            args.topology, container)
+
+    return relaunch
 
 

@@ -9,7 +9,9 @@ from typing import Any
 
 from heron_py.common.daemon import run_until_complete
 from heron_py.common.framing import MsgType
+from heron_py.common.handshake import http_token
 from heron_py.common.net import BaseHandler, Connection, connect, parse
+from heron_py.common.tls import PeerTls, TlsMaterial
 from heron_py.state import StateManager
 from proto import heron_py_pb2 as pb
 
@@ -41,9 +43,12 @@ def admin_command(state: StateManager, name: str, command: str, timeout: float =
 
     async def go() -> pb.AdminResponse:
         reply = _Reply()
+        raw_tls = state.get_tls(name)
+        tls = PeerTls.of(TlsMaterial.from_bytes(raw_tls), name) if raw_tls is not None else None
         try:
             conn = await connect(loc.host, loc.port, reply, secret, role="cli", peer_id="cli",
-                                 log=logging.getLogger("heron-py"), timeout=timeout)
+                                 log=logging.getLogger("heron-py"), timeout=timeout,
+                                 ssl=tls.client if tls else None, server_hostname=tls.name if tls else None)
         except (TimeoutError, OSError, ConnectionError) as e:
             raise AdminError(f"topology master of '{name}' at {loc.host}:{loc.port} is not reachable: {e}") from e
         try:
@@ -69,8 +74,12 @@ def tm_get(state: StateManager, name: str, path: str, params: dict[str, Any] | N
     url = f"http://{loc.host}:{loc.http_port}{path}"
     if params:
         url += "?" + urllib.parse.urlencode(params, doseq=True)
+    request = urllib.request.Request(url)
+    secret = state.get_secret(name)
+    if secret is not None:  # needed off loopback; harmless on it
+        request.add_header("Authorization", f"Bearer {http_token(secret)}")
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
+        with urllib.request.urlopen(request, timeout=timeout) as r:
             doc = json.loads(r.read())
     except urllib.error.HTTPError as e:
         try:

@@ -22,7 +22,7 @@ from heron_py.api.api_constants import TOPOLOGY_COMPONENT_PARALLELISM
 from heron_py.cli.submit import SubmitError, _log_tails
 from heron_py.planner.logical import validate
 from heron_py.planner.packing import round_robin
-from heron_py.scheduler.local import LocalScheduler
+from heron_py.scheduler.base import Scheduler
 from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import StateManager
 
@@ -69,7 +69,7 @@ def _snapshot(state: StateManager, name: str) -> tuple[int, dict[str, int]]:
     return int(es.get("pplan_version", 0)), pids
 
 
-def restart_topology(state: StateManager, sched: LocalScheduler, name: str, container: int | None,
+def restart_topology(state: StateManager, sched: Scheduler, name: str, container: int | None,
                      wait_s: float = 60.0) -> list[int]:
     packing = state.get_packing_plan(name)
     assert packing is not None
@@ -84,7 +84,7 @@ def restart_topology(state: StateManager, sched: LocalScheduler, name: str, cont
     return containers
 
 
-def update_topology(state: StateManager, sched: LocalScheduler, name: str, changes: Mapping[str, int],
+def update_topology(state: StateManager, sched: Scheduler, name: str, changes: Mapping[str, int],
                     wait_s: float = 60.0) -> str:
     topo = state.get_topology(name)
     packing = state.get_packing_plan(name)

@@ -13,13 +13,17 @@ from heron_py.cli.admin import AdminError, admin_command, live_status, tm_get
 from heron_py.cli.lifecycle import parse_parallelism, restart_topology, update_topology
 from heron_py.cli.submit import SubmitError, load_topology_file, parse_properties, submit
 from heron_py.common.config_codec import ConfigCodecError
+from heron_py.common.handshake import http_token
 from heron_py.planner.errors import TopologyError
+from heron_py.scheduler.base import Scheduler, SchedulerError, preflight
+from heron_py.scheduler.hosts import is_loopback
 from heron_py.scheduler.local import LocalScheduler
 from heron_py.scheduler.paths import TopologyPaths
+from heron_py.scheduler.slurm import SlurmOptions, SlurmScheduler
 from heron_py.state import StateConfig, StateManager, StateManagerError, open_state
 from heron_py.state import config as statecfg
 
-CLUSTERS = ("local",)
+CLUSTERS = ("local", "slurm")
 
 
 def _state_config(args: argparse.Namespace) -> StateConfig:
@@ -37,17 +41,33 @@ def _state(args: argparse.Namespace) -> StateManager:
     return st
 
 
-def _scheduler(args: argparse.Namespace) -> LocalScheduler:
+def _scheduler(args: argparse.Namespace) -> Scheduler:
+    if args.cluster == "slurm":
+        import os
+
+        options = SlurmOptions(partition=getattr(args, "partition", None) or os.environ.get("HERON_PY_SLURM_PARTITION"),
+                               time_limit=getattr(args, "time", None), python=getattr(args, "python", None) or "",
+                               exclusive=not getattr(args, "share", False))
+        return SlurmScheduler(_state(args), state_config=_state_config(args), options=options)
     return LocalScheduler(_state(args), state_config=_state_config(args))
 
 
+def _scheduler_for(args: argparse.Namespace, name: str) -> Scheduler:
+    """The scheduler the command names, refused when the topology runs on another."""
+    sched = _scheduler(args)
+    sched.record(name)
+    return sched
+
+
 def cmd_submit(args: argparse.Namespace) -> int:
+    # before the topology file runs or the state manager is opened: the cheap refusals first
+    preflight(SlurmScheduler if args.cluster == "slurm" else LocalScheduler, _state_config(args))
     path = Path(args.file)
     topo = load_topology_file(path, args.args)
     state = _state(args)
     res = submit(state, topo, path, args.args, name=args.name, containers=args.containers,
                  properties=parse_properties(args.config_property), wait_s=args.wait,
-                 state_config=_state_config(args))
+                 state_config=_state_config(args), scheduler=_scheduler(args))
     print(f"topology '{res.name}' is running: {res.tasks} tasks in {res.containers} containers "
           f"(logs: {TopologyPaths.of(res.name).logs})")
     return 0
@@ -59,16 +79,20 @@ def _require(state: StateManager, name: str) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    for name in _state(args).list_topologies():
-        print(name)
+    state = _state(args)
+    for name in state.list_topologies():
+        if (state.get_scheduler_location(name) or {}).get("scheduler", "local") == args.cluster:
+            print(name)
     return 0
 
 
-def status_doc(state: StateManager, name: str) -> dict[str, Any]:
+def status_doc(state: StateManager, name: str, sched: Scheduler | None = None) -> dict[str, Any]:
     _require(state, name)
+    placement = [{"container": c.container, "state": c.state, "where": c.where, "handle": c.handle}
+                 for c in sched.containers(name)] if sched is not None else []
     live = live_status(state, name)
     es = live if live is not None else (state.get_execution_state(name) or {})
-    sched = state.get_scheduler_location(name) or {}
+    sched_doc = state.get_scheduler_location(name) or {}
     tm = state.get_tmanager_location(name)
     pplan = state.get_physical_plan(name)
     packing = state.get_packing_plan(name)
@@ -79,7 +103,9 @@ def status_doc(state: StateManager, name: str) -> dict[str, Any]:
         "tmanager": tm.to_dict() if tm else None,
         "pplan_version": pplan.version if pplan else 0,
         "containers": packing.num_containers if packing else 0,
-        "executors": sched.get("executors", {}),
+        "executors": sched_doc.get("executors", {}),
+        "scheduler": sched_doc.get("scheduler", "local"),
+        "placement": placement,
         "stmgrs": es.get("stmgrs", {}),
         "instances": es.get("instances", {}),
         "stmgr_metrics": es.get("stmgr_metrics", {}),
@@ -89,7 +115,9 @@ def status_doc(state: StateManager, name: str) -> dict[str, Any]:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    doc = status_doc(_state(args), args.name)
+    state = _state(args)
+    _require(state, args.name)
+    doc = status_doc(state, args.name, _scheduler_for(args, args.name) if args.cluster != "local" else None)
     if args.json:
         print(json.dumps(doc, indent=2, sort_keys=True))
         return 0
@@ -98,11 +126,16 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"  tmanager: {tm['host']}:{tm['port']} pid {tm['pid']}" if tm else "  tmanager: not running",
           "" if doc["tmanager_reachable"] else "(not reachable)")
     if tm and tm.get("http_port"):
-        print(f"  web page and HTTP API: http://{tm['host']}:{tm['http_port']}/")
-    for c, pid in sorted(doc["executors"].items()):
+        page = f"http://{tm['host']}:{tm['http_port']}/"
+        secret = None if is_loopback(tm["host"]) else state.get_secret(args.name)
+        # off loopback the API needs the token: the page takes it from the address once
+        print(f"  web page and HTTP API: {page}" + (f"#token={http_token(secret)}" if secret else ""))
+    where = {str(p["container"]): f"job {p['handle']} {p['state']}" + (f" on {p['where']}" if p["where"] else "")
+             for p in doc["placement"]}
+    for c in (sorted(where, key=int) if where else sorted(doc["executors"], key=int)):
         sm = doc["stmgrs"].get(c)
         sm_s = f"stmgr {sm['host']}:{sm['port']} pid {sm['pid']}" if sm else "stmgr not registered"
-        print(f"  container {c}: executor pid {pid}, {sm_s}")
+        print(f"  container {c}: {where.get(c) or 'executor pid ' + str(doc['executors'].get(c))}, {sm_s}")
         m = doc["stmgr_metrics"].get(c)
         if m:
             bp = "IN BACKPRESSURE" if m.get("in_backpressure") else (
@@ -128,7 +161,7 @@ def cmd_admin(args: argparse.Namespace) -> int:
 def cmd_kill(args: argparse.Namespace) -> int:
     state = _state(args)
     _require(state, args.name)
-    killed = _scheduler(args).kill(args.name)
+    killed = _scheduler_for(args, args.name).kill(args.name)
     state.delete_topology(args.name)
     paths = TopologyPaths.of(args.name)
     import shutil
@@ -143,7 +176,8 @@ def cmd_kill(args: argparse.Namespace) -> int:
 def cmd_restart(args: argparse.Namespace) -> int:
     state = _state(args)
     _require(state, args.name)
-    containers = restart_topology(state, _scheduler(args), args.name, args.container, wait_s=args.wait)
+    containers = restart_topology(state, _scheduler_for(args, args.name), args.name, args.container,
+                                  wait_s=args.wait)
     which = f"container {args.container}" if args.container is not None else f"all {len(containers)} containers"
     print(f"topology '{args.name}': restarted {which}; every task is running again")
     return 0
@@ -153,7 +187,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     state = _state(args)
     _require(state, args.name)
     changes = parse_parallelism(args.component_parallelism)
-    res = update_topology(state, _scheduler(args), args.name, changes, wait_s=args.wait)
+    res = update_topology(state, _scheduler_for(args, args.name), args.name, changes, wait_s=args.wait)
     print(f"topology '{args.name}' updated: {res}; every task is running again")
     return 0
 
@@ -198,7 +232,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
     paths = TopologyPaths.of(args.name)
     if not paths.logs.is_dir():
         raise SubmitError(f"no logs for topology '{args.name}' under {paths.logs}")
-    files = sorted(paths.logs.rglob("*.log"))
+    # daemons' logs, and a Slurm job's own output (slurm-JOBID.out: the executor's log)
+    files = sorted([*paths.logs.rglob("*.log"), *paths.logs.rglob("slurm-*.out")])
     if args.component:
         files = [f for f in files if f.stem == args.component or f.stem.rsplit("-", 1)[0] == args.component]
         if not files:
@@ -226,6 +261,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config-property", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
                    help="how long to wait for every instance to run")
+    slurm = p.add_argument_group("slurm only")
+    slurm.add_argument("--partition", default=None, help="Slurm partition (default: $HERON_PY_SLURM_PARTITION "
+                                                          "or the cluster's default)")
+    slurm.add_argument("--time", default=None, help="sbatch --time limit of each container's job")
+    slurm.add_argument("--python", default=None, metavar="PATH",
+                       help="the Python with heron-py on the nodes (default: this one)")
+    slurm.add_argument("--share", action="store_true",
+                       help="let containers share nodes (default: one container per node, --exclusive)")
     p.add_argument("file")
     p.add_argument("args", nargs=argparse.REMAINDER)
     p.set_defaults(fn=cmd_submit)
@@ -295,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code: int = args.fn(args)
         return code
-    except (SubmitError, TopologyError, AdminError, ConfigCodecError, StateManagerError) as e:
+    except (SubmitError, TopologyError, AdminError, ConfigCodecError, StateManagerError, SchedulerError) as e:
         print(f"heron-py: error: {e}", file=sys.stderr)
         return 1
     finally:

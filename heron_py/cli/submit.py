@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from heron_py.api import submit_hook
+from heron_py.common.config import TLS_ENABLED
 from heron_py.common.config_codec import sanitize_config
 from heron_py.common.package import build_package
+from heron_py.common.tls import make_topology_tls
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.logical import validate
 from heron_py.planner.model import TopologyDef
 from heron_py.planner.packing import round_robin
+from heron_py.scheduler.base import Scheduler, SchedulerError, preflight
 from heron_py.scheduler.local import LocalScheduler
 from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import StateConfig, StateManager
@@ -116,12 +119,16 @@ def prepare(topology: TopologyDef, *, name: str | None, containers: int | None,
 def submit(state: StateManager, topology: TopologyDef, topology_file: Path, args: Sequence[str], *,
            name: str | None = None, containers: int | None = None,
            properties: Mapping[str, Any] | None = None, wait_s: float = 60.0,
-           home: Path | None = None, state_config: StateConfig | None = None) -> SubmitResult:
+           home: Path | None = None, state_config: StateConfig | None = None,
+           scheduler: Scheduler | None = None) -> SubmitResult:
+    state_config = state_config or StateConfig()
+    sched = scheduler or LocalScheduler(state, home, state_config)
+    preflight(type(sched), state_config)
     topo, n = prepare(topology, name=name, containers=containers, properties=properties or {})
     packing = round_robin(topo, n)
     if state.get_topology(topo.name) is not None:
         raise SubmitError(f"topology '{topo.name}' is already running; kill it first "
-                          f"(heron-py kill local {topo.name})")
+                          f"(heron-py kill {sched.kind} {topo.name})")
     paths = TopologyPaths.of(topo.name, home)
     if paths.root.exists():
         import shutil
@@ -129,11 +136,17 @@ def submit(state: StateManager, topology: TopologyDef, topology_file: Path, args
         shutil.rmtree(paths.root)
     package = build_package(topology_file.resolve(), list(args), [p for p in sys.path if p])
     state.set_secret(topo.name, secrets.token_bytes(32))
+    if TLS_ENABLED.parse(topo.config):
+        # a CA and one certificate for this topology, kept private like the secret
+        state.set_tls(topo.name, make_topology_tls(topo.name).to_bytes())
     state.set_package(topo.name, package)
     state.set_packing_plan(topo.name, packing)
     state.set_topology(topo)
-    sched = LocalScheduler(state, home, state_config)
-    sched.launch(topo.name, n)
+    try:
+        sched.launch(topo.name, n)
+    except SchedulerError:
+        state.delete_topology(topo.name)  # nothing runs: leave nothing behind
+        raise
     try:
         wait_until_running(state, topo.name, len(packing.tasks), wait_s, paths)
     except SubmitError:

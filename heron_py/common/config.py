@@ -108,6 +108,8 @@ FLUSH_IDLE_KEY = _key("heron_py.instance.flush.when.idle", Kind.BOOL, True,
 # on by default; off only to measure what the specialised default-stream emit saves (bench/)
 SPECIALIZED = _key("heron_py.instance.specialized.emit", Kind.BOOL, True,
                    doc="bind a specialised emit for fields-grouped default streams")
+UNIX = _key("heron_py.instance.unix.socket", Kind.BOOL, True,
+            doc="instances reach their stream manager through a Unix socket, not TCP")
 IN_Q = _key("heron_py.instance.inbound.queue.batches", Kind.INT, 64, 1)
 IN_Q_BYTES = _key("heron_py.instance.inbound.queue.bytes", Kind.INT, 32 * MB, 1)
 OUT_Q = _key("heron_py.instance.outbound.queue.batches", Kind.INT, 64, 1)
@@ -133,6 +135,10 @@ DROP = _key("topology.droptuples.upon.backpressure", Kind.BOOL, False,
 HIGH = _key("heron.streammgr.network.backpressure.highwatermark.mb", Kind.FLOAT, 100.0, positive=True, unit="MB")
 LOW = _key("heron.streammgr.network.backpressure.lowwatermark.mb", Kind.FLOAT, 50.0, positive=True, unit="MB")
 # --- scheduling ---
+RELAUNCH = _key("heron.tmanager.relaunch.lost.containers", Kind.BOOL, True,
+                doc="the topology master asks the scheduler to relaunch a container whose stream manager is gone")
+LOST_AFTER = _key("heron.tmanager.container.lost.secs", Kind.FLOAT, 20.0, 1.0, unit="seconds",
+                  doc="silence of a container's stream manager after which it counts as lost")
 STMGRS = _key("topology.stmgrs", Kind.INT, 1, 1, doc="containers (one stream manager each)")
 STANDBY = _key("topology.tmanager.standby", Kind.BOOL, False, doc="a standby master in the last container")
 
@@ -167,6 +173,7 @@ class InstanceConfig:
     specialized_emit: bool = True
     capture_dir: str = ""
     capture_components: tuple[str, ...] = ()
+    unix_socket: bool = True
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> InstanceConfig:
@@ -184,6 +191,7 @@ class InstanceConfig:
             specialized_emit=SPECIALIZED.parse(cfg),
             capture_dir=CAPTURE_DIR_KEY.parse(cfg),
             capture_components=tuple(c for c in CAPTURE_COMPONENTS_KEY.parse(cfg).split(",") if c),
+            unix_socket=UNIX.parse(cfg),
         )
 
 
@@ -241,6 +249,13 @@ def check_topology_config(topology_config: Mapping[str, Any],
     ReliabilityConfig.from_config(topology_config)
     STMGRS.parse(topology_config)
     STANDBY.parse(topology_config)
+    RELAUNCH.parse(topology_config)
+    LOST_AFTER.parse(topology_config)
+    if TLS_ENABLED.parse(topology_config) and not UNIX.parse(topology_config):
+        # instances talk to their stream manager inside the container only; TLS guards the
+        # connections between hosts, so the local link must be the Unix socket
+        raise ConfigError(f"config {TLS_ENABLED.name}: TLS needs {UNIX.name} true (instances reach their "
+                          f"stream manager through its Unix socket), found false")
     for name, comp in component_configs.items():
         merged = {**topology_config, **comp}
         try:

@@ -159,3 +159,9 @@ class ClientHandshake:
         self.state = HandshakeState.FAILED
         raise HandshakeError(f"server {self._server} sent message type {msg_type} in handshake state "
                              f"{was.value}")
+
+
+def http_token(secret: bytes) -> str:
+    """The bearer token of a topology's HTTP API off loopback: derived from the topology
+    secret (so whoever may run admin commands may read the API), never the secret itself."""
+    return hmac.new(secret, b"heron-py http api token", hashlib.sha256).hexdigest()

@@ -39,6 +39,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -219,3 +220,24 @@ def client_context(material: TlsMaterial, topology: str) -> ssl.SSLContext:
     ctx = _context(ssl.PROTOCOL_TLS_CLIENT, material)
     ctx.check_hostname = True
     return ctx
+
+
+@dataclass(frozen=True)
+class PeerTls:
+    """What a daemon needs for TLS on its daemon-to-daemon connections, built once: the
+    server context (its listening port), the client context and the name to check."""
+
+    server: ssl.SSLContext
+    client: ssl.SSLContext
+    name: str
+
+    @classmethod
+    def of(cls, material: TlsMaterial, topology: str) -> PeerTls:
+        return cls(server_context(material), client_context(material, topology), server_name(topology))
+
+    @classmethod
+    def load(cls, path: Path | None, topology: str) -> PeerTls | None:
+        """From the file an executor wrote (``--tls-file``); None when TLS is off."""
+        if path is None:
+            return None
+        return cls.of(TlsMaterial.from_bytes(path.read_bytes()), topology)

@@ -28,8 +28,9 @@ from typing import IO
 from heron_py.common.config import InstanceConfig
 from heron_py.common.daemon import setup_logging
 from heron_py.common.package import unpack
+from heron_py.scheduler.hosts import HostError, resolve_host
 from heron_py.scheduler.paths import TopologyPaths
-from heron_py.state import StateConfig, open_state
+from heron_py.state import StateConfig, StateManagerError, open_state
 from heron_py.state import config as statecfg
 
 BACKOFF_MIN_S = 0.5
@@ -60,8 +61,10 @@ def next_backoff(current: float, uptime: float) -> float:
 
 class Executor:
     def __init__(self, *, topology: str, container: int, home: Path | None, log: logging.Logger,
-                 clock: Callable[[], float] = time.monotonic, state_config: StateConfig | None = None) -> None:
+                 clock: Callable[[], float] = time.monotonic, state_config: StateConfig | None = None,
+                 host: str = "127.0.0.1") -> None:
         self.topology = topology
+        self.host = host  # what the container's daemons bind and advertise
         self.container = container
         self.paths = TopologyPaths.of(topology, home)
         self.state_config = state_config or StateConfig()
@@ -87,26 +90,36 @@ class Executor:
         fd = os.open(self.secret_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(secret)
+        tls = self.state.get_tls(self.topology)
+        self.tls_args: list[str] = []
+        if tls is not None:
+            tls_file = workdir / "tls.json"
+            fd = os.open(tls_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(tls)
+            self.tls_args = ["--tls-file", str(tls_file)]
         self.port_file = workdir / "stmgr.port"
         self.port_file.unlink(missing_ok=True)
         py = sys.executable
         home = ["--home", str(self.paths.home)]
         logs = self.paths.container_logs(self.container)
         common = ["--topology", self.topology, "--secret-file", str(self.secret_file)]
+        daemon = ["--host", self.host, *self.tls_args]
         stateargs = self.state_config.to_args()
         topology = self.state.get_topology(self.topology)
         assert topology is not None
         if self.container == 0:
-            self.children.append(Child("tmanager", [py, "-m", "topology_master", *common, *home, *stateargs],
+            self.children.append(Child("tmanager", [py, "-m", "topology_master", *common, *home, *daemon,
+                                                    *stateargs],
                                        logs / "tmanager.log"))
         standby = str(topology.config.get(STANDBY_KEY, "false")).lower() == "true"
         if standby and self.container == packing.num_containers - 1:
-            self.children.append(Child("tmanager-standby", [py, "-m", "topology_master", *common, *home,
+            self.children.append(Child("tmanager-standby", [py, "-m", "topology_master", *common, *home, *daemon,
                                                             *stateargs, "--standby"],
                                        logs / "tmanager-standby.log"))
-        self.children.append(Child("metricsmgr", [py, "-m", "metrics_manager", *common, *home, *stateargs,
+        self.children.append(Child("metricsmgr", [py, "-m", "metrics_manager", *common, *home, *daemon, *stateargs,
                                                   "--container", str(self.container)], logs / "metricsmgr.log"))
-        self.children.append(Child("stmgr", [py, "-m", "stream_manager", *common, *home, *stateargs,
+        self.children.append(Child("stmgr", [py, "-m", "stream_manager", *common, *home, *daemon, *stateargs,
                                              "--container", str(self.container),
                                              "--port-file", str(self.port_file)], logs / "stmgr.log"))
         for t in packing.tasks_in(self.container):
@@ -119,7 +132,8 @@ class Executor:
                  "--in-queue-batches", str(icfg.in_queue_batches), "--in-queue-bytes", str(icfg.in_queue_bytes),
                  "--out-queue-batches", str(icfg.out_queue_batches),
                  "--out-queue-bytes", str(icfg.out_queue_bytes),
-                 "--metrics-interval", str(icfg.metrics_interval_s)],
+                 "--metrics-interval", str(icfg.metrics_interval_s), "--sm-host", self.host,
+                 *([] if icfg.unix_socket else ["--tcp"])],
                 logs / f"{t.component}-{t.task_id}.log"))
 
     def _env(self) -> dict[str, str]:
@@ -191,11 +205,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--topology", required=True)
     ap.add_argument("--container", type=int, required=True)
     ap.add_argument("--home", type=Path, default=None)
+    ap.add_argument("--host", default="127.0.0.1",
+                    help="the address the container's daemons bind and advertise; auto: the address of "
+                         "the interface toward ZooKeeper")
     statecfg.add_arguments(ap)
     args = ap.parse_args(argv)
     log = setup_logging(f"executor[{args.container}]")
-    ex = Executor(topology=args.topology, container=args.container, home=args.home, log=log,
-                  state_config=statecfg.resolve(args, home=args.home))
+    state_config = statecfg.resolve(args, home=args.home)
+    try:
+        host = resolve_host(args.host, state_config)
+    except HostError as e:
+        log.error("%s", e)
+        return 2
+    log.info("container %d binds and advertises %s", args.container, host)
+    try:
+        ex = Executor(topology=args.topology, container=args.container, home=args.home, log=log,
+                      state_config=state_config, host=host)
+    except StateManagerError as e:
+        # e.g. a ZooKeeper this node cannot reach: said here, in the container's log; the
+        # container then shows as not running in heron-py status
+        log.error("container %d cannot start: %s", args.container, e)
+        return 2
     stop_requested = False
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -14,26 +14,34 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import psutil
 
+from heron_py.scheduler.base import ContainerStatus, Scheduler
 from heron_py.scheduler.paths import TOPOLOGY_ID_ENV, TopologyPaths
 from heron_py.state import StateConfig, StateManager
 
+LOOPBACK = "127.0.0.1"
 
-class LocalScheduler:
-    def __init__(self, state: StateManager, home: Path | None = None, state_config: StateConfig | None = None) -> None:
-        self.state = state
+
+class LocalScheduler(Scheduler):
+    kind = "local"
+
+    def __init__(self, state: StateManager, home: Path | None = None, state_config: StateConfig | None = None,
+                 host: str = LOOPBACK) -> None:
+        super().__init__(state)
         self.home = home
         self.state_config = state_config or StateConfig()
+        self.host = host  # what every container binds and advertises (heron.network.bind.host)
 
-    def launch(self, name: str, num_containers: int) -> dict[str, object]:
+    def launch(self, name: str, num_containers: int) -> dict[str, Any]:
         paths = TopologyPaths.of(name, self.home)
         paths.logs.mkdir(parents=True, exist_ok=True)
         topology_id = f"{name}-{uuid.uuid4().hex[:12]}"
         executors = {str(k): self._launch_executor(name, k, topology_id) for k in range(num_containers)}
-        info: dict[str, object] = {"scheduler": "local", "topology_id": topology_id, "executors": executors,
-                                   "host": "127.0.0.1"}
+        info: dict[str, Any] = {"scheduler": "local", "topology_id": topology_id, "executors": executors,
+                                   "host": self.host}
         self.state.set_scheduler_location(name, info)
         return info
 
@@ -47,7 +55,8 @@ class LocalScheduler:
         with (paths.logs / f"executor-{k}.log").open("ab") as log:
             p = subprocess.Popen(
                 [sys.executable, "-m", "heron_py.scheduler.executor", "--topology", name,
-                 "--container", str(k), "--home", str(paths.home), *self.state_config.to_args()],
+                 "--container", str(k), "--home", str(paths.home), "--host", self.host,
+                 *self.state_config.to_args()],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env=env, start_new_session=True, cwd=str(paths.root))
         return p.pid
@@ -83,6 +92,15 @@ class LocalScheduler:
                 executors[str(c)] = self._launch_executor(name, c, topology_id)
         info["executors"] = executors
         self.state.set_scheduler_location(name, info)
+
+    def containers(self, name: str) -> list[ContainerStatus]:
+        info = self.state.get_scheduler_location(name) or {}
+        out = []
+        for k, pid in sorted(dict(info.get("executors", {})).items(), key=lambda kv: int(kv[0])):
+            alive = psutil.pid_exists(int(pid))
+            out.append(ContainerStatus(int(k), "running" if alive else "gone", str(info.get("host", LOOPBACK)),
+                                       str(pid)))
+        return out
 
     @staticmethod
     def topology_processes(topology_id: str) -> list[psutil.Process]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,3 +34,11 @@ class TopologyPaths:
 
     def container_logs(self, k: int) -> Path:
         return self.logs / f"container-{k}"
+
+
+def stmgr_socket(port_file: Path) -> str:
+    """The Unix socket where a container's stream manager serves its instances. Derived from
+    the container's port file, so both sides find it without being told; kept short (a socket
+    path has at most 107 bytes, a container folder in a deep home can have more)."""
+    digest = hashlib.sha256(str(port_file.resolve()).encode()).hexdigest()[:20]
+    return os.path.join(os.environ.get("XDG_RUNTIME_DIR") or "/tmp", f"heron-py-{digest}.sock")

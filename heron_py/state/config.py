@@ -144,6 +144,10 @@ def daemon_parser(prog: str) -> argparse.ArgumentParser:
     ap.add_argument("--topology", required=True)
     ap.add_argument("--secret-file", type=Path, required=True)
     ap.add_argument("--home", type=Path, default=None)
+    ap.add_argument("--host", default="127.0.0.1",
+                    help="the address this container's daemons bind and advertise (from the scheduler)")
+    ap.add_argument("--tls-file", type=Path, default=None,
+                    help="the topology's TLS material (heron.network.tls.enabled), written by the executor")
     add_arguments(ap)
     return ap
 

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,8 +26,9 @@ class LocalRun:
         return [r["values"] for r in self.received.get(component, [])]
 
 
-def _cli(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, HERON_PY_HOME=str(home))
+def _cli(home: Path, *args: str, timeout: float = 120,
+         env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **(env or {}), "HERON_PY_HOME": str(home)}
     return subprocess.run([sys.executable, "-m", "heron_py.cli.main", *args], env=env, text=True,
                           capture_output=True, timeout=timeout)
 
@@ -57,16 +58,21 @@ def run_local(
     timeout: float = 60.0,
     properties: dict[str, str] | None = None,
     keep_running: bool = False,
+    cluster: str = "local",
+    env: Mapping[str, str] | None = None,
+    submit_args: Sequence[str] = (),
 ) -> LocalRun:
-    """Submits ``topology_file`` with ``heron-py submit local``, waits until ``until(received)``
+    """Submits ``topology_file`` with ``heron-py submit CLUSTER`` (local by default; ``env`` adds
+    to the environment, e.g. a Slurm cluster's ``HERON_PY_ZK``), waits until ``until(received)``
     is true (or ``timeout``: AssertionError), then kills the topology unless ``keep_running``.
-    ``received`` maps each captured component to the tuples its tasks received."""
+    ``received`` maps each captured component to the tuples its tasks received (the capture
+    files are written where the home is: shared by every host of a cluster)."""
     capture_dir = home / "capture" / (name or Path(topology_file).stem)
     props = dict(properties or {})
     if capture:
         props[cfgkeys.CAPTURE_DIR] = str(capture_dir)
         props[cfgkeys.CAPTURE_COMPONENTS] = ",".join(capture)
-    cmd = ["submit", "local"]
+    cmd = ["submit", cluster, *submit_args]
     if name:
         cmd += ["--name", name]
     if containers is not None:
@@ -74,7 +80,7 @@ def run_local(
     for k, v in props.items():
         cmd += ["--config-property", f"{k}={v}"]
     cmd += [str(topology_file), *args]
-    proc = _cli(home, *cmd)
+    proc = _cli(home, *cmd, env=env)
     if proc.returncode != 0:
         raise AssertionError(f"heron-py submit failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     topo_name = name or proc.stdout.split("'")[1]
@@ -92,11 +98,11 @@ def run_local(
             time.sleep(0.2)
     finally:
         if not keep_running:
-            kill_local(home, topo_name)
+            kill_local(home, topo_name, cluster=cluster, env=env)
     return run
 
 
-def kill_local(home: Path, name: str) -> None:
-    proc = _cli(home, "kill", "local", name)
+def kill_local(home: Path, name: str, *, cluster: str = "local", env: Mapping[str, str] | None = None) -> None:
+    proc = _cli(home, "kill", cluster, name, env=env)
     if proc.returncode != 0:
         raise AssertionError(f"heron-py kill failed: {proc.stdout}\n{proc.stderr}")

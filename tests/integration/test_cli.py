@@ -99,3 +99,18 @@ def test_a_bad_engine_config_value_is_one_error_at_submit(heron_home, prop, erro
     assert (p.returncode, p.stderr) == (1, f"heron-py: error: {error}\n")
     # nothing was started or stored
     assert cli(heron_home, "list", "local").stdout == ""
+
+
+def test_submit_slurm_refusals_before_anything_is_stored(heron_home):
+    p = cli(heron_home, "submit", "slurm", str(EXAMPLES / "word_count.py"), check=False)
+    assert (p.returncode, p.stderr) == (1, "heron-py: error: submit slurm: the localfs state manager keeps the "
+                                           "topology's state on this machine only, where the slurm nodes cannot "
+                                           "read it; expected --state-manager zookeeper --zk HOST:PORT\n")
+    env = dict(os.environ, HERON_PY_HOME=str(heron_home), PATH="/nonexistent")
+    p = subprocess.run([sys.executable, "-m", "heron_py.cli.main", "submit", "slurm", "--state-manager", "zookeeper",
+                        "--zk", "127.0.0.1:1", str(EXAMPLES / "word_count.py")], env=env, text=True,
+                       capture_output=True, timeout=60)
+    assert (p.returncode, p.stderr) == (1, "heron-py: error: slurm scheduler: sbatch not found on PATH; expected "
+                                           "Slurm's client commands (Debian: apt-get install slurm-client) on the "
+                                           "machine that runs heron-py\n")
+    assert not (heron_home / "topologies").exists()

@@ -2,8 +2,26 @@
 "use strict";
 const SVG = "http://www.w3.org/2000/svg";
 
+// Off loopback the API wants the topology's bearer token. heron-py status prints the page's
+// address with "#token=..."; the page keeps it (this browser only) and drops it from the URL.
+const TOKEN_KEY = "heron-py-token:" + location.host;
+(function takeToken() {
+  const m = /token=([0-9a-f]+)/.exec(location.hash);
+  if (m) {
+    localStorage.setItem(TOKEN_KEY, m[1]);
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+})();
+
 async function api(path) {
-  const r = await fetch(path, {cache: "no-store"});
+  const token = localStorage.getItem(TOKEN_KEY);
+  const headers = token ? {Authorization: "Bearer " + token} : {};
+  const r = await fetch(path, {cache: "no-store", headers});
+  if (r.status === 401) {
+    const t = prompt("This topology's API needs its token (heron-py status prints the page's address with it):");
+    if (t) localStorage.setItem(TOKEN_KEY, t.trim());
+    throw new Error("401: the API needs the topology's token");
+  }
   const doc = await r.json();
   if (doc.status !== "success") throw new Error(doc.message);
   return doc.result;
