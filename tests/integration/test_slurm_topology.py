@@ -62,7 +62,28 @@ def _status(cluster, home, name):
     return json.loads(p.stdout)
 
 
-def test_word_count_on_three_slurm_nodes(slurm_cluster, tmp_path):
+def _refused(host: str, port: int, secret: bytes) -> str:
+    """Connects as a stream manager would, over plain TCP with ``secret``; returns why that
+    failed, or "" if it got in."""
+    import asyncio
+    import logging
+
+    from heron_py.common.net import BaseHandler, connect
+
+    async def go() -> str:
+        try:
+            conn = await connect(host, port, BaseHandler(), secret, role="stmgr",
+                                 peer_id="99", log=logging.getLogger("intruder"), timeout=5)
+        except Exception as e:  # any refusal will do: what matters is that nobody gets in
+            return f"{type(e).__name__}: {e}"
+        conn.close("test")
+        return ""
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["hmac", "tls"])
+def test_word_count_on_three_slurm_nodes(slurm_cluster, tmp_path, tls):
     cluster = slurm_cluster
     home = tmp_path / "home"
     expected = wc_common.expected_counts(N)
@@ -70,8 +91,9 @@ def test_word_count_on_three_slurm_nodes(slurm_cluster, tmp_path):
     t0 = time.monotonic()
     run = run_local(EXAMPLES / "word_count.py", ["--sentences", str(N)], home=home, containers=3,
                     capture=["count"], until=lambda r: len(r["count"]) >= total, timeout=180,
-                    cluster="slurm", env=cluster, keep_running=True, submit_args=["--wait", "120"])
-    print(f"submitted to Slurm and counted {total} words in {time.monotonic() - t0:.1f} s")
+                    cluster="slurm", env=cluster, keep_running=True, submit_args=["--wait", "120"],
+                    properties={"heron.network.tls.enabled": "true"} if tls else None)
+    print(f"submitted to Slurm and counted {total} words in {time.monotonic() - t0:.1f} s (TLS {tls})")
     try:
         assert Counter(v[0] for v in run.values("count")) == expected
 
@@ -97,13 +119,24 @@ def test_word_count_on_three_slurm_nodes(slurm_cluster, tmp_path):
             assert others <= peers | {sm["host"]}, (c, peers, others)
         assert len(netns) == 3
 
-        # the HTTP API is off loopback: 401 without the topology's token, 200 with it
+        # every off-loopback daemon port refuses a peer without what it must prove: the secret
+        # (HMAC handshake), and with TLS on also the topology's certificate, even with the secret
+        secret = (home / "topologies" / run.name / "container-0" / "secret").read_bytes()
         tm = doc["tmanager"]
+        ports = [(tm["host"], tm["port"])] + [(sm["host"], sm["port"]) for sm in doc["stmgrs"].values()]
+        for host, port in ports:
+            assert not host.startswith("127."), host
+            assert _refused(host, port, b"x" * 32) != "", (host, port)  # no secret
+            if tls:
+                assert _refused(host, port, secret) != "", (host, port)  # the secret but no certificate
+            else:
+                assert _refused(host, port, secret) == "", (host, port)  # the check itself lets the secret in
+
+        # the HTTP API is off loopback: 401 without the topology's token, 200 with it
         url = f"http://{tm['host']}:{tm['http_port']}/topologies/execution_state"
         with pytest.raises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(url, timeout=5)
         assert e.value.code == 401
-        secret = (home / "topologies" / run.name / "container-0" / "secret").read_bytes()
         req = urllib.request.Request(url, headers={"Authorization": f"Bearer {http_token(secret)}"})
         with urllib.request.urlopen(req, timeout=5) as r:
             assert json.loads(r.read())["result"]["topology"] == run.name
