@@ -23,13 +23,16 @@ from typing import Any
 
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
 from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType, encode_frame
+from heron_py.common.handshake import http_token
 from heron_py.common.net import BaseHandler, Connection, Counters, connect, serve
 from heron_py.common.reconnect import Unreachable, run_link
 from heron_py.common.tls import PeerTls
 from heron_py.common.tmlink import LocationFollower
+from heron_py.scheduler.hosts import is_loopback
 from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import StateManager, TManagerLocation
 from heron_py.state import config as statecfg
+from metrics_manager.http import MetricsHttp, serve_metrics
 from metrics_manager.store import MetricsStore, ReportError, parse_report
 
 INTERVAL_KEY = "topology.metrics.export.interval.secs"
@@ -52,8 +55,11 @@ def export_interval(config: dict[str, Any]) -> float:
 class MetricsManager(DaemonBase):
     def __init__(self, *, topology: str, container: int, secret: bytes, state: StateManager,
                  paths: TopologyPaths, log: logging.Logger, host: str = "127.0.0.1",
-                 max_frame: int = DEFAULT_MAX_FRAME, tls: PeerTls | None = None) -> None:
+                 max_frame: int = DEFAULT_MAX_FRAME, tls: PeerTls | None = None, http_host: str = "127.0.0.1") -> None:
         self.topology = topology
+        # reports come from this container's processes only (loopback); the Prometheus
+        # endpoint binds the container's address, with the topology's token off loopback
+        self.http_host = http_host
         self._tls = tls  # for the link to the topology master, which may be on another host
         self.container = container
         self.host = host
@@ -69,7 +75,8 @@ class MetricsManager(DaemonBase):
         self.port = 0
         self.http_port = 0
         self._server: asyncio.Server | None = None
-        self._http: Any = None
+        self._http: MetricsHttp | None = None
+        self._http_closed: asyncio.Task[None] | None = None
         self._follow: LocationFollower | None = None
         self._tm_loc: TManagerLocation | None = None
 
@@ -86,8 +93,6 @@ class MetricsManager(DaemonBase):
         except OSError as e:
             raise FatalError(f"metrics manager of container {self.container}: cannot listen on {self.host}: {e}") from e
         self.port = self._server.sockets[0].getsockname()[1]
-        from prometheus_client import start_http_server
-
         from metrics_manager.prom import registry_for
 
         # a restarted metrics manager takes its predecessor's port again when it is free, so a
@@ -97,17 +102,24 @@ class MetricsManager(DaemonBase):
             old = int(json.loads((self._paths.container(self.container) / "metricsmgr.json").read_text())["http_port"])
         except (FileNotFoundError, ValueError, KeyError, TypeError):
             old = 0
+        token = None if is_loopback(self.http_host) else http_token(self._secret)
         try:
-            self._http, _thread = start_http_server(old, addr=self.host, registry=registry)
+            self._http = await serve_metrics(registry, self.http_host, old, token)
         except OSError:
-            self._http, _thread = start_http_server(0, addr=self.host, registry=registry)
-        self.http_port = int(self._http.server_port)
+            self._http = await serve_metrics(registry, self.http_host, 0, token)
+        self.http_port = self._http.port
         write_atomically(self._paths.container(self.container) / "metricsmgr.json",
                          json.dumps({"port": self.port, "http_port": self.http_port, "pid": os.getpid()}))
         self._log.info("metrics manager of container %d: reports on %s:%d, Prometheus at http://%s:%d/metrics",
-                       self.container, self.host, self.port, self.host, self.http_port)
+                       self.container, self.host, self.port, self.http_host, self.http_port)
         self._spawn(self._sink_loop())
         self._spawn(self._tm_loop())
+
+    async def wait(self) -> int:
+        code = await super().wait()
+        if self._http_closed is not None:
+            await self._http_closed  # stop() cannot await the HTTP runner's cleanup; the exit path does
+        return code
 
     def stop(self) -> None:
         if not self._begin_stop():
@@ -115,7 +127,7 @@ class MetricsManager(DaemonBase):
         if self._server is not None:
             self._server.close()
         if self._http is not None:
-            self._http.shutdown()
+            self._http_closed = asyncio.get_running_loop().create_task(self._http.close())
 
     def on_report(self, raw: bytes, peer: str) -> None:
         try:
@@ -145,7 +157,7 @@ class MetricsManager(DaemonBase):
                     f.write(self.store.sink_line(time.time()) + "\n")
 
     def _tm_report(self) -> bytes:
-        doc = {"kind": "metricsmgr", "container": self.container, "host": self.host, "http_port": self.http_port,
+        doc = {"kind": "metricsmgr", "container": self.container, "host": self.http_host, "http_port": self.http_port,
                "time": time.time(), "reports": self.store.for_tm(), "exceptions": self.store.exception_list(),
                "restarts": self.store.restarts, "interval": self.interval}
         return encode_frame(MsgType.METRICS_REPORT, json.dumps(doc).encode())
@@ -212,6 +224,5 @@ def main(argv: list[str] | None = None) -> int:
     log = setup_logging(f"metricsmgr[{args.container}]")
     return statecfg.run_with_state(args, log, lambda state: MetricsManager(
         topology=args.topology, container=args.container, secret=args.secret_file.read_bytes(), state=state,
-        paths=TopologyPaths.of(args.topology, args.home), log=log, tls=PeerTls.load(args.tls_file, args.topology)))
-    # args.host is not used: the metrics manager serves only its own container's processes and
-    # a Prometheus endpoint, both on loopback (a token-protected off-host endpoint is future work)
+        paths=TopologyPaths.of(args.topology, args.home), log=log, tls=PeerTls.load(args.tls_file, args.topology),
+        http_host=args.host))

@@ -28,3 +28,44 @@ def run_cli(home: Path, *args: str, timeout: float = 180, **env: str) -> subproc
     """``heron-py ARGS`` with ``$HERON_PY_HOME`` = ``home`` (and any extra environment)."""
     return subprocess.run([sys.executable, "-m", "heron_py.cli.main", *args], text=True, capture_output=True,
                           env={**os.environ, "HERON_PY_HOME": str(home), **env}, timeout=timeout)
+
+
+class Prometheus:
+    """A real Prometheus (Debian's package) with a config of the test's, on a free loopback
+    port, storing under ``folder``; ``query`` returns an instant query's single value."""
+
+    def __init__(self, folder: Path, config_yaml: str) -> None:
+        import shutil
+        import socket
+
+        binary = shutil.which("prometheus")
+        if binary is None:
+            raise AssertionError("the prometheus binary is missing: apt-get install -y prometheus "
+                                 "(scripts/setup.sh does)")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        (folder / "prometheus.yml").write_text(config_yaml)
+        self._log = (folder / "prometheus.log").open("w")
+        self._proc = subprocess.Popen([binary, f"--config.file={folder / 'prometheus.yml'}",
+                                       f"--storage.tsdb.path={folder / 'data'}",
+                                       f"--web.listen-address=127.0.0.1:{self.port}"],
+                                      stdout=self._log, stderr=subprocess.STDOUT)
+
+    def query(self, expr: str) -> float | None:
+        import json
+        import urllib.parse
+        import urllib.request
+
+        q = urllib.parse.urlencode({"query": expr})
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/api/v1/query?{q}", timeout=5) as r:
+                res = json.loads(r.read())["data"]["result"]
+        except (OSError, ValueError, KeyError):
+            return None
+        return float(res[0]["value"][1]) if res else None
+
+    def close(self) -> None:
+        self._proc.terminate()
+        self._proc.wait(timeout=30)
+        self._log.close()

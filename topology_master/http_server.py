@@ -21,7 +21,6 @@ on aiohttp internals (tests/unit/test_http_api.py pins the behaviour).
 from __future__ import annotations
 
 import ast
-import hmac
 import logging
 import urllib.parse
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from aiohttp.http import HttpVersion11
 from aiohttp.http_exceptions import BadHttpMessage, BadStatusLine, HttpProcessingError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 
+from heron_py.common.handshake import authorized
 from topology_master.http_api import MAX_HEAD, Api
 
 MAX_HEADERS = 32
@@ -113,14 +113,6 @@ class HttpServer:
 UNAUTHORIZED = ("this HTTP API is not on loopback: expected the header 'Authorization: Bearer TOKEN' with the "
                 "topology's token (heron-py status and metrics send it; heron-py status prints the page's address "
                 "with it), found {found}")
-
-
-def authorized(header: str | None, token: str | None) -> bool:
-    """Whether a request's Authorization header carries ``token`` (always, when no token is set)."""
-    if token is None:
-        return True
-    scheme, _, value = (header or "").partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode())
 
 
 def make_app(api: Api, token: str | None = None) -> web.Application:

@@ -224,7 +224,24 @@ def cmd_prometheus_config(args: argparse.Namespace) -> int:
         raise AdminError(f"topology '{args.name}': no metrics manager has reported yet; try again in "
                          "topology.metrics.export.interval.secs")
     targets = [f"{m['host']}:{m['http_port']}" for _, m in sorted(mms.items(), key=lambda kv: int(kv[0]))]
-    print(json.dumps([{"targets": targets, "labels": {"job": "heron-py", "heron_topology": args.name}}], indent=2))
+    labels = {"job": "heron-py", "heron_topology": args.name}
+    off_loopback = any(not is_loopback(str(m["host"])) for m in mms.values())
+    if args.scrape_config:
+        import yaml
+
+        job: dict[str, Any] = {"job_name": f"heron-py-{args.name}", "static_configs": [
+            {"targets": targets, "labels": {"heron_topology": args.name}}]}
+        secret = state.get_secret(args.name)
+        if off_loopback and secret is not None:
+            # the endpoints off loopback answer only with the topology's token
+            job["authorization"] = {"type": "Bearer", "credentials": http_token(secret)}
+        print(yaml.safe_dump({"scrape_configs": [job]}, sort_keys=False), end="")
+        return 0
+    if off_loopback:
+        print(f"heron-py: note: the metrics endpoints of '{args.name}' are off loopback and need the topology's "
+              f"bearer token, which a file_sd target list cannot carry; use --scrape-config for a Prometheus "
+              f"job that sends it", file=sys.stderr)
+    print(json.dumps([{"targets": targets, "labels": labels}], indent=2))
     return 0
 
 
@@ -319,6 +336,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = add_parser("prometheus-config", help="a Prometheus file_sd target list for the metrics endpoints")
     p.add_argument("cluster", choices=CLUSTERS)
     p.add_argument("name")
+    p.add_argument("--scrape-config", action="store_true",
+                   help="print a whole Prometheus scrape job (YAML), with the bearer token the endpoints "
+                        "need when they are off loopback")
     p.set_defaults(fn=cmd_prometheus_config)
 
     spark_cmds.add_parsers(add_parser)

@@ -165,3 +165,12 @@ def http_token(secret: bytes) -> str:
     """The bearer token of a topology's HTTP API off loopback: derived from the topology
     secret (so whoever may run admin commands may read the API), never the secret itself."""
     return hmac.new(secret, b"heron-py http api token", hashlib.sha256).hexdigest()
+
+
+def authorized(header: str | None, token: str | None) -> bool:
+    """Whether an HTTP Authorization header carries ``token`` as a bearer token (always true
+    when there is no token: an endpoint on loopback)."""
+    if token is None:
+        return True
+    scheme, _, value = (header or "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), token.encode())

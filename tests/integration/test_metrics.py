@@ -18,6 +18,7 @@ from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import LocalFsStateManager
 from heron_py.testing import run_local
 from tests.conftest import EXAMPLES
+from tests.support import Prometheus
 from tests.support import run_cli as _cli
 from tests.support import wait_for as _wait
 
@@ -138,16 +139,7 @@ def test_http_api_every_endpoint_and_a_bolt_exception(heron_home):
         assert re.search(rf'^heron_user_parity\{{.*key="{key}".*task="[34]".*\}} \d', texts[0] + texts[1], re.M)
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_real_prometheus_scrapes_the_split_emit_count(heron_home, tmp_path):
-    prometheus = shutil.which("prometheus")
-    if prometheus is None:
-        pytest.fail("the prometheus binary is missing: apt-get install -y prometheus (scripts/setup.sh does)")
     n = 200_000  # the test's own count: the spout emits n sentences of 10 words each
     run_local(EXAMPLES / "word_count.py", ["--sentences", str(n)], home=heron_home, name="wc_prom",
               keep_running=True, properties={"topology.metrics.export.interval.secs": "1"})
@@ -159,34 +151,17 @@ def test_real_prometheus_scrapes_the_split_emit_count(heron_home, tmp_path):
     targets = json.loads(proc.stdout)
     assert targets[0]["labels"] == {"job": "heron-py", "heron_topology": "wc_prom"} and len(targets[0]["targets"]) == 2
     (tmp_path / "targets.json").write_text(proc.stdout)
-    port = _free_port()
-    (tmp_path / "prometheus.yml").write_text(
-        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-        "scrape_configs:\n  - job_name: heron-py\n    file_sd_configs:\n"
-        f"      - files: ['{tmp_path / 'targets.json'}']\n        refresh_interval: 1s\n")
-    log = (tmp_path / "prometheus.log").open("w")
-    prom = subprocess.Popen([prometheus, f"--config.file={tmp_path / 'prometheus.yml'}",
-                             f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
-                            stdout=log, stderr=subprocess.STDOUT)
+    prom = Prometheus(tmp_path, "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                      "scrape_configs:\n  - job_name: heron-py\n    file_sd_configs:\n"
+                      f"      - files: ['{tmp_path / 'targets.json'}']\n        refresh_interval: 1s\n")
     try:
-        def query():
-            q = urllib.parse.urlencode({"query": 'sum(heron_emit_count_total{component="split"})'})
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/query?{q}", timeout=5) as r:
-                    res = json.loads(r.read())["data"]["result"]
-            except (OSError, ValueError, KeyError):
-                return None
-            return float(res[0]["value"][1]) if res else None
-
         expected = 10 * n
-        got = _wait(lambda: (v := query()) is not None and v >= 0.95 * expected and v, 90,
-                    "Prometheus to report the split bolt's emit count")
+        got = _wait(lambda: (v := prom.query('sum(heron_emit_count_total{component="split"})')) is not None
+                    and v >= 0.95 * expected and v, 90, "Prometheus to report the split bolt's emit count")
         print(f"\nPrometheus: split emitted {got:,.0f}; the test expects {expected:,}")
         assert abs(got - expected) <= 0.05 * expected
     finally:
-        prom.terminate()
-        prom.wait(timeout=30)
-        log.close()
+        prom.close()
 
 
 def test_web_page_renders_in_headless_chromium(heron_home, tmp_path):

@@ -56,6 +56,34 @@ def _tcp_peers(pid: int) -> set[str]:
     return peers
 
 
+def _prometheus_scrapes_with_the_token(cluster, home, name, tmp_path, words):
+    """The metrics endpoints are on the nodes' addresses and want the token; the scrape job
+    from prometheus-config --scrape-config carries it, and a real Prometheus gets the counts."""
+    import yaml
+
+    from tests.support import Prometheus, wait_for
+
+    p = _cli(cluster, home, "prometheus-config", "slurm", name, "--scrape-config")
+    assert p.returncode == 0, p.stderr
+    job = yaml.safe_load(p.stdout)["scrape_configs"][0]
+    assert job["authorization"]["type"] == "Bearer"
+    targets = job["static_configs"][0]["targets"]
+    assert len(targets) == 3 and all(t.split(":")[0] in cluster.node_addrs.values() for t in targets)
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(f"http://{targets[0]}/metrics", timeout=5)
+    assert e.value.code == 401
+    conf = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "scrape_configs": [job]}
+    prom = Prometheus(tmp_path, yaml.safe_dump(conf))
+    try:
+        got = wait_for(lambda: prom.query('sum(heron_emit_count_total{component="split"})') == words, 60,
+                       f"Prometheus to scrape {words} split emits from the 3 nodes")
+        assert got
+        up = prom.query(f'sum(up{{job="heron-py-{name}"}})')
+        assert up == 3.0
+    finally:
+        prom.close()
+
+
 def _status(cluster, home, name):
     p = _cli(cluster, home, "status", "slurm", name, "--json")
     assert p.returncode == 0, p.stderr
@@ -92,7 +120,8 @@ def test_word_count_on_three_slurm_nodes(slurm_cluster, tmp_path, tls):
     run = run_local(EXAMPLES / "word_count.py", ["--sentences", str(N)], home=home, containers=3,
                     capture=["count"], until=lambda r: len(r["count"]) >= total, timeout=180,
                     cluster="slurm", env=cluster, keep_running=True, submit_args=["--wait", "120"],
-                    properties={"heron.network.tls.enabled": "true"} if tls else None)
+                    properties={"topology.metrics.export.interval.secs": "1",
+                                **({"heron.network.tls.enabled": "true"} if tls else {})})
     print(f"submitted to Slurm and counted {total} words in {time.monotonic() - t0:.1f} s (TLS {tls})")
     try:
         assert Counter(v[0] for v in run.values("count")) == expected
@@ -140,6 +169,9 @@ def test_word_count_on_three_slurm_nodes(slurm_cluster, tmp_path, tls):
         req = urllib.request.Request(url, headers={"Authorization": f"Bearer {http_token(secret)}"})
         with urllib.request.urlopen(req, timeout=5) as r:
             assert json.loads(r.read())["result"]["topology"] == run.name
+
+        if not tls:
+            _prometheus_scrapes_with_the_token(cluster, home, run.name, tmp_path, total)
 
         # each container's log is on the shared home, with the job's own output
         logs = home / "topologies" / run.name / "logs"

@@ -7,13 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from heron_py.common.handshake import http_token
+from heron_py.common.handshake import authorized, http_token
 from heron_py.scheduler.base import SchedulerError, preflight
 from heron_py.scheduler.hosts import HostError, is_loopback, resolve_host, route_source
 from heron_py.scheduler.local import LocalScheduler
 from heron_py.scheduler.slurm import SlurmOptions, SlurmScheduler, batch_script, job_name, parse_squeue
 from heron_py.state import StateConfig
-from topology_master.http_server import authorized
 
 ZK = StateConfig(kind="zookeeper", zk_hosts="127.0.0.1:2181", zk_root="/heron-py")
 

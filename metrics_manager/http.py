@@ -1,0 +1,53 @@
+"""The metrics manager's Prometheus endpoint: ``GET /metrics`` in Prometheus' text format
+(prometheus-client renders it from the store), on aiohttp.
+
+It binds the container's address. Off loopback, a scrape must carry the topology's bearer
+token (``Authorization: Bearer <http_token(secret)>``; ``heron-py prometheus-config
+--scrape-config`` prints a Prometheus job that sends it); without it the answer is 401.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import CollectorRegistry
+
+from heron_py.common.handshake import authorized
+
+UNAUTHORIZED = ("this metrics endpoint is not on loopback: expected the header 'Authorization: Bearer TOKEN' "
+                "with the topology's token (heron-py prometheus-config --scrape-config prints a job that sends it)")
+
+
+@dataclass
+class MetricsHttp:
+    runner: web.AppRunner
+    port: int
+
+    async def close(self) -> None:
+        await self.runner.cleanup()
+
+
+def make_app(registry: CollectorRegistry, token: str | None) -> web.Application:
+    async def metrics(request: web.Request) -> web.Response:
+        if not authorized(request.headers.get("Authorization"), token):
+            return web.Response(status=401, text=UNAUTHORIZED, headers={"WWW-Authenticate": "Bearer"})
+        return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    return app
+
+
+async def serve_metrics(registry: CollectorRegistry, host: str, port: int, token: str | None) -> MetricsHttp:
+    """Serves on ``port`` (0: any); raises OSError when it is taken."""
+    runner = web.AppRunner(make_app(registry, token), access_log=None, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return MetricsHttp(runner, site.port)
