@@ -67,8 +67,8 @@ class Scheduler(abc.ABC):
         info = dict(self.state.get_scheduler_location(name) or {})
         found = info.get("scheduler", "local")
         if found != self.kind:
-            raise SchedulerError(f"topology '{name}' runs on the {found} scheduler; use heron-py ... {found} "
-                                 f"{name} (found {self.kind})")
+            raise SchedulerError(f"topology '{name}' runs on the {found} scheduler, not {self.kind}; expected "
+                                 f"the cluster {found} (heron-py COMMAND {found} {name})")
         return info
 
 

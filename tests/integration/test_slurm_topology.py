@@ -180,6 +180,20 @@ def test_word_count_on_three_slurm_nodes(slurm_cluster, tmp_path, tls):
             assert outs and f"heron-py container {c} of word_count on {placement[c]['where']}" in outs[0].read_text()
         listed = _cli(cluster, home, "list", "slurm")
         assert listed.stdout.split() == [run.name]
+        assert _cli(cluster, home, "list", "local").stdout == ""
+        wrong = _cli(cluster, home, "kill", "local", run.name)
+        assert (wrong.returncode, wrong.stderr) == (1, f"heron-py: error: topology '{run.name}' runs on the slurm "
+                                                       f"scheduler, not local; expected the cluster slurm (heron-py "
+                                                       f"COMMAND slurm {run.name})\n")
+        if not tls:
+            # restart one container: a new job, and every task of it running again
+            old_job = placement[2]["handle"]
+            r = _cli(cluster, home, "restart", "slurm", run.name, "--container", "2", "--wait", "90", timeout=150)
+            assert r.returncode == 0, r.stderr
+            assert r.stdout == f"topology '{run.name}': restarted container 2; every task is running again\n"
+            after = {p["container"]: p for p in _status(cluster, home, run.name)["placement"]}
+            assert after[2]["handle"] != old_job and after[2]["state"] == "running"
+            assert after[0]["handle"] == placement[0]["handle"]
     finally:
         kill_local(home, run.name, cluster="slurm", env=cluster)
     # kill cancelled every job: Slurm no longer knows them
