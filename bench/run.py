@@ -34,6 +34,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,8 @@ sys.path.insert(0, str(ROOT / "examples"))
 import wc_common  # noqa: E402
 
 from heron_py.scheduler.local import LocalScheduler  # noqa: E402
-from heron_py.state import LocalFsStateManager  # noqa: E402
+from heron_py.state import open_state  # noqa: E402
+from heron_py.state.config import resolve  # noqa: E402
 
 CLI = [sys.executable, "-m", "heron_py.cli.main"]
 FINE, COARSE = 100_000, 1000
@@ -108,30 +110,49 @@ class Sampler:
         self._t.join()
 
 
+@dataclass(frozen=True)
+class Where:
+    """Where a benchmark topology runs: the scheduler, extra environment (a Slurm cluster's
+    HERON_PY_ZK...), extra submit arguments (--containers 3)."""
+
+    cluster: str = "local"
+    env: tuple[tuple[str, str], ...] = ()
+    submit_args: tuple[str, ...] = ()
+
+
+LOCAL = Where()
+
+
 def _submit(home: Path, script: str, args: list[str], props: dict[str, str] | None = None,
-            python: str = sys.executable) -> tuple[dict[str, str], str]:
+            python: str = sys.executable, where: Where = LOCAL) -> tuple[dict[str, str], str]:
     # wc_common lives in examples/: on the submitter's PYTHONPATH, it ships in the package
-    env = dict(os.environ, HERON_PY_HOME=str(home), PYTHONPATH=str(ROOT / "examples"))
+    env = {**os.environ, **dict(where.env), "HERON_PY_HOME": str(home), "PYTHONPATH": str(ROOT / "examples")}
     extra = [a for k, v in (props or {}).items() for a in ("--config-property", f"{k}={v}")]
     cli = [python, *CLI[1:]]  # another interpreter runs another checkout (bench/ab.py --rev)
     # cwd: the interpreter must not import the tree it is started from (another checkout)
-    p = subprocess.run([*cli, "submit", "local", *extra, str(ROOT / "bench" / script), *args], env=env, cwd=home,
-                       capture_output=True, text=True)
+    p = subprocess.run([*cli, "submit", where.cluster, *where.submit_args, *extra, str(ROOT / "bench" / script),
+                        *args], env=env, cwd=home, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"bench: submit of {script} failed:\n{p.stdout}\n{p.stderr}")
     name = p.stdout.split("'")[1]
-    tid = str((LocalFsStateManager(home).get_scheduler_location(name) or {})["topology_id"])
+    state = open_state(resolve(env=env, home=home), home)
+    try:
+        tid = str((state.get_scheduler_location(name) or {})["topology_id"])
+    finally:
+        state.close()
+    env["HERON_PY_BENCH_CLUSTER"] = where.cluster
     return env, tid
 
 
 def _kill(env: dict[str, str], name: str, python: str = sys.executable) -> None:
-    subprocess.run([python, *CLI[1:], "kill", "local", name], env=env, capture_output=True, cwd=env["HERON_PY_HOME"])
+    cluster = env.get("HERON_PY_BENCH_CLUSTER", "local")
+    subprocess.run([python, *CLI[1:], "kill", cluster, name], env=env, capture_output=True, cwd=env["HERON_PY_HOME"])
 
 
 def ours(n: int, acking: bool, home: Path, props: dict[str, str] | None = None,
-         python: str = sys.executable) -> dict[str, Any]:
+         python: str = sys.executable, where: Where = LOCAL) -> dict[str, Any]:
     out = Path(tempfile.mkdtemp(prefix="wc-", dir=home))
-    env, tid = _submit(home, "wc_topology.py", [str(n), str(out), "on" if acking else "off"], props, python)
+    env, tid = _submit(home, "wc_topology.py", [str(n), str(out), "on" if acking else "off"], props, python, where)
     sampler = Sampler(tid)
     total = 0
     deadline = time.monotonic() + 600
