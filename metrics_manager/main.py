@@ -24,10 +24,10 @@ from typing import Any
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
 from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType, encode_frame
 from heron_py.common.handshake import http_token
-from heron_py.common.net import BaseHandler, Connection, Counters, connect, serve
-from heron_py.common.reconnect import Unreachable, run_link
+from heron_py.common.net import BaseHandler, Connection, Counters, serve
+from heron_py.common.reconnect import run_link
 from heron_py.common.tls import PeerTls
-from heron_py.common.tmlink import LocationFollower
+from heron_py.common.tmlink import LocationFollower, connect_master
 from heron_py.scheduler.hosts import is_loopback
 from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import StateManager, TManagerLocation
@@ -175,19 +175,10 @@ class MetricsManager(DaemonBase):
             follow.stop()
 
     async def _tm_connect(self) -> Connection:
-        follow = self._follow
-        assert follow is not None
-        while (loc := follow.current) is None:
-            await follow.wait_change()
-        try:
-            tls = self._tls
-            conn = await connect(loc.host, loc.port, _TmHandler(), self._secret, role="metricsmgr",
-                                 peer_id=str(self.container), log=self._log, max_frame=self._max_frame,
-                                 ssl=tls.client if tls else None, server_hostname=tls.name if tls else None)
-        except OSError as e:
-            raise Unreachable(f"topology master at {loc.host}:{loc.port} not reachable ({e}); "
-                              f"waiting for a new location") from e
-        self._tm_loc = loc
+        assert self._follow is not None
+        conn, self._tm_loc = await connect_master(self._follow, _TmHandler(), self._secret, role="metricsmgr",
+                                                  peer_id=str(self.container), log=self._log,
+                                                  max_frame=self._max_frame, tls=self._tls)
         return conn
 
     async def _tm_session(self, conn: Connection) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from heron_py.common.framing import MsgType, encode_frame
 from heron_py.common.net import Connection, FrameHandler, connect
-from heron_py.common.tls import PeerTls
+from heron_py.common.tls import PeerTls, tls_client_args
 from heron_py.planner.model import PhysicalPlan, StmgrLocation
 from proto import heron_py_pb2 as pb
 
@@ -89,9 +89,7 @@ class Clique:
                 try:
                     conn = await connect(loc.host, loc.port, self._handler(container), self._secret,
                                          role="stmgr", peer_id=str(self.container), log=self._log,
-                                         max_frame=self._max_frame,
-                                         ssl=self._tls.client if self._tls else None,
-                                         server_hostname=self._tls.name if self._tls else None)
+                                         max_frame=self._max_frame, **tls_client_args(self._tls))
                 except OSError as e:
                     self._log.info("stream manager %d at %s:%d not reachable (%s); retrying",
                                    container, loc.host, loc.port, e)

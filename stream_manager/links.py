@@ -21,7 +21,7 @@ from heron_py.common.framing import MsgType, encode_frame
 from heron_py.common.net import BaseHandler, Connection, connect, parse
 from heron_py.common.reconnect import Unreachable, run_link
 from heron_py.common.tls import PeerTls
-from heron_py.common.tmlink import LocationFollower
+from heron_py.common.tmlink import LocationFollower, connect_master
 from heron_py.state import StateManager, TManagerLocation
 from proto import heron_py_pb2 as pb
 
@@ -82,19 +82,10 @@ class MasterLink:
             follow.stop()
 
     async def _connect(self) -> Connection:
-        follow = self._follow
-        assert follow is not None
-        while (loc := follow.current) is None:
-            await follow.wait_change()
-        try:
-            tls = self._tls
-            conn = await connect(loc.host, loc.port, self._handler, self._secret, role="stmgr",
-                                 peer_id=str(self._container), log=self._log, max_frame=self._max_frame,
-                                 ssl=tls.client if tls else None, server_hostname=tls.name if tls else None)
-        except OSError as e:
-            raise Unreachable(f"topology master at {loc.host}:{loc.port} not reachable ({e}); "
-                              f"waiting for a new location") from e
-        self._loc = loc
+        assert self._follow is not None
+        conn, self._loc = await connect_master(self._follow, self._handler, self._secret, role="stmgr",
+                                               peer_id=str(self._container), log=self._log,
+                                               max_frame=self._max_frame, tls=self._tls)
         return conn
 
     async def _session(self, conn: Connection) -> None:

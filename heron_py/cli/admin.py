@@ -11,7 +11,7 @@ from heron_py.common.daemon import run_until_complete
 from heron_py.common.framing import MsgType
 from heron_py.common.handshake import http_token
 from heron_py.common.net import BaseHandler, Connection, connect, parse
-from heron_py.common.tls import PeerTls, TlsMaterial
+from heron_py.common.tls import PeerTls, TlsMaterial, tls_client_args
 from heron_py.state import StateManager
 from proto import heron_py_pb2 as pb
 
@@ -48,7 +48,7 @@ def admin_command(state: StateManager, name: str, command: str, timeout: float =
         try:
             conn = await connect(loc.host, loc.port, reply, secret, role="cli", peer_id="cli",
                                  log=logging.getLogger("heron-py"), timeout=timeout,
-                                 ssl=tls.client if tls else None, server_hostname=tls.name if tls else None)
+                                 **tls_client_args(tls))
         except (TimeoutError, OSError, ConnectionError) as e:
             raise AdminError(f"topology master of '{name}' at {loc.host}:{loc.port} is not reachable: {e}") from e
         try:

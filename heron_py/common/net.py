@@ -409,6 +409,11 @@ async def connect(
             counters.auth_failures += 1
             log.warning("dropping connection: TLS with %s failed: %s", peer, reason)
             raise ConnectionError(f"TLS with {peer} failed: {reason}") from e
+    return await _authenticated(conn, timeout)
+
+
+async def _authenticated(conn: Connection, timeout: float) -> Connection:
+    """Waits for a new client connection's handshake; closes it when that does not complete."""
     try:
         await asyncio.wait_for(conn.authenticated, timeout)
     except BaseException:
@@ -489,9 +494,4 @@ async def connect_unix(
                                max_frame=max_frame, log=log),
             path),
         timeout)
-    try:
-        await asyncio.wait_for(conn.authenticated, timeout)
-    except BaseException:
-        conn.close("handshake did not complete")
-        raise
-    return conn
+    return await _authenticated(conn, timeout)

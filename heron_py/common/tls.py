@@ -40,6 +40,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -241,3 +242,8 @@ class PeerTls:
         if path is None:
             return None
         return cls.of(TlsMaterial.from_bytes(path.read_bytes()), topology)
+
+
+def tls_client_args(tls: PeerTls | None) -> dict[str, Any]:
+    """``connect``'s keyword arguments for a client with (or without) the topology's TLS."""
+    return {"ssl": tls.client, "server_hostname": tls.name} if tls is not None else {}
