@@ -285,6 +285,8 @@ class Connection(asyncio.Protocol):
                                                   pb.AuthFailed(reason="authentication failed").SerializeToString()))
             if not self.authenticated.done():
                 self.authenticated.set_exception(e)
+                if self._server_role is not None:
+                    self.authenticated.exception()  # nobody awaits it on this side: logged above instead
             self.close(f"handshake failed: {e}")
             return
         self.state = ConnState.OPEN
@@ -309,6 +311,8 @@ class Connection(asyncio.Protocol):
         self.state = ConnState.CLOSED
         if not self.authenticated.done():
             self.authenticated.set_exception(ConnectionError(f"connection to {self.peer_name} lost"))
+            if self._server_role is not None:
+                self.authenticated.exception()  # nobody awaits it on the accepting side
         if was_open:
             self.handler.on_close(self)
 
