@@ -1,0 +1,1 @@
+"""Alias of heron_py.api.state."""

@@ -1,0 +1,5 @@
+"""Alias of heron_py.api.state.stateful_component."""
+
+from heron_py.api.state.stateful_component import StatefulComponent
+
+__all__ = ["StatefulComponent"]
