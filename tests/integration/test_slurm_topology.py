@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -194,6 +195,18 @@ def test_word_count_on_three_slurm_nodes(slurm_cluster, tmp_path, tls):
             after = {p["container"]: p for p in _status(cluster, home, run.name)["placement"]}
             assert after[2]["handle"] != old_job and after[2]["state"] == "running"
             assert after[0]["handle"] == placement[0]["handle"]
+            # update repacks and relaunches every container
+            u = _cli(cluster, home, "update", "slurm", run.name, "--component-parallelism", "split:3", "--wait", "90",
+                     timeout=180)
+            assert u.returncode == 0, u.stderr
+            assert u.stdout.startswith(f"topology '{run.name}' updated: split 2 -> 3 (6 tasks in 3 containers)")
+            doc2 = _status(cluster, home, run.name)
+            assert sorted(i["component"] for i in doc2["instances"].values()).count("split") == 3
+            assert all(p["state"] == "running" for p in doc2["placement"])
+            # heron-py logs reads every container's logs from the shared home, the jobs' own output too
+            lg = _cli(cluster, home, "logs", "slurm", run.name)
+            assert lg.returncode == 0 and "==> container-0/tmanager.log <==" in lg.stdout
+            assert re.search(r"==> container-1/slurm-\d+\.out <==", lg.stdout)
     finally:
         kill_local(home, run.name, cluster="slurm", env=cluster)
     # kill cancelled every job: Slurm no longer knows them
