@@ -25,7 +25,9 @@ class Numbers(Spout):
         pass
 
 
-class Sliding(SlidingWindowBolt):
+class Recording:
+    """Keeps every window it is handed: (WindowContext, the tuples' first values)."""
+
     outputs = []
 
     def initialize(self, config, context):
@@ -36,15 +38,12 @@ class Sliding(SlidingWindowBolt):
         self.windows.append((window_info, [t.values[0] for t in tuples]))
 
 
-class Tumbling(TumblingWindowBolt):
-    outputs = []
+class Sliding(Recording, SlidingWindowBolt):
+    pass
 
-    def initialize(self, config, context):
-        super().initialize(config, context)
-        self.windows = []
 
-    def processWindow(self, window_info, tuples):
-        self.windows.append((window_info, [t.values[0] for t in tuples]))
+class Tumbling(Recording, TumblingWindowBolt):
+    pass
 
 
 class Clock:
