@@ -179,7 +179,8 @@ def wait_until_running(state: StateManager, name: str, num_tasks: int, wait_s: f
 
 def _log_tails(paths: TopologyPaths, lines: int = 8) -> str:
     out = []
-    for f in sorted(paths.logs.rglob("*.log")):
+    # daemons' logs, and a Slurm job's own output (the executor's log on a cluster)
+    for f in sorted([*paths.logs.rglob("*.log"), *paths.logs.rglob("slurm-*.out")]):
         text = f.read_text(errors="replace").splitlines()
         errs = [line for line in text if "ERROR" in line or "Traceback" in line or "Error" in line]
         if errs:

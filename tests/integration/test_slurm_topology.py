@@ -280,3 +280,117 @@ def test_a_lost_node_is_relaunched_elsewhere_and_nothing_is_lost(slurm_cluster, 
         kill_local(home, run.name, cluster="slurm", env=cluster)
         if node is not None:
             cluster.node_up(node)
+
+
+class _Forwarder:
+    """A TCP forwarder on an address of the test's own (added to the cluster's bridge), to the
+    cluster's ZooKeeper: nodes whose route to that address the test blackholes cannot reach
+    ZooKeeper, while they still reach slurmctld and run jobs."""
+
+    def __init__(self, listen: tuple[str, int], target: tuple[str, int]) -> None:
+        import asyncio
+        import threading
+
+        self.loop = asyncio.new_event_loop()
+        self._target = target
+        ready = threading.Event()
+
+        async def pipe(reader, writer):
+            try:
+                while data := await reader.read(65536):
+                    writer.write(data)
+                    await writer.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                writer.close()
+
+        async def handle(reader, writer):
+            try:
+                r2, w2 = await asyncio.open_connection(*self._target)
+            except OSError:
+                writer.close()
+                return
+            await asyncio.gather(pipe(reader, w2), pipe(r2, writer))
+
+        async def start():
+            self.server = await asyncio.start_server(handle, *listen)
+            ready.set()
+
+        self.thread = threading.Thread(target=lambda: (self.loop.run_until_complete(start()),
+                                                       self.loop.run_forever()), daemon=True)
+        self.thread.start()
+        ready.wait(10)
+
+    def close(self) -> None:
+        import asyncio
+
+        async def shutdown():
+            self.server.close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+def test_a_node_that_cannot_reach_zookeeper_is_reported(slurm_cluster, tmp_path):
+    cluster = slurm_cluster
+    home = tmp_path / "home"
+    zk_host, zk_port = cluster["HERON_PY_ZK"].split(":")
+    alias = "10.213.7.2"  # on the script's bridge; assigned by this test, removed at the end
+    subprocess.run(["ip", "addr", "add", f"{alias}/32", "dev", "hpybr0"], check=True, timeout=10)
+    blocked = cluster.nodes[1:]  # only node1 reaches ZooKeeper through the alias
+    fwd = _Forwarder((alias, 0), (zk_host, int(zk_port)))
+    port = fwd.server.sockets[0].getsockname()[1]
+    for node in blocked:
+        subprocess.run(["ip", "netns", "exec", f"hpy-{node}", "ip", "route", "add", "blackhole", f"{alias}/32"],
+                       check=True, timeout=10)
+    env = {**cluster, "HERON_PY_ZK": f"{alias}:{port}"}
+    submit = None
+    try:
+        submit = subprocess.Popen([sys.executable, "-m", "heron_py.cli.main", "submit", "slurm", "--containers", "2",
+                                   "--wait", "25", str(EXAMPLES / "word_count.py")],
+                                  env={**cluster.env, **env, "HERON_PY_HOME": str(home)}, text=True,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        logs = home / "topologies" / "word_count" / "logs"
+        # a blackhole route: the executor cannot even pick its address toward ZooKeeper (a
+        # firewall that drops the packets instead gives the connect timeout's message)
+        said = re.compile(r"ERROR executor\[\d\] executor\[\d\]: (--host auto: no route to any ZooKeeper server of "
+                          r"'10\.213\.7\.2:\d+'|container \d cannot start: ZooKeeper at 10\.213\.7\.2:\d+ is not "
+                          r"reachable)")
+
+        def failed_containers():
+            return {int(f.parent.name.split("-")[1]) for f in logs.glob("container-*/slurm-*.out")
+                    if said.search(f.read_text())}
+
+        from tests.support import wait_for
+
+        failed = wait_for(failed_containers, 20, "a container's log to say it cannot reach ZooKeeper")
+        doc = None
+        for _ in range(20):
+            p = subprocess.run([sys.executable, "-m", "heron_py.cli.main", "status", "slurm", "word_count"],
+                               env={**cluster.env, **env, "HERON_PY_HOME": str(home)}, text=True,
+                               capture_output=True, timeout=60)
+            if p.returncode == 0 and all(f"container {c}: job" in p.stdout for c in failed):
+                doc = p.stdout
+                break
+            time.sleep(0.5)
+        assert doc is not None, p.stderr
+        for c in failed:
+            # the job is over and nothing registered for that container
+            ended = "(gone|completed|completing|failed)"
+            assert re.search(rf"container {c}: job \d+ {ended}( on \S+)?, stmgr not registered", doc), doc
+        _out, err = submit.communicate(timeout=120)
+        assert submit.returncode == 1 and "did not start within 25 s" in err and said.search(err), err
+    finally:
+        if submit is not None and submit.poll() is None:
+            submit.kill()
+        for node in blocked:
+            subprocess.run(["ip", "netns", "exec", f"hpy-{node}", "ip", "route", "del", "blackhole", f"{alias}/32"],
+                           timeout=10)
+        fwd.close()
+        subprocess.run(["ip", "addr", "del", f"{alias}/32", "dev", "hpybr0"], timeout=10)
