@@ -33,6 +33,7 @@ from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, RESU
 from heron_py.common.serialization import loads_batch, loads_user_object
 from heron_py.planner.model import ComponentKind, PhysicalPlan, TopologyState
 from heron_py.runtime.emitter import Emitter
+from heron_py.runtime.hooks import Hooks, auto_hooks
 from heron_py.runtime.reliability import Reliability, TaskMetrics
 
 Sink = Callable[[list[bytes]], None]
@@ -81,6 +82,15 @@ class _Delegate:
     def emit(self, tup: Sequence[Any], stream: str = "default", anchors: Any = None,
              direct_task: int | None = None, need_task_ids: bool = False,
              tup_id: Any = None) -> list[int] | None:
+        hooks = self._host.hooks
+        if hooks is None:
+            return self._emit(tup, stream, anchors, direct_task, need_task_ids, tup_id)
+        sent = self._emit(tup, stream, anchors, direct_task, True, tup_id)  # the hook wants the tasks
+        hooks.emit(tup, stream, sent)
+        return sent if need_task_ids else None
+
+    def _emit(self, tup: Sequence[Any], stream: str, anchors: Any, direct_task: int | None, need_task_ids: bool,
+              tup_id: Any) -> list[int] | None:
         host = self._host
         if host.tap is not None:
             host.tap(stream, tup)
@@ -109,12 +119,16 @@ class _Delegate:
         host.metrics.acked += 1
         if host.reliability is not None and isinstance(tup, TrackedTuple) and tup.roots:
             host.emitter.ack(tup)
+        if host.hooks is not None:
+            host.hooks.bolt_ack(tup, _age_ms(tup))
 
     def fail(self, tup: Any) -> None:
         host = self._host
         host.metrics.failed += 1
         if host.reliability is not None and isinstance(tup, TrackedTuple) and tup.roots:
             host.emitter.fail(tup)
+        if host.hooks is not None:
+            host.hooks.bolt_fail(tup, _age_ms(tup))
 
     def log(self, message: str, level: int | str | None = None) -> None:
         if isinstance(level, str):
@@ -155,11 +169,17 @@ class ComponentHost:
         self.active = False
         self.user_metrics: dict[str, Any] = {}
         self._user_due: dict[str, float] = {}
+        self.hooks: Hooks | None = None  # task hooks, when the component has any
 
     def initialize(self) -> None:
-        if self.reliability is None and self.tap is None:
-            _bind_fast_emit(self.user, self.emitter, self.config.specialized_emit)
         self.user.initialize(self.conf, self.context)
+        # hooks are added in initialize(): only then is it known whether emits must be seen
+        hooks = [*auto_hooks(self.conf), *self.context.task_hooks]
+        if hooks:
+            self.hooks = Hooks(hooks, self.task_id)
+            self.hooks.prepare(self.conf, self.context)
+        elif self.reliability is None and self.tap is None:
+            _bind_fast_emit(self.user, self.emitter, self.config.specialized_emit)
 
     def start(self) -> None:
         self._set_active(self.plan.state is TopologyState.RUNNING)
@@ -196,6 +216,8 @@ class ComponentHost:
                     self.log.warning("user metric %s failed: %s", name, e)
 
     def close(self) -> None:
+        if self.hooks is not None:
+            self.hooks.clean_up()
         self.emitter.flush()
 
 
@@ -226,12 +248,16 @@ class SpoutHost(ComponentHost):
         if self.reliability is not None:
             for tup_id in self.reliability.take_immediate():
                 self.user.ack(tup_id)
+                if self.hooks is not None:
+                    self.hooks.spout_ack(tup_id, 0.0)
 
     def expire(self) -> None:
         """Fails tuples whose tree did not complete in time (checked by the task itself too)."""
         if self.reliability is not None:
             for tup_id in self.reliability.expire():
                 self.user.fail(tup_id)
+                if self.hooks is not None:
+                    self.hooks.spout_fail(tup_id, self.reliability.last_latency_ms)
 
     def on_results(self, frame: bytes) -> None:
         """An ACK_RESULT frame from the stream manager: ack() or fail() once per root."""
@@ -245,10 +271,16 @@ class SpoutHost(ComponentHost):
                 continue  # resolved before (a late result, or timed out here first)
             if outcome == RESULT_ACKED:
                 self.user.ack(tup_id)
+                if self.hooks is not None:
+                    self.hooks.spout_ack(tup_id, rel.last_latency_ms)
             else:  # failed or timed out: Storm calls fail() for both
                 self.user.fail(tup_id)
+                if self.hooks is not None:
+                    self.hooks.spout_fail(tup_id, rel.last_latency_ms)
 
     def close(self) -> None:
+        if self.hooks is not None:
+            self.hooks.clean_up()
         self.emitter.flush()
         self.user.close()
 
@@ -273,6 +305,8 @@ class BoltHost(ComponentHost):
         user = self.user
         if self.reliability is not None or user.auto_ack or user.auto_fail or user.auto_anchor:
             self._process = self._wrap_process()
+        if self.hooks is not None:
+            self._process = _timed(self._process, self.hooks)
 
     def _wrap_process(self) -> Callable[[HeronTuple], None]:
         """Storm's BasicBolt behaviour (auto_anchor, auto_ack, auto_fail) around process()."""
@@ -341,11 +375,31 @@ class BoltHost(ComponentHost):
         self.user.process_tick(TupleHelper.make_tick_tuple())
 
     def close(self) -> None:
+        if self.hooks is not None:
+            self.hooks.clean_up()
         # Storm's IBolt.cleanup, when the bolt has one (a sink writes what it buffered)
         cleanup = getattr(self.user, "cleanup", None)
         if callable(cleanup):
             cleanup()
         self.emitter.flush()
+
+
+def _age_ms(tup: Any) -> float:
+    """How long ago a received tuple was made into a tuple here (heronpy's process latency)."""
+    created = getattr(tup, "creation_time", None)
+    return (time.time() - created) * 1000.0 if isinstance(created, float) and created else 0.0
+
+
+def _timed(process: Callable[[HeronTuple], None], hooks: Hooks) -> Callable[[HeronTuple], None]:
+    """process() with the bolt_execute hook after each call, with its latency."""
+    perf = time.perf_counter
+
+    def run(tup: HeronTuple) -> None:
+        t0 = perf()
+        process(tup)
+        hooks.bolt_execute(tup, (perf() - t0) * 1000.0)
+
+    return run
 
 
 def make_host(plan: PhysicalPlan, task_id: int, sink: Sink, options: HostOptions = HostOptions()) -> ComponentHost:

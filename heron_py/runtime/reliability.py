@@ -67,6 +67,8 @@ class Reliability:
         # root → (message id, emit time); insertion order = emit order, so expiry scans the front
         self.pending: collections.OrderedDict[int, tuple[Any, float]] = collections.OrderedDict()
         self._immediate: list[Any] = []
+        # the latency of the root last resolved or expired, for the task hooks' infos
+        self.last_latency_ms = 0.0
         self._rand = (rng or random.SystemRandom()).getrandbits
 
     @classmethod
@@ -102,6 +104,7 @@ class Reliability:
         if entry is None:
             return self.UNKNOWN
         tup_id, t0 = entry
+        self.last_latency_ms = (self.clock() - t0) * 1000.0
         if outcome == RESULT_ACKED:
             self.metrics.acked += 1
             self.metrics.latencies_ms.append((self.clock() - t0) * 1000.0)
@@ -120,6 +123,7 @@ class Reliability:
             if t0 > limit:
                 break
             del self.pending[root]
+            self.last_latency_ms = (self.clock() - t0) * 1000.0
             self.metrics.timed_out += 1
             out.append(tup_id)
         return out
