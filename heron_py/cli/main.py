@@ -11,10 +11,11 @@ from typing import Any
 from heron_py.cli import spark_cmds
 from heron_py.cli.admin import AdminError, admin_command, live_status, tm_get
 from heron_py.cli.lifecycle import parse_parallelism, restart_topology, update_topology
-from heron_py.cli.submit import SubmitError, load_topology_file, parse_properties, submit
+from heron_py.cli.submit import SubmitError, dry_run_text, load_topology_file, parse_properties, prepare, submit
 from heron_py.common.config_codec import ConfigCodecError
 from heron_py.common.handshake import http_token
 from heron_py.planner.errors import TopologyError
+from heron_py.planner.packing import round_robin
 from heron_py.scheduler.base import Scheduler, SchedulerError, preflight
 from heron_py.scheduler.hosts import is_loopback
 from heron_py.scheduler.local import LocalScheduler
@@ -64,6 +65,12 @@ def cmd_submit(args: argparse.Namespace) -> int:
     preflight(SlurmScheduler if args.cluster == "slurm" else LocalScheduler, _state_config(args))
     path = Path(args.file)
     topo = load_topology_file(path, args.args)
+    if args.dry_run:
+        # the same checks as a submit, then the plans; no state manager, no scheduler
+        checked, n = prepare(topo, name=args.name, containers=args.containers,
+                             properties=parse_properties(args.config_property))
+        print(dry_run_text(checked, round_robin(checked, n)), end="")
+        return 0
     state = _state(args)
     res = submit(state, topo, path, args.args, name=args.name, containers=args.containers,
                  properties=parse_properties(args.config_property), wait_s=args.wait,
@@ -278,6 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config-property", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
                    help="how long to wait for every instance to run")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check the topology and print its logical and packing plans; launch nothing")
     slurm = p.add_argument_group("slurm only")
     slurm.add_argument("--partition", default=None, help="Slurm partition (default: $HERON_PY_SLURM_PARTITION "
                                                           "or the cluster's default)")

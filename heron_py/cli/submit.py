@@ -21,7 +21,7 @@ from heron_py.common.package import build_package
 from heron_py.common.tls import make_topology_tls
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.logical import validate
-from heron_py.planner.model import TopologyDef
+from heron_py.planner.model import PackingPlan, TopologyDef
 from heron_py.planner.packing import round_robin
 from heron_py.scheduler.base import Scheduler, SchedulerError, preflight
 from heron_py.scheduler.local import LocalScheduler
@@ -188,3 +188,19 @@ def _log_tails(paths: TopologyPaths, lines: int = 8) -> str:
     return "\n".join(out) or "(no errors in the logs)"
 
 
+
+
+def dry_run_text(topology: TopologyDef, packing: PackingPlan) -> str:
+    """What ``submit --dry-run`` prints: the logical plan, then the packing plan (pure)."""
+    lines = [f"topology '{topology.name}' (dry run: nothing stored, nothing launched)", "components:"]
+    for c in topology.components:
+        outs = ", ".join(f"{s.name}[{', '.join(s.fields)}]" for s in c.outputs) or "none"
+        ins = ", ".join(f"{i.component}/{i.stream} {i.grouping.kind.value}"
+                        + (f"({', '.join(i.grouping.fields)})" if i.grouping.fields else "") for i in c.inputs)
+        lines.append(f"  {c.name} ({c.kind.value} {c.class_name}, par {c.par})"
+                     + (f" inputs: {ins};" if ins else "") + f" outputs: {outs}")
+    lines.append(f"packing: {len(packing.tasks)} tasks in {packing.num_containers} containers")
+    for k in range(packing.num_containers):
+        tasks = ", ".join(f"{t.component}-{t.task_id}" for t in packing.tasks_in(k))
+        lines.append(f"  container {k}: {tasks}")
+    return "\n".join(lines) + "\n"

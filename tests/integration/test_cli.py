@@ -114,3 +114,23 @@ def test_submit_slurm_refusals_before_anything_is_stored(heron_home):
                                            "Slurm's client commands (Debian: apt-get install slurm-client) on the "
                                            "machine that runs heron-py\n")
     assert not (heron_home / "topologies").exists()
+
+
+def test_submit_dry_run_prints_the_plans_and_launches_nothing(heron_home):
+    p = cli(heron_home, "submit", "local", "--dry-run", "--containers", "2", str(EXAMPLES / "word_count.py"))
+    assert p.stdout == (
+        "topology 'word_count' (dry run: nothing stored, nothing launched)\n"
+        "components:\n"
+        "  sentence (spout __main__:SentenceSpout, par 1) outputs: default[sentence]\n"
+        "  split (bolt __main__:SplitBolt, par 2) inputs: sentence/default shuffle; outputs: default[word]\n"
+        "  count (bolt __main__:CountBolt, par 2) inputs: split/default fields(word); outputs: default[word, count]\n"
+        "packing: 5 tasks in 2 containers\n"
+        "  container 0: sentence-1, split-3, count-5\n"
+        "  container 1: split-2, count-4\n")
+    assert cli(heron_home, "list", "local").stdout == ""
+    assert not (heron_home / "topologies").exists()
+    bad = cli(heron_home, "submit", "local", "--dry-run", "--config-property", "topology.message.timeout.secs=0",
+              str(EXAMPLES / "word_count.py"), check=False)
+    assert (bad.returncode, bad.stderr) == (1, "heron-py: error: topology 'word_count': config "
+                                               "topology.message.timeout.secs: expected a number of seconds > 0, "
+                                               "found '0'\n")
