@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from heron_py.common.config import InstanceConfig
 from heron_py.common.package import load_main
 from heron_py.planner.model import PhysicalPlan
 from heron_py.runtime.host import BoltHost, ComponentHost, HostOptions, SpoutHost, jsonl_observer, make_host
@@ -70,11 +71,11 @@ class TaskRunner:
         if plan is None:
             return 0
         load_main(self._package_dir)
-        capture = self._open_capture(plan)
+        host = make_host(plan, self.task_id, self.outbox.send, HostOptions(clock=self._clock))
+        capture = self._open_capture(host.config)
+        if capture is not None:
+            host.observer = jsonl_observer(self.task_id, capture)
         try:
-            options = HostOptions(clock=self._clock,
-                                  observer=jsonl_observer(self.task_id, capture) if capture else None)
-            host = make_host(plan, self.task_id, self.outbox.send, options)
             self.outbox.hold = host.is_spout
             self.reports.host = host
             host.initialize()
@@ -91,12 +92,8 @@ class TaskRunner:
                 capture.close()
         return 0
 
-    def _open_capture(self, plan: PhysicalPlan) -> IO[str] | None:
+    def _open_capture(self, cfg: InstanceConfig) -> IO[str] | None:
         """Tests' capture of received tuples (heron_py.testing.local), one JSON line each."""
-        from heron_py.common.config import InstanceConfig
-
-        topo = plan.topology
-        cfg = InstanceConfig.from_config({**topo.config, **topo.component(self.component).config})
         if not cfg.capture_dir or self.component not in cfg.capture_components:
             return None
         path = Path(cfg.capture_dir) / f"{self.component}-{self.task_id}.jsonl"

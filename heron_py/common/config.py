@@ -142,18 +142,7 @@ LOST_AFTER = _key("heron.tmanager.container.lost.secs", Kind.FLOAT, 20.0, 1.0, u
 STMGRS = _key("topology.stmgrs", Kind.INT, 1, 1, doc="containers (one stream manager each)")
 STANDBY = _key("topology.tmanager.standby", Kind.BOOL, False, doc="a standby master in the last container")
 
-# names kept for the modules that refer to keys by name
-TICK_FREQ = TICK.name
-BATCH_SIZE = BATCH.name
-METRICS_INTERVAL = METRICS.name
-FLUSH_IDLE = FLUSH_IDLE_KEY.name
-SPECIALIZED_EMIT = SPECIALIZED.name
-BATCH_FLUSH_MS = FLUSH_MS.name
-IN_QUEUE = IN_Q.name
-IN_QUEUE_BYTES = IN_Q_BYTES.name
-OUT_QUEUE = OUT_Q.name
-OUT_QUEUE_BYTES = OUT_Q_BYTES.name
-MAX_FRAME = FRAME.name
+# names kept for heron_py.testing, which sets these keys by name
 CAPTURE_DIR = CAPTURE_DIR_KEY.name
 CAPTURE_COMPONENTS = CAPTURE_COMPONENTS_KEY.name
 

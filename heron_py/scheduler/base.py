@@ -59,9 +59,10 @@ class Scheduler(abc.ABC):
 
     def relaunch(self, name: str, container: int) -> None:
         """Starts a container whose executor vanished (its host died) somewhere that is up."""
-        info = self.state.get_scheduler_location(name) or {}
-        n = len(dict(info.get("executors", info.get("jobs", {}))))
-        self.restart(name, [container], n)
+        packing = self.state.get_packing_plan(name)
+        if packing is None:
+            raise SchedulerError(f"relaunch: topology '{name}' has no packing plan in the state manager")
+        self.restart(name, [container], packing.num_containers)
 
     def record(self, name: str) -> dict[str, Any]:
         info = dict(self.state.get_scheduler_location(name) or {})
