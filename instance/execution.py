@@ -137,8 +137,11 @@ class SpoutLoop:
         outbox = runner.outbox
         host.start()
         next_check = next_user = clock()
+        poll_s = host.poll_s
         while not runner.stopping:
-            runner.drain(host, block_s=0.0 if host.active else 0.05)
+            runner.drain(host, block_s=0.0 if host.active else min(0.05, poll_s or 0.05))
+            if poll_s is not None:
+                host.poll()
             now = clock()
             if now >= next_user:
                 next_user = now + 0.5
@@ -222,13 +225,18 @@ class BoltLoop:
         next_metrics = clock() + 10.0
         next_user = clock()
         inbound = runner._in
+        poll_s = host.poll_s
         while not runner.stopping:
             now = clock()
             if host.has_pending:
                 wait = max(0.0, min(self.last_flush + interval, self.next_tick) - now)
             else:
                 wait = max(0.0, min(self.next_tick - now, 0.1))
+            if poll_s is not None:
+                wait = min(wait, poll_s)
             self._take(wait)
+            if poll_s is not None:
+                host.poll()
             now = clock()
             if now >= self.next_tick:
                 host.tick()

@@ -170,9 +170,17 @@ class ComponentHost:
         self.user_metrics: dict[str, Any] = {}
         self._user_due: dict[str, float] = {}
         self.hooks: Hooks | None = None  # task hooks, when the component has any
+        # a component with input of its own (a multilang subprocess's emits and acks) defines
+        # heron_poll(); the runner calls it on the task's thread at least every poll_s
+        self.poll_s: float | None = None
+        self._poll: Callable[[], None] | None = None
 
     def initialize(self) -> None:
         self.user.initialize(self.conf, self.context)
+        poll = getattr(self.user, "heron_poll", None)
+        if callable(poll):
+            self._poll = poll
+            self.poll_s = float(getattr(self.user, "heron_poll_interval_s", 0.005))
         # hooks are added in initialize(): only then is it known whether emits must be seen
         hooks = [*auto_hooks(self.conf), *self.context.task_hooks]
         if hooks:
@@ -193,6 +201,10 @@ class ComponentHost:
 
     def _set_active(self, active: bool) -> None:
         self.active = active
+
+    def poll(self) -> None:
+        if self._poll is not None:
+            self._poll()
 
     def flush(self) -> None:
         self.emitter.flush()
