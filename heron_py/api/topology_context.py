@@ -85,7 +85,21 @@ class TopologyContext:
         if self._metrics_sink is not None:
             self._metrics_sink(name, metric, time_bucket_in_sec)
 
+    def get_metrics_collector(self) -> MetricsCollector:
+        """heronpy's collector of this task's metrics (``register_metric`` as on the context)."""
+        return MetricsCollector(self)
+
     def add_task_hook(self, task_hook: Any) -> None:
         if not isinstance(task_hook, ITaskHook):
             raise TypeError(f"add_task_hook(): expected an ITaskHook, found {type(task_hook).__name__}")
         self.task_hooks.append(task_hook)
+
+
+class MetricsCollector:
+    """What ``context.get_metrics_collector()`` returns: heronpy's ``register_metric``."""
+
+    def __init__(self, context: TopologyContext) -> None:
+        self._context = context
+
+    def register_metric(self, name: str, metric: IMetric, time_bucket_in_sec: int) -> None:
+        self._context.register_metric(name, metric, time_bucket_in_sec)

@@ -119,6 +119,8 @@ TLS_ENABLED = _key("heron.network.tls.enabled", Kind.BOOL, False,
                    doc="mutual TLS on daemon connections, with a certificate and CA per topology")
 METRICS = _key("topology.metrics.export.interval.secs", Kind.FLOAT, 10.0, 0.0, unit="seconds",
                doc="interval of metrics reports; 0 turns metrics off")
+SERIALIZER = _key("topology.serializer.classname", Kind.STR, "",
+                  doc="'module.Class' of an IHeronSerializer applied to every tuple value; unset: pickle")
 CAPTURE_DIR_KEY = _key("heron_py.testing.capture.dir", Kind.STR, "", doc="tests: folder for received tuples")
 CAPTURE_COMPONENTS_KEY = _key("heron_py.testing.capture.components", Kind.STR, "",
                               doc="tests: comma-separated components whose received tuples are written")
@@ -163,6 +165,7 @@ class InstanceConfig:
     capture_dir: str = ""
     capture_components: tuple[str, ...] = ()
     unix_socket: bool = True
+    serializer: str = ""
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> InstanceConfig:
@@ -181,6 +184,7 @@ class InstanceConfig:
             capture_dir=CAPTURE_DIR_KEY.parse(cfg),
             capture_components=tuple(c for c in CAPTURE_COMPONENTS_KEY.parse(cfg).split(",") if c),
             unix_socket=UNIX.parse(cfg),
+            serializer=SERIALIZER.parse(cfg),
         )
 
 

@@ -16,8 +16,10 @@ A spout must declare at least one output stream (heronpy refused such a spout to
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
-from heron_py.common.config import ConfigError, check_topology_config
+from heron_py.common.config import SERIALIZER, ConfigError, check_topology_config
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.model import ComponentKind, GroupingKind, TopologyDef
 
@@ -91,5 +93,18 @@ def validate(topology: TopologyDef) -> None:
     # the engine's keys, parsed as the daemons will parse them: a bad value fails here, at submit
     try:
         check_topology_config(topology.config, {c.name: c.config for c in topology.components})
+        _check_serializer(topology.config)
     except ConfigError as e:
         raise TopologyError(f"{where}: {e}") from None
+
+
+def _check_serializer(config: Mapping[str, Any]) -> None:
+    """A serializer class that cannot be loaded is refused at submit, not in every container."""
+    name = SERIALIZER.parse(config)
+    if name:
+        from heron_py.api.serializer import load_serializer  # the planner does not need the API otherwise
+
+        try:
+            load_serializer(name)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None

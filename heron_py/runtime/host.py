@@ -25,6 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from heron_py.api import global_metrics
+from heron_py.api.serializer import ValueCodec, load_serializer, value_codecs
 from heron_py.api.topology_context import TopologyContext
 from heron_py.api.tuple import HeronTuple, TrackedTuple, TupleHelper
 from heron_py.common.config import TICK, InstanceConfig, ReliabilityConfig
@@ -94,6 +96,8 @@ class _Delegate:
         host = self._host
         if host.tap is not None:
             host.tap(stream, tup)
+        if host.encode is not None:
+            tup = host.encode(tup)
         emitter = host.emitter
         rel = host.reliability
         if rel is None:
@@ -170,6 +174,12 @@ class ComponentHost:
         self.user_metrics: dict[str, Any] = {}
         self._user_due: dict[str, float] = {}
         self.hooks: Hooks | None = None  # task hooks, when the component has any
+        ser = load_serializer(self.config.serializer, self.conf)
+        # topology.serializer.classname: values become bytes at emit and values again at receive
+        self.encode: ValueCodec | None = None
+        self.decode: ValueCodec | None = None
+        if ser is not None:
+            self.encode, self.decode = value_codecs(ser)
         # a component with input of its own (a multilang subprocess's emits and acks) defines
         # heron_poll(); the runner calls it on the task's thread at least every poll_s
         self.poll_s: float | None = None
@@ -177,6 +187,8 @@ class ComponentHost:
 
     def initialize(self) -> None:
         self.user.initialize(self.conf, self.context)
+        # heronpy registers its process-wide counter (global_metrics) with every task's metrics
+        global_metrics.init(self.context.get_metrics_collector(), max(1, int(self.config.metrics_interval_s or 10)))
         poll = getattr(self.user, "heron_poll", None)
         if callable(poll):
             self._poll = poll
@@ -186,7 +198,7 @@ class ComponentHost:
         if hooks:
             self.hooks = Hooks(hooks, self.task_id)
             self.hooks.prepare(self.conf, self.context)
-        elif self.reliability is None and self.tap is None:
+        elif self.reliability is None and self.tap is None and self.encode is None:
             _bind_fast_emit(self.user, self.emitter, self.config.specialized_emit)
 
     def start(self) -> None:
@@ -354,6 +366,9 @@ class BoltHost(ComponentHost):
         """A batch body (pickled rows) from task ``src``."""
         src_component = self._task_component.get(src, "?")
         rows = loads_batch(body)
+        if self.decode is not None:
+            decode = self.decode
+            rows = [(r[0], decode(r[1]), *r[2:]) for r in rows]
         c = self.counters
         c.processed += len(rows)
         key = self._exec_key.get(src_component)

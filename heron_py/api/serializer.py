@@ -1,0 +1,109 @@
+"""heronpy's tuple-value serializers and ``topology.serializer.classname``.
+
+Heron serializes each value of a tuple with the topology's serializer. heron-py's batches
+are pickled between authenticated peers whatever the setting; a serializer other than the
+default additionally turns every value into bytes at emit and back at receive, so a
+topology can keep values in a format of its own (or refuse what msgpack cannot carry).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pickle
+from abc import abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import cloudpickle
+import msgpack
+
+
+class IHeronSerializer:
+    """Serializer interface for Heron, as heronpy's."""
+
+    @abstractmethod
+    def initialize(self, config: Any = None) -> None:
+        """Initializes the serializer."""
+
+    @abstractmethod
+    def serialize(self, obj: Any) -> bytes:
+        """Serializes one value."""
+
+    @abstractmethod
+    def deserialize(self, input_str: bytes) -> Any:
+        """Deserializes one value."""
+
+
+class PythonSerializer(IHeronSerializer):
+    """heronpy's default: cloudpickle out, pickle in."""
+
+    def initialize(self, config: Any = None) -> None:
+        pass
+
+    def serialize(self, obj: Any) -> bytes:
+        data: bytes = cloudpickle.dumps(obj)
+        return data
+
+    def deserialize(self, input_str: bytes) -> Any:
+        return pickle.loads(input_str)
+
+
+class MsgpackSerializer(IHeronSerializer):
+    """A safe serializer: msgpack carries None, bool, int, float, str, bytes, lists and dicts
+    only, so a value received can never run code. Lists come back as lists (msgpack has no
+    tuple); anything else is refused at emit."""
+
+    def initialize(self, config: Any = None) -> None:
+        pass
+
+    def serialize(self, obj: Any) -> bytes:
+        try:
+            data: bytes = msgpack.packb(obj, use_bin_type=True)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise TypeError(f"MsgpackSerializer: cannot serialize a value of type {type(obj).__name__} ({e}); "
+                            f"expected None, bool, int, float, str, bytes, list or dict") from None
+        return data
+
+    def deserialize(self, input_str: bytes) -> Any:
+        return msgpack.unpackb(input_str, raw=False, strict_map_key=False)
+
+
+default_serializer = PythonSerializer()
+
+DEFAULT_NAMES = ("", "heronpy.api.serializer.PythonSerializer", "heron_py.api.serializer.PythonSerializer")
+
+ValueCodec = Callable[[Sequence[Any]], tuple[Any, ...]]
+
+
+def load_serializer(class_name: str, config: Any = None) -> IHeronSerializer | None:
+    """The serializer named by ``topology.serializer.classname``; None for heronpy's default,
+    whose effect (any picklable value travels) the batch pickling already has."""
+    if class_name in DEFAULT_NAMES:
+        return None
+    where = f"config topology.serializer.classname: '{class_name}'"
+    mod, _, name = class_name.rpartition(".")
+    if not mod:
+        raise ValueError(f"{where} is not a class path; expected 'module.Class'")
+    try:
+        cls = getattr(importlib.import_module(mod), name)
+    except (ImportError, AttributeError) as e:
+        raise ValueError(f"{where} cannot be imported ({e}); expected 'module.Class' of an "
+                         f"IHeronSerializer") from None
+    ser = cls()
+    if not (callable(getattr(ser, "serialize", None)) and callable(getattr(ser, "deserialize", None))):
+        raise ValueError(f"{where} has no serialize/deserialize methods; expected an IHeronSerializer")
+    ser.initialize(config)
+    return ser  # type: ignore[no-any-return]
+
+
+def value_codecs(ser: IHeronSerializer) -> tuple[ValueCodec, ValueCodec]:
+    """(encode, decode) of a tuple's values, one serializer call per value."""
+    dumps, loads = ser.serialize, ser.deserialize
+
+    def encode(values: Sequence[Any]) -> tuple[Any, ...]:
+        return tuple([dumps(v) for v in values])
+
+    def decode(values: Sequence[Any]) -> tuple[Any, ...]:
+        return tuple([loads(v) for v in values])
+
+    return encode, decode
