@@ -14,6 +14,7 @@ from heron_py.api.spout.spout import Spout
 from heron_py.api.stream import Grouping
 from heron_py.api.topology import TopologyBuilder
 from heron_py.planner.errors import TopologyError
+from heron_py.planner.logical import validate
 from heron_py.testing import run_in_process
 
 WIRE: list[bytes] = []  # what JsonSerializer produced: proof that values crossed as its bytes
@@ -111,7 +112,7 @@ def test_python_serializer_is_heronpys() -> None:
 ])
 def test_a_bad_serializer_is_refused_at_submit(name: str, message: str) -> None:
     with pytest.raises(TopologyError) as e:
-        _topology(name).build()  # build() validates, as submit does
+        validate(_topology(name).build())  # what submit runs
     assert str(e.value) == f"topology 'ser': {message}"
 
 
