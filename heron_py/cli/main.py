@@ -64,7 +64,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     # before the topology file runs or the state manager is opened: the cheap refusals first
     preflight(SlurmScheduler if args.cluster == "slurm" else LocalScheduler, _state_config(args))
     path = Path(args.file)
-    topo = load_topology_file(path, args.args)
+    topo = load_topology_file(path, args.args, Path(args.filter) if args.filter else None)
     if args.dry_run:
         # the same checks as a submit, then the plans; no state manager, no scheduler
         checked, n = prepare(topo, name=args.name, containers=args.containers,
@@ -285,6 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config-property", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
                    help="how long to wait for every instance to run")
+    p.add_argument("--filter", default=None, metavar="PROPERTIES",
+                   help="Flux YAML files: a .properties file whose keys replace ${key} in the file")
     p.add_argument("--dry-run", action="store_true",
                    help="check the topology and print its logical and packing plans; launch nothing")
     slurm = p.add_argument_group("slurm only")

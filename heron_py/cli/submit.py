@@ -5,6 +5,7 @@ Kept apart from argument parsing so ``heron_py.testing`` can submit the same way
 
 from __future__ import annotations
 
+import os
 import secrets
 import sys
 import time
@@ -35,10 +36,20 @@ class SubmitError(Exception):
     pass
 
 
-def load_topology_file(path: Path, args: Sequence[str]) -> TopologyDef:
-    """Runs ``path`` as ``__main__`` with ``args`` as its argv and returns the topology it built."""
+def load_topology_file(path: Path, args: Sequence[str], filter_file: Path | None = None) -> TopologyDef:
+    """Runs ``path`` as ``__main__`` with ``args`` as its argv and returns the topology it built;
+    a ``.yaml``/``.yml`` path is a Storm Flux file instead, read with ``filter_file`` (--filter)."""
     if not path.is_file():
         raise SubmitError(f"topology file {path} does not exist")
+    from heron_py.flux import FLUX_SUFFIXES, load_flux
+
+    if path.suffix in FLUX_SUFFIXES:
+        if args:
+            raise SubmitError(f"{path} is a Flux file, which takes no arguments; found {list(args)}")
+        return load_flux(path, filter_file=filter_file, env=os.environ)
+    if filter_file is not None:
+        raise SubmitError(f"--filter {filter_file} applies to Flux YAML files only; {path} is not one "
+                          f"(expected a .yaml or .yml file)")
     captured: list[TopologyDef] = []
     mod = types.ModuleType("__main__")
     mod.__file__ = str(path)

@@ -22,6 +22,11 @@ from pathlib import Path
 from heron_py.common.serialization import MAIN_ALIAS
 
 MANIFEST = "__heron_package__.json"
+# Storm's convention: multilang scripts live in resources/ beside the topology; it ships as is
+RESOURCES = "resources"
+# a Flux YAML topology is read at submit (heron_py.flux); containers run the stored plan
+# and have no Python file to import as the main module
+_NOT_PYTHON_MAIN = (".yaml", ".yml")
 
 
 def _system_roots() -> list[Path]:
@@ -81,6 +86,10 @@ def build_package(topology_file: Path, argv: list[str], search_path: list[str]) 
         z.write(topology_file, topology_file.name)
         for arc, path in sorted(files.items()):
             z.write(path, arc)
+        resources = topology_file.parent / RESOURCES
+        if resources.is_dir():
+            for path in sorted(p for p in resources.rglob("*") if p.is_file()):
+                z.write(path, path.relative_to(topology_file.parent).as_posix())
     return buf.getvalue()
 
 
@@ -105,6 +114,13 @@ def load_main(package_dir: Path) -> types.ModuleType:
     if str(package_dir) not in sys.path:
         sys.path.insert(0, str(package_dir))
     main_file = package_dir / manifest["main"]
+    if main_file.suffix in _NOT_PYTHON_MAIN:
+        # nothing was pickled as __main__ from a YAML file: an empty stand-in, registered
+        # so later calls return at once
+        stand_in = types.ModuleType(MAIN_ALIAS)
+        stand_in.__file__ = str(main_file)
+        sys.modules[MAIN_ALIAS] = stand_in
+        return stand_in
     spec = importlib.util.spec_from_file_location(MAIN_ALIAS, main_file)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
