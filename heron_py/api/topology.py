@@ -11,6 +11,7 @@ refused at submit with the component's name rather than crashing a container lat
 from __future__ import annotations
 
 import importlib
+import os
 import pickle
 import re
 from collections.abc import Iterable, Mapping
@@ -237,6 +238,21 @@ class TopologyBuilder:
 _defined: list[type] = []
 
 
+def heron_options(raw: str | None = None) -> dict[str, str]:
+    """heronpy's ``HERON_OPTIONS`` environment variable: ``key=value`` pairs joined by ',' with
+    '%%%%' standing for a space. Unset is no options (heron-py's CLI does not need it)."""
+    text = os.environ.get("HERON_OPTIONS") if raw is None else raw
+    options: dict[str, str] = {}
+    for part in (text or "").replace("%%%%", " ").split(","):
+        if not part:
+            continue
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise TopologyError(f"HERON_OPTIONS: part {part!r} is not key=value")
+        options[key] = value
+    return options
+
+
 def defined_topologies() -> list[type]:
     """Topology subclasses defined so far, oldest first (the CLI picks those its file defined)."""
     return list(_defined)
@@ -285,7 +301,9 @@ class Topology(metaclass=TopologyType):
     def build(cls, name: str | None = None) -> TopologyDef:
         if cls is Topology:
             raise TypeError("the Topology base class has no components: subclass it")
-        return build_topology(name or cls.__name__, cls._specs.values(), dict(cls.config or {}))
+        # heronpy's order: the name given, HERON_OPTIONS' cmdline.topology.name, the class name
+        name = name or heron_options().get("cmdline.topology.name") or cls.__name__
+        return build_topology(name, cls._specs.values(), dict(cls.config or {}))
 
     @classmethod
     def build_and_submit(cls) -> None:
