@@ -58,6 +58,10 @@ def load_topology_file(path: Path, args: Sequence[str], filter_file: Path | None
     old_argv = sys.argv
     topo_dir = str(path.resolve().parent)
     sys.path.insert(0, topo_dir)
+    from heron_py.storm.project import add_project_paths
+    from heron_py.storm.streamparse_dsl import streamparse_topologies
+
+    add_project_paths(path)  # a streamparse project's src/ (its imports, and the package's files)
     sys.modules["__main__"] = mod
     sys.argv = [str(path), *args]
     previous = submit_hook.set_submit_handler(captured.append)
@@ -74,7 +78,10 @@ def load_topology_file(path: Path, args: Sequence[str], filter_file: Path | None
                 raise SubmitError(f"{path} defines {len(new)} Topology classes "
                                   f"({', '.join(t.__name__ for t in new)}); expected one")
             if new:
-                captured.append(new[0].build())  # type: ignore[attr-defined]
+                # Heron's CLI: a class-style topology's first argument is its name
+                captured.append(new[0].build(args[0] if args else None))  # type: ignore[attr-defined]
+        if not captured:
+            captured.extend(streamparse_topologies(mod.__dict__, path))
     except SystemExit as e:
         if e.code not in (0, None) or not captured:
             raise SubmitError(f"{path} exited with code {e.code} before building a topology") from e
