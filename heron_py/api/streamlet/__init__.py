@@ -1,0 +1,1 @@
+"""heronpy's Python Streamlet API (heronpy.streamlet.* are aliases of these modules)."""

@@ -1,0 +1,64 @@
+"""The custom groupings of streamlet stages. Each is pickled into the plan by reference (a
+module-level class) with its user function already cloudpickled."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from heron_py.api.custom_grouping import ICustomGrouping
+from heron_py.api.streamlet.errors import StreamletError
+from heron_py.common.serialization import loads_user_object
+from heron_py.common.stable_hash import value_hash
+
+
+def key_of(where: str, element: Any) -> Any:
+    """The key of a (key, value) element, or one error naming the operator."""
+    if isinstance(element, (str, bytes)) or not isinstance(element, Iterable):
+        raise StreamletError(f"{where}: expected (key, value) pairs, found {element!r}")
+    pair = list(element)
+    if len(pair) != 2:
+        raise StreamletError(f"{where}: expected (key, value) pairs, found {element!r} ({len(pair)} items)")
+    return pair[0]
+
+
+class KeyGrouping(ICustomGrouping):
+    """Sends a (key, value) element to the task its key hashes to. The hash is the engine's
+    stable one: heronpy used Python's hash(), which differs between processes for str keys,
+    so one key could reach two reducer tasks."""
+
+    def __init__(self, operator: str) -> None:
+        self.operator = operator
+        self.target_tasks: list[int] = []
+
+    def prepare(self, context: Any, component: str, stream: str, target_tasks: list[int]) -> None:
+        self.target_tasks = sorted(target_tasks)
+
+    def choose_tasks(self, values: Any) -> list[int]:
+        key = key_of(self.operator, values[0])
+        return [self.target_tasks[value_hash(key) % len(self.target_tasks)]]
+
+
+class RepartitionGrouping(ICustomGrouping):
+    """``fn(element, num_partitions)`` → a partition index or an iterable of them (taken
+    modulo the partition count, as heronpy)."""
+
+    def __init__(self, operator: str, packed_fn: bytes) -> None:
+        self.operator = operator
+        self.packed_fn = packed_fn
+        self.target_tasks: list[int] = []
+        self._fn: Any = None
+
+    def prepare(self, context: Any, component: str, stream: str, target_tasks: list[int]) -> None:
+        self.target_tasks = sorted(target_tasks)
+        self._fn = loads_user_object(self.packed_fn)
+
+    def choose_tasks(self, values: Any) -> list[int]:
+        n = len(self.target_tasks)
+        chosen = self._fn(values[0], n)
+        indexes = list(chosen) if isinstance(chosen, Iterable) else [chosen]
+        for i in indexes:
+            if isinstance(i, bool) or not isinstance(i, int):
+                raise StreamletError(f"{self.operator}: the repartition function must return a partition index "
+                                     f"(int) or a list of them, found {chosen!r} for element {values[0]!r}")
+        return [self.target_tasks[i % n] for i in indexes]
