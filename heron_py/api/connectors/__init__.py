@@ -1,0 +1,1 @@
+"""heronpy's Streamlet connectors (heronpy.connectors.* are aliases of these modules)."""

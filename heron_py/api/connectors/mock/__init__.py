@@ -1,0 +1,1 @@
+"""Mock sources for tests and examples."""

@@ -1,0 +1,5 @@
+"""Alias of heron_py.api.connectors.pulsar.pulsarstreamlet."""
+
+from heron_py.api.connectors.pulsar.pulsarstreamlet import PulsarStreamlet
+
+__all__ = ["PulsarStreamlet"]

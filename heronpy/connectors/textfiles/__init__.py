@@ -1,0 +1,1 @@
+"""Alias of the heron_py.api.connectors.textfiles package."""
