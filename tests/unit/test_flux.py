@@ -376,3 +376,9 @@ def test_storm_shell_bolt_class_takes_the_command_only(tmp_path):
         "    constructorArgs: [[\"python3\", \"x.py\"]]\n    configMethods:\n"
         "      - {name: setDefaultStream, args: [[\"w\"]]}")))
     assert [(s.name, s.fields) for s in comp(t, "count").outputs] == [("default", ("w",))]
+
+
+@needs_shell
+def test_storm_example_file_loads():
+    t = load(FLUX.parent.parent / "examples" / "storm" / "flux_word_count.yaml")
+    assert [c.name for c in t.components] == ["sentence-spout", "splitsentence", "count", "log"]
