@@ -25,6 +25,7 @@ thread) every ``secs_between_batches``.
 from __future__ import annotations
 
 import importlib
+import io
 import logging
 import threading
 import time
@@ -75,12 +76,19 @@ def make_component(cls: Any) -> Any:
             raise PystormError(f"TicklessBatchingBolt subclass {cls.__qualname__} overrides __init__; the native "
                                f"adapter cannot run it: expected setup in initialize(), or the subprocess mode")
         comp = cls.__new__(cls)
-        pystorm.BatchingBolt.__init__(comp, rdb_signal=None)
+        pystorm.BatchingBolt.__init__(comp, **_no_storm_args())
         comp.exc_info = None
         comp._batch_lock = threading.RLock()
         comp._batcher = None
         return comp
-    return cls(rdb_signal=None)
+    return cls(**_no_storm_args())
+
+
+def _no_storm_args() -> dict[str, Any]:
+    """pystorm's constructor arguments for a component with no Storm on stdin/stdout: its
+    serializer wraps the streams it is given in a TextIOWrapper, which closes the wrapped
+    buffer when collected, so sys.stdin/sys.stdout must not be those streams."""
+    return {"input_stream": io.BytesIO(), "output_stream": io.BytesIO(), "rdb_signal": None}
 
 
 def storm_context(context: Any) -> dict[str, Any]:
@@ -151,6 +159,7 @@ class Link:
         self._tuple = pystorm.Tuple
         self._input: Any = None
         comp.send_message = self.on_message
+        comp.serializer.send_message = self.on_message  # a StormHandler a user adds writes here
         comp.read_message = self._read_message
         comp.read_tuple = self._read_tuple
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
