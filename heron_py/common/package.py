@@ -89,7 +89,10 @@ def build_package(topology_file: Path, argv: list[str], search_path: list[str]) 
         resources = topology_file.parent / RESOURCES
         if resources.is_dir():
             for path in sorted(p for p in resources.rglob("*") if p.is_file()):
-                z.write(path, path.relative_to(topology_file.parent).as_posix())
+                rel = path.relative_to(topology_file.parent)
+                # tool caches (.mypy_cache, __pycache__, ...) are not the user's resources
+                if not any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
+                    z.write(path, rel.as_posix())
     return buf.getvalue()
 
 
