@@ -4,8 +4,6 @@ cloudpickle; and the one error each mistake gives."""
 
 from __future__ import annotations
 
-import pytest
-
 from heron_py.api.streamlet.builder import Builder
 from heron_py.api.streamlet.config import Config
 from heron_py.api.streamlet.context import Context

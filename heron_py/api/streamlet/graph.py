@@ -14,16 +14,17 @@ from heron_py.api.topology import TopologyBuilder
 
 
 def ordered(sources: Sequence[Streamlet]) -> list[Streamlet]:
-    """Every streamlet reachable from ``sources``, each after all its parents."""
+    """Every streamlet reachable from ``sources``, each after all its parents; otherwise in
+    depth-first order of creation (as heronpy built them, so default names come out alike)."""
     reachable: list[Streamlet] = []
     seen: set[int] = set()
-    todo = list(sources)
+    todo = list(reversed(sources))
     while todo:
         s = todo.pop()
         if id(s) not in seen:
             seen.add(id(s))
             reachable.append(s)
-            todo.extend(s._children)
+            todo.extend(reversed(s._children))
     for s in reachable:
         for p in s._parents:
             if id(p) not in seen:
