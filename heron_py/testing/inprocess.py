@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import collections
 import random
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,10 +49,15 @@ def run_in_process(
     idle_calls: int = 100,
     ticks: int = 0,
     seed: int = 0,
+    settle_timeout_s: float = 60.0,
 ) -> InProcessResult:
     """Runs every spout until it stops emitting (``idle_calls`` calls in a row emit nothing)
     or ``max_spout_calls`` calls are made, delivering every batch; then sends ``ticks`` tick
-    tuples to every bolt. ``topology`` is a TopologyDef or anything with ``build()``."""
+    tuples to every bolt. ``topology`` is a TopologyDef or anything with ``build()``.
+
+    Components with input of their own (a ``heron_poll`` method: shell components and their
+    subprocesses) are polled with every delivery and waited for, up to ``settle_timeout_s``,
+    until they are quiet (``heron_busy()`` false, when they define it); they are closed at the end."""
     topo: TopologyDef = topology if isinstance(topology, TopologyDef) else topology.build()
     validate(topo)
     packing = round_robin(topo, containers)
@@ -85,17 +91,23 @@ def run_in_process(
     for sp in spouts:
         sp.start()
 
-    def drain() -> None:
-        busy = True
+    pollable = [h for h in hosts.values() if h.poll_s is not None]
+
+    def drain() -> bool:
+        """Delivers every batch; True if any was delivered."""
+        worked, busy = False, True
         while busy:
             busy = False
+            for h in pollable:
+                h.poll()
             for h in hosts.values():
                 h.flush()
             for b in bolts:
                 box = inboxes[b.task_id]
                 while box:
-                    busy = True
+                    busy = worked = True
                     b.process_frame(box.popleft())
+        return worked
 
     calls = 0
     idle = {sp.task_id: 0 for sp in spouts}
@@ -109,8 +121,31 @@ def run_in_process(
         if calls % 1000 == 0:
             drain()
     drain()
+    _settle(pollable, drain, settle_timeout_s)
     for _ in range(ticks):
         for b in bolts:
             b.tick()
         drain()
+        _settle(pollable, drain, settle_timeout_s)
+    for h in pollable:
+        h.close()  # no subprocess outlives the run
     return result
+
+
+def _settle(pollable: list[ComponentHost], drain: Callable[[], bool], timeout_s: float) -> None:
+    """Polls and delivers until no pollable component is busy and nothing more moves."""
+    deadline = time.monotonic() + timeout_s
+    while pollable:
+        moved = drain()
+        waiting = [h.component for h in pollable if _busy(h)]
+        if not waiting and not moved:
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"run_in_process: {sorted(set(waiting))} still busy after {timeout_s:g} s "
+                               f"(settle_timeout_s); expected their subprocesses to answer")
+        time.sleep(0.001)
+
+
+def _busy(host: ComponentHost) -> bool:
+    busy = getattr(host.user, "heron_busy", None)
+    return bool(busy()) if callable(busy) else False
