@@ -79,7 +79,7 @@ class JsonDecoder:
             head = line.lstrip()
             if not head:
                 return _NOTHING  # blank lines between messages: pystorm skips them as well
-            if head[0] not in _JSON_START:
+            if not _could_start_json(head):
                 raise ProtocolError(f"multilang: the subprocess wrote a line that is not JSON: {_clip(line)}; "
                                     f"expected JSON messages each followed by a line \"end\"")
         self._lines.append(line)
@@ -105,7 +105,7 @@ class JsonDecoder:
 
     def finish(self) -> None:
         if self._lines or self._partial.strip():
-            text = b"\n".join([*self._lines, bytes(self._partial)])
+            text = b"\n".join([*self._lines, *([bytes(self._partial)] if self._partial else [])])
             raise ProtocolError(f"multilang: the subprocess's output ended inside a message: {_clip(text)} "
                                 f"has no line \"end\" after it")
 
@@ -117,7 +117,8 @@ class MsgpackDecoder:
         self.max_bytes = max_bytes
         # the buffer may hold one incomplete message (<= max_bytes) plus one fed slice
         self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=2 * max_bytes + 1)
-        self._fed = 0
+        self._fed = 0  # bytes fed
+        self._end = 0  # where the last complete value ended
 
     def feed(self, data: bytes) -> list[Any]:
         out: list[Any] = []
@@ -127,21 +128,34 @@ class MsgpackDecoder:
             self._unpacker.feed(piece)
             self._fed += len(piece)
             try:
-                out.extend(self._unpacker)
+                for value in self._unpacker:
+                    out.append(value)
+                    # tell() is exact only between values (it counts a partial value's bytes read)
+                    self._end = self._unpacker.tell()
             except (ValueError, msgpack.exceptions.UnpackException) as e:
                 raise ProtocolError(f"multilang: a message from the subprocess is not msgpack "
                                     f"({type(e).__name__}: {e}); expected msgpack values back to back, "
                                     f"found {_clip(bytes(piece))}") from None
-            pending = self._fed - self._unpacker.tell()
+            pending = self._fed - self._end
             if pending > self.max_bytes:
                 raise _over(pending, self.max_bytes)
         return out
 
     def finish(self) -> None:
-        pending = self._fed - self._unpacker.tell()
+        pending = self._fed - self._end
         if pending:
             raise ProtocolError(f"multilang: the subprocess's output ended inside a message: {pending} bytes of "
                                 f"an incomplete msgpack value")
+
+
+def _could_start_json(head: bytes) -> bool:
+    if head[0] not in _JSON_START:
+        return False
+    for word in (b"true", b"false", b"null"):
+        if head[:1] == word[:1]:
+            n = min(len(word), len(head))
+            return head[:n] == word[:n]
+    return True
 
 
 class _Nothing:
