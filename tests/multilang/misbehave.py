@@ -20,7 +20,7 @@ class MisbehavingSplitBolt(storm.BasicBolt):
     def process(self, tup):
         self.seen += 1
         if self.seen == 3 and self._first():
-            sys.stderr.write("about to misbehave: %s\n" % self.mode)
+            sys.stderr.write(f"about to misbehave: {self.mode}\n")
             sys.stderr.flush()
             if self.mode == "nonjson":
                 print("this line is not JSON")

@@ -8,11 +8,11 @@ import storm
 class SplitSentenceBolt(storm.BasicBolt):
     def initialize(self, conf, context):
         self.metrics = bool(conf.get("test.metrics"))
-        storm.logInfo("split ready in task %s" % context["taskid"])
+        storm.logInfo(f"split ready in task {context['taskid']}")
 
     def process(self, tup):
         if tup.stream == "__tick":
-            storm.logDebug("tick %r" % (tup.values,))
+            storm.logDebug(f"tick {tup.values!r}")
             return
         sid, sentence = tup.values
         for pos, word in enumerate(sentence.split(" ")):
