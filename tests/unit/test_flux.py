@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import pickle
 import textwrap
 from pathlib import Path
@@ -15,7 +14,6 @@ from heron_py.flux.source import parse_properties, substitute
 from heron_py.planner.model import GroupingKind, TopologyDef
 
 FLUX = Path(__file__).resolve().parent.parent / "flux"
-HAVE_SHELL = importlib.util.find_spec("heron_py.api.shell") is not None
 
 WORD_COUNT = """\
 name: "wc"
@@ -353,10 +351,8 @@ def test_no_shell_module_or_shell_without_command(tmp_path):
 
 # --- shell components (heron_py.api.shell) -----------------------------------------------
 
-needs_shell = pytest.mark.skipif(not HAVE_SHELL, reason="heron_py.api.shell not built yet")
 
 
-@needs_shell
 def test_shell_components_map_to_heron_py_api_shell():
     t = load(FLUX / "shell.yaml")
     spout, split = comp(t, "sentence-spout"), comp(t, "splitsentence")
@@ -369,16 +365,15 @@ def test_shell_components_map_to_heron_py_api_shell():
     assert comp(t, "count").inputs[0].grouping.fields == ("word",)
 
 
-@needs_shell
 def test_storm_shell_bolt_class_takes_the_command_only(tmp_path):
-    t = load(write(tmp_path, WORD_COUNT.replace(
-        "org.apache.storm.testing.TestWordCounter", "org.apache.storm.task.ShellBolt\n"
-        "    constructorArgs: [[\"python3\", \"x.py\"]]\n    configMethods:\n"
-        "      - {name: setDefaultStream, args: [[\"w\"]]}")))
+    shell_bolt = ('"org.apache.storm.task.ShellBolt"\n'
+                  '    constructorArgs: [["python3", "x.py"]]\n'
+                  '    configMethods:\n'
+                  '      - {name: setDefaultStream, args: [["w"]]}')
+    t = load(write(tmp_path, WORD_COUNT.replace('"org.apache.storm.testing.TestWordCounter"', shell_bolt)))
     assert [(s.name, s.fields) for s in comp(t, "count").outputs] == [("default", ("w",))]
 
 
-@needs_shell
 def test_storm_example_file_loads():
     t = load(FLUX.parent.parent / "examples" / "storm" / "flux_word_count.yaml")
     assert [c.name for c in t.components] == ["sentence-spout", "splitsentence", "count", "log"]

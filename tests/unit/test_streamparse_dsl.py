@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -18,8 +17,6 @@ from heron_py.storm.native import PystormBolt, PystormSpout
 from heron_py.storm.streamparse_dsl import translate
 
 PROJECT = Path(__file__).resolve().parents[1] / "streamparse_projects" / "wordcount"
-HAS_SHELL = importlib.util.find_spec("heron_py.api.shell") is not None
-needs_shell = pytest.mark.skipif(not HAS_SHELL, reason="heron_py.api.shell not built yet")
 
 
 class Src(Spout):
@@ -206,7 +203,6 @@ def test_per_environment_parallelism(monkeypatch):
     assert translate(P).component("src").par == 8
 
 
-@needs_shell
 def test_subprocess_mode_runs_streamparse_run():  # pragma: no cover - needs heron_py.api.shell
     sys.path.insert(0, str(PROJECT / "src"))
     from bolts.wordcount import WordCountBolt
@@ -220,7 +216,6 @@ def test_subprocess_mode_runs_streamparse_run():  # pragma: no cover - needs her
     assert CLASS_KEY not in comp.config
 
 
-@needs_shell
 def test_shell_bolt_runs_its_command():  # pragma: no cover - needs heron_py.api.shell
     class S(Topology):
         src = Src.spec()
