@@ -50,7 +50,7 @@ def expected_words(n):
 def by_source(rows):
     out = {}
     for source, values in rows:
-        out.setdefault(source, []).append(tuple(values[1:]) + (values[0],))
+        out.setdefault(source, []).append((*values[1:], values[0]))  # (sid, pos, word)
     return out
 
 
@@ -135,5 +135,5 @@ def test_broken_subprocesses_are_restarted_and_output_is_complete(heron_home, tm
         mode = s.removeprefix("bad_")
         assert (tmp_path / f"misbehaved-{mode}").exists()
         logs = "".join(p.read_text(errors="replace") for p in heron_home.rglob(f"{s}-*.log"))
-        assert f"multilang subprocess ['python3', 'misbehave.py']" in logs
+        assert "multilang subprocess ['python3', 'misbehave.py']" in logs
         assert f"last 1 lines of its stderr:\n  about to misbehave: {mode}" in logs, s
