@@ -172,7 +172,7 @@ class SpoutLoop:
             self.last_flush = self.clock()
             runner.drain(host, block_s=0.001)
             return
-        emitted = host.next_tuples(SPOUT_CALLS)
+        emitted = host.next_tuples(SPOUT_CALLS, self.interval)
         now = self.clock()
         if not emitted:
             # nothing to emit: flush what we have and wait a little (Storm's 1 ms sleep)

@@ -258,13 +258,22 @@ class SpoutHost(ComponentHost):
         """How many more tracked tuples may be pending (topology.max.spout.pending)."""
         return self.reliability.room() if self.reliability is not None else 1 << 30
 
-    def next_tuples(self, n: int) -> int:
-        """Calls next_tuple up to ``n`` times (fewer when max pending allows fewer); returns
-        the number of tuples emitted."""
+    def next_tuples(self, n: int, budget_s: float | None = None) -> int:
+        """Calls next_tuple up to ``n`` times (fewer when max pending allows fewer, or once
+        ``budget_s`` has passed: a spout that sleeps in next_tuple must not hold its emits back
+        for n sleeps); returns the number of tuples emitted."""
         next_tuple = self.user.next_tuple
         before = self.emitter.emitted
-        for _ in range(min(n, self.room())):
-            next_tuple()
+        if budget_s is None:
+            for _ in range(min(n, self.room())):
+                next_tuple()
+        else:
+            clock = self.clock
+            deadline = clock() + budget_s
+            for _ in range(min(n, self.room())):
+                next_tuple()
+                if clock() >= deadline:
+                    break
         return self.emitter.emitted - before
 
     def acks_due(self) -> None:

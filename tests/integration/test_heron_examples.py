@@ -66,10 +66,12 @@ RUNS: dict[str, tuple[str, Callable[[str], bool]]] = {
     "multi_stream_topology.py": ("container-*/stream_aggregator-*.log", _stream_counter),
     "custom_grouping_topology.py": ("container-*/consume_bolt-*.log", _received("Total received data tuple:")),
     "half_acking_topology.py": ("container-*/half_ack_bolt-*.log", _received("Total received:")),
-    "word_count_streamlet.py": ("container-*/*.log", lambda t: re.search(r"\('?(Mary|lamb|Love)'?, \d+\)", t)
-                                is not None),
-    "join_streamlet_topology.py": ("container-*/*.log", lambda t: "key1" in t and re.search(r"[ab][cd]", t)
-                                   is not None),
+    # the Streamlet log() lines: (KeyedWindow {key: K, window: Window {...}}, RESULT), as heronpy
+    "word_count_streamlet.py": ("container-*/log-*.log", lambda t: re.search(
+        r"\(KeyedWindow \{key: (Mary|lamb|Love), window: Window \{start_time: \d+, end_time: \d+\}\}, [1-9]\d*\)", t)
+        is not None),
+    "join_streamlet_topology.py": ("container-*/log-*.log", lambda t: re.search(
+        r"\(KeyedWindow \{key: key1, window: Window \{.*\}\}, '[ab][cd]'\)", t) is not None),
 }
 
 

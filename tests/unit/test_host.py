@@ -278,3 +278,22 @@ def test_process_exception_propagates_without_auto_fail():
     host.initialize()
     with pytest.raises(ValueError, match="minus one"):
         host.process_body(_task(plan, "numbers"), dumps_batch([("default", [-1])]))
+
+
+def test_next_tuples_stops_when_its_time_budget_is_spent():
+    # a spout that sleeps in next_tuple (ArrayLooper(sleep=1)) must not hold 64 sleeps of
+    # emits back: the budget ends the round, so the runner flushes after each slow call
+    clock = FakeClock()
+    plan = _plan(spout_config={"limit": 100})
+    host = make_host(plan, _task(plan, "numbers"), [].extend, HostOptions(clock=clock))
+    host.initialize()
+    host.start()
+    slow = host.user.next_tuple
+
+    def sleepy():
+        slow()
+        clock.now += 0.4  # each call "sleeps" 0.4 s
+
+    host.user.next_tuple = sleepy
+    assert host.next_tuples(64, budget_s=1.0) == 3  # 0.4, 0.8, 1.2 s: the third passes the budget
+    assert host.next_tuples(64) == 64  # no budget: the whole round
