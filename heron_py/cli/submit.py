@@ -9,6 +9,7 @@ import os
 import secrets
 import sys
 import time
+import traceback
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -85,6 +86,11 @@ def load_topology_file(path: Path, args: Sequence[str], filter_file: Path | None
     except SystemExit as e:
         if e.code not in (0, None) or not captured:
             raise SubmitError(f"{path} exited with code {e.code} before building a topology") from e
+    except (SubmitError, TopologyError):
+        raise
+    except Exception as e:
+        # the user's code (or a library it calls) failed: one line naming where, not a traceback
+        raise SubmitError(_file_failure(path, e)) from e
     finally:
         submit_hook.set_submit_handler(previous)
         sys.argv = old_argv
@@ -97,6 +103,17 @@ def load_topology_file(path: Path, args: Sequence[str], filter_file: Path | None
     if len(captured) > 1:
         raise SubmitError(f"{path} submitted {len(captured)} topologies; expected one")
     return captured[0]
+
+
+def _file_failure(path: Path, e: BaseException) -> str:
+    """``FILE failed while building its topology: KeyError: 'x' (at FILE:LINE: code)``: the
+    deepest frame in the topology's own folder, else where the exception was raised."""
+    frames = traceback.extract_tb(e.__traceback__)
+    folder = str(path.resolve().parent)
+    mine = [f for f in frames if str(Path(f.filename).resolve()).startswith(folder)]
+    where = (mine or frames)[-1] if frames else None
+    at = f" (at {where.filename}:{where.lineno}: {(where.line or '').strip()})" if where is not None else ""
+    return f"{path} failed while building its topology: {type(e).__name__}: {e}{at}"
 
 
 @dataclass(frozen=True)

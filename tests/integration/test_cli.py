@@ -134,3 +134,17 @@ def test_submit_dry_run_prints_the_plans_and_launches_nothing(heron_home):
     assert (bad.returncode, bad.stderr) == (1, "heron-py: error: topology 'word_count': config "
                                                "topology.message.timeout.secs: expected a number of seconds > 0, "
                                                "found '0'\n")
+
+
+@pytest.mark.parametrize("code, error", [
+    ('import pulsar\n', "ModuleNotFoundError: No module named 'pulsar' (at {f}:1: import pulsar)"),
+    ('x = {}\n\n\ndef build():\n    return x["spout"]\n\n\nbuild()\n',
+     "KeyError: 'spout' (at {f}:5: return x[\"spout\"])"),
+])
+def test_a_topology_file_that_raises_is_one_error_naming_where(heron_home, tmp_path, code, error):
+    f = tmp_path / "topo.py"
+    f.write_text(code)
+    p = cli(heron_home, "submit", "local", str(f), check=False)
+    message = "failed while building its topology: " + error.format(f=f)
+    assert (p.returncode, p.stderr) == (1, f"heron-py: error: {f} {message}\n")
+    assert cli(heron_home, "list", "local").stdout == ""
