@@ -71,7 +71,7 @@ class TaskRunner:
         if plan is None:
             return 0
         load_main(self._package_dir)
-        host = make_host(plan, self.task_id, self.outbox.send, HostOptions(clock=self._clock))
+        host = make_host(plan, self.task_id, self.outbox.send, HostOptions(clock=self._clock, wake=self._wake))
         capture = self._open_capture(host.config)
         if capture is not None:
             host.observer = jsonl_observer(self.task_id, capture)
@@ -100,9 +100,19 @@ class TaskRunner:
         path.parent.mkdir(parents=True, exist_ok=True)
         return path.open("a", encoding="utf-8")
 
+    def _wake(self) -> None:
+        """Called from a component's own thread; a full queue means the task thread is busy
+        and will poll anyway."""
+        try:
+            self._in.put_nowait((InKind.WAKE, None))
+        except queue.Full:
+            pass
+
     def on_item(self, host: ComponentHost, kind: InKind, payload: Any) -> None:
         """Any inbound item other than a bolt's batch (the bolt loop handles those inline)."""
-        if kind is InKind.PPLAN:
+        if kind is InKind.WAKE:
+            host.poll()
+        elif kind is InKind.PPLAN:
             host.set_plan(PhysicalPlan.from_dict(json.loads(payload)))
         elif kind is InKind.ACKS and isinstance(host, SpoutHost):
             host.on_results(payload)

@@ -19,6 +19,7 @@ class InKind(enum.Enum):
     BATCH = "batch"  # a TUPLE_BATCH frame for this bolt
     ACKS = "acks"  # an ACK_RESULT frame for this spout
     PPLAN = "pplan"  # a physical plan (JSON bytes)
+    WAKE = "wake"  # a component's own input arrived (heron_poll): poll now
 
 
 InItem = tuple[InKind, Any]

@@ -50,6 +50,9 @@ def update_metric(context: TopologyContext, name: str, params: Any) -> None:
                             f"{type(metric).__name__} takes [key, value]")
 
 
+WAKE_KEY = "heron_py.shell.wake"
+
+
 class Driver:
     """What both kinds share: the process, the session, logging and failing."""
 
@@ -67,6 +70,11 @@ class Driver:
         cfg = self.config
         self.proc = ShellProcess(cfg.command, cfg.cwd, cfg.serializer, cfg.max_bytes, self.log, self.where,
                                  cfg.max_pending)
+        self._wake_sent = False
+        wake = getattr(user, "heron_wake", None)
+        # off only to measure what the wake saves (bench/multilang_bench.py)
+        if wake is not None and str(conf.get(WAKE_KEY, True)).lower() != "false":
+            self.proc.on_input = lambda: self._on_input(wake)
         try:
             self._handshake(conf)
         except ShellError as e:
@@ -76,6 +84,13 @@ class Driver:
             self.proc.start_writer()
         self.log.info("%s: launched %s in %s, pid %d (%s)", self.where, cfg.command, cfg.cwd,
                       self.session.pid or -1, cfg.serializer)
+
+    def _on_input(self, wake: Callable[[], None]) -> None:
+        """Reader thread: one wake until the task thread polls (a storm.py emit waits for its
+        task ids; without the wake it would wait for the next poll tick)."""
+        if not self._wake_sent:
+            self._wake_sent = True
+            wake()
 
     def encode(self, msg: m.Message) -> bytes:
         return encode(m.to_wire(msg), self.config.serializer)
@@ -167,9 +182,10 @@ class BoltDriver(Driver):
 
     def poll(self) -> None:
         """Applies what came in; sends the heartbeat when due; dies on a heartbeat timeout."""
+        self._wake_sent = False  # before draining: input after this wakes the task thread again
         self.check()
         self.apply_all()
-        hb = self.session.heartbeat_due()
+        hb = self.session.heartbeat_due(unwritten=self.proc.unwritten())
         if hb is not None:
             self.proc.offer_urgent(self.encode(m.heartbeat(hb)))
         if self.session.timed_out():
@@ -182,6 +198,8 @@ class BoltDriver(Driver):
         self.poll()
         if self.session.settled and self.proc.inbox.empty():
             return False
+        if self.proc.unwritten():
+            return True  # the settling heartbeat goes once every tuple is in the pipe
         hb = self.session.heartbeat_due(force=True)
         if hb is not None:
             self.proc.offer_urgent(self.encode(m.heartbeat(hb)))

@@ -16,6 +16,7 @@ import os
 import queue
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,8 @@ class ShellProcess:
         for t in self._threads:
             t.start()
         self._writer: threading.Thread | None = None
+        # called by the reader thread after it queued input (the driver's coalesced wake)
+        self.on_input: Callable[[], None] | None = None
 
     @property
     def pid(self) -> int:
@@ -74,8 +77,11 @@ class ShellProcess:
                 if not data:
                     self._decoder.finish()
                     break
-                for value in self._decoder.feed(data):
+                values = self._decoder.feed(data)
+                for value in values:
                     self.inbox.put(value)
+                if values and self.on_input is not None:
+                    self.on_input()
         except ProtocolError as e:
             self.inbox.put(Closed(str(e)))
             return
@@ -145,6 +151,11 @@ class ShellProcess:
             except OSError as e:
                 self.inbox.put(Closed(f"writing to its stdin failed ({e})" + self._exit_note()))
                 return
+
+    def unwritten(self) -> int:
+        """Tuples queued for the writer (urgent messages go before them)."""
+        with self._cond:
+            return len(self._pending)
 
     @property
     def queued(self) -> int:

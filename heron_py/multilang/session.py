@@ -93,9 +93,11 @@ class Session:
                                 f"already acked/failed; expected the id of a tuple sent and not yet acked or failed")
         return tup
 
-    def heartbeat_due(self, force: bool = False) -> str | None:
+    def heartbeat_due(self, force: bool = False, unwritten: int = 0) -> str | None:
         """A heartbeat's tuple id when one should go out now (every ``heartbeat_s``, or at once
-        with ``force`` unless one covering every sent input is already on its way)."""
+        with ``force`` unless one covering every sent input is already on its way).
+        ``unwritten``: inputs still queued for the writer; a heartbeat jumps ahead of them, so
+        its answer does not cover them."""
         now = self._clock()
         if force:
             if self._heartbeats and self._heartbeats[-1] == self._sent:
@@ -103,7 +105,7 @@ class Session:
         elif now < self._next_heartbeat:
             return None
         self._next_heartbeat = now + self.heartbeat_s
-        self._heartbeats.append(self._sent)
+        self._heartbeats.append(self._sent - unwritten)
         return self.new_id()
 
     def synced(self) -> None:

@@ -54,6 +54,9 @@ class HostOptions:
     tap: Tap | None = None
     rng: random.Random | None = None
     clock: Callable[[], float] = time.monotonic
+    # wakes the runner's task thread at once (a component that polls calls it from its own
+    # threads when input arrived, so a multilang emit waiting for task ids is answered now)
+    wake: Callable[[], None] | None = None
 
 
 @dataclass
@@ -168,6 +171,8 @@ class ComponentHost:
                                rng=options.rng)
         self.log = logging.getLogger(f"{self.component}-{task_id}")
         self.user: Any = loads_user_object(comp.class_ref.data)(_Delegate(self, self.log))
+        if options.wake is not None and hasattr(type(self.user), "heron_poll"):
+            self.user.heron_wake = options.wake  # before initialize(): subprocesses start there
         self.auto_anchor = bool(getattr(self.user, "auto_anchor", False))
         self.current: HeronTuple | None = None  # the input being processed (auto_anchor)
         self.active = False

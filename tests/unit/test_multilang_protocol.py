@@ -245,3 +245,20 @@ def test_commands_and_specs(tmp_path):
     (tmp_path / "resources").mkdir()
     assert working_dir(package=tmp_path) == tmp_path / "resources"
     assert working_dir("/elsewhere", package=tmp_path).as_posix() == "/elsewhere"
+
+
+def test_a_heartbeat_does_not_cover_tuples_still_queued_for_the_writer():
+    # heartbeats jump ahead of queued tuples: its sync says nothing of those (the in-process
+    # runner once finished with tuples still unread by the subprocess)
+    clock = FakeClock()
+    s = Session(timeout_s=5.0, clock=clock, heartbeat_s=1.0)
+    s.started(77)
+    for i in range(5):
+        s.input_sent(f"t{i}")
+    clock.t += 1.0
+    assert s.heartbeat_due(unwritten=2) is not None
+    s.synced()
+    assert not s.settled  # 3 of 5 were in the pipe before it
+    assert s.heartbeat_due(force=True) is not None
+    s.synced()
+    assert s.settled
