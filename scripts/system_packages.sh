@@ -14,6 +14,8 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 # the Slurm scheduler's tests run a real cluster (scripts/slurm_cluster.sh): slurmctld, slurmd, munged
 [ -x /usr/sbin/slurmctld ] || need+=(slurm-wlm)
 [ -x /usr/sbin/munged ] || need+=(munge)
+# Storm's storm.js multilang adapter runs under Node.js in the shell-component tests
+command -v node >/dev/null 2>&1 || need+=(nodejs)
 # the cluster's nodes are network namespaces on a bridge (ip netns, ip link)
 command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || need+=(iproute2)
 if [ ${#need[@]} -eq 0 ]; then
