@@ -95,3 +95,12 @@ def test_stateful_example_fails_at_submit_with_one_clear_error(heron_home: Path,
     assert proc.stderr.strip().splitlines()[-1] == (
         "heron-py: error: topology 'ex-stateful': config topology.reliability.mode: EFFECTIVELY_ONCE is not "
         "supported yet; expected ATMOST_ONCE or ATLEAST_ONCE")
+
+
+def test_pulsar_example_fails_at_submit_naming_pulsar(heron_home: Path, layout: Path) -> None:
+    proc = _submit(heron_home, layout, "pulsar_word_count_streamlet.py", "ex-pulsar", "pulsar://127.0.0.1:6650",
+                   "topic")
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert proc.stderr.strip().splitlines()[-1].startswith(
+        "heron-py: error: PulsarStreamlet.pulsarStreamlet: Pulsar connector is not supported by heron-py: ")

@@ -57,3 +57,9 @@ class WindowConfig:
 
     def __repr__(self) -> str:
         return f"WindowConfig(duration={self._duration_secs}s, slide={self._slide_secs}s)"
+
+
+def TimeWindow(window_duration: Any, slide_interval: Any) -> WindowConfig:
+    """What Heron's pulsar_word_count_streamlet.py imports from heronpy.streamlet.streamlet
+    (an older Streamlet API's name, absent from heronpy's last release): a sliding window."""
+    return WindowConfig.create_sliding_window(window_duration, slide_interval)

@@ -1,0 +1,25 @@
+"""A Streamlet word count over a text file (tests/spark/test_streamlet_batch.py runs it
+streaming and with `heron-py batch`): lines -> words -> (word, 1) -> a tumbling window's sums
+per word -> (word, count) pairs, named "pairs", logged.
+
+    heron-py submit local streamlet_word_count.py NAME FILE
+    heron-py batch --input lines=FILE --output pairs=out.jsonl streamlet_word_count.py NAME FILE
+"""
+
+import sys
+
+from heronpy.connectors.textfiles.textfilesgenerator import TextFileGenerator
+from heronpy.streamlet.builder import Builder
+from heronpy.streamlet.config import Config
+from heronpy.streamlet.runner import Runner
+from heronpy.streamlet.windowconfig import WindowConfig
+
+name, path = sys.argv[1], sys.argv[2]
+builder = Builder()
+lines = builder.new_source(TextFileGenerator(path)).set_name("lines")
+# one window holds the whole bounded input: it is read in well under the window's 8 s
+counts = lines.flat_map(lambda line: line.split()) \
+    .map(lambda word: (word, 1)) \
+    .reduce_by_key_and_window(WindowConfig.create_tumbling_window(8), lambda x, y: x + y)
+counts.map(lambda kv: (kv[0].key, kv[1])).set_name("pairs").log()
+Runner().run(name, Config(), builder)

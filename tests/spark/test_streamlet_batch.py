@@ -1,0 +1,39 @@
+"""The same Streamlet word count gives identical results streaming (local scheduler) and on
+PySpark (`heron-py batch`), both equal to a plain Python count."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from heron_py.testing import run_local
+from tests.spark.test_batch import _cli
+
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
+
+PROGRAM = Path(__file__).resolve().parent / "streamlet_word_count.py"
+WORDS = ["storm", "heron", "flux", "stream", "bolt", "spout", "tuple", "window"]
+
+
+def test_streamlet_word_count_streaming_equals_batch(heron_home: Path, tmp_path: Path) -> None:
+    text = tmp_path / "lines.txt"
+    lines = [" ".join(WORDS[(i * 3 + j) % len(WORDS)] for j in range(1 + i % 5)) for i in range(300)]
+    text.write_text("\n".join(lines) + "\n")
+    want = Counter(w for line in lines for w in line.split())
+
+    def pairs(received: dict) -> dict[str, int]:
+        return {v[0][0]: v[0][1] for v in (r["values"] for r in received.get("log-1", []))}
+
+    run = run_local(PROGRAM, ["swc", str(text)], home=heron_home, name="swc", capture=["log-1"],
+                    until=lambda r: sum(pairs(r).values()) == sum(want.values()), timeout=60)
+    streamed = pairs(run.received)
+
+    out = tmp_path / "pairs.jsonl"
+    p = _cli(heron_home, "batch", "--input", f"lines={text}", "--output", f"pairs={out}", str(PROGRAM), "swc",
+             str(text))
+    assert p.returncode == 0, p.stdout + p.stderr
+    batched = {row["_output_"][0]: row["_output_"][1] for row in map(json.loads, out.read_text().splitlines())}
+    assert streamed == batched == dict(want)
