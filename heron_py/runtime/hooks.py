@@ -10,6 +10,7 @@ changes (the specialised emit stays bound)."""
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +24,7 @@ from heron_py.api.task_hook import (
     SpoutAckInfo,
     SpoutFailInfo,
 )
+from heron_py.common.serialization import MAIN_ALIAS
 
 
 class HookError(Exception):
@@ -38,6 +40,8 @@ def auto_hooks(conf: dict[str, Any]) -> list[ITaskHook]:
     out = []
     for name in filter(None, names):
         module, _sep, cls = name.partition(":") if ":" in name else name.rpartition(".")
+        if module == "__main__" and MAIN_ALIAS in sys.modules:
+            module = MAIN_ALIAS  # a hook of the topology file, which a container loads under this name
         try:
             hook = getattr(importlib.import_module(module), cls)()
         except (ImportError, AttributeError, ValueError, TypeError) as e:

@@ -127,14 +127,14 @@ def run_bolt_partition(spec: StageSpec, package: bytes, index: int,
     yield from task.drain()
 
 
-def run_spout_input_partition(spec: StageSpec, package: bytes, index: int,
-                              rows: Iterable[Sequence[Any]]) -> Iterator[tuple[str, Any]]:
-    """Partition ``index`` of a spout's input, emitted by the spout's task (index mod par)."""
+def run_spout_input_partition(spec: StageSpec, package: bytes, index: int, rows: Iterable[Sequence[Any]],
+                              stream: str = "default") -> Iterator[tuple[str, Any]]:
+    """Partition ``index`` of a spout's input, emitted on ``stream`` by the spout's task (index mod par)."""
     _ensure_package(package)
     task = _Task(spec, index)
     emit = task.host.emitter.emit
     for values in rows:
-        emit(list(values), "default", None, False)
+        emit(list(values), stream, None, False)
         if len(task.frames) > 8:
             yield from task.drain()
     task.host.flush()
@@ -159,6 +159,19 @@ def run_bounded_spout_partition(spec: StageSpec, package: bytes, index: int,
 
 class BatchError(TopologyError):
     pass
+
+
+def _input_stream(spout: Any) -> Any:
+    """The stream an --input file feeds: the spout's default stream, or its only stream (a
+    Streamlet source declares just "output")."""
+    out = spout.output("default")
+    if out is not None:
+        return out
+    if len(spout.outputs) == 1:
+        return spout.outputs[0]
+    raise BatchError(f"--input {spout.name}: spout '{spout.name}' declares no 'default' stream and "
+                     f"{len(spout.outputs)} others ({', '.join(s.name for s in spout.outputs) or 'none'}); "
+                     f"expected one stream for the input's rows")
 
 
 def _input_rows(spark: Any, spout: str, fields: Sequence[str], source: Any) -> Any:
@@ -231,12 +244,11 @@ def run_topology_batch(spark: Any, topology: Any, inputs: Mapping[str, Any], out
         spec = StageSpec(tjson, spout, frozenset(), seed)
         par = sdef.par
         if spout in inputs:
-            out = sdef.output("default")
-            fields = list(out.fields) if out is not None else []
-            rows = _input_rows(spark, spout, fields, inputs[spout])
+            out = _input_stream(sdef)
+            rows = _input_rows(spark, spout, list(out.fields), inputs[spout])
             rows = rows.repartition(par) if rows.getNumPartitions() != par else rows
             stage = rows.mapPartitionsWithIndex(
-                lambda i, it, spec=spec: run_spout_input_partition(spec, pkg.value, i, it))
+                lambda i, it, spec=spec, s=out.name: run_spout_input_partition(spec, pkg.value, i, it, s))
         else:
             _ensure_package(package)  # the driver needs the spout's class too, to ask it
             cls = loads_user_object(sdef.class_ref.data)

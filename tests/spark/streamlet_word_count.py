@@ -3,7 +3,7 @@ streaming and with `heron-py batch`): lines -> words -> (word, 1) -> a tumbling 
 per word -> (word, count) pairs, named "pairs", logged.
 
     heron-py submit local streamlet_word_count.py NAME FILE
-    heron-py batch --input lines=FILE --output pairs=out.jsonl streamlet_word_count.py NAME FILE
+    heron-py batch --input lines=FILE --output pairs:output=out.jsonl streamlet_word_count.py NAME FILE
 """
 
 import sys
@@ -21,5 +21,5 @@ lines = builder.new_source(TextFileGenerator(path)).set_name("lines")
 counts = lines.flat_map(lambda line: line.split()) \
     .map(lambda word: (word, 1)) \
     .reduce_by_key_and_window(WindowConfig.create_tumbling_window(8), lambda x, y: x + y)
-counts.map(lambda kv: (kv[0].key, kv[1])).set_name("pairs").log()
+counts.map(lambda kv: (kv[0].get_key(), kv[1])).set_name("pairs").log()
 Runner().run(name, Config(), builder)

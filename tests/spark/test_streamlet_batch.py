@@ -32,8 +32,10 @@ def test_streamlet_word_count_streaming_equals_batch(heron_home: Path, tmp_path:
     streamed = pairs(run.received)
 
     out = tmp_path / "pairs.jsonl"
-    p = _cli(heron_home, "batch", "--input", f"lines={text}", "--output", f"pairs={out}", str(PROGRAM), "swc",
+    p = _cli(heron_home, "batch", "--input", f"lines={text}", "--output", f"pairs:output={out}", str(PROGRAM), "swc",
              str(text))
     assert p.returncode == 0, p.stdout + p.stderr
-    batched = {row["_output_"][0]: row["_output_"][1] for row in map(json.loads, out.read_text().splitlines())}
+    rows = [json.loads(line) for part in sorted(out.glob("part-*")) for line in part.read_text().splitlines()]
+    # Spark writes a Python tuple value as a struct {"_1": ..., "_2": ...}
+    batched = {row["_output_"]["_1"]: row["_output_"]["_2"] for row in rows}
     assert streamed == batched == dict(want)
