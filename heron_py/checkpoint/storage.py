@@ -1,0 +1,273 @@
+"""Where checkpoints live: an interface and file-system stores.
+
+Layout: ``ROOT/TOPOLOGY/CHECKPOINT_ID/TASK_ID`` (one file per task) plus
+``ROOT/TOPOLOGY/CHECKPOINT_ID/_COMPLETE``, written last when the master declared the checkpoint
+complete. A checkpoint without that marker is incomplete: never loaded, removed by ``gc`` once a
+newer one completed.
+
+Every file (state and marker) is framed: ``MAGIC(4) VERSION(1) LENGTH(8, big endian)
+SHA256(32)`` then the data, and written atomically (temp file in the same folder, fsync,
+``os.replace``, fsync of the folder), so a crash leaves either the old file or the new one, plus at
+worst a ``.tmp-`` file that every listing ignores. A file whose frame does not check out (torn
+write on a file system that broke the rules, bit rot, someone's edit) raises
+:class:`CorruptCheckpointError`, never comes back as state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import struct
+import tempfile
+import uuid
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+MAGIC = b"HPCK"
+VERSION = 1
+_HEADER = struct.Struct(">4sBQ32s")
+HEADER_SIZE = _HEADER.size  # 45
+COMPLETE_MARKER = "_COMPLETE"
+TMP_PREFIX = ".tmp-"
+DEFAULT_KEEP_LAST = 2
+
+
+class CheckpointError(Exception):
+    pass
+
+
+class CorruptCheckpointError(CheckpointError):
+    pass
+
+
+class IncompleteCheckpointError(CheckpointError):
+    pass
+
+
+class CheckpointStorage(ABC):
+    """Checkpoint ids are ints > 0 (see ``coordinator``); task ids are ints >= 0."""
+
+    @abstractmethod
+    def save(self, topology: str, checkpoint_id: int, task_id: int, data: bytes) -> None:
+        """Store one task's state; durable when this returns."""
+
+    @abstractmethod
+    def mark_complete(self, topology: str, checkpoint_id: int) -> None:
+        """Every task saved (the master said so): make the checkpoint loadable."""
+
+    @abstractmethod
+    def load(self, topology: str, checkpoint_id: int, task_id: int) -> bytes | None:
+        """One task's state from a complete checkpoint; None when that task saved nothing in it.
+
+        Raises IncompleteCheckpointError for a checkpoint not marked complete and
+        CorruptCheckpointError for a file that fails its check.
+        """
+
+    @abstractmethod
+    def completed_ids(self, topology: str) -> list[int]:
+        """Complete checkpoints, oldest first."""
+
+    @abstractmethod
+    def checkpoint_ids(self, topology: str) -> list[int]:
+        """Every checkpoint with a folder, complete or not, oldest first (for the next first id)."""
+
+    @abstractmethod
+    def gc(self, topology: str, keep_last: int = DEFAULT_KEEP_LAST) -> list[int]:
+        """Keep the newest ``keep_last`` complete checkpoints and the incomplete ones newer than
+        them (possibly under way); remove the rest. Returns the removed ids."""
+
+    @abstractmethod
+    def delete_topology(self, topology: str) -> None:
+        """Remove every checkpoint of the topology (it was killed)."""
+
+
+def encode_frame(data: bytes) -> bytes:
+    return _HEADER.pack(MAGIC, VERSION, len(data), hashlib.sha256(data).digest()) + data
+
+
+def decode_frame(raw: bytes, where: str) -> bytes:
+    """Check ``raw``'s frame; ``where`` names the file in the error."""
+    if len(raw) < HEADER_SIZE:
+        raise CorruptCheckpointError(f"checkpoint file {where}: truncated header: expected {HEADER_SIZE} bytes, "
+                                     f"found {len(raw)}")
+    magic, version, length, digest = _HEADER.unpack_from(raw)
+    if magic != MAGIC or version != VERSION:
+        raise CorruptCheckpointError(f"checkpoint file {where}: bad header: expected magic {MAGIC!r} version "
+                                     f"{VERSION}, found magic {magic!r} version {version}")
+    data = raw[HEADER_SIZE:]
+    if len(data) != length:
+        raise CorruptCheckpointError(f"checkpoint file {where}: truncated or padded: header says {length} bytes "
+                                     f"of state, found {len(data)}")
+    found = hashlib.sha256(data).hexdigest()
+    if found != digest.hex():
+        raise CorruptCheckpointError(f"checkpoint file {where}: checksum mismatch: header says sha256 "
+                                     f"{digest.hex()}, found {found}")
+    return data
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, payload: bytes) -> None:
+    """Write ``payload`` to ``path`` so a reader or a crash sees the old or the new file, whole."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TMP_PREFIX}{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    # the rename is only durable once the folder's entry is
+    _fsync_dir(path.parent)
+
+
+class LocalFsStorage(CheckpointStorage):
+    """Checkpoints in a folder of this host (one host, or tests)."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def save(self, topology: str, checkpoint_id: int, task_id: int, data: bytes) -> None:
+        folder = self._checkpoint_dir(topology, checkpoint_id)
+        _check_id("task id", task_id, 0)
+        if (folder / COMPLETE_MARKER).exists():
+            raise CheckpointError(f"checkpoint {checkpoint_id} of topology {topology!r}: already complete, "
+                                  f"task {task_id} cannot save into it")
+        self._make_dirs(folder)
+        atomic_write(folder / str(task_id), encode_frame(data))
+
+    def mark_complete(self, topology: str, checkpoint_id: int) -> None:
+        folder = self._checkpoint_dir(topology, checkpoint_id)
+        if not folder.is_dir():
+            raise IncompleteCheckpointError(f"checkpoint {checkpoint_id} of topology {topology!r}: cannot mark "
+                                            f"complete, no task saved into {folder}")
+        # the marker lists the task files, so a file that went missing later is an error, not "no state"
+        tasks = sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
+        atomic_write(folder / COMPLETE_MARKER, encode_frame(json.dumps({"tasks": tasks}).encode()))
+
+    def load(self, topology: str, checkpoint_id: int, task_id: int) -> bytes | None:
+        folder = self._checkpoint_dir(topology, checkpoint_id)
+        _check_id("task id", task_id, 0)
+        if task_id not in self._marked_tasks(topology, checkpoint_id, folder):
+            return None
+        path = folder / str(task_id)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise CorruptCheckpointError(f"checkpoint file {path}: missing, but the complete marker lists "
+                                         f"task {task_id}") from None
+        return decode_frame(raw, str(path))
+
+    def completed_ids(self, topology: str) -> list[int]:
+        return [c for c in self.checkpoint_ids(topology)
+                if (self._topology_dir(topology) / str(c) / COMPLETE_MARKER).is_file()]
+
+    def checkpoint_ids(self, topology: str) -> list[int]:
+        top = self._topology_dir(topology)
+        if not top.is_dir():
+            return []
+        return sorted(int(p.name) for p in top.iterdir() if p.name.isdigit() and p.is_dir())
+
+    def gc(self, topology: str, keep_last: int = DEFAULT_KEEP_LAST) -> list[int]:
+        if keep_last < 1:
+            raise ValueError(f"gc of topology {topology!r}: keep_last must be >= 1, found {keep_last}")
+        completed = self.completed_ids(topology)
+        kept = set(completed[-keep_last:])
+        oldest_kept = min(kept) if kept else None
+        removed = []
+        for c in self.checkpoint_ids(topology):
+            # an incomplete checkpoint newer than the kept ones may still be under way
+            if c in kept or oldest_kept is None or c > oldest_kept:
+                continue
+            self._remove(self._topology_dir(topology) / str(c))
+            removed.append(c)
+        return removed
+
+    def delete_topology(self, topology: str) -> None:
+        top = self._topology_dir(topology)
+        if top.exists():
+            self._remove(top)
+
+    def _remove(self, path: Path) -> None:
+        # rename first (atomic) so a crash mid-delete never leaves a half checkpoint under its id
+        grave = path.parent / f"{TMP_PREFIX}gone-{path.name}-{uuid.uuid4().hex}"
+        os.replace(path, grave)
+        _fsync_dir(path.parent)
+        shutil.rmtree(grave)
+
+    def _marked_tasks(self, topology: str, checkpoint_id: int, folder: Path) -> set[int]:
+        marker = folder / COMPLETE_MARKER
+        try:
+            raw = marker.read_bytes()
+        except FileNotFoundError:
+            raise IncompleteCheckpointError(f"checkpoint {checkpoint_id} of topology {topology!r}: not complete "
+                                            f"(no {COMPLETE_MARKER} in {folder}); only complete checkpoints "
+                                            f"are loaded") from None
+        body = decode_frame(raw, str(marker))
+        try:
+            tasks = json.loads(body)["tasks"]
+            return {int(t) for t in tasks}
+        except (ValueError, KeyError, TypeError):
+            raise CorruptCheckpointError(f"checkpoint file {marker}: expected {{\"tasks\": [ids]}}, "
+                                         f"found {body[:80]!r}") from None
+
+    def _make_dirs(self, folder: Path) -> None:
+        # new folders' entries must be durable too, or a crash can lose a whole checkpoint folder
+        missing = [p for p in (folder, folder.parent, self.root) if not p.exists()]
+        folder.mkdir(parents=True, exist_ok=True)
+        for p in missing:
+            _fsync_dir(p.parent)
+
+    def _topology_dir(self, topology: str) -> Path:
+        if not topology or topology in (".", "..") or "/" in topology or "\\" in topology \
+                or topology.startswith(".") or "\0" in topology:
+            raise ValueError(f"checkpoint storage: bad topology name {topology!r}: expected a plain file name "
+                             f"not starting with '.'")
+        return self.root / topology
+
+    def _checkpoint_dir(self, topology: str, checkpoint_id: int) -> Path:
+        _check_id("checkpoint id", checkpoint_id, 1)
+        return self._topology_dir(topology) / str(checkpoint_id)
+
+
+def _check_id(what: str, value: int, lowest: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < lowest:
+        raise ValueError(f"checkpoint storage: {what} must be an int >= {lowest}, found {value!r}")
+
+
+class SharedDirStorage(LocalFsStorage):
+    """Checkpoints in a folder every host of the topology mounts at the same path (a cluster's
+    shared home over NFS, say), so a task restarted on another host finds its state.
+
+    Same files and layout as :class:`LocalFsStorage`; it relies on the shared file system making
+    ``os.replace`` atomic within a folder and ``fsync`` durable on the server (NFS's close-to-open
+    consistency gives both). The folder must exist and be writable: it is a mount, so creating it
+    here would hide a missing mount behind a local folder.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        super().__init__(root)
+        if not self.root.is_dir():
+            raise CheckpointError(f"shared checkpoint folder {self.root}: expected an existing folder shared by "
+                                  f"the hosts, found none")
+        # os.access lies on some network file systems: try a real write
+        try:
+            fd, probe = tempfile.mkstemp(dir=self.root, prefix=f"{TMP_PREFIX}probe.")
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as e:
+            raise CheckpointError(f"shared checkpoint folder {self.root}: expected a writable folder, "
+                                  f"found {e.strerror}") from None
