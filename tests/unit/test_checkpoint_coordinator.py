@@ -1,0 +1,198 @@
+"""The master's checkpoint state machine (issue 17): completion, timeout, restore, clean start, ids."""
+
+from __future__ import annotations
+
+import pytest
+
+from heron_py.checkpoint.coordinator import (
+    CheckpointAborted,
+    CheckpointComplete,
+    CheckpointCoordinator,
+    ComponentStats,
+    CoordinatorConfig,
+    CoordinatorState,
+    Ignored,
+    RestoreFailed,
+    StartCheckpoint,
+    StartProcessing,
+    StartRestore,
+)
+
+TASKS = {1: "spout", 2: "bolt", 3: "bolt"}
+
+
+def running(completed: tuple[int, ...] = (), **cfg: object) -> CheckpointCoordinator:
+    """A coordinator past its start-up restore, processing at t=0."""
+    c = CheckpointCoordinator(CoordinatorConfig(interval_secs=10, **cfg), TASKS, completed)  # type: ignore[arg-type]
+    (restore,) = c.start(0)
+    assert isinstance(restore, StartRestore)
+    for t in TASKS:
+        out = c.on_task_restored(restore.restore_id, t, True, 0)
+    assert out == [StartProcessing(restore.restore_id, restore.checkpoint_id)]
+    return c
+
+
+def save_all(c: CheckpointCoordinator, cid: int, now: float) -> list[object]:
+    out: list[object] = []
+    for t in TASKS:
+        out += c.on_task_saved(cid, t, size_bytes=100 * t, duration_secs=0.1 * t, now=now)
+    return out
+
+
+def test_checkpoint_starts_on_interval_and_completes_when_every_task_saved() -> None:
+    c = running()
+    assert c.state is CoordinatorState.IDLE
+    assert c.tick(9.9) == []
+    assert c.tick(10) == [StartCheckpoint(1)]
+    assert c.tick(11) == []  # one at a time
+    assert c.on_task_saved(1, 1, 10, 0.5, now=12) == []
+    assert c.on_task_saved(1, 1, 10, 0.5, now=12) == []  # a duplicate report counts once
+    assert c.status().in_progress_saved == 1
+    assert c.on_task_saved(1, 2, 20, 0.25, now=13) == []
+    (done,) = c.on_task_saved(1, 3, 30, 0.75, now=14)
+    assert isinstance(done, CheckpointComplete)
+    assert (done.checkpoint.checkpoint_id, done.checkpoint.duration_secs, done.checkpoint.size_bytes) == (1, 4, 60)
+    s = c.status()
+    assert (s.state, s.last_completed_id, s.last_completed_at, s.last_duration_secs, s.last_size_bytes) == (
+        CoordinatorState.IDLE, 1, 14, 4, 60)
+    assert s.components == (ComponentStats("bolt", 2, 50, 0.75), ComponentStats("spout", 1, 10, 0.5))
+    assert c.tick(19.9) == []
+    assert c.tick(20) == [StartCheckpoint(2)]
+
+
+def test_late_unknown_and_stale_saves_are_ignored() -> None:
+    c = running()
+    c.tick(10)
+    assert c.on_task_saved(1, 99, 1, 0, now=11) == [Ignored("task 99 saved checkpoint 1: not a task of the plan")]
+    assert c.on_task_saved(0, 1, 1, 0, now=11) == [
+        Ignored("task 1 saved checkpoint 0: not under way (state checkpointing, under way 1)")]
+
+
+def test_checkpoint_that_does_not_complete_in_time_is_aborted_and_the_next_gets_a_new_id() -> None:
+    c = running(timeout_secs=5)
+    c.tick(10)
+    c.on_task_saved(1, 1, 1, 0, now=11)
+    assert c.tick(15) == [CheckpointAborted(1, "timed out after 5s waiting for tasks [2, 3]")]
+    assert c.state is CoordinatorState.IDLE
+    assert c.on_task_saved(1, 2, 1, 0, now=16)[0] == Ignored(
+        "task 2 saved checkpoint 1: not under way (state idle, under way none)")
+    assert c.tick(20) == [StartCheckpoint(2)]
+    assert c.status().last_completed_id is None
+
+
+def test_default_timeout_is_the_interval_so_the_next_one_replaces_it() -> None:
+    c = running()
+    c.tick(10)
+    assert c.tick(20) == [CheckpointAborted(1, "timed out after 10s waiting for tasks [1, 2, 3]"), StartCheckpoint(2)]
+
+
+def test_failure_aborts_the_checkpoint_and_restores_the_last_completed() -> None:
+    c = running()
+    c.tick(10)
+    save_all(c, 1, 11)
+    c.tick(21)
+    out = c.on_failure(22, "stream manager on host-2 lost")
+    assert out == [CheckpointAborted(2, "failure: stream manager on host-2 lost"),
+                   StartRestore(2, 1, "failure: stream manager on host-2 lost")]
+    assert c.state is CoordinatorState.RESTORING
+    assert c.tick(100) == []  # no checkpoint while restoring (restore timeout is 120s)
+    assert c.on_task_saved(2, 1, 1, 0, now=23)[0] == Ignored(
+        "task 1 saved checkpoint 2: not under way (state restoring, under way none)")
+    assert c.on_task_restored(1, 1, True, 23) == [
+        Ignored("task 1 restored for restore 1: not under way (under way 2)")]
+    assert c.on_task_restored(2, 1, True, 23) == []
+    assert c.on_task_restored(2, 2, True, 23) == []
+    assert c.status().restore_checkpoint_id == 1
+    assert c.on_task_restored(2, 3, True, 24) == [StartProcessing(2, 1)]
+    assert c.tick(33.9) == []
+    assert c.tick(34) == [StartCheckpoint(3)]  # never reuses id 2
+
+
+def test_failure_before_any_completed_checkpoint_is_a_clean_start() -> None:
+    c = running()
+    c.tick(10)
+    assert c.on_failure(12, "task 3 died")[-1] == StartRestore(2, None, "failure: task 3 died")
+
+
+def test_start_restores_the_newest_completed_or_starts_clean() -> None:
+    c = CheckpointCoordinator(CoordinatorConfig(interval_secs=5), TASKS, completed=[4, 7, 6])
+    assert c.state is CoordinatorState.STARTING
+    assert c.tick(100) == []
+    assert c.start(0) == [StartRestore(1, 7, "topology start")]
+    assert c.start(0) == [Ignored("start in state restoring, expected starting")]
+    clean = CheckpointCoordinator(CoordinatorConfig(interval_secs=5, start_clean=True), TASKS, completed=[7])
+    assert clean.start(0) == [StartRestore(1, None, "topology start (topology.stateful.start.clean)")]
+    for t in TASKS:
+        clean.on_task_restored(1, t, True, 0)
+    assert clean.tick(5) == [StartCheckpoint(8)]  # above the old ids even when their state is ignored
+    # ...and a later failure does not bring the previous run's state back
+    assert clean.on_failure(6, "x")[-1] == StartRestore(2, None, "failure: x")
+
+
+def test_a_task_that_cannot_load_falls_back_to_older_then_clean_then_fails() -> None:
+    c = CheckpointCoordinator(CoordinatorConfig(interval_secs=5), TASKS, completed=[3, 4])
+    c.start(0)
+    assert c.on_task_restored(1, 2, False, 1, error="checksum mismatch") == [
+        StartRestore(2, 3, "task 2 could not restore checkpoint 4: checksum mismatch; falling back to checkpoint 3")]
+    assert c.on_task_restored(2, 1, False, 2) == [
+        StartRestore(3, None, "task 1 could not restore checkpoint 3; falling back to a clean start")]
+    assert c.on_task_restored(3, 1, False, 3, error="init_state raised") == [
+        RestoreFailed("task 1 could not restore a clean start: init_state raised")]
+    assert c.state is CoordinatorState.FAILED
+    assert c.status().failure == "task 1 could not restore a clean start: init_state raised"
+    assert c.on_failure(4, "y") == [Ignored("failure (y) while failed: task 1 could not restore a clean start: "
+                                            "init_state raised")]
+
+
+def test_restore_that_hangs_is_issued_again() -> None:
+    c = CheckpointCoordinator(CoordinatorConfig(interval_secs=5, restore_timeout_secs=30), TASKS)
+    c.start(0)
+    c.on_task_restored(1, 1, True, 1)
+    assert c.tick(30) == [StartRestore(2, None, "restore 1 timed out after 30s waiting for tasks [2, 3]")]
+
+
+def test_ids_are_strictly_increasing_and_start_above_the_storage() -> None:
+    c = running(completed=(2,))
+    ids = []
+    now = 0.0
+    for _ in range(5):
+        now += 10
+        (start,) = c.tick(now)
+        assert isinstance(start, StartCheckpoint)
+        ids.append(start.checkpoint_id)
+        if start.checkpoint_id % 2:
+            save_all(c, start.checkpoint_id, now)
+        else:
+            c.on_failure(now, "flaky")
+            for t in TASKS:
+                c.on_task_restored(_restore_id(c), t, True, now)
+    assert ids == [3, 4, 5, 6, 7]
+    assert c.status().last_completed_id == 7
+    later = CheckpointCoordinator(CoordinatorConfig(interval_secs=5), TASKS, completed=[7], first_id=12)
+    later.start(0)
+    for t in TASKS:
+        later.on_task_restored(1, t, True, 0)
+    assert later.tick(5) == [StartCheckpoint(12)]
+    with pytest.raises(ValueError, match="first_id must be above the newest completed checkpoint 7, found 7"):
+        CheckpointCoordinator(CoordinatorConfig(interval_secs=5), TASKS, completed=[7], first_id=7)
+
+
+def _restore_id(c: CheckpointCoordinator) -> int:
+    assert c.state is CoordinatorState.RESTORING
+    r = c._restore
+    assert r is not None
+    return r.restore_id
+
+
+def test_config_from_topology_config() -> None:
+    conf = {"topology.stateful.checkpoint.interval.seconds": 30, "topology.stateful.start.clean": "true"}
+    cfg = CoordinatorConfig.from_topology_config(conf)
+    assert (cfg.interval_secs, cfg.effective_timeout_secs, cfg.start_clean) == (30, 30, True)
+    with pytest.raises(ValueError) as e:
+        CoordinatorConfig.from_topology_config({})
+    assert str(e.value) == ("topology config: topology.stateful.checkpoint.interval.seconds is required in "
+                            "effectively-once mode, found no value")
+    with pytest.raises(ValueError, match=r"interval\.seconds must be a number of seconds, found 'soon'"):
+        CoordinatorConfig.from_topology_config({"topology.stateful.checkpoint.interval.seconds": "soon"})
+    with pytest.raises(ValueError, match="interval_secs must be > 0, found 0"):
+        CoordinatorConfig(interval_secs=0)
