@@ -50,10 +50,12 @@ def _check_exact(home, name):
     return rows
 
 
-def _start(home, name, split_delay_ms=0.0):
-    # with a split delay, tuples queue in the split tasks, so a kill loses some for sure
+def _start(home, name, split_delay_ms=0.0, rate=0.0):
+    # with a split delay, tuples queue in the split tasks, so a kill loses some for sure; a
+    # paced spout keeps the run going long enough for the kill to land mid-run on a loaded machine
     return run_local(EXAMPLES / "reliable_word_count.py",
-                     ["--sentences", str(N), "--timeout", str(TIMEOUT_S), "--split-delay-ms", str(split_delay_ms)],
+                     ["--sentences", str(N), "--timeout", str(TIMEOUT_S), "--split-delay-ms", str(split_delay_ms),
+                      "--rate", str(rate)],
                      home=home, name=name, capture=["count"], keep_running=True,
                      properties={"topology.max.spout.pending": "200"})
 
@@ -78,12 +80,13 @@ def test_reliable_word_count_is_exact(heron_home):
 
 
 def test_kill_9_of_a_bolt_instance_loses_nothing(heron_home):
-    run = _start(heron_home, "rwc_kill_bolt", split_delay_ms=1.0)
+    run = _start(heron_home, "rwc_kill_bolt", split_delay_ms=1.0, rate=800)
     try:
         _wait(lambda: len(read_capture(heron_home / "capture" / run.name, ["count"])["count"]) > 2000, 30,
               "the run to get going")
         task, pid = _pid_of(heron_home, run.name, "split")
         os.kill(pid, signal.SIGKILL)
+        assert not _all_acked(heron_home, run.name), "the run ended before the kill: the test proves nothing"
         _wait(lambda: _all_acked(heron_home, run.name), 90, "every sentence acked after the kill")
         time.sleep(1.5)
         _check_exact(heron_home, run.name)
@@ -96,7 +99,7 @@ def test_kill_9_of_a_bolt_instance_loses_nothing(heron_home):
 
 
 def test_kill_9_of_the_other_containers_stream_manager_loses_nothing(heron_home):
-    run = _start(heron_home, "rwc_kill_sm", split_delay_ms=1.0)
+    run = _start(heron_home, "rwc_kill_sm", split_delay_ms=1.0, rate=800)
     try:
         state = LocalFsStateManager(heron_home)
         _wait(lambda: len(read_capture(heron_home / "capture" / run.name, ["count"])["count"]) > 2000, 30,

@@ -11,6 +11,10 @@ SplitSentenceBolt.prototype.constructor = SplitSentenceBolt;
 
 SplitSentenceBolt.prototype.process = function(tup, done) {
     var self = this;
+    if (tup.stream === '__tick') {  // a tick has no sentence (storm.js hands ticks to process)
+        done();
+        return;
+    }
     var sid = tup.values[0];
     tup.values[1].split(' ').forEach(function(word, pos) {
         self.emit({tuple: [word, sid, pos], anchorTupleId: tup.id}, function(taskIds) {});

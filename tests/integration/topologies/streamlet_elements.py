@@ -2,6 +2,7 @@
 clone, transform, consume and log, written as a heronpy Streamlet program."""
 
 import sys
+import time
 
 from heronpy.connectors.mock.arraylooper import ArrayLooper
 from heronpy.streamlet.builder import Builder
@@ -23,7 +24,8 @@ if __name__ == "__main__":
     builder = Builder()
     words = builder.new_source(ArrayLooper(["a b", "c"], sleep=0.01)).set_name("lines") \
         .flat_map(lambda line: line.split()).set_name("words")
-    numbers = builder.new_source(lambda: 7).set_name("sevens").filter(lambda n: n == 7) \
+    # paced, like the lines: an unpaced source floods the 2-core CI machine and every log
+    numbers = builder.new_source(lambda: (time.sleep(0.01), 7)[1]).set_name("sevens").filter(lambda n: n == 7) \
         .map(lambda n: str(n) + suffix)
     first, second = words.union(numbers).set_name("both").repartition(2).clone(2)
     first.transform(Tag()).set_name("tagged").log()
