@@ -7,7 +7,7 @@ from tests.slurmcluster import slurm_cluster  # noqa: F401  (session fixture: a 
 
 # other projects' files kept unchanged as test inputs (Heron's examples, Storm's adapters, a
 # streamparse project): never collected as tests of ours
-collect_ignore = ["heron_examples", "multilang", "streamparse_projects"]
+collect_ignore = ["heron_examples", "multilang"]
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

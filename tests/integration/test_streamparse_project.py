@@ -1,4 +1,4 @@
-"""streamparse's own quickstart project (tests/streamparse_projects/wordcount, unchanged) on
+"""streamparse's own quickstart project (examples/streamparse/wordcount, unchanged) on
 the local scheduler: ``heron-py submit local topologies/NAME.py`` runs it, the counts are
 exact, and a pystorm bolt that raises is reported in its log and its task restarted."""
 
@@ -17,7 +17,7 @@ from tests.support import wait_for
 
 pytestmark = pytest.mark.integration
 
-PROJECT = Path(__file__).resolve().parents[1] / "streamparse_projects" / "wordcount"
+PROJECT = Path(__file__).resolve().parents[2] / "examples" / "streamparse" / "wordcount"
 N = 4000
 
 

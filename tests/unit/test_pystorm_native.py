@@ -20,7 +20,7 @@ from heron_py.storm.project import add_project_paths
 from heron_py.storm.streamparse_dsl import translate
 from heron_py.testing import run_in_process
 
-PROJECT = Path(__file__).resolve().parents[1] / "streamparse_projects" / "wordcount"
+PROJECT = Path(__file__).resolve().parents[2] / "examples" / "streamparse" / "wordcount"
 
 
 class Delegate:

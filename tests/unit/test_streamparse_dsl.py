@@ -16,7 +16,7 @@ from heron_py.storm import CLASS_KEY, ENV_VAR, MODE_KEY
 from heron_py.storm.native import PystormBolt, PystormSpout
 from heron_py.storm.streamparse_dsl import translate
 
-PROJECT = Path(__file__).resolve().parents[1] / "streamparse_projects" / "wordcount"
+PROJECT = Path(__file__).resolve().parents[2] / "examples" / "streamparse" / "wordcount"
 
 
 class Src(Spout):
