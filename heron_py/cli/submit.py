@@ -19,7 +19,7 @@ from typing import Any
 from heron_py.api import submit_hook
 from heron_py.common.config import TLS_ENABLED
 from heron_py.common.config_codec import sanitize_config
-from heron_py.common.package import build_package
+from heron_py.common.package import build_package, sign_package
 from heron_py.common.tls import make_topology_tls
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.logical import validate
@@ -169,8 +169,10 @@ def submit(state: StateManager, topology: TopologyDef, topology_file: Path, args
         import shutil
 
         shutil.rmtree(paths.root)
-    package = build_package(topology_file.resolve(), list(args), [p for p in sys.path if p])
-    state.set_secret(topo.name, secrets.token_bytes(32))
+    secret = secrets.token_bytes(32)
+    # signed under the secret: executors refuse a package replaced in the state store
+    package = sign_package(build_package(topology_file.resolve(), list(args), [p for p in sys.path if p]), secret)
+    state.set_secret(topo.name, secret)
     if TLS_ENABLED.parse(topo.config):
         # a CA and one certificate for this topology, kept private like the secret
         state.set_tls(topo.name, make_topology_tls(topo.name).to_bytes())

@@ -6,10 +6,19 @@ not the standard library or site-packages. Those files go into one zip, with the
 relative to the ``sys.path`` entry they were found under, so the same ``import`` lines work
 in a container on another host after the executor unpacks the zip and puts it first on
 ``sys.path``.
+
+A package stored for containers is signed (``sign_package``): a header, then the
+HMAC-SHA256 of the zip under the topology secret, then the zip. Executors check the MAC
+before extracting anything (``unpack(..., secret=...)``), because the package's code runs in
+every container: whoever could replace it in the state store could otherwise run code there.
+The header goes first, not last, so the stored bytes still open as a zip (zip readers allow
+leading data, as in self-extracting archives).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import importlib.util
 import io
 import json
@@ -27,6 +36,15 @@ RESOURCES = "resources"
 # a Flux YAML topology is read at submit (heron_py.flux); containers run the stored plan
 # and have no Python file to import as the main module
 _NOT_PYTHON_MAIN = (".yaml", ".yml")
+SIGNATURE_HEADER = b"heron-py package hmac-sha256\n"
+MAC_SIZE = hashlib.sha256().digest_size
+# the MAC covers a label as well as the zip, so no other MAC made with the topology secret
+# (the handshake's, the HTTP token) can ever pass for a package's
+_MAC_LABEL = b"heron-py topology package\x00"
+
+
+class PackageError(ValueError):
+    """A topology package that must not be unpacked; the message says what, where, expected, found."""
 
 
 def _system_roots() -> list[Path]:
@@ -96,7 +114,43 @@ def build_package(topology_file: Path, argv: list[str], search_path: list[str]) 
     return buf.getvalue()
 
 
-def unpack(data: bytes, dest: Path) -> dict[str, object]:
+def _mac(zip_bytes: bytes, secret: bytes) -> bytes:
+    return hmac.new(secret, _MAC_LABEL + zip_bytes, hashlib.sha256).digest()
+
+
+def sign_package(zip_bytes: bytes, secret: bytes) -> bytes:
+    """The package as stored for containers: header, MAC under ``secret``, zip."""
+    return SIGNATURE_HEADER + _mac(zip_bytes, secret) + zip_bytes
+
+
+def verify_package(data: bytes, secret: bytes, where: str) -> bytes:
+    """The zip inside a signed package, once its MAC under ``secret`` matches; else PackageError.
+
+    The error never shows the MAC that would have matched: it would sign the changed package
+    for whoever reads the log."""
+    start = len(SIGNATURE_HEADER) + MAC_SIZE
+    if not data.startswith(SIGNATURE_HEADER):
+        found = f"no signature header (the package starts with {data[:len(SIGNATURE_HEADER)]!r})"
+    elif len(data) < start:
+        found = f"a signature header but {len(data)} bytes in all, too few for the {MAC_SIZE}-byte MAC"
+    elif not hmac.compare_digest(data[len(SIGNATURE_HEADER):start], _mac(data[start:], secret)):
+        found = f"a MAC that does not match its {len(data) - start} bytes"
+    else:
+        return data[start:]
+    raise PackageError(
+        f"{where}: refusing to unpack the topology package: expected the header {SIGNATURE_HEADER!r} and an "
+        f"HMAC-SHA256 under the topology secret that matches the package, found {found} (the package was "
+        f"changed or cut short after submit, or submitted by a heron-py that did not sign packages; "
+        f"resubmit the topology)")
+
+
+def unpack(data: bytes, dest: Path, *, secret: bytes | None = None,
+           where: str = "topology package") -> dict[str, object]:
+    """Extracts a package into ``dest``. With ``secret``, ``data`` must be a package signed under
+    it (``sign_package``), checked before anything is extracted; without, a plain zip (the Spark
+    batch runner's, which never leaves the submitting process)."""
+    if secret is not None:
+        data = verify_package(data, secret, where)
     dest.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(io.BytesIO(data)) as z:
         for info in z.infolist():

@@ -25,9 +25,11 @@ from pathlib import Path
 from types import FrameType
 from typing import IO
 
+from heron_py.common.atomic import atomic_write_text
 from heron_py.common.config import InstanceConfig
 from heron_py.common.daemon import setup_logging
-from heron_py.common.package import unpack
+from heron_py.common.package import PackageError, unpack
+from heron_py.scheduler.base import CONTAINER_ENV
 from heron_py.scheduler.hosts import HostError, resolve_host
 from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import StateConfig, StateManagerError, open_state
@@ -85,7 +87,12 @@ class Executor:
             raise SystemExit(f"executor {self.container}: topology '{self.topology}' is not in the state "
                              f"manager (package, secret or packing plan missing)")
         self.package_dir = workdir / "package"
-        unpack(package, self.package_dir)
+        try:
+            # the package's code runs here: only one signed under the topology secret is unpacked
+            unpack(package, self.package_dir, secret=secret,
+                   where=f"executor {self.container}: topology '{self.topology}' ({self.state_config.describe()})")
+        except PackageError as e:
+            raise SystemExit(str(e)) from None
         self.secret_file = workdir / "secret"
         fd = os.open(self.secret_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as f:
@@ -144,6 +151,9 @@ class Executor:
         env["PYTHONPATH"] = os.pathsep.join(parts)
         env["HERON_PY_HOME"] = str(self.paths.home)
         env["PYTHONUNBUFFERED"] = "1"
+        # with the topology id (inherited from the scheduler), how a restart finds this
+        # container's processes after the executor itself died: they outlive it
+        env[CONTAINER_ENV] = str(self.container)
         return env
 
     def _spawn(self, child: Child) -> None:
@@ -178,7 +188,8 @@ class Executor:
 
     def _write_restarts(self) -> None:
         path = self.paths.container(self.container) / "restarts.json"
-        path.write_text(json.dumps({c.name: c.restarts for c in self.children}))
+        # a crash (or a kill -9 of the executor) mid-write must not leave half a document
+        atomic_write_text(path, json.dumps({c.name: c.restarts for c in self.children}))
 
     def stop(self, grace_s: float = 5.0) -> None:
         self.stopping = True
