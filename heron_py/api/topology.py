@@ -39,6 +39,11 @@ _NAME_RULE = "expected letters, digits, '.', '_' or '-'"
 def check_topology_name(name: Any) -> None:
     if not isinstance(name, str) or not _NAME.match(name):
         raise TopologyError(f"topology name {name!r} is not valid: {_NAME_RULE}")
+    if name.startswith("."):
+        # the name is a folder and a file name on every host: "." and ".." would point at the
+        # parent folder, a leading dot hides the topology from listings
+        raise TopologyError(f"topology name {name!r} is not valid: it starts with '.'; expected a name that "
+                            f"starts with a letter, digit, '_' or '-'")
 
 
 def _stream_defs(where: str, outputs: Any) -> tuple[StreamDef, ...]:

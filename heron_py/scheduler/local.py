@@ -1,28 +1,131 @@
 """The local scheduler: every container is an executor process on this host.
 
 Each executor runs in a session of its own, so ``kill`` can signal an executor's whole
-process group; every process also carries the topology's id in its environment, which is
-how ``kill`` finds any process that escaped its group and makes sure none is left.
+process group; every process also carries the topology's id (and its container's index) in
+its environment, which is how ``kill`` and ``restart`` find any process that escaped its
+group or outlived its executor (an executor killed with SIGKILL leaves its children running).
+
+A stored pid is never trusted alone: pids are reused, so before a recorded executor is
+signalled its create time must match the one recorded at launch and its environment must
+carry the topology's id. A pid that fails the check belongs to some other process now: it is
+logged and left alone.
 """
 
 from __future__ import annotations
 
+import getpass
+import logging
 import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from heron_py.scheduler.base import ContainerStatus, Scheduler
+from heron_py.scheduler.base import CONTAINER_ENV, ContainerStatus, Scheduler, SchedulerError
 from heron_py.scheduler.paths import TOPOLOGY_ID_ENV, TopologyPaths
 from heron_py.state import StateConfig, StateManager
 
 LOOPBACK = "127.0.0.1"
+# the record's field with each container's executor create time (psutil, seconds since the epoch)
+STARTED_KEY = "executor_started"
+# one process reports the same create time every time; the slack only absorbs float rounding
+CREATE_TIME_SLACK_S = 0.05
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ExecutorRecord:
+    """What the scheduler stored about one container's executor."""
+
+    container: int
+    pid: int
+    started: float | None  # None in a record written before create times were kept
+
+
+def executor_records(info: dict[str, Any]) -> list[ExecutorRecord]:
+    started = {str(k): float(v) for k, v in dict(info.get(STARTED_KEY, {})).items()}
+    return [ExecutorRecord(int(k), int(pid), started.get(str(k)))
+            for k, pid in sorted(dict(info.get("executors", {})).items(), key=lambda kv: int(kv[0]))]
+
+
+def _env_of(p: psutil.Process) -> dict[str, str] | None:
+    """The process's environment; None when this user may not read it (another user's)."""
+    try:
+        return p.environ()
+    except psutil.AccessDenied:
+        return None
+
+
+def identity_problem(p: psutil.Process, rec: ExecutorRecord, topology_id: str) -> str | None:
+    """Why ``p`` (at the recorded pid) is not the recorded executor; None when it is.
+    Raises psutil.NoSuchProcess (ZombieProcess included) when the pid is gone."""
+    started = p.create_time()
+    env = _env_of(p)
+    found_id = "unreadable" if env is None else env.get(TOPOLOGY_ID_ENV, "unset")
+    same_start = rec.started is None or abs(started - rec.started) <= CREATE_TIME_SLACK_S
+    same_topology = found_id == topology_id if topology_id else rec.started is not None
+    if same_start and same_topology:
+        return None
+    expected_start = "" if rec.started is None else f"started at {rec.started:.2f} "
+    return (f"pid {rec.pid} (executor of container {rec.container}) is not this topology's executor any more: "
+            f"expected a process {expected_start}with {TOPOLOGY_ID_ENV}={topology_id or '?'}, found "
+            f"'{p.name()}' started at {started:.2f} with {TOPOLOGY_ID_ENV} {found_id}; left alone (not signalled)")
+
+
+def process_container(p: psutil.Process, topology_id: str) -> int | None:
+    """The container index of a process of this topology; None for any other process."""
+    env = _env_of(p)
+    if not topology_id or env is None or env.get(TOPOLOGY_ID_ENV) != topology_id:
+        return None
+    raw = env.get(CONTAINER_ENV)
+    if raw is not None and raw.isdigit():
+        return int(raw)
+    # a process started before CONTAINER_ENV existed: the executor runs its children in the
+    # container's folder (container-K)
+    folder = Path(p.cwd()).name
+    prefix = "container-"
+    return int(folder[len(prefix):]) if folder.startswith(prefix) and folder[len(prefix):].isdigit() else None
+
+
+def _owner(p: psutil.Process) -> str:
+    try:
+        return p.username()
+    except (psutil.Error, KeyError):
+        return "unknown"
+
+
+def signal_all(procs: list[psutil.Process], sig: int, action: str) -> None:
+    """Sends ``sig`` to each process that still runs; SchedulerError naming the processes this
+    user may not signal (after signalling all the others)."""
+    denied: list[psutil.Process] = []
+    for p in procs:
+        try:
+            p.send_signal(sig)
+        except psutil.NoSuchProcess:
+            pass  # gone already: nothing to stop (psutil also refuses a pid reused since)
+        except psutil.AccessDenied:
+            denied.append(p)
+    if denied:
+        found = ", ".join(f"pid {p.pid} of user {_owner(p)}" for p in denied)
+        raise SchedulerError(f"{action}: permission denied sending {signal.Signals(sig).name} to {found}; "
+                             f"expected processes of user {getpass.getuser()} (run heron-py as the user who "
+                             f"submitted the topology)")
+
+
+def stop_processes(procs: list[psutil.Process], grace_s: float, action: str) -> list[int]:
+    """SIGTERM, ``grace_s`` to exit, then SIGKILL; returns the pids that needed SIGKILL."""
+    unique = list({p.pid: p for p in procs}.values())
+    signal_all(unique, signal.SIGTERM, action)
+    _gone, alive = psutil.wait_procs(unique, timeout=grace_s)
+    signal_all(alive, signal.SIGKILL, action)
+    psutil.wait_procs(alive, timeout=3)
+    return [p.pid for p in alive]
 
 
 class LocalScheduler(Scheduler):
@@ -39,67 +142,109 @@ class LocalScheduler(Scheduler):
         paths = TopologyPaths.of(name, self.home)
         paths.logs.mkdir(parents=True, exist_ok=True)
         topology_id = f"{name}-{uuid.uuid4().hex[:12]}"
-        executors = {str(k): self._launch_executor(name, k, topology_id) for k in range(num_containers)}
-        info: dict[str, Any] = {"scheduler": "local", "topology_id": topology_id, "executors": executors,
-                                   "host": self.host}
+        launched = [self._launch_executor(name, k, topology_id) for k in range(num_containers)]
+        info: dict[str, Any] = {"scheduler": "local", "topology_id": topology_id, "host": self.host,
+                                "executors": {str(r.container): r.pid for r in launched},
+                                STARTED_KEY: {str(r.container): r.started for r in launched}}
         self.state.set_scheduler_location(name, info)
         return info
 
-    def _launch_executor(self, name: str, k: int, topology_id: str) -> int:
+    def _launch_executor(self, name: str, k: int, topology_id: str) -> ExecutorRecord:
         paths = TopologyPaths.of(name, self.home)
         env = dict(os.environ)
         env[TOPOLOGY_ID_ENV] = topology_id
+        env[CONTAINER_ENV] = str(k)
         # containers see the user's code only through the topology package, as on a cluster
         env.pop("PYTHONPATH", None)
         env["HERON_PY_HOME"] = str(paths.home)
-        with (paths.logs / f"executor-{k}.log").open("ab") as log:
+        with (paths.logs / f"executor-{k}.log").open("ab") as out:
             p = subprocess.Popen(
                 [sys.executable, "-m", "heron_py.scheduler.executor", "--topology", name,
                  "--container", str(k), "--home", str(paths.home), "--host", self.host,
                  *self.state_config.to_args()],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env=env, start_new_session=True, cwd=str(paths.root))
-        return p.pid
+        try:
+            started: float | None = psutil.Process(p.pid).create_time()
+        except psutil.NoSuchProcess:
+            started = None  # died at once (its log says why); the record still names it
+        return ExecutorRecord(k, p.pid, started)
 
-    def restart(self, name: str, containers: list[int], num_containers: int, grace_s: float = 10.0) -> None:
-        """Stops the executors of ``containers`` (with their children) and starts them again;
-        ``num_containers`` may differ from before (an update that repacked)."""
-        info = dict(self.state.get_scheduler_location(name) or {})
-        topology_id = str(info.get("topology_id", ""))
-        executors = {str(k): int(v) for k, v in dict(info.get("executors", {})).items()}
-        stop = [k for k in executors if int(k) in containers or int(k) >= num_containers]
-        procs = []
-        for k in stop:
+    def _verified(self, action: str, rec: ExecutorRecord, topology_id: str, quiet: bool = False
+                  ) -> psutil.Process | None:
+        """The recorded executor when its pid still is it; None when it is gone or the pid now
+        belongs to another process (logged unless ``quiet``)."""
+        try:
+            p = psutil.Process(rec.pid)
+            problem = identity_problem(p, rec, topology_id)
+        except psutil.NoSuchProcess:
+            return None
+        if problem is not None:
+            if not quiet:
+                log.warning("%s: %s", action, problem)
+            return None
+        return p
+
+    def container_processes(self, topology_id: str, containers: set[int]) -> list[psutil.Process]:
+        """Every live process of the topology in one of ``containers``, found by environment:
+        also those whose executor died and left them running."""
+        out = []
+        for p in self.topology_processes(topology_id):
             try:
-                p = psutil.Process(executors[k])
-                # the executor's session holds its children: they go with it
-                procs.append(p)
+                if process_container(p, topology_id) in containers:
+                    out.append(p)
+            except psutil.Error:
+                continue
+        return out
+
+    def _stop_containers(self, action: str, info: dict[str, Any], containers: set[int], grace_s: float) -> None:
+        topology_id = str(info.get("topology_id", ""))
+        executors = []
+        for rec in executor_records(info):
+            if rec.container in containers:
+                p = self._verified(action, rec, topology_id)
+                if p is not None:
+                    executors.append(p)
+        # the executor stops its children itself; SIGTERM to them too would race its restarts
+        signal_all(executors, signal.SIGTERM, action)
+        procs = list(executors)
+        for p in executors:
+            try:
                 procs.extend(p.children(recursive=True))
-                p.terminate()
             except psutil.NoSuchProcess:
                 pass
         _gone, alive = psutil.wait_procs(procs, timeout=grace_s)
-        for p in alive:
-            try:
-                p.kill()
-            except psutil.NoSuchProcess:
-                pass
-        psutil.wait_procs(alive, timeout=3)
+        # what is left, and any process of these containers that outlived a dead executor: two
+        # stream managers of one container must never run side by side
+        orphans = [p for p in self.container_processes(topology_id, containers) if p.pid not in {q.pid for q in alive}]
+        stop_processes([*alive, *orphans], grace_s if orphans else 0.0, action)
+
+    def restart(self, name: str, containers: list[int], num_containers: int, grace_s: float = 10.0) -> None:
+        """Stops the executors of ``containers`` (with their children, and any process of those
+        containers a dead executor left behind) and starts them again; ``num_containers`` may
+        differ from before (an update that repacked)."""
+        info = dict(self.state.get_scheduler_location(name) or {})
+        topology_id = str(info.get("topology_id", ""))
+        records = {r.container: r for r in executor_records(info)}
+        stop = {k for k in records if k in containers or k >= num_containers} | set(containers)
+        self._stop_containers(f"restart local '{name}'", info, stop, grace_s)
         for k in stop:
-            executors.pop(k, None)
+            records.pop(k, None)
         for c in containers:
             if c < num_containers:
-                executors[str(c)] = self._launch_executor(name, c, topology_id)
-        info["executors"] = executors
+                records[c] = self._launch_executor(name, c, topology_id)
+        info["executors"] = {str(k): r.pid for k, r in sorted(records.items())}
+        info[STARTED_KEY] = {str(k): r.started for k, r in sorted(records.items()) if r.started is not None}
         self.state.set_scheduler_location(name, info)
 
     def containers(self, name: str) -> list[ContainerStatus]:
         info = self.state.get_scheduler_location(name) or {}
+        topology_id = str(info.get("topology_id", ""))
         out = []
-        for k, pid in sorted(dict(info.get("executors", {})).items(), key=lambda kv: int(kv[0])):
-            alive = psutil.pid_exists(int(pid))
-            out.append(ContainerStatus(int(k), "running" if alive else "gone", str(info.get("host", LOOPBACK)),
-                                       str(pid)))
+        for rec in executor_records(info):
+            alive = self._verified("status", rec, topology_id, quiet=True) is not None
+            out.append(ContainerStatus(rec.container, "running" if alive else "gone",
+                                       str(info.get("host", LOOPBACK)), str(rec.pid)))
         return out
 
     @staticmethod
@@ -120,20 +265,19 @@ class LocalScheduler(Scheduler):
         """Stops every process of the topology; returns the pids that had to be SIGKILLed."""
         info = self.state.get_scheduler_location(name) or {}
         topology_id = str(info.get("topology_id", ""))
-        executors = [int(p) for p in dict(info.get("executors", {})).values()]
-        for pid in executors:
+        action = f"kill local '{name}'"
+        executors = [p for rec in executor_records(info) if (p := self._verified(action, rec, topology_id))]
+        signal_all(executors, signal.SIGTERM, action)
+        ours = {p.pid for p in executors}
+        for p in executors:
             try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + grace_s
-        procs = []
-        for pid in executors:
-            try:
-                procs.append(psutil.Process(pid))
+                ours |= {c.pid for c in p.children(recursive=True)}
             except psutil.NoSuchProcess:
                 pass
-        psutil.wait_procs(procs, timeout=max(0.1, deadline - time.monotonic()))
+        # processes whose executor died (SIGKILL) have nobody to stop them: SIGTERM them too
+        orphans = [p for p in self.topology_processes(topology_id) if p.pid not in ours] if topology_id else []
+        signal_all(orphans, signal.SIGTERM, action)
+        psutil.wait_procs([*executors, *orphans], timeout=grace_s)
         killed: list[int] = []
         if topology_id:
             # anything still alive (an executor that hung, a child that escaped): SIGKILL
@@ -141,11 +285,7 @@ class LocalScheduler(Scheduler):
                 left = self.topology_processes(topology_id)
                 if not left:
                     break
-                for p in left:
-                    try:
-                        p.kill()
-                        killed.append(p.pid)
-                    except psutil.NoSuchProcess:
-                        pass
+                signal_all(left, signal.SIGKILL, action)
+                killed.extend(p.pid for p in left)
                 psutil.wait_procs(left, timeout=3)
         return killed

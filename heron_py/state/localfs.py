@@ -5,13 +5,14 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 
+from heron_py.api.topology import check_topology_name
+from heron_py.common.atomic import atomic_write_bytes
 from heron_py.state.base import LocationWatcher, StateManager, TManagerLocation
 
 # how often a local watch looks at the file; a local store has no change notifications
@@ -29,24 +30,16 @@ class LocalFsStateManager(StateManager):
     def _path(self, kind: str, name: str) -> Path:
         if kind not in self.KINDS:
             raise ValueError(f"unknown state kind {kind!r}; expected one of {self.KINDS}")
-        if not name or "/" in name or name.startswith("."):
-            raise ValueError(f"bad topology name {name!r} for state {kind}")
+        # the name becomes a file name: check_topology_name refuses "..", "/" and hidden names
+        # with the error the CLI prints, not a traceback
+        check_topology_name(name)
         return self.root / kind / name
 
     def _put(self, kind: str, name: str, data: bytes, *, private: bool = False) -> None:
         path = self._path(kind, name)
         path.parent.mkdir(parents=True, exist_ok=True)
-        # write-then-rename so a reader never sees half a document
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{name}.")
-        try:
-            if private:
-                os.fchmod(fd, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        # a reader never sees half a document, and a crash leaves the old one or the new one
+        atomic_write_bytes(path, data, mode=0o600 if private else None)
 
     def _get(self, kind: str, name: str) -> bytes | None:
         try:
