@@ -25,9 +25,11 @@ from pathlib import Path
 from types import FrameType
 from typing import IO
 
+from heron_py.common.atomic import atomic_write_text
 from heron_py.common.config import InstanceConfig
 from heron_py.common.daemon import setup_logging
 from heron_py.common.package import PackageError, unpack
+from heron_py.scheduler.base import CONTAINER_ENV
 from heron_py.scheduler.hosts import HostError, resolve_host
 from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import StateConfig, StateManagerError, open_state
@@ -149,6 +151,9 @@ class Executor:
         env["PYTHONPATH"] = os.pathsep.join(parts)
         env["HERON_PY_HOME"] = str(self.paths.home)
         env["PYTHONUNBUFFERED"] = "1"
+        # with the topology id (inherited from the scheduler), how a restart finds this
+        # container's processes after the executor itself died: they outlive it
+        env[CONTAINER_ENV] = str(self.container)
         return env
 
     def _spawn(self, child: Child) -> None:
@@ -183,7 +188,8 @@ class Executor:
 
     def _write_restarts(self) -> None:
         path = self.paths.container(self.container) / "restarts.json"
-        path.write_text(json.dumps({c.name: c.restarts for c in self.children}))
+        # a crash (or a kill -9 of the executor) mid-write must not leave half a document
+        atomic_write_text(path, json.dumps({c.name: c.restarts for c in self.children}))
 
     def stop(self, grace_s: float = 5.0) -> None:
         self.stopping = True
