@@ -6,6 +6,11 @@ environment (``HERON_PY_STATE_MANAGER``, ``HERON_PY_ZK``), the file
 and finally the default, localfs. A scheduler hands the resolved choice to executors as
 arguments (``to_args``), and executors hand it to their children the same way, so every
 process of a topology reads and writes the same store.
+
+ZooKeeper nodes are readable and writable only with heron-py's digest credential, kept in
+``$HERON_PY_HOME/zk.auth`` (mode 0600, created on first use) unless ``--zk-auth-file``,
+``HERON_PY_ZK_AUTH_FILE`` or ``zk_auth_file`` in statemgr.json names another file; every
+process that uses the ensemble must read the same credential (see heron_py.state.zookeeper).
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from heron_py.state.base import StateManager, StateManagerError
 ENV_KIND = "HERON_PY_STATE_MANAGER"
 ENV_ZK = "HERON_PY_ZK"
 ENV_ZK_SESSION = "HERON_PY_ZK_SESSION_TIMEOUT"
+ENV_ZK_AUTH_FILE = "HERON_PY_ZK_AUTH_FILE"
+ZK_AUTH_FILE_NAME = "zk.auth"  # under the heron home when nothing names another file
 KINDS = ("localfs", "zookeeper")
 DEFAULT_ZK_ROOT = "/heron-py"
 # ZooKeeper expires a dead holder's session after this long, so it bounds how quickly a
@@ -41,6 +48,9 @@ class StateConfig:
     zk_root: str = DEFAULT_ZK_ROOT
     session_timeout_s: float = DEFAULT_SESSION_TIMEOUT_S
     connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+    # the ZooKeeper credential's file when named explicitly; "" is zk.auth under the heron home,
+    # which each process finds from its own home (so it is not passed on in to_args)
+    zk_auth_file: str = ""
 
     @property
     def zk(self) -> str:
@@ -50,8 +60,9 @@ class StateConfig:
     def to_args(self) -> list[str]:
         if self.kind == "localfs":
             return ["--state-manager", "localfs"]
+        auth = ["--zk-auth-file", self.zk_auth_file] if self.zk_auth_file else []
         return ["--state-manager", "zookeeper", "--zk", self.zk,
-                "--zk-session-timeout", f"{self.session_timeout_s:g}"]
+                "--zk-session-timeout", f"{self.session_timeout_s:g}", *auth]
 
     def describe(self) -> str:
         return "localfs" if self.kind == "localfs" else f"zookeeper at {self.zk}"
@@ -85,6 +96,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                    help=f"ZooKeeper ensemble for --state-manager zookeeper (default: ${ENV_ZK})")
     g.add_argument("--zk-session-timeout", default=None, metavar="SECONDS",
                    help=f"ZooKeeper session timeout (default {DEFAULT_SESSION_TIMEOUT_S:g} s)")
+    g.add_argument("--zk-auth-file", default=None, metavar="PATH",
+                   help=f"ZooKeeper digest credential USER:PASSWORD, mode 0600, created if missing (default: "
+                        f"${ENV_ZK_AUTH_FILE}, or $HERON_PY_HOME/{ZK_AUTH_FILE_NAME})")
 
 
 def resolve(args: argparse.Namespace | None = None, env: Mapping[str, str] | None = None,
@@ -114,6 +128,7 @@ def resolve(args: argparse.Namespace | None = None, env: Mapping[str, str] | Non
     kind, kind_where = pick("state_manager", ENV_KIND, "state_manager")
     zk, zk_where = pick("zk", ENV_ZK, "zk")
     session, session_where = pick("zk_session_timeout", ENV_ZK_SESSION, "session_timeout_s")
+    auth_file, _ = pick("zk_auth_file", ENV_ZK_AUTH_FILE, "zk_auth_file")
     if kind is None:
         kind = "zookeeper" if zk else "localfs"
     if kind not in KINDS:
@@ -125,14 +140,26 @@ def resolve(args: argparse.Namespace | None = None, env: Mapping[str, str] | Non
                                 f"(or ${ENV_ZK}), found none")
     hosts, root = parse_zk(zk, zk_where)
     timeout = _positive(session, session_where) if session else DEFAULT_SESSION_TIMEOUT_S
-    return StateConfig(kind="zookeeper", zk_hosts=hosts, zk_root=root, session_timeout_s=timeout)
+    # absolute: the path is handed to children that may run in another folder
+    auth = str(Path(auth_file).expanduser().absolute()) if auth_file else ""
+    return StateConfig(kind="zookeeper", zk_hosts=hosts, zk_root=root, session_timeout_s=timeout,
+                       zk_auth_file=auth)
+
+
+def zk_auth_path(cfg: StateConfig, home: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """The file of heron-py's ZooKeeper credential for ``cfg``: the one named, else zk.auth
+    under the heron home (on a cluster, a shared home gives every host the same file)."""
+    if cfg.zk_auth_file:
+        return Path(cfg.zk_auth_file)
+    env = os.environ if env is None else env
+    return (home or Path(env.get("HERON_PY_HOME", str(Path.home() / ".heron-py")))) / ZK_AUTH_FILE_NAME
 
 
 def open_state(cfg: StateConfig, home: Path | None = None) -> StateManager:
     if cfg.kind == "zookeeper":
         from heron_py.state.zookeeper import ZkStateManager
 
-        return ZkStateManager(cfg)
+        return ZkStateManager(cfg, home)
     from heron_py.state.localfs import LocalFsStateManager
 
     return LocalFsStateManager(home)

@@ -10,6 +10,14 @@ larger, so a large value is split into children ``part-NNNNN`` under its node, w
 is a header naming the part count. Readers see either the old or the new header; parts are
 written before the header that names them.
 
+Access: every node heron-py creates carries one ACL entry, all rights for the digest
+credential ``heron-py:<password>`` in the credential file (``config.zk_auth_file``, created
+with mode 0600 on first use), and no world entry: the nodes hold the topology secret, the
+package every container runs and the pids ``kill`` signals. Every heron-py process of an
+installation must read the same file (a shared home does it on a cluster). Nodes made by a
+heron-py before ACLs are open to anyone; the first start of this version gives them the
+ACL (see ``_secure_older_nodes``), after which processes of the older version cannot use them.
+
 Threads: kazoo calls listeners and watches on its own thread. They must not block, and this
 module's callers are told so (see StateManager); daemons pass everything to their loop.
 """
@@ -18,18 +26,23 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import secrets
+import tempfile
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+from kazoo.exceptions import KazooException, NoAuthError, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import ZnodeStat
 from kazoo.retry import KazooRetry
+from kazoo.security import OPEN_ACL_UNSAFE, make_digest_acl
 
 from heron_py.state.base import LocationWatcher, SessionListener, StateManager, StateManagerError, TManagerLocation
-from heron_py.state.config import StateConfig
+from heron_py.state.config import StateConfig, zk_auth_path
 
 CHUNK = 512 * 1024
 _MAGIC = b"\x00heron-py-parts:"
@@ -41,21 +54,83 @@ _log = logging.getLogger("heron_py.state.zookeeper")
 # (its one error message says it all), while daemons' root handlers still get them
 _log.addHandler(logging.NullHandler())
 
+AUTH_USER = "heron-py"
+
+
+def load_credential(path: Path) -> tuple[str, str]:
+    """heron-py's ZooKeeper digest credential (user, password) from ``path``, which is created
+    with a random password (mode 0600) when it does not exist yet."""
+    try:
+        return _read_credential(path)
+    except FileNotFoundError:
+        _create_credential(path)
+    return _read_credential(path)
+
+
+def _read_credential(path: Path) -> tuple[str, str]:
+    try:
+        with open(path, "rb") as f:
+            mode = os.fstat(f.fileno()).st_mode & 0o777
+            raw = f.read(4096)
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise StateManagerError(f"{path}: cannot read the ZooKeeper credential file: {e.strerror or e}") from e
+    # as ssh does with keys: a credential others can read is no credential
+    if mode & 0o077:
+        raise StateManagerError(f"{path}: expected the ZooKeeper credential file to have mode 0600 (readable "
+                                f"by its owner only), found {mode:04o}; run chmod 600 {path}")
+    lines = raw.decode("utf-8", "replace").split()
+    user, sep, password = lines[0].partition(":") if len(lines) == 1 else ("", "", "")
+    if not (user and sep and password):
+        # the content is a secret: the error describes it, never shows it
+        found = f"{len(lines)} words" if len(lines) != 1 else "a word without USER: before the password"
+        raise StateManagerError(f"{path}: expected one line USER:PASSWORD (heron-py's ZooKeeper digest "
+                                f"credential), found {found}")
+    return user, password
+
+
+def _create_credential(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # mode 0600
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(f"{AUTH_USER}:{secrets.token_urlsafe(32)}\n")
+                f.flush()
+                os.fsync(f.fileno())
+            # a link, not a rename: when processes on several hosts start at once, the first
+            # file stays and everyone reads it, complete
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                pass
+        finally:
+            os.unlink(tmp)
+    except OSError as e:
+        raise StateManagerError(f"{path}: cannot create the ZooKeeper credential file: {e.strerror or e}") from e
+
 
 class ZkStateManager(StateManager):
     LAYOUT = ("topologies", "packingplans", "pplans", "tmanagers", "executionstate", "schedulers",
               "locks", "packages", "secrets", "tls")
 
-    def __init__(self, cfg: StateConfig) -> None:
+    def __init__(self, cfg: StateConfig, home: Path | None = None) -> None:
         self.cfg = cfg
         self.root = cfg.zk_root.rstrip("/") or "/"
         self._listeners: list[SessionListener] = []
         self._closed = False
         self._lock = threading.Lock()
+        self.auth_file = zk_auth_path(cfg, home)
+        user, password = load_credential(self.auth_file)
+        self.acl = [make_digest_acl(user, password, all=True)]
         self._zk = KazooClient(
             hosts=cfg.zk_hosts, timeout=cfg.session_timeout_s,
             # reconnect forever: a daemon outlives any ZooKeeper outage
             connection_retry=KazooRetry(max_tries=-1, delay=0.2, max_delay=1.0),
+            # kazoo sends the credential again on every reconnect; every node it creates
+            # (create, ensure_path, makepath) gets the default ACL
+            auth_data=[("digest", f"{user}:{password}")], default_acl=self.acl,
             logger=_log)
         self._zk.add_listener(self._on_state)
         try:
@@ -67,8 +142,35 @@ class ZkStateManager(StateManager):
                 f"{cfg.connect_timeout_s:g} s (is the server running? state manager {cfg.describe()})") from None
         self._retry = KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0, deadline=RETRY_DEADLINE_S,
                                  ignore_expire=True)
-        for kind in self.LAYOUT:
-            self._do(self._zk.ensure_path, f"{self.root}/{kind}")
+        try:
+            for kind in self.LAYOUT:
+                self._do(self._zk.ensure_path, f"{self.root}/{kind}")
+            self._secure_older_nodes()
+        except StateManagerError:
+            self.close()  # no kazoo thread left behind retrying
+            raise
+
+    def _secure_older_nodes(self) -> None:
+        """Gives nodes a heron-py before ACLs created (open to anyone) heron-py's ACL. The root
+        goes last and serves as the marker: while it is still open, a start secures the whole
+        tree, so a pass cut short is finished by the next start. A root whose ACL an operator
+        changed (anything but the open one) is left as it is."""
+        acl, _ = self._do(self._zk.get_acls, self.root)
+        if list(acl) != list(OPEN_ACL_UNSAFE):
+            return
+        _log.warning("ZooKeeper at %s: nodes under %s are open to anyone (made by a heron-py before ACLs); "
+                     "restricting them to the credential in %s", self.cfg.zk_hosts, self.root, self.auth_file)
+        for path in self._subtree(self.root):
+            self._do(self._zk.set_acls, path, self.acl)
+
+    def _subtree(self, path: str) -> list[str]:
+        """``path`` and the nodes below it, children before their parent."""
+        out: list[str] = []
+        for child in self._children(path):
+            if path == "/" and child == "zookeeper":
+                continue  # ZooKeeper's own (quotas, config)
+            out += self._subtree(f"{path.rstrip('/')}/{child}")
+        return [*out, path]
 
     # --- sessions ---
     @property
@@ -106,6 +208,12 @@ class ZkStateManager(StateManager):
             return self._retry(fn, *args, **kwargs)
         except (NoNodeError, NodeExistsError):
             raise  # answers, not failures: callers handle them
+        except NoAuthError as e:
+            raise StateManagerError(
+                f"ZooKeeper at {self.cfg.zk_hosts}: {getattr(fn, '__name__', fn)} {args[0] if args else ''} "
+                f"refused (NoAuthError): expected the node's ACL to admit heron-py's credential in "
+                f"{self.auth_file}, found an ACL that does not (the node was made with another credential: "
+                f"every heron-py process and host must read the same credential file)") from e
         except (KazooException, KazooTimeoutError) as e:
             raise StateManagerError(f"ZooKeeper at {self.cfg.zk_hosts}: {getattr(fn, '__name__', fn)} "
                                     f"{args[0] if args else ''} failed: {type(e).__name__} {e}") from e
@@ -118,7 +226,7 @@ class ZkStateManager(StateManager):
         return f"{self.root}/{kind}/{name}"
 
     def _put(self, kind: str, name: str, data: bytes, *, private: bool = False) -> None:
-        # private (secrets, tls): kept as any other node; see the README on securing the ensemble
+        # private (secrets, tls): every node is readable only with heron-py's credential
         path = self._node(kind, name)
         if len(data) <= CHUNK and not data.startswith(_MAGIC):
             self._set(path, data)
