@@ -63,6 +63,18 @@ def _wait_restarted(state: StateManager, name: str, min_version: int, old_pids: 
                       f"{missing or 'none (no new plan)'}. Last log lines:\n{_log_tails(TopologyPaths.of(name))}")
 
 
+def _restart(sched: Scheduler, name: str, containers: list[int], num_containers: int, command: str) -> None:
+    try:
+        sched.restart(name, containers, num_containers)
+    except PermissionError as e:
+        # a scheduler reports what it may not touch as SchedulerError; anything that still
+        # slips through (a file, a process of another user) is one line, not a traceback
+        raise SubmitError(f"{command}: topology '{name}' on the {sched.kind} scheduler: permission denied on "
+                          f"{e.filename or 'a process of the topology'} while restarting containers {containers}; "
+                          f"expected access as the user who submitted the topology, found: {e.strerror or e}"
+                          ) from None
+
+
 def _snapshot(state: StateManager, name: str) -> tuple[int, dict[str, int]]:
     es = state.get_execution_state(name) or {}
     pids = {t: int(i.get("pid", 0)) for t, i in es.get("instances", {}).items()}
@@ -79,7 +91,7 @@ def restart_topology(state: StateManager, sched: Scheduler, name: str, container
     containers = list(range(n)) if container is None else [container]
     version, pids = _snapshot(state, name)
     moved = {str(t.task_id) for t in packing.tasks if t.container in containers}
-    sched.restart(name, containers, n)
+    _restart(sched, name, containers, n, "restart")
     _wait_restarted(state, name, version, {t: p for t, p in pids.items() if t in moved}, wait_s)
     return containers
 
@@ -110,7 +122,7 @@ def update_topology(state: StateManager, sched: Scheduler, name: str, changes: M
     state.set_topology(new_topo)
     state.set_packing_plan(name, new_packing)
     containers = list(range(new_packing.num_containers))
-    sched.restart(name, containers, new_packing.num_containers)
+    _restart(sched, name, containers, new_packing.num_containers, "update")
     # every task restarts: none may keep its old process
     _wait_restarted(state, name, version, pids, wait_s)
     return f"{summary} ({len(new_packing.tasks)} tasks in {new_packing.num_containers} containers)"
