@@ -54,7 +54,7 @@ def zk_server(tmp_path_factory):
 
 
 @pytest.fixture
-def zk(zk_server, request, monkeypatch):
+def zk(zk_server, request, monkeypatch, tmp_path):
     """The ZooKeeper server with a chroot of this test's own; daemons and the CLI use it via
     the environment. If a test stopped the server, it is started again before the next."""
     import re
@@ -64,4 +64,6 @@ def zk(zk_server, request, monkeypatch):
     chroot = "/t-" + re.sub(r"[^A-Za-z0-9_-]", "_", request.node.name)[:60]
     monkeypatch.setenv("HERON_PY_STATE_MANAGER", "zookeeper")
     monkeypatch.setenv("HERON_PY_ZK", zk_server.hosts + chroot)
+    # heron-py's ZooKeeper credential: this test's own, never the user's ~/.heron-py/zk.auth
+    monkeypatch.setenv("HERON_PY_ZK_AUTH_FILE", str(tmp_path / "zk.auth"))
     return zk_server, zk_server.hosts + chroot

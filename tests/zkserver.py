@@ -66,3 +66,14 @@ class ZkServer:
         deadline = time.monotonic() + 30
         while self.ruok() and time.monotonic() < deadline:
             time.sleep(0.1)
+
+
+def raw_client(hosts: str):
+    """A plain kazoo client with heron-py's credential (the file $HERON_PY_ZK_AUTH_FILE names,
+    as the zk fixture sets it): heron-py's nodes admit nobody else."""
+    from kazoo.client import KazooClient
+
+    from heron_py.state.zookeeper import load_credential
+
+    user, password = load_credential(Path(os.environ["HERON_PY_ZK_AUTH_FILE"]))
+    return KazooClient(hosts=hosts, auth_data=[("digest", f"{user}:{password}")])

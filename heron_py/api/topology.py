@@ -22,6 +22,7 @@ from heron_py.api.component.component_spec import GlobalStreamId, HeronComponent
 from heron_py.api.stream import Grouping, Stream
 from heron_py.common.config_codec import ConfigCodecError, sanitize_config
 from heron_py.planner.errors import TopologyError
+from heron_py.planner.logical import check_topology_name
 from heron_py.planner.model import (
     ComponentDef,
     ComponentKind,
@@ -34,16 +35,6 @@ from heron_py.planner.model import (
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 _NAME_RULE = "expected letters, digits, '.', '_' or '-'"
-
-
-def check_topology_name(name: Any) -> None:
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise TopologyError(f"topology name {name!r} is not valid: {_NAME_RULE}")
-    if name.startswith("."):
-        # the name is a folder and a file name on every host: "." and ".." would point at the
-        # parent folder, a leading dot hides the topology from listings
-        raise TopologyError(f"topology name {name!r} is not valid: it starts with '.'; expected a name that "
-                            f"starts with a letter, digit, '_' or '-'")
 
 
 def _stream_defs(where: str, outputs: Any) -> tuple[StreamDef, ...]:

@@ -26,10 +26,20 @@ from heron_py.planner.model import ComponentKind, GroupingKind, TopologyDef
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
-def validate(topology: TopologyDef) -> None:
-    name = topology.name
+def check_topology_name(name: Any) -> None:
+    """One rule for every way a name comes in (a builder, --name, a Flux file, the CLI's
+    commands): the name is a folder and a file name on every host."""
     if not isinstance(name, str) or not _NAME.match(name):
         raise TopologyError(f"topology name {name!r} is not valid: expected letters, digits, '.', '_' or '-'")
+    if name.startswith("."):
+        # "." and ".." would point at the parent folder; a leading dot hides the topology
+        raise TopologyError(f"topology name {name!r} is not valid: it starts with '.'; expected a name that "
+                            f"starts with a letter, digit, '_' or '-'")
+
+
+def validate(topology: TopologyDef) -> None:
+    name = topology.name
+    check_topology_name(name)
     where = f"topology '{name}'"
     comps = {}
     for c in topology.components:

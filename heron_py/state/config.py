@@ -149,9 +149,10 @@ def resolve(args: argparse.Namespace | None = None, env: Mapping[str, str] | Non
 def zk_auth_path(cfg: StateConfig, home: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
     """The file of heron-py's ZooKeeper credential for ``cfg``: the one named, else zk.auth
     under the heron home (on a cluster, a shared home gives every host the same file)."""
-    if cfg.zk_auth_file:
-        return Path(cfg.zk_auth_file)
     env = os.environ if env is None else env
+    named = cfg.zk_auth_file or env.get("HERON_PY_ZK_AUTH_FILE")
+    if named:
+        return Path(named)
     return (home or Path(env.get("HERON_PY_HOME", str(Path.home() / ".heron-py")))) / ZK_AUTH_FILE_NAME
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import psutil
 
-from heron_py.api.topology import check_topology_name
 from heron_py.common.atomic import atomic_write_bytes
+from heron_py.planner.logical import check_topology_name
 from heron_py.state.base import LocationWatcher, StateManager, TManagerLocation
 
 # how often a local watch looks at the file; a local store has no change notifications

@@ -16,6 +16,7 @@ from heron_py.state import config as statecfg
 from heron_py.state.config import StateConfig, parse_zk
 from heron_py.state.zookeeper import CHUNK, ZkStateManager
 from tests.support import wait_for as _wait
+from tests.zkserver import raw_client
 from topology_master.election import Election, Role, StateWorker, next_role
 
 pytestmark = pytest.mark.integration
@@ -32,7 +33,7 @@ def test_layout_documents_and_large_packages(zk):
     st = ZkStateManager(_cfg(zk))
     try:
         root = st.root
-        raw = KazooClient(hosts=zk[0].hosts)
+        raw = raw_client(zk[0].hosts)
         raw.start()
         # Heron's layout under the root
         assert set(raw.get_children(root)) >= {"topologies", "packingplans", "pplans", "tmanagers",
@@ -79,7 +80,7 @@ def test_tmanager_node_is_ephemeral_and_watched(zk):
         holder = b.acquire_tmanager("wc", TManagerLocation("127.0.0.1", 2222, 22))
         assert holder is not None and (holder.port, holder.pid, holder.owner) == (1112, 11, a.session_id)
         _wait(lambda: seen and seen[-1] is not None and seen[-1].port == 1112, 5, "the watch to see the holder")
-        raw = KazooClient(hosts=zk[0].hosts)
+        raw = raw_client(zk[0].hosts)
         raw.start()
         _, stat = raw.get(f"{a.root}/tmanagers/wc")
         assert stat.ephemeralOwner == a._zk.client_id[0]

@@ -12,7 +12,6 @@ from collections import Counter
 import psutil
 import pytest
 import wc_common
-from kazoo.client import KazooClient
 
 from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import config as statecfg
@@ -22,6 +21,7 @@ from heron_py.testing.local import read_capture
 from tests.conftest import EXAMPLES
 from tests.support import run_cli as _cli
 from tests.support import wait_for as _wait
+from tests.zkserver import raw_client
 
 pytestmark = pytest.mark.integration
 
@@ -58,7 +58,7 @@ def test_standby_master_zookeeper_restart_and_process_kills(heron_home, zk):
                     home=heron_home, name=name, capture=["count"], keep_running=True,
                     properties={"topology.max.spout.pending": "400", "topology.tmanager.standby": "true"})
     state = open_state(statecfg.resolve(home=heron_home), heron_home)
-    raw = KazooClient(hosts=server.hosts)
+    raw = raw_client(server.hosts)
     raw.start()
     try:
         # the ephemeral node holds the active master's address and is owned by its session

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from heron_py.api.topology import TopologyBuilder, check_topology_name
+from heron_py.api.topology import TopologyBuilder
 from heron_py.cli.main import main
 from heron_py.common.atomic import atomic_write_bytes
 from heron_py.planner.errors import TopologyError
+from heron_py.planner.logical import check_topology_name
 from heron_py.scheduler.executor import Executor
 from heron_py.state import LocalFsStateManager
 from tests.conftest import EXAMPLES
