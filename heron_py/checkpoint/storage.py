@@ -25,6 +25,8 @@ import uuid
 from abc import ABC, abstractmethod
 from pathlib import Path
 
+from heron_py.common.atomic import atomic_write_bytes, fsync_dir
+
 MAGIC = b"HPCK"
 VERSION = 1
 _HEADER = struct.Struct(">4sBQ32s")
@@ -107,31 +109,10 @@ def decode_frame(raw: bytes, where: str) -> bytes:
     return data
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def atomic_write(path: Path, payload: bytes) -> None:
-    """Write ``payload`` to ``path`` so a reader or a crash sees the old or the new file, whole."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TMP_PREFIX}{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    # the rename is only durable once the folder's entry is
-    _fsync_dir(path.parent)
+    """Write ``payload`` to ``path`` so a reader or a crash sees the old or the new file, whole
+    (heron_py.common.atomic, with this store's temporary prefix, which its sweeps know)."""
+    atomic_write_bytes(path, payload, prefix=TMP_PREFIX)
 
 
 class LocalFsStorage(CheckpointStorage):
@@ -205,7 +186,7 @@ class LocalFsStorage(CheckpointStorage):
         # rename first (atomic) so a crash mid-delete never leaves a half checkpoint under its id
         grave = path.parent / f"{TMP_PREFIX}gone-{path.name}-{uuid.uuid4().hex}"
         os.replace(path, grave)
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
         shutil.rmtree(grave)
 
     def _marked_tasks(self, topology: str, checkpoint_id: int, folder: Path) -> set[int]:
@@ -229,7 +210,7 @@ class LocalFsStorage(CheckpointStorage):
         missing = [p for p in (folder, folder.parent, self.root) if not p.exists()]
         folder.mkdir(parents=True, exist_ok=True)
         for p in missing:
-            _fsync_dir(p.parent)
+            fsync_dir(p.parent)
 
     def _topology_dir(self, topology: str) -> Path:
         if not topology or topology in (".", "..") or "/" in topology or "\\" in topology \

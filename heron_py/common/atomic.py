@@ -25,10 +25,11 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None, prefix: str = TMP_PREFIX) -> None:
     """Writes ``data`` to ``path`` all or nothing; ``mode`` (e.g. 0o600) is set before any
-    byte is written, so a private file is never readable by others, not even half written."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TMP_PREFIX}{path.name}.")
+    byte is written, so a private file is never readable by others, not even half written.
+    ``prefix`` starts the temporary file's name (a store that sweeps its leftovers names it)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{prefix}{path.name}.")
     try:
         if mode is not None:
             os.fchmod(fd, mode)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import signal
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, Protocol
+
+from heron_py.common.atomic import atomic_write_text
 
 
 class Daemon(Protocol):
@@ -54,9 +55,7 @@ class DaemonBase:
 
 def write_atomically(path: Path, text: str) -> None:
     """Readers of ``path`` (port files) never see half a write."""
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    atomic_write_text(path, text)
 
 
 class FatalError(Exception):
