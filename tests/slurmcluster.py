@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -117,6 +118,10 @@ def slurm_cluster():
         if r.returncode != 0:
             pytest.fail(f"{SCRIPT} up exited {r.returncode}; stderr:\n{r.stderr[-6000:]}")
         cluster = SlurmCluster(parse_exports(r.stdout))
+        # one heron-py installation: one ZooKeeper credential for every test's home (the
+        # cluster's ZooKeeper root is shared by the session's tests, as by a site's users)
+        auth_dir = tempfile.mkdtemp(prefix="heron-py-slurm-auth-")
+        cluster["HERON_PY_ZK_AUTH_FILE"] = os.path.join(auth_dir, "zk.auth")
         yield cluster
     finally:
         d = subprocess.run([str(SCRIPT), "down"], capture_output=True, text=True, timeout=120, env=env)

@@ -231,7 +231,8 @@ def test_a_lost_node_is_relaunched_elsewhere_and_nothing_is_lost(slurm_cluster, 
                     home=home, name="rwc_slurm", capture=["count"], keep_running=True, cluster="slurm", env=cluster,
                     submit_args=["--wait", "120"], timeout=120)
     hosts, root = parse_zk(cluster["HERON_PY_ZK"])
-    state = open_state(StateConfig(kind="zookeeper", zk_hosts=hosts, zk_root=root), home)
+    state = open_state(StateConfig(kind="zookeeper", zk_hosts=hosts, zk_root=root,
+                                   zk_auth_file=cluster["HERON_PY_ZK_AUTH_FILE"]), home)
     node = None
     try:
         logs = home / "topologies" / run.name / "logs"
