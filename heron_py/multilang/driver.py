@@ -219,7 +219,9 @@ class BoltDriver(Driver):
             anchors = [s.anchor(a) for a in cmd.anchors]
             tasks = user.emit(cmd.values, cmd.stream, anchors, cmd.task, True)
             if cmd.wants_task_ids:
-                self.proc.offer_urgent(self.encode(m.TaskIds(list(tasks or []))))
+                # written now, from this thread: the subprocess waits for them (storm.py asks after
+                # every emit), and a hand-off to the writer thread would add a thread switch
+                self.proc.write_now(self.encode(m.TaskIds(list(tasks or []))))
         elif isinstance(cmd, m.Ack):
             user.ack(s.take_input(cmd.id, "ack"))
         elif isinstance(cmd, m.Fail):

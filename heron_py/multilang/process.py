@@ -45,6 +45,7 @@ class ShellProcess:
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
         self._max_pending = max_pending
         self._cond = threading.Condition()
+        self._write_lock = threading.Lock()  # one whole message at a time on stdin
         self._urgent: collections.deque[bytes] = collections.deque()
         self._pending: collections.deque[bytes] = collections.deque()
         self._closing = False
@@ -107,11 +108,14 @@ class ShellProcess:
     # writing
 
     def write_now(self, data: bytes) -> None:
-        """Writes on the caller's thread (the handshake; a spout's commands)."""
+        """Writes on the caller's thread: the handshake, a spout's commands, and a bolt's task
+        ids (the subprocess waits for those, reading its stdin, so the write cannot block for
+        long; it goes between two whole messages of the writer thread)."""
         stdin = self.proc.stdin
         assert stdin is not None
         try:
-            stdin.write(data)
+            with self._write_lock:
+                stdin.write(data)
         except OSError as e:
             raise ShellError(self.failure(f"writing to its stdin failed ({e})")) from None
 
@@ -147,7 +151,8 @@ class ShellProcess:
                 data = self._urgent.popleft() if self._urgent else self._pending.popleft()
                 self._cond.notify_all()
             try:
-                stdin.write(data)
+                with self._write_lock:
+                    stdin.write(data)
             except OSError as e:
                 self.inbox.put(Closed(f"writing to its stdin failed ({e})" + self._exit_note()))
                 return
