@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import io
 import pickle
+import sys
 from typing import Any
 
 MAIN_ALIAS = "__heron_main__"
@@ -25,18 +26,23 @@ def loads_batch(body: bytes | memoryview) -> list[Any]:
     return rows
 
 
+def resolve_user_name(module: str, qualname: str) -> Any:
+    """The object ``module``.``qualname`` of the user's code. Module ``__main__`` (the topology
+    file at submit) is the same file loaded as ``__heron_main__`` inside a container. Raises
+    ImportError or AttributeError."""
+    if module == "__main__" and MAIN_ALIAS in sys.modules:
+        module = MAIN_ALIAS
+    obj: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
 class _PackageUnpickler(pickle.Unpickler):
-    """Resolves classes pickled from the topology file (module ``__main__`` at submit) to the
-    same file loaded as ``__heron_main__`` inside a container."""
+    """Resolves classes pickled from the topology file to where a container loaded it."""
 
     def find_class(self, module: str, name: str) -> Any:
-        if module == "__main__":
-            module = MAIN_ALIAS
-        mod = importlib.import_module(module)
-        obj = mod
-        for part in name.split("."):
-            obj = getattr(obj, part)
-        return obj
+        return resolve_user_name(module, name)
 
 
 def loads_user_object(data: bytes) -> Any:

@@ -14,6 +14,7 @@ import logging
 import queue
 import tempfile
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
@@ -53,7 +54,7 @@ def update_metric(context: TopologyContext, name: str, params: Any) -> None:
 WAKE_KEY = "heron_py.shell.wake"
 
 
-class Driver:
+class Driver(ABC):
     """What both kinds share: the process, the session, logging and failing."""
 
     def __init__(self, user: Any, conf: dict[str, Any], context: TopologyContext, *, writer: bool,
@@ -143,8 +144,9 @@ class Driver:
         except Exception as e:  # the component's emit refused it (wrong fields, unknown stream, ...)
             raise self.fail(f"applying {m.parse_command(value)} raised {type(e).__name__}: {e}") from e
 
+    @abstractmethod
     def apply(self, cmd: m.Command) -> None:
-        raise NotImplementedError
+        """One command of the subprocess, on the task's thread (bolt and spout differ)."""
 
     def apply_common(self, cmd: m.Command) -> bool:
         """log, error and metrics, the same for both kinds; False for anything else."""

@@ -162,11 +162,6 @@ class ShellProcess:
         with self._cond:
             return len(self._pending)
 
-    @property
-    def queued(self) -> int:
-        with self._cond:
-            return len(self._pending) + len(self._urgent)
-
     # the end
 
     def failure(self, reason: str) -> str:

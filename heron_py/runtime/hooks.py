@@ -9,8 +9,6 @@ changes (the specialised emit stays bound)."""
 
 from __future__ import annotations
 
-import importlib
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,7 +22,7 @@ from heron_py.api.task_hook import (
     SpoutAckInfo,
     SpoutFailInfo,
 )
-from heron_py.common.serialization import MAIN_ALIAS
+from heron_py.common.serialization import resolve_user_name
 
 
 class HookError(Exception):
@@ -40,10 +38,8 @@ def auto_hooks(conf: dict[str, Any]) -> list[ITaskHook]:
     out = []
     for name in filter(None, names):
         module, _sep, cls = name.partition(":") if ":" in name else name.rpartition(".")
-        if module == "__main__" and MAIN_ALIAS in sys.modules:
-            module = MAIN_ALIAS  # a hook of the topology file, which a container loads under this name
         try:
-            hook = getattr(importlib.import_module(module), cls)()
+            hook = resolve_user_name(module, cls)()
         except (ImportError, AttributeError, ValueError, TypeError) as e:
             raise HookError(f"config {TOPOLOGY_AUTO_TASK_HOOKS}: expected importable ITaskHook classes "
                             f"(module.Class), found {name!r} ({e})") from None

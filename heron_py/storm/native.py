@@ -24,7 +24,6 @@ thread) every ``secs_between_batches``.
 
 from __future__ import annotations
 
-import importlib
 import io
 import logging
 import threading
@@ -35,7 +34,7 @@ from typing import Any
 
 from heron_py.api.bolt.bolt import Bolt
 from heron_py.api.spout.spout import Spout
-from heron_py.common.serialization import MAIN_ALIAS
+from heron_py.common.serialization import resolve_user_name
 from heron_py.storm import CLASS_KEY
 
 # Storm's multilang log levels (pystorm's _STORM_LOG_LEVELS) → Python's
@@ -54,13 +53,7 @@ def load_class(path: Any) -> type:
         raise PystormError(f"config {CLASS_KEY} is {path!r}; expected 'module:Class' (set by heron-py's "
                            f"streamparse translation)")
     mod_name, _, qualname = path.partition(":")
-    if mod_name == "__main__":
-        import sys
-
-        mod_name = MAIN_ALIAS if MAIN_ALIAS in sys.modules else "__main__"
-    obj: Any = importlib.import_module(mod_name)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
+    obj = resolve_user_name(mod_name, qualname)
     if not isinstance(obj, type):
         raise PystormError(f"config {CLASS_KEY} '{path}' names {obj!r}; expected a pystorm Bolt or Spout class")
     return obj

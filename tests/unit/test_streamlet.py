@@ -147,6 +147,32 @@ class ListSink(Sink):
         ListSink.got.append(element)
 
 
+class ClosingSink(ListSink):
+    cleaned = 0
+
+    def cleanup(self):
+        ClosingSink.cleaned += 1
+
+
+def test_the_sink_is_cleaned_up_when_its_task_closes():
+    from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
+    from heron_py.planner.packing import round_robin
+    from heron_py.runtime.host import make_host
+
+    ClosingSink.cleaned = 0
+    b = Builder()
+    b.new_source(Items([1])).to_sink(ClosingSink())
+    topo = build_topology("t", Config(), b)
+    packing = round_robin(topo, 1)
+    plan = PhysicalPlan(topo, packing, (StmgrLocation(0, "h", 1, 2),), TopologyState.RUNNING, 1)
+    sink = next(t.task_id for t in packing.tasks if t.component.startswith("sink"))
+    host = make_host(plan, sink, [].extend)
+    host.initialize()
+    assert ClosingSink.cleaned == 0
+    host.close()
+    assert ClosingSink.cleaned == 1
+
+
 def test_to_sink_sets_up_each_partition_and_puts_every_element():
     ListSink.got, ListSink.contexts = [], []
     b = Builder()

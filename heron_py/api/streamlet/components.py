@@ -196,3 +196,7 @@ class SinkBolt(StreamletBolt):
     def process(self, tup: Any) -> None:
         self._sink.put(tup.values[0])
         self.ack(tup)
+
+    def cleanup(self) -> None:
+        """The host calls a bolt's cleanup when the task closes: the sink's cleanup goes with it."""
+        self._sink.cleanup()

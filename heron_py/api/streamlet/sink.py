@@ -21,5 +21,4 @@ class Sink:
         raise NotImplementedError(f"Sink {type(self).__name__} does not implement put()")
 
     def cleanup(self) -> None:
-        """Heron's Java API calls it at shutdown; heron-py's bolts have no shutdown hook, so it is
-        not called yet."""
+        """Called once when the task closes (a graceful stop)."""
