@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from heron_py.common.config import ConfigError, max_frame_bytes
 from heron_py.common.daemon import new_event_loop
 from heron_py.common.framing import MsgType, encode_frame
 from heron_py.common.net import BaseHandler, Connection, connect, connect_unix, parse
@@ -217,12 +218,14 @@ class Gateway(BaseHandler):
             self.state = GatewayState.RUNNING
             self._drain_out()
             if resp.pplan_json:
+                _use_plan_frame_limit(conn, resp.pplan_json, self._log)
                 self.inbox.deliver((InKind.PPLAN, resp.pplan_json))
             if self._ready:
                 self._send_ready()
         elif msg_type == MsgType.NEW_PHYSICAL_PLAN:
             msg = pb.NewPhysicalPlan()
             parse(msg, frame)
+            _use_plan_frame_limit(conn, msg.pplan_json, self._log)
             self.inbox.deliver((InKind.PPLAN, msg.pplan_json))
         else:
             self._log.warning("unexpected message type %d from stream manager; ignored", msg_type)
@@ -255,3 +258,13 @@ class Gateway(BaseHandler):
         conn = self._conn
         if conn is not None and conn.is_open and self.state is GatewayState.RUNNING:
             conn.send_msg(MsgType.INSTANCE_READY, pb.InstanceReady(task_id=self.cfg.task_id, pid=os.getpid()))
+
+
+def _use_plan_frame_limit(conn: Connection, pplan_json: bytes, log: logging.Logger) -> None:
+    """Applies the topology's heron_py.network.max.frame.bytes to the stream manager link:
+    the instance connects before it has the plan, so the limit arrives with it."""
+    try:
+        cfg = json.loads(pplan_json)["topology"].get("config", {})
+        conn.set_max_frame(max_frame_bytes(cfg))
+    except (ValueError, KeyError, TypeError, AttributeError, ConfigError) as e:
+        log.warning("physical plan without a usable frame limit (%s); keeping %d bytes", e, conn.max_frame)

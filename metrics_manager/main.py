@@ -21,6 +21,7 @@ import os
 import time
 from typing import Any
 
+from heron_py.common.config import ConfigError, max_frame_bytes
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
 from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType, encode_frame
 from heron_py.common.handshake import http_token
@@ -87,6 +88,10 @@ class MetricsManager(DaemonBase):
         if topo is None:
             raise FatalError(f"metrics manager: topology '{self.topology}' is not in the state manager")
         self.interval = export_interval(dict(topo.config)) or DEFAULT_INTERVAL_S
+        try:  # reports and the master link use the topology's frame limit, like every daemon
+            self._max_frame = max_frame_bytes(topo.config)
+        except ConfigError as e:
+            raise FatalError(str(e)) from e
         try:
             self._server = await serve(self.host, 0, lambda: _Inbound(self), self._secret, role="metricsmgr",
                                        log=self._log, counters=self.counters, max_frame=self._max_frame)

@@ -20,7 +20,7 @@ import logging
 import time
 from pathlib import Path
 
-from heron_py.common.config import MB, ConfigError, StreamManagerConfig
+from heron_py.common.config import MB, ConfigError, StreamManagerConfig, max_frame_bytes
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
 from heron_py.common.framing import DEFAULT_MAX_FRAME, MsgType, encode_frame
 from heron_py.common.net import BaseHandler, Connection, Counters, parse, serve, serve_unix
@@ -304,4 +304,12 @@ def main(argv: list[str] | None = None) -> int:
     log = setup_logging(f"stmgr[{args.container}]")
     return statecfg.run_with_state(args, log, lambda state: StreamManager(
         topology=args.topology, container=args.container, secret=args.secret_file.read_bytes(), state=state,
-        port_file=args.port_file, log=log, host=args.host, tls=PeerTls.load(args.tls_file, args.topology)))
+        port_file=args.port_file, log=log, host=args.host, tls=PeerTls.load(args.tls_file, args.topology),
+        max_frame=_max_frame(state, args.topology)))
+
+
+def _max_frame(state: StateManager, topology: str) -> int:
+    """The topology's frame limit, read before any connection: instances connect before
+    the plan comes, and their frames are checked against the same limit their emitters use."""
+    topo = state.get_topology(topology)
+    return max_frame_bytes(topo.config) if topo is not None else DEFAULT_MAX_FRAME

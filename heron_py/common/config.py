@@ -144,6 +144,15 @@ LOST_AFTER = _key("heron.tmanager.container.lost.secs", Kind.FLOAT, 20.0, 1.0, u
 STMGRS = _key("topology.stmgrs", Kind.INT, 1, 1, doc="containers (one stream manager each)")
 STANDBY = _key("topology.tmanager.standby", Kind.BOOL, False, doc="a standby master in the last container")
 
+
+
+def max_frame_bytes(cfg: Mapping[str, Any]) -> int:
+    """heron_py.network.max.frame.bytes of a topology's config: every daemon's frame decoder
+    and every emitter's batches use this one value."""
+    n: int = FRAME.parse(cfg)
+    return n
+
+
 # names kept for heron_py.testing, which sets these keys by name
 CAPTURE_DIR = CAPTURE_DIR_KEY.name
 CAPTURE_COMPONENTS = CAPTURE_COMPONENTS_KEY.name

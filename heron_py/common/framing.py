@@ -93,7 +93,9 @@ class FrameDecoder:
 
     def __init__(self, peer: str, max_frame: int = DEFAULT_MAX_FRAME) -> None:
         self._peer = peer
-        self._max = max_frame
+        # settable: a connection raises it from the pre-auth limit once the peer is
+        # authenticated, and to the topology's heron_py.network.max.frame.bytes when known
+        self.max_frame = max_frame
         self._buf = bytearray()
 
     @property
@@ -108,10 +110,10 @@ class FrameDecoder:
         end = len(buf)
         while end - pos >= HEADER_SIZE:
             length, msg_type = HEADER.unpack_from(buf, pos)
-            if length > self._max:
+            if length > self.max_frame:
                 raise FrameError(
                     f"frame from {self._peer} announces {length} bytes, over the limit of "
-                    f"{self._max} bytes; closing the connection"
+                    f"{self.max_frame} bytes; closing the connection"
                 )
             if length < 2:
                 raise FrameError(

@@ -326,6 +326,16 @@ class Connection(asyncio.Protocol):
         self.writing_paused = False
         self.handler.on_writing(self, False)
 
+    @property
+    def max_frame(self) -> int:
+        return self._max_frame
+
+    def set_max_frame(self, max_frame: int) -> None:
+        """The largest frame this connection accepts from now on (the topology's
+        heron_py.network.max.frame.bytes, once the plan that carries it is known)."""
+        self._max_frame = max_frame
+        self._decoder.max_frame = max_frame
+
     def set_write_limits(self, high: int, low: int) -> None:
         if self.transport is not None:
             self.transport.set_write_buffer_limits(high=high, low=low)

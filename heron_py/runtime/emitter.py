@@ -12,7 +12,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from heron_py.common.framing import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RECORD, MsgType, encode_batch_frame
+from heron_py.common.framing import (
+    ACK_ACK,
+    ACK_FAIL,
+    ACK_INIT,
+    ACK_RECORD,
+    BODY_OFFSET,
+    DEFAULT_MAX_FRAME,
+    HEADER_SIZE,
+    MsgType,
+    encode_batch_frame,
+)
 from heron_py.common.serialization import dumps_batch
 from heron_py.planner.grouping import FieldsRouter, Router, check_direct, make_router
 from heron_py.planner.model import GroupingKind, PhysicalPlan
@@ -20,6 +30,15 @@ from heron_py.planner.model import GroupingKind, PhysicalPlan
 
 class EmitError(Exception):
     pass
+
+
+def oversized_message(component: str, task: int, stream: str, dest: int, size: int, limit: int,
+                      count: int = 1) -> str:
+    """The one error of a tuple too large for any frame: what, where, expected, found."""
+    more = f" ({count - 1} more such tuples were refused too)" if count > 1 else ""
+    return (f"component '{component}' task {task} emitted a tuple on stream '{stream}' to task {dest} that "
+            f"serializes to {size} bytes: expected at most {limit} bytes (heron_py.network.max.frame.bytes "
+            f"less the batch header), found {size}; the tuple was not sent{more}")
 
 
 @dataclass
@@ -41,9 +60,14 @@ class Emitter:
         custom_loader: Callable[[bytes], Any],
         prepare_custom: Callable[[Any, str, str, list[int]], None],
         rng: random.Random | None = None,
+        max_frame: int = DEFAULT_MAX_FRAME,
     ) -> None:
         self.task_id = task_id
         self.batch_size = batch_size
+        # a frame's length field counts the type and the batch header: the body gets the rest
+        # of heron_py.network.max.frame.bytes, which every receiver's decoder enforces
+        self.max_body = max_frame - (BODY_OFFSET - HEADER_SIZE + 2)
+        self.max_frame = max_frame
         self._sink = sink
         self.pending: dict[int, list[Any]] = {}
         # ack records per spout task whose stream manager tracks the root: (kind, root, value)
@@ -277,22 +301,48 @@ class Emitter:
         return emit_default
 
     def flush(self) -> None:
+        """Encodes what is pending into frames, none over the frame limit: a batch whose
+        pickle is too large is split in halves until each part fits. A single tuple that
+        does not fit alone is refused with EmitError (after the other frames went out), since
+        every receiver would close the connection on it."""
         if not self._count and not self.acks:
             return
         src = self.task_id
-        frames = []
+        frames: list[bytes] = []
         if self.acks:
             # before the tuples: a root's init reaches its stream manager before any ack of it
             pack = ACK_RECORD.pack
-            frames = [encode_batch_frame(dest, src, b"".join([pack(*r) for r in recs]), MsgType.ACK_BATCH, len(recs))
-                      for dest, recs in self.acks.items()]
+            per_frame = max(1, self.max_body // ACK_RECORD.size)
+            for dest, recs in self.acks.items():
+                for i in range(0, len(recs), per_frame):
+                    part = recs[i:i + per_frame]
+                    frames.append(encode_batch_frame(dest, src, b"".join([pack(*r) for r in part]),
+                                                     MsgType.ACK_BATCH, len(part)))
             self.acks = {}
-        frames += [encode_batch_frame(dest, src, dumps_batch(rows), MsgType.TUPLE_BATCH, len(rows))
-                   for dest, rows in self.pending.items() if rows]
+        oversized: list[tuple[int, Any, int]] = []
+        for dest, rows in self.pending.items():
+            if rows:
+                self._encode_rows(dest, rows, frames, oversized)
         self.pending.clear()
         self._count = 0
         if frames:
             self._sink(frames)
+        if oversized:
+            dest, row, size = oversized[0]
+            raise EmitError(oversized_message(self.component, src, row[0], dest, size, self.max_body,
+                                              len(oversized)))
+
+    def _encode_rows(self, dest: int, rows: list[Any], frames: list[bytes],
+                     oversized: list[tuple[int, Any, int]]) -> None:
+        body = dumps_batch(rows)
+        if len(body) <= self.max_body:
+            frames.append(encode_batch_frame(dest, self.task_id, body, MsgType.TUPLE_BATCH, len(rows)))
+        elif len(rows) == 1:
+            oversized.append((dest, rows[0], len(body)))
+        else:
+            half = len(rows) // 2  # halves keep the order of the rows to one destination
+            self._encode_rows(dest, rows[:half], frames, oversized)
+            self._encode_rows(dest, rows[half:], frames, oversized)
 
     @property
     def has_pending(self) -> bool:

@@ -29,7 +29,7 @@ from heron_py.api import global_metrics
 from heron_py.api.serializer import ValueCodec, load_serializer, value_codecs
 from heron_py.api.topology_context import TopologyContext
 from heron_py.api.tuple import HeronTuple, TrackedTuple, TupleHelper
-from heron_py.common.config import TICK, InstanceConfig, ReliabilityConfig
+from heron_py.common.config import TICK, InstanceConfig, ReliabilityConfig, max_frame_bytes
 from heron_py.common.config_codec import restore_config
 from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, RESULT_ACKED, RESULT_RECORD
 from heron_py.common.serialization import loads_batch, loads_user_object
@@ -168,7 +168,8 @@ class ComponentHost:
         context = self.context
         self.emitter = Emitter(plan, task_id, self.config.batch_size, sink, custom_loader=loads_user_object,
                                prepare_custom=lambda g, c, s, targets: g.prepare(context, c, s, targets),
-                               rng=options.rng)
+                               rng=options.rng,
+                               max_frame=max_frame_bytes(topo.config))  # the receivers' limit
         self.log = logging.getLogger(f"{self.component}-{task_id}")
         self.user: Any = loads_user_object(comp.class_ref.data)(_Delegate(self, self.log))
         if options.wake is not None and hasattr(type(self.user), "heron_poll"):
