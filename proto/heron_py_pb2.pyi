@@ -219,3 +219,57 @@ class StmgrMetrics(_message.Message):
     bad_frames: int
     time_spent_back_pressure_by_compid_ms: _containers.ScalarMap[str, int]
     def __init__(self, in_backpressure: _Optional[bool] = ..., spouts_paused: _Optional[bool] = ..., time_spent_back_pressure_ms: _Optional[int] = ..., backpressure_episodes: _Optional[int] = ..., backpressure_cause: _Optional[str] = ..., dropped_tuples: _Optional[int] = ..., buffered_bytes: _Optional[_Mapping[str, int]] = ..., instances: _Optional[_Iterable[_Union[InstanceMetrics, _Mapping]]] = ..., pending_roots: _Optional[int] = ..., auth_failures: _Optional[int] = ..., bad_frames: _Optional[int] = ..., time_spent_back_pressure_by_compid_ms: _Optional[_Mapping[str, int]] = ...) -> None: ...
+
+class StartCheckpoint(_message.Message):
+    __slots__ = ("checkpoint_id",)
+    CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    checkpoint_id: int
+    def __init__(self, checkpoint_id: _Optional[int] = ...) -> None: ...
+
+class CheckpointSaved(_message.Message):
+    __slots__ = ("checkpoint_id", "task_id", "size_bytes", "duration_secs")
+    CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    DURATION_SECS_FIELD_NUMBER: _ClassVar[int]
+    checkpoint_id: int
+    task_id: int
+    size_bytes: int
+    duration_secs: float
+    def __init__(self, checkpoint_id: _Optional[int] = ..., task_id: _Optional[int] = ..., size_bytes: _Optional[int] = ..., duration_secs: _Optional[float] = ...) -> None: ...
+
+class RestoreState(_message.Message):
+    __slots__ = ("restore_id", "checkpoint_id", "reason")
+    RESTORE_ID_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    restore_id: int
+    checkpoint_id: int
+    reason: str
+    def __init__(self, restore_id: _Optional[int] = ..., checkpoint_id: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class StateRestored(_message.Message):
+    __slots__ = ("restore_id", "task_id", "ok", "error")
+    RESTORE_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    OK_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    restore_id: int
+    task_id: int
+    ok: bool
+    error: str
+    def __init__(self, restore_id: _Optional[int] = ..., task_id: _Optional[int] = ..., ok: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
+
+class StartProcessing(_message.Message):
+    __slots__ = ("restore_id",)
+    RESTORE_ID_FIELD_NUMBER: _ClassVar[int]
+    restore_id: int
+    def __init__(self, restore_id: _Optional[int] = ...) -> None: ...
+
+class RestoreFence(_message.Message):
+    __slots__ = ("container", "restore_id")
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    RESTORE_ID_FIELD_NUMBER: _ClassVar[int]
+    container: int
+    restore_id: int
+    def __init__(self, container: _Optional[int] = ..., restore_id: _Optional[int] = ...) -> None: ...
