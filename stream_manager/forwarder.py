@@ -11,7 +11,13 @@ to the outbound connection to that container's stream manager. It owns the polic
   (``topology.droptuples.upon.backpressure``); then tuple batches, and only those (acks and
   results must arrive, or roots time out), are dropped and counted;
 - a task the plan does not have: dropped and counted;
+- no physical plan yet (a restarted stream manager whose instances kept running): every
+  frame is held, up to ``max_unplanned_bytes`` in all, and routed when the plan comes
+  (``set_routing``), so a restart loses nothing that fits;
 - an ACK_BATCH for one of our spouts is not forwarded: it goes to the ack callback.
+
+Every drop is counted under its reason (``DropReason``): the metrics export each as
+``__dropped-tuples/<reason>``, so no drop is silent.
 
 Connections are looked up through ``Destinations``, so unit tests use fakes.
 """
@@ -19,6 +25,7 @@ Connections are looked up through ``Destinations``, so unit tests use fakes.
 from __future__ import annotations
 
 import collections
+import enum
 import logging
 from collections.abc import Callable, Iterable
 from typing import Protocol
@@ -30,6 +37,18 @@ from stream_manager.routing import RoutingTable
 # frames held for a destination that is not connected yet (start-up, restart); beyond
 # this the oldest are dropped and counted, so memory stays bounded
 MAX_HELD_FRAMES = 4096
+# frames held before the first physical plan (all destinations together)
+MAX_UNPLANNED_BYTES = 32 * 1024 * 1024
+
+
+class DropReason(enum.Enum):
+    """Why a frame was dropped: the label of ``__dropped-tuples``."""
+
+    BACKPRESSURE = "backpressure"  # droptuples mode, a connection above its high watermark
+    HELD_OVERFLOW = "held-overflow"  # a destination down longer than its hold bound allows
+    NO_PLAN_OVERFLOW = "no-plan-overflow"  # more arrived before the first plan than is held
+    UNKNOWN_TASK = "unknown-task"  # a task the plan does not have
+    NOT_A_SPOUT = "ack-not-for-a-spout"  # an ack batch addressed to a bolt (a peer's bug)
 
 
 class Outlet(Protocol):
@@ -48,38 +67,71 @@ class Destinations(Protocol):
 
 class Forwarder:
     def __init__(self, destinations: Destinations, *, on_ack_batch: Callable[[bytes], None],
-                 log: logging.Logger, max_held: int = MAX_HELD_FRAMES) -> None:
+                 log: logging.Logger, max_held: int = MAX_HELD_FRAMES,
+                 max_unplanned_bytes: int = MAX_UNPLANNED_BYTES) -> None:
         self.routing = RoutingTable(container=-1)
         self.drop_on_backpressure = False
         self.held: dict[ConnKey, collections.deque[bytes]] = {}
         self.tuples_out: dict[ConnKey, int] = {}  # per outbound connection, for the metrics manager
-        self.dropped_tuples = 0
+        # tuples (records, for ack batches) and frames dropped, by reason
+        self.drops: dict[DropReason, int] = {r: 0 for r in DropReason}
         self.dropped_frames = 0
+        self.unplanned: collections.deque[bytes] = collections.deque()  # before the first plan
+        self.unplanned_bytes = 0
         self._dests = destinations
         self._on_ack_batch = on_ack_batch
         self._log = log
         self._max_held = max_held
+        self._max_unplanned = max_unplanned_bytes
+
+    @property
+    def dropped_tuples(self) -> int:
+        return sum(self.drops.values())
+
+    def drop(self, reason: DropReason, frame: bytes) -> None:
+        self.drops[reason] += batch_count(frame)
+        self.dropped_frames += 1
+
+    def set_routing(self, routing: RoutingTable) -> None:
+        """A new plan's table; frames that came before the first plan are routed now, in order."""
+        self.routing = routing
+        if routing.container_of and self.unplanned:
+            waiting, self.unplanned, self.unplanned_bytes = self.unplanned, collections.deque(), 0
+            self._log.info("routing %d frames that arrived before the physical plan", len(waiting))
+            for frame in waiting:
+                self.route(frame)
 
     def route(self, frame: bytes) -> None:
+        routing = self.routing
+        if not routing.container_of:  # no plan yet: hold, rather than drop, until it comes
+            self._hold_unplanned(frame)
+            return
         dest = batch_dest(frame)
         ftype = frame_type(frame)
-        routing = self.routing
         if routing.is_local(dest):
             if ftype == MsgType.ACK_BATCH:
                 if routing.is_local_spout(dest):
                     self._on_ack_batch(frame)
                 else:  # acks go to the root's spout; anything else is a peer's bug
-                    self.dropped_frames += 1
+                    self.drop(DropReason.NOT_A_SPOUT, frame)
                     self._log.warning("dropping an ack batch for task %d, which is not a spout", dest)
                 return
             self._deliver(ConnKey.task(dest), self._dests.instance(dest), frame, ftype)
             return
         container = routing.container_for(dest)
         if container is None:
-            self.dropped_frames += 1
+            self.drop(DropReason.UNKNOWN_TASK, frame)
             self._log.warning("dropping a batch for unknown task %d", dest)
             return
         self._deliver(ConnKey.stmgr(container), self._dests.peer(container), frame, ftype)
+
+    def _hold_unplanned(self, frame: bytes) -> None:
+        self.unplanned.append(frame)
+        self.unplanned_bytes += len(frame)
+        while self.unplanned_bytes > self._max_unplanned:
+            old = self.unplanned.popleft()
+            self.unplanned_bytes -= len(old)
+            self.drop(DropReason.NO_PLAN_OVERFLOW, old)
 
     def send_to_task(self, task: int, frame: bytes) -> None:
         """A frame this stream manager made (ACK_RESULT): sent, or held until the task connects;
@@ -95,7 +147,7 @@ class Forwarder:
             self.hold(key, frame)
             return
         if conn.writing_paused and self.drop_on_backpressure and ftype == MsgType.TUPLE_BATCH:
-            self.dropped_tuples += batch_count(frame)
+            self.drops[DropReason.BACKPRESSURE] += batch_count(frame)  # a policy, not a fault: frames not counted
             return
         conn.send(frame)
         self.tuples_out[key] = self.tuples_out.get(key, 0) + batch_count(frame)
@@ -106,8 +158,7 @@ class Forwarder:
             q = self.held[key] = collections.deque()
         if len(q) >= self._max_held:
             old = q.popleft()
-            self.dropped_frames += 1
-            self.dropped_tuples += batch_count(old)
+            self.drop(DropReason.HELD_OVERFLOW, old)
             self._log.warning("dropped a held batch of %d for %s %d (nobody to deliver to)", batch_count(old),
                               "task" if key.kind is ConnKind.TASK else "peer", key.ident)
         q.append(frame)
@@ -119,4 +170,4 @@ class Forwarder:
             conn.send_many(q)
 
     def held_frames(self) -> int:
-        return sum(len(q) for q in self.held.values())
+        return sum(len(q) for q in self.held.values()) + len(self.unplanned)

@@ -141,7 +141,7 @@ class StreamManager(DaemonBase):
         if self.pplan is not None and plan.version <= self.pplan.version:
             return  # a stale plan that arrived late
         self.pplan = plan
-        self.forwarder.routing = RoutingTable.build(plan, self.container)
+        self.forwarder.set_routing(RoutingTable.build(plan, self.container))  # routes frames held for it
         self._apply_config(plan)
         self.log.info("physical plan v%d: state %s, %d tasks, %d containers", plan.version, plan.state.value,
                       len(plan.packing.tasks), plan.packing.num_containers)

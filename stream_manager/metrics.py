@@ -56,8 +56,9 @@ class StreamManagerMetrics:
         """The JSON report for the metrics manager (metrics_manager/store.py)."""
         bp = self._bp
         counters: dict[str, float] = {
-            "__time_spent_back_pressure_ms": int(bp.time_in_backpressure() * 1000),
-            "__dropped-tuples": self._fwd.dropped_tuples}
+            "__time_spent_back_pressure_ms": int(bp.time_in_backpressure() * 1000)}
+        for reason, n in self._fwd.drops.items():  # every reason, zeros too: a drop is never silent
+            counters[f"__dropped-tuples/{reason.value}"] = n
         conns = self.connections()
         for key, c in conns.items():
             counters[f"__bytes-out/{key}"] = c.bytes_out

@@ -5,7 +5,8 @@ rather than in either daemon.
 
 Names keep Heron's form (``__emit-count/<stream>``): the part before the first "/" is the
 base name and the rest becomes labels (``stream`` for emit counts, ``source`` and ``stream``
-for execute, ack and fail counts and execute latencies, ``key`` otherwise).
+for execute, ack and fail counts and execute latencies, ``reason`` for dropped tuples, ``key``
+otherwise).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ def split_name(name: str) -> tuple[str, dict[str, str]]:
         return base, {"source": parts[0], "stream": parts[1]}
     if base == "__emit-count":
         return base, {"stream": rest}
+    if base == "__dropped-tuples":
+        return base, {"reason": rest}
     return base, {"key": rest}
 
 
