@@ -36,9 +36,19 @@ class MsgType(enum.IntEnum):
     ADMIN_RESPONSE = 41
     # body: one JSON object (metrics_manager/store.py documents it), not protobuf
     METRICS_REPORT = 50  # instance/SM -> metrics manager; metrics manager -> TM
+    # effectively once (proto messages; see heron_py/checkpoint/)
+    START_CHECKPOINT = 60  # TM -> SM -> local spouts
+    CHECKPOINT_SAVED = 61  # instance -> SM -> TM
+    RESTORE_STATE = 62  # TM -> SM -> every local instance
+    STATE_RESTORED = 63  # instance -> SM -> TM (to the SM also the instance's fence)
+    START_PROCESSING = 64  # TM -> SM -> every local instance
+    RESTORE_FENCE = 65  # SM -> peer SM
     TUPLE_BATCH = 100
     ACK_BATCH = 101  # instance -> SM of the root's spout: init/ack/fail records
     ACK_RESULT = 102  # SM -> spout instance: resolved roots
+    # a checkpoint marker: a batch header (destination, source, 0) and the 8-byte checkpoint
+    # id; routed like a tuple batch, so it stays behind the tuples sent before it
+    CKPT_MARKER = 103
 
 
 _KNOWN_TYPES = frozenset(int(t) for t in MsgType)
@@ -50,6 +60,7 @@ RESULT_RECORD = struct.Struct(">BQ")
 ACK_INIT, ACK_ACK, ACK_FAIL = 1, 2, 3
 RESULT_ACKED, RESULT_FAILED, RESULT_TIMED_OUT = 1, 2, 3
 BODY_OFFSET = HEADER_SIZE + BATCH_HEADER.size
+MARKER_BODY = struct.Struct(">Q")
 
 
 class FrameError(Exception):
@@ -133,3 +144,17 @@ class FrameDecoder:
         if pos:
             del buf[:pos]
         return out
+
+
+def encode_marker(dest_task: int, src_task: int, checkpoint_id: int) -> bytes:
+    """A CKPT_MARKER frame from ``src_task`` to ``dest_task`` for ``checkpoint_id``."""
+    return encode_batch_frame(dest_task, src_task, MARKER_BODY.pack(checkpoint_id), MsgType.CKPT_MARKER)
+
+
+def decode_marker(frame: bytes) -> tuple[int, int]:
+    """(source task, checkpoint id) of a CKPT_MARKER frame."""
+    if len(frame) != BODY_OFFSET + MARKER_BODY.size:
+        raise FrameError(f"checkpoint marker: expected {BODY_OFFSET + MARKER_BODY.size} bytes, found {len(frame)}")
+    src: int = BATCH_HEADER.unpack_from(frame, HEADER_SIZE)[1]
+    cid: int = MARKER_BODY.unpack_from(frame, BODY_OFFSET)[0]
+    return src, cid
