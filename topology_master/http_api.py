@@ -11,6 +11,8 @@
     GET /topologies/execution_state
     GET /                                 the web page (topology_master/web/)
 
+and the page's own endpoints (windows, tasks, logs, actions): ui_api.py.
+
 Every JSON answer is wrapped as Heron's tracker wraps it: {"status": "success" | "failure",
 "executiontime": seconds, "message": "...", "version": ..., "result": ...}. A ``topology``
 query parameter naming another topology is a 404. This module is pure (no sockets): the
@@ -27,12 +29,16 @@ from pathlib import Path
 from typing import Any
 
 from heron_py.common.metric_names import is_counter
+from heron_py.scheduler.paths import TopologyPaths
+from topology_master.metrics_windows import MetricsWindows, fanout_of
+from topology_master.ui_api import ENDPOINTS, UiError, UiRoutes
 
 VERSION = "heron-py 0.1"
 WEB = Path(__file__).resolve().parent / "web"
 MAX_HEAD = 8192  # bytes of request line, and of any header line
 TIMELINE_POINTS = 720
-_TYPES = {".html": "text/html; charset=utf-8", ".js": "application/javascript", ".css": "text/css"}
+_TYPES = {".html": "text/html; charset=utf-8", ".js": "application/javascript", ".css": "text/css",
+          ".txt": "text/plain; charset=utf-8", ".svg": "image/svg+xml"}
 
 
 class HttpError(Exception):
@@ -49,6 +55,7 @@ class MetricsView:
         self.latest: dict[int, dict[str, Any]] = {}  # container -> metrics manager's last report
         self.timeline: dict[tuple[str, str, str], deque[tuple[float, float]]] = {}
         self.clock = clock
+        self.windows: MetricsWindows | None = None  # set once the topology is known (Api)
 
     def update(self, doc: dict[str, Any]) -> None:
         container = int(doc.get("container", -1))
@@ -56,6 +63,8 @@ class MetricsView:
         for rep in doc.get("reports", []):
             if rep.get("kind") != "instance":
                 continue
+            if self.windows is not None:
+                self.windows.observe(rep)
             comp, task, t = str(rep.get("component")), str(rep.get("task")), float(rep.get("time", 0.0))
             for section in ("counters", "gauges"):
                 for name, v in rep.get(section, {}).items():
@@ -111,21 +120,28 @@ class MetricsView:
 class Api:
     """Routes GET requests to JSON results. ``tm`` is the TopologyMaster (duck-typed)."""
 
-    def __init__(self, tm: Any) -> None:
+    def __init__(self, tm: Any, logs: Path | None = None) -> None:
         self.tm = tm
+        kinds = {c.name: c.kind.value for c in tm._topo.components}
+        windows = MetricsWindows(kinds, fanout_of(tm._topo), clock=tm.metrics.clock)
+        tm.metrics.windows = windows
+        self.ui = UiRoutes(tm, windows, logs if logs is not None else TopologyPaths.of(tm.topology).logs)
 
-    def handle(self, path: str, query: dict[str, list[str]]) -> tuple[int, str, bytes]:
+    def handle(self, path: str, query: dict[str, list[str]], method: str = "GET",
+               origin: str = "") -> tuple[int, str, bytes]:
         t0 = time.perf_counter()
-        if path in ("/", "/index.html") or path.startswith("/static/"):
+        if method == "GET" and (path in ("/", "/index.html") or path.startswith("/static/")):
             return self._static(path)
         try:
             topo = query.get("topology", [self.tm.topology])[0]
             if topo != self.tm.topology:
                 raise HttpError(404, f"topology '{topo}' is not managed by this topology master "
                                      f"(it manages '{self.tm.topology}')")
-            result = self._route(path, query)
+            handled, result = self.ui.route(method, path, query, origin)
+            if not handled:
+                result = self._route(path, query)
             status, code, message = "success", 200, ""
-        except HttpError as e:
+        except (HttpError, UiError) as e:
             result, status, code, message = None, "failure", e.code, str(e)
         body = json.dumps({"status": status, "executiontime": time.perf_counter() - t0, "message": message,
                            "version": VERSION, "result": result}, default=str).encode()
@@ -179,7 +195,7 @@ class Api:
                     "timeline": tm.metrics.series(comp, names, start, end)}
         raise HttpError(404, f"no endpoint {path}; expected one of /topologies, /topologies/logicalplan, "
                              "/topologies/physicalplan, /topologies/metrics, /topologies/metrics/timeline, "
-                             "/topologies/exceptions, /topologies/execution_state")
+                             "/topologies/exceptions, /topologies/execution_state, " + ", ".join(ENDPOINTS))
 
     def _check_component(self, comp: str | None, required: bool) -> str:
         names = [c.name for c in self.tm._topo.components]

@@ -7,10 +7,14 @@ Limits, because the port is open to anything that can reach the host:
   header lines; over either: 431 with a plain-text reason;
 - a client that has not sent a whole request within ``HEAD_TIMEOUT`` seconds of connecting
   (or of its last answer, on a keep-alive connection) is disconnected without an answer;
-- only GET is served: any other method is a 405;
+- only GET is served, and POST to ``/topologies/actions/ACTION`` (the page's actions); any
+  other method is a 405;
 - off loopback, every JSON request needs ``Authorization: Bearer <token>`` (the token is
   derived from the topology secret: heron_py.common.handshake.http_token); without it, 401.
   The page's static files carry no data and are served without it;
+- an action needs the token everywhere, loopback included (``action_token``): anyone on the
+  host may read the page, only who holds the topology's secret may stop it. A refused action
+  is logged with the client's address (the action's own log line is ui_actions.py's);
 - a request the parser cannot read is a 400 with a plain-text reason.
 
 aiohttp answers parse errors itself: always 400, as HTTP/1.0, with its parser's wording.
@@ -115,21 +119,34 @@ UNAUTHORIZED = ("this HTTP API is not on loopback: expected the header 'Authoriz
                 "with it), found {found}")
 
 
-def make_app(api: Api, token: str | None = None) -> web.Application:
+ACTION_UNAUTHORIZED = ("an action needs the header 'Authorization: Bearer TOKEN' with the topology's token, on "
+                       "loopback too (heron-py status prints the page's address with it), found {found}")
+ACTIONS_PREFIX = "/topologies/actions/"
+
+
+def _text(code: int, text: str, **headers: str) -> web.Response:
+    return web.Response(status=code, text=text, content_type="text/plain", charset="utf-8",
+                        headers={"Cache-Control": "no-store", **headers})
+
+
+def make_app(api: Api, token: str | None = None, action_token: str | None = None) -> web.Application:
     async def route(request: web.Request) -> web.Response:
-        if request.method != "GET":
-            return web.Response(status=405, text=f"method {request.method[:10]!r} not allowed; expected GET",
-                                content_type="text/plain", charset="utf-8", headers={"Cache-Control": "no-store"})
         # the raw target, as the pure router has always read it (no normalisation by yarl)
         url = urllib.parse.urlsplit(request.raw_path)
+        action = request.method == "POST" and url.path.startswith(ACTIONS_PREFIX)
+        if request.method != "GET" and not action:
+            return _text(405, f"method {request.method[:10]!r} not allowed; expected GET")
         static = url.path in ("/", "/index.html") or url.path.startswith("/static/")
         header = request.headers.get("Authorization")
-        if not static and not authorized(header, token):
-            found = "no Authorization header" if header is None else "a wrong token"
-            return web.Response(status=401, text=UNAUTHORIZED.format(found=found), content_type="text/plain",
-                                charset="utf-8",
-                                headers={"Cache-Control": "no-store", "WWW-Authenticate": "Bearer"})
-        code, ctype, body = api.handle(url.path, urllib.parse.parse_qs(url.query))
+        found = "no Authorization header" if header is None else "a wrong token"
+        if action and (action_token is None or not authorized(header, action_token)):
+            _log.warning("web action %s from %s refused: %s", url.path[len(ACTIONS_PREFIX):][:40], request.remote,
+                         found)
+            return _text(401, ACTION_UNAUTHORIZED.format(found=found), **{"WWW-Authenticate": "Bearer"})
+        if not static and not action and not authorized(header, token):
+            return _text(401, UNAUTHORIZED.format(found=found), **{"WWW-Authenticate": "Bearer"})
+        code, ctype, body = api.handle(url.path, urllib.parse.parse_qs(url.query), request.method,
+                                       str(request.remote))
         return web.Response(status=code, body=body, headers={"Content-Type": ctype, "Cache-Control": "no-store"})
 
     app = web.Application()
@@ -138,11 +155,12 @@ def make_app(api: Api, token: str | None = None) -> web.Application:
 
 
 async def serve_http(api: Api, host: str, *, head_timeout: float = HEAD_TIMEOUT,
-                     token: str | None = None) -> HttpServer:
+                     token: str | None = None, action_token: str | None = None) -> HttpServer:
     """Serves ``api`` on ``host``, a port chosen by the system; close with ``HttpServer.close``.
-    With ``token``, JSON requests must carry it as a bearer token."""
+    With ``token``, JSON requests must carry it as a bearer token; actions always need
+    ``action_token`` (none: no actions)."""
     runner = _Runner(
-        make_app(api, token),
+        make_app(api, token, action_token),
         access_log=None,  # the web page polls every few seconds: no line per request in the master's log
         max_line_size=MAX_HEAD, max_field_size=MAX_HEAD, max_headers=MAX_HEADERS,
         # aiohttp's keep-alive timer also runs from the moment a connection opens until a whole

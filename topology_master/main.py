@@ -43,6 +43,7 @@ from topology_master.http_server import HttpServer, serve_http
 from topology_master.plan_book import PlanBook
 from topology_master.relauncher import Relaunch, Relauncher
 from topology_master.stmgrs import StmgrLinks
+from topology_master.ui_actions import Actions, ActionsCli, detached_cli, scheduler_name
 
 # exit code of a master that lost its claim to another: the executor restarts it as a standby
 EXIT_STEPPED_DOWN = 3
@@ -55,8 +56,11 @@ class TopologyMaster(DaemonBase):
 
     def __init__(self, *, topology: str, secret: bytes, state: StateManager, log: logging.Logger,
                  host: str = "127.0.0.1", max_frame: int = DEFAULT_MAX_FRAME, standby: bool = False,
-                 relaunch: Relaunch | None = None, tls: PeerTls | None = None) -> None:
+                 relaunch: Relaunch | None = None, tls: PeerTls | None = None,
+                 ui_cli: ActionsCli | None = None) -> None:
         self.topology = topology
+        self._ui_cli = ui_cli  # runs the web page's restart and kill (heron-py, detached)
+        self.actions: Actions | None = None
         self._tls = tls
         self._relaunch = relaunch  # asks the topology's scheduler to relaunch a lost container
         self.standby_requested = standby
@@ -93,6 +97,8 @@ class TopologyMaster(DaemonBase):
             raise FatalError(f"topology master: topology '{self.topology}' has no definition or packing "
                              f"plan in the state manager; was it submitted?")
         self._topo, self._packing = topo, packing
+        if self._ui_cli is not None:
+            self.actions = Actions(self, self.topology, packing.num_containers, self._log, self._ui_cli)
         self.book = PlanBook(self.topology, topo, packing)
         self.links = StmgrLinks(self.book, is_active=lambda: self.active, store_plan=self._store_plan,
                                 state_changed=self._write_execution_state, log=self._log)
@@ -112,7 +118,8 @@ class TopologyMaster(DaemonBase):
         self.port = self._server.sockets[0].getsockname()[1]
         # off loopback the API needs the topology's token: nobody exposes it open by accident
         token = None if is_loopback(self.host) else http_token(self._secret)
-        self._http = await serve_http(Api(self), self.host, token=token)
+        # the page's actions want the token on loopback too (http_server.py says why)
+        self._http = await serve_http(Api(self), self.host, token=token, action_token=http_token(self._secret))
         self.http_port = self._http.port
         self._log.info("topology master of '%s' listening on %s:%d, HTTP API and web page at http://%s:%d/%s",
                        self.topology, self.host, self.port, self.host, self.http_port,
@@ -255,7 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     log = setup_logging("tmanager-standby" if args.standby else "tmanager")
     return statecfg.run_with_state(args, log, lambda state: TopologyMaster(
         topology=args.topology, secret=args.secret_file.read_bytes(), state=state, log=log, standby=args.standby,
-        host=args.host, relaunch=_relaunch_with(args, state), tls=PeerTls.load(args.tls_file, args.topology)))
+        host=args.host, relaunch=_relaunch_with(args, state), tls=PeerTls.load(args.tls_file, args.topology),
+        ui_cli=detached_cli(args.topology, statecfg.resolve(args, home=args.home).to_args(),
+                            lambda: scheduler_name(state, args.topology), log)))
 
 
 def _relaunch_with(args: Any, state: StateManager) -> Relaunch:
