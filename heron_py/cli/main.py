@@ -134,8 +134,9 @@ def cmd_status(args: argparse.Namespace) -> int:
           "" if doc["tmanager_reachable"] else "(not reachable)")
     if tm and tm.get("http_port"):
         page = f"http://{tm['host']}:{tm['http_port']}/"
-        secret = None if is_loopback(tm["host"]) else state.get_secret(args.name)
-        # off loopback the API needs the token: the page takes it from the address once
+        secret = state.get_secret(args.name)
+        # the page takes the token from the address once: off loopback every request needs it,
+        # on loopback only its actions (activate, deactivate, restart, kill) do
         print(f"  web page and HTTP API: {page}" + (f"#token={http_token(secret)}" if secret else ""))
     where = {str(p["container"]): f"job {p['handle']} {p['state']}" + (f" on {p['where']}" if p["where"] else "")
              for p in doc["placement"]}
@@ -252,6 +253,44 @@ def cmd_prometheus_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_version(args: argparse.Namespace) -> int:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        v = version("heron-py")
+    except PackageNotFoundError:  # run from a source tree that was not installed
+        v = "unknown (not installed)"
+    print(f"heron-py {v} (Python {sys.version.split()[0]})")
+    return 0
+
+
+def _follow(files: list[Path], logs: Path, every: float = 0.5) -> int:
+    """Prints what is appended to ``files`` until interrupted (tail -f), naming the file when
+    the output switches to another one; a file that shrank was rotated and is read from 0."""
+    import time
+
+    sizes = {f: f.stat().st_size if f.exists() else 0 for f in files}
+    last: Path | None = files[-1] if files else None
+    try:
+        while True:
+            time.sleep(every)
+            for f in files:
+                size = f.stat().st_size if f.exists() else 0
+                start = 0 if size < sizes[f] else sizes[f]
+                if size > start:
+                    with f.open("rb") as fh:
+                        fh.seek(start)
+                        data = fh.read(size - start)
+                    if f != last:
+                        print(f"\n==> {f.relative_to(logs)} <==")
+                        last = f
+                    sys.stdout.write(data.decode(errors="replace"))
+                    sys.stdout.flush()
+                sizes[f] = size
+    except KeyboardInterrupt:
+        return 0
+
+
 def cmd_logs(args: argparse.Namespace) -> int:
     paths = TopologyPaths.of(args.name)
     if not paths.logs.is_dir():
@@ -265,6 +304,9 @@ def cmd_logs(args: argparse.Namespace) -> int:
     for f in files:
         print(f"==> {f.relative_to(paths.logs)} <==")
         sys.stdout.write(f.read_text(errors="replace"))
+    if args.follow:
+        sys.stdout.flush()
+        return _follow(files, paths.logs)
     return 0
 
 
@@ -358,7 +400,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("cluster", choices=CLUSTERS)
     p.add_argument("name")
     p.add_argument("component", nargs="?")
+    p.add_argument("-f", "--follow", action="store_true", help="keep printing what the logs get, as tail -f")
     p.set_defaults(fn=cmd_logs)
+
+    p = sub.add_parser("version", help="print heron-py's version")
+    p.set_defaults(fn=cmd_version)
     return ap
 
 
