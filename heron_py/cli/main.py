@@ -15,16 +15,18 @@ from heron_py.cli.submit import SubmitError, dry_run_text, load_topology_file, p
 from heron_py.common.config_codec import ConfigCodecError
 from heron_py.common.handshake import http_token
 from heron_py.planner.errors import TopologyError
+from heron_py.planner.model import TopologyDef
 from heron_py.planner.packing import round_robin
 from heron_py.scheduler.base import Scheduler, SchedulerError, preflight
 from heron_py.scheduler.hosts import is_loopback
 from heron_py.scheduler.local import LocalScheduler
 from heron_py.scheduler.paths import TopologyPaths
+from heron_py.scheduler.registry import SCHEDULERS
 from heron_py.scheduler.slurm import SlurmOptions, SlurmScheduler
 from heron_py.state import StateConfig, StateManager, StateManagerError, open_state
 from heron_py.state import config as statecfg
 
-CLUSTERS = ("local", "slurm")
+CLUSTERS = ("local", "slurm", "kubernetes")
 
 
 def _state_config(args: argparse.Namespace) -> StateConfig:
@@ -42,7 +44,35 @@ def _state(args: argparse.Namespace) -> StateManager:
     return st
 
 
+def _kubernetes(args: argparse.Namespace) -> Scheduler:
+    from heron_py.scheduler.kube import KubernetesScheduler, options_from_record
+    from heron_py.scheduler.kube_render import DEFAULT_IMAGE, KubeOptions
+
+    if args.cmd == "submit":
+        options = KubeOptions(namespace=args.namespace, image=args.image or DEFAULT_IMAGE, context=args.context)
+    else:
+        # later commands act where the submit put the topology: its record keeps the options
+        options = options_from_record(_state(args).get_scheduler_location(args.name) or {})
+    return KubernetesScheduler(_state(args), state_config=_state_config(args), options=options)
+
+
+def _kube_dry_run(args: argparse.Namespace, topo: TopologyDef) -> int:
+    """The manifests a submit would create, as YAML; no state manager, no cluster."""
+    from heron_py.scheduler import kube_render as kr
+
+    checked, n = prepare(topo, name=args.name, containers=args.containers,
+                         properties=parse_properties(args.config_property))
+    packing = round_robin(checked, n)
+    kt = kr.KubeTopology(checked.name, f"{checked.name}-000000000000", packing,
+                         kr.container_resources(checked, packing), _state_config(args))
+    options = kr.KubeOptions(namespace=args.namespace, image=args.image or kr.DEFAULT_IMAGE, context=args.context)
+    print(kr.to_yaml(kr.render_all(kt, options, None)), end="")
+    return 0
+
+
 def _scheduler(args: argparse.Namespace) -> Scheduler:
+    if args.cluster == "kubernetes":
+        return _kubernetes(args)
     if args.cluster == "slurm":
         import os
 
@@ -62,9 +92,15 @@ def _scheduler_for(args: argparse.Namespace, name: str) -> Scheduler:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     # before the topology file runs or the state manager is opened: the cheap refusals first
-    preflight(SlurmScheduler if args.cluster == "slurm" else LocalScheduler, _state_config(args))
+    preflight(SCHEDULERS[args.cluster], _state_config(args))
+    if args.cluster == "kubernetes":
+        from heron_py.scheduler.kube_render import DEFAULT_IMAGE, check_image
+
+        check_image(args.image or DEFAULT_IMAGE)  # a bad name stops the submit before the file runs
     path = Path(args.file)
     topo = load_topology_file(path, args.args, Path(args.filter) if args.filter else None)
+    if args.dry_run and args.cluster == "kubernetes":
+        return _kube_dry_run(args, topo)
     if args.dry_run:
         # the same checks as a submit, then the plans; no state manager, no scheduler
         checked, n = prepare(topo, name=args.name, containers=args.containers,
@@ -138,7 +174,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         # the page takes the token from the address once: off loopback every request needs it,
         # on loopback only its actions (activate, deactivate, restart, kill) do
         print(f"  web page and HTTP API: {page}" + (f"#token={http_token(secret)}" if secret else ""))
-    where = {str(p["container"]): f"job {p['handle']} {p['state']}" + (f" on {p['where']}" if p["where"] else "")
+    unit = "pod" if doc["scheduler"] == "kubernetes" else "job"
+    where = {str(p["container"]): f"{unit} {p['handle']} {p['state']}" + (f" on {p['where']}" if p["where"] else "")
              for p in doc["placement"]}
     for c in (sorted(where, key=int) if where else sorted(doc["executors"], key=int)):
         sm = doc["stmgrs"].get(c)
@@ -339,6 +376,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the Python with heron-py on the nodes (default: this one)")
     slurm.add_argument("--share", action="store_true",
                        help="let containers share nodes (default: one container per node, --exclusive)")
+    kube = p.add_argument_group("kubernetes only")
+    kube.add_argument("--namespace", default="default", help="the namespace to create the topology in")
+    kube.add_argument("--image", default=None, help="the heron-py image the pods run (default heron-py:latest; "
+                                                    "see docs/kubernetes.md to build and push it)")
+    kube.add_argument("--context", default=None, help="the kubeconfig context (default: the current one)")
     p.add_argument("file")
     p.add_argument("args", nargs=argparse.REMAINDER)
     p.set_defaults(fn=cmd_submit)

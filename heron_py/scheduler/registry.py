@@ -6,11 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from heron_py.scheduler.base import Scheduler, SchedulerError
+from heron_py.scheduler.kube import KubernetesScheduler, options_from_record
 from heron_py.scheduler.local import LocalScheduler
 from heron_py.scheduler.slurm import SlurmOptions, SlurmScheduler
 from heron_py.state import StateConfig, StateManager
 
-SCHEDULERS: dict[str, type[Scheduler]] = {"local": LocalScheduler, "slurm": SlurmScheduler}
+SCHEDULERS: dict[str, type[Scheduler]] = {"local": LocalScheduler, "slurm": SlurmScheduler,
+                                          "kubernetes": KubernetesScheduler}
 
 
 def scheduler_of(topology: str, state: StateManager, home: Path | None, state_config: StateConfig) -> Scheduler:
@@ -23,5 +25,7 @@ def scheduler_of(topology: str, state: StateManager, home: Path | None, state_co
         return SlurmScheduler(state, home, state_config, SlurmOptions(
             partition=opts.get("partition") or None, time_limit=opts.get("time_limit") or None,
             python=str(opts.get("python", "")), exclusive=bool(opts.get("exclusive", True))))
+    if kind == "kubernetes":
+        return KubernetesScheduler(state, home, state_config, options_from_record(info))
     raise SchedulerError(f"topology '{topology}' was launched by scheduler {kind!r}; expected one of "
                          f"{', '.join(SCHEDULERS)}")
