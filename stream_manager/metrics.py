@@ -57,6 +57,9 @@ class StreamManagerMetrics:
         bp = self._bp
         counters: dict[str, float] = {
             "__time_spent_back_pressure_ms": int(bp.time_in_backpressure() * 1000)}
+        # connections refused before authentication (issue 18: shed at the caps, past the deadline)
+        counters["__connections-shed"] = self._counters.shed
+        counters["__handshake-timeouts"] = self._counters.handshake_timeouts
         for reason, n in self._fwd.drops.items():  # every reason, zeros too: a drop is never silent
             counters[f"__dropped-tuples/{reason.value}"] = n
         conns = self.connections()

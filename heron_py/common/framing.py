@@ -102,8 +102,15 @@ class FrameDecoder:
     unchanged; the payload starts at ``HEADER_SIZE``.
     """
 
-    def __init__(self, peer: str, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    def __init__(self, peer: str, max_frame: int = DEFAULT_MAX_FRAME, *, pre_auth_frames: int = 0,
+                 pre_auth_max: int = DEFAULT_MAX_FRAME) -> None:
         self._peer = peer
+        # the first ``pre_auth_frames`` frames (the peer's handshake messages) are held to
+        # ``pre_auth_max``: an unauthenticated peer cannot make us buffer megabytes. Counted
+        # per frame, not per connection state, because the peer's first post-handshake frame
+        # may arrive in the same read as its last handshake frame
+        self._pre_left = pre_auth_frames
+        self._pre_max = min(pre_auth_max, max_frame)
         # settable: a connection raises it from the pre-auth limit once the peer is
         # authenticated, and to the topology's heron_py.network.max.frame.bytes when known
         self.max_frame = max_frame
@@ -121,10 +128,12 @@ class FrameDecoder:
         end = len(buf)
         while end - pos >= HEADER_SIZE:
             length, msg_type = HEADER.unpack_from(buf, pos)
-            if length > self.max_frame:
+            limit = self._pre_max if self._pre_left > 0 else self.max_frame
+            if length > limit:
+                what = " before authenticating" if self._pre_left > 0 else ""
                 raise FrameError(
-                    f"frame from {self._peer} announces {length} bytes, over the limit of "
-                    f"{self.max_frame} bytes; closing the connection"
+                    f"frame from {self._peer} announces {length} bytes{what}, over the limit of "
+                    f"{limit} bytes; closing the connection"
                 )
             if length < 2:
                 raise FrameError(
@@ -141,6 +150,8 @@ class FrameDecoder:
                 break
             out.append((msg_type, bytes(buf[pos : pos + total])))
             pos += total
+            if self._pre_left > 0:
+                self._pre_left -= 1
         if pos:
             del buf[:pos]
         return out

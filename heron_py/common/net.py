@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from google.protobuf.message import DecodeError
 
 from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, FrameDecoder, FrameError, MsgType, encode_frame
+from heron_py.common.guard import DEFAULT_LIMITS, Admission, GuardLimits, PortGuard, RateLimitedLog
 from heron_py.common.handshake import ClientHandshake, HandshakeError, PeerIdentity, ServerHandshake
 from proto import heron_py_pb2 as pb
 
@@ -77,6 +78,8 @@ class Counters:
     def __init__(self) -> None:
         self.auth_failures = 0
         self.bad_frames = 0
+        self.shed = 0  # closed at accept: the port's connection caps were reached
+        self.handshake_timeouts = 0  # closed for not finishing the handshake in time
 
 
 # OpenSSL's reasons when the peer's first bytes are not TLS (a plain TCP peer)
@@ -120,8 +123,12 @@ class Connection(asyncio.Protocol):
         counters: Counters | None = None,
         tls: _ssl.SSLContext | None = None,
         tls_handshake_timeout: float = 10.0,
+        guard: PortGuard | None = None,
+        fail_log: RateLimitedLog | None = None,
     ) -> None:
-        """``tls``: on the accepting side, the context to upgrade the accepted plain connection
+        """``guard`` (accepting side): the port's caps and pre-auth limits (``heron_py.common.guard``);
+        ``fail_log``: the port's rate-limited log of failed handshakes.
+        ``tls``: on the accepting side, the context to upgrade the accepted plain connection
         with before the handshake on the secret; on the connecting side, the context
         ``create_connection`` used (the transport is TLS already)."""
         self.handler = handler
@@ -138,7 +145,12 @@ class Connection(asyncio.Protocol):
         self._max_frame = max_frame
         self._log = log
         self._counters = counters or Counters()
-        self._decoder = FrameDecoder(peer_name, max_frame)
+        self._guard = guard
+        self._limits = guard.limits if guard is not None else GuardLimits()
+        self._fail_log = fail_log
+        self._admitted = False  # counted by the guard: released once, on connection_lost
+        self._deadline: asyncio.TimerHandle | None = None
+        self._decoder = self._new_decoder(peer_name)
         self._server_hs: ServerHandshake | None = None
         self._client_hs: ClientHandshake | None = None
         if server_role is None:
@@ -161,7 +173,9 @@ class Connection(asyncio.Protocol):
         peer = tr.get_extra_info("peername")
         if peer and self.peer_name == "peer":
             self.peer_name = f"{peer[0]}:{peer[1]}"
-            self._decoder = FrameDecoder(self.peer_name, self._max_frame)
+            self._decoder = self._new_decoder(self.peer_name)
+        if self._server_role is not None and not self._admit(tr):
+            return
         if self._tls_pending:
             # no byte may reach data_received before start_tls takes the transport over: asyncio
             # honours this pause; uvloop starts reading after connection_made regardless, so
@@ -172,6 +186,45 @@ class Connection(asyncio.Protocol):
             loop.call_soon(self._tls_hand_over, tr)  # runs after the task's first step
             return
         self._start_server_handshake()
+
+    def _new_decoder(self, peer: str) -> FrameDecoder:
+        # the peer's handshake frames: ClientHello to a server; ServerHello and ServerAuth to a client
+        return FrameDecoder(peer, self._max_frame, pre_auth_frames=1 if self._server_role is not None else 2,
+                            pre_auth_max=self._limits.pre_auth_max_frame)
+
+    def _admit(self, tr: asyncio.Transport) -> bool:
+        """An accepted connection: shed at once over the port's caps, else given a deadline."""
+        if self._guard is not None:
+            verdict = self._guard.admit()
+            if verdict is not Admission.ADMITTED:
+                self._counters.shed += 1
+                self._warn_failure("shedding connection from %s: %s on this port", self.peer_name, verdict.value)
+                self.state = ConnState.CLOSED
+                self.close_reason = verdict.value
+                tr.abort()
+                return False
+            self._admitted = True
+        self._deadline = asyncio.get_running_loop().call_later(self._limits.handshake_deadline_s,
+                                                               self._handshake_expired)
+        return True
+
+    def _handshake_expired(self) -> None:
+        self._deadline = None
+        if self.state is ConnState.HANDSHAKE:
+            self._counters.handshake_timeouts += 1
+            self._warn_failure("dropping connection: %s did not complete the handshake within %g s",
+                               self.peer_name, self._limits.handshake_deadline_s)
+            self.close("handshake deadline")
+            if self.transport is not None:
+                self.transport.abort()  # an idle peer gets no graceful close: its buffers go now
+
+    def _warn_failure(self, msg: str, *args: object, kind: str | None = None) -> None:
+        """A refused peer, logged at most once per interval and kind on a server (a flood must
+        not fill the log); a client's own failures are logged every time."""
+        if self._fail_log is not None:
+            self._fail_log.warning(msg, *args, kind=kind)
+        else:
+            self._log.warning(msg, *args)
 
     def _tls_hand_over(self, raw: asyncio.Transport) -> None:
         """Feeds the bytes read before start_tls took ``raw`` over to the TLS protocol it
@@ -229,7 +282,8 @@ class Connection(asyncio.Protocol):
         self._tls_failed = True
         reason = tls_failure_reason(exc)
         self._counters.auth_failures += 1
-        self._log.warning("dropping connection: TLS with %s failed: %s", self.peer_name, reason)
+        self._warn_failure("dropping connection: TLS with %s failed: %s", self.peer_name, reason,
+                           kind=f"tls {reason}")
         if not self.authenticated.done():
             self.authenticated.set_exception(ConnectionError(f"TLS with {self.peer_name} failed: {reason}"))
             if self._server_role is not None:
@@ -247,7 +301,10 @@ class Connection(asyncio.Protocol):
             frames = self._decoder.feed(data)
         except FrameError as e:
             self._counters.bad_frames += 1
-            self._log.warning("%s", e)
+            if self.state is ConnState.OPEN:
+                self._log.warning("%s", e)
+            else:
+                self._warn_failure("%s", e)
             self.close(f"bad frame: {e}")
             return
         for msg_type, frame in frames:
@@ -279,7 +336,7 @@ class Connection(asyncio.Protocol):
                     return
         except HandshakeError as e:
             self._counters.auth_failures += 1
-            self._log.warning("dropping connection: %s", e)
+            self._warn_failure("dropping connection: %s", e)
             if self._server_hs is not None:
                 self.transport.write(encode_frame(MsgType.AUTH_FAILED,
                                                   pb.AuthFailed(reason="authentication failed").SerializeToString()))
@@ -290,11 +347,25 @@ class Connection(asyncio.Protocol):
             self.close(f"handshake failed: {e}")
             return
         self.state = ConnState.OPEN
+        self._handshake_done()
         if not self.authenticated.done():
             self.authenticated.set_result(None)
         self.handler.on_open(self)
 
+    def _handshake_done(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        if self._admitted and self._guard is not None:
+            self._guard.authenticated()
+
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+        if self._admitted and self._guard is not None:
+            self._admitted = False
+            self._guard.closed(was_authenticated=self.state is ConnState.OPEN)
         # a TLS connection that fails before the secret's handshake ends: the peer refused our
         # certificate after its handshake completed (TLS 1.3 clients), or an upgrade failed
         # (start_tls reports it then, with the same reason; tls_failure counts once)
@@ -448,14 +519,18 @@ async def serve(
     max_frame: int = DEFAULT_MAX_FRAME,
     ssl: _ssl.SSLContext | None = None,
     tls_handshake_timeout: float = 10.0,
+    limits: GuardLimits = DEFAULT_LIMITS,
 ) -> asyncio.Server:
     """Accepts connections; with ``ssl`` (``tls.server_context``) each one is upgraded to TLS
     first (the module docstring says how), and one whose TLS handshake does not complete within
     ``tls_handshake_timeout`` seconds is dropped and counted."""
     loop = asyncio.get_running_loop()
+    guard, fail_log = PortGuard(limits), RateLimitedLog(log, limits.log_interval_s)  # one per port
     return await loop.create_server(
         lambda: Connection(handler_factory(), secret, server_role=role, max_frame=max_frame,
-                           log=log, counters=counters, tls=ssl, tls_handshake_timeout=tls_handshake_timeout),
+                           log=log, counters=counters, tls=ssl,
+                           tls_handshake_timeout=min(tls_handshake_timeout, limits.handshake_deadline_s),
+                           guard=guard, fail_log=fail_log),
         host, port)
 
 
@@ -473,6 +548,7 @@ async def serve_unix(
     log: logging.Logger,
     counters: Counters,
     max_frame: int = DEFAULT_MAX_FRAME,
+    limits: GuardLimits = DEFAULT_LIMITS,
 ) -> asyncio.Server:
     """Like ``serve``, on a Unix domain socket (a container's instances to its stream manager:
     no TCP stack on the way). The handshake is the same; the file is made private (0600)."""
@@ -481,9 +557,10 @@ async def serve_unix(
     loop = asyncio.get_running_loop()
     if os.path.exists(path):
         os.unlink(path)  # a previous incarnation's socket: nobody listens on it any more
+    guard, fail_log = PortGuard(limits), RateLimitedLog(log, limits.log_interval_s)
     server = await loop.create_unix_server(
         lambda: Connection(handler_factory(), secret, server_role=role, max_frame=max_frame, peer_name=path,
-                           log=log, counters=counters),
+                           log=log, counters=counters, guard=guard, fail_log=fail_log),
         path)
     os.chmod(path, 0o600)
     return server

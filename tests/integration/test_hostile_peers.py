@@ -85,7 +85,8 @@ def test_daemons_drop_hostile_connections_and_keep_serving(heron_home):
         for log in (sm_log, tm_log):
             assert "has unknown message type" in log
             assert "failed authentication: wrong topology secret" in log
-            assert "announces 1073741824 bytes, over the limit of 16777216 bytes; closing the connection" in log
+            assert ("announces 1073741824 bytes before authenticating, over the limit of 4096 bytes; "
+                    "closing the connection") in log
         # the master counted the refused peers
         es = state.get_execution_state(run.name)
         assert es["auth_failures"] >= 1 and es["bad_frames"] >= 2
