@@ -215,7 +215,10 @@ class MetricsWindows:
             elif name == "complete_ms":
                 out.append((start, a.complete_ms / a.acked if a.acked else 0.0))
             else:
-                out.append((start, getattr(a, name) / width))
+                # the bucket still filling holds less than its width of time: a rate over the
+                # whole width would show every current rate as a drop
+                seconds = max(1.0, min(width, now - start))
+                out.append((start, getattr(a, name) / seconds))
         return out
 
 
