@@ -164,6 +164,7 @@ class MetricsManager(DaemonBase):
     def _tm_report(self) -> bytes:
         doc = {"kind": "metricsmgr", "container": self.container, "host": self.http_host, "http_port": self.http_port,
                "time": time.time(), "reports": self.store.for_tm(), "exceptions": self.store.exception_list(),
+               "exceptions_dropped": self.store.exceptions_dropped,
                "restarts": self.store.restarts, "interval": self.interval}
         return encode_frame(MsgType.METRICS_REPORT, json.dumps(doc).encode())
 

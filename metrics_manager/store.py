@@ -30,6 +30,20 @@ from heron_py.common.metric_names import COUNTERS, split_name
 
 _NAME = re.compile(r"[^a-zA-Z0-9_]")
 
+# Bounds of what the store keeps between reports (issue 18): it is sent whole to the master
+# every interval, so it must not grow with a task's uptime or a peer's output.
+MAX_TRACE_CHARS = 8 * 1024  # one stack trace; longer ones keep their head and tail
+MAX_EXCEPTION_BYTES = 512 * 1024  # all traces kept; the least recently seen go first
+MAX_SEEN_ID_BYTES = 128 * 1024  # exception ids remembered to count each report's repeat once
+
+
+def clip_trace(trace: str) -> str:
+    """A trace under MAX_TRACE_CHARS: its head (where it was raised from) and tail (the error)."""
+    if len(trace) <= MAX_TRACE_CHARS:
+        return trace
+    half = MAX_TRACE_CHARS // 2
+    return f"{trace[:half]}\n... ({len(trace) - 2 * half} characters cut) ...\n{trace[-half:]}"
+
 
 def prom_name(heron_name: str) -> str:
     return "heron_" + _NAME.sub("_", heron_name.lstrip("_")).lower()
@@ -78,7 +92,13 @@ class MetricsStore:
     latest: dict[str, dict[str, Any]] = field(default_factory=dict)  # source key -> last report
     exceptions: dict[tuple[int, str], ExceptionRecord] = field(default_factory=dict)
     restarts: dict[str, int] = field(default_factory=dict)
-    _seen_exception_ids: set[str] = field(default_factory=set)
+    # what the bounds made the store forget: records (with their counts) and ids
+    exceptions_dropped: int = 0
+    exception_ids_forgotten: int = 0
+    _exception_bytes: int = 0
+    # insertion-ordered, so the oldest ids are forgotten first
+    _seen_exception_ids: dict[str, None] = field(default_factory=dict)
+    _seen_id_bytes: int = 0
 
     @staticmethod
     def source_key(doc: dict[str, Any]) -> str:
@@ -90,21 +110,42 @@ class MetricsStore:
             eid = str(e.get("id", ""))
             if not eid or eid in self._seen_exception_ids:
                 continue  # a report repeats an exception until the next one; count it once
-            self._seen_exception_ids.add(eid)
-            trace = str(e.get("trace", ""))
+            self._remember_id(eid)
+            trace = clip_trace(str(e.get("trace", "")))
             key = (int(doc.get("task", -1)), trace)
             t = float(e.get("time", doc.get("time", 0.0)))
             rec = self.exceptions.get(key)
             if rec is None:
                 self.exceptions[key] = ExceptionRecord(key[0], str(doc.get("component", "")), trace, 1, t, t)
+                self._exception_bytes += len(trace)
+                self._evict_exceptions()
             else:
                 rec.count += 1
                 rec.last = max(rec.last, t)
+
+    def _remember_id(self, eid: str) -> None:
+        self._seen_exception_ids[eid] = None
+        self._seen_id_bytes += len(eid)
+        while self._seen_id_bytes > MAX_SEEN_ID_BYTES and self._seen_exception_ids:
+            old = next(iter(self._seen_exception_ids))
+            del self._seen_exception_ids[old]
+            self._seen_id_bytes -= len(old)
+            self.exception_ids_forgotten += 1
+
+    def _evict_exceptions(self) -> None:
+        """Keeps the traces under MAX_EXCEPTION_BYTES, forgetting the least recently seen."""
+        while self._exception_bytes > MAX_EXCEPTION_BYTES and len(self.exceptions) > 1:
+            key = min(self.exceptions, key=lambda k: self.exceptions[k].last)
+            rec = self.exceptions.pop(key)
+            self._exception_bytes -= len(rec.trace)
+            self.exceptions_dropped += rec.count
 
     def samples(self) -> Iterator[tuple[str, dict[str, str], float, bool]]:
         """(Heron metric name, labels, value, is_counter) for every value held."""
         for n, c in sorted(self.restarts.items()):
             yield "__restarts", {"process": n, "container": str(self.container)}, float(c), True
+        # what the store's bounds made it forget, so a flood of exceptions is visible
+        yield "__exceptions-dropped", {"container": str(self.container)}, float(self.exceptions_dropped), True
         for doc in self.latest.values():
             base = {"container": str(self.container)}
             if doc["kind"] == "instance":

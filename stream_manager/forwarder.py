@@ -4,8 +4,9 @@ The forwarder reads only a frame's headers (type, destination task, count) and s
 same bytes on: a local task's frames go to its instance's connection, another container's
 to the outbound connection to that container's stream manager. It owns the policy:
 
-- no connection yet (start-up, a restart): the frame is held, at most ``max_held`` per
-  destination (the oldest is dropped and counted), and released in order on connect;
+- no connection yet (start-up, a restart): the frame is held, at most ``max_held`` frames
+  and ``max_held_bytes`` per destination and ``max_held_total_bytes`` in all (the oldest are
+  dropped and counted), and released in order on connect;
 - a connection whose writing is paused (above its high watermark): sent anyway, and the
   backpressure machinery pauses the spouts, unless the topology asked to drop instead
   (``topology.droptuples.upon.backpressure``); then tuple batches, and only those (acks and
@@ -37,6 +38,9 @@ from stream_manager.routing import RoutingTable
 # frames held for a destination that is not connected yet (start-up, restart); beyond
 # this the oldest are dropped and counted, so memory stays bounded
 MAX_HELD_FRAMES = 4096
+# ... and in bytes: a count alone lets 4096 frames of 16 MiB each sit outside the watermarks
+MAX_HELD_BYTES = 32 * 1024 * 1024  # per destination
+MAX_HELD_TOTAL_BYTES = 128 * 1024 * 1024  # all destinations
 # frames held before the first physical plan (all destinations together)
 MAX_UNPLANNED_BYTES = 32 * 1024 * 1024
 
@@ -68,10 +72,13 @@ class Destinations(Protocol):
 class Forwarder:
     def __init__(self, destinations: Destinations, *, on_ack_batch: Callable[[bytes], None],
                  log: logging.Logger, max_held: int = MAX_HELD_FRAMES,
-                 max_unplanned_bytes: int = MAX_UNPLANNED_BYTES) -> None:
+                 max_unplanned_bytes: int = MAX_UNPLANNED_BYTES, max_held_bytes: int = MAX_HELD_BYTES,
+                 max_held_total_bytes: int = MAX_HELD_TOTAL_BYTES) -> None:
         self.routing = RoutingTable(container=-1)
         self.drop_on_backpressure = False
         self.held: dict[ConnKey, collections.deque[bytes]] = {}
+        self.held_bytes: dict[ConnKey, int] = {}
+        self.held_total_bytes = 0
         self.tuples_out: dict[ConnKey, int] = {}  # per outbound connection, for the metrics manager
         # tuples (records, for ack batches) and frames dropped, by reason
         self.drops: dict[DropReason, int] = {r: 0 for r in DropReason}
@@ -83,6 +90,8 @@ class Forwarder:
         self._log = log
         self._max_held = max_held
         self._max_unplanned = max_unplanned_bytes
+        self._max_held_bytes = max_held_bytes
+        self._max_held_total = max_held_total_bytes
 
     @property
     def dropped_tuples(self) -> int:
@@ -156,16 +165,24 @@ class Forwarder:
         q = self.held.get(key)
         if q is None:
             q = self.held[key] = collections.deque()
-        if len(q) >= self._max_held:
+        size = len(frame)
+        q.append(frame)
+        self.held_bytes[key] = self.held_bytes.get(key, 0) + size
+        self.held_total_bytes += size
+        # the oldest of this destination go first: the newest are the likeliest still wanted
+        while q and (len(q) > self._max_held or self.held_bytes[key] > self._max_held_bytes
+                     or self.held_total_bytes > self._max_held_total):
             old = q.popleft()
+            self.held_bytes[key] -= len(old)
+            self.held_total_bytes -= len(old)
             self.drop(DropReason.HELD_OVERFLOW, old)
             self._log.warning("dropped a held batch of %d for %s %d (nobody to deliver to)", batch_count(old),
                               "task" if key.kind is ConnKind.TASK else "peer", key.ident)
-        q.append(frame)
 
     def release(self, key: ConnKey, conn: Outlet) -> None:
         """Sends what was held for ``key`` on its new connection, in the order it arrived."""
         q = self.held.pop(key, None)
+        self.held_total_bytes -= self.held_bytes.pop(key, 0)
         if q:
             conn.send_many(q)
 
