@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -104,7 +105,9 @@ class KubeApi:
         self.apps = AppsV1Api(client)
         self.where = where
 
-    def call(self, what: str, fn: Callable[..., Any], *args: Any, missing_ok: bool = False, **kw: Any) -> Any:
+    def call(self, what: str, fn: Callable[..., Any], *args: Any, tolerate: tuple[int, ...] = (), **kw: Any) -> Any:
+        """``fn(*args)``; an API answer whose status is in ``tolerate`` is returned as an
+        ApiFailure instead of raised."""
         from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError
 
@@ -115,29 +118,23 @@ class KubeApi:
             if f is None:
                 raise SchedulerError(f"kubernetes scheduler: {what}: the API server {self.where} failed: "
                                      f"{str(e.reason).splitlines()[0][:300]}") from None
-            if missing_ok and f.status == 404:
-                return None
+            if f.status in tolerate:
+                return f
             raise SchedulerError(f"kubernetes scheduler: {what} on {self.where}: {f.status} {f.reason}: "
                                  f"{f.message}") from None
         except HTTPError as e:
-            cause = getattr(e, "reason", None) or e
+            # urllib3 wraps the cause twice, with object addresses; its last sentence is the news
+            cause = re.sub(r"[)'\"]+$", "", str(getattr(e, "reason", None) or e))
+            cause = cause.rsplit("Failed to establish a new connection: ", 1)[-1]
             raise SchedulerError(f"kubernetes scheduler: the API server {self.where} is unreachable ({what}): "
                                  f"{cause}; expected a running cluster this machine can reach") from None
 
     def check_namespace(self, namespace: str) -> None:
-        from kubernetes.client.exceptions import ApiException
-
-        try:
-            self.core.read_namespace(namespace, _request_timeout=TIMEOUT_S)
-        except ApiException as e:
-            f = _failure(e)
-            if f is not None and f.status == 404:
-                raise SchedulerError(f"kubernetes scheduler: namespace {namespace!r} does not exist on {self.where}; "
-                                     f"expected an existing namespace (--namespace NS), found none named "
-                                     f"{namespace!r}") from None
-            if f is not None and f.status == 403:
-                return  # may not read namespaces: the namespaced calls will say what they may not do
-            self.call(f"reading namespace {namespace}", self.core.read_namespace, namespace)
+        f = self.call(f"reading namespace {namespace}", self.core.read_namespace, namespace, tolerate=(403, 404))
+        # 403: may not read namespaces; the namespaced calls will say what they may not do
+        if isinstance(f, ApiFailure) and f.status == 404:
+            raise SchedulerError(f"kubernetes scheduler: namespace {namespace!r} does not exist on {self.where}; "
+                                 f"expected an existing namespace (--namespace NS), found none named {namespace!r}")
 
     def create(self, doc: Mapping[str, Any]) -> None:
         kind, meta = str(doc["kind"]), doc["metadata"]
@@ -154,13 +151,13 @@ class KubeApi:
         patch = {"spec": {"replicas": doc["spec"]["replicas"], "template": doc["spec"]["template"]}}
         done = self.call(f"patching StatefulSet {meta['namespace']}/{meta['name']}",
                          self.apps.patch_namespaced_stateful_set, meta["name"], meta["namespace"], patch,
-                         missing_ok=True, _content_type="application/strategic-merge-patch+json")
-        if done is None:
+                         tolerate=(404,), _content_type="application/strategic-merge-patch+json")
+        if isinstance(done, ApiFailure):
             self.create(doc)
 
     def delete_pod(self, namespace: str, name: str) -> None:
         self.call(f"deleting pod {namespace}/{name}", self.core.delete_namespaced_pod, name, namespace,
-                  missing_ok=True)
+                  tolerate=(404,))
 
     def delete_all(self, namespace: str, selector: str) -> None:
         """Every object with the topology's label; the pods too, in case a set was orphaned."""
