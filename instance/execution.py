@@ -19,10 +19,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from heron_py.common.config import InstanceConfig
+from heron_py.checkpoint.storage import LocalFsStorage
+from heron_py.common.config import InstanceConfig, StatefulConfig, effectively_once
 from heron_py.common.package import load_main
 from heron_py.planner.model import PhysicalPlan
 from heron_py.runtime.host import BoltHost, ComponentHost, HostOptions, SpoutHost, jsonl_observer, make_host
+from heron_py.runtime.stateful import Phase, StatefulTask
 from instance.metrics import TaskReports
 from instance.queues import InItem, InKind, Outbox, QueueBytes
 
@@ -37,9 +39,12 @@ class TaskRunner:
 
     def __init__(self, *, task_id: int, component: str, package_dir: Path, inbound: queue.Queue[InItem],
                  in_bytes: QueueBytes, outbox: Outbox, reports: TaskReports, mark_ready: Callable[[], None],
-                 log: logging.Logger,
+                 log: logging.Logger, topology: str = "", checkpoint_root: Path | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.task_id = task_id
+        self.topology = topology
+        self._checkpoint_root = checkpoint_root
+        self.stateful: StatefulTask | None = None  # effectively once only
         self.component = component
         self._package_dir = package_dir
         self._in = inbound
@@ -78,10 +83,8 @@ class TaskRunner:
         try:
             self.outbox.hold = host.is_spout
             self.reports.host = host
-            host.initialize()
-            self._log.info("%s %s task %d initialized", "spout" if host.is_spout else "bolt", self.component,
-                           self.task_id)
-            self._mark_ready()
+            if not self._begin(host):
+                return 0
             if isinstance(host, SpoutHost):
                 SpoutLoop(self, host).run()
             else:
@@ -91,6 +94,40 @@ class TaskRunner:
             if capture is not None:
                 capture.close()
         return 0
+
+    def _begin(self, host: ComponentHost) -> bool:
+        """initialize(), or in effectively-once mode the first restore (which calls init_state and
+        then initialize); False when the task was stopped first."""
+        kind = "spout" if host.is_spout else "bolt"
+        if not effectively_once(host.plan.topology.config):
+            host.initialize()
+            self._log.info("%s %s task %d initialized", kind, self.component, self.task_id)
+            self._mark_ready()
+            return True
+        root = self._checkpoint_root or Path(self._package_dir).parent / "checkpoints"
+        rt = self.stateful = StatefulTask(host, LocalFsStorage(root), self.topology or host.plan.topology.name,
+                                          self.outbox.send, align_bytes=StatefulConfig.from_config(
+                                              host.plan.topology.config).align_bytes, log=self._log,
+                                          clock=self._clock)
+        # ready before user code runs: the master restores a topology once every task is there
+        self._mark_ready()
+        self._log.info("%s %s task %d waiting for its restore (effectively once, checkpoints in %s)", kind,
+                       self.component, self.task_id, root)
+        while rt.phase is Phase.WAITING_RESTORE and not self.stopping:
+            try:
+                kind_, payload = self._in.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            if kind_ is InKind.PPLAN:
+                plan = PhysicalPlan.from_dict(json.loads(payload))
+                if plan.version >= host.plan.version:
+                    host.plan = plan  # activation waits for start(): no user code before the restore
+            elif kind_ is InKind.RESTORE:
+                rt.restore(*payload)
+            else:
+                self._log.info("task %d: dropping a %s item that arrived before its restore", self.task_id,
+                               kind_.value)
+        return not self.stopping
 
     def _open_capture(self, cfg: InstanceConfig) -> IO[str] | None:
         """Tests' capture of received tuples (heron_py.testing.local), one JSON line each."""
@@ -116,8 +153,22 @@ class TaskRunner:
             host.set_plan(PhysicalPlan.from_dict(json.loads(payload)))
         elif kind is InKind.ACKS and isinstance(host, SpoutHost):
             host.on_results(payload)
+        elif self.stateful is not None and kind in _CHECKPOINT_ITEMS:
+            self._on_checkpoint_item(kind, payload)
         else:
             self._log.warning("task %d got an unexpected %s item; dropped", self.task_id, kind.value)
+
+    def _on_checkpoint_item(self, kind: InKind, payload: Any) -> None:
+        rt = self.stateful
+        assert rt is not None
+        if kind is InKind.MARKER:
+            rt.on_marker(payload)
+        elif kind is InKind.CKPT_START:
+            rt.start_checkpoint(payload)
+        elif kind is InKind.RESTORE:
+            rt.restore(*payload)
+        elif kind is InKind.START and rt.start_processing(payload):
+            self._log.info("task %d processing (restore %d done everywhere)", self.task_id, payload)
 
     def drain(self, host: ComponentHost, block_s: float) -> None:
         """Handles what is queued, waiting up to ``block_s`` for the first item."""
@@ -132,6 +183,9 @@ class TaskRunner:
                 kind, payload = self._in.get_nowait()
             except queue.Empty:
                 return
+
+
+_CHECKPOINT_ITEMS = frozenset((InKind.MARKER, InKind.CKPT_START, InKind.RESTORE, InKind.START))
 
 
 class SpoutLoop:
@@ -168,7 +222,7 @@ class SpoutLoop:
                 runner.drain(host, block_s=0.001)
                 outbox.time_blocked_s += clock() - t0
                 continue
-            if host.active:
+            if host.active and (runner.stateful is None or runner.stateful.processing):
                 self._produce()
             else:
                 host.flush()
@@ -209,6 +263,7 @@ class BoltLoop:
         BOLT_BATCHES more, before the loop looks at the clock again."""
         q, runner, host = self.runner._in, self.runner, self.host
         in_bytes = runner.in_bytes
+        process = host.process_frame if runner.stateful is None else runner.stateful.on_batch
         try:
             item = q.get(timeout=wait) if wait > 0 else q.get_nowait()
         except queue.Empty:
@@ -217,7 +272,7 @@ class BoltLoop:
             kind, payload = item
             if kind is InKind.BATCH:
                 in_bytes.taken += len(payload)  # the gateway counts what it put
-                host.process_frame(payload)
+                process(payload)
             else:
                 runner.on_item(host, kind, payload)
             if not more:
@@ -248,7 +303,9 @@ class BoltLoop:
             if poll_s is not None:
                 host.poll()
             now = clock()
-            if now >= self.next_tick:
+            if now >= self.next_tick and (runner.stateful is None or runner.stateful.processing):
+                # effectively once: no tick before every task restored (a bolt emits nothing
+                # of its own that the old run's in-flight frames could overtake)
                 host.tick()
                 self.next_tick = now + self.tick
             # flush when the batch interval is up, or at once when no input is waiting (more

@@ -36,6 +36,24 @@ WRITE_HIGH = 1 << 20
 WRITE_LOW = 256 << 10
 
 
+_CHECKPOINT_COMMANDS = frozenset((MsgType.START_CHECKPOINT, MsgType.RESTORE_STATE, MsgType.START_PROCESSING))
+
+
+def _checkpoint_command(msg_type: int, frame: bytes) -> InItem:
+    """The master's effectively-once command (through our stream manager) as an inbound item."""
+    if msg_type == MsgType.START_CHECKPOINT:
+        start = pb.StartCheckpoint()
+        parse(start, frame)
+        return (InKind.CKPT_START, start.checkpoint_id)
+    if msg_type == MsgType.RESTORE_STATE:
+        restore = pb.RestoreState()
+        parse(restore, frame)
+        return (InKind.RESTORE, (restore.restore_id, restore.checkpoint_id))
+    go = pb.StartProcessing()
+    parse(go, frame)
+    return (InKind.START, go.restore_id)
+
+
 class GatewayState(enum.Enum):
     CONNECTING = "connecting"
     REGISTERING = "registering"
@@ -208,6 +226,10 @@ class Gateway(BaseHandler):
             self.inbox.deliver((InKind.BATCH, frame))
         elif msg_type == MsgType.ACK_RESULT:
             self.inbox.deliver((InKind.ACKS, frame))
+        elif msg_type == MsgType.CKPT_MARKER:
+            self.inbox.deliver((InKind.MARKER, frame))
+        elif msg_type in _CHECKPOINT_COMMANDS:
+            self.inbox.deliver(_checkpoint_command(msg_type, frame))
         elif msg_type == MsgType.REGISTER_INSTANCE_RESPONSE:
             resp = pb.RegisterInstanceResponse()
             parse(resp, frame)

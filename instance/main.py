@@ -32,6 +32,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--out-queue-batches", type=int, default=InstanceConfig.out_queue_batches)
     ap.add_argument("--out-queue-bytes", type=int, default=InstanceConfig.out_queue_bytes)
     ap.add_argument("--sm-host", default="127.0.0.1", help="the stream manager's TCP address")
+    ap.add_argument("--checkpoint-root", type=Path, default=None,
+                    help="effectively once: the folder of the topology's checkpoints")
     ap.add_argument("--tcp", action="store_true", help="reach the stream manager over TCP, not its Unix socket")
     ap.add_argument("--metrics-interval", type=float, default=InstanceConfig.metrics_interval_s,
                     help="seconds between reports to the metrics manager (0: none)")
@@ -61,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     wake.append(gateway.wake)
     runner = TaskRunner(task_id=args.task_id, component=args.component, package_dir=args.package_dir,
                         inbound=inbound, in_bytes=in_bytes, outbox=outbox, reports=reports,
-                        mark_ready=gateway.mark_ready, log=log)
+                        mark_ready=gateway.mark_ready, log=log, topology=args.topology,
+                        checkpoint_root=args.checkpoint_root)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         runner.stop()

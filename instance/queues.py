@@ -20,6 +20,11 @@ class InKind(enum.Enum):
     ACKS = "acks"  # an ACK_RESULT frame for this spout
     PPLAN = "pplan"  # a physical plan (JSON bytes)
     WAKE = "wake"  # a component's own input arrived (heron_poll): poll now
+    # effectively once (heron_py/runtime/stateful.py)
+    MARKER = "marker"  # a CKPT_MARKER frame, in order with the batches
+    CKPT_START = "checkpoint"  # a spout: save now (payload: checkpoint id)
+    RESTORE = "restore"  # (restore id, checkpoint id; 0: clean)
+    START = "start"  # restore id: every task restored, process
 
 
 InItem = tuple[InKind, Any]

@@ -35,7 +35,8 @@ class Clique:
                  handler: Callable[[int], FrameHandler],
                  on_connected: Callable[[int, Connection], None],
                  spawn: Callable[[Coroutine[Any, Any, None]], None],
-                 backpressure_cause: Callable[[], str | None], tls: PeerTls | None = None) -> None:
+                 backpressure_cause: Callable[[], str | None], tls: PeerTls | None = None,
+                 fence: Callable[[], bytes | None] = lambda: None) -> None:
         """``handler(c)`` is the handler of the connection to container c; ``on_connected``
         runs once it is up (held frames go out); ``backpressure_cause()`` is not None while
         we are in backpressure, so a peer that connects late is told at once."""
@@ -52,6 +53,7 @@ class Clique:
         self._on_connected = on_connected
         self._spawn = spawn
         self._bp_cause = backpressure_cause
+        self._fence = fence  # effectively once: the restore fence a new connection starts with
         self._running = True
 
     def get(self, container: int) -> Connection | None:
@@ -105,6 +107,9 @@ class Clique:
         if self._limits is not None:
             conn.set_write_limits(*self._limits)
         conn.send_msg(MsgType.STMGR_HELLO, pb.StmgrHello(container=self.container))
+        fence = self._fence()
+        if fence is not None:  # before any batch: the peer then knows they are the new run's
+            conn.send(fence)
         cause = self._bp_cause()
         if cause is not None:
             conn.send_msg(MsgType.BACKPRESSURE, pb.BackPressure(container=self.container, start=True, cause=cause))
@@ -118,6 +123,9 @@ class Clique:
             del self.peers[container]
             self._log.warning("lost connection to stream manager %d; reconnecting", container)
             self.ensure(container)
+
+    def connections(self) -> list[Connection]:
+        return list(self.peers.values())
 
     def broadcast_backpressure(self, start: bool, cause: str) -> None:
         msg = encode_frame(MsgType.BACKPRESSURE, pb.BackPressure(

@@ -53,6 +53,8 @@ class DropReason(enum.Enum):
     NO_PLAN_OVERFLOW = "no-plan-overflow"  # more arrived before the first plan than is held
     UNKNOWN_TASK = "unknown-task"  # a task the plan does not have
     NOT_A_SPOUT = "ack-not-for-a-spout"  # an ack batch addressed to a bolt (a peer's bug)
+    # effectively once: the run before a restore (its state is rolled back; spouts replay)
+    OLD_RUN = "restore"
 
 
 class Outlet(Protocol):
@@ -188,3 +190,23 @@ class Forwarder:
 
     def held_frames(self) -> int:
         return sum(len(q) for q in self.held.values()) + len(self.unplanned)
+
+    def discard_old_run(self) -> int:
+        """Effectively once, at a restore: the held tuple batches and markers belong to the run
+        the restore rolls back, so they go (counted); other frames (acks, results) stay."""
+        dropped = 0
+        old = (MsgType.TUPLE_BATCH, MsgType.CKPT_MARKER)
+        for key, q in list(self.held.items()):
+            keep = collections.deque(f for f in q if frame_type(f) not in old)
+            for f in q:
+                if frame_type(f) in old:
+                    self.drop(DropReason.OLD_RUN, f)
+                    dropped += 1
+            self.held[key] = keep
+        kept = collections.deque(f for f in self.unplanned if frame_type(f) not in old)
+        for f in self.unplanned:
+            if frame_type(f) in old:
+                self.drop(DropReason.OLD_RUN, f)
+                dropped += 1
+        self.unplanned, self.unplanned_bytes = kept, sum(len(f) for f in kept)
+        return dropped

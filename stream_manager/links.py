@@ -29,13 +29,21 @@ HEARTBEAT_S = 1.0
 Sleep = Callable[[float], Awaitable[None]]
 
 
+# the master's effectively-once commands, for the checkpoint relay
+CHECKPOINT_COMMANDS = frozenset((MsgType.START_CHECKPOINT, MsgType.RESTORE_STATE, MsgType.START_PROCESSING))
+
+
 class _MasterHandler(BaseHandler):
-    def __init__(self, on_pplan: Callable[[bytes], None], log: logging.Logger) -> None:
+    def __init__(self, on_pplan: Callable[[bytes], None], log: logging.Logger,
+                 on_checkpoint: Callable[[int, bytes], None] | None = None) -> None:
         self._on_pplan = on_pplan
+        self._on_checkpoint = on_checkpoint
         self._log = log
 
     def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
-        if msg_type == MsgType.NEW_PHYSICAL_PLAN:
+        if msg_type in CHECKPOINT_COMMANDS and self._on_checkpoint is not None:
+            self._on_checkpoint(msg_type, frame)
+        elif msg_type == MsgType.NEW_PHYSICAL_PLAN:
             msg = pb.NewPhysicalPlan()
             parse(msg, frame)
             self._on_pplan(msg.pplan_json)
@@ -50,7 +58,8 @@ class MasterLink:
     def __init__(self, *, topology: str, container: int, host: str, secret: bytes, state: StateManager,
                  log: logging.Logger, max_frame: int, on_pplan: Callable[[bytes], None],
                  instance_infos: Callable[[], list[pb.InstanceInfo]], metrics: Callable[[], pb.StmgrMetrics],
-                 sleep: Sleep = asyncio.sleep, tls: PeerTls | None = None) -> None:
+                 sleep: Sleep = asyncio.sleep, tls: PeerTls | None = None,
+                 on_checkpoint: Callable[[int, bytes], None] | None = None) -> None:
         self.conn: Connection | None = None  # while registered
         self._tls = tls
         self.port = 0  # ours, set once we listen
@@ -61,7 +70,7 @@ class MasterLink:
         self._state = state
         self._log = log
         self._max_frame = max_frame
-        self._handler = _MasterHandler(on_pplan, log)
+        self._handler = _MasterHandler(on_pplan, log, on_checkpoint)
         self._instance_infos = instance_infos
         self._metrics = metrics
         self._sleep = sleep
@@ -114,6 +123,12 @@ class MasterLink:
         if with_metrics:
             hb.metrics.CopyFrom(self._metrics())
         conn.send_msg(MsgType.STMGR_HEARTBEAT, hb)
+
+    def send(self, frame: bytes) -> None:
+        """A report for the master (an instance's checkpoint report); dropped while not registered,
+        as the master then restores anyway."""
+        if self.conn is not None:
+            self.conn.send(frame)
 
     def close(self, reason: str) -> None:
         if self.conn is not None:

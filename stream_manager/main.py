@@ -32,8 +32,9 @@ from heron_py.state import config as statecfg
 from proto import heron_py_pb2 as pb
 from stream_manager.acking import AckService
 from stream_manager.backpressure import Action, BackpressureState, ConnKey, describe
+from stream_manager.checkpoints import CheckpointRelay
 from stream_manager.clique import Clique
-from stream_manager.forwarder import Forwarder
+from stream_manager.forwarder import DropReason, Forwarder
 from stream_manager.instances import LocalInstances
 from stream_manager.links import MasterLink, MetricsLink
 from stream_manager.metrics import StreamManagerMetrics
@@ -80,7 +81,8 @@ class StreamManager(DaemonBase):
                              handler=lambda c: _PeerOut(self, c),
                              on_connected=lambda c, conn: self.forwarder.release(ConnKey.stmgr(c), conn),
                              spawn=self._spawn,
-                             backpressure_cause=lambda: describe(self.bp.slow) if self.bp.local else None)
+                             backpressure_cause=lambda: describe(self.bp.slow) if self.bp.local else None,
+                             fence=lambda: self.ckpt.fence_frame())
         self.forwarder = Forwarder(_Destinations(self.instances, self.clique),
                                    on_ack_batch=lambda frame: self.acks.on_ack_batch(frame), log=log)
         self.forwarder.routing = RoutingTable(container)
@@ -90,7 +92,13 @@ class StreamManager(DaemonBase):
             clique=self.clique, counters=self.counters, spouts_held=self.spouts_held)
         self.master = MasterLink(topology=topology, container=container, host=host, secret=secret, state=state, tls=tls,
                                  log=log, max_frame=max_frame, on_pplan=self.on_new_pplan,
-                                 instance_infos=self.instances.infos, metrics=self.metrics.for_master)
+                                 instance_infos=self.instances.infos, metrics=self.metrics.for_master,
+                                 on_checkpoint=lambda t, f: self.ckpt.on_master_frame(t, f))
+        self.ckpt = CheckpointRelay(container, log, to_master=self.master.send,
+                                    instances=lambda: list(self.instances.conns.values()),
+                                    instance=self.instances.get,
+                                    local_spouts=lambda: self.forwarder.routing.local_spouts,
+                                    peers=self.clique.connections, discard_held=self.forwarder.discard_old_run)
         # the metrics manager is always in this container, on loopback
         self.metrics_link = MetricsLink(mm_file=port_file.parent / "metricsmgr.json", host=LOOPBACK,
                                         container=container,
@@ -206,6 +214,7 @@ class StreamManager(DaemonBase):
             conn.pause_reading()
         raw = json.dumps(self.pplan.to_dict()).encode() if self.pplan is not None else b""
         conn.send_msg(MsgType.REGISTER_INSTANCE_RESPONSE, pb.RegisterInstanceResponse(ok=True, pplan_json=raw))
+        self.ckpt.on_instance_registered(conn, task)
         self.forwarder.release(ConnKey.task(task), conn)
         self.log.info("instance task %d (%s, pid %d) registered", task, req.component, req.pid)
 
@@ -220,6 +229,9 @@ class StreamManager(DaemonBase):
             self.log.warning("instance task %d disconnected", task)
 
 
+_INSTANCE_REPORTS = frozenset((MsgType.CHECKPOINT_SAVED, MsgType.STATE_RESTORED))
+
+
 class _Inbound(BaseHandler):
     """Handler of an accepted connection: a local instance or a peer stream manager."""
 
@@ -228,7 +240,10 @@ class _Inbound(BaseHandler):
 
     def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
         sm = self.sm
-        if msg_type == MsgType.TUPLE_BATCH or msg_type == MsgType.ACK_BATCH:
+        if msg_type == MsgType.TUPLE_BATCH or msg_type == MsgType.ACK_BATCH or msg_type == MsgType.CKPT_MARKER:
+            if msg_type != MsgType.ACK_BATCH and sm.ckpt.restore_id and not sm.ckpt.admits(conn):
+                sm.forwarder.drop(DropReason.OLD_RUN, frame)  # the run a restore rolled back
+                return
             sm.forwarder.route(frame)
             return
         ident = conn.identity
@@ -251,6 +266,10 @@ class _Inbound(BaseHandler):
             msg = pb.InstanceReady()
             parse(msg, frame)
             sm.instance_ready(msg.task_id, msg.pid)
+        elif msg_type in _INSTANCE_REPORTS and ident.role == "instance":
+            sm.ckpt.on_instance_frame(conn, msg_type, frame)
+        elif msg_type == MsgType.RESTORE_FENCE and ident.role == "stmgr":
+            sm.ckpt.on_peer_fence(conn, frame)
         elif msg_type == MsgType.STMGR_HELLO and ident.role == "stmgr":
             pass
         elif msg_type == MsgType.BACKPRESSURE and ident.role == "stmgr":
@@ -268,6 +287,8 @@ class _Inbound(BaseHandler):
 
     def on_close(self, conn: Connection) -> None:
         ident = conn.identity
+        if ident is not None:
+            self.sm.ckpt.on_closed(ident.role, ident.peer_id)
         if ident is not None and ident.role == "stmgr":
             # a peer that dies while in backpressure must not leave us paused
             try:

@@ -74,6 +74,11 @@ class StmgrLinks:
                        len(self.conns))
         self._state_changed()
 
+    def send_all(self, frame: bytes) -> None:
+        """A command for every registered stream manager (effectively once's)."""
+        for conn in self.conns.values():
+            conn.send(frame)
+
     def close_all(self, reason: str) -> None:
         for conn in self.conns.values():
             conn.close(reason)

@@ -252,3 +252,10 @@ class SharedDirStorage(LocalFsStorage):
         except OSError as e:
             raise CheckpointError(f"shared checkpoint folder {self.root}: expected a writable folder, "
                                   f"found {e.strerror}") from None
+
+
+def checkpoint_root(home: Path, root_setting: str) -> Path:
+    """Where a topology's checkpoints live: ``heron_py.checkpoint.root``, else checkpoints/ under
+    the heron home (on Slurm the home is shared by every host, so a task restarted on another
+    host finds its state)."""
+    return Path(root_setting) if root_setting else home / "checkpoints"

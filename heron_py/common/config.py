@@ -131,6 +131,21 @@ ACKING_KEY = _key("topology.acking", Kind.BOOL, False, doc="Storm's switch for a
 TIMEOUT = _key("topology.message.timeout.secs", Kind.FLOAT, 30.0, positive=True, unit="seconds",
                doc="a tuple tree not acked by then is failed")
 PENDING = _key("topology.max.spout.pending", Kind.INT, None, 1, doc="tracked tuples in flight per spout task")
+# --- effectively once (heron_py/checkpoint/) ---
+CKPT_INTERVAL = _key("topology.stateful.checkpoint.interval.seconds", Kind.FLOAT, 30.0, positive=True,
+                     unit="seconds", doc="effectively once: seconds between checkpoints (heronpy's key)")
+# the spelling the issue tracker and some Heron docs use; read when heronpy's key is absent
+CKPT_INTERVAL_ALIAS = _key("topology.stateful.checkpoint.interval.secs", Kind.FLOAT, 30.0, positive=True,
+                           unit="seconds", doc="alias of topology.stateful.checkpoint.interval.seconds")
+CKPT_TIMEOUT = _key("topology.stateful.checkpoint.timeout.seconds", Kind.FLOAT, None, positive=True,
+                    unit="seconds", doc="a checkpoint not saved by every task by then is aborted; unset: the interval")
+START_CLEAN = _key("topology.stateful.start.clean", Kind.BOOL, False,
+                   doc="effectively once: start from empty state, not from the last checkpoint")
+CKPT_ROOT = _key("heron_py.checkpoint.root", Kind.STR, "",
+                 doc="folder of checkpoints; unset: checkpoints/ under the heron home (shared on Slurm)")
+CKPT_KEEP = _key("heron_py.checkpoint.keep", Kind.INT, 2, 1, doc="completed checkpoints kept per topology")
+ALIGN_MB = _key("heron.stmgr.stateful.buffer.size.mb", Kind.FLOAT, 100.0, positive=True, unit="MB",
+                doc="input a bolt holds while it aligns checkpoint markers")
 # --- stream manager ---
 DROP = _key("topology.droptuples.upon.backpressure", Kind.BOOL, False,
             doc="drop tuples for a slow connection instead of pausing spouts")
@@ -215,13 +230,34 @@ class ReliabilityConfig:
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> ReliabilityConfig:
         mode = MODE.parse(cfg)
-        if mode == "EFFECTIVELY_ONCE":
-            raise ConfigError(f"config {MODE.name}: EFFECTIVELY_ONCE is not supported yet; "
-                              f"expected ATMOST_ONCE or ATLEAST_ONCE")
         timeout = TIMEOUT.parse(cfg)
         storm_acking = ACKING_KEY.parse(cfg)  # parsed whatever the mode, so a bad value is refused
-        acking = mode == "ATLEAST_ONCE" or storm_acking
+        # effectively once replaces acking with checkpoints (as in Heron): no tuple is tracked
+        acking = mode == "ATLEAST_ONCE" or (storm_acking and mode != "EFFECTIVELY_ONCE")
         return cls(Mode.ATLEAST_ONCE if acking else Mode.ATMOST_ONCE, float(timeout), PENDING.parse(cfg))
+
+
+def effectively_once(cfg: Mapping[str, Any]) -> bool:
+    return bool(MODE.parse(cfg) == "EFFECTIVELY_ONCE")
+
+
+@dataclass(frozen=True)
+class StatefulConfig:
+    """Effectively once: the checkpoints' interval, timeout, storage and alignment bound."""
+
+    interval_s: float = 30.0
+    timeout_s: float | None = None
+    start_clean: bool = False
+    root: str = ""
+    keep: int = 2
+    align_bytes: int = 100 * MB
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> StatefulConfig:
+        interval = CKPT_INTERVAL.parse(cfg) if CKPT_INTERVAL.name in cfg or CKPT_INTERVAL_ALIAS.name not in cfg \
+            else CKPT_INTERVAL_ALIAS.parse(cfg)
+        return cls(interval_s=float(interval), timeout_s=CKPT_TIMEOUT.parse(cfg), start_clean=START_CLEAN.parse(cfg),
+                   root=CKPT_ROOT.parse(cfg), keep=CKPT_KEEP.parse(cfg), align_bytes=int(ALIGN_MB.parse(cfg) * MB))
 
 
 @dataclass(frozen=True)
@@ -249,6 +285,7 @@ def check_topology_config(topology_config: Mapping[str, Any],
     StreamManagerConfig.from_config(topology_config)
     InstanceConfig.from_config(topology_config)
     ReliabilityConfig.from_config(topology_config)
+    StatefulConfig.from_config(topology_config)
     STMGRS.parse(topology_config)
     STANDBY.parse(topology_config)
     RELAUNCH.parse(topology_config)

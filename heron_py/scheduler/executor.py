@@ -25,8 +25,9 @@ from pathlib import Path
 from types import FrameType
 from typing import IO
 
+from heron_py.checkpoint.storage import checkpoint_root
 from heron_py.common.atomic import atomic_write_text
-from heron_py.common.config import InstanceConfig
+from heron_py.common.config import InstanceConfig, StatefulConfig
 from heron_py.common.daemon import setup_logging
 from heron_py.common.package import PackageError, unpack
 from heron_py.scheduler.base import CONTAINER_ENV
@@ -140,6 +141,8 @@ class Executor:
                  "--out-queue-batches", str(icfg.out_queue_batches),
                  "--out-queue-bytes", str(icfg.out_queue_bytes),
                  "--metrics-interval", str(icfg.metrics_interval_s), "--sm-host", self.host,
+                 "--checkpoint-root", str(checkpoint_root(self.paths.home, StatefulConfig.from_config(
+                     topology.config).root)),
                  *([] if icfg.unix_socket else ["--tcp"])],
                 logs / f"{t.component}-{t.task_id}.log"))
 

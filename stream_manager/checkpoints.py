@@ -1,0 +1,145 @@
+"""The stream manager's part in effectively once (heron_py/checkpoint/).
+
+It passes the master's commands on (a checkpoint start to the local spouts; a restore and the
+start of processing to every local instance) and the instances' reports back (a saved state,
+a finished restore). Checkpoint markers need nothing here: they are batch frames, routed by
+the forwarder behind the tuples sent before them.
+
+Its own job is the **fence** between the run a restore rolls back and the new one. When the
+master orders restore R, frames of the old run are still on their way: in instances'
+outbound queues, in our buffers, on the wire between stream managers. Delivered after the
+destination restored, such a frame would be counted twice (the spouts replay it). So every
+connection that brings tuple batches has a fence, the newest restore after which its frames
+are the new run's, and we forward a batch or marker only from a connection whose fence has
+reached our newest restore:
+- an instance's connection: its StateRestored(R) (the instance sends it after dropping what it
+  emitted before R, on the same connection, so what follows is the new run's);
+- a peer stream manager's connection: its RestoreFence(R), which it sends on every outbound
+  connection when it takes R, and first thing on a new connection.
+What a fence stops is dropped and counted (``__dropped-tuples``, reason ``restore``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+
+from heron_py.common.framing import MsgType, encode_frame
+from heron_py.common.net import Connection, parse
+from proto import heron_py_pb2 as pb
+
+FenceKey = tuple[str, str]  # (role, peer id) of a connection: ("instance", "4"), ("stmgr", "1")
+
+
+class CheckpointRelay:
+    def __init__(self, container: int, log: logging.Logger, *, to_master: Callable[[bytes], None],
+                 instances: Callable[[], Iterable[Connection]], instance: Callable[[int], Connection | None],
+                 local_spouts: Callable[[], Iterable[int]], peers: Callable[[], Iterable[Connection]],
+                 discard_held: Callable[[], int]) -> None:
+        self.container = container
+        self._log = log
+        self._to_master = to_master
+        self._instances = instances
+        self._instance = instance
+        self._local_spouts = local_spouts
+        self._peers = peers
+        self._discard_held = discard_held
+        self.restore_id = 0  # the newest restore we took; 0: none (no fence applies)
+        self.restoring = False  # between a restore and its start of processing
+        self._restore_frame: bytes | None = None
+        self._fences: dict[FenceKey, int] = {}
+        self.fenced_frames = 0  # dropped by a fence, for the log
+
+    # --- the hot path: one call per tuple batch or marker while a restore id is set ---
+    def admits(self, conn: Connection) -> bool:
+        ident = conn.identity
+        if ident is None:
+            return False
+        if self._fences.get((ident.role, ident.peer_id), 0) >= self.restore_id:
+            return True
+        self.fenced_frames += 1
+        return False
+
+    # --- from the master ---
+    def on_master_frame(self, msg_type: int, frame: bytes) -> None:
+        if msg_type == MsgType.START_CHECKPOINT:
+            for task in self._local_spouts():
+                conn = self._instance(task)
+                if conn is not None:
+                    conn.send(frame)
+        elif msg_type == MsgType.RESTORE_STATE:
+            msg = pb.RestoreState()
+            parse(msg, frame)
+            self._restore(msg, frame)
+        elif msg_type == MsgType.START_PROCESSING:
+            go = pb.StartProcessing()
+            parse(go, frame)
+            if go.restore_id != self.restore_id:
+                self._log.info("ignoring the start of restore %d: restore %d is newer", go.restore_id,
+                               self.restore_id)
+                return
+            self.restoring = False
+            for conn in self._instances():
+                conn.send(frame)
+            self._log.info("restore %d done everywhere: processing (%d old-run frames fenced off)",
+                           go.restore_id, self.fenced_frames)
+
+    def _restore(self, msg: pb.RestoreState, frame: bytes) -> None:
+        if msg.restore_id <= self.restore_id:
+            self._log.info("ignoring restore %d: restore %d is newer or the same", msg.restore_id, self.restore_id)
+            return
+        self.restore_id = msg.restore_id
+        self.restoring = True
+        self._restore_frame = frame
+        self.fenced_frames = 0
+        dropped = self._discard_held()
+        fence = self.fence_frame()
+        assert fence is not None
+        for peer in self._peers():
+            peer.send(fence)
+        for conn in self._instances():
+            conn.send(frame)
+        what = "a clean start" if msg.checkpoint_id == 0 else f"checkpoint {msg.checkpoint_id}"
+        self._log.info("restore %d to %s (%s): %d held frames of the old run dropped", msg.restore_id, what,
+                       msg.reason, dropped)
+
+    def fence_frame(self) -> bytes | None:
+        """What a new outbound connection to a peer sends first (None before any restore)."""
+        if not self.restore_id:
+            return None
+        return encode_frame(MsgType.RESTORE_FENCE, pb.RestoreFence(
+            container=self.container, restore_id=self.restore_id).SerializeToString())
+
+    # --- from instances and peers ---
+    def on_instance_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
+        """CHECKPOINT_SAVED or STATE_RESTORED from a local instance: to the master."""
+        if msg_type == MsgType.STATE_RESTORED:
+            msg = pb.StateRestored()
+            parse(msg, frame)
+            ident = conn.identity
+            if ident is not None and msg.ok and str(msg.task_id) == ident.peer_id:
+                key = (ident.role, ident.peer_id)
+                self._fences[key] = max(self._fences.get(key, 0), msg.restore_id)
+        self._to_master(frame)
+
+    def on_peer_fence(self, conn: Connection, frame: bytes) -> None:
+        msg = pb.RestoreFence()
+        parse(msg, frame)
+        ident = conn.identity
+        if ident is None or ident.peer_id != str(msg.container):
+            self._log.warning("a restore fence for container %d on the connection of %s; ignored", msg.container,
+                              ident.peer_id if ident else "?")
+            return
+        key = (ident.role, ident.peer_id)
+        self._fences[key] = max(self._fences.get(key, 0), msg.restore_id)
+
+    def on_instance_registered(self, conn: Connection, task: int) -> None:
+        """A (new or reconnected) instance: no fence yet; mid-restore it is told to restore too."""
+        self._fences.pop(("instance", str(task)), None)
+        if self.restoring and self._restore_frame is not None:
+            conn.send(self._restore_frame)
+
+    def on_closed(self, role: str, peer_id: str) -> None:
+        """A connection closed: its successor starts unfenced (its frames come after the fence
+        only once it sends one)."""
+        self._fences.pop((role, peer_id), None)
