@@ -21,6 +21,15 @@ class InstanceInfo(Protocol):
     ready: bool
 
 
+# a master's plan versions are its epoch's base plus a sequence number: 2**32 plans per master
+EPOCH_BITS = 32
+
+
+def epoch_base(epoch: int) -> int:
+    """The version floor of a master with this epoch (the first master's is 0, as before)."""
+    return max(0, epoch - 1) << EPOCH_BITS
+
+
 class RunStateChange(NamedTuple):
     message: str  # the answer for the CLI
     changed: bool
@@ -71,12 +80,15 @@ class PlanBook:
         for i in infos:
             self.instances[i.task_id] = {**self.instances.get(i.task_id, {}), "pid": i.pid, "ready": i.ready}
 
-    def adopt(self, stored: PhysicalPlan | None) -> None:
-        """A master that took over keeps the stored plan's run state and counts versions onward,
-        so stream managers that hold that version accept the next plan."""
+    def adopt(self, stored: PhysicalPlan | None, epoch: int = 0) -> None:
+        """A master that took over keeps the stored plan's run state and counts versions onward
+        from above both the stored plan and its epoch's floor: the stored plan may be older than
+        what the previous master pushed (its write failed or had not happened when it died), and
+        stream managers ignore a plan not newer than theirs."""
         if stored is not None and stored.version > self.version:
             self.run_state = stored.state
             self.version = stored.version
+        self.version = max(self.version, epoch_base(epoch))
 
     def next_plan(self) -> PhysicalPlan:
         self.version += 1

@@ -60,7 +60,7 @@ class StateManager(abc.ABC):
     def _list(self, kind: str) -> list[str]: ...
 
     KINDS = ("topologies", "packingplans", "pplans", "tmanagers", "executionstate", "schedulers",
-             "packages", "secrets", "tls")
+             "packages", "secrets", "tls", "masterepochs")
 
     def _put_json(self, kind: str, name: str, doc: Any) -> None:
         import json
@@ -158,6 +158,13 @@ class StateManager(abc.ABC):
 
     def get_tls(self, name: str) -> bytes | None:
         return self._get("tls", name)
+
+    def next_master_epoch(self, name: str) -> int:
+        """Atomically increments and returns the topology's master epoch (1 for the first
+        master). Each master that becomes active takes one, and its plan versions start above
+        every version an earlier master could have pushed, whether or not that master's plan
+        reached the state manager (``plan_book.epoch_base``)."""
+        raise NotImplementedError
 
     def list_topologies(self) -> list[str]:
         return sorted(self._list("topologies"))

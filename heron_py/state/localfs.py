@@ -56,6 +56,20 @@ class LocalFsStateManager(StateManager):
             return []
         return [p.name for p in d.iterdir() if not p.name.startswith(".")]
 
+    def next_master_epoch(self, name: str) -> int:
+        path = self._path("masterepochs", name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # the lock makes read-increment-write atomic between masters on this host; the write is
+        # atomic and fsynced, so a crash leaves the old number or the new one
+        with open(path.parent / f".{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                current = int(path.read_text() or "0")
+            except FileNotFoundError:
+                current = 0
+            atomic_write_bytes(path, str(current + 1).encode())
+        return current + 1
+
     # --- the topology master's location: a file whose holder is a live local process ---
     def acquire_tmanager(self, name: str, loc: TManagerLocation) -> TManagerLocation | None:
         path = self._path("tmanagers", name)

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import KazooException, NoAuthError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, KazooException, NoAuthError, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import ZnodeStat
 from kazoo.retry import KazooRetry
@@ -113,7 +113,7 @@ def _create_credential(path: Path) -> None:
 
 class ZkStateManager(StateManager):
     LAYOUT = ("topologies", "packingplans", "pplans", "tmanagers", "executionstate", "schedulers",
-              "locks", "packages", "secrets", "tls")
+              "locks", "packages", "secrets", "tls", "masterepochs")
 
     def __init__(self, cfg: StateConfig, home: Path | None = None) -> None:
         self.cfg = cfg
@@ -206,7 +206,7 @@ class ZkStateManager(StateManager):
     def _do(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
             return self._retry(fn, *args, **kwargs)
-        except (NoNodeError, NodeExistsError):
+        except (NoNodeError, NodeExistsError, BadVersionError):
             raise  # answers, not failures: callers handle them
         except NoAuthError as e:
             raise StateManagerError(
@@ -281,6 +281,26 @@ class ZkStateManager(StateManager):
     def delete_topology(self, name: str) -> None:
         super().delete_topology(name)
         self._delete("locks", name)
+
+    def next_master_epoch(self, name: str) -> int:
+        """A compare-and-set on the counter node's ZooKeeper version: two masters that race
+        get different epochs, and a retry after a lost reply only skips a number."""
+        path = self._node("masterepochs", name)
+        while True:
+            try:
+                data, stat = self._do(self._zk.get, path)
+            except NoNodeError:
+                try:
+                    self._do(self._zk.create, path, b"1", makepath=True)
+                    return 1
+                except NodeExistsError:
+                    continue  # another master created it first: read it again
+            epoch = int(data or b"0") + 1
+            try:
+                self._do(self._zk.set, path, str(epoch).encode(), version=stat.version)
+                return epoch
+            except BadVersionError:
+                continue  # another master took one meanwhile
 
     # --- the topology master's ephemeral node ---
     def acquire_tmanager(self, name: str, loc: TManagerLocation) -> TManagerLocation | None:
