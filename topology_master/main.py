@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 from heron_py.common.config import LOST_AFTER, RELAUNCH
@@ -36,6 +37,7 @@ from heron_py.state import config as statecfg
 from heron_py.state.localfs import local_owner
 from proto import heron_py_pb2 as pb
 from topology_master.admin import AdminCommands
+from topology_master.checkpoints import CheckpointDriver, driver_for, tick_forever
 from topology_master.election import Election, Role, StateWorker
 from topology_master.health import ContainerHealth, HealthConfig
 from topology_master.http_api import Api, MetricsView
@@ -57,8 +59,12 @@ class TopologyMaster(DaemonBase):
     def __init__(self, *, topology: str, secret: bytes, state: StateManager, log: logging.Logger,
                  host: str = "127.0.0.1", max_frame: int = DEFAULT_MAX_FRAME, standby: bool = False,
                  relaunch: Relaunch | None = None, tls: PeerTls | None = None,
-                 ui_cli: ActionsCli | None = None) -> None:
+                 ui_cli: ActionsCli | None = None, home: Path | None = None) -> None:
         self.topology = topology
+        # effectively once: the checkpoints' driver while active (checkpoints.py); their folder
+        # is under the heron home unless the topology names one
+        self.checkpoints: CheckpointDriver | None = None
+        self._home = home or Path(os.environ.get("HERON_PY_HOME", str(Path.home() / ".heron-py")))
         self._ui_cli = ui_cli  # runs the web page's restart and kill (heron-py, detached)
         self.actions: Actions | None = None
         self._tls = tls
@@ -176,6 +182,10 @@ class TopologyMaster(DaemonBase):
             self.stop()
             return
         self.book.adopt(*fut.result())
+        self.checkpoints = driver_for(self.topology, self._topo, self._packing, self._home, log=self._log,
+                                      send_all=self.links.send_all)
+        if self.checkpoints is not None:
+            self._spawn(tick_forever(self.checkpoints, self._stopped))
         self.active_since = time.time()
         self._log.info("topology master of '%s' is ACTIVE at %s:%d (plan v%d, %s)", self.topology, self.host,
                        self.port, self.book.version, self.book.run_state.value)
@@ -207,8 +217,11 @@ class TopologyMaster(DaemonBase):
         role = self._election.role.value if self._election else Role.CANDIDATE.value
         tmanager = {"pid": os.getpid(), "host": self.host, "port": self.port, "http_port": self.http_port,
                     "started_at": self.started_at, "active_since": self.active_since, "role": role}
-        return self.book.status(tmanager=tmanager, auth_failures=self.counters.auth_failures,
-                                bad_frames=self.counters.bad_frames, metricsmgrs=self.metrics.endpoints())
+        doc = self.book.status(tmanager=tmanager, auth_failures=self.counters.auth_failures,
+                               bad_frames=self.counters.bad_frames, metricsmgrs=self.metrics.endpoints())
+        if self.checkpoints is not None:
+            doc["checkpoints"] = self.checkpoints.status()
+        return doc
 
     def _store_plan(self, plan: PhysicalPlan) -> None:
         self._worker.put_latest("pplan", lambda: self._state.set_physical_plan(self.topology, plan))
@@ -218,6 +231,9 @@ class TopologyMaster(DaemonBase):
             return  # only the active master speaks for the topology
         doc = self.status()
         self._worker.put_latest("executionstate", lambda: self._state.set_execution_state(self.topology, doc))
+
+
+_CHECKPOINT_REPORTS = frozenset((MsgType.CHECKPOINT_SAVED, MsgType.STATE_RESTORED))
 
 
 class _Handler(BaseHandler):
@@ -235,10 +251,17 @@ class _Handler(BaseHandler):
             req = pb.RegisterStmgrRequest()
             parse(req, frame)
             tm.links.register(conn, req)
+            if tm.checkpoints is not None and tm.active and tm.links.conns.get(req.container) is conn:
+                tm.checkpoints.greet(conn)
+            self._instances_changed(f"stream manager {req.container} registered")
         elif msg_type == MsgType.STMGR_HEARTBEAT and ident.role == "stmgr":
             hb = pb.StmgrHeartbeat()
             parse(hb, frame)
             tm.links.heartbeat(hb)
+            self._instances_changed(f"stream manager {hb.container} reported")
+        elif msg_type in _CHECKPOINT_REPORTS and ident.role == "stmgr":
+            if tm.checkpoints is not None and tm.active:
+                tm.checkpoints.on_report(msg_type, frame)
         elif msg_type == MsgType.METRICS_REPORT and ident.role == "metricsmgr":
             self._metrics_report(conn, frame)
         elif msg_type == MsgType.ADMIN_REQUEST and ident.role == "cli":
@@ -262,6 +285,12 @@ class _Handler(BaseHandler):
     def on_close(self, conn: Connection) -> None:
         if conn.identity is not None and conn.identity.role == "stmgr":
             self.tm.links.lost(conn)
+            self._instances_changed(f"stream manager {conn.identity.peer_id} disconnected")
+
+    def _instances_changed(self, cause: str) -> None:
+        tm = self.tm
+        if tm.checkpoints is not None and tm.active:
+            tm.checkpoints.on_instances(tm.book.instances, cause)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -273,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     return statecfg.run_with_state(args, log, lambda state: TopologyMaster(
         topology=args.topology, secret=args.secret_file.read_bytes(), state=state, log=log, standby=args.standby,
         host=args.host, relaunch=_relaunch_with(args, state), tls=PeerTls.load(args.tls_file, args.topology),
+        home=args.home,
         ui_cli=detached_cli(args.topology, statecfg.resolve(args, home=args.home).to_args(),
                             lambda: scheduler_name(state, args.topology), log)))
 
