@@ -203,6 +203,10 @@ class Forwarder:
                     self.drop(DropReason.OLD_RUN, f)
                     dropped += 1
             self.held[key] = keep
+            # the byte bounds of hold() count what is held: keep them true
+            size = sum(len(f) for f in keep)
+            self.held_total_bytes += size - self.held_bytes.get(key, 0)
+            self.held_bytes[key] = size
         kept = collections.deque(f for f in self.unplanned if frame_type(f) not in old)
         for f in self.unplanned:
             if frame_type(f) in old:
