@@ -54,6 +54,17 @@ class Agg:
 
 
 @dataclass
+class _Bucket:
+    """A bucket's sums, and the time its increases happened in: from the report before its
+    first one to its last report (reports sparser than buckets carry time from before)."""
+
+    start: float
+    agg: Agg
+    since: float
+    until: float
+
+
+@dataclass
 class _Task:
     component: str
     first_seen: float
@@ -65,7 +76,7 @@ class _Task:
     rss_bytes: float = 0.0
     started: float = 0.0  # when the current process was first seen (a restart resets it)
     all_time: Agg = field(default_factory=Agg)
-    buckets: list[deque[tuple[float, Agg]]] = field(
+    buckets: list[deque[_Bucket]] = field(
         default_factory=lambda: [deque(maxlen=int(length // width) + 1) for _, length, width in WINDOWS])
 
 
@@ -109,14 +120,16 @@ class MetricsWindows:
             task.totals, task.exec_total_ms, task.cpu_seconds, task.started = {}, 0.0, None, t
         delta = self._delta(task, counters, gauges)
         self._process_gauges(task, dict(report.get("process", {})), t)
+        since = task.last_time if task.last_time and not restarted else t  # the first: unknown, so none
         task.totals, task.last_time = counters, t
         task.all_time.add(delta)
         for (_, _, width), ring in zip(WINDOWS, task.buckets, strict=True):
             start = t // width * width
-            if ring and ring[-1][0] == start:
-                ring[-1][1].add(delta)
+            if ring and ring[-1].start == start:
+                ring[-1].agg.add(delta)
+                ring[-1].until = t
             else:
-                ring.append((start, _copy(delta)))
+                ring.append(_Bucket(start, _copy(delta), since, t))
 
     def _delta(self, task: _Task, counters: dict[str, float], gauges: Mapping[str, Any]) -> Agg:
         d = Agg()
@@ -157,9 +170,9 @@ class MetricsWindows:
         i = WINDOW_NAMES.index(window)
         length = WINDOWS[i][1]
         total = Agg()
-        for start, agg in task.buckets[i]:
-            if start > now - length:
-                total.add(agg)
+        for b in task.buckets[i]:
+            if b.start > now - length:
+                total.add(b.agg)
         return total, max(min(length, now - task.first_seen), 1.0)
 
     def task_rows(self, window: str) -> dict[int, dict[str, Any]]:
@@ -192,33 +205,39 @@ class MetricsWindows:
             out[comp] = {"kind": kind, **row}
         return out
 
-    def series(self, component: str, name: str, window: str) -> list[tuple[float, float]]:
-        """[(bucket start, per second)] of one count (``emitted``, ``acked``...) summed over the
-        component's tasks, or of a latency (``exec_ms``, ``complete_ms``: the weighted mean)."""
+    def series(self, component: str, name: str, window: str) -> list[tuple[float, float, float]]:
+        """[(from, to, value)] per bucket of one count (``emitted``, ``acked``...) per second,
+        summed over the component's tasks, or of a latency (``exec_ms``, ``complete_ms``: the
+        weighted mean), over the span its increases happened in."""
         _check(window)
         if window == ALL_TIME:
             window = WINDOWS[-1][0]
         i = WINDOW_NAMES.index(window)
-        _, length, width = WINDOWS[i]
+        length = WINDOWS[i][1]
         now = self.clock()
-        buckets: dict[float, Agg] = {}
+        buckets: dict[float, _Bucket] = {}
         for task in self.tasks.values():
-            if task.component == component:
-                for start, agg in task.buckets[i]:
-                    if start > now - length:
-                        buckets.setdefault(start, Agg()).add(agg)
+            if task.component != component:
+                continue
+            for b in task.buckets[i]:
+                if b.start > now - length:
+                    into = buckets.setdefault(b.start, _Bucket(b.start, Agg(), b.since, b.until))
+                    into.agg.add(b.agg)
+                    into.since, into.until = min(into.since, b.since), max(into.until, b.until)
         out = []
         for start in sorted(buckets):
-            a = buckets[start]
+            b = buckets[start]
+            a = b.agg
             if name == "exec_ms":
-                out.append((start, a.exec_ms / a.executed if a.executed else 0.0))
+                v = a.exec_ms / a.executed if a.executed else 0.0
             elif name == "complete_ms":
-                out.append((start, a.complete_ms / a.acked if a.acked else 0.0))
+                v = a.complete_ms / a.acked if a.acked else 0.0
             else:
-                # the bucket still filling holds less than its width of time: a rate over the
-                # whole width would show every current rate as a drop
-                seconds = max(1.0, min(width, now - start))
-                out.append((start, getattr(a, name) / seconds))
+                # over the time its increases happened in (a rate over the bucket's width would
+                # show the bucket still filling as a drop); a first report's lump: over 1 s
+                v = getattr(a, name) / max(1.0, b.until - b.since)
+            # a lump (one first report) happened before its report: drawn over the second before
+            out.append((min(b.since, b.until - 1.0), b.until, v))
         return out
 
 

@@ -8,7 +8,7 @@
 
 W is 600, 10800, 86400 (seconds) or all; the default is 600. The series are per second for
 counts (emitted, transferred, acked, failed, executed) and milliseconds for the latencies
-(exec_ms, complete_ms), in the window's buckets.
+(exec_ms, complete_ms): one [from, to, value] per bucket of the window.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ class UiRoutes:
         width = dict((w[0], w[2]) for w in WINDOWS).get(window, WINDOWS[-1][2])
         return {"component": comp, "metric": metric, "window": window, "bucket_s": width,
                 "unit": "ms" if metric.endswith("_ms") else "tuples/s",
-                "points": [[t, round(v, 3)] for t, v in self.windows.series(comp, metric, window)]}
+                "points": [[t0, t1, round(v, 3)] for t0, t1, v in self.windows.series(comp, metric, window)]}
 
     def log(self, q: Mapping[str, list[str]]) -> dict[str, Any]:
         raw = q.get("task", [None])[0]

@@ -108,9 +108,10 @@ def test_series_for_charts(api: Api) -> None:
     _, doc = _get(api, "/topologies/series", component="numbers", metric="emitted")
     res = doc["result"]
     assert (res["unit"], res["bucket_s"], res["window"]) == ("tuples/s", 10.0, "600")
-    assert sum(v for _, v in res["points"]) * 10 == pytest.approx(1500)
+    assert sum(v * (t1 - t0) for t0, t1, v in res["points"]) == pytest.approx(1500)
+    assert [p[:2] for p in res["points"]] == [[NOW - 21, NOW - 20], [NOW - 20, NOW - 10]]
     _, doc = _get(api, "/topologies/series", component="sink", metric="exec_ms", window="all")
-    assert doc["result"]["unit"] == "ms" and doc["result"]["points"][-1][1] == 2.0
+    assert doc["result"]["unit"] == "ms" and doc["result"]["points"][-1][2] == 2.0
 
 
 def test_log_tail_and_paging(api: Api, tmp_path: Path) -> None:

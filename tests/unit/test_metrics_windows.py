@@ -51,8 +51,13 @@ def test_first_report_counts_from_zero_so_early_emits_are_not_lost() -> None:
     clock.now = T0 + 5
     row = w.component_rows("600")["spout"]
     assert (row["emitted"], row["transferred"], row["acked"]) == (1000, 2000, 900)
-    # 1000 in the 10 s bucket still filling, 5 s of it gone: 200/s (not 100/s, a false drop)
-    assert w.series("spout", "emitted", "600") == [(T0, 200.0)]
+    assert w.series("spout", "emitted", "600") == [(T0 - 1, T0, 1000.0)]  # a first report's lump: the 1 s before
+    w.observe(_spout(T0 + 4, emitted=1400, acked=1300))
+    # the 10 s bucket still filling, 4 s covered by reports: 1400 / 4 (not / 10, a false drop)
+    assert w.series("spout", "emitted", "600") == [(T0, T0 + 4, 350.0)]
+    # the next report lands in the next bucket, with the 8 s since the last one: 600 / 8
+    w.observe(_spout(T0 + 12, emitted=2000, acked=1900))
+    assert w.series("spout", "emitted", "600") == [(T0, T0 + 4, 350.0), (T0 + 4, T0 + 12, 75.0)]
 
 
 def test_increases_restarts_and_windows() -> None:

@@ -150,12 +150,12 @@ function niceMax(v) {
 
 function chart(title, cls, series, component) {
   const w = 380, h = 170, L = 58, R = 12, T = 24, B = 28;
-  // a bucket's value holds over its whole width: draw steps, one point at each end
+  // a bucket's value holds over the time it covers: draw steps, one point at each end
   const pts = [];
-  for (const [t, v] of series.points) pts.push([t, v], [t + series.bucket_s, v]);
+  for (const [t0, t1, v] of series.points) pts.push([t0, v], [t1, v]);
   const svg = el("svg", {class: "chart " + cls, width: w, height: h, "data-component": component,
     "data-metric": cls, "data-points": pts.length, "data-unit": series.unit});
-  svg.appendChild(el("text", {class: "chart-title", x: 6, y: 15}, title));
+  svg.appendChild(el("text", {class: "chart-title", x: 6, y: 15}, `${title} (${series.unit})`));
   const plotW = w - L - R, plotH = h - T - B;
   if (!pts.length) {
     svg.appendChild(el("text", {x: L + 10, y: T + plotH / 2}, "no reports in this window yet"));
@@ -175,7 +175,6 @@ function chart(title, cls, series, component) {
     const t = x0 + (x1 - x0) * i / 4;
     svg.appendChild(el("text", {class: "tick", x: X(t), y: h - 10, "text-anchor": "middle"}, clock(t, secs)));
   }
-  svg.appendChild(el("text", {class: "unit", x: L, y: T - 4}, series.unit));
   svg.appendChild(el("line", {class: "axis", x1: L, x2: L, y1: T, y2: T + plotH}));
   svg.appendChild(el("line", {class: "axis", x1: L, x2: L + plotW, y1: T + plotH, y2: T + plotH}));
   svg.appendChild(el("polyline", {points: pts.map(([t, v]) => `${X(t)},${Y(v)}`).join(" ")}));
@@ -189,7 +188,7 @@ function chart(title, cls, series, component) {
     const p = series.points.filter(([s]) => s <= t).pop() || series.points[0];
     cursor.setAttribute("x1", X(t)); cursor.setAttribute("x2", X(t));
     cursor.setAttribute("visibility", "visible");
-    tip.textContent = `${clock(p[0], true)}–${clock(p[0] + series.bucket_s, true)}: ${+p[1].toPrecision(4)} ${series.unit}`;
+    tip.textContent = `${clock(p[0], true)}–${clock(p[1], true)}: ${+p[2].toPrecision(4)} ${series.unit}`;
   });
   hit.addEventListener("mouseleave", () => { cursor.setAttribute("visibility", "hidden"); tip.textContent = ""; });
   svg.append(cursor, tip, hit);
