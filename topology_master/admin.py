@@ -30,11 +30,18 @@ class AdminCommands:
         if not m.active and command != "status":
             return pb.AdminResponse(ok=False, message=f"topology master pid {self.pid} is a standby; "
                                     f"send {command} to the active master (its location is in the state manager)")
-        if command == "activate":
-            return pb.AdminResponse(ok=True, message=m.set_run_state(TopologyState.RUNNING))
-        if command == "deactivate":
-            return pb.AdminResponse(ok=True, message=m.set_run_state(TopologyState.PAUSED))
+        if command in ("activate", "deactivate"):
+            return self._set_run_state(TopologyState.RUNNING if command == "activate" else TopologyState.PAUSED)
         if command == "status":
             return pb.AdminResponse(ok=True, status_json=json.dumps(m.status()).encode())
         return pb.AdminResponse(ok=False, message=f"unknown admin command {command!r}; expected one of "
                                 f"{', '.join(COMMANDS)}")
+
+    def _set_run_state(self, state: TopologyState) -> pb.AdminResponse:
+        """Says what really happened: applied (every stream manager has a plan with the state)
+        or pending with the reason; the status rides along so the CLI can wait for it."""
+        message = self.master.set_run_state(state)
+        doc = self.master.status()
+        pending = doc.get("pending_reason")
+        message += f"; pending: {pending}" if pending else "; applied on every stream manager"
+        return pb.AdminResponse(ok=True, message=message, status_json=json.dumps(doc).encode())

@@ -110,6 +110,19 @@ class PlanBook:
         return RunStateChange(f"topology '{self.name}' is now {state.value}", True,
                               self.pplan is not None and self.complete)
 
+    def pending_reason(self) -> str | None:
+        """Why the run state is not in effect on every stream manager yet, or None when it is:
+        in effect means a plan carrying it went to every container's stream manager."""
+        missing = [c for c in range(self.packing.num_containers) if c not in self.stmgrs]
+        if missing:
+            which = ", ".join(str(c) for c in missing)
+            if len(missing) == 1:
+                return f"the stream manager of container {which} is not registered; the plan goes out when it registers"
+            return f"the stream managers of containers {which} are not registered; the plan goes out when they register"
+        if self.pplan is None or self.pplan.state is not self.run_state:
+            return "no physical plan carrying it was pushed yet"
+        return None
+
     def status(self, *, tmanager: dict[str, Any], auth_failures: int, bad_frames: int,
                metricsmgrs: dict[str, Any]) -> dict[str, Any]:
         """The execution state document (also the CLI's status and the HTTP API's)."""
@@ -117,6 +130,9 @@ class PlanBook:
             "topology": self.name,
             "state": self.run_state.value,
             "pplan_version": self.pplan.version if self.pplan is not None else 0,
+            # the state the stream managers have, and why the wanted one is not in effect (if so)
+            "applied_state": self.pplan.state.value if self.pplan is not None and self.complete else None,
+            "pending_reason": self.pending_reason(),
             "tmanager": tmanager,
             "stmgrs": {str(c): loc.to_dict() for c, loc in sorted(self.stmgrs.items())},
             "instances": {str(t): i for t, i in sorted(self.instances.items())},

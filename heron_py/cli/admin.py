@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
+from collections.abc import Callable
 from typing import Any
 
 from heron_py.common.daemon import run_until_complete
@@ -99,3 +101,34 @@ def live_status(state: StateManager, name: str) -> dict[str, Any] | None:
     except AdminError:
         return None
     return data
+
+
+def run_state_command(state: StateManager, name: str, command: str, wait_s: float, *,
+                      send: Callable[[StateManager, str, str], pb.AdminResponse] | None = None,
+                      clock: Callable[[], float] = time.monotonic,
+                      sleep: Callable[[float], None] = time.sleep) -> tuple[bool, str]:
+    """activate/deactivate, then waits up to ``wait_s`` for the master to say the state is in
+    effect on every stream manager. Returns (applied, what to print): a state left pending
+    (a stream manager not registered) is a failure that says why."""
+    send = send or admin_command
+    want = "RUNNING" if command == "activate" else "PAUSED"
+    resp = send(state, name, command)
+    if not resp.ok:
+        return False, resp.message
+    doc: dict[str, Any] = json.loads(resp.status_json) if resp.status_json else {}
+    deadline = clock() + wait_s
+    while doc.get("pending_reason"):  # an older master sends no reason: it said what it did
+        if doc.get("state") not in (None, want):
+            return False, f"{resp.message}\n{command} of topology '{name}' overtaken: the state is now {doc['state']}"
+        if clock() >= deadline:
+            return False, (f"{resp.message}\n{command} of topology '{name}' not applied within {wait_s:g} s: "
+                           f"{doc['pending_reason']}")
+        sleep(min(0.5, max(0.0, deadline - clock())))
+        try:
+            doc = json.loads(send(state, name, "status").status_json or b"{}")
+        except AdminError:
+            continue  # a master failing over: ask again until the deadline
+    if resp.message.endswith("; applied on every stream manager"):
+        return True, resp.message
+    return True, f"{resp.message}\n{command} of topology '{name}' applied on every stream manager"
+

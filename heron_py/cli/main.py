@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from heron_py.cli import spark_cmds
-from heron_py.cli.admin import AdminError, admin_command, live_status, tm_get
+from heron_py.cli.admin import AdminError, live_status, run_state_command, tm_get
 from heron_py.cli.lifecycle import parse_parallelism, restart_topology, update_topology
 from heron_py.cli.submit import SubmitError, dry_run_text, load_topology_file, parse_properties, prepare, submit
 from heron_py.common.config_codec import ConfigCodecError
@@ -198,9 +198,9 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_admin(args: argparse.Namespace) -> int:
     state = _state(args)
     _require(state, args.name)
-    resp = admin_command(state, args.name, args.command)
-    print(resp.message)
-    return 0 if resp.ok else 1
+    ok, message = run_state_command(state, args.name, args.command, args.wait)
+    print(message)
+    return 0 if ok else 1
 
 
 def cmd_kill(args: argparse.Namespace) -> int:
@@ -399,6 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
         p = add_parser(command, help=f"{command} a topology's spouts")
         p.add_argument("cluster", choices=CLUSTERS)
         p.add_argument("name")
+        p.add_argument("--wait", type=float, default=10.0, metavar="SECONDS",
+                       help="how long to wait for every stream manager to have the new state (else exit 1)")
         p.set_defaults(fn=cmd_admin, command=command)
 
     p = add_parser("kill", help="stop every process of a topology and remove its state")

@@ -58,7 +58,8 @@ def test_submit_status_deactivate_activate_logs_kill(heron_home):
     assert "task  component" in cli(heron_home, "status", "local", "wc").stdout
 
     assert _wait_growth(heron_home)
-    assert cli(heron_home, "deactivate", "local", "wc").stdout.strip() == "topology 'wc' is now PAUSED"
+    assert cli(heron_home, "deactivate", "local", "wc").stdout.strip() == (
+        "topology 'wc' is now PAUSED; applied on every stream manager")
     # what is in flight drains (bounded by the queues and watermarks), then nothing moves
     # (generous: on a loaded CI machine the capturing count bolt drains slowly)
     deadline = time.monotonic() + 90
@@ -66,7 +67,8 @@ def test_submit_status_deactivate_activate_logs_kill(heron_home):
         assert time.monotonic() < deadline, "tuples kept flowing 90 s after deactivate"
     assert not _wait_growth(heron_home, timeout=3), "tuples kept flowing after deactivate"
     assert json.loads(cli(heron_home, "status", "local", "wc", "--json").stdout)["state"] == "PAUSED"
-    assert cli(heron_home, "activate", "local", "wc").stdout.strip() == "topology 'wc' is now RUNNING"
+    assert cli(heron_home, "activate", "local", "wc").stdout.strip() == (
+        "topology 'wc' is now RUNNING; applied on every stream manager")
     assert _wait_growth(heron_home)
 
     logs = cli(heron_home, "logs", "local", "wc", "count").stdout

@@ -24,8 +24,8 @@ def test_activate_deactivate_status_on_the_active_master() -> None:
     m = FakeMaster(active=True)
     admin = AdminCommands(m, pid=9)
     resp = admin.handle("deactivate")
-    assert (resp.ok, resp.message) == (True, "now PAUSED")
-    assert admin.handle("activate").message == "now RUNNING"
+    assert (resp.ok, resp.message) == (True, "now PAUSED; applied on every stream manager")
+    assert admin.handle("activate").message == "now RUNNING; applied on every stream manager"
     assert m.states == [TopologyState.PAUSED, TopologyState.RUNNING]
     resp = admin.handle("status")
     assert resp.ok and json.loads(resp.status_json) == {"state": "RUNNING"}

@@ -102,6 +102,8 @@ def test_status_sums_the_masters_and_the_stream_managers_counts() -> None:
     book.stmgr_metrics[0] = {"auth_failures": "2", "bad_frames": 1}
     doc = book.status(tmanager={"pid": 1}, auth_failures=1, bad_frames=0, metricsmgrs={"0": {}})
     assert doc == {"topology": "t", "state": "RUNNING", "pplan_version": 0, "tmanager": {"pid": 1},
+                   "applied_state": None, "pending_reason": "the stream manager of container 1 is not registered; "
+                                                            "the plan goes out when it registers",
                    "stmgrs": {"0": _loc(0).to_dict()}, "instances": {}, "auth_failures": 3, "bad_frames": 1,
                    "stmgr_metrics": {"0": {"auth_failures": "2", "bad_frames": 1}}, "metricsmgrs": {"0": {}}}
 

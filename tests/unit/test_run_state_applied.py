@@ -1,0 +1,106 @@
+"""Issue 18, defect 9: activate/deactivate say whether the state is in effect on every stream
+manager or pending (and why), and the CLI fails when it is not applied within --wait."""
+
+import json
+
+from heron_py.cli.admin import AdminError, run_state_command
+from heron_py.planner.model import TopologyState
+from proto import heron_py_pb2 as pb
+from topology_master.admin import AdminCommands
+
+from .test_tm_plan_book import _book, _loc
+
+PENDING = "the stream manager of container 1 is not registered; the plan goes out when it registers"
+
+
+class _Master:
+    """The admin view of a master over a real PlanBook (what main.py does, without sockets)."""
+
+    active = True
+
+    def __init__(self, book):
+        self.book = book
+
+    def set_run_state(self, state):
+        change = self.book.set_run_state(state)
+        if change.push_plan:
+            self.book.next_plan()
+        return change.message
+
+    def status(self):
+        return self.book.status(tmanager={}, auth_failures=0, bad_frames=0, metricsmgrs={})
+
+
+def test_deactivate_with_a_stream_manager_unregistered_is_reported_pending_with_the_reason():
+    book = _book(2)
+    book.register(_loc(0))
+    resp = AdminCommands(_Master(book), pid=1).handle("deactivate")
+    assert resp.ok and resp.message == f"topology 't' is now PAUSED; pending: {PENDING}"
+    doc = json.loads(resp.status_json)
+    assert (doc["state"], doc["applied_state"], doc["pending_reason"]) == ("PAUSED", None, PENDING)
+
+
+def test_with_every_stream_manager_registered_it_is_applied():
+    book = _book(2)
+    book.register(_loc(0))
+    book.register(_loc(1))
+    book.next_plan()
+    resp = AdminCommands(_Master(book), pid=1).handle("deactivate")
+    assert resp.message == "topology 't' is now PAUSED; applied on every stream manager"
+    assert json.loads(resp.status_json)["applied_state"] == "PAUSED"
+
+
+class _Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+    def sleep(self, s):
+        self.t += s
+
+
+def _sender(book, register_after_polls=None):
+    master = AdminCommands(_Master(book), pid=1)
+    polls = [0]
+
+    def send(state, name, command):
+        if command == "status":
+            polls[0] += 1
+            if polls[0] == 2:
+                raise AdminError("topology master not reachable")  # a failover: asked again
+            if register_after_polls is not None and polls[0] >= register_after_polls and 1 not in book.stmgrs:
+                book.register(_loc(1))
+                book.next_plan()  # what the master does when the last stream manager registers
+        return master.handle(command)
+
+    return send
+
+
+def test_the_cli_fails_with_the_reason_when_not_applied_within_wait():
+    book = _book(2)
+    book.register(_loc(0))
+    clock = _Clock()
+    ok, text = run_state_command(None, "t", "deactivate", 2.0, send=_sender(book), clock=clock, sleep=clock.sleep)
+    assert not ok
+    assert text == (f"topology 't' is now PAUSED; pending: {PENDING}\n"
+                    f"deactivate of topology 't' not applied within 2 s: {PENDING}")
+
+
+def test_the_cli_waits_until_the_state_is_applied():
+    book = _book(2)
+    book.register(_loc(0))
+    clock = _Clock()
+    ok, text = run_state_command(None, "t", "deactivate", 10.0, send=_sender(book, register_after_polls=3),
+                                 clock=clock, sleep=clock.sleep)
+    assert ok and text.endswith("\ndeactivate of topology 't' applied on every stream manager")
+    assert clock.t == 1.5
+
+
+def test_a_refused_command_fails_at_once():
+    def send(state, name, command):
+        return pb.AdminResponse(ok=False, message="topology master pid 9 is a standby")
+
+    assert run_state_command(None, "t", "activate", 5.0, send=send) == (False, "topology master pid 9 is a standby")
+    assert _book().set_run_state(TopologyState.RUNNING).changed is False
