@@ -8,6 +8,8 @@ thread writes (each counter has one writer; a report may straddle a batch, never
 
 from __future__ import annotations
 
+import json
+import logging
 import queue
 import time
 import uuid
@@ -29,6 +31,8 @@ class TaskReports:
         self._outbox = outbox
         self.host: ComponentHost | None = None  # set by the execution thread once it exists
         self.exceptions: list[dict[str, Any]] = []  # the last 20 tracebacks of user code
+        self.skipped_user_metrics: set[str] = set()  # not JSON-serializable: reported once, then left out
+        self._log = logging.getLogger(f"{component}-{task_id}.metrics")
 
     def record_exception(self, trace: str) -> None:
         self.exceptions.append({"id": uuid.uuid4().hex, "trace": trace, "time": time.time()})
@@ -82,5 +86,25 @@ class TaskReports:
         if p50 is not None:
             gauges["__complete-latency-ms/p50"] = p50
             gauges["__complete-latency-ms/p99"] = p99 or 0.0
-        doc["user"] = dict(host.user_metrics)
+        doc["user"] = self._user_metrics(dict(host.user_metrics))
+        if self.skipped_user_metrics:
+            gauges["__user-metrics-skipped"] = len(self.skipped_user_metrics)
         return doc
+
+    def _user_metrics(self, values: dict[str, Any]) -> dict[str, Any]:
+        """The user's metric values that JSON can carry. One value that it cannot (an object,
+        a dict with tuple keys) would fail the whole report, and with it every later report of
+        this task; so it is left out, and said once per metric name."""
+        out: dict[str, Any] = {}
+        for name, value in values.items():
+            try:
+                json.dumps(value)
+            except (TypeError, ValueError) as e:
+                if name not in self.skipped_user_metrics:
+                    self.skipped_user_metrics.add(name)
+                    self._log.warning("user metric %r of task %d: expected a number, or a dict of numbers "
+                                      "with string keys (JSON), found %s (%s); the metric is left out of "
+                                      "reports", name, self.task_id, type(value).__name__, e)
+                continue
+            out[name] = value
+        return out

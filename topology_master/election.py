@@ -45,6 +45,30 @@ def next_role(role: Role, claimed: bool) -> Role:
     return Role.STOPPED if role is Role.ACTIVE else Role.STANDBY
 
 
+class ClaimGate:
+    """One claim in flight at a time, and no request lost: a request while a claim is in flight
+    (a "node vanished" event, a session back) is remembered and makes one more claim after it,
+    since the claim in flight may have read the node before the event changed it."""
+
+    def __init__(self) -> None:
+        self.in_flight = False
+        self.again = False
+
+    def request(self) -> bool:
+        """True: start a claim now; False: one is in flight and will be followed by another."""
+        if self.in_flight:
+            self.again = True
+            return False
+        self.in_flight = True
+        return True
+
+    def done(self) -> bool:
+        """The claim in flight finished; True: a request came meanwhile, claim again."""
+        self.in_flight = False
+        again, self.again = self.again, False
+        return again
+
+
 class StateWorker:
     """One thread for all state calls, in submission order. ``put_latest`` coalesces: while a
     write of the same key is queued, only the newest document is written."""
@@ -103,7 +127,7 @@ class Election:
         self._on_role = on_role
         self._log = log
         self._unwatch: Callable[[], None] | None = None
-        self._attempting = False
+        self._gate = ClaimGate()
 
     def start(self) -> None:
         self._state.add_session_listener(self._on_session)
@@ -118,14 +142,13 @@ class Election:
         self.role = Role.STOPPED
 
     def attempt(self) -> None:
-        if self._attempting or self.role is Role.STOPPED:
+        if self.role is Role.STOPPED or not self._gate.request():
             return
-        self._attempting = True
         fut = self._worker.submit(self._state.acquire_tmanager, self._topology, self._location())
         fut.add_done_callback(lambda f: self._loop.call_soon_threadsafe(self._claimed, f))
 
     def _claimed(self, fut: Future[TManagerLocation | None]) -> None:
-        self._attempting = False
+        again = self._gate.done()
         if fut.exception() is not None:
             # the store is unreachable: try again shortly, in whatever role we have now
             self._loop.call_later(1.0, self.attempt)
@@ -136,6 +159,8 @@ class Election:
         self.holder = holder
         if self.role is not before:
             self._on_role(self.role, holder)
+        if again:
+            self.attempt()
 
     # kazoo / watcher threads: schedule only
     def _on_session(self, state: str) -> None:
@@ -147,7 +172,8 @@ class Election:
             self._loop.call_soon_threadsafe(self._vanished)
 
     def _vanished(self) -> None:
-        if self.role in (Role.STANDBY, Role.ACTIVE):
+        if self.role is not Role.STOPPED:
             # standby: the master is gone, claim it; active: our node went with an expired
-            # session, claim it back before anybody else does
+            # session, claim it back before anybody else does; candidate: our first claim may
+            # have read the node just before it went (attempt claims again after it)
             self.attempt()

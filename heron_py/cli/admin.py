@@ -11,7 +11,7 @@ from typing import Any
 
 from heron_py.common.daemon import run_until_complete
 from heron_py.common.framing import MsgType
-from heron_py.common.handshake import http_token
+from heron_py.common.handshake import HandshakeError, http_token
 from heron_py.common.net import BaseHandler, Connection, connect, parse
 from heron_py.common.tls import PeerTls, TlsMaterial, tls_client_args
 from heron_py.state import StateManager
@@ -53,6 +53,10 @@ def admin_command(state: StateManager, name: str, command: str, timeout: float =
                                  **tls_client_args(tls))
         except (TimeoutError, OSError, ConnectionError) as e:
             raise AdminError(f"topology master of '{name}' at {loc.host}:{loc.port} is not reachable: {e}") from e
+        except HandshakeError as e:
+            # a stale location whose port another process (another topology's daemon) took
+            raise AdminError(f"topology master of '{name}' at {loc.host}:{loc.port} refused the CLI: {e} "
+                             f"(expected the master of '{name}'; is the location in the state manager stale?)") from e
         try:
             conn.send_msg(MsgType.ADMIN_REQUEST, pb.AdminRequest(command=command))
             return await asyncio.wait_for(reply.future, timeout)

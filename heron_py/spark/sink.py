@@ -8,7 +8,8 @@ Rows are buffered and written when ``heron_py.sink.parquet.rows`` (default 10,00
 buffered, on every tick tuple, and at cleanup.
 
 Commit on ack (at-least-once safe): a file is written under a hidden temporary name
-(``.part-...``, which Spark skips), renamed into place, and only then are its tuples acked.
+(``.part-...``, which Spark skips), fsynced, renamed into place, the folder fsynced (so the
+name survives a power loss too), and only then are its tuples acked.
 A crash before the rename loses no data: the tuples were never acked, so spouts replay them.
 A crash after the rename but before the acks reach the spout replays tuples whose rows are
 already written; file names never repeat (task id, a random id per process, a sequence
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from heron_py.api.bolt.bolt import Bolt
+from heron_py.common.atomic import fsync_dir
 
 PATH_KEY = "heron_py.sink.parquet.path"
 ROWS_KEY = "heron_py.sink.parquet.rows"
@@ -81,7 +83,14 @@ class ParquetSink(Bolt):
         tmp = self.folder / f".{name}.tmp"
         try:
             pq.write_table(table, tmp)
+            # an ack promises the rows are durable: the data, then the name, reach the disk first
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
             os.replace(tmp, self.folder / name)
+            fsync_dir(self.folder)
         except Exception as e:
             tmp.unlink(missing_ok=True)
             self.log(f"ParquetSink: writing {name} failed ({e}); failing {len(self.tuples)} tuples for replay")
