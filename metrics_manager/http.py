@@ -16,6 +16,10 @@ from prometheus_client.registry import CollectorRegistry
 
 from heron_py.common.handshake import authorized
 
+HEAD_TIMEOUT = 5.0
+MAX_HEAD = 8190
+MAX_HEADERS = 32
+
 UNAUTHORIZED = ("this metrics endpoint is not on loopback: expected the header 'Authorization: Bearer TOKEN' "
                 "with the topology's token (heron-py prometheus-config --scrape-config prints a job that sends it)")
 
@@ -42,7 +46,12 @@ def make_app(registry: CollectorRegistry, token: str | None) -> web.Application:
 
 async def serve_metrics(registry: CollectorRegistry, host: str, port: int, token: str | None) -> MetricsHttp:
     """Serves on ``port`` (0: any); raises OSError when it is taken."""
-    runner = web.AppRunner(make_app(registry, token), access_log=None, shutdown_timeout=1.0)
+    # a client that has not sent a whole request within HEAD_TIMEOUT is disconnected (aiohttp's
+    # keep-alive timer runs from the connection's start too), so a slowloris cannot hold
+    # connections; the request line and header lines are bounded as on the master's API
+    runner = web.AppRunner(make_app(registry, token), access_log=None, shutdown_timeout=1.0,
+                           keepalive_timeout=HEAD_TIMEOUT, max_line_size=MAX_HEAD, max_field_size=MAX_HEAD,
+                           max_headers=MAX_HEADERS)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:
