@@ -185,7 +185,8 @@ def test_web_page_renders_in_headless_chromium(heron_home, tmp_path):
     points = {(c, m): int(p) for m, c, p in re.findall(
         r'class="chart (\w+)"[^>]*data-component="(\w+)"[^>]*data-points="(\d+)"', dom)}
     assert points[("numbers", "throughput")] >= 2 and "<polyline" in dom, points
-    assert len(re.findall(r"<tr><td>\d+</td><td>(?:numbers|boom|sink)</td>", dom)) == 4
+    assert len(re.findall(r'<tr data-key="\d+"><td data-col="task">\d+</td><td data-col="component">'
+                          r"(?:numbers|boom|sink)</td>", dom)) == 4
     assert 'class="exception" data-task="2"' in dom and "ValueError: boom: thirteen is unlucky" in dom
     assert shot.is_file() and shot.stat().st_size > 10_000
     print(f"\nscreenshot: {shot}")

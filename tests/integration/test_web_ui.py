@@ -145,6 +145,10 @@ async def _session(chromium: str, tmp_path: Path, home: Path, page: str) -> None
         await b.call("Page.enable")
         await b.call("Page.navigate", url=page)
         await b.wait("document.querySelectorAll('#spouts tbody tr').length === 1", 30, "the spouts table")
+        # the default window (10 min): the spout's chart has points from its first report on
+        await b.wait("Number(document.querySelector('svg.chart.throughput[data-component=\"sentence\"]')"
+                     "?.dataset.points) >= 4", 30, "two buckets in the spout's chart")
+        await b.screenshot(tmp_path / "0-overview-10min.png")
         await _agreement(b, home)
         # marks and labels on the graph: the fields grouping's label whole, inside the drawing
         label = await b.eval("[...document.querySelectorAll('#graph .edge-label')].map(t => t.textContent)")
