@@ -173,7 +173,9 @@ function chart(title, cls, series, component) {
   const secs = x1 - x0 < 1200;
   for (let i = 0; i <= 4; i++) {
     const t = x0 + (x1 - x0) * i / 4;
-    svg.appendChild(el("text", {class: "tick", x: X(t), y: h - 10, "text-anchor": "middle"}, clock(t, secs)));
+    // the outer labels inside the chart: the last one ends at the axis' end, not past the edge
+    const anchor = i === 0 ? "start" : (i === 4 ? "end" : "middle");
+    svg.appendChild(el("text", {class: "tick", x: X(t), y: h - 10, "text-anchor": anchor}, clock(t, secs)));
   }
   svg.appendChild(el("line", {class: "axis", x1: L, x2: L, y1: T, y2: T + plotH}));
   svg.appendChild(el("line", {class: "axis", x1: L, x2: L + plotW, y1: T + plotH, y2: T + plotH}));
