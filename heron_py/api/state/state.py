@@ -50,3 +50,6 @@ class HashMapState(State):
 
     def __contains__(self, key: Any) -> bool:
         return key in self._dict
+
+    def __str__(self) -> str:  # heronpy's: examples log the state this way
+        return str(self._dict)

@@ -1,10 +1,10 @@
 """heronpy's ``StatefulComponent``: a spout or bolt that keeps state across failures in
-effectively-once mode. The engine calls ``init_state`` once before the component runs (with
-the state of the last completed checkpoint) and ``pre_save`` before each checkpoint.
-
-heron-py does not run effectively-once yet: a topology that asks for it is refused at submit
-(``topology.reliability.mode``). Components that are stateful *and* work without it (heronpy's
-window bolts) run in the other modes, where neither method is called."""
+effectively-once mode. The engine calls ``init_state`` before ``initialize`` (with the state
+of the last completed checkpoint, or an empty one) and again at every restore after a
+failure, while the component keeps running: the component must take its state from the
+argument each time (heron_py/runtime/stateful.py). ``pre_save`` is called before each
+checkpoint saves the state. Components that are stateful *and* work without effectively once
+(heronpy's window bolts) run in the other modes too, where neither method is called."""
 
 from __future__ import annotations
 
