@@ -104,7 +104,8 @@ def test_stateful_example_checkpoints_and_recovers_after_kill_9(heron_home: Path
         assert re.search(r"Checkpoint Snapshot 1 : \{'\w+': [1-9]", _logs(heron_home, name,
                                                                      "container-*/word_spout-*.log"))
         instances = LocalFsStateManager(heron_home).get_execution_state(name)["instances"]
-        task, pid = next((int(t), int(i["pid"])) for t, i in sorted(instances.items()) if i["component"] == "count_bolt")
+        task, pid = next((int(t), int(i["pid"])) for t, i in sorted(instances.items())
+                         if i["component"] == "count_bolt")
         log = next(iter(TopologyPaths.of(name, heron_home).logs.glob(f"container-*/count_bolt-{task}.log")))
         os.kill(pid, 9)
         # the first process logged the clean start's empty state; the restarted one its checkpoint's
@@ -112,7 +113,8 @@ def test_stateful_example_checkpoints_and_recovers_after_kill_9(heron_home: Path
         wait_for(lambda: recovered.search(log.read_text(errors="replace")), 90,
                  "the restarted count task's recovered state, not empty")
         tm_log = _logs(heron_home, name, tm)
-        assert re.search(rf"restore \d+ to checkpoint 1 \(failure: .*task {task} \(pid {pid}\) (restarted|is gone)\)", tm_log), tm_log[-2000:]
+        failure = rf"restore \d+ to checkpoint 1 \(failure: .*task {task} \(pid {pid}\) (restarted|is gone)\)"
+        assert re.search(failure, tm_log), tm_log[-2000:]
         assert "Traceback" not in _logs(heron_home, name)
     finally:
         kill_local(heron_home, name)
