@@ -109,6 +109,7 @@ class TaskRunner:
                                           self.outbox.send, align_bytes=StatefulConfig.from_config(
                                               host.plan.topology.config).align_bytes, log=self._log,
                                           clock=self._clock)
+        self.reports.stateful = rt
         # ready before user code runs: the master restores a topology once every task is there
         self._mark_ready()
         self._log.info("%s %s task %d waiting for its restore (effectively once, checkpoints in %s)", kind,

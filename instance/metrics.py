@@ -17,6 +17,7 @@ from typing import Any
 
 from heron_py.common.process import process_gauges
 from heron_py.runtime.host import BoltHost, ComponentHost, ExecCounters
+from heron_py.runtime.stateful import StatefulTask
 from instance.queues import Outbox, QueueBytes
 from proto import heron_py_pb2 as pb
 
@@ -30,6 +31,7 @@ class TaskReports:
         self._in_bytes = in_bytes
         self._outbox = outbox
         self.host: ComponentHost | None = None  # set by the execution thread once it exists
+        self.stateful: StatefulTask | None = None  # effectively once: the task's checkpoint side
         self.exceptions: list[dict[str, Any]] = []  # the last 20 tracebacks of user code
         self.skipped_user_metrics: set[str] = set()  # not JSON-serializable: reported once, then left out
         self._log = logging.getLogger(f"{component}-{task_id}.metrics")
@@ -87,6 +89,14 @@ class TaskReports:
             gauges["__complete-latency-ms/p50"] = p50
             gauges["__complete-latency-ms/p99"] = p99 or 0.0
         doc["user"] = self._user_metrics(dict(host.user_metrics))
+        rt = self.stateful
+        if rt is not None:
+            counters["__checkpoint-aborted"] = rt.aborted
+            if rt.last_saved is not None:
+                cid, size, took = rt.last_saved
+                gauges["__checkpoint-id"] = cid
+                gauges["__checkpoint-size-bytes"] = size
+                gauges["__checkpoint-save-ms"] = took * 1000.0
         if self.skipped_user_metrics:
             gauges["__user-metrics-skipped"] = len(self.skipped_user_metrics)
         return doc

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -154,7 +155,26 @@ def status_doc(state: StateManager, name: str, sched: Scheduler | None = None) -
         "stmgr_metrics": es.get("stmgr_metrics", {}),
         "auth_failures": es.get("auth_failures", 0),
         "bad_frames": es.get("bad_frames", 0),
+        **({"checkpoints": es["checkpoints"]} if "checkpoints" in es else {}),
     }
+
+
+def checkpoint_line(c: dict[str, Any]) -> str:
+    """Effectively once in ``status``: the last completed checkpoint, its cost per component."""
+    if c.get("last_completed_id") is None:
+        last = "no checkpoint completed yet"
+    else:
+        when = time.strftime("%H:%M:%S", time.localtime(c["last_completed_time"])) if c.get("last_completed_time") \
+            else "before this master"
+        last = f"last completed checkpoint {c['last_completed_id']} at {when}"
+        if c.get("last_duration_secs") is not None:
+            last += f", {c['last_duration_secs'] * 1000:.1f} ms, {c['last_size_bytes']} bytes"
+        per = "; ".join(f"{name} {v['size_bytes']} bytes in {v['tasks']} tasks, "
+                        f"slowest {v['max_duration_secs'] * 1000:.1f} ms"
+                        for name, v in sorted(c.get("components", {}).items()))
+        last += f" ({per})" if per else ""
+    failure = f"; FAILED: {c['failure']}" if c.get("failure") else ""
+    return f"  effectively once: {c['state']}; {last}{failure}"
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -188,6 +208,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             cause = f" ({m['backpressure_cause']})" if m.get("backpressure_cause") else ""
             print(f"    {bp}{cause}; time in backpressure {int(m.get('time_spent_back_pressure_ms', 0)) / 1000:.1f} s"
                   f" over {m.get('backpressure_episodes', 0)} episodes; dropped tuples {m.get('dropped_tuples', 0)}")
+    if "checkpoints" in doc:
+        print(checkpoint_line(doc["checkpoints"]))
     print("  task  component        container  pid      running")
     for t, i in sorted(doc["instances"].items(), key=lambda kv: int(kv[0])):
         print(f"  {int(t):<5} {i.get('component', '?'):<16} {i.get('container', '?'):<10} "
