@@ -9,11 +9,12 @@ same checkpoint are the counts of the whole input (markers cut every channel con
 No de-duplication anywhere: a tuple processed twice would show as a count too high.
 """
 
+import json
 import os
 import pickle
 import re
 import signal
-import time
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from heron_py.state import open_state
 from heron_py.testing import run_local
 from heron_py.testing.local import kill_local
 from tests.conftest import EXAMPLES
-from tests.support import wait_for
+from tests.support import run_cli, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -115,10 +116,26 @@ def _restored_after_failure(home: Path, name: str) -> str:
     return str(m.group(2))
 
 
+def _prometheus(home: Path, name: str) -> str:
+    text = ""
+    for k in (0, 1):
+        mm = json.loads((TopologyPaths.of(name, home).container(k) / "metricsmgr.json").read_text())
+        text += urllib.request.urlopen(f"http://127.0.0.1:{mm['http_port']}/metrics", timeout=5).read().decode()
+    return text
+
+
 def test_no_fault_exact_and_checkpoints_logged(heron_home):
-    run = _start(heron_home, "eo_plain")
+    run = _start(heron_home, "eo_plain", **{"topology.metrics.export.interval.secs": "1"})
     try:
         _finish_exact(heron_home, run.name)
+        # the metrics manager exports each task's last checkpoint: its id, size and save time
+        size = re.compile(r'^heron_checkpoint_size_bytes\{.*component="count".*\} ([1-9][\d.e+]*)$', re.M)
+        wait_for(lambda: size.search(_prometheus(heron_home, run.name)), 30, "checkpoint sizes in /metrics")
+        assert re.search(r'^heron_checkpoint_save_ms\{.*component="split".*\} ', _prometheus(heron_home, run.name),
+                         re.M)
+        status = run_cli(heron_home, "status", "local", run.name).stdout
+        assert re.search(r"effectively once: (idle|checkpointing); last completed checkpoint \d+ at "
+                         r"\d\d:\d\d:\d\d, [\d.]+ ms, \d+ bytes \(count \d+ bytes in 2 tasks", status), status
         tm = _logs(heron_home, run.name, "container-0/tmanager.log")
         assert "restore 1 to a clean start (topology start)" in tm
         assert re.search(r"checkpoint \d+ complete: 6 tasks, \d+ bytes", tm)
