@@ -300,5 +300,10 @@ def check_topology_config(topology_config: Mapping[str, Any],
         try:
             InstanceConfig.from_config(merged)
             ReliabilityConfig.from_config(merged)
+            if effectively_once(merged) != effectively_once(topology_config):
+                # checkpoints cut every channel of the topology: one component cannot opt in or out
+                raise ConfigError(f"config {MODE.name}: EFFECTIVELY_ONCE is set for the whole topology or not at "
+                                  f"all; expected {MODE.parse(topology_config)} as the topology's, "
+                                  f"found {MODE.parse(merged)}")
         except ConfigError as e:
             raise ConfigError(f"component '{name}': {e}") from None

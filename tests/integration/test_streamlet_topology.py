@@ -72,9 +72,13 @@ def test_join_and_outer_join(heron_home):
     assert joined <= {("key1", x + y) for x in "ab" for y in "cd"}
 
 
+def test_effectively_once_streamlet_program_is_accepted(heron_home):
+    proc = run_cli(heron_home, "submit", "local", "--dry-run", str(TOPOLOGIES / "streamlet_refused.py"), "eo", "eo")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("topology 'eo' (dry run: nothing stored, nothing launched)")
+
+
 @pytest.mark.parametrize(("mode", "expected"), [
-    ("eo", "heron-py: error: topology 'refused': config topology.reliability.mode: EFFECTIVELY_ONCE is not "
-           "supported yet; expected ATMOST_ONCE or ATLEAST_ONCE"),
     ("pulsar", "heron-py: error: PulsarStreamlet.pulsarStreamlet: Pulsar connector is not supported by heron-py: "),
 ])
 def test_refused_at_submit_with_one_error(heron_home, mode, expected):

@@ -14,8 +14,10 @@ from heron_py.common.config import (
     Kind,
     Mode,
     ReliabilityConfig,
+    StatefulConfig,
     StreamManagerConfig,
     check_topology_config,
+    effectively_once,
 )
 from heron_py.common.config_codec import restore_config, sanitize_config
 from heron_py.planner.errors import TopologyError
@@ -233,11 +235,18 @@ def test_bad_reliability_values(key, raw, message):
     assert _check_err({key: raw}) == message
 
 
-def test_effectively_once_is_refused():
-    msg = ("config topology.reliability.mode: EFFECTIVELY_ONCE is not supported yet; "
-           "expected ATMOST_ONCE or ATLEAST_ONCE")
-    assert _err(ReliabilityConfig.from_config, {"topology.reliability.mode": "EFFECTIVELY_ONCE"}) == msg
-    assert _check_err({"topology.reliability.mode": "EFFECTIVELY_ONCE"}) == msg
+def test_effectively_once_turns_acking_off_and_checks_its_keys():
+    eo = {"topology.reliability.mode": "EFFECTIVELY_ONCE", "topology.acking": "true"}
+    assert not ReliabilityConfig.from_config(eo).acking  # checkpoints replace acking, as in Heron
+    assert effectively_once(eo) and not effectively_once({})
+    assert StatefulConfig.from_config({}).interval_s == 30.0
+    assert StatefulConfig.from_config({"topology.stateful.checkpoint.interval.secs": "2"}).interval_s == 2.0
+    assert StatefulConfig.from_config({"topology.stateful.checkpoint.interval.seconds": 5,
+                                       "topology.stateful.checkpoint.interval.secs": 2}).interval_s == 5.0
+    assert _check_err({**eo, "topology.stateful.checkpoint.interval.seconds": "0"}) == (
+        "config topology.stateful.checkpoint.interval.seconds: expected a number of seconds > 0, found '0'")
+    assert _check_err({**eo, "topology.stateful.start.clean": "maybe"}) == (
+        "config topology.stateful.start.clean: expected true or false, found 'maybe'")
 
 
 @pytest.mark.parametrize("key, raw, message", [
@@ -337,8 +346,8 @@ def test_a_bad_component_override_names_the_component():
     assert _check_err({}, {"spout": {}, "split": {"heron_py.instance.batch.size": "0"}}) == (
         "component 'split': config heron_py.instance.batch.size: expected an integer >= 1, found '0'")
     assert _check_err({}, {"count": {"topology.reliability.mode": "EFFECTIVELY_ONCE"}}) == (
-        "component 'count': config topology.reliability.mode: EFFECTIVELY_ONCE is not supported yet; "
-        "expected ATMOST_ONCE or ATLEAST_ONCE")
+        "component 'count': config topology.reliability.mode: EFFECTIVELY_ONCE is set for the whole topology or "
+        "not at all; expected ATMOST_ONCE as the topology's, found EFFECTIVELY_ONCE")
     assert _check_err({}, {"count": {"topology.message.timeout.secs": "0"}}) == (
         "component 'count': config topology.message.timeout.secs: expected a number of seconds > 0, found '0'")
 
@@ -383,9 +392,10 @@ def test_validate_accepts_good_engine_keys():
 def test_validate_refuses_a_bad_engine_key_naming_the_topology():
     e = _validate_err(wc({"heron_py.instance.batch.size": 0}))
     assert str(e) == "topology 'wc': config heron_py.instance.batch.size: expected an integer >= 1, found '0'"
-    e = _validate_err(wc({"topology.reliability.mode": "EFFECTIVELY_ONCE"}))
-    assert str(e) == ("topology 'wc': config topology.reliability.mode: EFFECTIVELY_ONCE is not supported yet; "
-                      "expected ATMOST_ONCE or ATLEAST_ONCE")
+    e = _validate_err(wc({"topology.reliability.mode": "EFFECTIVELY_ONCE",
+                          "topology.stateful.checkpoint.interval.seconds": -1}))
+    assert str(e) == ("topology 'wc': config topology.stateful.checkpoint.interval.seconds: expected a number of "
+                      "seconds > 0, found '-1'")
     e = _validate_err(wc({LOW: 200}))
     assert str(e) == f"topology 'wc': config {LOW} (200) must be below {HIGH} (100)"
 

@@ -98,17 +98,16 @@ def test_config_knobs_map_to_heronpys_keys():
     assert Config.ATMOST_ONCE == 1 and Config.EFFECTIVELY_ONCE == 3  # heronpy's ints still compare equal
 
 
-def test_effectively_once_is_refused_by_the_submit_checks():
-    from heron_py.common.config import ConfigError, ReliabilityConfig
+def test_effectively_once_reaches_the_topology_config():
+    from heron_py.common.config import ReliabilityConfig, check_topology_config, effectively_once
 
     c = Config()
     c.set_delivery_semantics(Config.EFFECTIVELY_ONCE)
     topo = build_topology("eo", c, word_count())
     assert topo.config[api_constants.TOPOLOGY_RELIABILITY_MODE] == "EFFECTIVELY_ONCE"
-    with pytest.raises(ConfigError) as e:
-        ReliabilityConfig.from_config(restore_config(topo.config))
-    assert str(e.value) == ("config topology.reliability.mode: EFFECTIVELY_ONCE is not supported yet; "
-                            "expected ATMOST_ONCE or ATLEAST_ONCE")
+    conf = restore_config(topo.config)
+    check_topology_config(conf, {})
+    assert effectively_once(conf) and not ReliabilityConfig.from_config(conf).acking
 
 
 @pytest.mark.parametrize("name", HERONPY_STREAMLET_MODULES)

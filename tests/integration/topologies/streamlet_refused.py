@@ -1,4 +1,4 @@
-"""A Streamlet program heron-py refuses at submit: effectively once (argv[2] == "eo") or
+"""A Streamlet program in effectively-once mode; heron-py refuses it at submit when it uses
 heronpy's Pulsar connector (argv[2] == "pulsar")."""
 
 import sys
