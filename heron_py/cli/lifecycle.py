@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from heron_py.api.api_constants import TOPOLOGY_COMPONENT_PARALLELISM
 from heron_py.cli.submit import SubmitError, _log_tails
+from heron_py.common.config import effectively_once
 from heron_py.planner.logical import validate
 from heron_py.planner.packing import round_robin
 from heron_py.scheduler.base import Scheduler
@@ -101,6 +102,11 @@ def update_topology(state: StateManager, sched: Scheduler, name: str, changes: M
     topo = state.get_topology(name)
     packing = state.get_packing_plan(name)
     assert topo is not None and packing is not None
+    if effectively_once(topo.config):
+        # checkpoints hold state per task id: after a repack a task would restore another's
+        raise SubmitError(f"update: topology '{name}' is EFFECTIVELY_ONCE, whose checkpointed state belongs to "
+                          f"its tasks as they are; expected a topology in another mode (to change parallelism, "
+                          f"kill it and submit again with topology.stateful.start.clean=true)")
     names = [c.name for c in topo.components]
     for comp in changes:
         if comp not in names:

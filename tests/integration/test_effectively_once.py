@@ -133,6 +133,11 @@ def test_no_fault_exact_and_checkpoints_logged(heron_home):
         wait_for(lambda: size.search(_prometheus(heron_home, run.name)), 30, "checkpoint sizes in /metrics")
         assert re.search(r'^heron_checkpoint_save_ms\{.*component="split".*\} ', _prometheus(heron_home, run.name),
                          re.M)
+        update = run_cli(heron_home, "update", "local", run.name, "--component-parallelism", "count:3")
+        assert update.returncode == 1 and update.stderr == (
+            f"heron-py: error: update: topology '{run.name}' is EFFECTIVELY_ONCE, whose checkpointed state belongs "
+            f"to its tasks as they are; expected a topology in another mode (to change parallelism, kill it and "
+            f"submit again with topology.stateful.start.clean=true)\n")
         status = run_cli(heron_home, "status", "local", run.name).stdout
         assert re.search(r"effectively once: (idle|checkpointing); last completed checkpoint \d+ at "
                          r"\d\d:\d\d:\d\d, [\d.]+ ms, \d+ bytes \(count \d+ bytes in 2 tasks", status), status
