@@ -92,5 +92,7 @@ split = b.add_bolt("split", Split, par=2, inputs={s: Grouping.SHUFFLE})
 b.add_bolt("count", Count, par=2, inputs={split: Grouping.fields("word")},
            config={"topology.tick.tuple.freq.secs": 0.05})
 b.set_config({"bench.sentences": n, "bench.out": out, "topology.stmgrs": 2, "topology.reliability.mode": mode,
-              "topology.stateful.checkpoint.interval.seconds": interval})
+              "topology.stateful.checkpoint.interval.seconds": interval,
+              # each run counts from nothing (checkpoints of the previous run of this name stay)
+              "topology.stateful.start.clean": True})
 b.build_and_submit()

@@ -40,6 +40,18 @@ from heron_py.common.net import Connection, parse
 from heron_py.planner.model import PackingPlan, TopologyDef
 from proto import heron_py_pb2 as pb
 
+# a checkpoint's markers wait behind the tuples queued before them, which under full load
+# (queues and stream manager buffers up to their watermarks) takes longer than a short interval;
+# aborting at the interval would then never complete one (measured: bench/eo_bench.py, 1 s)
+MIN_DEFAULT_TIMEOUT_S = 60.0
+
+
+def _timeout(config: StatefulConfig) -> float:
+    """topology.stateful.checkpoint.timeout.seconds, else the interval but at least a minute; the
+    next checkpoint starts when this one completed (or timed out), so under load checkpoints come
+    as often as the tuples ahead of the markers allow."""
+    return config.timeout_s if config.timeout_s is not None else max(config.interval_s, MIN_DEFAULT_TIMEOUT_S)
+
 
 class CheckpointDriver:
     def __init__(self, topology: str, tasks: Mapping[int, str], config: StatefulConfig, storage: CheckpointStorage,
@@ -54,7 +66,7 @@ class CheckpointDriver:
         self._keep = config.keep
         ids = storage.checkpoint_ids(topology)
         self.coordinator = CheckpointCoordinator(
-            CoordinatorConfig(interval_secs=config.interval_s, timeout_secs=config.timeout_s,
+            CoordinatorConfig(interval_secs=config.interval_s, timeout_secs=_timeout(config),
                               start_clean=config.start_clean, keep_completed=config.keep),
             tasks, completed=storage.completed_ids(topology), first_id=(max(ids) + 1) if ids else None)
         self._rid_base = int(wall() * 1_000_000)

@@ -138,7 +138,8 @@ CKPT_INTERVAL = _key("topology.stateful.checkpoint.interval.seconds", Kind.FLOAT
 CKPT_INTERVAL_ALIAS = _key("topology.stateful.checkpoint.interval.secs", Kind.FLOAT, 30.0, positive=True,
                            unit="seconds", doc="alias of topology.stateful.checkpoint.interval.seconds")
 CKPT_TIMEOUT = _key("topology.stateful.checkpoint.timeout.seconds", Kind.FLOAT, None, positive=True,
-                    unit="seconds", doc="a checkpoint not saved by every task by then is aborted; unset: the interval")
+                    unit="seconds", doc="a checkpoint not saved by every task by then is aborted; unset: the "
+                    "interval, at least 60")
 START_CLEAN = _key("topology.stateful.start.clean", Kind.BOOL, False,
                    doc="effectively once: start from empty state, not from the last checkpoint")
 CKPT_ROOT = _key("heron_py.checkpoint.root", Kind.STR, "",
