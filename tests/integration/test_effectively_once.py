@@ -138,6 +138,10 @@ def test_no_fault_exact_and_checkpoints_logged(heron_home):
             f"heron-py: error: update: topology '{run.name}' is EFFECTIVELY_ONCE, whose checkpointed state belongs "
             f"to its tasks as they are; expected a topology in another mode (to change parallelism, kill it and "
             f"submit again with topology.stateful.start.clean=true)\n")
+        loc = _state().get_tmanager_location(run.name)
+        api = json.loads(urllib.request.urlopen(f"http://{loc.host}:{loc.http_port}/topologies/execution_state",
+                                                timeout=5).read())["result"]["checkpoints"]
+        assert api["last_completed_id"] >= 1 and api["last_size_bytes"] > 0 and api["last_duration_secs"] > 0
         status = run_cli(heron_home, "status", "local", run.name).stdout
         assert re.search(r"effectively once: (idle|checkpointing); last completed checkpoint \d+ at "
                          r"\d\d:\d\d:\d\d, [\d.]+ ms, \d+ bytes \(count \d+ bytes in 2 tasks", status), status

@@ -253,6 +253,24 @@ function fillComponents(summary, es) {
     ["containers", num(Object.keys(es.stmgrs).length)], ["tasks", num(Object.keys(es.instances).length)],
     ["window", WINDOW_NAMES[summary.window]], ["emitted", num(sum("emitted"))],
     ["transferred", num(sum("transferred"))], ["acked", num(sum("acked"))], ["failed", num(sum("failed"))]]}]);
+  fillCheckpoints(es.checkpoints);
+}
+
+// effectively once: the last completed checkpoint and its cost (absent in the other modes)
+function fillCheckpoints(c) {
+  const p = document.getElementById("checkpoints");
+  if (!c) { p.hidden = true; return; }
+  let text = "Effectively once: " + c.state + "; ";
+  if (c.last_completed_id === null) {
+    text += "no checkpoint completed yet";
+  } else {
+    text += "last completed checkpoint " + c.last_completed_id;
+    if (c.last_completed_time) text += " at " + new Date(c.last_completed_time * 1000).toLocaleTimeString();
+    if (c.last_duration_secs !== null) text += ", " + ms(c.last_duration_secs * 1000) + " ms, " + num(c.last_size_bytes) + " bytes";
+  }
+  if (c.failure) text += "; FAILED: " + c.failure;
+  p.textContent = text;
+  p.hidden = false;
 }
 
 function fillTasks(tasks) {
