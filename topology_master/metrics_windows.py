@@ -13,7 +13,8 @@ ignored.
 
 Latencies: an instance reports ``__execute-latency-ms`` as the mean since its start, so
 mean * executed is a total that differs exactly between reports; the window's mean is that
-difference over the executed count. Complete latency is reported as a recent p50, so a
+difference over the executed count. ``__process-latency-ms`` (a bolt's, arrival to ack) the same
+way over the acked count. Complete latency is reported as a recent p50, so a
 window's value is the p50 weighted by the acks of each report (an approximation, labelled so
 in docs/web-ui.md). Capacity is Storm's: time spent executing / the window's length (or the
 time the task has been observed, if shorter).
@@ -44,6 +45,7 @@ class Agg:
     executed: float = 0.0
     exec_ms: float = 0.0  # time spent executing, ms
     complete_ms: float = 0.0  # complete latency * acked
+    process_ms: float = 0.0  # a bolt's process latency * acked (Storm's: arrival to ack)
     # executing time seen between two reports of a process: the time base of capacity (what a
     # task's first report says it executed happened over a time the master did not see)
     busy_ms: float = 0.0
@@ -71,6 +73,7 @@ class _Task:
     last_time: float = 0.0
     totals: dict[str, float] = field(default_factory=dict)  # last report's counter totals
     exec_total_ms: float = 0.0
+    process_total_ms: float = 0.0
     cpu_seconds: float | None = None
     cpu_percent: float = 0.0
     rss_bytes: float = 0.0
@@ -118,6 +121,7 @@ class MetricsWindows:
         restarted = any(v < task.totals.get(k, 0.0) for k, v in counters.items())
         if restarted:
             task.totals, task.exec_total_ms, task.cpu_seconds, task.started = {}, 0.0, None, t
+            task.process_total_ms = 0.0
         delta = self._delta(task, counters, gauges)
         self._process_gauges(task, dict(report.get("process", {})), t)
         since = task.last_time if task.last_time and not restarted else t  # the first: unknown, so none
@@ -152,6 +156,10 @@ class MetricsWindows:
         d.busy_ms = d.exec_ms if task.totals else 0.0
         task.exec_total_ms = exec_total
         d.complete_ms = _num(gauges.get("__complete-latency-ms/p50")) * d.acked
+        if "__process-latency-ms" in gauges:  # a mean since the start, as the execute latency
+            process_total = _num(gauges.get("__process-latency-ms")) * counters.get("__ack-count", 0.0)
+            d.process_ms = max(0.0, process_total - task.process_total_ms)
+            task.process_total_ms = process_total
         return d
 
     @staticmethod
@@ -230,8 +238,8 @@ class MetricsWindows:
             a = b.agg
             if name == "exec_ms":
                 v = a.exec_ms / a.executed if a.executed else 0.0
-            elif name == "complete_ms":
-                v = a.complete_ms / a.acked if a.acked else 0.0
+            elif name in ("complete_ms", "process_ms"):
+                v = getattr(a, name) / a.acked if a.acked else 0.0
             else:
                 # over the time its increases happened in (a rate over the bucket's width would
                 # show the bucket still filling as a drop); a first report's lump: over 1 s
@@ -249,6 +257,7 @@ def _row(agg: Agg, seconds: float, kind: str) -> dict[str, Any]:
     else:
         row["executed"] = int(agg.executed)
         row["execute_latency_ms"] = round(agg.exec_ms / agg.executed, 3) if agg.executed else None
+        row["process_latency_ms"] = round(agg.process_ms / agg.acked, 3) if agg.acked else None
         row["capacity"] = round(agg.busy_ms / (seconds * 1000.0), 3)
     return row
 

@@ -123,11 +123,14 @@ class _Delegate:
 
     def ack(self, tup: Any) -> None:
         host = self._host
-        host.metrics.acked += 1
+        m = host.metrics
+        m.acked += 1
+        age = _age_ms(tup)
+        m.process_ms_total += age
         if host.reliability is not None and isinstance(tup, TrackedTuple) and tup.roots:
             host.emitter.ack(tup)
         if host.hooks is not None:
-            host.hooks.bolt_ack(tup, _age_ms(tup))
+            host.hooks.bolt_ack(tup, age)
 
     def fail(self, tup: Any) -> None:
         host = self._host

@@ -92,6 +92,27 @@ def test_latencies_are_weighted_and_capacity_is_storms() -> None:
     assert comp["acked"] == 4000
 
 
+def test_process_latency_is_the_acks_weighted_mean() -> None:
+    clock = Clock()
+    w = _windows(clock)
+
+    def bolt(t: float, acked: int, mean_ms: float) -> dict[str, Any]:
+        r = _bolt(t, acked, 1.0)
+        r["gauges"]["__process-latency-ms"] = mean_ms
+        return r
+
+    w.observe(bolt(T0, 1000, 4.0))  # 4000 ms over the first 1000 acks
+    w.observe(bolt(T0 + 10, 3000, 2.0))  # 6000 ms in total since the start: 2000 ms over 2000 more
+    clock.now = T0 + 10
+    assert w.component_rows("600")["bolt"]["process_latency_ms"] == 2.0
+    assert w.task_rows("600")[2]["process_latency_ms"] == 2.0
+    assert [v for _, _, v in w.series("bolt", "process_ms", "600")] == [4.0, 1.0]
+    w.observe(bolt(T0 + 20, 10, 8.0))  # restarted: 80 ms over its 10 acks
+    clock.now = T0 + 20
+    assert w.component_rows("600")["bolt"]["process_latency_ms"] == round((6000 + 80) / 3010, 3)
+    assert "process_latency_ms" not in w.component_rows("600").get("spout", {})
+
+
 def test_complete_latency_and_cpu() -> None:
     clock = Clock()
     w = _windows(clock)

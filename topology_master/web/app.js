@@ -245,7 +245,8 @@ function fillComponents(summary, es) {
     ["acked", num(r.acked), r.acked], ["failed", num(r.failed), r.failed], ["state", stateCell(r)]]})));
   fillRows("bolts", comps.filter(([, r]) => r.kind === "bolt").map(([n, r]) => ({key: n, cells: [
     ["component", n], ["tasks", num(r.tasks)], ["executed", num(r.executed), r.executed],
-    ["execute_latency_ms", ms(r.execute_latency_ms)], ["capacity", ms(r.capacity), r.capacity],
+    ["execute_latency_ms", ms(r.execute_latency_ms)], ["process_latency_ms", ms(r.process_latency_ms)],
+    ["capacity", ms(r.capacity), r.capacity],
     ["emitted", num(r.emitted), r.emitted], ["transferred", num(r.transferred), r.transferred],
     ["acked", num(r.acked), r.acked], ["failed", num(r.failed), r.failed], ["state", stateCell(r)]]})));
   const sum = (k) => comps.reduce((a, [, r]) => a + (r[k] || 0), 0);
