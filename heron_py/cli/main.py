@@ -326,8 +326,16 @@ def cmd_version(args: argparse.Namespace) -> int:
 def _follow(files: list[Path], logs: Path, every: float = 0.5) -> int:
     """Prints what is appended to ``files`` until interrupted (tail -f), naming the file when
     the output switches to another one; a file that shrank was rotated and is read from 0."""
+    import signal
     import time
 
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    # Ctrl-C or kill ends it cleanly; SIGINT explicitly, since a shell that starts a command in
+    # the background without job control starts it with SIGINT ignored
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
     sizes = {f: f.stat().st_size if f.exists() else 0 for f in files}
     last: Path | None = files[-1] if files else None
     try:
