@@ -60,76 +60,84 @@ def run_in_process(
     until they are quiet (``heron_busy()`` false, when they define it); they are closed at the end."""
     topo: TopologyDef = topology if isinstance(topology, TopologyDef) else topology.build()
     validate(topo)
-    packing = round_robin(topo, containers)
-    plan = PhysicalPlan(topo, packing, tuple(StmgrLocation(c, "in-process", 0, 0) for c in range(containers)),
-                        TopologyState.RUNNING, 1)
-    rng = random.Random(seed)
-    inboxes: dict[int, collections.deque[bytes]] = {t.task_id: collections.deque() for t in packing.tasks}
-    result = InProcessResult(received={c: [] for c in capture})
+    run = _InProcess(topo, containers, InProcessResult(received={c: [] for c in capture}), random.Random(seed))
+    run.spouts_until_idle(max_spout_calls, idle_calls)
+    _settle(run.pollable, run.drain, settle_timeout_s)
+    for _ in range(ticks):
+        for b in run.bolts:
+            b.tick()
+        run.drain()
+        _settle(run.pollable, run.drain, settle_timeout_s)
+    for h in run.pollable:
+        h.close()  # no subprocess outlives the run
+    return run.result
 
-    def sink(frames: list[bytes]) -> None:
+
+class _InProcess:
+    """Every task's host in this process, with a deque per task for the frames routed to it."""
+
+    def __init__(self, topo: TopologyDef, containers: int, result: InProcessResult, rng: random.Random) -> None:
+        packing = round_robin(topo, containers)
+        plan = PhysicalPlan(topo, packing, tuple(StmgrLocation(c, "in-process", 0, 0) for c in range(containers)),
+                            TopologyState.RUNNING, 1)
+        self.result = result
+        self.inboxes: dict[int, collections.deque[bytes]] = {t.task_id: collections.deque() for t in packing.tasks}
+        self.hosts: dict[int, ComponentHost] = {}
+        for t in packing.tasks:
+            # at most once: nothing here tracks acks, so a spout must not wait for them
+            options = HostOptions(reliability=ReliabilityConfig(), observer=self._observer(t.task_id, t.component),
+                                  rng=random.Random(rng.random()))
+            host = self.hosts[t.task_id] = make_host(plan, t.task_id, self._sink, options)
+            host.initialize()
+            result.components[t.task_id] = host.user
+        self.spouts = [h for h in self.hosts.values() if isinstance(h, SpoutHost)]
+        self.bolts = [h for h in self.hosts.values() if isinstance(h, BoltHost)]
+        self.pollable = [h for h in self.hosts.values() if h.poll_s is not None]
+        for sp in self.spouts:
+            sp.start()
+
+    def _sink(self, frames: list[bytes]) -> None:
         for f in frames:
             if frame_type(f) == MsgType.TUPLE_BATCH:  # in process, acking is not tracked
-                inboxes[batch_dest(f)].append(f)
+                self.inboxes[batch_dest(f)].append(f)
 
-    def observer(task: int, component: str) -> Observer | None:
-        if component not in result.received:
+    def _observer(self, task: int, component: str) -> Observer | None:
+        if component not in self.result.received:
             return None
-        out = result.received[component]
+        out = self.result.received[component]
         return lambda source, src, rows: out.extend(Received(task, source, src, r[0], list(r[1])) for r in rows)
 
-    hosts: dict[int, ComponentHost] = {}
-    for t in packing.tasks:
-        # at most once: nothing here tracks acks, so a spout must not wait for them
-        options = HostOptions(reliability=ReliabilityConfig(), observer=observer(t.task_id, t.component),
-                              rng=random.Random(rng.random()))
-        host = hosts[t.task_id] = make_host(plan, t.task_id, sink, options)
-        host.initialize()
-        result.components[t.task_id] = host.user
-    spouts = [h for h in hosts.values() if isinstance(h, SpoutHost)]
-    bolts = [h for h in hosts.values() if isinstance(h, BoltHost)]
-    for sp in spouts:
-        sp.start()
-
-    pollable = [h for h in hosts.values() if h.poll_s is not None]
-
-    def drain() -> bool:
+    def drain(self) -> bool:
         """Delivers every batch; True if any was delivered."""
         worked, busy = False, True
         while busy:
             busy = False
-            for h in pollable:
+            for h in self.pollable:
                 h.poll()
-            for h in hosts.values():
+            for h in self.hosts.values():
                 h.flush()
-            for b in bolts:
-                box = inboxes[b.task_id]
+            for b in self.bolts:
+                box = self.inboxes[b.task_id]
                 while box:
                     busy = worked = True
                     b.process_frame(box.popleft())
         return worked
 
-    calls = 0
-    idle = {sp.task_id: 0 for sp in spouts}
-    while calls < max_spout_calls and any(i < idle_calls for i in idle.values()):
-        for sp in spouts:
-            if idle[sp.task_id] >= idle_calls:
-                continue
-            emitted = sp.next_tuples(1)
-            calls += 1
-            idle[sp.task_id] = idle[sp.task_id] + 1 if not emitted else 0
-        if calls % 1000 == 0:
-            drain()
-    drain()
-    _settle(pollable, drain, settle_timeout_s)
-    for _ in range(ticks):
-        for b in bolts:
-            b.tick()
-        drain()
-        _settle(pollable, drain, settle_timeout_s)
-    for h in pollable:
-        h.close()  # no subprocess outlives the run
-    return result
+    def spouts_until_idle(self, max_calls: int, idle_calls: int) -> None:
+        """Calls the spouts in turn until each emitted nothing ``idle_calls`` times in a row (or
+        ``max_calls`` calls in all), delivering every thousand calls and at the end."""
+        calls = 0
+        idle = {sp.task_id: 0 for sp in self.spouts}
+        while calls < max_calls and any(i < idle_calls for i in idle.values()):
+            for sp in self.spouts:
+                if idle[sp.task_id] >= idle_calls:
+                    continue
+                emitted = sp.next_tuples(1)
+                calls += 1
+                idle[sp.task_id] = idle[sp.task_id] + 1 if not emitted else 0
+            if calls % 1000 == 0:
+                self.drain()
+        self.drain()
 
 
 def _settle(pollable: list[ComponentHost], drain: Callable[[], bool], timeout_s: float) -> None:
