@@ -94,6 +94,13 @@ class Forwarder:
         self._max_unplanned = max_unplanned_bytes
         self._max_held_bytes = max_held_bytes
         self._max_held_total = max_held_total_bytes
+        # frames held for a destination count toward backpressure like a socket's buffer: above
+        # the high watermark (set from the plan) the destination is slow until released, so the
+        # spouts pause before the hold bound drops anything (a spout that starts before its
+        # bolt's instance registered would otherwise fill the hold at once)
+        self.held_high = 100 * 1024 * 1024
+        self.on_held: Callable[[ConnKey, bool], None] = lambda key, high: None
+        self._held_slow: set[ConnKey] = set()
 
     @property
     def dropped_tuples(self) -> int:
@@ -171,6 +178,9 @@ class Forwarder:
         q.append(frame)
         self.held_bytes[key] = self.held_bytes.get(key, 0) + size
         self.held_total_bytes += size
+        if key not in self._held_slow and self.held_bytes[key] > self.held_high:
+            self._held_slow.add(key)
+            self.on_held(key, True)
         # the oldest of this destination go first: the newest are the likeliest still wanted
         while q and (len(q) > self._max_held or self.held_bytes[key] > self._max_held_bytes
                      or self.held_total_bytes > self._max_held_total):
@@ -185,6 +195,10 @@ class Forwarder:
         """Sends what was held for ``key`` on its new connection, in the order it arrived."""
         q = self.held.pop(key, None)
         self.held_total_bytes -= self.held_bytes.pop(key, 0)
+        if key in self._held_slow:
+            # before the send: the connection's own buffer then says whether it stays slow
+            self._held_slow.discard(key)
+            self.on_held(key, False)
         if q:
             conn.send_many(q)
 

@@ -86,6 +86,7 @@ class StreamManager(DaemonBase):
         self.forwarder = Forwarder(_Destinations(self.instances, self.clique),
                                    on_ack_batch=lambda frame: self.acks.on_ack_batch(frame), log=log)
         self.forwarder.routing = RoutingTable(container)
+        self.forwarder.on_held = self.on_writing  # held frames count toward backpressure
         self.acks = AckService(send=self.forwarder.send_to_task, log=log)
         self.metrics = StreamManagerMetrics(
             container=container, bp=self.bp, forwarder=self.forwarder, acks=self.acks, instances=self.instances,
@@ -165,6 +166,7 @@ class StreamManager(DaemonBase):
             self.log.error("%s; keeping the previous stream manager config", e)
         cfg = self.config
         self.forwarder.drop_on_backpressure = cfg.drop_on_backpressure
+        self.forwarder.held_high = cfg.high_watermark
         self.instances.set_write_limits(cfg.high_watermark, cfg.low_watermark)
         self.clique.set_write_limits(cfg.high_watermark, cfg.low_watermark)
         if self.spouts_held():  # the plan may name spouts that registered before it came
@@ -188,7 +190,8 @@ class StreamManager(DaemonBase):
 
     def on_writing(self, key: ConnKey, paused: bool) -> None:
         if paused:
-            self.log.info("connection to %s above the high watermark (%d MB)", key, self.config.high_watermark // MB)
+            self.log.info("connection to %s above the high watermark (%d MB; its buffer, or frames held for it)", key,
+                          self.config.high_watermark // MB)
             self.apply(self.bp.connection_high(key))
         else:
             self.apply(self.bp.connection_low(key))

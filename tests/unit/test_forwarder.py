@@ -170,3 +170,22 @@ def test_an_ack_batch_for_a_local_task_that_is_not_a_spout_is_dropped():
     bolt = dests.instances[3] = FakeConn()
     fwd.route(batch(3, count=1, msg_type=MsgType.ACK_BATCH))
     assert acks == [] and bolt.sent == [] and fwd.dropped_frames == 1
+
+
+def test_frames_held_above_the_high_watermark_count_as_backpressure_until_released():
+    """A spout that starts before its bolt's instance registered: the held frames make that
+    destination slow (spouts pause) instead of filling the hold bound, which drops."""
+    fwd, dests, _ = make()
+    events = []
+    fwd.on_held = lambda key, high: events.append((key, high, len(conn.sent)))
+    fwd.held_high = 100
+    conn = FakeConn()
+    for _ in range(3):
+        fwd.route(batch(3, body=b"x" * 40))  # 58-byte frames: above 100 bytes at the second
+    assert events == [(ConnKey.task(3), True, 0)]
+    assert fwd.dropped_tuples == 0
+    fwd.release(ConnKey.task(3), conn)
+    # low before the held frames go out: the connection's own buffer then decides
+    assert events[-1] == (ConnKey.task(3), False, 0) and len(conn.sent) == 3
+    fwd.route(batch(4, body=b"y"))  # another destination, under the mark: nothing
+    assert len(events) == 2
