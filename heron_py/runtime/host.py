@@ -174,9 +174,8 @@ class ComponentHost:
                                rng=options.rng,
                                max_frame=max_frame_bytes(topo.config))  # the receivers' limit
         self.log = logging.getLogger(f"{self.component}-{task_id}")
-        self.user: Any = loads_user_object(comp.class_ref.data)(_Delegate(self, self.log))
-        if options.wake is not None and hasattr(type(self.user), "heron_poll"):
-            self.user.heron_wake = options.wake  # before initialize(): subprocesses start there
+        self._wake = options.wake
+        self.user: Any = self._new_user()
         self.auto_anchor = bool(getattr(self.user, "auto_anchor", False))
         self.current: HeronTuple | None = None  # the input being processed (auto_anchor)
         self.active = False
@@ -193,6 +192,26 @@ class ComponentHost:
         # heron_poll(); the runner calls it on the task's thread at least every poll_s
         self.poll_s: float | None = None
         self._poll: Callable[[], None] | None = None
+
+    def _new_user(self) -> Any:
+        comp = self.plan.topology.component(self.component)
+        user = loads_user_object(comp.class_ref.data)(_Delegate(self, self.log))
+        if self._wake is not None and hasattr(type(user), "heron_poll"):
+            user.heron_wake = self._wake  # before initialize(): subprocesses start there
+        return user
+
+    def reset_user(self) -> None:
+        """Effectively once, at a restore after the first: the component is closed as at a task's
+        end and made anew (as Heron's instance does), so state it keeps outside the State object
+        (a window's tuples, a counter made in initialize) is the checkpoint's, never the
+        rolled-back run's. The caller then calls init_state, initialize and start."""
+        self.emitter.pending.clear()
+        self.close()  # what closing emits goes before the restore's report: the stream manager drops it
+        self.emitter.pending.clear()
+        self.hooks = None
+        self.active = False
+        self.user = self._new_user()
+        self.auto_anchor = bool(getattr(self.user, "auto_anchor", False))
 
     def initialize(self) -> None:
         self.user.initialize(self.conf, self.context)

@@ -7,7 +7,9 @@ sends markers downstream behind the tuples emitted before them, and reports to t
 through the same sink as the tuples (the stream manager passes the reports on).
 
 The phases: a task waits for its first restore before it runs any user code (heronpy calls
-``init_state`` before ``initialize``); after a restore a spout waits for the master's start,
+``init_state`` before ``initialize``); a later restore closes the component and makes a new
+one (``init_state``, ``initialize`` again, as Heron's instance restarts it), so nothing of the
+rolled-back run survives in its attributes; after a restore a spout waits for the master's start,
 since only then has every task dropped the old run's data. A bolt processes what reaches it
 after its restore at once: the stream managers drop the old run's frames (each connection's
 fence), so what comes is the new run's. Its ticks wait for the start, so it emits nothing of
@@ -138,11 +140,15 @@ class StatefulTask:
             self._report_restored(ok=False, error=f"{type(e).__name__}: {e}")
             return
         self.state = state
+        again = self.initialized
+        if again:
+            self.host.reset_user()
         if self.stateful:
             self.host.user.init_state(state)
-        if not self.initialized:
-            self.host.initialize()
-            self.initialized = True
+        self.host.initialize()
+        self.initialized = True
+        if again:
+            self.host.start()  # the new component is activated as the first one was
         self.phase = Phase.RESTORED
         what = "a clean start" if checkpoint_id == 0 else f"checkpoint {checkpoint_id}"
         self._log.info("task %d restored %s (restore %d, %d keys of state)", self.task_id, what, restore_id,

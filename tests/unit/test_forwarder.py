@@ -175,7 +175,7 @@ def test_an_ack_batch_for_a_local_task_that_is_not_a_spout_is_dropped():
 def test_frames_held_above_the_high_watermark_count_as_backpressure_until_released():
     """A spout that starts before its bolt's instance registered: the held frames make that
     destination slow (spouts pause) instead of filling the hold bound, which drops."""
-    fwd, dests, _ = make()
+    fwd, _dests, _ = make()
     events = []
     fwd.on_held = lambda key, high: events.append((key, high, len(conn.sent)))
     fwd.held_high = 100

@@ -57,6 +57,12 @@ class Letters(Spout, StatefulComponent):
         self.emit(["abcdefgh"[self.pos % 8]])
         self.pos += 1
 
+    def activate(self):
+        self.active = True
+
+    def close(self):
+        self.closed = True
+
 
 class Count(Bolt, StatefulComponent):
     outputs = ["w", "n"]
@@ -167,8 +173,13 @@ def test_spout_saves_then_sends_markers_behind_its_tuples_and_restores_its_posit
     for _ in range(4):
         spout.host.next_tuples(1)
     assert spout.host.user.pos == 9
+    old = spout.host.user
+    spout.host.start()
     spout.rt.restore(2, 3)  # rolled back: the position of checkpoint 3, not processing until the start
-    assert spout.host.user.pos == 5 and spout.host.user.inits == 1 and not spout.rt.processing
+    # as Heron's instance: the component closed and made anew (init_state, initialize, activate)
+    new = spout.host.user
+    assert new is not old and old.closed and new.active and not hasattr(new, "closed")
+    assert new.pos == 5 and new.inits == 1 and not spout.rt.processing
 
 
 def _batch(dest: int, src: int, letters: str) -> bytes:
@@ -200,8 +211,9 @@ def test_bolt_aligns_markers_saves_a_consistent_cut_and_rolls_back(storage):
     bolt.host.flush()
     bolt.sent.clear()
     bolt.rt.on_batch(_batch(me, s2, "zz"))
+    old = bolt.host.user
     bolt.rt.restore(2, 5)
-    assert bolt.host.user.counts == Counter(a=2, c=1)
+    assert bolt.host.user is not old and bolt.host.user.counts == Counter(a=2, c=1)
     bolt.host.flush()
     assert [frame_type(f) for f in bolt.sent] == [MsgType.STATE_RESTORED]  # nothing of the old run
 
