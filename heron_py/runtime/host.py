@@ -364,6 +364,7 @@ class BoltHost(ComponentHost):
         # read after initialize(): heronpy's window bolts set their tick rate there
         self.tick_s = TICK.parse(self.conf)
         user = self.user
+        self._process = user.process  # bound here: a restore (reset_user) makes a new component
         if self.reliability is not None or user.auto_ack or user.auto_fail or user.auto_anchor:
             self._process = self._wrap_process()
         if self.hooks is not None:

@@ -216,6 +216,8 @@ def test_bolt_aligns_markers_saves_a_consistent_cut_and_rolls_back(storage):
     assert bolt.host.user is not old and bolt.host.user.counts == Counter(a=2, c=1)
     bolt.host.flush()
     assert [frame_type(f) for f in bolt.sent] == [MsgType.STATE_RESTORED]  # nothing of the old run
+    bolt.rt.on_batch(_batch(me, s1, "q"))  # input after the restore reaches the new component
+    assert bolt.host.user.counts == Counter(a=2, c=1, q=1) and "q" not in old.counts
 
 
 def test_unstateful_bolt_reports_an_empty_save_and_a_corrupt_checkpoint_is_reported(storage, tmp_path):
