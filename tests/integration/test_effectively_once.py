@@ -32,8 +32,9 @@ from tests.support import run_cli, wait_for
 
 pytestmark = pytest.mark.integration
 
-N = 24000  # sentences: 12,000 per spout task
-RATE = 2000  # sentences per second per spout task: about 6 s of input, so a kill lands mid-run
+N = 36000  # sentences: 18,000 per spout task
+RATE = 2000  # sentences per second per spout task: about 9 s of input, so a kill after two
+# checkpoints lands mid-run even on a loaded machine
 
 
 def _logs(home: Path, name: str, pattern: str) -> str:
