@@ -19,12 +19,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from heron_py.checkpoint.storage import LocalFsStorage
+from heron_py.checkpoint.storage import LocalFsStorage, checkpoint_root
 from heron_py.common.config import InstanceConfig, StatefulConfig, effectively_once
 from heron_py.common.package import load_main
 from heron_py.planner.model import PhysicalPlan
 from heron_py.runtime.host import BoltHost, ComponentHost, HostOptions, SpoutHost, jsonl_observer, make_host
 from heron_py.runtime.stateful import Phase, StatefulTask
+from heron_py.state.localfs import heron_home
 from instance.metrics import TaskReports
 from instance.queues import InItem, InKind, Outbox, QueueBytes
 
@@ -104,10 +105,11 @@ class TaskRunner:
             self._log.info("%s %s task %d initialized", kind, self.component, self.task_id)
             self._mark_ready()
             return True
-        root = self._checkpoint_root or Path(self._package_dir).parent / "checkpoints"
+        cfg = StatefulConfig.from_config(host.plan.topology.config)
+        # the executor passes the folder; the same default as the master's otherwise
+        root = self._checkpoint_root or checkpoint_root(heron_home(), cfg.root)
         rt = self.stateful = StatefulTask(host, LocalFsStorage(root), self.topology or host.plan.topology.name,
-                                          self.outbox.send, align_bytes=StatefulConfig.from_config(
-                                              host.plan.topology.config).align_bytes, log=self._log,
+                                          self.outbox.send, align_bytes=cfg.align_bytes, log=self._log,
                                           clock=self._clock)
         self.reports.stateful = rt
         # ready before user code runs: the master restores a topology once every task is there

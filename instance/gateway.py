@@ -24,7 +24,7 @@ from typing import Any
 
 from heron_py.common.config import ConfigError, max_frame_bytes
 from heron_py.common.daemon import new_event_loop
-from heron_py.common.framing import MsgType, encode_frame
+from heron_py.common.framing import CHECKPOINT_COMMANDS, MsgType, encode_frame
 from heron_py.common.net import BaseHandler, Connection, connect, connect_unix, parse
 from heron_py.common.reconnect import Unreachable, run_link
 from heron_py.scheduler.paths import stmgr_socket
@@ -34,9 +34,6 @@ from proto import heron_py_pb2 as pb
 # the gateway's own socket buffer stays small: the bounded outbound queue is the buffer
 WRITE_HIGH = 1 << 20
 WRITE_LOW = 256 << 10
-
-
-_CHECKPOINT_COMMANDS = frozenset((MsgType.START_CHECKPOINT, MsgType.RESTORE_STATE, MsgType.START_PROCESSING))
 
 
 def _checkpoint_command(msg_type: int, frame: bytes) -> InItem:
@@ -228,7 +225,7 @@ class Gateway(BaseHandler):
             self.inbox.deliver((InKind.ACKS, frame))
         elif msg_type == MsgType.CKPT_MARKER:
             self.inbox.deliver((InKind.MARKER, frame))
-        elif msg_type in _CHECKPOINT_COMMANDS:
+        elif msg_type in CHECKPOINT_COMMANDS:
             self.inbox.deliver(_checkpoint_command(msg_type, frame))
         elif msg_type == MsgType.REGISTER_INSTANCE_RESPONSE:
             resp = pb.RegisterInstanceResponse()

@@ -208,23 +208,23 @@ class Forwarder:
     def discard_old_run(self) -> int:
         """Effectively once, at a restore: the held tuple batches and markers belong to the run
         the restore rolls back, so they go (counted); other frames (acks, results) stay."""
-        dropped = 0
-        old = (MsgType.TUPLE_BATCH, MsgType.CKPT_MARKER)
+        before = self.held_frames()
         for key, q in list(self.held.items()):
-            keep = collections.deque(f for f in q if frame_type(f) not in old)
-            for f in q:
-                if frame_type(f) in old:
-                    self.drop(DropReason.OLD_RUN, f)
-                    dropped += 1
-            self.held[key] = keep
+            keep = self.held[key] = self._drop_old_run(q)
             # the byte bounds of hold() count what is held: keep them true
             size = sum(len(f) for f in keep)
             self.held_total_bytes += size - self.held_bytes.get(key, 0)
             self.held_bytes[key] = size
-        kept = collections.deque(f for f in self.unplanned if frame_type(f) not in old)
-        for f in self.unplanned:
-            if frame_type(f) in old:
+        self.unplanned = self._drop_old_run(self.unplanned)
+        self.unplanned_bytes = sum(len(f) for f in self.unplanned)
+        return before - self.held_frames()
+
+    def _drop_old_run(self, frames: Iterable[bytes]) -> collections.deque[bytes]:
+        """``frames`` without the tuple batches and markers, which are dropped and counted."""
+        kept: collections.deque[bytes] = collections.deque()
+        for f in frames:
+            if frame_type(f) in (MsgType.TUPLE_BATCH, MsgType.CKPT_MARKER):
                 self.drop(DropReason.OLD_RUN, f)
-                dropped += 1
-        self.unplanned, self.unplanned_bytes = kept, sum(len(f) for f in kept)
-        return dropped
+            else:
+                kept.append(f)
+        return kept

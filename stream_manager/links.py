@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from heron_py.common.framing import MsgType, encode_frame
+from heron_py.common.framing import CHECKPOINT_COMMANDS, MsgType, encode_frame
 from heron_py.common.net import BaseHandler, Connection, connect, parse
 from heron_py.common.reconnect import Unreachable, run_link
 from heron_py.common.tls import PeerTls
@@ -27,10 +27,6 @@ from proto import heron_py_pb2 as pb
 
 HEARTBEAT_S = 1.0
 Sleep = Callable[[float], Awaitable[None]]
-
-
-# the master's effectively-once commands, for the checkpoint relay
-CHECKPOINT_COMMANDS = frozenset((MsgType.START_CHECKPOINT, MsgType.RESTORE_STATE, MsgType.START_PROCESSING))
 
 
 class _MasterHandler(BaseHandler):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from heron_py.common.config import MB, ConfigError, StreamManagerConfig, max_frame_bytes
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
-from heron_py.common.framing import DEFAULT_MAX_FRAME, MsgType, encode_frame
+from heron_py.common.framing import CHECKPOINT_REPORTS, DEFAULT_MAX_FRAME, MsgType, encode_frame
 from heron_py.common.net import BaseHandler, Connection, Counters, parse, serve, serve_unix
 from heron_py.common.tls import PeerTls
 from heron_py.planner.model import PhysicalPlan
@@ -232,9 +232,6 @@ class StreamManager(DaemonBase):
             self.log.warning("instance task %d disconnected", task)
 
 
-_INSTANCE_REPORTS = frozenset((MsgType.CHECKPOINT_SAVED, MsgType.STATE_RESTORED))
-
-
 class _Inbound(BaseHandler):
     """Handler of an accepted connection: a local instance or a peer stream manager."""
 
@@ -269,7 +266,7 @@ class _Inbound(BaseHandler):
             msg = pb.InstanceReady()
             parse(msg, frame)
             sm.instance_ready(msg.task_id, msg.pid)
-        elif msg_type in _INSTANCE_REPORTS and ident.role == "instance":
+        elif msg_type in CHECKPOINT_REPORTS and ident.role == "instance":
             sm.ckpt.on_instance_frame(conn, msg_type, frame)
         elif msg_type == MsgType.RESTORE_FENCE and ident.role == "stmgr":
             sm.ckpt.on_peer_fence(conn, frame)

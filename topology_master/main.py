@@ -26,7 +26,7 @@ from typing import Any
 
 from heron_py.common.config import LOST_AFTER, RELAUNCH
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging
-from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType
+from heron_py.common.framing import CHECKPOINT_REPORTS, DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType
 from heron_py.common.handshake import http_token
 from heron_py.common.net import BaseHandler, Connection, Counters, parse, serve
 from heron_py.common.tls import PeerTls
@@ -34,7 +34,7 @@ from heron_py.planner.model import PackingPlan, PhysicalPlan, TopologyDef, Topol
 from heron_py.scheduler.hosts import is_loopback
 from heron_py.state import StateManager, TManagerLocation
 from heron_py.state import config as statecfg
-from heron_py.state.localfs import local_owner
+from heron_py.state.localfs import heron_home, local_owner
 from proto import heron_py_pb2 as pb
 from topology_master.admin import AdminCommands
 from topology_master.checkpoints import CheckpointDriver, driver_for, tick_forever
@@ -64,7 +64,7 @@ class TopologyMaster(DaemonBase):
         # effectively once: the checkpoints' driver while active (checkpoints.py); their folder
         # is under the heron home unless the topology names one
         self.checkpoints: CheckpointDriver | None = None
-        self._home = home or Path(os.environ.get("HERON_PY_HOME", str(Path.home() / ".heron-py")))
+        self._home = home or heron_home()
         self._ui_cli = ui_cli  # runs the web page's restart and kill (heron-py, detached)
         self.actions: Actions | None = None
         self._tls = tls
@@ -233,9 +233,6 @@ class TopologyMaster(DaemonBase):
         self._worker.put_latest("executionstate", lambda: self._state.set_execution_state(self.topology, doc))
 
 
-_CHECKPOINT_REPORTS = frozenset((MsgType.CHECKPOINT_SAVED, MsgType.STATE_RESTORED))
-
-
 class _Handler(BaseHandler):
     """Frames from the master's peers, by sender role: registrations and heartbeats from
     stream managers, reports from metrics managers, commands from the CLI."""
@@ -259,7 +256,7 @@ class _Handler(BaseHandler):
             parse(hb, frame)
             tm.links.heartbeat(hb)
             self._instances_changed(f"stream manager {hb.container} reported")
-        elif msg_type in _CHECKPOINT_REPORTS and ident.role == "stmgr":
+        elif msg_type in CHECKPOINT_REPORTS and ident.role == "stmgr":
             if tm.checkpoints is not None and tm.active:
                 tm.checkpoints.on_report(msg_type, frame)
         elif msg_type == MsgType.METRICS_REPORT and ident.role == "metricsmgr":

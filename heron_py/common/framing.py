@@ -52,6 +52,10 @@ class MsgType(enum.IntEnum):
 
 
 _KNOWN_TYPES = frozenset(int(t) for t in MsgType)
+# effectively once: the master's commands (to stream managers, passed on to instances) and the
+# instances' reports (to stream managers, passed on to the master)
+CHECKPOINT_COMMANDS = frozenset((MsgType.START_CHECKPOINT, MsgType.RESTORE_STATE, MsgType.START_PROCESSING))
+CHECKPOINT_REPORTS = frozenset((MsgType.CHECKPOINT_SAVED, MsgType.STATE_RESTORED))
 
 
 # ACK_BATCH records: kind, root id, value; ACK_RESULT records: outcome, root id

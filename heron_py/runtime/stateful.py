@@ -22,7 +22,7 @@ import enum
 import logging
 import pickle
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from heron_py.api.serializer import load_serializer
@@ -39,7 +39,7 @@ from heron_py.checkpoint.alignment import (
 from heron_py.checkpoint.storage import CheckpointStorage
 from heron_py.common.framing import BATCH_HEADER, HEADER_SIZE, MsgType, decode_marker, encode_frame, encode_marker
 from heron_py.planner.model import PhysicalPlan
-from heron_py.runtime.host import ComponentHost
+from heron_py.runtime.host import BoltHost, ComponentHost
 from proto import heron_py_pb2 as pb
 
 
@@ -110,6 +110,9 @@ class StatefulTask:
         up = upstream_tasks(host.plan, host.component)
         self.aligner: MarkerAligner[bytes] | None = None
         self.spout: SpoutCheckpoint | None = None
+        # a bolt's batches go to its host; a spout has none
+        self._process_frame: Callable[[bytes], None] = host.process_frame if isinstance(host, BoltHost) \
+            else self._no_input
         if host.is_spout:
             self.spout = SpoutCheckpoint(self.task_id)
         elif up:
@@ -166,16 +169,12 @@ class StatefulTask:
         """A spout's checkpoint: save between two next_tuple calls, then markers downstream."""
         if self.spout is None or not self.processing:
             return
-        for action in self.spout.on_start_checkpoint(checkpoint_id):
-            if isinstance(action, Save):
-                self._save(action.checkpoint_id)
-            elif isinstance(action, Forward):
-                self._forward(action.checkpoint_id)
+        self._run(self.spout.on_start_checkpoint(checkpoint_id))
 
     # --- a bolt's input, in arrival order ---
     def on_batch(self, frame: bytes) -> None:
         if self.aligner is None:
-            self.host.process_frame(frame)  # type: ignore[attr-defined]
+            self._process_frame(frame)
             return
         src: int = BATCH_HEADER.unpack_from(frame, HEADER_SIZE)[1]
         try:
@@ -197,11 +196,13 @@ class StatefulTask:
             return
         self._run(self.aligner.on_marker(src, cid))
 
-    def _run(self, actions: list[Any]) -> None:
-        host = self.host
+    def _no_input(self, frame: bytes) -> None:
+        self._log.warning("task %d: a tuple batch for a spout; dropped", self.task_id)
+
+    def _run(self, actions: Sequence[Any]) -> None:
         for a in actions:
             if isinstance(a, Deliver):
-                host.process_frame(a.batch)  # type: ignore[attr-defined]
+                self._process_frame(a.batch)
             elif isinstance(a, Save):
                 self._save(a.checkpoint_id)
             elif isinstance(a, Forward):

@@ -159,12 +159,12 @@ class StateManager(abc.ABC):
     def get_tls(self, name: str) -> bytes | None:
         return self._get("tls", name)
 
+    @abc.abstractmethod
     def next_master_epoch(self, name: str) -> int:
         """Atomically increments and returns the topology's master epoch (1 for the first
         master). Each master that becomes active takes one, and its plan versions start above
         every version an earlier master could have pushed, whether or not that master's plan
         reached the state manager (``plan_book.epoch_base``)."""
-        raise NotImplementedError
 
     def list_topologies(self) -> list[str]:
         return sorted(self._list("topologies"))
