@@ -72,6 +72,11 @@ class RotatingMap:
         for b in self._buckets:
             yield from b
 
+    @property
+    def buckets(self) -> list[dict[tuple[int, int], int]]:
+        """Newest first; rotate() replaces the list's items, so read it anew each time."""
+        return self._buckets
+
     def find(self, key: tuple[int, int]) -> dict[tuple[int, int], int] | None:
         for b in self._buckets:
             if key in b:
@@ -102,20 +107,22 @@ class XorTracker:
     def update(self, spout_task: int, root: int, value: int) -> Resolved | None:
         """XORs ``value`` into the root's entry (creating it); returns the root if it completed."""
         key = (spout_task, root)
-        if self._done.find(key) is not None:
-            return None
-        bucket = self._map.find(key)
-        if bucket is None:
-            if value == 0:
+        # the rotating maps' buckets searched inline: this runs once per ack record
+        for done in self._done.buckets:
+            if key in done:
                 return None
+        for bucket in self._map.buckets:
+            old = bucket.get(key)
+            if old is not None:
+                v = old ^ value
+                if v == 0:
+                    del bucket[key]
+                    self._done.put_new(key, 1)
+                    return Resolved(spout_task, root, Outcome.ACKED)
+                bucket[key] = v
+                return None
+        if value:
             self._map.put_new(key, value & MASK64)
-            return None
-        v = bucket[key] ^ value
-        if v == 0:
-            del bucket[key]
-            self._done.put_new(key, 1)
-            return Resolved(spout_task, root, Outcome.ACKED)
-        bucket[key] = v
         return None
 
     def fail(self, spout_task: int, root: int) -> Resolved | None:

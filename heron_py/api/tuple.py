@@ -27,7 +27,9 @@ class TrackedTuple(HeronTuple):
     (spout task, root id, id) triple per root it descends from; ``ack_val`` is the XOR of the
     edge ids its anchored children took, which its ack carries to the roots' tracker."""
 
-    ack_val: int
+    # a class default, so a received tuple costs no attribute store (nor an instance dict)
+    # until an anchored emit XORs an edge into it
+    ack_val: int = 0
 
 
 class TupleHelper:

@@ -58,7 +58,9 @@ CHECKPOINT_COMMANDS = frozenset((MsgType.START_CHECKPOINT, MsgType.RESTORE_STATE
 CHECKPOINT_REPORTS = frozenset((MsgType.CHECKPOINT_SAVED, MsgType.STATE_RESTORED))
 
 
-# ACK_BATCH records: kind, root id, value; ACK_RESULT records: outcome, root id
+# ACK_BATCH records: kind, root id, value; ACK_RESULT records: outcome, root id. The tracker
+# XORs the value of an INIT and of an ACK alike; an emitter sends ACK for the merged XOR of
+# every init and ack of one root since its last flush. FAIL ends the root.
 ACK_RECORD = struct.Struct(">BQQ")
 RESULT_RECORD = struct.Struct(">BQ")
 ACK_INIT, ACK_ACK, ACK_FAIL = 1, 2, 3

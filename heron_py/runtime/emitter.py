@@ -8,10 +8,12 @@ serialized once per destination batch at flush, never per tuple.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
+from heron_py.api.tuple import TrackedTuple
 from heron_py.common.framing import (
     ACK_ACK,
     ACK_FAIL,
@@ -26,6 +28,9 @@ from heron_py.common.framing import (
 from heron_py.common.serialization import dumps_batch
 from heron_py.planner.grouping import FieldsRouter, Router, check_direct, make_router
 from heron_py.planner.model import GroupingKind, PhysicalPlan
+
+# (field index, field count, routing cache get, choose): what the fast emit closures inline
+_FastRoute = tuple[int, int, Callable[[Any], Any], Callable[[Sequence[Any]], Sequence[int]]]
 
 
 class EmitError(Exception):
@@ -70,8 +75,13 @@ class Emitter:
         self.max_frame = max_frame
         self._sink = sink
         self.pending: dict[int, list[Any]] = {}
-        # ack records per spout task whose stream manager tracks the root: (kind, root, value)
-        self.acks: dict[int, list[tuple[int, int, int]]] = {}
+        # XOR updates per spout task whose stream manager tracks the root, merged per root until
+        # the flush: root -> XOR of the init and ack values recorded for it here. The tracker
+        # XORs inits and acks alike and XOR is associative, so one record carries them all (a
+        # count task's ten acks of one sentence's words become one record). Fails are kept
+        # apart and sent first: a fail ends its root whatever acks follow.
+        self.acks: dict[int, dict[int, int]] = {}
+        self.fails: dict[int, list[int]] = {}
         self._rand = (rng or random.Random()).getrandbits
         self._count = 0
         self.emitted = 0
@@ -206,16 +216,29 @@ class Emitter:
         return sent
 
     def ack_record(self, spout_task: int, kind: int, root: int, value: int) -> None:
-        lst = self.acks.get(spout_task)
-        if lst is None:
-            self.acks[spout_task] = [(kind, root, value)]
+        if kind == ACK_FAIL:
+            fails = self.fails.get(spout_task)
+            if fails is None:
+                self.fails[spout_task] = [root]
+            else:
+                fails.append(root)
+            return
+        merged = self.acks.get(spout_task)
+        if merged is None:
+            self.acks[spout_task] = {root: value}
         else:
-            lst.append((kind, root, value))
+            merged[root] = merged.get(root, 0) ^ value
 
     def ack(self, tup: Any) -> None:
         """Acks a received tracked tuple: per root, its id XOR the edges it gave its children."""
+        av = tup.ack_val
+        acks = self.acks
         for (rt, rid, v) in tup.roots:
-            self.ack_record(rt, ACK_ACK, rid, v ^ tup.ack_val)
+            merged = acks.get(rt)
+            if merged is None:
+                acks[rt] = {rid: v ^ av}
+            else:
+                merged[rid] = merged.get(rid, 0) ^ v ^ av
 
     def fail(self, tup: Any) -> None:
         for (rt, rid, _) in tup.roots:
@@ -256,11 +279,9 @@ class Emitter:
             self.flush()
         return sent
 
-    def default_stream_emit(self) -> Callable[..., list[int] | None] | None:
-        """A closure for the hot case: an untracked emit on "default" whose only consumer
-        routes by one field (fields grouping). It inlines the routing cache and the batch
-        append, saving two Python calls per tuple (the profile's largest cost in a split bolt).
-        None when the case does not apply; callers then use ``emit``."""
+    def _fields_fast_path(self) -> _FastRoute | None:
+        """(field index, field count, routing cache get, choose) when "default" has one consumer
+        that routes by one field (fields grouping): the case the closures below inline."""
         edges = self._edges.get("default")
         if edges is None or len(edges) != 1 or not isinstance(edges[0].router, FieldsRouter):
             return None
@@ -268,9 +289,17 @@ class Emitter:
         idx = router.single_index
         if idx is None:
             return None
-        nfields = self._nfields["default"]
-        cache_get = router.cache.get
-        choose = router.choose
+        return idx, self._nfields["default"], router.cache.get, router.choose
+
+    def default_stream_emit(self) -> Callable[..., list[int] | None] | None:
+        """A closure for the hot case: an untracked emit on "default" whose only consumer
+        routes by one field (fields grouping). It inlines the routing cache and the batch
+        append, saving two Python calls per tuple (the profile's largest cost in a split bolt).
+        None when the case does not apply; callers then use ``emit``."""
+        fast = self._fields_fast_path()
+        if fast is None:
+            return None
+        idx, nfields, cache_get, choose = fast
         pending = self.pending  # flush() clears it in place, so this reference stays valid
         pending_get = pending.get
         batch_size = self.batch_size
@@ -300,24 +329,68 @@ class Emitter:
 
         return emit_default
 
+    def anchored_default_emit(self, slow: Callable[..., list[int] | None]) -> Callable[..., list[int] | None] | None:
+        """At least once, the same hot case for a bolt's emit anchored to one input tuple of one
+        root (a split bolt's ``emit([w], anchors=[tup])``): a fresh edge id is XORed into the
+        anchor's ack value and given to the copy, as ``emit_anchored`` does. Any other call
+        goes to ``slow`` (heronpy's whole emit path: auto_anchor, no anchor, several anchors or
+        roots, other streams). None when the routing case does not apply."""
+        fast = self._fields_fast_path()
+        if fast is None:
+            return None
+        idx, nfields, cache_get, choose = fast
+        pending = self.pending
+        pending_get = pending.get
+        batch_size = self.batch_size
+        rand = self._rand
+
+        def emit_anchored_default(values: Sequence[Any], stream: str = "default", anchors: Any = None,
+                                  direct_task: int | None = None, need_task_ids: bool = False) -> list[int] | None:
+            if (stream != "default" or need_task_ids or direct_task is not None or type(anchors) is not list
+                    or len(anchors) != 1 or len(values) != nfields):
+                return slow(values, stream, anchors, direct_task, need_task_ids)
+            a = anchors[0]
+            roots = a.roots if type(a) is TrackedTuple else None
+            if not roots or len(roots) != 1:
+                return slow(values, stream, anchors, direct_task, need_task_ids)
+            key = values[idx]
+            hit = cache_get(key) if type(key) is str else None
+            t = hit[0] if hit is not None else choose(values)[0]
+            e = rand(64) or 1
+            a.ack_val ^= e
+            r = roots[0]
+            row = ("default", values, ((r[0], r[1], e),))
+            lst = pending_get(t)
+            if lst is None:
+                pending[t] = [row]
+            else:
+                lst.append(row)
+            self.emitted += 1
+            c = self._count + 1
+            self._count = c
+            if c >= batch_size:
+                self.flush()
+            return None
+
+        return emit_anchored_default
+
     def flush(self) -> None:
         """Encodes what is pending into frames, none over the frame limit: a batch whose
         pickle is too large is split in halves until each part fits. A single tuple that
         does not fit alone is refused with EmitError (after the other frames went out), since
         every receiver would close the connection on it."""
-        if not self._count and not self.acks:
+        if not self._count and not self.acks and not self.fails:
             return
         src = self.task_id
         frames: list[bytes] = []
+        if self.fails:
+            for dest, roots in self.fails.items():
+                self._ack_frames(dest, ACK_FAIL, roots, repeat(0), frames)
+            self.fails = {}
         if self.acks:
             # before the tuples: a root's init reaches its stream manager before any ack of it
-            pack = ACK_RECORD.pack
-            per_frame = max(1, self.max_body // ACK_RECORD.size)
-            for dest, recs in self.acks.items():
-                for i in range(0, len(recs), per_frame):
-                    part = recs[i:i + per_frame]
-                    frames.append(encode_batch_frame(dest, src, b"".join([pack(*r) for r in part]),
-                                                     MsgType.ACK_BATCH, len(part)))
+            for dest, merged in self.acks.items():
+                self._ack_frames(dest, ACK_ACK, list(merged), list(merged.values()), frames)
             self.acks = {}
         oversized: list[tuple[int, Any, int]] = []
         for dest, rows in self.pending.items():
@@ -331,6 +404,17 @@ class Emitter:
             dest, row, size = oversized[0]
             raise EmitError(oversized_message(self.component, src, row[0], dest, size, self.max_body,
                                               len(oversized)))
+
+    def _ack_frames(self, dest: int, kind: int, roots: list[int], values: Iterable[int],
+                    frames: list[bytes]) -> None:
+        """ACK_BATCH frames to spout task ``dest``, each under the frame limit; ``map`` packs
+        the records without a Python frame per record."""
+        per_frame = max(1, self.max_body // ACK_RECORD.size)
+        vals = iter(values)
+        for i in range(0, len(roots), per_frame):
+            part = roots[i:i + per_frame]
+            body = b"".join(map(ACK_RECORD.pack, repeat(kind, len(part)), part, vals))
+            frames.append(encode_batch_frame(dest, self.task_id, body, MsgType.ACK_BATCH, len(part)))
 
     def _encode_rows(self, dest: int, rows: list[Any], frames: list[bytes],
                      oversized: list[tuple[int, Any, int]]) -> None:
@@ -346,4 +430,4 @@ class Emitter:
 
     @property
     def has_pending(self) -> bool:
-        return self._count > 0 or bool(self.acks)
+        return self._count > 0 or bool(self.acks) or bool(self.fails)

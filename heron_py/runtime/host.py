@@ -226,8 +226,11 @@ class ComponentHost:
         if hooks:
             self.hooks = Hooks(hooks, self.task_id)
             self.hooks.prepare(self.conf, self.context)
-        elif self.reliability is None and self.tap is None and self.encode is None:
-            _bind_fast_emit(self.user, self.emitter, self.config.specialized_emit)
+        elif self.tap is None and self.encode is None:
+            if self.reliability is None:
+                _bind_fast_emit(self.user, self.emitter, self.config.specialized_emit)
+            elif self.config.specialized_emit:
+                _bind_tracked_fast_paths(self)
 
     def start(self) -> None:
         self._set_active(self.plan.state is TopologyState.RUNNING)
@@ -427,10 +430,10 @@ class BoltHost(ComponentHost):
             for stream, values in rows:
                 process(new(cls, (None, src_component, stream, src, values, created, None)))
         else:
+            new, tracked = tuple.__new__, TrackedTuple
             for row in rows:
-                t = TrackedTuple(None, src_component, row[0], src, row[1], created, row[2] if len(row) > 2 else ())
-                t.ack_val = 0
-                process(t)
+                process(new(tracked, (None, src_component, row[0], src, row[1], created,
+                                      row[2] if len(row) > 2 else ())))
         dt = time.perf_counter() - t0
         c.exec_total_s += dt
         c.interval_s += dt
@@ -509,3 +512,52 @@ def _bind_fast_emit(user: Any, emitter: Emitter, specialize: bool = True) -> Non
             return em(tup, stream, direct_task, need_task_ids)
 
         user.emit = bolt_emit  # type: ignore[method-assign]
+
+
+def _bind_tracked_fast_paths(host: ComponentHost) -> None:
+    """At least once, without hooks, tap or serializer: the hot calls bound straight to the
+    emitter on this instance, each falling back to the delegate for what it does not cover.
+    A spout's emit with a message id skips two calls; a bolt's emit anchored to one input
+    and its ack skip three each. Only when the user's class keeps the API's own methods."""
+    from heron_py.api.bolt.bolt import Bolt
+    from heron_py.api.spout.spout import Spout
+
+    user, emitter, rel = host.user, host.emitter, host.reliability
+    assert rel is not None
+    delegate = user.delegate
+    if isinstance(user, Spout) and type(user).emit is Spout.emit:
+        em, emit_root, new_root, emitted = emitter.emit, emitter.emit_root, rel.new_root, rel.emitted
+
+        def spout_emit(tup: Sequence[Any], tup_id: Any = None, stream: str = "default",
+                       direct_task: int | None = None, need_task_ids: bool = False) -> list[int] | None:
+            if tup_id is None:
+                return em(tup, stream, direct_task, need_task_ids)
+            root = new_root()
+            sent, xor = emit_root(tup, stream, direct_task, need_task_ids, root)
+            emitted(root, tup_id, xor)
+            return sent
+
+        user.emit = spout_emit  # type: ignore[method-assign]
+    elif isinstance(user, Bolt):
+        if type(user).emit is Bolt.emit:
+            def slow(tup: Sequence[Any], stream: str, anchors: Any, direct_task: int | None,
+                     need_task_ids: bool) -> list[int] | None:
+                sent: list[int] | None = delegate.emit(tup, stream, anchors, direct_task, need_task_ids, None)
+                return sent
+
+            fast = emitter.anchored_default_emit(slow)
+            if fast is not None:
+                user.emit = fast  # type: ignore[method-assign]
+        if type(user).ack is Bolt.ack:
+            m, em_ack, slow_ack, now = host.metrics, emitter.ack, delegate.ack, time.time
+
+            def ack(tup: Any) -> None:
+                if type(tup) is not TrackedTuple:
+                    slow_ack(tup)
+                    return
+                m.acked += 1
+                m.process_ms_total += (now() - tup.creation_time) * 1000.0
+                if tup.roots:
+                    em_ack(tup)
+
+            user.ack = ack  # type: ignore[method-assign]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -71,7 +72,8 @@ class Reliability:
         self._immediate: list[Any] = []
         # the latency of the root last resolved or expired, for the task hooks' infos
         self.last_latency_ms = 0.0
-        self._rand = (rng or random.SystemRandom()).getrandbits
+        # seeded once from the OS: a root id is one getrandbits call, not an os.urandom syscall
+        self._rand = (rng or random.Random(os.urandom(16))).getrandbits
 
     @classmethod
     def from_config(cls, conf: ReliabilityConfig, clock: Callable[[], float],

@@ -137,7 +137,7 @@ def test_emit_root_gives_each_copy_a_random_id_and_returns_their_xor():
         ids.append(k)
     assert len(set(ids)) == 4
     assert xor == xor_all(ids) != 0
-    assert em.acks == {1: [(ACK_INIT, 777, xor)]}
+    assert em.acks == {1: {777: xor}}
     assert em.emitted == 1 and em.emitted_by_stream == {}
 
 
@@ -149,7 +149,7 @@ def test_emit_root_without_task_ids_and_on_another_stream():
     assert task in (4, 5, 6)
     [(_, _, ((_, _, k),))] = em.pending[task]
     assert xor == k
-    assert em.acks == {1: [(ACK_INIT, 5, k)]}
+    assert em.acks == {1: {5: k}}
     assert em.emitted_by_stream == {"other": 1}
 
 
@@ -158,7 +158,8 @@ def test_emit_root_ids_are_independent_of_the_root_and_differ_per_emit():
     _, x1 = em.emit_root(["w"], "default", None, False, 1)
     _, x2 = em.emit_root(["w"], "default", None, False, 1)
     assert x1 != x2
-    assert em.acks[1] == [(ACK_INIT, 1, x1), (ACK_INIT, 1, x2)]
+    # two inits of one root are one merged record: the tracker XORs them alike
+    assert em.acks[1] == {1: x1 ^ x2}
 
 
 def test_emit_root_is_deterministic_for_a_seeded_rng():
@@ -195,7 +196,7 @@ def test_a_zero_random_draw_becomes_one():
     _, xor = em.emit_root([1, 2], "other", None, False, 3)
     # an id of 0 would make the copy invisible to the XOR
     assert xor == 1
-    assert em.acks == {1: [(ACK_INIT, 3, 1)]}
+    assert em.acks == {1: {3: 1}}
 
 
 # --- emit_anchored, ack, fail -------------------------------------------------------------
@@ -258,17 +259,20 @@ def test_ack_sends_per_root_its_id_xor_ack_val():
     em, _ = make_emitter(main_plan(), 4)
     t = tracked(("default", ["w"], ((1, 10, 0xF0F0), (3, 20, 0x0FF0))), ack_val=0x1111)
     em.ack(t)
-    assert em.acks == {1: [(ACK_ACK, 10, 0xF0F0 ^ 0x1111)], 3: [(ACK_ACK, 20, 0x0FF0 ^ 0x1111)]}
+    assert em.acks == {1: {10: 0xF0F0 ^ 0x1111}, 3: {20: 0x0FF0 ^ 0x1111}}
     untracked = tracked(("default", ["w"], ()))
     em.ack(untracked)
-    assert em.acks == {1: [(ACK_ACK, 10, 0xF0F0 ^ 0x1111)], 3: [(ACK_ACK, 20, 0x0FF0 ^ 0x1111)]}
+    assert em.acks == {1: {10: 0xF0F0 ^ 0x1111}, 3: {20: 0x0FF0 ^ 0x1111}}
+    # a second ack of the same root before the flush merges into its record
+    em.ack(tracked(("default", ["v"], ((1, 10, 0x0303),))))
+    assert em.acks == {1: {10: 0xF0F0 ^ 0x1111 ^ 0x0303}, 3: {20: 0x0FF0 ^ 0x1111}}
 
 
 def test_fail_sends_ack_fail_per_root():
     em, _ = make_emitter(main_plan(), 4)
     t = tracked(("default", ["w"], ((1, 10, 0xF0F0), (3, 20, 0x0FF0))), ack_val=0x1111)
     em.fail(t)
-    assert em.acks == {1: [(ACK_FAIL, 10, 0)], 3: [(ACK_FAIL, 20, 0)]}
+    assert em.fails == {1: [10], 3: [20]} and em.acks == {}
 
 
 def test_a_leaf_ack_cancels_the_spout_init():
@@ -277,9 +281,9 @@ def test_a_leaf_ack_cancels_the_spout_init():
     _, xor = spout.emit_root([1, 2], "other", None, False, 8)
     [rows] = spout.pending.values()
     bolt.ack(tracked(rows[0]))
-    [(k1, r1, v1)] = spout.acks[1]
-    [(k2, r2, v2)] = bolt.acks[1]
-    assert (k1, r1, k2, r2) == (ACK_INIT, 8, ACK_ACK, 8)
+    [(r1, v1)] = spout.acks[1].items()
+    [(r2, v2)] = bolt.acks[1].items()
+    assert (r1, r2) == (8, 8)
     assert v1 == xor and v1 ^ v2 == 0
 
 
@@ -297,7 +301,7 @@ def test_flush_puts_ack_batches_before_tuple_batches_and_batches_per_destination
     assert em.has_pending
     assert frames == []
     em.flush()
-    assert not em.has_pending and em.pending == {} and em.acks == {}
+    assert not em.has_pending and em.pending == {} and em.acks == {} and em.fails == {}
     got = decode(frames)
     kinds = [g[0] for g in got]
     n_ack = kinds.count(MsgType.ACK_BATCH)
@@ -340,7 +344,7 @@ def test_batch_size_triggers_a_flush_and_init_goes_with_its_tuples():
     _, xor3 = em.emit_root([5, 6], "other", None, False, 3)
     got = decode(frames)
     assert got[0][0] == MsgType.ACK_BATCH
-    assert [r[1] for r in got[0][4]] == [1, 3] and got[0][4][1] == (ACK_INIT, 3, xor3)
+    assert [r[1] for r in got[0][4]] == [1, 3] and got[0][4][1] == (ACK_ACK, 3, xor3)
     assert sum(g[3] for g in got if g[0] == MsgType.TUPLE_BATCH) == 3
     assert not em.has_pending and em.emitted == 3
 
@@ -586,3 +590,52 @@ def test_default_stream_emit_does_not_apply():
     s2 = _comp("s", ComponentKind.SPOUT, 1, outputs=[StreamDef("other", ("x",))])
     b2 = _comp("b", ComponentKind.BOLT, 2, inputs=[_inp("s", "other", GroupingKind.FIELDS, ["x"])])
     assert make_emitter(_plan([s2, b2]), 1)[0].default_stream_emit() is None
+
+
+# --- the anchored fast path (at least once) ------------------------------------------------
+
+
+def test_anchored_default_emit_gives_the_rows_and_edges_emit_anchored_gives():
+    plan = fields_plan()
+    slow_em, _ = make_emitter(plan, 1, batch_size=100_000, seed=5)
+    fast_em, _ = make_emitter(plan, 1, batch_size=100_000, seed=5)
+    fell_back = []
+    fast = fast_em.anchored_default_emit(lambda *a: fell_back.append(a))
+    assert fast is not None
+    words = ["a", "bb", 7, "ccc", None, "a"]
+    for i, w in enumerate(words):
+        sa = tracked(("default", [f"s{i}"], ((1, 100 + i, 0x5),)))
+        fa = tracked(("default", [f"s{i}"], ((1, 100 + i, 0x5),)))
+        assert slow_em.emit_anchored([w, i], "default", None, False, [sa]) is None
+        assert fast([w, i], anchors=[fa]) is None
+        assert fa.ack_val == sa.ack_val != 0
+    assert fast_em.pending == slow_em.pending
+    assert fast_em.emitted == slow_em.emitted == len(words) and fell_back == []
+
+
+def test_anchored_default_emit_hands_every_other_call_to_the_full_path():
+    em, _ = make_emitter(fields_plan(), 1)
+    calls = []
+    fast = em.anchored_default_emit(lambda *a: calls.append(a))
+    two_roots = tracked(("default", ["s"], ((1, 1, 0x1), (3, 2, 0x2))))
+    untracked = tracked(("default", ["s"], ()))
+    one = tracked(("default", ["s"], ((1, 1, 0x1),)))
+    fast(["w", 1])  # no anchor (auto_anchor is the full path's to apply)
+    fast(["w", 1], anchors=[two_roots])
+    fast(["w", 1], anchors=[untracked])
+    fast(["w", 1], anchors=[one, one])
+    fast(["w", 1], anchors=one)  # a bare tuple as anchors, which heronpy accepts
+    fast(["w", 1], stream="side", anchors=[one])
+    fast(["w", 1], anchors=[one], need_task_ids=True)
+    fast(["w"], anchors=[one])  # wrong arity: the full path raises the one error
+    assert len(calls) == 8 and em.pending == {} and one.ack_val == 0
+
+
+def test_fails_go_out_before_the_merged_acks():
+    em, frames = make_emitter(main_plan(), 4)
+    em.ack(tracked(("default", ["w"], ((1, 10, 0x1),))))
+    em.fail(tracked(("default", ["w"], ((1, 11, 0x2),))))
+    em.ack(tracked(("default", ["w"], ((1, 10, 0x4),))))
+    em.flush()
+    assert decode(frames) == [(MsgType.ACK_BATCH, 1, 4, 1, [(ACK_FAIL, 11, 0)]),
+                              (MsgType.ACK_BATCH, 1, 4, 1, [(ACK_ACK, 10, 0x1 ^ 0x4)])]
