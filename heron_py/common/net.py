@@ -164,6 +164,12 @@ class Connection(asyncio.Protocol):
         self._tls_task: asyncio.Task[None] | None = None
         self._tls_failed = False
         self._tls_early = bytearray()
+        # frames sent in one turn of the event loop go out in one writelines at its end: a
+        # stream manager forwards many frames per socket read, and a write each was a syscall
+        # each (the largest cost of the spout's stream manager with acking on)
+        self._loop = asyncio.get_running_loop()
+        self._out: list[bytes] = []
+        self._out_bytes = 0
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -418,21 +424,42 @@ class Connection(asyncio.Protocol):
 
     def send(self, frame: bytes) -> None:
         if self.state is ConnState.OPEN and self.transport is not None:
-            self.bytes_out += len(frame)
-            self.transport.write(frame)
+            n = len(frame)
+            self.bytes_out += n
+            self._out_bytes += n
+            out = self._out
+            out.append(frame)
+            if len(out) == 1:
+                self._loop.call_soon(self._write_out)
 
     def send_many(self, frames: Iterable[bytes]) -> None:
-        """Writes several frames with one call (a flushed batch list, held frames)."""
+        """Queues several frames at once (a flushed batch list, held frames)."""
         if self.state is ConnState.OPEN and self.transport is not None:
             frames = frames if isinstance(frames, (list, tuple)) else list(frames)
-            self.bytes_out += sum(map(len, frames))
-            self.transport.writelines(frames)
+            if not frames:
+                return
+            n = sum(map(len, frames))
+            self.bytes_out += n
+            self._out_bytes += n
+            out = self._out
+            was_empty = not out
+            out.extend(frames)
+            if was_empty:
+                self._loop.call_soon(self._write_out)
+
+    def _write_out(self) -> None:
+        """The frames queued this turn, in one call; nothing once the connection closed."""
+        out, self._out = self._out, []
+        self._out_bytes = 0
+        tr = self.transport
+        if out and tr is not None and not tr.is_closing():
+            tr.writelines(out)
 
     def send_msg(self, msg_type: MsgType, msg: object) -> None:
         self.send(encode_frame(msg_type, msg.SerializeToString()))  # type: ignore[attr-defined]
 
     def write_buffer_size(self) -> int:
-        return self.transport.get_write_buffer_size() if self.transport is not None else 0
+        return self.transport.get_write_buffer_size() + self._out_bytes if self.transport is not None else 0
 
     def pause_reading(self) -> None:
         if self.transport is not None and self.transport.is_reading():
@@ -449,6 +476,7 @@ class Connection(asyncio.Protocol):
             if reason:
                 self._log.debug("closing the connection to %s: %s", self.peer_name, reason)
         if self.transport is not None and not self.transport.is_closing():
+            self._write_out()  # what was sent before close() still goes, as with a direct write
             self.transport.close()
 
 

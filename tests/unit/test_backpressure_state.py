@@ -130,3 +130,48 @@ def test_connection_keys_print_as_the_metric_labels_they_replace():
     assert ConnKey.task(2) != ConnKey.stmgr(2) and ConnKey(ConnKind.TASK, 2) == ConnKey.task(2)
     # sorted by label, as the backpressure cause always was ("task 10" before "task 4")
     assert describe({ConnKey.task(4), ConnKey.task(10), ConnKey.stmgr(1)}) == "stmgr 1, task 10, task 4"
+
+
+@pytest.mark.asyncio
+async def test_frames_sent_in_one_turn_go_out_in_order_in_one_write_and_close_flushes_them():
+    a, b = socket.socketpair()
+    b.setblocking(False)
+    loop = asyncio.get_running_loop()
+    rec = Recorder()
+    _, conn = await loop.create_connection(
+        lambda: Connection(rec, b"s", client_role="x", client_id="1", log=logging.getLogger("t")), sock=a)
+    conn.state = type(conn.state).OPEN  # past the handshake, which this test does not run
+    writes = []
+
+    class Counting:  # uvloop's transport methods are read-only: count through a proxy
+        def __init__(self, tr):
+            self._tr = tr
+
+        def writelines(self, frames):
+            writes.append(len(frames))
+            self._tr.writelines(frames)
+
+        def __getattr__(self, name):
+            return getattr(self._tr, name)
+
+    conn.transport = Counting(conn.transport)
+    conn.send(b"one")
+    conn.send_many([b"two", b"three"])
+    conn.send(b"four")
+    assert writes == [] and conn.write_buffer_size() == len(b"onetwothreefour")  # queued, counted
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert writes == [4]
+    conn.send(b"five")
+    conn.close("done")  # before the loop turns: what was sent still goes
+    got = b""
+    for _ in range(100):
+        try:
+            got += b.recv(65536)
+        except BlockingIOError:
+            await asyncio.sleep(0.001)
+            continue
+        if got.endswith(b"five"):
+            break
+    assert got == b"onetwothreefourfive"
+    b.close()
