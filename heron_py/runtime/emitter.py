@@ -8,6 +8,7 @@ serialized once per destination batch at flush, never per tuple.
 from __future__ import annotations
 
 import random
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
@@ -25,7 +26,7 @@ from heron_py.common.framing import (
     MsgType,
     encode_batch_frame,
 )
-from heron_py.common.serialization import dumps_batch
+from heron_py.common.serialization import body_rows, dumps_batch, dumps_body
 from heron_py.planner.grouping import FieldsRouter, Router, check_direct, make_router
 from heron_py.planner.model import GroupingKind, PhysicalPlan
 
@@ -74,7 +75,13 @@ class Emitter:
         self.max_body = max_frame - (BODY_OFFSET - HEADER_SIZE + 2)
         self.max_frame = max_frame
         self._sink = sink
+        # per destination task: rows (stream, values[, roots]) from the general emit paths, and
+        # after them the hot paths' default-stream values (with their id triples at least once,
+        # flat in an array). A general emit to a task first moves that task's hot values into
+        # its rows (``_seal``), so the order of one task's tuples is the emit order.
         self.pending: dict[int, list[Any]] = {}
+        self.hot: dict[int, list[Any]] = {}
+        self.hot_ids: dict[int, array[int]] = {}
         # XOR updates per spout task whose stream manager tracks the root, merged per root until
         # the flush: root -> XOR of the init and ack values recorded for it here. The tracker
         # XORs inits and acks alike and XOR is associative, so one record carries them all (a
@@ -159,7 +166,31 @@ class Emitter:
             return edge.router.choose(values)
         return (direct_task,) if direct_task in edge.targets else ()
 
+    def _seal(self, task: int) -> None:
+        """The task's hot values become rows, so that a row appended next comes after them."""
+        vals = self.hot.pop(task, None)
+        if vals:
+            ids = self.hot_ids.pop(task, None)
+            self.pending.setdefault(task, []).extend(body_rows(None, vals, ids))
+
+    def pending_rows(self) -> dict[int, list[Any]]:
+        """What is pending per task as rows, in order (the tests' and tools' view)."""
+        out = {t: list(rows) for t, rows in self.pending.items() if rows}
+        for t, vals in self.hot.items():
+            if vals:
+                out.setdefault(t, []).extend(body_rows(None, vals, self.hot_ids.get(t)))
+        return out
+
+    def discard(self) -> None:
+        """Drops every tuple not sent yet (a restore rolls back the run that emitted them)."""
+        self.pending.clear()
+        self.hot.clear()
+        self.hot_ids.clear()
+        self._count = 0
+
     def _add(self, task: int, row: Any) -> None:
+        if self.hot:
+            self._seal(task)
         lst = self.pending.get(task)
         if lst is None:
             self.pending[task] = [row]
@@ -259,11 +290,14 @@ class Emitter:
         assert edges is not None
         row = (stream, values)
         pending = self.pending
+        hot = self.hot
         sent: list[int] | None = [] if need_task_ids else None
         for edge in edges:
             router = edge.router
             tasks = router.choose(values) if router is not None else self._tasks(edge, values, stream, direct_task)
             for t in tasks:
+                if hot:
+                    self._seal(t)
                 lst = pending.get(t)
                 if lst is None:
                     pending[t] = [row]
@@ -300,8 +334,8 @@ class Emitter:
         if fast is None:
             return None
         idx, nfields, cache_get, choose = fast
-        pending = self.pending  # flush() clears it in place, so this reference stays valid
-        pending_get = pending.get
+        hot = self.hot  # flush() clears it in place, so this reference stays valid
+        hot_get = hot.get
         batch_size = self.batch_size
         slow = self.emit
 
@@ -315,11 +349,11 @@ class Emitter:
             key = values[idx]
             hit = cache_get(key) if type(key) is str else None
             t = hit[0] if hit is not None else choose(values)[0]
-            lst = pending_get(t)
+            lst = hot_get(t)
             if lst is None:
-                pending[t] = [("default", values)]
+                hot[t] = [values]
             else:
-                lst.append(("default", values))
+                lst.append(values)
             self.emitted += 1
             c = self._count + 1
             self._count = c
@@ -339,8 +373,8 @@ class Emitter:
         if fast is None:
             return None
         idx, nfields, cache_get, choose = fast
-        pending = self.pending
-        pending_get = pending.get
+        hot, hot_ids = self.hot, self.hot_ids
+        hot_get = hot.get
         batch_size = self.batch_size
         rand = self._rand
 
@@ -359,12 +393,13 @@ class Emitter:
             e = rand(64) or 1
             a.ack_val ^= e
             r = roots[0]
-            row = ("default", values, ((r[0], r[1], e),))
-            lst = pending_get(t)
+            lst = hot_get(t)
             if lst is None:
-                pending[t] = [row]
+                hot[t] = [values]
+                hot_ids[t] = array("Q", (r[0], r[1], e))
             else:
-                lst.append(row)
+                lst.append(values)
+                hot_ids[t].extend((r[0], r[1], e))
             self.emitted += 1
             c = self._count + 1
             self._count = c
@@ -393,10 +428,17 @@ class Emitter:
                 self._ack_frames(dest, ACK_ACK, list(merged), list(merged.values()), frames)
             self.acks = {}
         oversized: list[tuple[int, Any, int]] = []
-        for dest, rows in self.pending.items():
-            if rows:
-                self._encode_rows(dest, rows, frames, oversized)
-        self.pending.clear()
+        pending, hot = self.pending, self.hot
+        for dest, rows in pending.items():
+            vals = hot.get(dest)
+            if rows or vals:
+                self._encode(dest, rows, vals, self.hot_ids.get(dest), frames, oversized)
+        for dest, vals in hot.items():
+            if vals and dest not in pending:
+                self._encode(dest, None, vals, self.hot_ids.get(dest), frames, oversized)
+        pending.clear()
+        hot.clear()
+        self.hot_ids.clear()
         self._count = 0
         if frames:
             self._sink(frames)
@@ -415,6 +457,17 @@ class Emitter:
             part = roots[i:i + per_frame]
             body = b"".join(map(ACK_RECORD.pack, repeat(kind, len(part)), part, vals))
             frames.append(encode_batch_frame(dest, self.task_id, body, MsgType.ACK_BATCH, len(part)))
+
+    def _encode(self, dest: int, rows: list[Any] | None, vals: list[Any] | None, ids: array[int] | None,
+                frames: list[bytes], oversized: list[tuple[int, Any, int]]) -> None:
+        """One destination's batch: one frame when it fits (the common case), else as rows
+        split in halves by ``_encode_rows``."""
+        body = dumps_body(rows, vals, ids)
+        if len(body) <= self.max_body:
+            count = (len(rows) if rows else 0) + (len(vals) if vals else 0)
+            frames.append(encode_batch_frame(dest, self.task_id, body, MsgType.TUPLE_BATCH, count))
+        else:
+            self._encode_rows(dest, body_rows(rows, vals, ids), frames, oversized)
 
     def _encode_rows(self, dest: int, rows: list[Any], frames: list[bytes],
                      oversized: list[tuple[int, Any, int]]) -> None:

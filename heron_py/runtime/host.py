@@ -32,7 +32,7 @@ from heron_py.api.tuple import HeronTuple, TrackedTuple, TupleHelper
 from heron_py.common.config import TICK, InstanceConfig, ReliabilityConfig, max_frame_bytes
 from heron_py.common.config_codec import restore_config
 from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, RESULT_ACKED, RESULT_RECORD
-from heron_py.common.serialization import loads_batch, loads_user_object
+from heron_py.common.serialization import body_rows, loads_body, loads_user_object
 from heron_py.planner.model import ComponentKind, PhysicalPlan, TopologyState
 from heron_py.runtime.emitter import Emitter
 from heron_py.runtime.hooks import Hooks, auto_hooks
@@ -205,9 +205,9 @@ class ComponentHost:
         end and made anew (as Heron's instance does), so state it keeps outside the State object
         (a window's tuples, a counter made in initialize) is the checkpoint's, never the
         rolled-back run's. The caller then calls init_state, initialize and start."""
-        self.emitter.pending.clear()
+        self.emitter.discard()
         self.close()  # what closing emits goes before the restore's report: the stream manager drops it
-        self.emitter.pending.clear()
+        self.emitter.discard()
         self.hooks = None
         self.active = False
         self.user = self._new_user()
@@ -404,40 +404,62 @@ class BoltHost(ComponentHost):
         self.process_body(src, memoryview(frame)[BODY_OFFSET:])
 
     def process_body(self, src: int, body: bytes | memoryview) -> None:
-        """A batch body (pickled rows) from task ``src``."""
+        """A batch body (see heron_py.common.serialization) from task ``src``: its rows, then its
+        default-stream values."""
         src_component = self._task_component.get(src, "?")
-        rows = loads_batch(body)
-        if self.decode is not None:
-            decode = self.decode
-            rows = [(r[0], decode(r[1]), *r[2:]) for r in rows]
+        rows, vals, ids = loads_body(body)
+        if self.decode is not None or self.observer is not None:
+            rows, vals, ids = body_rows(rows, vals, ids), None, None
+            if self.decode is not None:
+                decode = self.decode
+                rows = [(r[0], decode(r[1]), *r[2:]) for r in rows]
+            if self.observer is not None:
+                self.observer(src_component, src, rows)
+        n_rows = len(rows) if rows else 0
+        n = n_rows + (len(vals) if vals else 0)
         c = self.counters
-        c.processed += len(rows)
+        c.processed += n
         key = self._exec_key.get(src_component)
         if key is not None:
-            c.executed[key] = c.executed.get(key, 0) + len(rows)
+            c.executed[key] = c.executed.get(key, 0) + n
         else:
-            for row in rows:
+            for row in rows or ():
                 k = f"{src_component}/{row[0]}"
                 c.executed[k] = c.executed.get(k, 0) + 1
-        if self.observer is not None:
-            self.observer(src_component, src, rows)
+            if vals:
+                k = f"{src_component}/default"
+                c.executed[k] = c.executed.get(k, 0) + len(vals)
         created = time.time()
         process = self._process
+        # tuple.__new__ directly: the namedtuple constructor is a Python-level lambda
+        new = tuple.__new__
         t0 = time.perf_counter()
         if self.reliability is None:
-            # tuple.__new__ directly: the namedtuple constructor is a Python-level lambda
-            new, cls = tuple.__new__, HeronTuple
-            for stream, values in rows:
-                process(new(cls, (None, src_component, stream, src, values, created, None)))
+            cls = HeronTuple
+            if rows:
+                for row in rows:
+                    process(new(cls, (None, src_component, row[0], src, row[1], created, None)))
+            if vals:
+                for v in vals:
+                    process(new(cls, (None, src_component, "default", src, v, created, None)))
         else:
-            new, tracked = tuple.__new__, TrackedTuple
-            for row in rows:
-                process(new(tracked, (None, src_component, row[0], src, row[1], created,
-                                      row[2] if len(row) > 2 else ())))
+            tracked = TrackedTuple
+            if rows:
+                for row in rows:
+                    process(new(tracked, (None, src_component, row[0], src, row[1], created,
+                                          row[2] if len(row) > 2 else ())))
+            if vals:
+                if ids is None:
+                    for v in vals:
+                        process(new(tracked, (None, src_component, "default", src, v, created, ())))
+                else:
+                    it = iter(ids)
+                    for v, root in zip(vals, zip(it, it, it, strict=False), strict=False):  # checked on load
+                        process(new(tracked, (None, src_component, "default", src, v, created, (root,))))
         dt = time.perf_counter() - t0
         c.exec_total_s += dt
         c.interval_s += dt
-        c.interval_count += len(rows)
+        c.interval_count += n
 
     def tick(self) -> None:
         self.user.process_tick(TupleHelper.make_tick_tuple())

@@ -131,7 +131,7 @@ class StatefulTask:
             self._log.info("ignoring restore %d: restore %d is newer", restore_id, self.restore_id)
             return
         self.restore_id = restore_id
-        self.host.emitter.pending.clear()  # emitted by the old run, not sent yet
+        self.host.emitter.discard()  # emitted by the old run, not sent yet
         if self.aligner is not None:
             self.aligner.reset()
         if self.spout is not None:

@@ -522,7 +522,7 @@ def fields_plan(fields=("word",)):
 
 
 def _pending_tasks(em):
-    return {t: [r[1] for r in rows] for t, rows in em.pending.items()}
+    return {t: [r[1] for r in rows] for t, rows in em.pending_rows().items()}
 
 
 def test_default_stream_emit_routes_as_emit():
@@ -538,7 +538,7 @@ def test_default_stream_emit_routes_as_emit():
         assert slow.emit([w, i], "default", None, False) is None
         assert fast([w, i]) is None
     assert _pending_tasks(fast_em) == _pending_tasks(slow)
-    assert len({t for t in fast_em.pending}) > 1  # the words do spread over the tasks
+    assert len(set(fast_em.pending_rows())) > 1  # the words do spread over the tasks
     assert fast_em.emitted == slow.emitted == 500
     assert fast_em.emitted_by_stream == slow.emitted_by_stream == {}
     # and the chosen task is the one each word goes to with need_task_ids
@@ -572,9 +572,9 @@ def test_default_stream_emit_flushes_at_the_batch_size():
     fast(["w3", 3])
     got = decode(frames)
     assert sum(g[3] for g in got) == 4 and all(g[0] == MsgType.TUPLE_BATCH for g in got)
-    assert em.pending == {} and not em.has_pending
+    assert em.pending_rows() == {} and not em.has_pending
     fast(["w4", 4])  # the closure's pending is still the emitter's after a flush
-    assert [r for rows in em.pending.values() for r in rows] == [("default", ["w4", 4])]
+    assert [r for rows in em.pending_rows().values() for r in rows] == [("default", ["w4", 4])]
 
 
 def test_default_stream_emit_does_not_apply():
@@ -597,8 +597,8 @@ def test_default_stream_emit_does_not_apply():
 
 def test_anchored_default_emit_gives_the_rows_and_edges_emit_anchored_gives():
     plan = fields_plan()
-    slow_em, _ = make_emitter(plan, 1, batch_size=100_000, seed=5)
-    fast_em, _ = make_emitter(plan, 1, batch_size=100_000, seed=5)
+    slow_em, slow_frames = make_emitter(plan, 1, batch_size=100_000, seed=5)
+    fast_em, fast_frames = make_emitter(plan, 1, batch_size=100_000, seed=5)
     fell_back = []
     fast = fast_em.anchored_default_emit(lambda *a: fell_back.append(a))
     assert fast is not None
@@ -609,8 +609,12 @@ def test_anchored_default_emit_gives_the_rows_and_edges_emit_anchored_gives():
         assert slow_em.emit_anchored([w, i], "default", None, False, [sa]) is None
         assert fast([w, i], anchors=[fa]) is None
         assert fa.ack_val == sa.ack_val != 0
-    assert fast_em.pending == slow_em.pending
+    assert fast_em.pending_rows() == slow_em.pending_rows()
     assert fast_em.emitted == slow_em.emitted == len(words) and fell_back == []
+    # and the same tuples arrive from the two encodings (values and flat ids; rows)
+    fast_em.flush()
+    slow_em.flush()
+    assert [g[1:] for g in decode(fast_frames)] == [g[1:] for g in decode(slow_frames)]
 
 
 def test_anchored_default_emit_hands_every_other_call_to_the_full_path():
@@ -628,7 +632,7 @@ def test_anchored_default_emit_hands_every_other_call_to_the_full_path():
     fast(["w", 1], stream="side", anchors=[one])
     fast(["w", 1], anchors=[one], need_task_ids=True)
     fast(["w"], anchors=[one])  # wrong arity: the full path raises the one error
-    assert len(calls) == 8 and em.pending == {} and one.ack_val == 0
+    assert len(calls) == 8 and em.pending_rows() == {} and one.ack_val == 0
 
 
 def test_fails_go_out_before_the_merged_acks():
@@ -639,3 +643,30 @@ def test_fails_go_out_before_the_merged_acks():
     em.flush()
     assert decode(frames) == [(MsgType.ACK_BATCH, 1, 4, 1, [(ACK_FAIL, 11, 0)]),
                               (MsgType.ACK_BATCH, 1, 4, 1, [(ACK_ACK, 10, 0x1 ^ 0x4)])]
+
+
+def test_a_general_emit_after_hot_values_keeps_the_order_of_one_tasks_tuples():
+    em, frames = make_emitter(fields_plan(), 1, batch_size=100_000)
+    fast = em.default_stream_emit()
+    [t] = em.emit(["w", 0], "default", None, True)  # the task "w" goes to, through the general path
+    fast(["w", 1])
+    fast(["w", 2])
+    em.emit(["w", 3], "default", None, False)  # the general path again, to the same task
+    fast(["w", 4])
+    assert [r[1][1] for r in em.pending_rows()[t]] == [0, 1, 2, 3, 4]
+    em.flush()
+    [(kind, dest, _, count, rows)] = decode(frames)
+    assert (kind, dest, count) == (MsgType.TUPLE_BATCH, t, 5)
+    assert [r[1][1] for r in rows] == [0, 1, 2, 3, 4]
+
+
+def test_discard_drops_rows_and_hot_values():
+    em, frames = make_emitter(fields_plan(), 1, batch_size=100_000)
+    fast = em.default_stream_emit()
+    fast(["a", 1])
+    em.emit(["b", 2], "side", None, False)
+    assert em.has_pending
+    em.discard()
+    assert not em.has_pending and em.pending_rows() == {}
+    em.flush()
+    assert frames == []

@@ -53,8 +53,8 @@ def test_a_tuple_larger_than_the_limit_is_refused_with_one_clear_error_and_the_r
     with pytest.raises(EmitError) as e:
         em.flush()
     assert str(e.value) == (
-        "component 's' task 1 emitted a tuple on stream 'other' to task 4 that serializes to 5037 bytes: "
-        "expected at most 4082 bytes (heron_py.network.max.frame.bytes less the batch header), found 5037; "
+        "component 's' task 1 emitted a tuple on stream 'other' to task 4 that serializes to 5035 bytes: "
+        "expected at most 4082 bytes (heron_py.network.max.frame.bytes less the batch header), found 5035; "
         "the tuple was not sent")
     sent = [r[1][0] for f in frames for r in loads_batch(f[BODY_OFFSET:])]
     assert sent == ["small", "small2"]
