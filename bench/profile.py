@@ -79,6 +79,7 @@ def main() -> int:
     ap.add_argument("--warmup", type=float, default=6.0)
     ap.add_argument("--sentences", type=int, default=3_000_000)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--cpu-only", action="store_true", help="no py-spy: CPU per thread only (no sampling overhead)")
     a = ap.parse_args()
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     home = Path(tempfile.mkdtemp(prefix="heron-prof-"))
@@ -94,7 +95,7 @@ def main() -> int:
             if role.startswith(("instance", "stmgr")):
                 procs[role] = p.pid
         spies = []
-        for role, pid in procs.items():
+        for role, pid in ([] if a.cpu_only else procs.items()):
             raw = out / f"{role.replace(' ', '_')}.txt"
             spies.append((role, raw, subprocess.Popen(
                 [spy, "record", "-p", str(pid), "-d", str(int(a.seconds)), "-r", "100", "-f", "raw", "-o", str(raw)],
@@ -103,10 +104,16 @@ def main() -> int:
         t0 = time.monotonic()
         for _, _, s in spies:
             s.wait()
+        if a.cpu_only:
+            time.sleep(a.seconds)
         dt = time.monotonic() - t0
         cpu = {role: _cpu_delta(before[role], _thread_cpu(pid), dt) for role, pid in procs.items()}
     finally:
         _kill(env, "bench_wc")
+    if a.cpu_only:
+        for role in sorted(cpu):
+            print(f"== {role}: CPU {cpu[role]}")
+        return 0
     for role, raw, _ in sorted(spies):
         print(f"== {role}: CPU {cpu[role]}")
         print(summarize(raw) if raw.exists() else "  (py-spy wrote nothing)\n")
