@@ -105,25 +105,43 @@ class XorTracker:
         return len(self._map)
 
     def update(self, spout_task: int, root: int, value: int) -> Resolved | None:
-        """XORs ``value`` into the root's entry (creating it); returns the root if it completed."""
-        key = (spout_task, root)
-        # the rotating maps' buckets searched inline: this runs once per ack record
-        for done in self._done.buckets:
-            if key in done:
-                return None
-        for bucket in self._map.buckets:
-            old = bucket.get(key)
-            if old is not None:
-                v = old ^ value
-                if v == 0:
-                    del bucket[key]
-                    self._done.put_new(key, 1)
-                    return Resolved(spout_task, root, Outcome.ACKED)
-                bucket[key] = v
-                return None
-        if value:
-            self._map.put_new(key, value & MASK64)
-        return None
+        """XORs ``value`` into the root's entry (creating it); returns the root if it completed.
+        One record through ``apply``, so the two cannot disagree."""
+        resolved, _ = self.apply(spout_task, ACK_RECORD.pack(ACK_ACK, root, value & MASK64))
+        return Resolved(spout_task, root, Outcome.ACKED) if resolved else None
+
+    def apply(self, spout_task: int, body: bytes | memoryview) -> tuple[list[tuple[int, int]], list[int]]:
+        """One ACK_BATCH body for ``spout_task``: ``update`` or ``fail`` per record, inlined (the
+        stream manager's hottest loop with acking on). Returns the resolved roots as ACK_RESULT
+        records (outcome, root), in the order they resolved, and the kinds it did not know."""
+        live, done = self._map.buckets, self._done.buckets
+        resolved: list[tuple[int, int]] = []
+        unknown: list[int] = []
+        for kind, root, value in ACK_RECORD.iter_unpack(body):
+            key = (spout_task, root)
+            if kind in (ACK_ACK, ACK_INIT):
+                # a live root is never in done: look there first, it is where nearly all records go
+                for bucket in live:
+                    old = bucket.get(key)
+                    if old is not None:
+                        v = old ^ value
+                        if v == 0:
+                            del bucket[key]
+                            done[0][key] = 1
+                            resolved.append((RESULT_ACKED, root))
+                        else:
+                            bucket[key] = v
+                        break
+                else:
+                    if value and not (key in done[0] or any(key in d for d in done[1:])):
+                        live[0][key] = value & MASK64
+            elif kind == ACK_FAIL:
+                r = self.fail(spout_task, root)
+                if r is not None:
+                    resolved.append((RESULT_FAILED, root))
+            else:
+                unknown.append(kind)
+        return resolved, unknown
 
     def fail(self, spout_task: int, root: int) -> Resolved | None:
         key = (spout_task, root)
@@ -174,19 +192,12 @@ class AckService:
     def on_ack_batch(self, frame: bytes) -> None:
         """Records for one of our spout tasks: update the XOR state, report resolved roots."""
         spout = batch_dest(frame)
-        tracker = self.tracker
-        resolved = []
-        for kind, root, value in ACK_RECORD.iter_unpack(memoryview(frame)[BODY_OFFSET:]):
-            if kind in (ACK_INIT, ACK_ACK):
-                r = tracker.update(spout, root, value)
-            elif kind == ACK_FAIL:
-                r = tracker.fail(spout, root)
-            else:
-                self._log.warning("ack record of unknown kind %d for task %d; ignored", kind, spout)
-                continue
-            if r is not None:
-                resolved.append(r)
-        self._send_results(resolved)
+        resolved, unknown = self.tracker.apply(spout, memoryview(frame)[BODY_OFFSET:])
+        for kind in unknown:
+            self._log.warning("ack record of unknown kind %d for task %d; ignored", kind, spout)
+        if resolved:
+            body = b"".join([RESULT_RECORD.pack(outcome, root) for outcome, root in resolved])
+            self._send(spout, encode_batch_frame(spout, 0, body, MsgType.ACK_RESULT, len(resolved)))
 
     def rotate(self) -> None:
         """Times out the oldest bucket's roots."""

@@ -65,7 +65,7 @@ def loads_batch(body: bytes | memoryview) -> list[Any]:
     return body_rows(*loads_body(body))
 
 
-def body_rows(rows: list[Any] | None, values: list[Any] | None, ids: array[int] | None) -> list[Any]:
+def body_rows(rows: list[Any] | None, values: list[Any] | None, ids: array[int] | list[int] | None) -> list[Any]:
     out = list(rows or ())
     if values:
         if ids is None:

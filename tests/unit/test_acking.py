@@ -82,3 +82,16 @@ def test_rotating_map_requires_two_buckets():
     with pytest.raises(ValueError) as e:
         RotatingMap(1)
     assert str(e.value) == "rotating map needs at least 2 buckets, found 1"
+
+
+def test_apply_resolves_a_batch_in_record_order_and_reports_unknown_kinds():
+    from heron_py.common.framing import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RECORD, RESULT_ACKED, RESULT_FAILED
+
+    t = XorTracker()
+    body = b"".join(ACK_RECORD.pack(*r) for r in [
+        (ACK_INIT, 1, 0xA), (ACK_INIT, 2, 0xB), (9, 3, 0x1),  # 9: no such kind
+        (ACK_FAIL, 2, 0), (ACK_ACK, 1, 0xA), (ACK_ACK, 2, 0xB),  # 2 failed: its late ack is ignored
+        (ACK_ACK, 4, 0x0)])  # a zero for an unknown root creates nothing
+    resolved, unknown = t.apply(5, body)
+    assert resolved == [(RESULT_FAILED, 2), (RESULT_ACKED, 1)] and unknown == [9]
+    assert t.pending == 0
