@@ -368,7 +368,9 @@ class BoltHost(ComponentHost):
         self.tick_s = TICK.parse(self.conf)
         user = self.user
         self._process = user.process  # bound here: a restore (reset_user) makes a new component
-        if self.reliability is not None or user.auto_ack or user.auto_fail or user.auto_anchor:
+        # the wrapper keeps the current input for auto_anchor and acks or fails it for
+        # auto_ack/auto_fail; without those flags it would only cost a call per tuple
+        if user.auto_ack or user.auto_fail or user.auto_anchor:
             self._process = self._wrap_process()
         if self.hooks is not None:
             self._process = _timed(self._process, self.hooks)
