@@ -5,6 +5,9 @@ property set to A and to B, alternating, next to the plain loop; prints each rat
     python bench/ab.py heron_py.instance.specialized.emit false true [--reps 2] [--sentences N]
     python bench/ab.py heron_py.instance.flush.when.idle false true --latency 10000
     python bench/ab.py --rev 17466cd [--reps 3]     # A = the engine at a git revision, B = this tree
+    python bench/ab.py KEY1,KEY2 A1,A2 B1,B2        # several properties switched together
+
+Each run also prints the peak PSS of the topology's processes.
 
 With ``--rev`` the revision is checked out in a temporary git worktree with a venv of its own
 (its packages are this venv's, only heron-py itself differs), and A runs with that
@@ -71,17 +74,24 @@ def main() -> None:
                 print(f"rep {rep} {args.key}={v}: p50 {r['p50_ms']:.2f} ms, p90 {r['p90_ms']:.2f} ms, "
                       f"p99 {r['p99_ms']:.2f} ms, max {r['max_ms']:.1f} ms", flush=True)
         return
+    keys = args.key.split(",")
+    props = {v: dict(zip(keys, v.split(","), strict=True)) for v in (args.a, args.b)}
     res: dict[str, list[float]] = {args.a: [], args.b: []}
+    pss: dict[str, list[float]] = {args.a: [], args.b: []}
     bases = []
     for _ in range(args.reps):
         bases.append(plain(args.sentences)["words_per_s"])
         for v in (args.a, args.b):
-            res[v].append(ours(args.sentences, args.acking, home, {args.key: v})["words_per_s"])
+            r = ours(args.sentences, args.acking, home, props[v])
+            res[v].append(r["words_per_s"])
+            pss[v].append(r["pss"])
     base = statistics.median(bases)
     print(f"\nplain loop {base:,.0f} words/s (median of {args.reps})")
     for v, xs in res.items():
         m = statistics.median(xs)
-        print(f"{args.key}={v}: {m:,.0f} words/s = {m / base:.3f}x plain  (runs: {', '.join(f'{x:,.0f}' for x in xs)})")
+        runs = ", ".join(f"{x:,.0f}" for x in xs)
+        print(f"{args.key}={v}: {m:,.0f} words/s = {m / base:.3f}x plain  (runs: {runs}); "
+              f"peak PSS {statistics.median(pss[v]):.0f} MB")
     ma, mb = statistics.median(res[args.a]), statistics.median(res[args.b])
     print(f"B/A = {mb / ma:.3f}")
 

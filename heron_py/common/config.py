@@ -108,6 +108,8 @@ FLUSH_IDLE_KEY = _key("heron_py.instance.flush.when.idle", Kind.BOOL, True,
 # on by default; off only to measure what the specialised default-stream emit saves (bench/)
 SPECIALIZED = _key("heron_py.instance.specialized.emit", Kind.BOOL, True,
                    doc="bind a specialised emit for fields-grouped default streams")
+FORK_SERVER = _key("heron_py.executor.fork.server", Kind.BOOL, True,
+                   doc="a container's daemons are forked from one pre-imported process (shared memory)")
 UNIX = _key("heron_py.instance.unix.socket", Kind.BOOL, True,
             doc="instances reach their stream manager through a Unix socket, not TCP")
 IN_Q = _key("heron_py.instance.inbound.queue.batches", Kind.INT, 64, 1)

@@ -27,12 +27,14 @@ from typing import IO
 
 from heron_py.checkpoint.storage import checkpoint_root
 from heron_py.common.atomic import atomic_write_text
-from heron_py.common.config import InstanceConfig, StatefulConfig
+from heron_py.common.config import FORK_SERVER, InstanceConfig, StatefulConfig
 from heron_py.common.daemon import setup_logging
 from heron_py.common.package import PackageError, unpack
 from heron_py.scheduler.base import CONTAINER_ENV
+from heron_py.scheduler.forked import ForkedProcess, Zygote, ZygoteError
 from heron_py.scheduler.hosts import HostError, resolve_host
 from heron_py.scheduler.paths import TopologyPaths
+from heron_py.scheduler.zygote import become_subreaper
 from heron_py.state import StateConfig, StateManagerError, open_state
 from heron_py.state import config as statecfg
 
@@ -47,7 +49,7 @@ class Child:
     name: str
     argv: list[str]
     log_path: Path
-    proc: subprocess.Popen[bytes] | None = None
+    proc: subprocess.Popen[bytes] | ForkedProcess | None = None
     started_at: float = 0.0
     restarts: int = 0
     backoff: float = BACKOFF_MIN_S
@@ -76,6 +78,9 @@ class Executor:
         self.clock = clock
         self.children: list[Child] = []
         self.stopping = False
+        self.fork_server = False  # heron_py.executor.fork.server, read in prepare()
+        self.zygote: Zygote | None = None
+        self._zygote_log: IO[bytes] | None = None
 
     def prepare(self) -> None:
         workdir = self.paths.container(self.container)
@@ -116,12 +121,15 @@ class Executor:
         stateargs = self.state_config.to_args()
         topology = self.state.get_topology(self.topology)
         assert topology is not None
+        self.fork_server = bool(FORK_SERVER.parse(topology.config))
+        self._runs_master = self.container == 0
         if self.container == 0:
             self.children.append(Child("tmanager", [py, "-m", "topology_master", *common, *home, *daemon,
                                                     *stateargs],
                                        logs / "tmanager.log"))
         standby = str(topology.config.get(STANDBY_KEY, "false")).lower() == "true"
         if standby and self.container == packing.num_containers - 1:
+            self._runs_master = True
             self.children.append(Child("tmanager-standby", [py, "-m", "topology_master", *common, *home, *daemon,
                                                             *stateargs, "--standby"],
                                        logs / "tmanager-standby.log"))
@@ -160,16 +168,54 @@ class Executor:
         return env
 
     def _spawn(self, child: Child) -> None:
-        if child.log_file is None:
-            child.log_file = child.log_path.open("ab")
-        child.proc = subprocess.Popen(child.argv, stdout=child.log_file, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL, env=self._env(),
-                                      cwd=str(self.paths.container(self.container)))
+        cwd = self.paths.container(self.container)
+        forked = self._fork(child, cwd)
+        if forked is not None:
+            child.proc = forked
+        else:
+            if child.log_file is None:
+                child.log_file = child.log_path.open("ab")
+            child.proc = subprocess.Popen(child.argv, stdout=child.log_file, stderr=subprocess.STDOUT,
+                                          stdin=subprocess.DEVNULL, env=self._env(), cwd=str(cwd))
         child.started_at = self.clock()
         child.restart_at = None
-        self.log.info("started %s (pid %d)", child.name, child.proc.pid)
+        self.log.info("started %s (pid %d%s)", child.name, child.proc.pid, ", forked" if forked else "")
+
+    def _fork(self, child: Child, cwd: Path) -> ForkedProcess | None:
+        """The child forked by the zygote (started, or started again, on first need); None when
+        there is no zygote to be had, and the child is then started with Popen."""
+        if not self.fork_server or child.argv[1:2] != ["-m"]:
+            return None
+        if self.zygote is None or not self.zygote.alive:
+            self._start_zygote()
+        if self.zygote is None:
+            return None
+        try:
+            return self.zygote.spawn(child.argv[2], child.argv[3:], cwd, child.log_path, " ".join(child.argv))
+        except ZygoteError as e:
+            self.log.warning("the fork server failed to start %s (%s); starting it without", child.name, e)
+            self.zygote.stop()
+            self.zygote = None
+            return None
+
+    def _start_zygote(self) -> None:
+        logs = self.paths.container_logs(self.container)
+        if self._zygote_log is None:
+            self._zygote_log = (logs / "zygote.log").open("ab")
+        try:
+            self.zygote = Zygote(self._env(), self.paths.container(self.container), self._zygote_log,
+                                 master=self._runs_master, log=self.log)
+            self.log.info("fork server started (pid %d)", self.zygote.proc.pid)
+        except (ZygoteError, OSError) as e:
+            self.log.warning("no fork server (%s): the container's processes start on their own", e)
+            self.zygote = None
+            self.fork_server = False
 
     def start(self) -> None:
+        # children forked by the zygote become ours once its intermediate process exits
+        if self.fork_server and not become_subreaper():
+            self.log.warning("cannot become a child subreaper: the container's processes start on their own")
+            self.fork_server = False
         for c in self.children:
             self._spawn(c)
 
@@ -212,6 +258,11 @@ class Executor:
         for c in self.children:
             if c.log_file is not None:
                 c.log_file.close()
+        if self.zygote is not None:
+            self.zygote.stop()
+            self.zygote = None
+        if self._zygote_log is not None:
+            self._zygote_log.close()
 
 
 def main(argv: list[str] | None = None) -> int:
