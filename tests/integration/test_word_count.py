@@ -45,10 +45,15 @@ def test_one_process_per_task_and_kill_leaves_nothing(heron_home):
     for p in procs:
         cmd = p.cmdline()
         modules[cmd[cmd.index("-m") + 1]] += 1
-    # 5 tasks (1 spout, 2 split, 2 count), 2 containers, each with a stream manager and a
-    # metrics manager
+    # 5 tasks (1 spout, 2 split, 2 count), 2 containers, each with a stream manager, a
+    # metrics manager and the fork server its daemons were forked from
     assert modules == {"instance": 5, "stream_manager": 2, "metrics_manager": 2, "topology_master": 1,
-                       "heron_py.scheduler.executor": 2}
+                       "heron_py.scheduler.executor": 2, "heron_py.scheduler.zygote": 2}
+    # forked, yet each daemon's parent is its container's executor (a child subreaper)
+    executors = {p.pid for p in procs if "heron_py.scheduler.executor" in p.cmdline()}
+    daemons = [p for p in procs if {"instance", "stream_manager", "metrics_manager", "topology_master"}
+               & set(p.cmdline())]
+    assert len(daemons) == 10 and all(p.ppid() in executors for p in daemons)
     pids = [p.pid for p in procs]
     kill_local(heron_home, run.name)
     assert LocalScheduler.topology_processes(topology_id) == []
