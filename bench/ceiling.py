@@ -1,0 +1,93 @@
+"""What the word count's own user code costs, with no engine at all: the ceiling of any
+engine that runs bench/wc_topology.py's bolts as written (one Python ``emit`` call per word in
+the split bolt, one ``process`` call per word in the count bolt).
+
+    python bench/ceiling.py [--sentences 200000]
+
+In one process, on the shared sentences: the plain loop (split + Counter); the split bolt's
+``process`` with an ``emit`` that only appends (heronpy's signature); the count bolt's
+``process`` on tuples built as the runtime builds them. The sum of the two bolts' costs per
+word, spread perfectly over the machine's cores, bounds the words/s any engine can reach with
+this user code; printed as a ratio of the plain loop, as bench/run.py reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import wc_common  # noqa: E402
+from wc_topology import BenchCount, BenchSplit  # noqa: E402
+
+from heron_py.api.tuple import HeronTuple  # noqa: E402
+
+
+class _Sink:
+    """Stands in for the delegate: the bolts get ``emit`` rebound below."""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sentences", type=int, default=200_000)
+    a = ap.parse_args()
+    n = a.sentences
+    sentences = [wc_common.sentence(i) for i in range(n)]
+    words = 10 * n
+
+    t0 = time.perf_counter()
+    d: Counter[str] = Counter()
+    for s in sentences:
+        for w in s.split():
+            d[w] += 1
+    plain = time.perf_counter() - t0
+
+    out: list[Any] = []
+    append = out.append
+
+    def emit(values: Any, stream: str = "default", anchors: Any = None, direct_task: Any = None,
+             need_task_ids: bool = False) -> None:
+        append(values)
+
+    split = BenchSplit(_Sink())
+    split.acking = False
+    split.emit = emit  # type: ignore[method-assign]
+    new = tuple.__new__
+    tuples = [new(HeronTuple, (None, "sentence", "default", 1, [s], 0.0, None)) for s in sentences]
+    t0 = time.perf_counter()
+    process = split.process
+    for t in tuples:
+        process(t)
+    t_split = time.perf_counter() - t0
+
+    count = BenchCount(_Sink())
+    count.counts, count.total, count.last, count.acking = Counter(), 0, 0.0, False
+    word_tuples = [new(HeronTuple, (None, "split", "default", 2, v, 0.0, None)) for v in out]
+    t0 = time.perf_counter()
+    process = count.process
+    for t in word_tuples:
+        process(t)
+    t_count = time.perf_counter() - t0
+
+    cores = os.cpu_count() or 1
+    per_word = (t_split + t_count) / words
+    ceiling = cores / per_word
+    plain_wps = words / plain
+    print(f"{n:,} sentences ({words:,} words), {cores} cores")
+    print(f"plain loop:                      {plain / words * 1e6:.3f} us/word ({plain_wps:,.0f} words/s)")
+    print(f"split bolt process + emit call:  {t_split / words * 1e6:.3f} us/word")
+    print(f"count bolt process:              {t_count / words * 1e6:.3f} us/word")
+    print(f"user code per word:              {per_word * 1e6:.3f} us -> at most {ceiling:,.0f} words/s on "
+          f"{cores} cores = {ceiling / plain_wps:.3f}x plain, before any engine work")
+
+
+if __name__ == "__main__":
+    main()
