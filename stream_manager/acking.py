@@ -167,13 +167,18 @@ class XorTracker:
 _OUTCOME = {Outcome.ACKED: RESULT_ACKED, Outcome.FAILED: RESULT_FAILED, Outcome.TIMED_OUT: RESULT_TIMED_OUT}
 
 
+def result_frame(spout_task: int, records: list[tuple[int, int]]) -> bytes:
+    """One ACK_RESULT frame of (outcome, root) records for a spout task, in their order."""
+    body = b"".join([RESULT_RECORD.pack(outcome, root) for outcome, root in records])
+    return encode_batch_frame(spout_task, 0, body, MsgType.ACK_RESULT, len(records))
+
+
 def result_frames(resolved: list[Resolved]) -> dict[int, bytes]:
     """One ACK_RESULT frame per spout task, its records in the order the roots resolved."""
-    by_task: dict[int, list[bytes]] = {}
+    by_task: dict[int, list[tuple[int, int]]] = {}
     for r in resolved:
-        by_task.setdefault(r.spout_task, []).append(RESULT_RECORD.pack(_OUTCOME[r.outcome], r.root))
-    return {task: encode_batch_frame(task, 0, b"".join(recs), MsgType.ACK_RESULT, len(recs))
-            for task, recs in by_task.items()}
+        by_task.setdefault(r.spout_task, []).append((_OUTCOME[r.outcome], r.root))
+    return {task: result_frame(task, recs) for task, recs in by_task.items()}
 
 
 class AckService:
@@ -196,8 +201,7 @@ class AckService:
         for kind in unknown:
             self._log.warning("ack record of unknown kind %d for task %d; ignored", kind, spout)
         if resolved:
-            body = b"".join([RESULT_RECORD.pack(outcome, root) for outcome, root in resolved])
-            self._send(spout, encode_batch_frame(spout, 0, body, MsgType.ACK_RESULT, len(resolved)))
+            self._send(spout, result_frame(spout, resolved))
 
     def rotate(self) -> None:
         """Times out the oldest bucket's roots."""

@@ -581,15 +581,7 @@ def _bind_tracked_fast_paths(host: ComponentHost) -> None:
                     return
                 m.acked += 1
                 m.process_ms_total += (now() - tup.creation_time) * 1000.0
-                roots = tup.roots
-                if len(roots) == 1:  # Emitter.ack inlined for one root (flush replaces acks: read anew)
-                    rt, rid, v = roots[0]
-                    merged = emitter.acks.get(rt)
-                    if merged is None:
-                        emitter.acks[rt] = {rid: v ^ tup.ack_val}
-                    else:
-                        merged[rid] = merged.get(rid, 0) ^ v ^ tup.ack_val
-                elif roots:
+                if tup.roots:
                     em_ack(tup)
 
             user.ack = ack  # type: ignore[method-assign]

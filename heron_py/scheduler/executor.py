@@ -79,6 +79,7 @@ class Executor:
         self.children: list[Child] = []
         self.stopping = False
         self.fork_server = False  # heron_py.executor.fork.server, read in prepare()
+        self._runs_master = False  # a master (active or standby) is forked here: prepare() knows
         self.zygote: Zygote | None = None
         self._zygote_log: IO[bytes] | None = None
 

@@ -185,10 +185,10 @@ def set_cmdline(title: str) -> bool:
     except (OSError, IndexError, ValueError):
         return False
     size = end - start
-    data = title.encode()[:size - 2] + b"\0"
-    data += b" " * (size - len(data))
     if size < 2:
         return False
+    data = title.encode()[:size - 2] + b"\0"
+    data += b" " * (size - len(data))
     ctypes.memmove(start, data, size)
     return True
 
