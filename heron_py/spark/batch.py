@@ -128,10 +128,13 @@ def run_bolt_partition(spec: StageSpec, package: bytes, index: int,
 
 
 def run_spout_input_partition(spec: StageSpec, package: bytes, index: int, rows: Iterable[Sequence[Any]],
-                              stream: str = "default") -> Iterator[tuple[str, Any]]:
-    """Partition ``index`` of a spout's input, emitted on ``stream`` by the spout's task (index mod par)."""
+                              stream: str = "default", par: int = 1) -> Iterator[tuple[str, Any]]:
+    """Partition ``index`` of a spout's input, emitted on ``stream`` as the spout's task ``index
+    mod par`` would. The spout's own code does not run for an input (its rows are the tuples),
+    so the input keeps its partitions: every core reads and routes a share, instead of one
+    partition per spout task after a shuffle of the whole input."""
     _ensure_package(package)
-    task = _Task(spec, index)
+    task = _Task(spec, index % par)
     emit = task.host.emitter.emit
     for values in rows:
         emit(list(values), stream, None, False)
@@ -246,9 +249,9 @@ def run_topology_batch(spark: Any, topology: Any, inputs: Mapping[str, Any], out
         if spout in inputs:
             out = _input_stream(sdef)
             rows = _input_rows(spark, spout, list(out.fields), inputs[spout])
-            rows = rows.repartition(par) if rows.getNumPartitions() != par else rows
             stage = rows.mapPartitionsWithIndex(
-                lambda i, it, spec=spec, s=out.name: run_spout_input_partition(spec, pkg.value, i, it, s))
+                lambda i, it, spec=spec, s=out.name, par=par: run_spout_input_partition(spec, pkg.value, i, it, s,
+                                                                                        par))
         else:
             _ensure_package(package)  # the driver needs the spout's class too, to ask it
             cls = loads_user_object(sdef.class_ref.data)
@@ -278,10 +281,13 @@ def run_topology_batch(spark: Any, topology: Any, inputs: Mapping[str, Any], out
         fields = list(topology.component(comp_name).output(stream).fields)
         rows = stages[comp_name].filter(lambda r, s=stream: r[0] == "o" and r[1][0] == s).map(
             lambda r: tuple(r[1][1]))
-        if rows.isEmpty():
+        # one job for both questions, is it empty and what are its types: the types come from
+        # the first rows as Spark's own inference takes them (up to 100 while a field is None)
+        head = rows.take(100)
+        if not head:
             from pyspark.sql.types import StringType, StructField, StructType
 
             frames[name] = spark.createDataFrame([], StructType([StructField(f, StringType()) for f in fields]))
         else:
-            frames[name] = spark.createDataFrame(rows, schema=fields)
+            frames[name] = spark.createDataFrame(rows, schema=spark.createDataFrame(head, schema=fields).schema)
     return frames
