@@ -34,7 +34,7 @@ from heron_py.scheduler.base import CONTAINER_ENV
 from heron_py.scheduler.forked import ForkedProcess, Zygote, ZygoteError
 from heron_py.scheduler.hosts import HostError, resolve_host
 from heron_py.scheduler.paths import TopologyPaths
-from heron_py.scheduler.zygote import become_subreaper
+from heron_py.scheduler.zygote import ROOM, ROOM_FLAG, become_subreaper, set_cmdline
 from heron_py.state import StateConfig, StateManagerError, open_state
 from heron_py.state import config as statecfg
 
@@ -67,7 +67,7 @@ def next_backoff(current: float, uptime: float) -> float:
 class Executor:
     def __init__(self, *, topology: str, container: int, home: Path | None, log: logging.Logger,
                  clock: Callable[[], float] = time.monotonic, state_config: StateConfig | None = None,
-                 host: str = "127.0.0.1") -> None:
+                 host: str = "127.0.0.1", zygote: Zygote | None = None) -> None:
         self.topology = topology
         self.host = host  # what the container's daemons bind and advertise
         self.container = container
@@ -80,7 +80,7 @@ class Executor:
         self.stopping = False
         self.fork_server = False  # heron_py.executor.fork.server, read in prepare()
         self._runs_master = False  # a master (active or standby) is forked here: prepare() knows
-        self.zygote: Zygote | None = None
+        self.zygote = zygote  # forked from this process before it had threads (main); or made on first need
         self._zygote_log: IO[bytes] | None = None
 
     def prepare(self) -> None:
@@ -123,6 +123,9 @@ class Executor:
         topology = self.state.get_topology(self.topology)
         assert topology is not None
         self.fork_server = bool(FORK_SERVER.parse(topology.config))
+        if not self.fork_server and self.zygote is not None:
+            self.zygote.stop()
+            self.zygote = None
         self._runs_master = self.container == 0
         if self.container == 0:
             self.children.append(Child("tmanager", [py, "-m", "topology_master", *common, *home, *daemon,
@@ -192,7 +195,8 @@ class Executor:
         if self.zygote is None:
             return None
         try:
-            return self.zygote.spawn(child.argv[2], child.argv[3:], cwd, child.log_path, " ".join(child.argv))
+            return self.zygote.spawn(child.argv[2], child.argv[3:], cwd, child.log_path, " ".join(child.argv),
+                                     self._env())
         except ZygoteError as e:
             self.log.warning("the fork server failed to start %s (%s); starting it without", child.name, e)
             self.zygote.stop()
@@ -266,7 +270,37 @@ class Executor:
             self._zygote_log.close()
 
 
+def _with_room() -> None:
+    """Starts this executor again in place (same pid, so the scheduler still tracks it) with
+    ROOM characters more command line: the zygote forked from it writes its children's command
+    lines there (zygote.set_cmdline). Started so already, or without /proc: nothing to do."""
+    if ROOM_FLAG in sys.argv or not os.path.exists("/proc/self/stat"):
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [*sys.orig_argv, ROOM_FLAG, "." * ROOM])
+
+
+def _early_zygote(topology: str, container: int, home: Path | None) -> Zygote | None:
+    """The fork server, forked from this process while it has one thread (before a state
+    manager's client starts its own): None where that cannot be, and the executor then starts
+    one with ``python -m`` on first need."""
+    if not sys.platform.startswith("linux"):
+        return None
+    logs = TopologyPaths.of(topology, home).container_logs(container)
+    try:
+        logs.mkdir(parents=True, exist_ok=True)
+        title = f"{sys.executable} -m heron_py.scheduler.zygote" + (" --master" if container == 0 else "")
+        return Zygote.forked(master=container == 0, log_path=logs / "zygote.log", title=title,
+                             log=logging.getLogger("heron_py.executor"))
+    except (OSError, ZygoteError) as e:
+        print(f"executor {container}: no early fork server ({e})", file=sys.stderr)
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        _with_room()
     ap = argparse.ArgumentParser(prog="heron_py.scheduler.executor")
     ap.add_argument("--topology", required=True)
     ap.add_argument("--container", type=int, required=True)
@@ -274,20 +308,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host", default="127.0.0.1",
                     help="the address the container's daemons bind and advertise; auto: the address of "
                          "the interface toward ZooKeeper")
+    ap.add_argument(ROOM_FLAG, default="", help=argparse.SUPPRESS)
     statecfg.add_arguments(ap)
     args = ap.parse_args(argv)
+    if args.room:  # ps shows the command line the scheduler gave, not the room
+        given = sys.orig_argv[:sys.orig_argv.index(ROOM_FLAG)]
+        set_cmdline(" ".join([sys.executable, *given[1:]]))
+    zygote = _early_zygote(args.topology, args.container, args.home) if args.room else None
     log = setup_logging(f"executor[{args.container}]")
     state_config = statecfg.resolve(args, home=args.home)
     try:
         host = resolve_host(args.host, state_config)
     except HostError as e:
         log.error("%s", e)
+        if zygote is not None:
+            zygote.stop()
         return 2
     log.info("container %d binds and advertises %s", args.container, host)
     try:
         ex = Executor(topology=args.topology, container=args.container, home=args.home, log=log,
-                      state_config=state_config, host=host)
+                      state_config=state_config, host=host, zygote=zygote)
     except StateManagerError as e:
+        if zygote is not None:
+            zygote.stop()
         # e.g. a ZooKeeper this node cannot reach: said here, in the container's log; the
         # container then shows as not running in heron-py status
         log.error("container %d cannot start: %s", args.container, e)

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from heron_py.scheduler.zygote import ROOM
+from heron_py.scheduler.zygote import ROOM, fork_here
 
 
 class ZygoteError(Exception):
@@ -65,32 +65,58 @@ class ForkedProcess:
 
 class Zygote:
     """The container's zygote process and the requests to it (one at a time, from the
-    executor's single thread)."""
+    executor's single thread). Started with ``python -m`` by the constructor, or forked from
+    the executor itself by ``Zygote.forked`` (the executor's memory is then shared too)."""
 
     def __init__(self, env: dict[str, str], cwd: Path, log_file: IO[bytes], *, master: bool,
                  log: logging.Logger, timeout_s: float = 60.0) -> None:
-        self._log = log
-        self._timeout = timeout_s
         argv = [sys.executable, "-m", "heron_py.scheduler.zygote", *(["--master"] if master else []),
                 "--room", "." * ROOM]  # room for the children's command lines
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log_file,
-                                     env=env, cwd=str(cwd))
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log_file,
+                                env=env, cwd=str(cwd))
+        assert proc.stdin is not None and proc.stdout is not None
+        self._setup(proc, proc.stdin, proc.stdout.fileno(), log, timeout_s)
+
+    @classmethod
+    def forked(cls, *, master: bool, log_path: Path, title: str, log: logging.Logger,
+               timeout_s: float = 60.0) -> Zygote:
+        """A zygote forked from this process (zygote.fork_here), which must have no thread yet."""
+        pid, req_fd, rep_fd = fork_here(master, str(log_path), title)
+        z = cls.__new__(cls)
+        z._setup(ForkedProcess(pid), os.fdopen(req_fd, "wb"), rep_fd, log, timeout_s)
+        return z
+
+    def _setup(self, proc: subprocess.Popen[bytes] | ForkedProcess, requests: IO[bytes], replies_fd: int,
+               log: logging.Logger, timeout_s: float) -> None:
+        self._log = log
+        self._timeout = timeout_s
+        self.proc = proc
+        self._requests = requests
+        self._replies_fd = replies_fd
         self._buf = b""
-        reply = self._read_reply()
+        try:
+            reply = self._read_reply()
+        except ZygoteError:
+            self.stop()
+            raise
         if not reply.get("ready"):
+            self.stop()
             raise ZygoteError(f"zygote did not start: {reply.get('error', reply)}")
 
     @property
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def spawn(self, module: str, args: list[str], cwd: Path, log_path: Path, title: str) -> ForkedProcess:
-        req = {"module": module, "args": args, "cwd": str(cwd), "log": str(log_path), "title": title}
-        assert self.proc.stdin is not None
+    def spawn(self, module: str, args: list[str], cwd: Path, log_path: Path, title: str,
+              env: dict[str, str] | None = None) -> ForkedProcess:
+        req: dict[str, Any] = {"module": module, "args": args, "cwd": str(cwd), "log": str(log_path),
+                               "title": title}
+        if env is not None:
+            req["env"] = env
         try:
-            self.proc.stdin.write((json.dumps(req) + "\n").encode())
-            self.proc.stdin.flush()
-        except OSError as e:
+            self._requests.write((json.dumps(req) + "\n").encode())
+            self._requests.flush()
+        except (OSError, ValueError) as e:
             raise ZygoteError(f"zygote gone: {e}") from None
         reply = self._read_reply()
         if "pid" not in reply:
@@ -98,16 +124,18 @@ class Zygote:
         return ForkedProcess(int(reply["pid"]))
 
     def _read_reply(self) -> dict[str, Any]:
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
+        fd = self._replies_fd
         deadline = time.monotonic() + self._timeout
         while b"\n" not in self._buf:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise ZygoteError(f"zygote did not answer within {self._timeout:.0f} s")
-            ready, _, _ = select.select([fd], [], [], left)
-            if ready:
-                chunk = os.read(fd, 65536)
+            try:
+                ready, _, _ = select.select([fd], [], [], left)
+                chunk = os.read(fd, 65536) if ready else None
+            except (OSError, ValueError) as e:  # the fd closed by stop()
+                raise ZygoteError(f"zygote gone: {e}") from None
+            if chunk is not None:
                 if not chunk:
                     raise ZygoteError(f"zygote exited (code {self.proc.poll()})")
                 self._buf += chunk
@@ -119,10 +147,10 @@ class Zygote:
         return reply
 
     def stop(self, grace_s: float = 2.0) -> None:
-        """Idempotent: closing stdin ends its loop; its children are not its to stop."""
-        if self.proc.stdin is not None and not self.proc.stdin.closed:
+        """Idempotent: closing its request pipe ends its loop; its children are not its to stop."""
+        if not self._requests.closed:
             try:
-                self.proc.stdin.close()
+                self._requests.close()
             except OSError:
                 pass
         try:
@@ -130,3 +158,9 @@ class Zygote:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        if isinstance(self.proc, subprocess.Popen):
+            if self.proc.stdout is not None:
+                self.proc.stdout.close()
+        elif self._replies_fd >= 0:
+            os.close(self._replies_fd)
+            self._replies_fd = -1

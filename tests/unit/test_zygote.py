@@ -95,3 +95,75 @@ def _cmdline(p):
         return " ".join(p.cmdline())
     except psutil.Error:  # another test's process, gone or a zombie
         return ""
+
+
+FORK_DRIVER = textwrap.dedent("""
+    import json, logging, os, sys, time
+    from pathlib import Path
+    import psutil
+    from heron_py.scheduler.forked import Zygote
+    from heron_py.scheduler.zygote import ROOM, ROOM_FLAG, become_subreaper
+
+    work = Path(sys.argv[1])
+    if ROOM_FLAG not in sys.argv:  # as the executor does: the same pid, with room for titles
+        os.execv(sys.executable, [*sys.orig_argv, ROOM_FLAG, "." * ROOM])
+    out = {"subreaper": become_subreaper(), "driver_pid": os.getpid()}
+    z = Zygote.forked(master=False, log_path=work / "zygote.log", title="python -m heron_py.scheduler.zygote",
+                      log=logging.getLogger("t"))
+    out["zygote_ppid"] = psutil.Process(z.proc.pid).ppid()
+    out["zygote_cmdline"] = psutil.Process(z.proc.pid).cmdline()
+    env = {**os.environ, "PYTHONPATH": str(work / "lib"), "ZCHILD": "from the request", "PYTHONUNBUFFERED": "1"}
+    ok = z.spawn("zchild", ["ok", str(work / "ok.json")], work, work / "ok.log",
+                 f"{sys.executable} -m zchild --task-id 9", env)
+    out["ok_code"] = ok.wait(timeout=30)
+    out["report"] = json.loads((work / "ok.json").read_text())
+    slow = z.spawn("zchild", ["sleep"], work, work / "slow.log", f"{sys.executable} -m zchild --task-id 10", env)
+    time.sleep(0.5)
+    out["slow_ppid"] = psutil.Process(slow.pid).ppid()
+    out["slow_cmdline"] = psutil.Process(slow.pid).cmdline()
+    out["slow_proc_environ"] = psutil.Process(slow.pid).environ().get("ZMARK")
+    slow.kill()
+    out["slow_code"] = slow.wait(timeout=30)
+    z.stop()
+    z.stop()  # idempotent
+    out["zygote_code"] = z.proc.returncode
+    print(json.dumps(out))
+""")
+
+FORK_CHILD = textwrap.dedent("""
+    import json, os, sys, time
+    if sys.argv[1] == "ok":
+        import helper  # from the request's PYTHONPATH, which the driver did not start with
+        with open(sys.argv[2], "w") as f:
+            json.dump({"env": os.environ.get("ZCHILD"), "helper": helper.VALUE, "path0": sys.path[0],
+                       "preloaded": "instance.main" in sys.modules, "cwd": os.getcwd()}, f)
+        sys.exit(5)
+    time.sleep(60)
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server needs Linux's child subreaper")
+def test_a_zygote_forked_from_the_executor_gives_each_child_the_requested_environment(tmp_path):
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "helper.py").write_text("VALUE = 42\n")
+    (tmp_path / "zchild.py").write_text(FORK_CHILD)
+    (tmp_path / "driver.py").write_text(FORK_DRIVER)
+    env = {**os.environ, "ZMARK": "topology-id"}
+    env.pop("PYTHONPATH", None)
+    p = subprocess.run([sys.executable, str(tmp_path / "driver.py"), str(tmp_path)], capture_output=True,
+                       text=True, env=env, timeout=120, cwd=str(tmp_path / "lib"))
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout.splitlines()[-1])
+    assert out["subreaper"] is True
+    # the zygote is the driver's own child, and says what it is
+    assert out["zygote_ppid"] == out["driver_pid"]
+    assert out["zygote_cmdline"] == ["python", "-m", "heron_py.scheduler.zygote"]
+    assert out["ok_code"] == 5
+    rep = out["report"]
+    assert rep == {"env": "from the request", "helper": 42, "path0": str(tmp_path), "preloaded": True,
+                   "cwd": str(tmp_path)}
+    assert out["slow_ppid"] == out["driver_pid"]
+    assert out["slow_cmdline"][1:] == ["-m", "zchild", "--task-id", "10"]
+    assert out["slow_proc_environ"] == "topology-id"  # /proc environ: the driver's start environment
+    assert out["slow_code"] == -9
+    assert out["zygote_code"] == 0
