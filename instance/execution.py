@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 import queue
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -79,7 +78,6 @@ class TaskRunner:
             return 0
         load_main(self._package_dir)
         host = make_host(plan, self.task_id, self.outbox.send, HostOptions(clock=self._clock, wake=self._wake))
-        sys.setswitchinterval(host.config.gil_switch_s)
         capture = self._open_capture(host.config)
         if capture is not None:
             host.observer = jsonl_observer(self.task_id, capture)

@@ -112,9 +112,6 @@ FORK_SERVER = _key("heron_py.executor.fork.server", Kind.BOOL, True,
                    doc="a container's daemons are forked from one pre-imported process (shared memory)")
 UNIX = _key("heron_py.instance.unix.socket", Kind.BOOL, True,
             doc="instances reach their stream manager through a Unix socket, not TCP")
-GIL_SWITCH = _key("heron_py.instance.gil.switch.ms", Kind.FLOAT, 5.0, 0.01, unit="milliseconds",
-                  doc="sys.setswitchinterval of an instance: how long its gateway thread can wait for "
-                  "the interpreter lock while the execution thread runs user code")
 IN_Q = _key("heron_py.instance.inbound.queue.batches", Kind.INT, 64, 1)
 IN_Q_BYTES = _key("heron_py.instance.inbound.queue.bytes", Kind.INT, 32 * MB, 1)
 OUT_Q = _key("heron_py.instance.outbound.queue.batches", Kind.INT, 64, 1)
@@ -196,7 +193,6 @@ class InstanceConfig:
     capture_components: tuple[str, ...] = ()
     unix_socket: bool = True
     serializer: str = ""
-    gil_switch_s: float = 0.005
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> InstanceConfig:
@@ -216,7 +212,6 @@ class InstanceConfig:
             capture_components=tuple(c for c in CAPTURE_COMPONENTS_KEY.parse(cfg).split(",") if c),
             unix_socket=UNIX.parse(cfg),
             serializer=SERIALIZER.parse(cfg),
-            gil_switch_s=GIL_SWITCH.parse(cfg) / 1000.0,
         )
 
 
