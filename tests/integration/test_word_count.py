@@ -1,5 +1,6 @@
 """Word count on the local scheduler: real processes, real sockets, exact counts."""
 
+import time
 from collections import Counter, defaultdict
 
 import psutil
@@ -60,3 +61,65 @@ def test_one_process_per_task_and_kill_leaves_nothing(heron_home):
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
                    for pid in pids)
     assert state.get_topology(run.name) is None
+
+
+def _cmd(p):
+    try:
+        return p.cmdline()
+    except psutil.Error:  # gone (a killed task) or a zombie not yet reaped
+        return []
+
+
+def _ppid(p):
+    try:
+        return p.ppid()
+    except psutil.Error:
+        return None
+
+
+def _modules(procs):
+    out = Counter()
+    for p in procs:
+        cmd = p.cmdline()
+        out[cmd[cmd.index("-m") + 1]] += 1
+    return out
+
+
+def test_without_the_fork_server_every_daemon_is_started_on_its_own(heron_home):
+    expected = wc_common.expected_counts(500)
+    run = run_local(EXAMPLES / "word_count.py", ["--sentences", "500"], home=heron_home, containers=2,
+                    properties={"heron_py.executor.fork.server": "false"}, capture=["count"],
+                    until=lambda r: len(r["count"]) >= sum(expected.values()), timeout=90, keep_running=True)
+    state = LocalFsStateManager(heron_home)
+    procs = LocalScheduler.topology_processes(state.get_scheduler_location(run.name)["topology_id"])
+    assert _modules(procs) == {"instance": 5, "stream_manager": 2, "metrics_manager": 2, "topology_master": 1,
+                               "heron_py.scheduler.executor": 2}
+    assert Counter(v[0] for v in run.values("count")) == expected
+    kill_local(heron_home, run.name)
+
+
+def test_a_killed_fork_server_is_replaced_when_a_task_restarts(heron_home):
+    run = run_local(EXAMPLES / "word_count.py", [], home=heron_home, containers=2, keep_running=True)
+    state = LocalFsStateManager(heron_home)
+    topology_id = state.get_scheduler_location(run.name)["topology_id"]
+    procs = LocalScheduler.topology_processes(topology_id)
+    executors = {p.pid for p in procs if "heron_py.scheduler.executor" in p.cmdline()}
+    # the zygote forked from the executor at its start, then killed with a task of its container
+    split = next(p for p in procs if "instance" in p.cmdline() and "split" in p.cmdline())
+    zygote = next(p for p in procs if "heron_py.scheduler.zygote" in p.cmdline() and p.ppid() == split.ppid())
+    parent = split.ppid()
+    zygote.kill()
+    split.kill()
+    deadline = time.monotonic() + 60
+    again = []
+    while time.monotonic() < deadline and not again:
+        time.sleep(0.5)
+        again = [p for p in LocalScheduler.topology_processes(topology_id)
+                 if "instance" in _cmd(p) and "split" in _cmd(p) and p.pid != split.pid and _ppid(p) == parent]
+    assert len(again) == 1, "the split task was not restarted"
+    # forked by a new fork server, and still the executor's child
+    assert parent in executors and again[0].ppid() == parent
+    zygotes = [p for p in LocalScheduler.topology_processes(topology_id) if "heron_py.scheduler.zygote" in _cmd(p)]
+    assert len(zygotes) == 2 and zygote.pid not in {p.pid for p in zygotes}
+    kill_local(heron_home, run.name)
+    assert LocalScheduler.topology_processes(topology_id) == []
