@@ -8,10 +8,11 @@ sentences that are due, so the source runs on a fixed 1 ms grid"), the spout emi
 waits, as Storm's spout wait strategy does), a call after it emits everything due. Each
 sentence carries its *scheduled* time ``ts``, so a spout that falls behind, or waits for the
 grid, shows as latency. (Before, every call emitted what was due, so next_tuple ran back to
-back, one sentence per call: 52 % of a core spent polling at 66,000 sentences/s.) Split (par 2, shuffle) emits (word, ts). Count
-(par 2, fields on word) keeps a running count per word and is the sink: for every update
-it records ``now - ts``. Only updates that reach it inside [t0 + warmup, t0 + warmup +
-window) count. With acking, the spout also records the complete latency (emit to ack).
+back, one sentence per call: 52 % of a core spent polling at 66,000 sentences/s.)
+Split (par 2, shuffle) emits (word, ts). Count (par 2, fields on word) keeps a running count
+per word and is the sink: for every update it records ``now - ts``. Only updates that reach it
+inside [t0 + warmup, t0 + warmup + window) count. With acking, the spout also records the
+complete latency (emit to ack).
 
 Clocks: time.monotonic(), which is CLOCK_MONOTONIC, the same in every process on a machine.
 Histograms: 10 us buckets below 1 s, 1 ms buckets above; each task writes its histogram
