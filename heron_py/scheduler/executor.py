@@ -31,7 +31,7 @@ from heron_py.common.config import FORK_SERVER, InstanceConfig, StatefulConfig
 from heron_py.common.daemon import setup_logging
 from heron_py.common.package import PackageError, unpack
 from heron_py.scheduler.base import CONTAINER_ENV
-from heron_py.scheduler.forked import ForkedProcess, Zygote, ZygoteError
+from heron_py.scheduler.forked import ForkedProcess, Zygote, ZygoteError, reap_orphans
 from heron_py.scheduler.hosts import HostError, resolve_host
 from heron_py.scheduler.paths import TopologyPaths
 from heron_py.scheduler.zygote import ROOM, ROOM_FLAG, become_subreaper, set_cmdline
@@ -239,6 +239,12 @@ class Executor:
                 self._write_restarts()
             elif c.proc is None and c.restart_at is not None and now >= c.restart_at:
                 self._spawn(c)
+        known = {c.proc.pid for c in self.children if c.proc is not None}
+        if self.zygote is not None:
+            self.zygote.proc.poll()  # a dead zygote is reaped here, and replaced on next need
+            known.add(self.zygote.proc.pid)
+        for pid in reap_orphans(known):
+            self.log.info("reaped pid %d, an orphan of this container's processes", pid)
 
     def _write_restarts(self) -> None:
         path = self.paths.container(self.container) / "restarts.json"

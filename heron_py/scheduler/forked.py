@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import IO, Any
 
@@ -25,6 +26,27 @@ from heron_py.scheduler.zygote import ROOM, fork_here
 
 class ZygoteError(Exception):
     pass
+
+
+def reap_orphans(known: Collection[int]) -> list[int]:
+    """Reaps the exited children this process did not start: as a child subreaper it adopts
+    the orphans of its daemons (such as the multilang subprocess of a killed task), which would
+    otherwise stay zombies until it exits. Never waits, and never reaps a pid in ``known`` (its
+    own children, whose exit codes their ForkedProcess or Popen reads). Stops at the first
+    exited child that is known, so the caller polls its own children first. The pids reaped."""
+    reaped: list[int] = []
+    while True:
+        try:
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:  # no child at all
+            return reaped
+        if info is None or info.si_pid in known:
+            return reaped
+        try:
+            os.waitpid(info.si_pid, 0)
+        except ChildProcessError:
+            return reaped
+        reaped.append(info.si_pid)
 
 
 class ForkedProcess:

@@ -167,3 +167,52 @@ def test_a_zygote_forked_from_the_executor_gives_each_child_the_requested_enviro
     assert out["slow_proc_environ"] == "topology-id"  # /proc environ: the driver's start environment
     assert out["slow_code"] == -9
     assert out["zygote_code"] == 0
+
+
+ORPHAN_DRIVER = textwrap.dedent("""
+    import json, os, sys, time
+    from heron_py.scheduler.forked import reap_orphans
+    from heron_py.scheduler.zygote import become_subreaper
+
+    out = {"subreaper": become_subreaper()}
+    r, w = os.pipe()
+    mid = os.fork()
+    if mid == 0:  # a daemon that starts a subprocess and dies before it
+        gone = os.fork()
+        if gone == 0:
+            time.sleep(0.3)
+            os._exit(4)
+        os.write(w, str(gone).encode())
+        os._exit(0)
+    os.waitpid(mid, 0)
+    orphan = int(os.read(r, 32))
+    own = os.fork()  # a child of the driver's own, which exits too
+    if own == 0:
+        os._exit(7)
+    time.sleep(1.0)  # both have exited; the orphan is the driver's now (its subreaper)
+    with open(f"/proc/{orphan}/stat") as f:
+        out["orphan_state_before"] = f.read().rsplit(")", 1)[1].split()[0]
+    reaped = []
+    for _ in range(3):
+        reaped += reap_orphans({own})
+        time.sleep(0.1)
+    out["reaped"] = reaped
+    out["orphan"] = orphan
+    out["orphan_gone"] = not os.path.exists(f"/proc/{orphan}")
+    out["own_code"] = os.waitstatus_to_exitcode(os.waitpid(own, 0)[1])  # left for its owner
+    out["nothing_left"] = reap_orphans(set())
+    print(json.dumps(out))
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server needs Linux's child subreaper")
+def test_the_subreaper_reaps_adopted_orphans_and_leaves_its_own_children(tmp_path):
+    (tmp_path / "driver.py").write_text(ORPHAN_DRIVER)
+    p = subprocess.run([sys.executable, str(tmp_path / "driver.py")], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout.splitlines()[-1])
+    assert out["subreaper"] is True
+    assert out["orphan_state_before"] == "Z"  # a zombie of the driver's until reaped
+    assert out["reaped"] == [out["orphan"]] and out["orphan_gone"] is True
+    assert out["own_code"] == 7
+    assert out["nothing_left"] == []
