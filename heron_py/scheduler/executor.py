@@ -296,8 +296,7 @@ def _early_zygote(topology: str, container: int, home: Path | None) -> Zygote | 
     logs = TopologyPaths.of(topology, home).container_logs(container)
     try:
         logs.mkdir(parents=True, exist_ok=True)
-        title = f"{sys.executable} -m heron_py.scheduler.zygote" + (" --master" if container == 0 else "")
-        return Zygote.forked(master=container == 0, log_path=logs / "zygote.log", title=title,
+        return Zygote.forked(master=container == 0, log_path=logs / "zygote.log",
                              log=logging.getLogger("heron_py.executor"))
     except (OSError, ZygoteError) as e:
         print(f"executor {container}: no early fork server ({e})", file=sys.stderr)

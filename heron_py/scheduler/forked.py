@@ -85,6 +85,10 @@ class ForkedProcess:
         self.send_signal(signal.SIGKILL)
 
 
+def _zygote_argv(master: bool) -> list[str]:
+    return [sys.executable, "-m", "heron_py.scheduler.zygote", *(["--master"] if master else [])]
+
+
 class Zygote:
     """The container's zygote process and the requests to it (one at a time, from the
     executor's single thread). Started with ``python -m`` by the constructor, or forked from
@@ -92,18 +96,17 @@ class Zygote:
 
     def __init__(self, env: dict[str, str], cwd: Path, log_file: IO[bytes], *, master: bool,
                  log: logging.Logger, timeout_s: float = 60.0) -> None:
-        argv = [sys.executable, "-m", "heron_py.scheduler.zygote", *(["--master"] if master else []),
-                "--room", "." * ROOM]  # room for the children's command lines
+        argv = [*_zygote_argv(master), "--room", "." * ROOM]  # room for the children's command lines
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log_file,
                                 env=env, cwd=str(cwd))
         assert proc.stdin is not None and proc.stdout is not None
         self._setup(proc, proc.stdin, proc.stdout.fileno(), log, timeout_s)
 
     @classmethod
-    def forked(cls, *, master: bool, log_path: Path, title: str, log: logging.Logger,
-               timeout_s: float = 60.0) -> Zygote:
-        """A zygote forked from this process (zygote.fork_here), which must have no thread yet."""
-        pid, req_fd, rep_fd = fork_here(master, str(log_path), title)
+    def forked(cls, *, master: bool, log_path: Path, log: logging.Logger, timeout_s: float = 60.0) -> Zygote:
+        """A zygote forked from this process (zygote.fork_here), which must have no thread yet;
+        it shows the command line a zygote started with ``python -m`` has."""
+        pid, req_fd, rep_fd = fork_here(master, str(log_path), " ".join(_zygote_argv(master)))
         z = cls.__new__(cls)
         z._setup(ForkedProcess(pid), os.fdopen(req_fd, "wb"), rep_fd, log, timeout_s)
         return z

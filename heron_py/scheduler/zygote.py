@@ -84,15 +84,25 @@ def _reply(fd: int, obj: dict[str, Any]) -> None:
         data = data[os.write(fd, data):]
 
 
-def serve(master: bool = False, rfd: int = 0, wfd: int = 1) -> int:
+def _preload(master: bool) -> int:
+    """Imports what the children share and freezes it out of the collector's reach; the number
+    of threads after the imports (a fork copies only the calling one, so it must be 1)."""
     for name in PRELOAD + (PRELOAD_MASTER if master else ()):
         importlib.import_module(name)
     gc.collect()
     gc.freeze()
-    # a fork copies only the calling thread: the zygote must have no other
-    if threading.active_count() != 1:
-        _reply(wfd, {"error": f"zygote: {threading.active_count()} threads after the imports; expected 1"})
+    return threading.active_count()
+
+
+def serve(master: bool = False, rfd: int = 0, wfd: int = 1) -> int:
+    threads = _preload(master)
+    if threads != 1:
+        _reply(wfd, {"error": f"zygote: {threads} threads after the imports; expected 1"})
         return 2
+    return _serve_requests(rfd, wfd)
+
+
+def _serve_requests(rfd: int, wfd: int) -> int:
     _reply(wfd, {"ready": True})
     reader = LineReader(rfd)
     while line := reader.readline():
@@ -112,16 +122,14 @@ def fork_here(master: bool, log_path: str, title: str) -> tuple[int, int, int]:
     interpreter and every module the executor and its daemons have in common are in memory once
     per container instead of twice (an executor started on its own is 15 MB of private memory).
     Returns the zygote's pid, the fd its requests go to and the fd its replies come from."""
-    for name in PRELOAD + (PRELOAD_MASTER if master else ()):
-        importlib.import_module(name)
-    if threading.active_count() != 1:
-        raise OSError(f"{threading.active_count()} threads; a fork copies only one")
+    # frozen here, the executor's own collections leave the pages its children share alone too
+    threads = _preload(master)
+    if threads != 1:
+        raise OSError(f"{threads} threads; a fork copies only one")
     req_r, req_w = os.pipe()
     rep_r, rep_w = os.pipe()
     for stream in (sys.stdout, sys.stderr):
         stream.flush()  # else the zygote would write the executor's buffered output again
-    gc.collect()
-    gc.freeze()  # the executor's collections leave the pages its children share alone too
     pid = os.fork()
     if pid == 0:
         code = 1
@@ -136,7 +144,7 @@ def fork_here(master: bool, log_path: str, title: str) -> tuple[int, int, int]:
             os.dup2(null, 1)
             os.close(null)
             set_cmdline(title)
-            code = serve(master, req_r, rep_w)
+            code = _serve_requests(req_r, rep_w)
         except BaseException:
             traceback.print_exc()
         finally:

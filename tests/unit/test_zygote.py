@@ -108,8 +108,7 @@ FORK_DRIVER = textwrap.dedent("""
     if ROOM_FLAG not in sys.argv:  # as the executor does: the same pid, with room for titles
         os.execv(sys.executable, [*sys.orig_argv, ROOM_FLAG, "." * ROOM])
     out = {"subreaper": become_subreaper(), "driver_pid": os.getpid()}
-    z = Zygote.forked(master=False, log_path=work / "zygote.log", title="python -m heron_py.scheduler.zygote",
-                      log=logging.getLogger("t"))
+    z = Zygote.forked(master=False, log_path=work / "zygote.log", log=logging.getLogger("t"))
     out["zygote_ppid"] = psutil.Process(z.proc.pid).ppid()
     out["zygote_cmdline"] = psutil.Process(z.proc.pid).cmdline()
     env = {**os.environ, "PYTHONPATH": str(work / "lib"), "ZCHILD": "from the request", "PYTHONUNBUFFERED": "1"}
@@ -157,7 +156,7 @@ def test_a_zygote_forked_from_the_executor_gives_each_child_the_requested_enviro
     assert out["subreaper"] is True
     # the zygote is the driver's own child, and says what it is
     assert out["zygote_ppid"] == out["driver_pid"]
-    assert out["zygote_cmdline"] == ["python", "-m", "heron_py.scheduler.zygote"]
+    assert out["zygote_cmdline"] == [sys.executable, "-m", "heron_py.scheduler.zygote"]
     assert out["ok_code"] == 5
     rep = out["report"]
     assert rep == {"env": "from the request", "helper": 42, "path0": str(tmp_path), "preloaded": True,
