@@ -33,15 +33,19 @@ def _cli(home: Path, *args: str, timeout: float = 120,
                           capture_output=True, timeout=timeout)
 
 
+def complete_lines(path: Path) -> list[str]:
+    """The lines of a file another process is appending to, without a half-written last one.
+    One read: iterating the file would read again after that half line and take its rest for a
+    line of its own."""
+    return path.read_bytes().decode("utf-8", errors="replace").split("\n")[:-1]
+
+
 def read_capture(capture_dir: Path, components: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for c in components:
         rows: list[dict[str, Any]] = []
         for f in sorted(capture_dir.glob(f"{c}-*.jsonl")):
-            with f.open(encoding="utf-8") as fh:
-                for line in fh:
-                    if line.endswith("\n"):  # a line being written right now is skipped
-                        rows.append(json.loads(line))
+            rows.extend(json.loads(line) for line in complete_lines(f))
         out[c] = rows
     return out
 

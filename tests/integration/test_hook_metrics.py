@@ -10,7 +10,7 @@ import pytest
 
 from heron_py.scheduler.paths import TopologyPaths
 from heron_py.testing import run_local
-from heron_py.testing.local import kill_local
+from heron_py.testing.local import complete_lines, kill_local
 from tests.support import wait_for
 
 pytestmark = pytest.mark.integration
@@ -26,7 +26,7 @@ def _hooks(folder: Path) -> dict[int, dict[str, int]]:
 def _last_reports(home: Path, name: str) -> dict[int, dict]:
     last: dict[int, dict] = {}
     for f in TopologyPaths.of(name, home).logs.glob("container-*/metrics.jsonl"):
-        for line in f.read_text().splitlines():
+        for line in complete_lines(f):
             for r in json.loads(line).get("reports", []):
                 if r.get("kind") == "instance":
                     last[r["task"]] = r
