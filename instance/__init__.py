@@ -1,1 +1,4 @@
 """Heron instance: one task per process, a gateway thread and an execution thread."""
+
+# heron_py first: with HERON_PY_PURE=1 it makes this package's compiled modules load from source
+import heron_py as _heron_py  # noqa: F401

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages that heron-py's tests run for real: python3-venv, ZooKeeper (the
 # ZooKeeper state manager's tests start a real server with zkServer.sh), a JRE (PySpark),
-# Prometheus and Chromium (metrics tests), Slurm and munge (the Slurm cluster's tests). Installs whatever is missing when run as root; otherwise prints the apt-get command.
+# Prometheus and Chromium (metrics tests), Slurm and munge (the Slurm cluster's tests), gcc and the Python headers (the compiled hot path). Installs whatever is missing when run as root; otherwise prints the apt-get command.
 set -euo pipefail
 need=()
 python3 -c 'import venv' 2>/dev/null || need+=(python3-venv)
@@ -18,6 +18,11 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 # the cluster's nodes are network namespaces on a bridge (ip netns, ip link)
 command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || need+=(iproute2)
+# installation compiles the hot-path modules with Cython (heron_py/hotpath.py): a C compiler
+# and the headers of the Python that runs heron-py (without them it installs pure Python)
+command -v gcc >/dev/null 2>&1 || need+=(gcc)
+"${PYTHON:-python3}" -c 'import os, sysconfig; raise SystemExit(not os.path.isfile(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+  || need+=(python3-dev)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (scripts/setup.sh), then runs every check CI runs: the proto drift check, ruff,
-# mypy --strict, and the whole pytest suite (unit and integration, real processes).
+# mypy --strict, the whole pytest suite (unit and integration, real processes) on the compiled
+# hot path, then its pure-Python fallback's tests, and the benchmark's smoke run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -15,6 +16,15 @@ fi
 ruff check .
 mypy heron_py heronpy topology_master stream_manager instance metrics_manager
 python -m pytest -q -p no:cacheprovider --timeout 300 "$@"
+if [ $# -eq 0 ]; then
+  # the pure-Python fallback of the compiled hot path (heron_py/hotpath.py): the unit tests and
+  # the integration tests of its semantics (counts, groupings, acking under kill -9, Heron's
+  # examples), every process importing the .py files
+  python -m heron_py.compiled
+  HERON_PY_PURE=1 python -m pytest -q -p no:cacheprovider --timeout 300 tests/unit \
+    tests/integration/test_word_count.py tests/integration/test_groupings.py \
+    tests/integration/test_reliability.py tests/integration/test_heron_examples.py
+fi
 # the benchmark's smoke mode: our word count's checksum, acking off and on, and a short
 # latency run, so the benchmark cannot rot unnoticed (figures in --quick mode mean little)
 if [ $# -eq 0 ]; then

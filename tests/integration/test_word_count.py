@@ -7,6 +7,8 @@ import psutil
 import pytest
 import wc_common
 
+from heron_py.compiled import extension_file
+from heron_py.hotpath import MODULES
 from heron_py.scheduler.local import LocalScheduler
 from heron_py.state import LocalFsStateManager
 from heron_py.testing import run_local
@@ -123,3 +125,43 @@ def test_a_killed_fork_server_is_replaced_when_a_task_restarts(heron_home):
     assert len(zygotes) == 2 and zygote.pid not in {p.pid for p in zygotes}
     kill_local(heron_home, run.name)
     assert LocalScheduler.topology_processes(topology_id) == []
+
+
+def _mapped_files(pid):
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return {line.split(None, 5)[5].strip() for line in f if len(line.split(None, 5)) == 6}
+    except OSError:
+        return set()
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["compiled", "HERON_PY_PURE=1"])
+def test_the_daemons_run_the_compiled_hot_path_unless_told_to_run_its_source(heron_home, pure):
+    """The extension modules installation built are what the tasks and stream managers run, and
+    HERON_PY_PURE=1 in the submitter's environment makes every process of the topology run the
+    .py files instead (same counts either way)."""
+    built = {m: extension_file(m) for m in MODULES}
+    built = {m: str(p) for m, p in built.items() if p is not None}
+    if not built:
+        pytest.skip("no hot-path module is compiled here: installed without a C compiler or with HERON_PY_PURE=1")
+    expected = wc_common.expected_counts(500)
+    # "" overrides a HERON_PY_PURE=1 of this test run's own environment (CI's pure-Python run)
+    run = run_local(EXAMPLES / "word_count.py", ["--sentences", "500"], home=heron_home, containers=2,
+                    capture=["count"], until=lambda r: len(r["count"]) >= sum(expected.values()), timeout=90,
+                    keep_running=True, env={"HERON_PY_PURE": "1" if pure else ""})
+    try:
+        state = LocalFsStateManager(heron_home)
+        procs = LocalScheduler.topology_processes(state.get_scheduler_location(run.name)["topology_id"])
+        roles = {p.pid: _cmd(p)[_cmd(p).index("-m") + 1] for p in procs}
+        mapped = {pid: _mapped_files(pid) & set(built.values()) for pid in roles}
+        if pure:
+            assert {pid: files for pid, files in mapped.items() if files} == {}
+        else:
+            for pid, role in roles.items():
+                if role == "instance":
+                    assert {built["instance.execution"], built["heron_py.runtime.emitter"]} <= mapped[pid], role
+                elif role == "stream_manager":
+                    assert {built["stream_manager.forwarder"], built["stream_manager.acking"]} <= mapped[pid], role
+        assert Counter(v[0] for v in run.values("count")) == expected
+    finally:
+        kill_local(heron_home, run.name)

@@ -1,0 +1,76 @@
+"""The hot-path modules that installation compiles with Cython, and the switch that makes a
+process import their Python source instead.
+
+setup.py compiles each module named in MODULES from its unchanged ``.py`` file (Cython with
+plain Python semantics: annotations are not enforced) into an extension module beside it. A
+machine without a C compiler, or an install with ``HERON_PY_PURE=1``, gets the ``.py`` files
+alone, which behave the same. ``HERON_PY_PURE=1`` in the environment at run time makes every
+process import the ``.py`` files even where the extension modules exist (to profile line by
+line, or to rule the compiled code out): heron_py, instance and stream_manager call
+``prefer_source`` from their ``__init__``. This module imports nothing of heron-py, since
+setup.py reads MODULES from it before anything is installed. ``python -m heron_py.compiled``
+prints which form each module is imported in.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+
+# The per-tuple paths of the instance (emit, routing, encoding, the receive loop, the queues
+# and the gateway) and of the stream manager (forwarding, the XOR tracker, the links and
+# backpressure). Measured in bench/RESULTS.md.
+MODULES: tuple[str, ...] = (
+    "heron_py.common.framing",
+    "heron_py.common.serialization",
+    "heron_py.planner.grouping",
+    "heron_py.runtime.emitter",
+    "heron_py.runtime.host",
+    "heron_py.runtime.reliability",
+    "instance.execution",
+    "instance.gateway",
+    "instance.queues",
+    "stream_manager.acking",
+    "stream_manager.backpressure",
+    "stream_manager.clique",
+    "stream_manager.forwarder",
+    "stream_manager.instances",
+    "stream_manager.links",
+    "stream_manager.routing",
+)
+
+PURE_ENV = "HERON_PY_PURE"
+_EXTENSIONS = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+
+
+def pure_requested(environ: Mapping[str, str] = os.environ) -> bool:
+    return environ.get(PURE_ENV, "") == "1"
+
+
+class _SourceFirst(importlib.abc.MetaPathFinder):
+    """Finds the ``.py`` file of a module in MODULES where the ordinary search found its
+    extension module."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in MODULES:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.origin is None or not spec.origin.endswith(_EXTENSIONS):
+            return spec
+        source = Path(spec.origin).with_name(fullname.rpartition(".")[2] + ".py")
+        return importlib.util.spec_from_file_location(fullname, source) if source.is_file() else spec
+
+
+def prefer_source() -> None:
+    """Makes this process import MODULES from their ``.py`` files (idempotent). Must run before
+    any of them is imported: heron_py, instance and stream_manager call it from their
+    ``__init__`` when HERON_PY_PURE=1."""
+    if not any(isinstance(f, _SourceFirst) for f in sys.meta_path):
+        sys.meta_path.insert(0, _SourceFirst())
