@@ -4,7 +4,8 @@
 
 Submits bench/wc_topology.py on the local scheduler with more sentences than the profile
 lasts, waits for the run to warm up, then records every stream manager and instance process
-at once with py-spy (100 samples/s, native frames off, idle samples left out) and prints per
+at once with py-spy (100 samples/s, native frames off unless --native, which shows the compiled
+hot-path modules' functions; idle samples left out) and prints per
 process the share of samples per thread and the functions with the most samples (self and
 inclusive). The raw collapsed stacks stay in DIR for flame graphs. py-spy comes from pip
 (``pip install py-spy``); it needs ptrace, which root has.
@@ -80,6 +81,8 @@ def main() -> int:
     ap.add_argument("--sentences", type=int, default=3_000_000)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--cpu-only", action="store_true", help="no py-spy: CPU per thread only (no sampling overhead)")
+    ap.add_argument("--native", action="store_true",
+                    help="py-spy --native: C frames too, where the compiled hot-path modules' functions show")
     a = ap.parse_args()
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     home = Path(tempfile.mkdtemp(prefix="heron-prof-"))
@@ -98,7 +101,8 @@ def main() -> int:
         for role, pid in ([] if a.cpu_only else procs.items()):
             raw = out / f"{role.replace(' ', '_')}.txt"
             spies.append((role, raw, subprocess.Popen(
-                [spy, "record", "-p", str(pid), "-d", str(int(a.seconds)), "-r", "100", "-f", "raw", "-o", str(raw)],
+                [spy, "record", "-p", str(pid), "-d", str(int(a.seconds)), "-r", "100", "-f", "raw", "-o", str(raw),
+                 *(["--native"] if a.native else [])],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
         before = {role: _thread_cpu(pid) for role, pid in procs.items()}
         t0 = time.monotonic()

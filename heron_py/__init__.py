@@ -1,9 +1,7 @@
 """heron-py: a Heron-style stream processing engine that runs Storm and Heron topologies."""
 
-import os as _os
+from heron_py.hotpath import install_finder as _install_finder
 
-if _os.environ.get("HERON_PY_PURE", "") == "1":
-    # before any compiled hot-path module can be imported (heron_py.hotpath)
-    from heron_py.hotpath import prefer_source as _prefer_source
-
-    _prefer_source()
+# before any compiled hot-path module can be imported: HERON_PY_PURE=1 and stale extension
+# modules send their imports to the .py files (heron_py.hotpath)
+_install_finder()

@@ -41,7 +41,11 @@ def forms() -> dict[str, str]:
 def main() -> None:
     result = forms()
     for module, how in result.items():
-        print(f"{how:<9} {module}")
+        ext = extension_file(module)
+        why = ""
+        if how == "pure" and ext is not None and not pure_requested():
+            why = "  (its extension module is older than its source: pip install -e . rebuilds it)"
+        print(f"{how:<9} {module}{why}")
     compiled = sum(how == "compiled" for how in result.values())
     switch = f" ({PURE_ENV}=1)" if pure_requested() else ""
     print(f"{compiled} of {len(result)} hot-path modules compiled{switch}")

@@ -6,8 +6,9 @@ plain Python semantics: annotations are not enforced) into an extension module b
 machine without a C compiler, or an install with ``HERON_PY_PURE=1``, gets the ``.py`` files
 alone, which behave the same. ``HERON_PY_PURE=1`` in the environment at run time makes every
 process import the ``.py`` files even where the extension modules exist (to profile line by
-line, or to rule the compiled code out): heron_py, instance and stream_manager call
-``prefer_source`` from their ``__init__``. This module imports nothing of heron-py, since
+line, or to rule the compiled code out), and an extension module older than its source is never
+imported (``stale``): heron_py's ``__init__`` installs the finder that does both, and instance
+and stream_manager import heron_py first. This module imports nothing of heron-py, since
 setup.py reads MODULES from it before anything is installed. ``python -m heron_py.compiled``
 prints which form each module is imported in.
 """
@@ -53,9 +54,21 @@ def pure_requested(environ: Mapping[str, str] = os.environ) -> bool:
     return environ.get(PURE_ENV, "") == "1"
 
 
+def stale(extension: Path, source: Path) -> bool:
+    """An extension module built before its source last changed (an edit, a checkout, a pull
+    without reinstalling) would run old code: its source is imported instead."""
+    try:
+        return source.stat().st_mtime > extension.stat().st_mtime
+    except OSError:
+        return False
+
+
 class _SourceFirst(importlib.abc.MetaPathFinder):
-    """Finds the ``.py`` file of a module in MODULES where the ordinary search found its
-    extension module."""
+    """For a module in MODULES whose extension module the ordinary search found: its ``.py``
+    file instead, always (``pure``: HERON_PY_PURE=1) or where the extension is stale."""
+
+    def __init__(self, pure: bool) -> None:
+        self.pure = pure
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
@@ -64,13 +77,16 @@ class _SourceFirst(importlib.abc.MetaPathFinder):
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or spec.origin is None or not spec.origin.endswith(_EXTENSIONS):
             return spec
-        source = Path(spec.origin).with_name(fullname.rpartition(".")[2] + ".py")
-        return importlib.util.spec_from_file_location(fullname, source) if source.is_file() else spec
+        extension = Path(spec.origin)
+        source = extension.with_name(fullname.rpartition(".")[2] + ".py")
+        if source.is_file() and (self.pure or stale(extension, source)):
+            return importlib.util.spec_from_file_location(fullname, source)
+        return spec
 
 
-def prefer_source() -> None:
-    """Makes this process import MODULES from their ``.py`` files (idempotent). Must run before
-    any of them is imported: heron_py, instance and stream_manager call it from their
-    ``__init__`` when HERON_PY_PURE=1."""
+def install_finder(environ: Mapping[str, str] = os.environ) -> None:
+    """Puts the finder first on sys.meta_path, once per process. It must come before any module
+    of MODULES is imported: heron_py's ``__init__`` calls it, and instance and stream_manager
+    import heron_py first."""
     if not any(isinstance(f, _SourceFirst) for f in sys.meta_path):
-        sys.meta_path.insert(0, _SourceFirst())
+        sys.meta_path.insert(0, _SourceFirst(pure_requested(environ)))

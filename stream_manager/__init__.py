@@ -1,4 +1,5 @@
 """Stream manager: one per container; routes tuple batches, joins the clique."""
 
-# heron_py first: with HERON_PY_PURE=1 it makes this package's compiled modules load from source
+# heron_py first: its import finder decides whether this package's compiled modules or their
+# sources are imported (HERON_PY_PURE=1, stale extension modules: heron_py.hotpath)
 import heron_py as _heron_py  # noqa: F401

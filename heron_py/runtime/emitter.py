@@ -90,8 +90,10 @@ class Emitter:
         self.acks: dict[int, dict[int, int]] = {}
         self.fails: dict[int, list[int]] = {}
         self._rand = (rng or random.Random()).getrandbits
+        # emits since the last flush (or discard), and before it: ``emitted`` is their sum, so
+        # an emit updates one counter, not two
         self._count = 0
-        self.emitted = 0
+        self._flushed = 0
         # emits on streams other than "default" (default = emitted - these), for metrics
         self.emitted_by_stream: dict[str, int] = {}
         me = pplan.task(task_id)
@@ -186,7 +188,13 @@ class Emitter:
         self.pending.clear()
         self.hot.clear()
         self.hot_ids.clear()
+        self._flushed += self._count
         self._count = 0
+
+    @property
+    def emitted(self) -> int:
+        """Tuples emitted so far (sent or still pending)."""
+        return self._flushed + self._count
 
     def _add(self, task: int, row: Any) -> None:
         if self.hot:
@@ -276,7 +284,6 @@ class Emitter:
             self.ack_record(rt, ACK_FAIL, rid, 0)
 
     def _counted(self) -> None:
-        self.emitted += 1
         self._count += 1
         if self._count >= self.batch_size:
             self.flush()
@@ -307,7 +314,6 @@ class Emitter:
                 sent.extend(tasks)
         if stream != "default":
             self.emitted_by_stream[stream] = self.emitted_by_stream.get(stream, 0) + 1
-        self.emitted += 1
         self._count += 1
         if self._count >= self.batch_size:
             self.flush()
@@ -354,7 +360,6 @@ class Emitter:
                 hot[t] = [values]
             else:
                 lst.append(values)
-            self.emitted += 1
             c = self._count + 1
             self._count = c
             if c >= batch_size:
@@ -400,7 +405,6 @@ class Emitter:
             else:
                 lst.append(values)
                 hot_ids[t] += (r[0], r[1], e)  # a list here (an array's extend was 3x slower)
-            self.emitted += 1
             c = self._count + 1
             self._count = c
             if c >= batch_size:
@@ -439,6 +443,7 @@ class Emitter:
         pending.clear()
         hot.clear()
         self.hot_ids.clear()
+        self._flushed += self._count
         self._count = 0
         if frames:
             self._sink(frames)

@@ -56,6 +56,24 @@ def test_where_a_compiler_is_every_listed_module_was_compiled_and_is_imported_co
 
 
 def test_the_finder_leaves_every_other_module_to_the_ordinary_search():
-    finder = _SourceFirst()
+    finder = _SourceFirst(pure=True)
     assert finder.find_spec("heron_py.runtime.hooks", None) is None
     assert finder.find_spec("json", None) is None
+
+
+@pytest.mark.parametrize(("source_newer", "pure", "imported"),
+                         [(False, False, "extension"), (True, False, "source"), (False, True, "source")])
+def test_an_extension_older_than_its_source_is_passed_over(tmp_path, source_newer, pure, imported):
+    """After an edit, a checkout or a pull without reinstalling, the old compiled code must not run."""
+    ext = extension_file("stream_manager.routing")
+    if ext is None:
+        pytest.skip("stream_manager.routing is not compiled here")
+    copy_ext = tmp_path / ext.name
+    copy_src = tmp_path / "routing.py"
+    shutil.copy(ext, copy_ext)
+    shutil.copy(Path(ext).with_name("routing.py"), copy_src)
+    os.utime(copy_ext, (1_000_000, 1_000_000))
+    os.utime(copy_src, (2_000_000 if source_newer else 1_000_000,) * 2)
+    spec = _SourceFirst(pure=pure).find_spec("stream_manager.routing", [str(tmp_path)])
+    assert spec is not None
+    assert spec.origin == str(copy_src if imported == "source" else copy_ext)
