@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import wc_common
 
-from heron_py.checkpoint.storage import LocalFsStorage
+from heron_py.checkpoint.storage import IncompleteCheckpointError, LocalFsStorage
 from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import config as statecfg
 from heron_py.state import open_state
@@ -61,12 +61,16 @@ def _final_counts(home: Path, name: str) -> tuple[int, Counter] | None:
     tasks = _tasks(name)
     shares = {t: len(range(i, N, len(tasks["sentence"]))) for i, t in enumerate(sorted(tasks["sentence"]))}
     for cid in reversed(storage.completed_ids(name)):
-        positions = {t: pickle.loads(storage.load(name, cid, t) or pickle.dumps({})).get("pos") for t in shares}
-        if positions != shares:
+        try:
+            positions = {t: pickle.loads(storage.load(name, cid, t) or pickle.dumps({})).get("pos") for t in shares}
+            if positions != shares:
+                continue
+            counts: Counter = Counter()
+            for t in tasks["count"]:
+                counts.update(pickle.loads(storage.load(name, cid, t) or pickle.dumps({})))
+        except IncompleteCheckpointError:
+            # the running master's garbage collection removed it after completed_ids listed it
             continue
-        counts: Counter = Counter()
-        for t in tasks["count"]:
-            counts.update(pickle.loads(storage.load(name, cid, t) or pickle.dumps({})))
         return cid, counts
     return None
 
