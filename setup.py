@@ -34,16 +34,16 @@ class OptionalBuildExt(build_ext):
 
 
 def extensions() -> list[Any]:
-    if os.environ.get("HERON_PY_PURE", "") == "1":
+    # the list and the switch from heron_py/hotpath.py, read before heron-py is installed
+    hotpath = runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), "heron_py", "hotpath.py"))
+    if hotpath["pure_requested"]():
         return []
     try:
         from Cython.Build import cythonize
     except ImportError:
         print("heron-py: Cython is not installed; installing the pure-Python modules only", file=sys.stderr)
         return []
-    here = os.path.dirname(os.path.abspath(__file__))
-    modules = runpy.run_path(os.path.join(here, "heron_py", "hotpath.py"))["MODULES"]
-    exts = [Extension(m, [m.replace(".", "/") + ".py"]) for m in modules]
+    exts = [Extension(m, [m.replace(".", "/") + ".py"]) for m in hotpath["MODULES"]]
     # annotation_typing off: annotations are not checked at run time, as in Python
     directives = {"language_level": 3, "annotation_typing": False, "binding": True}
     return list(cythonize(exts, build_dir="build/cython", compiler_directives=directives, quiet=True))

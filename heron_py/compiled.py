@@ -8,7 +8,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from heron_py.hotpath import MODULES, PURE_ENV, pure_requested
+import heron_py
+from heron_py.hotpath import MODULES, PURE_ENV, is_extension, pure_requested
 
 
 def form(module: str) -> str:
@@ -18,14 +19,12 @@ def form(module: str) -> str:
     if origin is None:
         spec = importlib.util.find_spec(module)
         origin = spec.origin if spec is not None else None
-    return "compiled" if origin and origin.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)) else "pure"
+    return "compiled" if origin and is_extension(origin) else "pure"
 
 
 def extension_file(module: str) -> Path | None:
     """The compiled file of ``module`` installed beside its source, whether or not this
     process imports it (HERON_PY_PURE=1); None where it was not compiled."""
-    import heron_py
-
     root = Path(heron_py.__file__).resolve().parent.parent  # heron_py, instance, stream_manager
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         path = root / (module.replace(".", "/") + suffix)

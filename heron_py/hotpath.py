@@ -50,6 +50,11 @@ PURE_ENV = "HERON_PY_PURE"
 _EXTENSIONS = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 
 
+def is_extension(origin: str) -> bool:
+    """Whether a module's file is a compiled extension module (not its ``.py``)."""
+    return origin.endswith(_EXTENSIONS)
+
+
 def pure_requested(environ: Mapping[str, str] = os.environ) -> bool:
     return environ.get(PURE_ENV, "") == "1"
 
@@ -75,7 +80,7 @@ class _SourceFirst(importlib.abc.MetaPathFinder):
         if fullname not in MODULES:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.origin is None or not spec.origin.endswith(_EXTENSIONS):
+        if spec is None or spec.origin is None or not is_extension(spec.origin):
             return spec
         extension = Path(spec.origin)
         source = extension.with_name(fullname.rpartition(".")[2] + ".py")

@@ -129,9 +129,8 @@ def test_a_killed_fork_server_is_replaced_when_a_task_restarts(heron_home):
 
 def _mapped_files(pid):
     try:
-        with open(f"/proc/{pid}/maps") as f:
-            return {line.split(None, 5)[5].strip() for line in f if len(line.split(None, 5)) == 6}
-    except OSError:
+        return {m.path for m in psutil.Process(pid).memory_maps()}
+    except psutil.Error:
         return set()
 
 
@@ -152,7 +151,7 @@ def test_the_daemons_run_the_compiled_hot_path_unless_told_to_run_its_source(her
     try:
         state = LocalFsStateManager(heron_home)
         procs = LocalScheduler.topology_processes(state.get_scheduler_location(run.name)["topology_id"])
-        roles = {p.pid: _cmd(p)[_cmd(p).index("-m") + 1] for p in procs}
+        roles = {p.pid: (cmd := _cmd(p))[cmd.index("-m") + 1] for p in procs}
         mapped = {pid: _mapped_files(pid) & set(built.values()) for pid in roles}
         if pure:
             assert {pid: files for pid, files in mapped.items() if files} == {}
