@@ -11,7 +11,9 @@ Each run also prints the peak PSS of the topology's processes.
 
 With ``--rev`` the revision is checked out in a temporary git worktree with a venv of its own
 (its packages are this venv's, only heron-py itself differs), and A runs with that
-interpreter: the CLI, the executors and every daemon then run the old code.
+interpreter: the CLI, the executors and every daemon then run the old code. A revision that
+has the compiled hot path (heron_py/hotpath.py) gets its modules compiled in its worktree
+first, so both sides run as installed.
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ def checkout_python(rev: str) -> str:
     tree, venv = base / "tree", base / "venv"
     if not tree.exists():
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), sha], check=True)
+    if (tree / "heron_py" / "hotpath.py").exists() and not list((tree / "heron_py").rglob("*.so")):
+        # a revision with the compiled hot path runs compiled, as it would be installed: without
+        # this, A would run its .py files and the A/B would also measure the compilation
+        subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=tree, check=True,
+                       capture_output=True)
     py = venv / "bin" / "python"
     if not py.exists():
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)

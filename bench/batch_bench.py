@@ -2,6 +2,7 @@
 (../shared/bench/peers/bench_spark.py --mode rdd), on the same sentences, in one run.
 
     python bench/batch_bench.py [--sentences 1000000]
+    python bench/batch_bench.py --rev REV [--reps 3]   # A/B: ours at REV against this tree
 
 Both use local[2] and report t_run without the JVM and SparkSession start: ours is the time
 the CLI reports for the batch run itself (stages, output written as Parquet); the peer's is
@@ -15,6 +16,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,18 +25,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = ROOT.parent / "shared" / "bench" / "peers"
 sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import wc_common  # noqa: E402
 
 
-def ours(n: int, work: Path) -> float:
+def ours(n: int, work: Path, python: str = sys.executable) -> float:
     text = work / f"sentences-{n}.txt"
     with text.open("w") as f:
         for i in range(n):
             f.write(wc_common.sentence(i) + "\n")
     out = work / f"counts-{n}"
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", HERON_PY_HOME=str(work))
-    p = subprocess.run([sys.executable, "-m", "heron_py.cli.main", "batch", "--input", f"sentence={text}",
+    p = subprocess.run([python, "-m", "heron_py.cli.main", "batch", "--input", f"sentence={text}",
                         "--output", f"count={out}", str(ROOT / "examples" / "word_count.py")],
                        env=env, capture_output=True, text=True)
     m = re.search(r"took ([0-9.]+) s", p.stdout)
@@ -62,8 +65,13 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sentences", type=int, default=1_000_000)
     ap.add_argument("--small", type=int, default=1000)
+    ap.add_argument("--rev", help="A/B: A = `heron-py batch` at this git revision, B = this tree, alternating")
+    ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="heron-batch-bench-"))
+    if args.rev:
+        rev_ab(args, work)
+        return
     rows = []
     for name, fn in (("heron-py batch (word_count.py, local[2])", lambda k: ours(k, work)),
                      ("PySpark RDD peer (local[2])", peer)):
@@ -77,6 +85,22 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for name, wps, tb, ts, marg in rows:
         print(f"| {name} | {wps:,.0f} | {wps / base:.2f} | {tb:.1f} | {ts:.1f} | {marg:,.0f} |")
+
+
+def rev_ab(args: argparse.Namespace, work: Path) -> None:
+    from ab import checkout_python  # type: ignore[import-not-found]
+
+    sides = {f"A {args.rev}": checkout_python(args.rev), "B this tree": sys.executable}
+    times: dict[str, list[float]] = {k: [] for k in sides}
+    for _ in range(args.reps):
+        for name, py in sides.items():
+            times[name].append(ours(args.sentences, work, py))
+            print(f"{name}: {times[name][-1]:.2f} s", flush=True)
+    ta, tb = (statistics.median(t) for t in times.values())
+    for name, ts in times.items():
+        m = statistics.median(ts)
+        print(f"{name}: median {m:.2f} s = {10 * args.sentences / m:,.0f} words/s (runs: {', '.join(f'{t:.2f}' for t in ts)})")
+    print(f"B/A (speed) = {ta / tb:.3f}")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ to its tasks and partitions them by task (see plan.py).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import random
@@ -207,6 +208,13 @@ def _input_rows(spark: Any, spout: str, fields: Sequence[str], source: Any) -> A
     return df.select(*fields).rdd.map(list)
 
 
+def _head(rows: Any, n: int) -> list[Any]:
+    """The first ``n`` rows in partition order (what ``take(n)`` returns), with every partition
+    computed in one job, in parallel."""
+    per_part = rows.mapPartitions(lambda it: [list(itertools.islice(it, n))]).collect()
+    return list(itertools.islice(itertools.chain.from_iterable(per_part), n))
+
+
 def run_topology_batch(spark: Any, topology: Any, inputs: Mapping[str, Any], outputs: Iterable[str], *,
                        package: bytes | None = None, seed: int = 0) -> dict[str, Any]:
     """Runs ``topology`` (a TopologyDef, or a builder / Topology class with ``build()``) on
@@ -282,8 +290,10 @@ def run_topology_batch(spark: Any, topology: Any, inputs: Mapping[str, Any], out
         rows = stages[comp_name].filter(lambda r, s=stream: r[0] == "o" and r[1][0] == s).map(
             lambda r: tuple(r[1][1]))
         # one job for both questions, is it empty and what are its types: the types come from
-        # the first rows as Spark's own inference takes them (up to 100 while a field is None)
-        head = rows.take(100)
+        # the first rows as Spark's own inference takes them (up to 100 while a field is None).
+        # Not take(100): it computes partition 0 alone (one core busy) and only then the rest;
+        # this job runs every partition of the persisted bolt stage at once, as the write would
+        head = _head(rows, 100)
         if not head:
             from pyspark.sql.types import StringType, StructField, StructType
 
