@@ -99,7 +99,8 @@ def rev_ab(args: argparse.Namespace, work: Path) -> None:
     ta, tb = (statistics.median(t) for t in times.values())
     for name, ts in times.items():
         m = statistics.median(ts)
-        print(f"{name}: median {m:.2f} s = {10 * args.sentences / m:,.0f} words/s (runs: {', '.join(f'{t:.2f}' for t in ts)})")
+        runs = ", ".join(f"{t:.2f}" for t in ts)
+        print(f"{name}: median {m:.2f} s = {10 * args.sentences / m:,.0f} words/s (runs: {runs})")
     print(f"B/A (speed) = {ta / tb:.3f}")
 
 

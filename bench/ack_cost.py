@@ -1,0 +1,117 @@
+"""What acking costs each task of the word count, in CPU per item, with no threads, sockets or
+stream manager: the three tasks of bench/wc_topology.py run one after another in this process
+through the engine's own hosts (the code an instance runs), acking off and on.
+
+    python bench/ack_cost.py [--sentences 200000] [--reps 3]
+
+The spout host emits every sentence; the split host processes the spout's batches; the count
+host processes the split's. Each host flushes after every batch it is given, as an instance
+does when its input queue runs dry, so acks are merged per batch as they are when running. CPU
+is process time per stage: the spout per sentence, the split and the count per word. The
+stream manager's XOR tracker is not in it (bench/ack_memory.py and the profile cover it).
+Prints the median of --reps runs of each mode and the difference, on minus off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import wc_topology as wc  # noqa: E402
+
+from heron_py.common.config import Mode, ReliabilityConfig  # noqa: E402
+from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, MsgType, frame_type  # noqa: E402
+from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState  # noqa: E402
+from heron_py.runtime.host import BoltHost, HostOptions, SpoutHost, make_host  # noqa: E402
+from heron_py.spark.plan import plan_batch  # noqa: E402
+from heronpy.api.stream import Grouping  # noqa: E402
+from heronpy.api.topology import TopologyBuilder  # noqa: E402
+
+
+def _bodies(frames: list[bytes], dests: set[int]) -> list[tuple[int, bytes]]:
+    out = []
+    for f in frames:
+        if frame_type(f) == MsgType.TUPLE_BATCH:
+            dest, src, _ = BATCH_HEADER.unpack_from(f, HEADER_SIZE)
+            if dest in dests:
+                out.append((src, f[BODY_OFFSET:]))
+    return out
+
+
+def run(n: int, acking: bool) -> dict[str, float]:
+    """One pass of n sentences: CPU per sentence (spout) and per word (split, count), in us."""
+    b = TopologyBuilder("ack_cost")
+    s = b.add_spout("sentence", wc.BenchSpout, par=1)
+    sp = b.add_bolt("split", wc.BenchSplit, par=1, inputs={s: Grouping.SHUFFLE})
+    b.add_bolt("count", wc.BenchCount, par=1, inputs={sp: Grouping.fields("word")})
+    cfg: dict[str, Any] = {"bench.sentences": n, "bench.dir": tempfile.mkdtemp(prefix="heron-ack-cost-")}
+    if acking:
+        cfg.update({"topology.reliability.mode": "ATLEAST_ONCE", "topology.max.spout.pending": 1 << 40})
+    b.set_config(cfg)
+    topo = b.build()
+    plan = plan_batch(topo)
+    pplan = PhysicalPlan(topo, plan.packing, (StmgrLocation(0, "ack-cost", 0, 0),), TopologyState.RUNNING, 1)
+    rel = ReliabilityConfig(Mode.ATLEAST_ONCE if acking else Mode.ATMOST_ONCE, 30.0, None)
+
+    def host(component: str) -> tuple[Any, list[bytes]]:
+        frames: list[bytes] = []
+        h = make_host(pplan, plan.tasks_of(component)[0], frames.extend,
+                      HostOptions(reliability=rel, rng=random.Random(1)))
+        h.initialize()
+        h.start()
+        return h, frames
+
+    spout, spout_out = host("sentence")
+    assert isinstance(spout, SpoutHost)
+    t = time.process_time()
+    while spout.next_tuples(1000):
+        pass
+    spout.flush()
+    t_spout = time.process_time() - t
+    times = {"spout us/sentence": t_spout / n * 1e6}
+    upstream = spout_out
+    for name in ("split", "count"):
+        bolt, out = host(name)
+        assert isinstance(bolt, BoltHost)
+        bodies = _bodies(upstream, set(plan.tasks_of(name)))
+        t = time.process_time()
+        for src, body in bodies:
+            bolt.process_body(src, body)
+            bolt.flush()
+        times[f"{name} us/word"] = (time.process_time() - t) / (10 * n) * 1e6
+        upstream = out
+    return times
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sentences", type=int, default=200_000)
+    ap.add_argument("--reps", type=int, default=3)
+    a = ap.parse_args()
+    res: dict[bool, list[dict[str, float]]] = {False: [], True: []}
+    for _ in range(a.reps):
+        for acking in (False, True):
+            res[acking].append(run(a.sentences, acking))
+    med = {k: {m: statistics.median(r[m] for r in runs) for m in runs[0]} for k, runs in res.items()}
+    print(f"{a.sentences:,} sentences, median of {a.reps}, CPU per item in this process")
+    print("| stage | acking off | acking on | on - off |")
+    print("|---|---|---|---|")
+    for m in med[False]:
+        off, on = med[False][m], med[True][m]
+        print(f"| {m} | {off:.3f} | {on:.3f} | {on - off:+.3f} |")
+    words = {k: v["spout us/sentence"] / 10 + v["split us/word"] + v["count us/word"] for k, v in med.items()}
+    print(f"| all three, us/word | {words[False]:.3f} | {words[True]:.3f} | {words[True] - words[False]:+.3f} |")
+
+
+if __name__ == "__main__":
+    main()
