@@ -6,7 +6,8 @@ stops emitting when its data ends). Each bolt task is one Spark partition, where
 class runs unchanged: ``initialize``, ``process`` per tuple, and, when its config sets
 ``topology.tick.tuple.freq.secs``, one ``process_tick`` after its last tuple (so bolts that
 emit on ticks emit their final state). ``ack``/``fail`` are accepted and do nothing: a batch
-run has no replays; a failed Spark task is retried by Spark from its input.
+run has no replays; a failed Spark task is retried by Spark from its input. Every bolt runs,
+also one that nothing reads and no output asks for (a sink that writes to its own store).
 
 Records between stages are ``(destination task, (source task, pickled batch of (stream,
 values) rows))``, the emitter's own batches; the stage of a bolt takes the records addressed
@@ -15,6 +16,7 @@ to its tasks and partitions them by task (see plan.py).
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import itertools
 import json
@@ -208,6 +210,11 @@ def _input_rows(spark: Any, spout: str, fields: Sequence[str], source: Any) -> A
     return df.select(*fields).rdd.map(list)
 
 
+def _drain(records: Iterator[Any]) -> None:
+    for _ in records:
+        pass
+
+
 def _head(rows: Any, n: int) -> list[Any]:
     """The first ``n`` rows in partition order (what ``take(n)`` returns), with every partition
     computed in one job, in parallel."""
@@ -249,6 +256,17 @@ def run_topology_batch(spark: Any, topology: Any, inputs: Mapping[str, Any], out
         wanted[o] = (comp, stream)
     capture = {name: frozenset(s for (c2, s) in wanted.values() if c2 == name) for name, _ in wanted.values()}
 
+    # A stage is kept (persisted) only when more than one job or stage reads it: a bolt's
+    # records read by one bolt go through that bolt's shuffle once (Spark reuses shuffle files
+    # across jobs), and unpersisted, the component runs in the same Python pass as the filter
+    # and the partitioning after it, instead of its records going to the JVM's cache and back.
+    readers = collections.Counter(u for c in topology.components for u in {i.component for i in c.inputs})
+    for comp_name, _ in wanted.values():
+        readers[comp_name] += 2  # the output's head job and its write
+
+    def keep(name: str, rdd: Any) -> Any:
+        return rdd.persist() if readers[name] > 1 else rdd
+
     stages: dict[str, Any] = {}
     for spout in plan.spouts():
         sdef = topology.component(spout)
@@ -268,7 +286,7 @@ def run_topology_batch(spark: Any, topology: Any, inputs: Mapping[str, Any], out
                                  f"(class attribute bounded = True); give --input {spout}=PATH")
             stage = sc.parallelize(range(par), par).mapPartitionsWithIndex(
                 lambda i, it, spec=spec: run_bounded_spout_partition(spec, pkg.value, i, it))
-        stages[spout] = stage.persist()
+        stages[spout] = keep(spout, stage)
 
     for bolt in plan.order:
         bdef = topology.component(bolt)
@@ -280,9 +298,15 @@ def run_topology_batch(spark: Any, topology: Any, inputs: Mapping[str, Any], out
         rdd = parts[0] if len(parts) == 1 else sc.union(parts)
         rdd = rdd.partitionBy(bdef.par, lambda task, index=index: index[task])
         spec = StageSpec(tjson, bolt, capture.get(bolt, frozenset()), seed)
-        stages[bolt] = rdd.mapPartitionsWithIndex(
-            lambda i, it, spec=spec: run_bolt_partition(spec, pkg.value, i, it),
-            preservesPartitioning=False).persist()
+        stages[bolt] = keep(bolt, rdd.mapPartitionsWithIndex(
+            lambda i, it, spec=spec: run_bolt_partition(spec, pkg.value, i, it), preservesPartitioning=False))
+
+    # a bolt that nothing reads and no --output asks for (a sink: it writes to a store of its
+    # own) still runs, as it does streaming: one job for all of them, here, since no output's
+    # job would compute it
+    leaves = [stages[b] for b in plan.order if readers[b] == 0]
+    if leaves:
+        (leaves[0] if len(leaves) == 1 else sc.union(leaves)).foreachPartition(_drain)
 
     frames: dict[str, Any] = {}
     for name, (comp_name, stream) in wanted.items():

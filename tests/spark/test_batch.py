@@ -149,3 +149,23 @@ def test_stream_through_parquet_sink_reconciles_with_batch(batch_counts, heron_h
         f"  differing: word={changed!r}: stream {{'count': {expected[changed] + 1}}}, "
         f"batch {{'count': {expected[changed]}}}\n")
     shutil.rmtree(bad)
+
+
+def test_a_sink_bolt_runs_in_a_batch_run(tmp_path):
+    """A bolt that emits nothing (a sink writing to its own store) runs in a batch run, with no
+    --output at all and beside an --output of another bolt: every input row reaches one sink
+    task's file, once."""
+    numbers = [str(i) for i in range(500)]
+    text = tmp_path / "numbers.txt"
+    text.write_text("\n".join(numbers) + "\n")
+    for name, extra in (("alone", []), ("beside-output", ["--output", f"pass={tmp_path / 'passed'}"])):
+        folder = tmp_path / name
+        folder.mkdir()
+        proc = _cli(tmp_path, "batch", "--input", f"numbers={text}", *extra, str(HERE / "sink_topology.py"),
+                    str(folder))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        files = sorted(folder.glob("task-*.txt"))
+        assert len(files) == 2, (name, files)
+        written = [line for f in files for line in f.read_text().splitlines()]
+        assert sorted(written, key=int) == numbers, name
+    assert sorted((r["n"] for r in _rows(tmp_path / "passed")), key=int) == numbers
