@@ -2,7 +2,7 @@
 (../shared/bench/peers/bench_spark.py --mode rdd), on the same sentences, in one run.
 
     python bench/batch_bench.py [--sentences 1000000]
-    python bench/batch_bench.py --rev REV [--reps 3]   # A/B: ours at REV against this tree
+    python bench/batch_bench.py --rev REV [--reps 3]   # A/B: ours at REV against this tree, and the peer
 
 Both use local[2] and report t_run without the JVM and SparkSession start: ours is the time
 the CLI reports for the batch run itself (stages, output written as Parquet); the peer's is
@@ -88,20 +88,23 @@ def main() -> None:
 
 
 def rev_ab(args: argparse.Namespace, work: Path) -> None:
+    """A = ours at --rev, B = this tree, and the peer, alternating; medians and ratios."""
     from ab import checkout_python  # type: ignore[import-not-found]
 
     sides = {f"A {args.rev}": checkout_python(args.rev), "B this tree": sys.executable}
-    times: dict[str, list[float]] = {k: [] for k in sides}
+    times: dict[str, list[float]] = {k: [] for k in [*sides, "PySpark RDD peer"]}
     for _ in range(args.reps):
         for name, py in sides.items():
             times[name].append(ours(args.sentences, work, py))
             print(f"{name}: {times[name][-1]:.2f} s", flush=True)
-    ta, tb = (statistics.median(t) for t in times.values())
+        times["PySpark RDD peer"].append(peer(args.sentences))
+        print(f"PySpark RDD peer: {times['PySpark RDD peer'][-1]:.2f} s", flush=True)
+    med = {name: statistics.median(ts) for name, ts in times.items()}
     for name, ts in times.items():
-        m = statistics.median(ts)
         runs = ", ".join(f"{t:.2f}" for t in ts)
-        print(f"{name}: median {m:.2f} s = {10 * args.sentences / m:,.0f} words/s (runs: {runs})")
-    print(f"B/A (speed) = {ta / tb:.3f}")
+        print(f"{name}: median {med[name]:.2f} s = {10 * args.sentences / med[name]:,.0f} words/s, "
+              f"{med['PySpark RDD peer'] / med[name]:.2f}x the peer (runs: {runs})")
+    print(f"B/A (speed) = {med[f'A {args.rev}'] / med['B this tree']:.3f}")
 
 
 if __name__ == "__main__":
