@@ -31,7 +31,6 @@ import wc_topology as wc  # noqa: E402
 
 from heron_py.common.config import Mode, ReliabilityConfig  # noqa: E402
 from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, MsgType, frame_type  # noqa: E402
-from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState  # noqa: E402
 from heron_py.runtime.host import BoltHost, HostOptions, SpoutHost, make_host  # noqa: E402
 from heron_py.spark.plan import plan_batch  # noqa: E402
 from heronpy.api.stream import Grouping  # noqa: E402
@@ -60,7 +59,7 @@ def run(n: int, acking: bool) -> dict[str, float]:
     b.set_config(cfg)
     topo = b.build()
     plan = plan_batch(topo)
-    pplan = PhysicalPlan(topo, plan.packing, (StmgrLocation(0, "ack-cost", 0, 0),), TopologyState.RUNNING, 1)
+    pplan = plan.physical()
     rel = ReliabilityConfig(Mode.ATLEAST_ONCE if acking else Mode.ATMOST_ONCE, 30.0, None)
 
     def host(component: str) -> tuple[Any, list[bytes]]:

@@ -22,7 +22,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run import Sampler, _kill, _submit  # type: ignore[import-not-found]
+from run import Sampler, _kill, _submit, count_progress  # type: ignore[import-not-found]
 
 from heron_py.scheduler.local import LocalScheduler
 
@@ -43,7 +43,7 @@ def measure(wait_s: float) -> dict[str, list[float]]:
     env, tid = _submit(home, "wc_topology.py", ["1000", str(out), "off"])
     try:
         deadline = time.monotonic() + 60
-        while sum(int(f.read_text().split()[0]) for f in out.glob("count-*") if f.suffix == "") < 10_000:
+        while sum(int(c[0]) for c in count_progress(out)) < 10_000:
             if time.monotonic() > deadline:
                 raise SystemExit("idle_memory: the 1,000 sentences were not counted within 60 s")
             time.sleep(0.2)

@@ -149,6 +149,11 @@ def _kill(env: dict[str, str], name: str, python: str = sys.executable) -> None:
     subprocess.run([python, *CLI[1:], "kill", cluster, name], env=env, capture_output=True, cwd=env["HERON_PY_HOME"])
 
 
+def count_progress(out: Path) -> list[list[str]]:
+    """Each count task's "total last_update_time" line (wc_topology.py writes it every tick)."""
+    return [f.read_text().split() for f in out.glob("count-*") if "." not in f.name]
+
+
 def ours(n: int, acking: bool, home: Path, props: dict[str, str] | None = None,
          python: str = sys.executable, where: Where = LOCAL) -> dict[str, Any]:
     out = Path(tempfile.mkdtemp(prefix="wc-", dir=home))
@@ -160,7 +165,7 @@ def ours(n: int, acking: bool, home: Path, props: dict[str, str] | None = None,
     try:
         while time.monotonic() < deadline:
             time.sleep(0.2)
-            counts = [f.read_text().split() for f in out.glob("count-*") if "." not in f.name]
+            counts = count_progress(out)
             total = sum(int(c[0]) for c in counts)
             if total >= 10 * n:
                 break

@@ -34,7 +34,7 @@ from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, MsgT
 from heron_py.common.package import load_main, unpack
 from heron_py.common.serialization import MAIN_ALIAS, loads_user_object
 from heron_py.planner.errors import TopologyError
-from heron_py.planner.model import ComponentKind, PhysicalPlan, StmgrLocation, TopologyDef, TopologyState
+from heron_py.planner.model import ComponentKind, TopologyDef
 from heron_py.runtime.host import BoltHost, HostOptions, SpoutHost, make_host
 from heron_py.spark.plan import plan_batch
 
@@ -84,7 +84,7 @@ class _Task:
         topology = TopologyDef.from_dict(json.loads(spec.topology_json))
         plan = plan_batch(topology)
         task_id = plan.tasks_of(spec.component)[index]
-        pplan = PhysicalPlan(topology, plan.packing, (StmgrLocation(0, "batch", 0, 0),), TopologyState.RUNNING, 1)
+        pplan = plan.physical()
         self.frames: list[bytes] = []
         self.outputs: list[tuple[str, list[Any]]] = []
         capture, outputs = spec.capture, self.outputs

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from heron_py.planner.errors import TopologyError
-from heron_py.planner.model import ComponentKind, PackingPlan, TopologyDef
+from heron_py.planner.model import ComponentKind, PackingPlan, PhysicalPlan, StmgrLocation, TopologyDef, TopologyState
 from heron_py.planner.packing import round_robin
 
 
@@ -30,6 +30,10 @@ class BatchPlan:
 
     def spouts(self) -> list[str]:
         return [c.name for c in self.topology.components if c.kind is ComponentKind.SPOUT]
+
+    def physical(self) -> PhysicalPlan:
+        """The running plan a host of this packing gets: one container, no real stream manager."""
+        return PhysicalPlan(self.topology, self.packing, (StmgrLocation(0, "batch", 0, 0),), TopologyState.RUNNING, 1)
 
 
 def plan_batch(topology: TopologyDef) -> BatchPlan:
