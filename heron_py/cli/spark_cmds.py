@@ -29,19 +29,12 @@ def spark_session(master: str, app: str) -> Any:
     return spark
 
 
-def write_output(df: Any, path: str) -> str:
-    if path.endswith((".json", ".jsonl")):
-        df.write.mode("overwrite").json(path)
-        return "JSON lines"
-    df.write.mode("overwrite").parquet(path)
-    return "Parquet"
-
-
 def cmd_batch(args: argparse.Namespace) -> int:
     from heron_py.cli.submit import load_topology_file
     from heron_py.common.package import build_package
     from heron_py.planner.logical import validate
-    from heron_py.spark.batch import run_topology_batch
+    from heron_py.spark.batch import batch_outputs
+    from heron_py.spark.output import JSON_LINES
     from heron_py.spark.plan import parse_assignments
 
     path = Path(args.file)
@@ -67,12 +60,13 @@ def cmd_batch(args: argparse.Namespace) -> int:
     spark = spark_session(args.master, f"heron-py batch {topo.name}")
     try:
         t0 = time.monotonic()
-        frames = run_topology_batch(spark, topo, inputs, list(outputs), package=package)
-        formats = {target: write_output(frames[target], out_path) for target, out_path in outputs.items()}
+        results = batch_outputs(spark, topo, inputs, list(outputs), package=package)
+        written = {target: results[target].write(spark, out_path) for target, out_path in outputs.items()}
         took = time.monotonic() - t0  # the run and its output written; counting the rows back is not part of it
         for target, out_path in outputs.items():
-            fmt = formats[target]
-            n = spark.read.json(out_path).count() if fmt == "JSON lines" else spark.read.parquet(out_path).count()
+            fmt, n = written[target]
+            if n is None:  # Spark's writers do not say how many rows they wrote
+                n = spark.read.json(out_path).count() if fmt == JSON_LINES else spark.read.parquet(out_path).count()
             print(f"{target} -> {out_path} ({n} rows, {fmt})")
         print(f"batch run of '{topo.name}' on {args.master} took {took:.1f} s")
     finally:

@@ -36,7 +36,8 @@ from heron_py.common.serialization import MAIN_ALIAS, loads_user_object
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.model import ComponentKind, TopologyDef
 from heron_py.runtime.host import BoltHost, HostOptions, SpoutHost, make_host
-from heron_py.spark.plan import plan_batch
+from heron_py.spark.output import BatchOutput
+from heron_py.spark.plan import BatchError, plan_batch
 
 Record = tuple[int, tuple[int, bytes]]
 # at most this many next_tuple calls in a row that emit nothing end a bounded spout
@@ -163,10 +164,6 @@ def run_bounded_spout_partition(spec: StageSpec, package: bytes, index: int,
     yield from task.drain()
 
 
-class BatchError(TopologyError):
-    pass
-
-
 def _input_stream(spout: Any) -> Any:
     """The stream an --input file feeds: the spout's default stream, or its only stream (a
     Streamlet source declares just "output")."""
@@ -230,6 +227,14 @@ def run_topology_batch(spark: Any, topology: Any, inputs: Mapping[str, Any], out
     to paths or DataFrames. ``package`` is a topology package (heron_py.common.package) that
     carries code defined in a topology file to the Spark workers; without it the components'
     classes must be importable from their modules on the workers."""
+    outs = batch_outputs(spark, topology, inputs, outputs, package=package, seed=seed)
+    return {name: out.dataframe(spark) for name, out in outs.items()}
+
+
+def batch_outputs(spark: Any, topology: Any, inputs: Mapping[str, Any], outputs: Iterable[str], *,
+                  package: bytes | None = None, seed: int = 0) -> dict[str, BatchOutput]:
+    """As run_topology_batch, but each output as a BatchOutput (rows, fields, head), which the
+    CLI writes without a DataFrame where it can (see heron_py.spark.output)."""
     if not isinstance(topology, TopologyDef):
         topology = topology.build()
     from heron_py.planner.logical import validate
@@ -308,20 +313,14 @@ def run_topology_batch(spark: Any, topology: Any, inputs: Mapping[str, Any], out
     if leaves:
         (leaves[0] if len(leaves) == 1 else sc.union(leaves)).foreachPartition(_drain)
 
-    frames: dict[str, Any] = {}
+    results: dict[str, BatchOutput] = {}
     for name, (comp_name, stream) in wanted.items():
-        fields = list(topology.component(comp_name).output(stream).fields)
+        fields = tuple(topology.component(comp_name).output(stream).fields)
         rows = stages[comp_name].filter(lambda r, s=stream: r[0] == "o" and r[1][0] == s).map(
             lambda r: tuple(r[1][1]))
         # one job for both questions, is it empty and what are its types: the types come from
         # the first rows as Spark's own inference takes them (up to 100 while a field is None).
         # Not take(100): it computes partition 0 alone (one core busy) and only then the rest;
         # this job runs every partition of the persisted bolt stage at once, as the write would
-        head = _head(rows, 100)
-        if not head:
-            from pyspark.sql.types import StringType, StructField, StructType
-
-            frames[name] = spark.createDataFrame([], StructType([StructField(f, StringType()) for f in fields]))
-        else:
-            frames[name] = spark.createDataFrame(rows, schema=spark.createDataFrame(head, schema=fields).schema)
-    return frames
+        results[name] = BatchOutput(name, rows, fields, tuple(tuple(r) for r in _head(rows, 100)))
+    return results

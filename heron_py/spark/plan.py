@@ -19,6 +19,10 @@ from heron_py.planner.model import ComponentKind, PackingPlan, PhysicalPlan, Stm
 from heron_py.planner.packing import round_robin
 
 
+class BatchError(TopologyError):
+    """A batch run's inputs, outputs or topology do not fit: reported as one line."""
+
+
 @dataclass(frozen=True)
 class BatchPlan:
     topology: TopologyDef
