@@ -2,7 +2,8 @@
 (../shared/bench/peers/bench_spark.py --mode rdd), on the same sentences, in one run.
 
     python bench/batch_bench.py [--sentences 1000000]
-    python bench/batch_bench.py --rev REV [--reps 3]   # A/B: ours at REV against this tree, and the peer
+    python bench/batch_bench.py --rev REV [--rev REV2] [--reps 3]   # A/B: ours at REV (and REV2)
+                                                                   # against this tree, and the peer
 
 Both use local[2] and report t_run without the JVM and SparkSession start: ours is the time
 the CLI reports for the batch run itself (stages, output written as Parquet); the peer's is
@@ -37,9 +38,10 @@ def ours(n: int, work: Path, python: str = sys.executable) -> float:
             f.write(wc_common.sentence(i) + "\n")
     out = work / f"counts-{n}"
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", HERON_PY_HOME=str(work))
+    # cwd: not this checkout, whose heron_py would shadow the one an A side's interpreter runs
     p = subprocess.run([python, "-m", "heron_py.cli.main", "batch", "--input", f"sentence={text}",
                         "--output", f"count={out}", str(ROOT / "examples" / "word_count.py")],
-                       env=env, capture_output=True, text=True)
+                       env=env, capture_output=True, text=True, cwd=work)
     m = re.search(r"took ([0-9.]+) s", p.stdout)
     if p.returncode != 0 or m is None:
         raise SystemExit(f"batch run failed:\n{p.stdout}\n{p.stderr[-3000:]}")
@@ -65,7 +67,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sentences", type=int, default=1_000_000)
     ap.add_argument("--small", type=int, default=1000)
-    ap.add_argument("--rev", help="A/B: A = `heron-py batch` at this git revision, B = this tree, alternating")
+    ap.add_argument("--rev", action="append", default=[],
+                    help="A/B: A = `heron-py batch` at this git revision (repeatable), B = this tree, alternating")
     ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="heron-batch-bench-"))
@@ -88,10 +91,11 @@ def main() -> None:
 
 
 def rev_ab(args: argparse.Namespace, work: Path) -> None:
-    """A = ours at --rev, B = this tree, and the peer, alternating; medians and ratios."""
+    """A = ours at each --rev, B = this tree, and the peer, alternating; medians and ratios."""
     from ab import checkout_python  # type: ignore[import-not-found]
 
-    sides = {f"A {args.rev}": checkout_python(args.rev), "B this tree": sys.executable}
+    sides = {f"A {rev}": checkout_python(rev) for rev in args.rev}
+    sides["B this tree"] = sys.executable
     times: dict[str, list[float]] = {k: [] for k in [*sides, "PySpark RDD peer"]}
     for _ in range(args.reps):
         for name, py in sides.items():
@@ -104,7 +108,8 @@ def rev_ab(args: argparse.Namespace, work: Path) -> None:
         runs = ", ".join(f"{t:.2f}" for t in ts)
         print(f"{name}: median {med[name]:.2f} s = {10 * args.sentences / med[name]:,.0f} words/s, "
               f"{med['PySpark RDD peer'] / med[name]:.2f}x the peer (runs: {runs})")
-    print(f"B/A (speed) = {med[f'A {args.rev}'] / med['B this tree']:.3f}")
+    for rev in args.rev:
+        print(f"B/A {rev} (speed) = {med[f'A {rev}'] / med['B this tree']:.3f}")
 
 
 if __name__ == "__main__":
