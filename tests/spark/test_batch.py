@@ -74,11 +74,21 @@ def batch_counts(tmp_path_factory):
     """`heron-py batch` over the shared benchmark sentences: the word count's output folder."""
     d = tmp_path_factory.mktemp("batch")
     (d / "sentences.txt").write_text("".join(wc_common.sentence(i) + "\n" for i in range(N)))
+    # the split's words too: 100,000 rows per partition, more than one row group a worker writes
     proc = _cli(d, "batch", "--input", f"sentence={d / 'sentences.txt'}", "--output", f"count={d / 'counts'}",
-                str(EXAMPLES / "word_count.py"))
+                "--output", f"split={d / 'words'}", str(EXAMPLES / "word_count.py"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"count -> {d / 'counts'} (1000 rows, Parquet)" in proc.stdout
+    assert f"split -> {d / 'words'} ({10 * N} rows, Parquet)" in proc.stdout
     return d / "counts"
+
+
+def test_batch_writes_every_word_the_split_emits(batch_counts):
+    words = pq.read_table(batch_counts.parent / "words")
+    assert words.column_names == ["word"]
+    assert Counter(words.column("word").to_pylist()) == wc_common.expected_counts(N)
+    groups = [pq.ParquetFile(f).metadata.num_row_groups for f in (batch_counts.parent / "words").glob("*.parquet")]
+    assert max(groups) > 1
 
 
 def test_batch_word_count_is_exact(batch_counts):
