@@ -113,9 +113,16 @@ def write_parquet_local(rows: Any, schema: Any, folder: Path, where: str) -> int
     partition is written: a row that does not fit the schema fails the write with one error
     naming the row (``where`` says which output), and the earlier output is still there."""
     job = uuid.uuid4().hex[:12]
-    folder.parent.mkdir(parents=True, exist_ok=True)
     staging = folder.parent / f".{folder.name}.heron-py-{job}"
-    staging.mkdir()
+    for above in (folder.parent, *folder.parent.parents):
+        if above.exists() and not above.is_dir():
+            raise BatchError(f"{where}: {above} is a file; expected a folder there")
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging.mkdir()
+    except OSError as e:
+        raise BatchError(f"{where}: cannot create a folder beside the output: {e.strerror or e} "
+                         f"({e.filename or staging})") from None
     schema_json = schema.json()
     try:
         results = rows.mapPartitionsWithIndex(

@@ -82,6 +82,21 @@ def test_no_rows_give_an_empty_output_with_the_declared_columns(spark, outputs, 
     assert (df.columns, df.count()) == (["x"], 0)
 
 
+def test_an_output_where_no_folder_can_be_made_is_one_error(spark, outputs, tmp_path):
+    (tmp_path / "file").write_text("a file, not a folder")
+    where = tmp_path / "file" / "out"
+    with pytest.raises(BatchError) as e:
+        outputs["typed"].write(spark, str(where))
+    assert str(e.value) == f"--output typed={where}: {tmp_path / 'file'} is a file; expected a folder there"
+    (tmp_path / "locked").mkdir(mode=0o500)
+    where = tmp_path / "locked" / "out"
+    if os.geteuid() != 0:  # root may write anywhere
+        with pytest.raises(BatchError) as e:
+            outputs["typed"].write(spark, str(where))
+        assert str(e.value).startswith(f"--output typed={where}: cannot create a folder beside the output: "
+                                       "Permission denied")
+
+
 def test_only_local_paths_are_written_by_the_workers():
     assert _local_path("hdfs://namenode:8020/out") is None
     assert _local_path("s3a://bucket/out") is None
