@@ -36,6 +36,7 @@ from heron_py.common.serialization import MAIN_ALIAS, loads_user_object
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.model import ComponentKind, TopologyDef
 from heron_py.runtime.host import BoltHost, HostOptions, SpoutHost, make_host
+from heron_py.spark import text_input
 from heron_py.spark.output import BatchOutput
 from heron_py.spark.plan import BatchError, plan_batch
 
@@ -198,7 +199,14 @@ def _input_rows(spark: Any, spout: str, fields: Sequence[str], source: Any) -> A
             if len(fields) != 1:
                 raise BatchError(f"{where}={path}: a text input gives one value per line, but spout '{spout}' "
                                  f"declares {len(fields)} fields {list(fields)}; use JSON lines or Parquet")
-            return spark.sparkContext.textFile(path).map(lambda line: [line])
+            sc = spark.sparkContext
+            if str(sc.master).startswith("local") and text_input.readable_here(p):
+                # the workers read the file themselves, in textFile's splits and lines (text_input.py)
+                parts = text_input.splits(p.stat().st_size, min(sc.defaultParallelism, 2))
+                local = str(p.absolute())
+                return sc.parallelize(parts, len(parts)).mapPartitions(
+                    lambda ranges: (row for start, end in ranges for row in text_input.read_lines(local, start, end)))
+            return sc.textFile(path).map(lambda line: [line])
         where = f"{where}={path}"
     missing = [f for f in fields if f not in df.columns]
     if missing:
