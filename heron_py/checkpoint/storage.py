@@ -63,8 +63,9 @@ class CheckpointStorage(ABC):
     def load(self, topology: str, checkpoint_id: int, task_id: int) -> bytes | None:
         """One task's state from a complete checkpoint; None when that task saved nothing in it.
 
-        Raises IncompleteCheckpointError for a checkpoint not marked complete and
-        CorruptCheckpointError for a file that fails its check.
+        Raises IncompleteCheckpointError for a checkpoint not marked complete (or removed by
+        garbage collection while it was read) and CorruptCheckpointError for a file that fails
+        its check.
         """
 
     @abstractmethod
@@ -148,6 +149,11 @@ class LocalFsStorage(CheckpointStorage):
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
+            if not (folder / COMPLETE_MARKER).exists():
+                # garbage collection renamed the whole checkpoint away between the marker and the file
+                raise IncompleteCheckpointError(f"checkpoint {checkpoint_id} of topology {topology!r}: removed "
+                                                f"while task {task_id}'s state was being read (garbage "
+                                                f"collection of old checkpoints)") from None
             raise CorruptCheckpointError(f"checkpoint file {path}: missing, but the complete marker lists "
                                          f"task {task_id}") from None
         return decode_frame(raw, str(path))

@@ -135,6 +135,25 @@ def test_missing_task_file_or_corrupt_marker_is_an_error_not_empty_state(tmp_pat
         s.load("wc", 1, 0)
 
 
+def test_a_checkpoint_removed_by_gc_while_it_is_read_is_not_called_corrupt(tmp_path: Path) -> None:
+    """The interleaving a reader met in a run (the master's gc and a reader of checkpoint 1):
+    the marker is read, then gc renames the checkpoint away, then the task's file is missing."""
+
+    class GcBetween(LocalFsStorage):
+        def _marked_tasks(self, topology: str, checkpoint_id: int, folder: Path) -> set[int]:
+            tasks = super()._marked_tasks(topology, checkpoint_id, folder)
+            assert self.gc(topology, keep_last=2) == [1]
+            return tasks
+
+    s = GcBetween(tmp_path)
+    for cid in (1, 2, 3):
+        complete(s, cid, {0: b"a"})
+    with pytest.raises(IncompleteCheckpointError) as e:
+        s.load("wc", 1, 0)
+    assert str(e.value) == ("checkpoint 1 of topology 'wc': removed while task 0's state was being read "
+                            "(garbage collection of old checkpoints)")
+
+
 def test_hostile_names_and_ids_are_refused(tmp_path: Path) -> None:
     s = LocalFsStorage(tmp_path)
     for name in ("", "..", "../x", ".hidden", "a/b"):
