@@ -84,14 +84,21 @@ class BatchOutput:
 
         if not self.head:
             return StructType([StructField(f, StringType()) for f in self.fields])
-        schema = functools.reduce(_merge_type, (_infer_schema(r, list(self.fields)) for r in self.head))
+        try:
+            schema = functools.reduce(_merge_type, (_infer_schema(r, list(self.fields)) for r in self.head))
+        except (TypeError, ValueError) as e:  # Spark's inference refuses them: its message, on one line
+            raise BatchError(f"{where}: the first {len(self.head)} rows do not agree on their types: "
+                             f"{' '.join(str(e).split())}") from None
         if _has_nulltype(schema):
             unknown = [f.name for f in schema.fields if _has_nulltype(f.dataType)]
             plain = [f.name for f in schema.fields if f.dataType == NullType()]
-            what = "is None" if unknown == plain else "is None or holds only empty or None values"
-            raise BatchError(f"{where}: field {', '.join(repr(u) for u in unknown)} {what} in all of the first "
-                             f"{len(self.head)} rows, so its type cannot be inferred; expected at least one value "
-                             f"of its type among them")
+            one = len(unknown) == 1
+            what = ("is None" if one else "are None") if unknown == plain else (
+                f"{'is' if one else 'are'} None or {'holds' if one else 'hold'} only empty or None values")
+            raise BatchError(f"{where}: field{'' if one else 's'} {', '.join(repr(u) for u in unknown)} {what} "
+                             f"in all of the first {len(self.head)} rows, so {'its' if one else 'their'} type "
+                             f"cannot be inferred; expected at least one value of {'its' if one else 'each'} "
+                             f"type among them")
         return schema
 
 

@@ -29,7 +29,7 @@ MIXED = ("row index 100 of partition 0 ('s201',) does not fit the types inferred
 def outputs(spark) -> dict[str, BatchOutput]:
     topo = load_topology_file(TOPOLOGY, [])
     package = build_package(TOPOLOGY, [], [p for p in sys.path if p])
-    return batch_outputs(spark, topo, {}, ["typed", "mixed", "nulls", "quiet"], package=package)
+    return batch_outputs(spark, topo, {}, ["typed", "mixed", "nulls", "quiet", "clash"], package=package)
 
 
 def test_local_writer_gives_what_spark_writes(spark, outputs, tmp_path):
@@ -74,6 +74,14 @@ def test_a_field_none_in_every_head_row_is_one_error(spark, outputs, tmp_path):
     assert str(e.value) == (f"--output nulls={tmp_path / 'n'}: field 'nothing' is None in all of the first 100 rows, "
                             "so its type cannot be inferred; expected at least one value of its type among them")
     assert not (tmp_path / "n").exists()
+
+
+def test_first_rows_of_types_spark_cannot_merge_are_one_error(spark, outputs, tmp_path):
+    with pytest.raises(BatchError) as e:
+        outputs["clash"].write(spark, str(tmp_path / "c"))
+    assert str(e.value) == (f"--output clash={tmp_path / 'c'}: the first 100 rows do not agree on their types: "
+                            "[CANNOT_MERGE_TYPE] Can not merge type `DoubleType` and `LongType`.")
+    assert not (tmp_path / "c").exists()
 
 
 def test_no_rows_give_an_empty_output_with_the_declared_columns(spark, outputs, tmp_path):

@@ -1,6 +1,7 @@
 """Test topology for writing batch outputs: a bounded spout of numbers and bolts that emit rows
 of every type Spark infers from Python values, rows whose type changes after the first 100
-(a row Spark's verifier refuses), a field that is None in every row, and no rows at all."""
+(a row Spark's verifier refuses), types that differ within the first rows, a field that is None
+in every row, and no rows at all."""
 
 import datetime
 import decimal
@@ -50,6 +51,16 @@ class Mixed(Bolt):
         self.emit([n if n < 200 else f"s{n}"])
 
 
+class Clash(Bolt):
+    """A long in some of the first rows and a double in others: Spark's inference does not merge
+    the two (it would merge a long and a string, into a string)."""
+    outputs = ["v"]
+
+    def process(self, tup):
+        n = tup.values[0]
+        self.emit([n if n % 3 else n / 2])
+
+
 class Nulls(Bolt):
     outputs = ["n", "nothing"]
 
@@ -67,7 +78,7 @@ class Quiet(Bolt):
 def build():
     b = TopologyBuilder("typed_batch")
     numbers = b.add_spout("numbers", Numbers, par=1)
-    for name, cls in (("typed", Typed), ("mixed", Mixed), ("nulls", Nulls), ("quiet", Quiet)):
+    for name, cls in (("typed", Typed), ("mixed", Mixed), ("nulls", Nulls), ("quiet", Quiet), ("clash", Clash)):
         b.add_bolt(name, cls, par=2, inputs={numbers: Grouping.SHUFFLE})
     return b
 
