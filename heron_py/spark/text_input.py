@@ -91,7 +91,8 @@ def read_lines(path: str, start: int, end: int) -> Iterator[list[str]]:
         bom = first == 0
         while left > 0 or rest:
             block = f.read(min(CHUNK, left)) if left > 0 else b""
-            left -= len(block)
+            # a file cut short while it is read ends here, with what was read
+            left = left - len(block) if block else 0
             data = rest + block
             if left > 0:
                 # complete lines only: up to the last \n (a \r before it is part of \r\n)

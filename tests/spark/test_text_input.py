@@ -2,6 +2,7 @@
 splits and the same lines in each, on files with every kind of line end, byte order marks and
 bytes that are not UTF-8."""
 
+import os
 import random
 
 import pytest
@@ -47,6 +48,18 @@ def test_a_file_larger_than_a_read_and_than_a_block(spark, tmp_path):
     assert [len(p) for p in ours] == [len(p) for p in theirs]
     assert len(ours) > 2
     assert ours == theirs
+
+
+def test_a_file_cut_short_while_it_is_read_ends_the_split(tmp_path):
+    path = tmp_path / "shrinking.txt"
+    path.write_bytes(b"0123456789\n" * 900_000)  # 9.9 MB: more than one 4 MiB read
+    rows = read_lines(str(path), 0, path.stat().st_size)
+    assert next(rows) == ["0123456789"]  # the first 4 MiB are read
+    os.truncate(path, 1000)
+    rest = list(rows)  # ends, instead of waiting for bytes that will not come
+    assert 0 < len(rest) < 900_000
+    assert all(r == ["0123456789"] for r in rest[:-1])
+    assert "0123456789".startswith(rest[-1][0])  # the last line read, cut where the 4 MiB ended
 
 
 def test_what_is_left_to_textfile(tmp_path):
