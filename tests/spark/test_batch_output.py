@@ -68,20 +68,17 @@ def test_a_row_that_does_not_fit_is_one_error_and_the_earlier_output_stays(spark
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
-def test_a_field_none_in_every_head_row_is_one_error(spark, outputs, tmp_path):
+@pytest.mark.parametrize(("output", "message"), [
+    ("nulls", "field 'nothing' is None in all of the first 100 rows, so its type cannot be inferred; expected at "
+              "least one value of its type among them"),
+    ("clash", "the first 100 rows do not agree on their types: [CANNOT_MERGE_TYPE] Can not merge type `DoubleType` "
+              "and `LongType`."),
+])
+def test_first_rows_with_no_one_type_are_one_error(spark, outputs, tmp_path, output, message):
     with pytest.raises(BatchError) as e:
-        outputs["nulls"].write(spark, str(tmp_path / "n"))
-    assert str(e.value) == (f"--output nulls={tmp_path / 'n'}: field 'nothing' is None in all of the first 100 rows, "
-                            "so its type cannot be inferred; expected at least one value of its type among them")
-    assert not (tmp_path / "n").exists()
-
-
-def test_first_rows_of_types_spark_cannot_merge_are_one_error(spark, outputs, tmp_path):
-    with pytest.raises(BatchError) as e:
-        outputs["clash"].write(spark, str(tmp_path / "c"))
-    assert str(e.value) == (f"--output clash={tmp_path / 'c'}: the first 100 rows do not agree on their types: "
-                            "[CANNOT_MERGE_TYPE] Can not merge type `DoubleType` and `LongType`.")
-    assert not (tmp_path / "c").exists()
+        outputs[output].write(spark, str(tmp_path / "o"))
+    assert str(e.value) == f"--output {output}={tmp_path / 'o'}: {message}"
+    assert not (tmp_path / "o").exists()
 
 
 def test_no_rows_give_an_empty_output_with_the_declared_columns(spark, outputs, tmp_path):
