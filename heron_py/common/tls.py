@@ -40,12 +40,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+# cryptography is imported where a certificate is made or read, not here: every daemon imports
+# this module, and with TLS off (the default) cryptography's import would put about 4 MB of its
+# compiled library in memory in each container's executor for nothing (bench/idle_memory.py)
+if TYPE_CHECKING:
+    from cryptography import x509
 
 FORMAT = "heron-py-tls/1"
 VALIDITY = datetime.timedelta(days=3650)
@@ -101,6 +102,9 @@ def server_name(topology: str) -> str:
 
 
 def _cn(text: str) -> x509.Name:
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
     # a common name holds at most 64 characters; the SAN is what peers check
     return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "heron-py"),
                       x509.NameAttribute(NameOID.COMMON_NAME, text[:64])])
@@ -108,6 +112,11 @@ def _cn(text: str) -> x509.Name:
 
 def make_topology_tls(topology: str) -> TlsMaterial:
     """A fresh CA and the topology's certificate signed by it (see the module docstring)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+
     now = datetime.datetime.now(datetime.UTC)
     not_before, not_after = now - CLOCK_SKEW, now + VALIDITY
     ca_key = ec.generate_private_key(ec.SECP256R1())
@@ -181,6 +190,8 @@ def _key_file(data: bytes) -> Iterator[str]:
 
 
 def _load_cert_chain(ctx: ssl.SSLContext, material: TlsMaterial) -> None:
+    from cryptography.hazmat.primitives import serialization
+
     password = secrets.token_bytes(32)
     key = serialization.load_pem_private_key(material.key, password=None)
     encrypted = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
@@ -211,6 +222,8 @@ def client_context(material: TlsMaterial, topology: str) -> ssl.SSLContext:
     """For ``net.connect(ssl=..., server_hostname=server_name(topology))``: presents the
     topology's certificate, verifies the server's against the topology's CA and checks its
     name. Raises ValueError when ``material`` is not ``topology``'s."""
+    from cryptography import x509
+
     name = server_name(topology)
     cert = x509.load_pem_x509_certificate(material.cert)
     sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
