@@ -7,6 +7,10 @@ Submits bench/wc_topology.py (2 containers, 5 tasks) on the local scheduler with
 sentences, waits until they are counted and then --wait seconds, and reads the PSS (shared
 pages divided among the processes that map them) of every process of the topology: the
 executors, the fork servers, the master, the metrics and stream managers, and the instances.
+
+Each rep measures the topology twice: as bench/run.py runs it (only the spout imports the
+workload's module, which builds its 11 MB sentence pool) and with "pool-in-every-task" (each
+bolt imports it too, as every task did when the issue's target was set).
 """
 
 from __future__ import annotations
@@ -37,10 +41,11 @@ def _kind(p: psutil.Process) -> str:
     return role.split(" ")[0]
 
 
-def measure(wait_s: float) -> dict[str, list[float]]:
+def measure(wait_s: float, pool_in_every_task: bool) -> dict[str, list[float]]:
     home = Path(tempfile.mkdtemp(prefix="heron-idle-mem-"))
     out = Path(tempfile.mkdtemp(prefix="wc-", dir=home))
-    env, tid = _submit(home, "wc_topology.py", ["1000", str(out), "off"])
+    env, tid = _submit(home, "wc_topology.py", ["1000", str(out), "off",
+                                                 *(["pool-in-every-task"] if pool_in_every_task else [])])
     try:
         deadline = time.monotonic() + 60
         while sum(int(c[0]) for c in count_progress(out)) < 10_000:
@@ -65,11 +70,13 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=1)
     a = ap.parse_args()
     for rep in range(a.reps):
-        pss = measure(a.wait)
-        n, total = sum(len(v) for v in pss.values()), sum(sum(v) for v in pss.values())
-        print(f"rep {rep}: idle word count, {n} processes, PSS {total:.1f} MB in all", flush=True)
-        for kind, mbs in sorted(pss.items()):
-            print(f"  {kind:24s} x{len(mbs)}  {', '.join(f'{m:.1f}' for m in sorted(mbs))} MB")
+        for everywhere in (False, True):
+            pss = measure(a.wait, everywhere)
+            n, total = sum(len(v) for v in pss.values()), sum(sum(v) for v in pss.values())
+            pool = "the pool in every task" if everywhere else "the pool in the spout only"
+            print(f"rep {rep}: idle word count, {pool}, {n} processes, PSS {total:.1f} MB in all", flush=True)
+            for kind, mbs in sorted(pss.items()):
+                print(f"  {kind:24s} x{len(mbs)}  {', '.join(f'{m:.1f}' for m in sorted(mbs))} MB")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,11 @@
 """The shared word-count workload as a heron-py topology, instrumented for bench/run.py.
 
 Spout: sentences 0..N-1 of wc_common (split across spout tasks by index), with a message id
-when acking is on. Split (par 2, shuffle) → count (par 2, fields on "word"). The spout writes
+when acking is on. Only the spout imports wc_common, whose import builds the 11 MB sentence
+pool: a bolt never reads it (as a Storm spout opens its source in ``open``). With the config
+"bench.pool_in_every_task" each bolt imports it too, as every task did before 2026-11-24 (how
+the issue's memory target was first measured; bench/idle_memory.py reports both).
+Split (par 2, shuffle) → count (par 2, fields on "word"). The spout writes
 the wall time of its first emit; each count task writes "total last_update_time" every
 0.2 s, so the runner knows when all 10*N words are counted and when the last one was, and
 its counts (JSON) once it has seen no new word for a tick, for the checksum.
@@ -12,8 +16,6 @@ import os
 import sys
 import time
 from collections import Counter
-
-import wc_common
 
 from heronpy.api.bolt.bolt import Bolt
 from heronpy.api.spout.spout import Spout
@@ -32,6 +34,8 @@ class BenchSpout(Spout):
         self.step = len(tasks)
         self.out = os.path.join(config["bench.dir"], f"spout-{context.get_task_id()}")
         self.started = False
+        import wc_common
+
         self.pool, self.size = wc_common.POOL, wc_common.POOL_SIZE
 
     def next_tuple(self):
@@ -49,10 +53,16 @@ class BenchSpout(Spout):
         self.i = i + self.step
 
 
+def _pool_in_every_task(config):
+    if config.get("bench.pool_in_every_task"):
+        import wc_common  # noqa: F401  (what importing it at the file's top cost each task)
+
+
 class BenchSplit(Bolt):
     outputs = ["word"]
 
     def initialize(self, config, context):
+        _pool_in_every_task(config)
         self.acking = config.get("topology.reliability.mode") == "ATLEAST_ONCE"
 
     def process(self, tup):
@@ -70,6 +80,7 @@ class BenchCount(Bolt):
     outputs = []
 
     def initialize(self, config, context):
+        _pool_in_every_task(config)
         self.counts = Counter()
         self.total = 0
         self.last = 0.0
@@ -96,12 +107,13 @@ class BenchCount(Bolt):
 
 if __name__ == "__main__":
     n, out_dir, acking = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "on"
+    everywhere = sys.argv[4:5] == ["pool-in-every-task"]
     b = TopologyBuilder("bench_wc")
     s = b.add_spout("sentence", BenchSpout, par=1)
     sp = b.add_bolt("split", BenchSplit, par=2, inputs={s: Grouping.SHUFFLE})
     b.add_bolt("count", BenchCount, par=2, inputs={sp: Grouping.fields("word")},
                config={"topology.tick.tuple.freq.secs": 0.2})
-    cfg = {"topology.stmgrs": 2, "bench.sentences": n, "bench.dir": out_dir}
+    cfg = {"topology.stmgrs": 2, "bench.sentences": n, "bench.dir": out_dir, "bench.pool_in_every_task": everywhere}
     if acking:
         cfg.update({"topology.reliability.mode": "ATLEAST_ONCE", "topology.max.spout.pending": 5000})
     b.set_config(cfg)

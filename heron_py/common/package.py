@@ -2,7 +2,11 @@
 
 At submit, the CLI runs the topology file, then collects every imported module whose file
 lives beside the topology file or under an entry of the submitter's ``sys.path`` that is
-not the standard library or site-packages. Those files go into one zip, with their paths
+not the standard library or site-packages. A module that only a component's method imports
+(``import mylib`` inside ``initialize``, so that tasks which never need it do not load it) is
+not imported at submit: the import statements of the topology file and of every collected
+module are read (at any depth, functions included) and the user modules they name are
+collected too, found the way ``import`` would find them. Those files go into one zip, with their paths
 relative to the ``sys.path`` entry they were found under, so the same ``import`` lines work
 in a container on another host after the executor unpacks the zip and puts it first on
 ``sys.path``.
@@ -17,6 +21,7 @@ leading data, as in self-extracting archives).
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import hmac
 import importlib.util
@@ -95,8 +100,88 @@ def collect_user_files(topology_file: Path, search_path: list[str]) -> dict[str,
     return out
 
 
+def imported_names(source: str, module: str | None, is_package: bool) -> set[str]:
+    """The absolute names of the modules that the import statements anywhere in ``source``
+    may load: ``import a.b`` → a, a.b; ``from a import b`` → a, a.b (b may be a submodule).
+    Relative imports are resolved against ``module`` (skipped when it is None: the topology
+    file runs as the main module and has no package)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                names.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+            continue
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            if module is None:
+                continue
+            package = module.split(".") if is_package else module.split(".")[:-1]
+            if node.level - 1 > len(package) - 1:
+                continue  # beyond the top-level package: the import itself fails at run time
+            base = package[:len(package) - (node.level - 1)] + (node.module.split(".") if node.module else [])
+        else:
+            base = (node.module or "").split(".")
+        names.update(".".join(base[:i]) for i in range(1, len(base) + 1))
+        names.update(".".join([*base, a.name]) for a in node.names if a.name != "*")
+    return names
+
+
+def _source_of(name: str, search_path: list[Path]) -> tuple[Path, Path] | None:
+    """(the sys.path entry, the file) that ``import name`` would load, when it is a .py file
+    found on ``search_path`` (in its order; the first entry holding the top-level name wins)."""
+    parts = name.split(".")
+    for entry in search_path:
+        if not ((entry / parts[0]).with_suffix(".py").is_file() or (entry / parts[0] / "__init__.py").is_file()):
+            continue
+        base = entry.joinpath(*parts)
+        for f in (base / "__init__.py", base.with_suffix(".py")):
+            if f.is_file():
+                return entry, f
+        return None
+    return None
+
+
+def _statically_imported(topology_file: Path, found: dict[str, Path], roots: set[Path],
+                         search_path: list[str]) -> dict[str, Path]:
+    """The user modules that import statements name beyond ``found`` (module docstring)."""
+    system = _system_roots()
+    ordered = [topology_file.parent] + [Path(p).resolve() for p in search_path if p]
+    out: dict[str, Path] = {}
+    todo: list[tuple[Path, str | None, bool]] = [(topology_file, None, False)]
+    todo += [(path, arc[:-len("/__init__.py")].replace("/", ".") if arc.endswith("/__init__.py")
+              else arc[:-3].replace("/", "."), arc.endswith("/__init__.py")) for arc, path in found.items()]
+    seen: set[str] = set()
+    while todo:
+        path, module, is_pkg = todo.pop()
+        try:
+            names = imported_names(path.read_text(encoding="utf-8"), module, is_pkg)
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+            continue  # what ran at submit is collected from sys.modules; nothing more to read here
+        for name in sorted(names - seen):
+            seen.add(name)
+            if name in sys.builtin_module_names or name.split(".")[0] in _ENGINE_PACKAGES:
+                continue
+            hit = _source_of(name, ordered)
+            if hit is None:
+                continue
+            entry, file = hit
+            if entry not in roots or any(file.resolve().is_relative_to(s) for s in system):
+                continue
+            arc = file.relative_to(entry).as_posix()
+            if arc in found or arc in out or file.resolve() == topology_file:
+                continue
+            out[arc] = file.resolve()
+            todo.append((file, name, file.name == "__init__.py"))
+    return out
+
+
 def build_package(topology_file: Path, argv: list[str], search_path: list[str]) -> bytes:
     files = collect_user_files(topology_file, search_path)
+    topo = topology_file.resolve()
+    roots = {topo.parent} | {Path(p).resolve() for p in search_path if p}
+    files.update(_statically_imported(topo, files, roots, search_path))
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr(MANIFEST, json.dumps({"main": topology_file.name, "argv": argv,
