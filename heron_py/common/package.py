@@ -102,11 +102,18 @@ def collect_user_files(topology_file: Path, search_path: list[str]) -> dict[str,
 
 def imported_names(source: str, module: str | None, is_package: bool) -> set[str]:
     """The absolute names of the modules that the import statements anywhere in ``source``
-    may load: ``import a.b`` → a, a.b; ``from a import b`` → a, a.b (b may be a submodule).
+    may load: ``import a.b`` → a, a.b; ``from a import b`` → a, a.b (b may be a submodule);
+    ``importlib.import_module("a.b")`` and ``__import__("a.b")`` with a literal name → a, a.b.
     Relative imports are resolved against ``module`` (skipped when it is None: the topology
     file runs as the main module and has no package)."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and _import_call(node.func) and node.args:
+            arg = node.args[0]  # importlib.import_module("a.b") or __import__("a.b"): a literal name only
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and not arg.value.startswith("."):
+                parts = arg.value.split(".")
+                names.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+            continue
         if isinstance(node, ast.Import):
             for alias in node.names:
                 parts = alias.name.split(".")
@@ -126,6 +133,11 @@ def imported_names(source: str, module: str | None, is_package: bool) -> set[str
         names.update(".".join(base[:i]) for i in range(1, len(base) + 1))
         names.update(".".join([*base, a.name]) for a in node.names if a.name != "*")
     return names
+
+
+def _import_call(func: ast.expr) -> bool:
+    return ((isinstance(func, ast.Name) and func.id in ("import_module", "__import__"))
+            or (isinstance(func, ast.Attribute) and func.attr == "import_module"))
 
 
 def _source_of(name: str, search_path: list[Path]) -> tuple[Path, Path] | None:

@@ -28,9 +28,14 @@ def test_imported_names_reads_every_depth_and_resolves_relative_imports():
             import lazy
             if True:
                 from deep.er import thing
+            importlib.import_module("plug.in")
+            __import__("dunder")
+            importlib.import_module(computed)
+            importlib.import_module(".relative", "top")
     """)
     assert imported_names(src, "top.mod", False) == {
-        "a", "a.b", "c", "c.d", "c.e", "top", "top.sib", "lazy", "deep", "deep.er", "deep.er.thing", "top.pkg"}
+        "a", "a.b", "c", "c.d", "c.e", "top", "top.sib", "lazy", "deep", "deep.er", "deep.er.thing", "top.pkg",
+        "plug", "plug.in", "dunder"}
     # in a package's __init__, "." is the package itself; ".." from a top-level module is not
     # a package at all (that import fails at run time) and is left out
     assert imported_names("from . import sib\nfrom .. import no\n", "top", True) == {"top", "top.sib"}
