@@ -111,13 +111,11 @@ def imported_names(source: str, module: str | None, is_package: bool) -> set[str
         if isinstance(node, ast.Call) and _import_call(node.func) and node.args:
             arg = node.args[0]  # importlib.import_module("a.b") or __import__("a.b"): a literal name only
             if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and not arg.value.startswith("."):
-                parts = arg.value.split(".")
-                names.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+                names.update(_with_parents(arg.value.split(".")))
             continue
         if isinstance(node, ast.Import):
             for alias in node.names:
-                parts = alias.name.split(".")
-                names.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+                names.update(_with_parents(alias.name.split(".")))
             continue
         if not isinstance(node, ast.ImportFrom):
             continue
@@ -130,9 +128,14 @@ def imported_names(source: str, module: str | None, is_package: bool) -> set[str
             base = package[:len(package) - (node.level - 1)] + (node.module.split(".") if node.module else [])
         else:
             base = (node.module or "").split(".")
-        names.update(".".join(base[:i]) for i in range(1, len(base) + 1))
+        names.update(_with_parents(base))
         names.update(".".join([*base, a.name]) for a in node.names if a.name != "*")
     return names
+
+
+def _with_parents(parts: list[str]) -> list[str]:
+    """a.b.c → a, a.b, a.b.c: importing a module imports its packages first."""
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
 def _import_call(func: ast.expr) -> bool:
@@ -155,9 +158,10 @@ def _source_of(name: str, search_path: list[Path]) -> tuple[Path, Path] | None:
     return None
 
 
-def _statically_imported(topology_file: Path, found: dict[str, Path], roots: set[Path],
-                         search_path: list[str]) -> dict[str, Path]:
-    """The user modules that import statements name beyond ``found`` (module docstring)."""
+def _statically_imported(topology_file: Path, found: dict[str, Path], search_path: list[str]) -> dict[str, Path]:
+    """The user modules that import statements name beyond ``found`` (module docstring): those
+    found under the topology file's folder or an entry of ``search_path``, in that order, and
+    not in the standard library or site-packages."""
     system = _system_roots()
     ordered = [topology_file.parent] + [Path(p).resolve() for p in search_path if p]
     out: dict[str, Path] = {}
@@ -179,7 +183,7 @@ def _statically_imported(topology_file: Path, found: dict[str, Path], roots: set
             if hit is None:
                 continue
             entry, file = hit
-            if entry not in roots or any(file.resolve().is_relative_to(s) for s in system):
+            if any(file.resolve().is_relative_to(s) for s in system):
                 continue
             arc = file.relative_to(entry).as_posix()
             if arc in found or arc in out or file.resolve() == topology_file:
@@ -191,9 +195,7 @@ def _statically_imported(topology_file: Path, found: dict[str, Path], roots: set
 
 def build_package(topology_file: Path, argv: list[str], search_path: list[str]) -> bytes:
     files = collect_user_files(topology_file, search_path)
-    topo = topology_file.resolve()
-    roots = {topo.parent} | {Path(p).resolve() for p in search_path if p}
-    files.update(_statically_imported(topo, files, roots, search_path))
+    files.update(_statically_imported(topology_file.resolve(), files, search_path))
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr(MANIFEST, json.dumps({"main": topology_file.name, "argv": argv,
