@@ -58,35 +58,39 @@ class Resolved:
 
 
 class RotatingMap:
-    """Key → int value in ``n`` generations; lookups search newest first."""
+    """Root → int value in ``n`` generations; lookups search newest first."""
 
     def __init__(self, buckets: int = 3) -> None:
+        self.check(buckets)
+        self._buckets: list[dict[int, int]] = [{} for _ in range(buckets)]
+
+    @staticmethod
+    def check(buckets: int) -> None:
         if buckets < 2:
             raise ValueError(f"rotating map needs at least 2 buckets, found {buckets}")
-        self._buckets: list[dict[tuple[int, int], int]] = [{} for _ in range(buckets)]
 
     def __len__(self) -> int:
         return sum(len(b) for b in self._buckets)
 
-    def __iter__(self) -> Iterator[tuple[int, int]]:
+    def __iter__(self) -> Iterator[int]:
         for b in self._buckets:
             yield from b
 
     @property
-    def buckets(self) -> list[dict[tuple[int, int], int]]:
+    def buckets(self) -> list[dict[int, int]]:
         """Newest first; rotate() replaces the list's items, so read it anew each time."""
         return self._buckets
 
-    def find(self, key: tuple[int, int]) -> dict[tuple[int, int], int] | None:
+    def find(self, key: int) -> dict[int, int] | None:
         for b in self._buckets:
             if key in b:
                 return b
         return None
 
-    def put_new(self, key: tuple[int, int], value: int) -> None:
+    def put_new(self, key: int, value: int) -> None:
         self._buckets[0][key] = value
 
-    def rotate(self) -> dict[tuple[int, int], int]:
+    def rotate(self) -> dict[int, int]:
         """Drops the oldest generation and returns it (its entries have timed out)."""
         expired = self._buckets.pop()
         self._buckets.insert(0, {})
@@ -95,14 +99,23 @@ class RotatingMap:
 
 class XorTracker:
     def __init__(self, buckets: int = 3) -> None:
-        self._map = RotatingMap(buckets)
-        # roots resolved recently: a late ack for them must not resurrect an entry (which
-        # would later time out and call fail() for a tuple that was already acked)
-        self._done = RotatingMap(buckets)
+        RotatingMap.check(buckets)
+        self._buckets = buckets
+        # per spout task: (live roots, roots resolved recently), keyed by the root alone, so a
+        # record costs no (task, root) key to build and hash. A late ack for a resolved root
+        # must not resurrect an entry (which would later time out and call fail() for a tuple
+        # that was already acked), hence the second map.
+        self._tasks: dict[int, tuple[RotatingMap, RotatingMap]] = {}
+
+    def _maps(self, spout_task: int) -> tuple[RotatingMap, RotatingMap]:
+        maps = self._tasks.get(spout_task)
+        if maps is None:
+            maps = self._tasks[spout_task] = (RotatingMap(self._buckets), RotatingMap(self._buckets))
+        return maps
 
     @property
     def pending(self) -> int:
-        return len(self._map)
+        return sum(len(live) for live, _ in self._tasks.values())
 
     def update(self, spout_task: int, root: int, value: int) -> Resolved | None:
         """XORs ``value`` into the root's entry (creating it); returns the root if it completed.
@@ -114,27 +127,27 @@ class XorTracker:
         """One ACK_BATCH body for ``spout_task``: ``update`` or ``fail`` per record, inlined (the
         stream manager's hottest loop with acking on). Returns the resolved roots as ACK_RESULT
         records (outcome, root), in the order they resolved, and the kinds it did not know."""
-        live, done = self._map.buckets, self._done.buckets
+        live_map, done_map = self._maps(spout_task)
+        live, done = live_map.buckets, done_map.buckets
         resolved: list[tuple[int, int]] = []
         unknown: list[int] = []
         for kind, root, value in ACK_RECORD.iter_unpack(body):
-            key = (spout_task, root)
             if kind in (ACK_ACK, ACK_INIT):
                 # a live root is never in done: look there first, it is where nearly all records go
                 for bucket in live:
-                    old = bucket.get(key)
+                    old = bucket.get(root)
                     if old is not None:
                         v = old ^ value
                         if v == 0:
-                            del bucket[key]
-                            done[0][key] = 1
+                            del bucket[root]
+                            done[0][root] = 1
                             resolved.append((RESULT_ACKED, root))
                         else:
-                            bucket[key] = v
+                            bucket[root] = v
                         break
                 else:
-                    if value and not (key in done[0] or any(key in d for d in done[1:])):
-                        live[0][key] = value & MASK64
+                    if value and not (root in done[0] or any(root in d for d in done[1:])):
+                        live[0][root] = value & MASK64
             elif kind == ACK_FAIL:
                 r = self.fail(spout_task, root)
                 if r is not None:
@@ -144,23 +157,23 @@ class XorTracker:
         return resolved, unknown
 
     def fail(self, spout_task: int, root: int) -> Resolved | None:
-        key = (spout_task, root)
-        if self._done.find(key) is not None:
+        live, done = self._maps(spout_task)
+        if done.find(root) is not None:
             return None
-        bucket = self._map.find(key)
+        bucket = live.find(root)
         if bucket is not None:
-            del bucket[key]
+            del bucket[root]
         # a fail for a root we never saw (its init is still on the way) still fails it
-        self._done.put_new(key, 1)
+        done.put_new(root, 1)
         return Resolved(spout_task, root, Outcome.FAILED)
 
     def rotate(self) -> list[Resolved]:
-        self._done.rotate()
-        expired = self._map.rotate()
         out = []
-        for (task, root) in expired:
-            self._done.put_new((task, root), 1)
-            out.append(Resolved(task, root, Outcome.TIMED_OUT))
+        for task, (live, done) in self._tasks.items():
+            done.rotate()
+            for root in live.rotate():
+                done.put_new(root, 1)
+                out.append(Resolved(task, root, Outcome.TIMED_OUT))
         return out
 
 

@@ -47,6 +47,16 @@ def oversized_message(component: str, task: int, stream: str, dest: int, size: i
             f"less the batch header), found {size}; the tuple was not sent{more}")
 
 
+def acked_ids(roots: Any, ack_val: int) -> Any:
+    """What acking a tuple sends per root: its id XOR its ack value (the edges its anchored
+    children took), taken at the ack, so an emit anchored to a tuple after its ack changes
+    nothing the ack carried (as in Storm, that child's edge is never acked and the tree
+    times out)."""
+    if not ack_val:
+        return roots
+    return tuple([(rt, rid, v ^ ack_val) for (rt, rid, v) in roots])
+
+
 @dataclass
 class Edge:
     consumer: str
@@ -87,8 +97,14 @@ class Emitter:
         # XORs inits and acks alike and XOR is associative, so one record carries them all (a
         # count task's ten acks of one sentence's words become one record). Fails are kept
         # apart and sent first: a fail ends its root whatever acks follow.
-        self.acks: dict[int, dict[int, int]] = {}
+        self._acks: dict[int, dict[int, int]] = {}
         self.fails: dict[int, list[int]] = {}
+        # the roots of the received tuples acked since the last merge into ``_acks``, in ack
+        # order, each id already XORed with its tuple's ack value as it was at the ack (see
+        # ``acked_ids``). ``ack`` only appends; ``_merge_acked`` does the dict work in one loop
+        # before the flush, where the acks of one root, which arrive together, merge as a run.
+        # Cleared in place, so the list's bound append stays valid.
+        self.acked: list[Any] = []
         self._rand = (rng or random.Random()).getrandbits
         # emits since the last flush (or discard), and before it: ``emitted`` is their sum, so
         # an emit updates one counter, not two
@@ -262,22 +278,51 @@ class Emitter:
             else:
                 fails.append(root)
             return
-        merged = self.acks.get(spout_task)
+        merged = self._acks.get(spout_task)
         if merged is None:
-            self.acks[spout_task] = {root: value}
+            self._acks[spout_task] = {root: value}
         else:
             merged[root] = merged.get(root, 0) ^ value
 
     def ack(self, tup: Any) -> None:
-        """Acks a received tracked tuple: per root, its id XOR the edges it gave its children."""
-        av = tup.ack_val
-        acks = self.acks
-        for (rt, rid, v) in tup.roots:
-            merged = acks.get(rt)
+        """Acks a received tracked tuple: per root, its id XOR the edges it gave its children.
+        Recorded here, merged at the flush."""
+        self.acked.append(acked_ids(tup.roots, tup.ack_val))
+
+    def _merge_acked(self) -> None:
+        """XORs the acks recorded since the last merge into ``_acks`` (per spout task, per
+        root). A count task gets a sentence's words one after another, so consecutive records
+        of one root are XORed together first and reach the dict once per run."""
+        acks = self._acks
+        last_rt: Any = None
+        last_rid: Any = None
+        acc = 0
+        for roots in self.acked:
+            for (rt, rid, v) in roots:
+                if rid == last_rid and rt == last_rt:
+                    acc ^= v
+                    continue
+                if last_rid is not None:
+                    merged = acks.get(last_rt)
+                    if merged is None:
+                        acks[last_rt] = {last_rid: acc}
+                    else:
+                        merged[last_rid] = merged.get(last_rid, 0) ^ acc
+                last_rt, last_rid, acc = rt, rid, v
+        if last_rid is not None:
+            merged = acks.get(last_rt)
             if merged is None:
-                acks[rt] = {rid: v ^ av}
+                acks[last_rt] = {last_rid: acc}
             else:
-                merged[rid] = merged.get(rid, 0) ^ v ^ av
+                merged[last_rid] = merged.get(last_rid, 0) ^ acc
+        self.acked.clear()
+
+    @property
+    def acks(self) -> dict[int, dict[int, int]]:
+        """The ack records to send at the next flush, per spout task: root -> XOR value."""
+        if self.acked:
+            self._merge_acked()
+        return self._acks
 
     def fail(self, tup: Any) -> None:
         for (rt, rid, _) in tup.roots:
@@ -418,7 +463,9 @@ class Emitter:
         pickle is too large is split in halves until each part fits. A single tuple that
         does not fit alone is refused with EmitError (after the other frames went out), since
         every receiver would close the connection on it."""
-        if not self._count and not self.acks and not self.fails:
+        if self.acked:
+            self._merge_acked()
+        if not self._count and not self._acks and not self.fails:
             return
         src = self.task_id
         frames: list[bytes] = []
@@ -426,11 +473,11 @@ class Emitter:
             for dest, roots in self.fails.items():
                 self._ack_frames(dest, ACK_FAIL, roots, repeat(0), frames)
             self.fails = {}
-        if self.acks:
+        if self._acks:
             # before the tuples: a root's init reaches its stream manager before any ack of it
-            for dest, merged in self.acks.items():
+            for dest, merged in self._acks.items():
                 self._ack_frames(dest, ACK_ACK, list(merged), list(merged.values()), frames)
-            self.acks = {}
+            self._acks = {}
         oversized: list[tuple[int, Any, int]] = []
         pending, hot = self.pending, self.hot
         for dest, rows in pending.items():
@@ -488,4 +535,4 @@ class Emitter:
 
     @property
     def has_pending(self) -> bool:
-        return self._count > 0 or bool(self.acks) or bool(self.fails)
+        return self._count > 0 or bool(self._acks) or bool(self.fails) or bool(self.acked)

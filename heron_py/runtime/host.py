@@ -34,7 +34,7 @@ from heron_py.common.config_codec import restore_config
 from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, RESULT_ACKED, RESULT_RECORD
 from heron_py.common.serialization import body_rows, loads_body, loads_user_object
 from heron_py.planner.model import ComponentKind, PhysicalPlan, TopologyState
-from heron_py.runtime.emitter import Emitter
+from heron_py.runtime.emitter import Emitter, acked_ids
 from heron_py.runtime.hooks import Hooks, auto_hooks
 from heron_py.runtime.reliability import Reliability, TaskMetrics
 
@@ -573,7 +573,9 @@ def _bind_tracked_fast_paths(host: ComponentHost) -> None:
             if fast is not None:
                 user.emit = fast  # type: ignore[method-assign]
         if type(user).ack is Bolt.ack:
-            m, em_ack, slow_ack, now = host.metrics, emitter.ack, delegate.ack, time.time
+            m, slow_ack, now = host.metrics, delegate.ack, time.time
+            # Emitter.ack inlined; the list is cleared in place at each merge
+            acked_append = emitter.acked.append
 
             def ack(tup: Any) -> None:
                 if type(tup) is not TrackedTuple:
@@ -581,7 +583,9 @@ def _bind_tracked_fast_paths(host: ComponentHost) -> None:
                     return
                 m.acked += 1
                 m.process_ms_total += (now() - tup.creation_time) * 1000.0
-                if tup.roots:
-                    em_ack(tup)
+                roots = tup.roots
+                if roots:
+                    av = tup.ack_val
+                    acked_append(acked_ids(roots, av) if av else roots)
 
             user.ack = ack  # type: ignore[method-assign]

@@ -95,3 +95,20 @@ def test_apply_resolves_a_batch_in_record_order_and_reports_unknown_kinds():
     resolved, unknown = t.apply(5, body)
     assert resolved == [(RESULT_FAILED, 2), (RESULT_ACKED, 1)] and unknown == [9]
     assert t.pending == 0
+
+
+def test_the_same_root_id_under_two_spout_tasks_is_two_roots():
+    # root ids are random per spout task, so two tasks may draw the same one: the tracker keys
+    # by (task, root), and an ack, fail or timeout of one leaves the other as it was
+    t = XorTracker(buckets=2)
+    assert t.update(1, 7, 0xA) is None and t.update(2, 7, 0xB) is None
+    assert t.pending == 2
+    r = t.update(1, 7, 0xA)
+    assert r is not None and (r.spout_task, r.root, r.outcome) == (1, 7, Outcome.ACKED)
+    assert t.pending == 1
+    assert t.fail(1, 7) is None  # resolved already under task 1
+    assert t.update(2, 7, 0x1) is None  # task 2's root is live, now 0xB ^ 0x1
+    assert t.rotate() == []
+    [r] = t.rotate()
+    assert (r.spout_task, r.root, r.outcome) == (2, 7, Outcome.TIMED_OUT)
+    assert t.pending == 0
