@@ -7,7 +7,11 @@ property set to A and to B, alternating, next to the plain loop; prints each rat
     python bench/ab.py --rev 17466cd [--reps 3]     # A = the engine at a git revision, B = this tree
     python bench/ab.py KEY1,KEY2 A1,A2 B1,B2        # several properties switched together
 
-Each run also prints the peak PSS of the topology's processes.
+Each run also prints the peak PSS of the topology's processes, and every A/B the CPU the
+topology's processes used per word between 10 % and 90 % of the run's words (all of them
+summed, start-up and tail left out): on a shared 2-core machine the wall time of one run
+spreads by 10 % and more, the CPU it costs much less, so a change of a few per cent shows there
+first.
 
 With ``--rev`` the revision is checked out in a temporary git worktree with a venv of its own
 (its packages are this venv's, only heron-py itself differs), and A runs with that
@@ -85,6 +89,7 @@ def main() -> None:
     props = {v: dict(zip(keys, v.split(","), strict=True)) for v in (args.a, args.b)}
     res: dict[str, list[float]] = {args.a: [], args.b: []}
     pss: dict[str, list[float]] = {args.a: [], args.b: []}
+    cpu: dict[str, list[float | None]] = {args.a: [], args.b: []}
     bases = []
     for _ in range(args.reps):
         bases.append(plain(args.sentences)["words_per_s"])
@@ -92,6 +97,7 @@ def main() -> None:
             r = ours(args.sentences, args.acking, home, props[v])
             res[v].append(r["words_per_s"])
             pss[v].append(r["pss"])
+            cpu[v].append(r["cpu_us_per_word"])
     base = statistics.median(bases)
     print(f"\nplain loop {base:,.0f} words/s (median of {args.reps})")
     for v, xs in res.items():
@@ -99,26 +105,49 @@ def main() -> None:
         runs = ", ".join(f"{x:,.0f}" for x in xs)
         print(f"{args.key}={v}: {m:,.0f} words/s = {m / base:.3f}x plain  (runs: {runs}); "
               f"peak PSS {statistics.median(pss[v]):.0f} MB")
+        print(f"  {_cpu_line(cpu[v])}")
     ma, mb = statistics.median(res[args.a]), statistics.median(res[args.b])
     print(f"B/A = {mb / ma:.3f}")
+    ca, cb = _median_cpu(cpu[args.a]), _median_cpu(cpu[args.b])
+    if ca and cb:
+        print(f"CPU per word B/A = {cb / ca:.3f}")
 
 
 def rev_ab(args: argparse.Namespace, home: Path) -> None:
     old = checkout_python(args.rev)
     sides = {f"A {args.rev}": old, "B this tree": sys.executable}
     res: dict[str, list[float]] = {k: [] for k in sides}
+    cpu: dict[str, list[float | None]] = {k: [] for k in sides}
     bases = []
     for _ in range(args.reps):
         bases.append(plain(args.sentences)["words_per_s"])
         for name, py in sides.items():
-            res[name].append(ours(args.sentences, args.acking, home, None, py)["words_per_s"])
+            r = ours(args.sentences, args.acking, home, None, py)
+            res[name].append(r["words_per_s"])
+            cpu[name].append(r["cpu_us_per_word"])
     base = statistics.median(bases)
     print(f"\nplain loop {base:,.0f} words/s (median of {args.reps})")
     for name, xs in res.items():
         m = statistics.median(xs)
         print(f"{name}: {m:,.0f} words/s = {m / base:.3f}x plain  (runs: {', '.join(f'{x:,.0f}' for x in xs)})")
+        print(f"  {_cpu_line(cpu[name])}")
     ma, mb = (statistics.median(x) for x in res.values())
     print(f"B/A = {mb / ma:.3f}")
+    ca, cb = (_median_cpu(c) for c in cpu.values())
+    if ca and cb:
+        print(f"CPU per word B/A = {cb / ca:.3f}")
+
+
+def _median_cpu(xs: list[float | None]) -> float | None:
+    got = [x for x in xs if x is not None]
+    return statistics.median(got) if got else None
+
+
+def _cpu_line(xs: list[float | None]) -> str:
+    """The topology's CPU per word in the run's steady middle (bench/run.py steady_cpu_us_per_word)."""
+    m = _median_cpu(xs)
+    runs = ", ".join("-" if x is None else f"{x:.3f}" for x in xs)
+    return f"CPU {m:.3f} us/word (runs: {runs})" if m is not None else f"CPU per word not measured (runs: {runs})"
 
 
 if __name__ == "__main__":

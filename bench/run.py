@@ -154,11 +154,44 @@ def count_progress(out: Path) -> list[list[str]]:
     return [f.read_text().split() for f in out.glob("count-*") if "." not in f.name]
 
 
+class CpuMeter:
+    """CPU seconds (user + system) of all of a topology's processes on this machine, summed:
+    what a CPU-bound run costs, which the scheduling noise of a shared 2-core machine moves far
+    less than its wall time."""
+
+    def __init__(self, topology_id: str) -> None:
+        self.tid = topology_id
+        self._procs: dict[int, psutil.Process] = {}
+
+    def total(self) -> float:
+        for p in LocalScheduler.topology_processes(self.tid):
+            self._procs.setdefault(p.pid, p)
+        s = 0.0
+        for p in self._procs.values():
+            try:
+                t = p.cpu_times()
+            except psutil.Error:
+                continue
+            s += t.user + t.system
+        return s
+
+
+def steady_cpu_us_per_word(samples: list[tuple[int, float]], words: int) -> float | None:
+    """CPU per word counted between 10 % and 90 % of the run's words (start-up and the tail left
+    out), from (words counted, CPU seconds) samples; None when too few samples fall there."""
+    mid = [(w, c) for w, c in samples if 0.1 * words <= w <= 0.9 * words]
+    if len(mid) < 2 or mid[-1][0] == mid[0][0]:
+        return None
+    return (mid[-1][1] - mid[0][1]) / (mid[-1][0] - mid[0][0]) * 1e6
+
+
 def ours(n: int, acking: bool, home: Path, props: dict[str, str] | None = None,
          python: str = sys.executable, where: Where = LOCAL) -> dict[str, Any]:
     out = Path(tempfile.mkdtemp(prefix="wc-", dir=home))
     env, tid = _submit(home, "wc_topology.py", [str(n), str(out), "on" if acking else "off"], props, python, where)
     sampler = Sampler(tid)
+    cpu = CpuMeter(tid)
+    samples: list[tuple[int, float]] = []
     total = 0
     deadline = time.monotonic() + 600
     counts: list[list[str]] = []
@@ -167,6 +200,8 @@ def ours(n: int, acking: bool, home: Path, props: dict[str, str] | None = None,
             time.sleep(0.2)
             counts = count_progress(out)
             total = sum(int(c[0]) for c in counts)
+            if where == LOCAL:
+                samples.append((total, cpu.total()))
             if total >= 10 * n:
                 break
         start = min(float(f.read_text()) for f in out.glob("spout-*"))
@@ -187,7 +222,8 @@ def ours(n: int, acking: bool, home: Path, props: dict[str, str] | None = None,
     if total != 10 * n:
         raise SystemExit(f"bench: counted {total} words, expected {10 * n}")
     return {"words_per_s": 10 * n / (end - start), "t_run": end - start, "rss": sampler.peak_rss,
-            "pss": sampler.peak_pss, "checksum": wc_common.checksum(dict(merged))}
+            "pss": sampler.peak_pss, "checksum": wc_common.checksum(dict(merged)),
+            "cpu_us_per_word": steady_cpu_us_per_word(samples, 10 * n)}
 
 
 def _quantiles(fine: Counter[int], coarse: Counter[int], n: int, mx: float, qs: list[float]) -> list[float]:
