@@ -3,20 +3,29 @@ stream manager: the three tasks of bench/wc_topology.py run one after another in
 through the engine's own hosts (the code an instance runs), acking off and on.
 
     python bench/ack_cost.py [--sentences 200000] [--reps 3]
+    python bench/ack_cost.py --rev REV [--reps 5]    # A = the engine at REV, B = this tree
 
 The spout host emits every sentence; the split host processes the spout's batches; the count
 host processes the split's. Each host flushes after every batch it is given, as an instance
 does when its input queue runs dry, so acks are merged per batch as they are when running. CPU
 is process time per stage: the spout per sentence, the split and the count per word. The
-stream manager's XOR tracker is not in it (bench/ack_memory.py and the profile cover it).
-Prints the median of --reps runs of each mode and the difference, on minus off.
+stream manager's work with acking on is the last row: the ACK_BATCH frames the three tasks sent
+(the spout's inits, then the split's and the count's acks), applied to a fresh XorTracker as
+the spout's stream manager does, in ns per record.
+Prints the median of --reps runs of each mode and the difference, on minus off. With --rev, each
+rep runs this script once under an interpreter that imports the engine at REV (bench/ab.py's
+worktree, compiled as installed) and once under this tree's, alternating, and prints the two
+sides' minimum and median per stage: one process and no scheduling, so a change of a few per
+cent in one stage shows, where the whole topology's run-to-run spread hides it.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -30,11 +39,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 import wc_topology as wc  # noqa: E402
 
 from heron_py.common.config import Mode, ReliabilityConfig  # noqa: E402
-from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, MsgType, frame_type  # noqa: E402
+from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, MsgType, batch_count, frame_type  # noqa: E402
 from heron_py.runtime.host import BoltHost, HostOptions, SpoutHost, make_host  # noqa: E402
 from heron_py.spark.plan import plan_batch  # noqa: E402
 from heronpy.api.stream import Grouping  # noqa: E402
 from heronpy.api.topology import TopologyBuilder  # noqa: E402
+from stream_manager.acking import XorTracker  # noqa: E402
 
 
 def _bodies(frames: list[bytes], dests: set[int]) -> list[tuple[int, bytes]]:
@@ -79,6 +89,7 @@ def run(n: int, acking: bool) -> dict[str, float]:
     t_spout = time.process_time() - t
     times = {"spout us/sentence": t_spout / n * 1e6}
     upstream = spout_out
+    ack_frames = [f for f in spout_out if frame_type(f) == MsgType.ACK_BATCH]
     for name in ("split", "count"):
         bolt, out = host(name)
         assert isinstance(bolt, BoltHost)
@@ -88,26 +99,77 @@ def run(n: int, acking: bool) -> dict[str, float]:
             bolt.process_body(src, body)
             bolt.flush()
         times[f"{name} us/word"] = (time.process_time() - t) / (10 * n) * 1e6
+        ack_frames += [f for f in out if frame_type(f) == MsgType.ACK_BATCH]
         upstream = out
+    if acking:
+        times["tracker ns/record"] = _tracker_ns(ack_frames, n)
     return times
+
+
+def _tracker_ns(frames: list[bytes], roots: int) -> float:
+    """The ACK_BATCH frames applied to one tracker in the order sent; every root must resolve."""
+    tracker = XorTracker()
+    records = resolved = 0
+    t = time.process_time()
+    for f in frames:
+        done, _ = tracker.apply(BATCH_HEADER.unpack_from(f, HEADER_SIZE)[0], memoryview(f)[BODY_OFFSET:])
+        resolved += len(done)
+        records += batch_count(f)
+    dt = time.process_time() - t
+    if resolved != roots:
+        raise SystemExit(f"ack_cost: {resolved} of {roots} roots resolved")
+    return dt / records * 1e9
+
+
+def rev_ab(rev: str, reps: int, sentences: int) -> None:
+    from ab import checkout_python  # type: ignore[import-not-found]
+
+    sides = {f"A {rev}": checkout_python(rev), "B this tree": sys.executable}
+    got: dict[str, list[dict[str, dict[str, float]]]] = {k: [] for k in sides}
+    for _ in range(reps):
+        for name, py in sides.items():
+            p = subprocess.run([py, __file__, "--json", "--reps", "1", "--sentences", str(sentences)],
+                               check=True, capture_output=True, text=True, cwd=Path(py).parent)
+            got[name].append(json.loads(p.stdout))
+    print(f"{sentences:,} sentences, {reps} runs per side, alternating; min / median")
+    names = list(sides)
+    print(f"| stage | {names[0]} | {names[1]} | B/A of the minima |")
+    print("|---|---|---|---|")
+    for mode in ("off", "on"):
+        for m in got[names[0]][0][mode]:
+            cols = []
+            for name in names:
+                xs = [r[mode][m] for r in got[name]]
+                cols.append((min(xs), statistics.median(xs)))
+            print(f"| acking {mode}: {m} | {cols[0][0]:.3f} / {cols[0][1]:.3f} | {cols[1][0]:.3f} / {cols[1][1]:.3f} "
+                  f"| {cols[1][0] / cols[0][0]:.3f} |")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sentences", type=int, default=200_000)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--rev", help="A: the engine at this git revision; B: the working tree")
+    ap.add_argument("--json", action="store_true", help="print the medians as JSON (what --rev reads)")
     a = ap.parse_args()
+    if a.rev:
+        rev_ab(a.rev, a.reps, a.sentences)
+        return
     res: dict[bool, list[dict[str, float]]] = {False: [], True: []}
     for _ in range(a.reps):
         for acking in (False, True):
             res[acking].append(run(a.sentences, acking))
     med = {k: {m: statistics.median(r[m] for r in runs) for m in runs[0]} for k, runs in res.items()}
+    if a.json:
+        print(json.dumps({"off": med[False], "on": med[True]}))
+        return
     print(f"{a.sentences:,} sentences, median of {a.reps}, CPU per item in this process")
     print("| stage | acking off | acking on | on - off |")
     print("|---|---|---|---|")
     for m in med[False]:
         off, on = med[False][m], med[True][m]
         print(f"| {m} | {off:.3f} | {on:.3f} | {on - off:+.3f} |")
+    print(f"| stream manager: tracker ns/record | - | {med[True]['tracker ns/record']:.1f} | - |")
     words = {k: v["spout us/sentence"] / 10 + v["split us/word"] + v["count us/word"] for k, v in med.items()}
     print(f"| all three, us/word | {words[False]:.3f} | {words[True]:.3f} | {words[True] - words[False]:+.3f} |")
 
