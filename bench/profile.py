@@ -1,6 +1,7 @@
 """py-spy profile of every process of the shared word count while it runs saturated.
 
     python bench/profile.py [--acking] [--seconds 8] [--out DIR]
+    python bench/profile.py --perf [--acking]      # Linux perf: C symbols, low overhead
 
 Submits bench/wc_topology.py on the local scheduler with more sentences than the profile
 lasts, waits for the run to warm up, then records every stream manager and instance process
@@ -58,6 +59,32 @@ def summarize(path: Path, top: int = 12) -> str:
     return "\n".join(out) + "\n"
 
 
+def perf_summary(data: Path, procs: dict[str, int], cpu: dict[str, str], top: int = 12) -> str:
+    """Per process, its share of all samples and its own top symbols (``perf report`` by pid)."""
+    rep = subprocess.run(["perf", "report", "-i", str(data), "--no-children", "--sort", "pid,dso,symbol",
+                          "--stdio", "-g", "none"], check=True, capture_output=True, text=True).stdout
+    rows: dict[int, list[str]] = collections.defaultdict(list)
+    share: collections.Counter[int] = collections.Counter()
+    for line in rep.splitlines():
+        parts = line.split()
+        if len(parts) < 4 or not parts[0].endswith("%") or ":" not in parts[1]:
+            continue
+        pid = int(parts[1].split(":")[0])
+        pct = float(parts[0][:-1])
+        share[pid] += pct
+        if len(rows[pid]) < top:
+            rest = parts[4:] if parts[3] in ("[.]", "[k]") else parts[3:]
+            while rest and rest[-1] == "-":  # perf's empty columns
+                rest.pop()
+            dso, sym = parts[2], " ".join(rest)
+            rows[pid].append(f"    {pct:5.2f}%  {sym[:90]}  ({dso})")
+    out = []
+    for role, pid in sorted(procs.items()):
+        out.append(f"== {role}: CPU {cpu[role]}; {share[pid]:.1f}% of all samples")
+        out += rows[pid] or ["    (no samples)"]
+    return "\n".join(out)
+
+
 def _thread_cpu(pid: int) -> dict[int, float]:
     """CPU seconds (user + system) per thread id of ``pid``: what py-spy's samples cannot
     tell, time spent in C (the gateway's uvloop) as against time waiting."""
@@ -83,6 +110,9 @@ def main() -> int:
     ap.add_argument("--cpu-only", action="store_true", help="no py-spy: CPU per thread only (no sampling overhead)")
     ap.add_argument("--native", action="store_true",
                     help="py-spy --native: C frames too, where the compiled hot-path modules' functions show")
+    ap.add_argument("--perf", action="store_true",
+                    help="Linux perf instead of py-spy: C symbols only (CPython's, the compiled modules', the "
+                         "kernel's), at 999 Hz, with far less overhead than py-spy --native")
     a = ap.parse_args()
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     home = Path(tempfile.mkdtemp(prefix="heron-prof-"))
@@ -97,6 +127,17 @@ def main() -> int:
             role = Sampler._role(p)
             if role.startswith(("instance", "stmgr")):
                 procs[role] = p.pid
+        if a.perf:
+            before = {role: _thread_cpu(pid) for role, pid in procs.items()}
+            t0 = time.monotonic()
+            data = out / "perf.data"
+            subprocess.run(["perf", "record", "-F", "999", "-o", str(data), "-p", ",".join(map(str, procs.values())),
+                            "--", "sleep", str(a.seconds)], check=True, capture_output=True)
+            dt = time.monotonic() - t0
+            cpu = {role: _cpu_delta(before[role], _thread_cpu(pid), dt) for role, pid in procs.items()}
+            _kill(env, "bench_wc")
+            print(perf_summary(data, procs, cpu))
+            return 0
         spies = []
         for role, pid in ([] if a.cpu_only else procs.items()):
             raw = out / f"{role.replace(' ', '_')}.txt"
