@@ -293,7 +293,7 @@ class Emitter:
         """XORs the acks recorded since the last merge into ``_acks`` (per spout task, per
         root). A count task gets a sentence's words one after another, so consecutive records
         of one root are XORed together first and reach the dict once per run."""
-        acks = self._acks
+        record = self.ack_record
         last_rt: Any = None
         last_rid: Any = None
         acc = 0
@@ -303,18 +303,10 @@ class Emitter:
                     acc ^= v
                     continue
                 if last_rid is not None:
-                    merged = acks.get(last_rt)
-                    if merged is None:
-                        acks[last_rt] = {last_rid: acc}
-                    else:
-                        merged[last_rid] = merged.get(last_rid, 0) ^ acc
+                    record(last_rt, ACK_ACK, last_rid, acc)
                 last_rt, last_rid, acc = rt, rid, v
         if last_rid is not None:
-            merged = acks.get(last_rt)
-            if merged is None:
-                acks[last_rt] = {last_rid: acc}
-            else:
-                merged[last_rid] = merged.get(last_rid, 0) ^ acc
+            record(last_rt, ACK_ACK, last_rid, acc)
         self.acked.clear()
 
     @property
