@@ -108,10 +108,10 @@ class Reliability:
         if entry is None:
             return self.UNKNOWN
         tup_id, t0 = entry
-        self.last_latency_ms = (self.clock() - t0) * 1000.0
+        latency_ms = self.last_latency_ms = (self.clock() - t0) * 1000.0
         if outcome == RESULT_ACKED:
             self.metrics.acked += 1
-            self.metrics.latencies_ms.append((self.clock() - t0) * 1000.0)
+            self.metrics.latencies_ms.append(latency_ms)
         elif outcome == RESULT_FAILED:
             self.metrics.failed += 1
         elif outcome == RESULT_TIMED_OUT:
