@@ -114,6 +114,9 @@ def main() -> int:
                     help="Linux perf instead of py-spy: C symbols only (CPython's, the compiled modules', the "
                          "kernel's), at 999 Hz, with far less overhead than py-spy --native")
     a = ap.parse_args()
+    if a.perf and shutil.which("perf") is None:
+        raise SystemExit("bench/profile.py --perf: the perf command was not found on PATH "
+                         "(Debian: apt-get install linux-perf)")
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     home = Path(tempfile.mkdtemp(prefix="heron-prof-"))
     out = a.out or home / "profiles"
@@ -135,8 +138,7 @@ def main() -> int:
                             "--", "sleep", str(a.seconds)], check=True, capture_output=True)
             dt = time.monotonic() - t0
             cpu = {role: _cpu_delta(before[role], _thread_cpu(pid), dt) for role, pid in procs.items()}
-            _kill(env, "bench_wc")
-            print(perf_summary(data, procs, cpu))
+            print(perf_summary(data, procs, cpu))  # the finally below kills the topology
             return 0
         spies = []
         for role, pid in ([] if a.cpu_only else procs.items()):
