@@ -108,9 +108,7 @@ def main() -> None:
         print(f"  {_cpu_line(cpu[v])}")
     ma, mb = statistics.median(res[args.a]), statistics.median(res[args.b])
     print(f"B/A = {mb / ma:.3f}")
-    ca, cb = _median_cpu(cpu[args.a]), _median_cpu(cpu[args.b])
-    if ca and cb:
-        print(f"CPU per word B/A = {cb / ca:.3f}")
+    _print_cpu_ratio(cpu[args.a], cpu[args.b])
 
 
 def rev_ab(args: argparse.Namespace, home: Path) -> None:
@@ -133,14 +131,18 @@ def rev_ab(args: argparse.Namespace, home: Path) -> None:
         print(f"  {_cpu_line(cpu[name])}")
     ma, mb = (statistics.median(x) for x in res.values())
     print(f"B/A = {mb / ma:.3f}")
-    ca, cb = (_median_cpu(c) for c in cpu.values())
-    if ca and cb:
-        print(f"CPU per word B/A = {cb / ca:.3f}")
+    _print_cpu_ratio(*cpu.values())
 
 
 def _median_cpu(xs: list[float | None]) -> float | None:
     got = [x for x in xs if x is not None]
     return statistics.median(got) if got else None
+
+
+def _print_cpu_ratio(a: list[float | None], b: list[float | None]) -> None:
+    ca, cb = _median_cpu(a), _median_cpu(b)
+    if ca and cb:
+        print(f"CPU per word B/A = {cb / ca:.3f}")
 
 
 def _cpu_line(xs: list[float | None]) -> str:

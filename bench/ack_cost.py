@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import wc_topology as wc  # noqa: E402
 
 from heron_py.common.config import Mode, ReliabilityConfig  # noqa: E402
-from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, MsgType, batch_count, frame_type  # noqa: E402
+from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, MsgType, batch_count, batch_dest, frame_type  # noqa: E402
 from heron_py.runtime.host import BoltHost, HostOptions, SpoutHost, make_host  # noqa: E402
 from heron_py.spark.plan import plan_batch  # noqa: E402
 from heronpy.api.stream import Grouping  # noqa: E402
@@ -112,7 +112,7 @@ def _tracker_ns(frames: list[bytes], roots: int) -> float:
     records = resolved = 0
     t = time.process_time()
     for f in frames:
-        done, _ = tracker.apply(BATCH_HEADER.unpack_from(f, HEADER_SIZE)[0], memoryview(f)[BODY_OFFSET:])
+        done, _ = tracker.apply(batch_dest(f), memoryview(f)[BODY_OFFSET:])  # as AckService.on_ack_batch
         resolved += len(done)
         records += batch_count(f)
     dt = time.process_time() - t

@@ -156,18 +156,19 @@ def count_progress(out: Path) -> list[list[str]]:
 
 class CpuMeter:
     """CPU seconds (user + system) of all of a topology's processes on this machine, summed:
-    what a CPU-bound run costs, which the scheduling noise of a shared 2-core machine moves far
-    less than its wall time."""
+    what a CPU-bound run costs. The processes are looked up once, at the first reading (a scan
+    reads every process's environment, too much to repeat five times a second inside the run
+    being measured), so take it once all of them run: when words are being counted."""
 
     def __init__(self, topology_id: str) -> None:
         self.tid = topology_id
-        self._procs: dict[int, psutil.Process] = {}
+        self._procs: list[psutil.Process] | None = None
 
     def total(self) -> float:
-        for p in LocalScheduler.topology_processes(self.tid):
-            self._procs.setdefault(p.pid, p)
+        if self._procs is None:
+            self._procs = LocalScheduler.topology_processes(self.tid)
         s = 0.0
-        for p in self._procs.values():
+        for p in self._procs:
             try:
                 t = p.cpu_times()
             except psutil.Error:
@@ -200,7 +201,7 @@ def ours(n: int, acking: bool, home: Path, props: dict[str, str] | None = None,
             time.sleep(0.2)
             counts = count_progress(out)
             total = sum(int(c[0]) for c in counts)
-            if where == LOCAL:
+            if total:  # every process of the topology runs once words are counted
                 samples.append((total, cpu.total()))
             if total >= 10 * n:
                 break
