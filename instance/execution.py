@@ -11,6 +11,7 @@ destination task by the host's emitter and flushed when a batch is full or
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import queue
@@ -33,6 +34,14 @@ from instance.queues import InItem, InKind, Outbox, QueueBytes
 SPOUT_CALLS = 64
 # a bolt takes at most this many more queued batches before it looks at the clock again
 BOLT_BATCHES = 8
+
+
+def set_gc_threshold(cfg: InstanceConfig) -> None:
+    """The task's generation-0 collection threshold (heron_py.instance.gc.threshold), set before
+    the user's code runs. The older generations keep theirs: they count collections of the
+    younger ones, not allocations."""
+    _, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(cfg.gc_threshold, gen1, gen2)
 
 
 class TaskRunner:
@@ -78,6 +87,7 @@ class TaskRunner:
             return 0
         load_main(self._package_dir)
         host = make_host(plan, self.task_id, self.outbox.send, HostOptions(clock=self._clock, wake=self._wake))
+        set_gc_threshold(host.config)
         capture = self._open_capture(host.config)
         if capture is not None:
             host.observer = jsonl_observer(self.task_id, capture)

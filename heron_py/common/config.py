@@ -108,6 +108,12 @@ FLUSH_IDLE_KEY = _key("heron_py.instance.flush.when.idle", Kind.BOOL, True,
 # on by default; off only to measure what the specialised default-stream emit saves (bench/)
 SPECIALIZED = _key("heron_py.instance.specialized.emit", Kind.BOOL, True,
                    doc="bind a specialised emit for fields-grouped default streams")
+# CPython's default of 700 starts a young-generation collection every few hundred tuples of a
+# batch (each tuple allocates a few containers, and a batch holds its values until the flush),
+# and the batches it walks survive into the older generations to be walked again
+GC_GEN0 = _key("heron_py.instance.gc.threshold", Kind.INT, 10000, 0,
+               doc="an instance's gc generation-0 threshold (CPython's default: 700; 0 turns automatic "
+                   "collection off)")
 FORK_SERVER = _key("heron_py.executor.fork.server", Kind.BOOL, True,
                    doc="a container's daemons are forked from one pre-imported process (shared memory)")
 UNIX = _key("heron_py.instance.unix.socket", Kind.BOOL, True,
@@ -193,6 +199,7 @@ class InstanceConfig:
     capture_components: tuple[str, ...] = ()
     unix_socket: bool = True
     serializer: str = ""
+    gc_threshold: int = 10000
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> InstanceConfig:
@@ -212,6 +219,7 @@ class InstanceConfig:
             capture_components=tuple(c for c in CAPTURE_COMPONENTS_KEY.parse(cfg).split(",") if c),
             unix_socket=UNIX.parse(cfg),
             serializer=SERIALIZER.parse(cfg),
+            gc_threshold=GC_GEN0.parse(cfg),
         )
 
 

@@ -83,7 +83,7 @@ def test_defaults():
         batch_size=1024, flush_interval_s=0.001, in_queue_batches=64, in_queue_bytes=32 * MB,
         out_queue_batches=64, out_queue_bytes=32 * MB, tick_freq_s=None, max_frame=16 * MB,
         flush_when_idle=True, metrics_interval_s=10.0, specialized_emit=True, capture_dir="",
-        capture_components=())
+        capture_components=(), gc_threshold=10000)
     assert ReliabilityConfig.from_config({}) == ReliabilityConfig() == ReliabilityConfig(Mode.ATMOST_ONCE, 30.0, None)
     assert not ReliabilityConfig().acking
     assert StreamManagerConfig.from_config({}) == StreamManagerConfig() == StreamManagerConfig(
@@ -98,6 +98,7 @@ USER = {
     "heron_py.instance.batch.flush.ms": 2.5,
     "heron_py.instance.flush.when.idle": False,
     "heron_py.instance.specialized.emit": False,
+    "heron_py.instance.gc.threshold": 0,
     "heron_py.instance.inbound.queue.batches": 8,
     "heron_py.instance.inbound.queue.bytes": 4096,
     "heron_py.instance.outbound.queue.batches": 9,
@@ -128,7 +129,7 @@ def test_stored_strings_and_restored_values_parse_alike(form):
     assert inst == InstanceConfig(
         batch_size=30, flush_interval_s=0.0025, in_queue_batches=8, in_queue_bytes=4096, out_queue_batches=9,
         out_queue_bytes=8192, tick_freq_s=0.5, max_frame=2048, flush_when_idle=False, metrics_interval_s=0.0,
-        specialized_emit=False, capture_dir="/tmp/cap", capture_components=("split", "count"))
+        specialized_emit=False, capture_dir="/tmp/cap", capture_components=("split", "count"), gc_threshold=0)
     assert type(inst.batch_size) is int and type(inst.max_frame) is int
     rel = ReliabilityConfig.from_config(cfg)
     assert rel == ReliabilityConfig(Mode.ATLEAST_ONCE, 12.0, 100) and rel.acking
@@ -185,6 +186,10 @@ def test_capture_components_split_on_commas():
      "config heron_py.instance.batch.size: expected an integer >= 1, found nan"),
     ("heron_py.instance.inbound.queue.bytes", "0",
      "config heron_py.instance.inbound.queue.bytes: expected an integer >= 1, found '0'"),
+    ("heron_py.instance.gc.threshold", "-1",
+     "config heron_py.instance.gc.threshold: expected an integer >= 0, found '-1'"),
+    ("heron_py.instance.gc.threshold", "700.5",
+     "config heron_py.instance.gc.threshold: expected an integer >= 0, found '700.5'"),
     ("heron_py.network.max.frame.bytes", "1000",
      "config heron_py.network.max.frame.bytes: expected an integer >= 1024, found '1000'"),
     # numbers with a unit
