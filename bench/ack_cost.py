@@ -7,7 +7,8 @@ through the engine's own hosts (the code an instance runs), acking off and on.
 
 The spout host emits every sentence; the split host processes the spout's batches; the count
 host processes the split's. Each host flushes after every batch it is given, as an instance
-does when its input queue runs dry, so acks are merged per batch as they are when running. CPU
+does when its input queue runs dry, so acks are merged per batch as they are when running; the
+process runs with the instance's gc threshold (heron_py.instance.gc.threshold). CPU
 is process time per stage: the spout per sentence, the split and the count per word. The
 stream manager's work with acking on is the last row: the ACK_BATCH frames the three tasks sent
 (the spout's inits, then the split's and the count's acks), applied to a fresh XorTracker as
@@ -38,7 +39,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import wc_topology as wc  # noqa: E402
 
-from heron_py.common.config import Mode, ReliabilityConfig  # noqa: E402
+from heron_py.common.config import InstanceConfig, Mode, ReliabilityConfig  # noqa: E402
 from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, MsgType, batch_count, batch_dest, frame_type  # noqa: E402
 from heron_py.runtime.host import BoltHost, HostOptions, SpoutHost, make_host  # noqa: E402
 from heron_py.spark.plan import plan_batch  # noqa: E402
@@ -79,6 +80,14 @@ def run(n: int, acking: bool) -> dict[str, float]:
         h.initialize()
         h.start()
         return h, frames
+
+    # the instance's gc setting, as TaskRunner sets it (an engine from before it had none: CPython's)
+    try:
+        from instance.execution import set_gc_threshold
+    except ImportError:
+        pass
+    else:
+        set_gc_threshold(InstanceConfig.from_config(topo.config))
 
     spout, spout_out = host("sentence")
     assert isinstance(spout, SpoutHost)
