@@ -153,6 +153,12 @@ START_CLEAN = _key("topology.stateful.start.clean", Kind.BOOL, False,
 CKPT_ROOT = _key("heron_py.checkpoint.root", Kind.STR, "",
                  doc="folder of checkpoints; unset: checkpoints/ under the heron home (shared on Slurm)")
 CKPT_KEEP = _key("heron_py.checkpoint.keep", Kind.INT, 2, 1, doc="completed checkpoints kept per topology")
+MAX_FAILURES = _key("topology.stateful.max.consecutive.failures", Kind.INT, 3, 1,
+                    doc="effectively once: checkpoints failed in a row after which the topology's state says so "
+                        "(status, web page, __checkpoint-failing metric)")
+RESTORE_TIMEOUT = _key("topology.stateful.restore.timeout.seconds", Kind.FLOAT, 120.0, positive=True,
+                       unit="seconds", doc="effectively once: a restore not acknowledged by every task by then is "
+                                           "retried")
 ALIGN_MB = _key("heron.stmgr.stateful.buffer.size.mb", Kind.FLOAT, 100.0, positive=True, unit="MB",
                 doc="input a bolt holds while it aligns checkpoint markers")
 # --- stream manager ---
