@@ -1,0 +1,134 @@
+"""A real Kafka-protocol broker for tests: Tansu (scripts/tansu.sh installs it) on a free
+loopback port, in-memory storage. Tests talk to it with confluent-kafka, the client the
+connectors use; nothing is mocked. ``broker_or_skip`` skips with the reason when the binary
+or the client is missing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def tansu_binary() -> str | None:
+    local = REPO / ".venv" / "bin" / "tansu"
+    if local.exists():
+        return str(local)
+    beside = Path(sys.executable).parent / "tansu"
+    return str(beside) if beside.exists() else shutil.which("tansu")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class TansuBroker:
+    """One Tansu process; ``bootstrap`` is its address; ``stop``/``start`` restart it on the
+    same port (in-memory storage loses the log; a postgres:// engine would keep it)."""
+
+    def __init__(self, folder: Path, storage: str = "memory://tansu/") -> None:
+        binary = tansu_binary()
+        if binary is None:
+            raise RuntimeError("tansu is not installed: run scripts/tansu.sh")
+        self.binary = binary
+        self.port = _free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        self.storage = storage
+        self.log_path = folder / f"tansu-{self.port}.log"
+        self._proc: subprocess.Popen[bytes] | None = None
+        self.start()
+
+    def start(self) -> None:
+        url = f"tcp://127.0.0.1:{self.port}"
+        log = self.log_path.open("ab")
+        self._proc = subprocess.Popen([self.binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+                                       "--storage-engine", self.storage], stdout=log, stderr=subprocess.STDOUT,
+                                      env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")})
+        log.close()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return
+            except OSError:
+                if self._proc.poll() is not None:
+                    raise RuntimeError(f"tansu exited with {self._proc.returncode}: {self.log_path.read_text()}")
+                time.sleep(0.05)
+        raise RuntimeError(f"tansu did not listen on {self.bootstrap} within 20 s")
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._proc = None
+
+    # --- helpers on the real client ---------------------------------------------------------
+    def admin(self) -> Any:
+        from confluent_kafka.admin import AdminClient
+        return AdminClient({"bootstrap.servers": self.bootstrap})
+
+    def create_topic(self, topic: str, partitions: int) -> None:
+        from confluent_kafka.admin import NewTopic
+        admin = self.admin()  # kept alive until the futures resolve
+        for f in admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)]).values():
+            f.result(timeout=30)
+
+    def add_partitions(self, topic: str, total: int) -> None:
+        from confluent_kafka.admin import NewPartitions
+        admin = self.admin()
+        for f in admin.create_partitions([NewPartitions(topic, total)]).values():
+            f.result(timeout=30)
+
+    def produce(self, topic: str, records: list[tuple[bytes | None, bytes]], partition: int | None = None) -> None:
+        from confluent_kafka import Producer
+        p = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5, "enable.idempotence": False})
+        for i, (k, v) in enumerate(records):
+            kw: dict[str, Any] = {} if partition is None else {"partition": partition}
+            p.produce(topic, value=v, key=k, **kw)
+            if i % 10000 == 0:
+                p.poll(0)
+        assert p.flush(60) == 0, "records left unsent after 60 s"
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        from confluent_kafka import Consumer, TopicPartition
+        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "_probe", "enable.auto.commit": False})
+        try:
+            parts = c.list_topics(topic, timeout=10).topics[topic].partitions
+            return {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in sorted(parts)}
+        finally:
+            c.close()
+
+    def committed(self, group: str, topic: str) -> dict[int, int]:
+        from confluent_kafka import Consumer, TopicPartition
+        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": group, "enable.auto.commit": False})
+        try:
+            parts = c.list_topics(topic, timeout=10).topics[topic].partitions
+            got = c.committed([TopicPartition(topic, p) for p in sorted(parts)], timeout=10)
+            return {tp.partition: tp.offset for tp in got}
+        finally:
+            c.close()
+
+
+def broker_or_skip(folder: Path) -> TansuBroker:
+    import pytest
+
+    try:
+        import confluent_kafka  # noqa: F401
+    except ImportError:
+        pytest.skip("confluent-kafka is not installed: pip install 'heron-py[kafka]'")
+    if tansu_binary() is None:
+        pytest.skip("the tansu broker is not installed: run scripts/tansu.sh")
+    return TansuBroker(folder)
