@@ -11,6 +11,8 @@ from __future__ import annotations
 import enum
 import struct
 
+from heron_py.common.frameauth import TAG_SIZE, FrameMac
+
 HEADER = struct.Struct(">IH")
 HEADER_SIZE = HEADER.size  # 6
 BATCH_HEADER = struct.Struct(">III")  # destination task, source task, number of tuples or records
@@ -22,6 +24,8 @@ class MsgType(enum.IntEnum):
     CLIENT_HELLO = 2
     SERVER_AUTH = 3
     AUTH_FAILED = 4
+    # a connection's heartbeat (net.Liveness), tagged like any frame; consumed by the connection
+    LINK_PING = 5
     REGISTER_INSTANCE_REQUEST = 10
     REGISTER_INSTANCE_RESPONSE = 11
     NEW_PHYSICAL_PLAN = 12
@@ -73,6 +77,18 @@ class FrameError(Exception):
     """A peer sent bytes that are not a valid frame; the connection must be closed."""
 
 
+class FrameAuthError(FrameError):
+    """A frame after the handshake whose tag is wrong: it is not decoded, and the connection
+    is aborted (``frameauth`` says what the tag covers)."""
+
+
+def _type_name(msg_type: int) -> str:
+    try:
+        return MsgType(msg_type).name
+    except ValueError:
+        return str(msg_type)
+
+
 def encode_frame(msg_type: int, payload: bytes) -> bytes:
     return HEADER.pack(len(payload) + 2, msg_type) + payload
 
@@ -109,8 +125,13 @@ class FrameDecoder:
     """
 
     def __init__(self, peer: str, max_frame: int = DEFAULT_MAX_FRAME, *, pre_auth_frames: int = 0,
-                 pre_auth_max: int = DEFAULT_MAX_FRAME) -> None:
+                 pre_auth_max: int = DEFAULT_MAX_FRAME, authenticated: bool = False) -> None:
         self._peer = peer
+        # with ``authenticated``, every frame after the pre-auth ones carries a TAG_SIZE tag that
+        # ``mac`` checks before the frame is returned; until the connection sets ``mac`` (its
+        # handshake done), ``feed`` stops at that boundary and keeps the rest buffered
+        self._tagged = authenticated
+        self.mac: FrameMac | None = None
         # the first ``pre_auth_frames`` frames (the peer's handshake messages) are held to
         # ``pre_auth_max``: an unauthenticated peer cannot make us buffer megabytes. Counted
         # per frame, not per connection state, because the peer's first post-handshake frame
@@ -132,7 +153,14 @@ class FrameDecoder:
         out: list[tuple[int, bytes]] = []
         pos = 0
         end = len(buf)
+        tag = 0
+        mac = None
         while end - pos >= HEADER_SIZE:
+            if self._tagged and self._pre_left == 0:
+                mac = self.mac
+                if mac is None:
+                    break  # the handshake's last frame came: the keys come next
+                tag = TAG_SIZE
             length, msg_type = HEADER.unpack_from(buf, pos)
             limit = self._pre_max if self._pre_left > 0 else self.max_frame
             if length > limit:
@@ -152,10 +180,17 @@ class FrameDecoder:
                     f"closing the connection"
                 )
             total = 4 + length
-            if end - pos < total:
+            if end - pos < total + tag:
                 break
-            out.append((msg_type, bytes(buf[pos : pos + total])))
-            pos += total
+            frame = bytes(buf[pos : pos + total])
+            if mac is not None and not mac.check(frame, bytes(buf[pos + total : pos + total + tag])):
+                del buf[:pos]  # what was returned before is good; this frame is never decoded
+                raise FrameAuthError(
+                    f"frame {mac.seq} from {self._peer} ({_type_name(msg_type)}, {length} bytes) failed "
+                    f"authentication (changed, replayed, reordered or injected); closing the connection"
+                )
+            out.append((msg_type, frame))
+            pos += total + tag
             if self._pre_left > 0:
                 self._pre_left -= 1
         if pos:

@@ -8,8 +8,11 @@ mac_c = HMAC(secret, "client" | nonce_s | nonce_c | role | id)
 mac_s = HMAC(secret, "server" | nonce_c | nonce_s)
 
 Both sides prove they hold the topology's secret over fresh nonces, so a recorded
-handshake cannot be replayed. Until a side reaches AUTHENTICATED it accepts only the next
-handshake message; anything else fails the handshake. Nothing is unpickled before it.
+handshake cannot be replayed. Both then derive the connection's session keys from the secret,
+both nonces and both roles (``frameauth.session_keys``): every frame after the handshake
+carries a tag under them, so a relay of the handshake gains nothing it could write with.
+Until a side reaches AUTHENTICATED it accepts only the next handshake message; anything else
+fails the handshake. Nothing is unpickled before it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 
 from google.protobuf.message import DecodeError
 
+from heron_py.common.frameauth import session_keys
 from heron_py.common.framing import HEADER_SIZE, MsgType, encode_frame
 from proto import heron_py_pb2 as pb
 
@@ -48,6 +52,14 @@ class PeerIdentity:
     peer_id: str
 
 
+@dataclass(frozen=True)
+class SessionKeys:
+    """This side's keys for the frames after the handshake: what it sends, what it receives."""
+
+    send: bytes
+    recv: bytes
+
+
 def _mac(secret: bytes, *parts: bytes) -> bytes:
     m = hmac.new(secret, digestmod=hashlib.sha256)
     for p in parts:
@@ -66,6 +78,7 @@ class ServerHandshake:
         self._role = server_role
         self._peer = peer
         self._nonce_s = nonce(NONCE_SIZE)
+        self.keys: SessionKeys | None = None  # set once authenticated
 
     def start(self) -> bytes:
         if self.state is not HandshakeState.START:
@@ -100,6 +113,8 @@ class ServerHandshake:
             )
         self.state = HandshakeState.AUTHENTICATED
         self.identity = PeerIdentity(hello.role, hello.peer_id)
+        c2s, s2c = session_keys(self._secret, hello.nonce, self._nonce_s, hello.role, hello.peer_id, self._role)
+        self.keys = SessionKeys(send=s2c, recv=c2s)
         mac_s = _mac(self._secret, b"server", hello.nonce, self._nonce_s)
         return encode_frame(MsgType.SERVER_AUTH, pb.ServerAuth(mac=mac_s).SerializeToString())
 
@@ -114,6 +129,8 @@ class ClientHandshake:
         self._server = server
         self._nonce_c = nonce(NONCE_SIZE)
         self._nonce_s = b""
+        self._server_role = ""
+        self.keys: SessionKeys | None = None  # set once authenticated
 
     def on_frame(self, msg_type: int, frame: bytes) -> bytes | None:
         """Returns a frame to send (the ClientHello) or None when authenticated. Raises on failure."""
@@ -130,6 +147,7 @@ class ClientHandshake:
                 raise HandshakeError(f"server {self._server} sent a nonce of {len(hello.nonce)} bytes, "
                                      f"expected {NONCE_SIZE}")
             self._nonce_s = hello.nonce
+            self._server_role = hello.server_role
             mac = _mac(self._secret, b"client", self._nonce_s, self._nonce_c,
                        self._role.encode(), self._id.encode())
             self.state = HandshakeState.AWAIT_SERVER_AUTH
@@ -146,6 +164,9 @@ class ClientHandshake:
                 self.state = HandshakeState.FAILED
                 raise HandshakeError(f"server {self._server} failed authentication: wrong topology secret")
             self.state = HandshakeState.AUTHENTICATED
+            c2s, s2c = session_keys(self._secret, self._nonce_c, self._nonce_s, self._role, self._id,
+                                    self._server_role)
+            self.keys = SessionKeys(send=c2s, recv=s2c)
             return None
         if msg_type == MsgType.AUTH_FAILED:
             self.state = HandshakeState.FAILED

@@ -25,11 +25,21 @@ import logging
 import ssl as _ssl
 import struct
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from google.protobuf.message import DecodeError
 
-from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, FrameDecoder, FrameError, MsgType, encode_frame
+from heron_py.common.frameauth import TAG_SIZE, FrameMac
+from heron_py.common.framing import (
+    DEFAULT_MAX_FRAME,
+    HEADER_SIZE,
+    FrameAuthError,
+    FrameDecoder,
+    FrameError,
+    MsgType,
+    encode_frame,
+)
 from heron_py.common.guard import DEFAULT_LIMITS, Admission, GuardLimits, PortGuard, RateLimitedLog
 from heron_py.common.handshake import ClientHandshake, HandshakeError, PeerIdentity, ServerHandshake
 from proto import heron_py_pb2 as pb
@@ -72,12 +82,58 @@ class BaseHandler:
         pass
 
 
+@dataclass(frozen=True)
+class Liveness:
+    """Heartbeats of a connection once it is open: a LINK_PING goes out after ``interval_s``
+    with nothing sent, and a peer from which nothing came for ``timeout_s`` while we were
+    reading is aborted (a frozen process or a host gone without FIN or RST sends nothing, and
+    TCP alone would wait for its retransmissions for about 15 minutes). ``timeout_s`` 0: off."""
+
+    interval_s: float = 2.0
+    timeout_s: float = 10.0
+
+
+DEFAULT_LIVENESS = Liveness()
+_PING = encode_frame(MsgType.LINK_PING, b"")
+
+
+def set_tcp_keepalive(transport: asyncio.BaseTransport, idle_s: int = 10, interval_s: int = 5, count: int = 3) -> None:
+    """Kernel keepalives on a TCP socket as well: they also end a connection whose process is
+    gone with its host, when our own heartbeats cannot run (the process is frozen)."""
+    import socket
+
+    sock = transport.get_extra_info("socket")
+    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        if hasattr(socket, "TCP_KEEPIDLE"):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, idle_s)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, interval_s)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, count)
+    except OSError:
+        pass  # a socket that refuses the option keeps our heartbeats
+
+
+_LIMITED: dict[str, RateLimitedLog] = {}
+
+
+def _limited_log(log: logging.Logger) -> RateLimitedLog:
+    """One rate-limited log per logger, for failures on connecting sides (no port to own one)."""
+    limited = _LIMITED.get(log.name)
+    if limited is None:
+        limited = _LIMITED[log.name] = RateLimitedLog(log)
+    return limited
+
+
 class Counters:
     """Connection-level fault counters a daemon exports (refused peers, bad frames)."""
 
     def __init__(self) -> None:
         self.auth_failures = 0
         self.bad_frames = 0
+        self.bad_frame_auth = 0  # frames after the handshake whose tag was wrong (__bad-frames/auth)
+        self.silent_peers = 0  # connections aborted for sending nothing within the liveness timeout
         self.shed = 0  # closed at accept: the port's connection caps were reached
         self.handshake_timeouts = 0  # closed for not finishing the handshake in time
 
@@ -125,6 +181,7 @@ class Connection(asyncio.Protocol):
         tls_handshake_timeout: float = 10.0,
         guard: PortGuard | None = None,
         fail_log: RateLimitedLog | None = None,
+        liveness: Liveness = DEFAULT_LIVENESS,
     ) -> None:
         """``guard`` (accepting side): the port's caps and pre-auth limits (``heron_py.common.guard``);
         ``fail_log``: the port's rate-limited log of failed handshakes.
@@ -170,6 +227,12 @@ class Connection(asyncio.Protocol):
         self._loop = asyncio.get_running_loop()
         self._out: list[bytes] = []
         self._out_bytes = 0
+        # per-frame tags once open (frameauth): ours on what we send; the decoder checks the peer's
+        self._tx: FrameMac | None = None
+        self._liveness = liveness
+        self._live_timer: asyncio.TimerHandle | None = None
+        self._live_seen = (0, 0)  # bytes in and out at the last heartbeat tick
+        self._silent_s = 0.0
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -196,7 +259,7 @@ class Connection(asyncio.Protocol):
     def _new_decoder(self, peer: str) -> FrameDecoder:
         # the peer's handshake frames: ClientHello to a server; ServerHello and ServerAuth to a client
         return FrameDecoder(peer, self._max_frame, pre_auth_frames=1 if self._server_role is not None else 2,
-                            pre_auth_max=self._limits.pre_auth_max_frame)
+                            pre_auth_max=self._limits.pre_auth_max_frame, authenticated=True)
 
     def _admit(self, tr: asyncio.Transport) -> bool:
         """An accepted connection: shed at once over the port's caps, else given a deadline."""
@@ -224,11 +287,14 @@ class Connection(asyncio.Protocol):
             if self.transport is not None:
                 self.transport.abort()  # an idle peer gets no graceful close: its buffers go now
 
-    def _warn_failure(self, msg: str, *args: object, kind: str | None = None) -> None:
+    def _warn_failure(self, msg: str, *args: object, kind: str | None = None, always_limit: bool = False) -> None:
         """A refused peer, logged at most once per interval and kind on a server (a flood must
-        not fill the log); a client's own failures are logged every time."""
+        not fill the log); a client's own failures are logged every time, but for those that
+        a man in the middle could repeat at will (``always_limit``)."""
         if self._fail_log is not None:
             self._fail_log.warning(msg, *args, kind=kind)
+        elif always_limit:
+            _limited_log(self._log).warning(msg, *args, kind=kind)
         else:
             self._log.warning(msg, *args)
 
@@ -303,8 +369,18 @@ class Connection(asyncio.Protocol):
                 self.transport.pause_reading()
             return
         self.bytes_in += len(data)
+        self._feed(data)
+
+    def _feed(self, data: bytes) -> None:
         try:
             frames = self._decoder.feed(data)
+        except FrameAuthError as e:
+            # never decoded; aborted, not closed: nothing more is read from or written to it
+            self._counters.bad_frames += 1
+            self._counters.bad_frame_auth += 1
+            self._warn_failure("dropping connection: %s", e, kind="frame authentication", always_limit=True)
+            self.abort(f"frame authentication failed: {e}")
+            return
         except FrameError as e:
             self._counters.bad_frames += 1
             if self.state is ConnState.OPEN:
@@ -315,6 +391,8 @@ class Connection(asyncio.Protocol):
             return
         for msg_type, frame in frames:
             if self.state is ConnState.OPEN:
+                if msg_type == MsgType.LINK_PING:
+                    continue  # a heartbeat: its arrival was the point
                 try:
                     self.handler.on_frame(self, msg_type, frame)
                 except (DecodeError, struct.error) as e:
@@ -325,6 +403,10 @@ class Connection(asyncio.Protocol):
                     return
             elif self.state is ConnState.HANDSHAKE:
                 self._handshake_step(msg_type, frame)
+                if self.is_open and self._decoder.buffered:
+                    # the decoder stopped at the handshake's end; the frames after it are tagged
+                    self._feed(b"")
+                    return
             else:
                 return
 
@@ -352,11 +434,46 @@ class Connection(asyncio.Protocol):
                     self.authenticated.exception()  # nobody awaits it on this side: logged above instead
             self.close(f"handshake failed: {e}")
             return
+        hs = self._server_hs if self._server_hs is not None else self._client_hs
+        assert hs is not None and hs.keys is not None
+        self._tx = FrameMac(hs.keys.send)
+        self._decoder.mac = FrameMac(hs.keys.recv)
         self.state = ConnState.OPEN
         self._handshake_done()
+        self._start_liveness()
         if not self.authenticated.done():
             self.authenticated.set_result(None)
         self.handler.on_open(self)
+
+    def _start_liveness(self) -> None:
+        if self._liveness.timeout_s > 0 and self.transport is not None:
+            set_tcp_keepalive(self.transport)
+            self._live_seen = (self.bytes_in, self.bytes_out)
+            self._live_timer = self._loop.call_later(self._liveness.interval_s, self._live_tick)
+
+    def _live_tick(self) -> None:
+        """Every interval: a ping when we sent nothing, an abort when the peer sent nothing for
+        the timeout while we were reading (paused reading is our own backpressure, not silence)."""
+        self._live_timer = None
+        tr = self.transport
+        if self.state is not ConnState.OPEN or tr is None or tr.is_closing():
+            return
+        lv = self._liveness
+        seen_in, seen_out = self._live_seen
+        if self.bytes_in != seen_in or not tr.is_reading():
+            self._silent_s = 0.0
+        else:
+            self._silent_s += lv.interval_s
+            if self._silent_s >= lv.timeout_s:
+                self._counters.silent_peers += 1
+                self._log.warning("dropping connection: %s sent nothing for %g s (frozen, or its host is gone)",
+                                  self.peer_name, self._silent_s)
+                self.abort(f"silent for {self._silent_s:g} s")
+                return
+        if self.bytes_out == seen_out and not self.writing_paused:
+            self.send(_PING)
+        self._live_seen = (self.bytes_in, self.bytes_out)
+        self._live_timer = self._loop.call_later(lv.interval_s, self._live_tick)
 
     def _handshake_done(self) -> None:
         if self._deadline is not None:
@@ -366,6 +483,9 @@ class Connection(asyncio.Protocol):
             self._guard.authenticated()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._live_timer is not None:
+            self._live_timer.cancel()
+            self._live_timer = None
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
@@ -424,12 +544,13 @@ class Connection(asyncio.Protocol):
 
     def send(self, frame: bytes) -> None:
         if self.state is ConnState.OPEN and self.transport is not None:
-            n = len(frame)
+            n = len(frame) + TAG_SIZE
             self.bytes_out += n
             self._out_bytes += n
             out = self._out
             out.append(frame)
-            if len(out) == 1:
+            out.append(self._tx.tag(frame))  # type: ignore[union-attr]  # set when the state became OPEN
+            if len(out) == 2:
                 self._loop.call_soon(self._write_out)
 
     def send_many(self, frames: Iterable[bytes]) -> None:
@@ -438,12 +559,15 @@ class Connection(asyncio.Protocol):
             frames = frames if isinstance(frames, (list, tuple)) else list(frames)
             if not frames:
                 return
-            n = sum(map(len, frames))
+            n = sum(map(len, frames)) + TAG_SIZE * len(frames)
             self.bytes_out += n
             self._out_bytes += n
             out = self._out
             was_empty = not out
-            out.extend(frames)
+            tag = self._tx.tag  # type: ignore[union-attr]  # set when the state became OPEN
+            for frame in frames:
+                out.append(frame)
+                out.append(tag(frame))
             if was_empty:
                 self._loop.call_soon(self._write_out)
 
@@ -468,6 +592,16 @@ class Connection(asyncio.Protocol):
     def resume_reading(self) -> None:
         if self.transport is not None and not self.transport.is_reading() and not self.transport.is_closing():
             self.transport.resume_reading()
+
+    def abort(self, reason: str) -> None:
+        """Ends the connection at once: nothing queued is written (a peer that failed
+        authentication or went silent gets no graceful close, and we wait for nothing)."""
+        if self.close_reason is None:
+            self.close_reason = reason
+            self._log.debug("aborting the connection to %s: %s", self.peer_name, reason)
+        self._out, self._out_bytes = [], 0
+        if self.transport is not None:
+            self.transport.abort()
 
     def close(self, reason: str = "") -> None:
         """Idempotent; the first reason given is kept (and logged at debug level)."""
