@@ -9,10 +9,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from heron_py.cli import spark_cmds
 from heron_py.cli.admin import AdminError, live_status, run_state_command, tm_get
+from heron_py.cli.argv import cluster_name, option_arities, split_topology_args
+from heron_py.cli.config_check import config_warnings
 from heron_py.cli.lifecycle import parse_parallelism, restart_topology, update_topology
-from heron_py.cli.submit import SubmitError, dry_run_text, load_topology_file, parse_properties, prepare, submit
+from heron_py.cli.submit import (
+    SubmitError,
+    dry_run_text,
+    load_topology_file,
+    package_for,
+    parse_properties,
+    prepare,
+    submit,
+)
 from heron_py.common.config_codec import ConfigCodecError
 from heron_py.common.handshake import http_token
 from heron_py.planner.errors import TopologyError
@@ -100,20 +109,29 @@ def cmd_submit(args: argparse.Namespace) -> int:
         check_image(args.image or DEFAULT_IMAGE)  # a bad name stops the submit before the file runs
     path = Path(args.file)
     topo = load_topology_file(path, args.args, Path(args.filter) if args.filter else None)
+    properties = parse_properties(args.config_property)
+    checked, n = prepare(topo, name=args.name, containers=args.containers, properties=properties)
+    for line in config_warnings(checked):
+        print(f"heron-py: warning: {line}", file=sys.stderr)
+    # the package's checks (engine-name clashes, shell scripts, size) in a dry run too
+    package = package_for(checked, path, args.args)
     if args.dry_run and args.cluster == "kubernetes":
         return _kube_dry_run(args, topo)
     if args.dry_run:
         # the same checks as a submit, then the plans; no state manager, no scheduler
-        checked, n = prepare(topo, name=args.name, containers=args.containers,
-                             properties=parse_properties(args.config_property))
         print(dry_run_text(checked, round_robin(checked, n)), end="")
+        print(package.summary())
         return 0
     state = _state(args)
     res = submit(state, topo, path, args.args, name=args.name, containers=args.containers,
-                 properties=parse_properties(args.config_property), wait_s=args.wait,
-                 state_config=_state_config(args), scheduler=_scheduler(args))
-    print(f"topology '{res.name}' is running: {res.tasks} tasks in {res.containers} containers "
+                 properties=properties, wait_s=args.wait,
+                 state_config=_state_config(args), scheduler=_scheduler(args), package=package,
+                 deactivated=args.deploy_deactivated)
+    state_word = "deployed deactivated (heron-py activate starts its spouts)" if args.deploy_deactivated \
+        else "running"
+    print(f"topology '{res.name}' is {state_word}: {res.tasks} tasks in {res.containers} containers "
           f"(logs: {TopologyPaths.of(res.name).logs})")
+    print(package.summary())
     return 0
 
 
@@ -243,9 +261,13 @@ def cmd_kill(args: argparse.Namespace) -> int:
 def cmd_restart(args: argparse.Namespace) -> int:
     state = _state(args)
     _require(state, args.name)
-    containers = restart_topology(state, _scheduler_for(args, args.name), args.name, args.container,
+    container = args.container if args.container is not None else args.container_pos
+    if args.container is not None and args.container_pos is not None and args.container != args.container_pos:
+        raise SubmitError(f"restart: container {args.container_pos} and --container {args.container} disagree; "
+                          f"expected one container")
+    containers = restart_topology(state, _scheduler_for(args, args.name), args.name, container,
                                   wait_s=args.wait)
-    which = f"container {args.container}" if args.container is not None else f"all {len(containers)} containers"
+    which = f"container {container}" if container is not None else f"all {len(containers)} containers"
     print(f"topology '{args.name}': restarted {which}; every task is running again")
     return 0
 
@@ -313,13 +335,7 @@ def cmd_prometheus_config(args: argparse.Namespace) -> int:
 
 
 def cmd_version(args: argparse.Namespace) -> int:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        v = version("heron-py")
-    except PackageNotFoundError:  # run from a source tree that was not installed
-        v = "unknown (not installed)"
-    print(f"heron-py {v} (Python {sys.version.split()[0]})")
+    print(_version())
     return 0
 
 
@@ -377,27 +393,113 @@ def cmd_logs(args: argparse.Namespace) -> int:
     return 0
 
 
+# the end of each verb's --help: lines a user can paste
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "submit": ("heron-py submit local word_count.py",
+               "heron-py submit local word_count.py --dry-run",
+               "heron-py submit local/alice/devel topo.py --name wc --containers 2 -- --rate 5",
+               "heron-py submit local multilang.yaml --filter dev.properties",
+               "heron-py submit slurm topo.py --partition batch --time 01:00:00"),
+    "list": ("heron-py list local",),
+    "status": ("heron-py status local wc", "heron-py status local wc --json"),
+    "activate": ("heron-py activate local wc",),
+    "deactivate": ("heron-py deactivate local wc --wait 20",),
+    "kill": ("heron-py kill local wc",),
+    "restart": ("heron-py restart local wc", "heron-py restart local wc 0   (container 0 only)"),
+    "update": ("heron-py update local wc --component-parallelism count:4",),
+    "metrics": ("heron-py metrics local wc", "heron-py metrics local wc --component count --interval 60"),
+    "prometheus-config": ("heron-py prometheus-config local wc > targets.json",
+                          "heron-py prometheus-config local wc --scrape-config"),
+    "batch": ("heron-py batch word_count.py --input sentence=lines.txt --output count=out.jsonl",),
+    "reconcile": ("heron-py reconcile --stream stream.jsonl --batch batch.jsonl --key word",),
+    "logs": ("heron-py logs local wc", "heron-py logs local wc count -f"),
+    "version": ("heron-py version", "heron-py --version"),
+    "init": ("heron-py init wordcount && cd wordcount && python -m pytest -q && heron-py run topology.py",),
+    "run": ("heron-py run word_count.py", "heron-py run word_count.py --duration 5 -- --rate 10"),
+    "restore": ("heron-py restore local wc --checkpoint 42", "heron-py restore local wc --clean"),
+}
+
+SUBMIT_DESCRIPTION = """\
+Run the topology file to build its topology, check it, ship its package (the file, the user
+modules and packages it imports from its folder and PYTHONPATH, resources/ and Flux scripts)
+and launch it on CLUSTER.
+
+Topology arguments: heron-py's options below are recognised anywhere on the line, before or
+after FILE; every other word after FILE goes to the topology as its sys.argv[1:], in order.
+Everything after -- goes to the topology, so a topology option spelled like one of heron-py's
+reaches the topology: heron-py submit local topo.py -- --name x."""
+
+# Verbs that other modules of heron_py.cli define: each module has add_parser(add_parser),
+# which adds its verb(s) with the function they run (set_defaults(fn=...)). A verb module added
+# later (e.g. restore.py) is registered by naming it here; a name whose module is not in the
+# tree yet is skipped, so the list can name a module before it lands.
+VERB_MODULES: tuple[str, ...] = ("heron_py.cli.spark_cmds", "heron_py.cli.init", "heron_py.cli.run",
+                                 "heron_py.cli.restore")
+
+# verbs whose words after the file go to the topology, and how many positionals come first
+TOPOLOGY_VERBS: dict[str, int] = {"submit": 2, "batch": 1, "run": 1}
+
+CLUSTER_HELP = "where the topology runs: local, slurm or kubernetes (Heron's CLUSTER/ROLE/ENV is accepted)"
+NAME_HELP = "the topology's name (heron-py list CLUSTER shows them)"
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        v = version("heron-py")
+    except PackageNotFoundError:  # run from a source tree that was not installed
+        v = "unknown (not installed)"
+    return f"heron-py {v} (Python {sys.version.split()[0]})"
+
+
+def _cluster_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("cluster", type=cluster_name, choices=CLUSTERS, metavar="CLUSTER", help=CLUSTER_HELP)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="heron-py", description="Run Storm/Heron topologies in Python.")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    # every command takes the state manager options, after the command name
+    ap = argparse.ArgumentParser(prog="heron-py", description="Run Storm/Heron topologies in Python.",
+                                 epilog="examples:\n  heron-py submit local word_count.py\n"
+                                        "  heron-py init myproject\n  heron-py SUBCOMMAND --help",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--version", action="version", version=_version(), help="print heron-py's version and exit")
+    ap.add_argument("--verbose", action="store_true", default=False,
+                    help="log heron-py's own steps (DEBUG) and show the traceback of an error")
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="SUBCOMMAND")
+    # --verbose after the verb too; SUPPRESS keeps a subcommand from resetting the top-level value
+    verbose_parent = argparse.ArgumentParser(add_help=False)
+    verbose_parent.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
+                                help="log heron-py's own steps (DEBUG) and show the traceback of an error")
+    # every cluster command takes the state manager options, after the command name
     state_parent = argparse.ArgumentParser(add_help=False)
     statecfg.add_arguments(state_parent)
 
-    def add_parser(name: str, **kw: Any) -> argparse.ArgumentParser:
-        return sub.add_parser(name, parents=[state_parent], **kw)
+    def add_parser(name: str, *, state: bool = True, **kw: Any) -> argparse.ArgumentParser:
+        lines = EXAMPLES.get(name, ())
+        epilog = "examples:\n" + "\n".join(f"  {line}" for line in lines) if lines else None
+        parents = [verbose_parent, state_parent] if state else [verbose_parent]
+        kw.setdefault("description", kw.get("help"))
+        return sub.add_parser(name, parents=parents, epilog=epilog,
+                              formatter_class=argparse.RawDescriptionHelpFormatter, **kw)
 
-    p = add_parser("submit", help="submit a topology file")
-    p.add_argument("cluster", choices=CLUSTERS)
+    p = add_parser("submit", help="submit a topology file (Python or Flux YAML) to a cluster")
+    p.description = SUBMIT_DESCRIPTION
+    p.usage = "heron-py submit [options] CLUSTER FILE [TOPOLOGY ARG ...] [-- TOPOLOGY ARG ...]"
+    _cluster_arg(p)
+    p.add_argument("file", metavar="FILE", help="the topology: a Python file or a Flux .yaml/.yml file")
     p.add_argument("--name", default=None, help="topology name (default: the name the file gives)")
-    p.add_argument("--containers", type=int, default=None, help="number of containers (default: topology.stmgrs or 1)")
-    p.add_argument("--config-property", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--containers", type=int, default=None,
+                   help="number of containers (default: topology.stmgrs, else topology.workers, else 1)")
+    p.add_argument("--config-property", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a topology config key (repeatable); overrides the file's config")
     p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
                    help="how long to wait for every instance to run")
     p.add_argument("--filter", default=None, metavar="PROPERTIES",
                    help="Flux YAML files: a .properties file whose keys replace ${key} in the file")
     p.add_argument("--dry-run", action="store_true",
-                   help="check the topology and print its logical and packing plans; launch nothing")
+                   help="check the topology and its package, print the plans; launch nothing")
+    p.add_argument("--deploy-deactivated", action="store_true",
+                   help="start the topology deactivated (spouts paused) until heron-py activate")
     slurm = p.add_argument_group("slurm only")
     slurm.add_argument("--partition", default=None, help="Slurm partition (default: $HERON_PY_SLURM_PARTITION "
                                                           "or the cluster's default)")
@@ -411,85 +513,127 @@ def build_parser() -> argparse.ArgumentParser:
     kube.add_argument("--image", default=None, help="the heron-py image the pods run (default heron-py:latest; "
                                                     "see docs/kubernetes.md to build and push it)")
     kube.add_argument("--context", default=None, help="the kubeconfig context (default: the current one)")
-    p.add_argument("file")
-    p.add_argument("args", nargs=argparse.REMAINDER)
     p.set_defaults(fn=cmd_submit)
 
     p = add_parser("list", help="list running topologies")
-    p.add_argument("cluster", choices=CLUSTERS)
+    _cluster_arg(p)
     p.set_defaults(fn=cmd_list)
 
     p = add_parser("status", help="containers, tasks, pids, ports and state")
-    p.add_argument("cluster", choices=CLUSTERS)
-    p.add_argument("name")
-    p.add_argument("--json", action="store_true")
+    _cluster_arg(p)
+    p.add_argument("name", help=NAME_HELP)
+    p.add_argument("--json", action="store_true", help="print the whole status as JSON")
     p.set_defaults(fn=cmd_status)
 
     for command in ("activate", "deactivate"):
         p = add_parser(command, help=f"{command} a topology's spouts")
-        p.add_argument("cluster", choices=CLUSTERS)
-        p.add_argument("name")
+        _cluster_arg(p)
+        p.add_argument("name", help=NAME_HELP)
         p.add_argument("--wait", type=float, default=10.0, metavar="SECONDS",
                        help="how long to wait for every stream manager to have the new state (else exit 1)")
         p.set_defaults(fn=cmd_admin, command=command)
 
     p = add_parser("kill", help="stop every process of a topology and remove its state")
-    p.add_argument("cluster", choices=CLUSTERS)
-    p.add_argument("name")
+    _cluster_arg(p)
+    p.add_argument("name", help=NAME_HELP)
     p.set_defaults(fn=cmd_kill)
 
-    p = add_parser("restart", help="restart a topology's containers (all, or one with --container)")
-    p.add_argument("cluster", choices=CLUSTERS)
-    p.add_argument("name")
-    p.add_argument("--container", type=int, default=None, metavar="K")
-    p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS")
+    p = add_parser("restart", help="restart a topology's containers (all, or one)")
+    _cluster_arg(p)
+    p.add_argument("name", help=NAME_HELP)
+    p.add_argument("container_pos", nargs="?", type=int, default=None, metavar="CONTAINER",
+                   help="the one container to restart, as Heron's CLI takes it (default: all)")
+    p.add_argument("--container", type=int, default=None, metavar="K", help="the one container to restart")
+    p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
+                   help="how long to wait for every restarted task to run")
     p.set_defaults(fn=cmd_restart)
 
     p = add_parser("update", help="change components' parallelism of a running topology")
-    p.add_argument("cluster", choices=CLUSTERS)
-    p.add_argument("name")
-    p.add_argument("--component-parallelism", action="append", required=True, metavar="COMPONENT:N")
-    p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS")
+    _cluster_arg(p)
+    p.add_argument("name", help=NAME_HELP)
+    p.add_argument("--component-parallelism", action="append", required=True, metavar="COMPONENT:N",
+                   help="a component's new parallelism (repeatable)")
+    p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
+                   help="how long to wait for every task to run again")
     p.set_defaults(fn=cmd_update)
 
     p = add_parser("metrics", help="a topology's metrics per component and task (from the topology master)")
-    p.add_argument("cluster", choices=CLUSTERS)
-    p.add_argument("name")
-    p.add_argument("--component", default=None)
+    _cluster_arg(p)
+    p.add_argument("name", help=NAME_HELP)
+    p.add_argument("--component", default=None, help="only this component (default: every component)")
     p.add_argument("--interval", type=float, default=0.0, metavar="SECONDS",
                    help="for counters, their increase over the last SECONDS instead of the total")
     p.set_defaults(fn=cmd_metrics)
 
     p = add_parser("prometheus-config", help="a Prometheus file_sd target list for the metrics endpoints")
-    p.add_argument("cluster", choices=CLUSTERS)
-    p.add_argument("name")
+    _cluster_arg(p)
+    p.add_argument("name", help=NAME_HELP)
     p.add_argument("--scrape-config", action="store_true",
                    help="print a whole Prometheus scrape job (YAML), with the bearer token the endpoints "
                         "need when they are off loopback")
     p.set_defaults(fn=cmd_prometheus_config)
 
-    spark_cmds.add_parsers(add_parser)
-
     p = add_parser("logs", help="print a topology's logs")
-    p.add_argument("cluster", choices=CLUSTERS)
-    p.add_argument("name")
-    p.add_argument("component", nargs="?")
+    _cluster_arg(p)
+    p.add_argument("name", help=NAME_HELP)
+    p.add_argument("component", nargs="?", help="only this component's logs (default: every log)")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing what the logs get, as tail -f")
     p.set_defaults(fn=cmd_logs)
 
-    p = sub.add_parser("version", help="print heron-py's version")
+    p = add_parser("version", state=False, help="print heron-py's version")
     p.set_defaults(fn=cmd_version)
+
+    # --- verbs defined in their own modules (see VERB_MODULES) ---
+    import importlib
+    import importlib.util
+
+    for module_name in VERB_MODULES:
+        if importlib.util.find_spec(module_name) is None:
+            continue
+        importlib.import_module(module_name).add_parser(add_parser)
     return ap
 
 
+def _subparser(ap: argparse.ArgumentParser, verb: str) -> argparse.ArgumentParser | None:
+    for action in ap._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found: argparse.ArgumentParser | None = action.choices.get(verb)
+            return found
+    return None
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """argparse, after the topology's words are taken out (heron_py.cli.argv)."""
+    ap = build_parser()
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):  # the top-level options before the verb
+        i += 1
+    verb = argv[i] if i < len(argv) else None
+    if verb in TOPOLOGY_VERBS:
+        p = _subparser(ap, verb)
+        assert p is not None
+        own, topo = split_topology_args(argv[i + 1:], option_arities(p), TOPOLOGY_VERBS[verb])
+        args = ap.parse_args([*argv[:i + 1], *own])
+        args.args = topo
+        return args
+    return ap.parse_args(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if getattr(args, "args", None) and args.args[:1] == ["--"]:
-        args.args = args.args[1:]
+    args = parse_args(list(sys.argv[1:] if argv is None else argv))
+    verbose = bool(getattr(args, "verbose", False))
+    if verbose:
+        import logging
+
+        logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         code: int = args.fn(args)
         return code
     except (SubmitError, TopologyError, AdminError, ConfigCodecError, StateManagerError, SchedulerError) as e:
+        if verbose:
+            import traceback
+
+            traceback.print_exc()
         print(f"heron-py: error: {e}", file=sys.stderr)
         return 1
     finally:

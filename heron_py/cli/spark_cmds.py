@@ -12,8 +12,26 @@ from typing import Any
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.model import ComponentKind
 
+JAVA_MISSING = ("heron-py batch and reconcile run on PySpark, which needs Java 17 or later: install a JRE "
+                "(e.g. apt-get install openjdk-17-jre-headless, brew install openjdk@17) or set JAVA_HOME; "
+                "found no java on PATH and no JAVA_HOME")
+
+
+def java_available(environ: Any = os.environ) -> bool:
+    """Whether PySpark can start its JVM: JAVA_HOME's java, or java on PATH."""
+    import shutil
+
+    home = environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").is_file():
+        return True
+    return shutil.which("java", path=environ.get("PATH")) is not None
+
 
 def spark_session(master: str, app: str) -> Any:
+    if not java_available():
+        from heron_py.cli.submit import SubmitError
+
+        raise SubmitError(JAVA_MISSING)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # the workers run this interpreter, so they import the same heron_py and user packages
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -88,22 +106,21 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         spark.stop()
 
 
-def add_parsers(add_parser: Any) -> None:
+def add_parser(add_parser: Any) -> None:
     p = add_parser("batch", help="run a topology over bounded inputs on PySpark")
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     p.add_argument("--input", action="append", default=[], metavar="SPOUT=PATH",
                    help="a spout's bounded input: text (one value per line), .json/.jsonl, or Parquet")
     p.add_argument("--output", action="append", default=[], metavar="BOLT[:STREAM]=PATH",
                    help="write what a bolt emits: Parquet folder, or JSON lines when PATH ends in .json/.jsonl")
-    p.add_argument("file")
-    p.add_argument("args", nargs=argparse.REMAINDER)
+    p.add_argument("file", metavar="FILE", help="the topology file (its words after FILE go to the topology)")
     p.set_defaults(fn=cmd_batch)
 
     p = add_parser("reconcile", help="compare a stream's output with a batch run's, by key (exit 1 on any difference)")
-    p.add_argument("--master", default="local[2]")
-    p.add_argument("--stream", required=True, metavar="PATH")
-    p.add_argument("--batch", required=True, metavar="PATH")
-    p.add_argument("--key", required=True, nargs="+", metavar="FIELD")
+    p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    p.add_argument("--stream", required=True, metavar="PATH", help="the streaming run's output (Parquet or JSON lines)")
+    p.add_argument("--batch", required=True, metavar="PATH", help="the batch run's output (Parquet or JSON lines)")
+    p.add_argument("--key", required=True, nargs="+", metavar="FIELD", help="the fields that identify a row")
     p.add_argument("--version", default=None, metavar="FIELD",
                    help="keep only each key's row with the greatest FIELD (streams of updates)")
     p.set_defaults(fn=cmd_reconcile)

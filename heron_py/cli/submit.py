@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from heron_py.api import submit_hook
-from heron_py.common.config import TLS_ENABLED
-from heron_py.common.config_codec import sanitize_config
-from heron_py.common.package import build_package, sign_package
+from heron_py.common.config import TLS_ENABLED, ConfigError
+from heron_py.common.config_codec import restore_config, sanitize_config
+from heron_py.common.package import MAX_BYTES, Package, PackageError, check_size, make_package, sign_package
 from heron_py.common.tls import make_topology_tls
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.logical import validate
-from heron_py.planner.model import PackingPlan, TopologyDef
+from heron_py.planner.model import PackingPlan, PhysicalPlan, TopologyDef, TopologyState
 from heron_py.planner.packing import round_robin
 from heron_py.scheduler.base import Scheduler, SchedulerError, preflight
 from heron_py.scheduler.local import LocalScheduler
@@ -31,6 +31,7 @@ from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import StateConfig, StateManager
 
 TOPOLOGY_STMGRS = "topology.stmgrs"
+TOPOLOGY_WORKERS = "topology.workers"  # Storm's
 
 
 class SubmitError(Exception):
@@ -40,9 +41,9 @@ class SubmitError(Exception):
 def load_topology_file(path: Path, args: Sequence[str], filter_file: Path | None = None) -> TopologyDef:
     """Runs ``path`` as ``__main__`` with ``args`` as its argv and returns the topology it built;
     a ``.yaml``/``.yml`` path is a Storm Flux file instead, read with ``filter_file`` (--filter)."""
-    if not path.is_file():
-        raise SubmitError(f"topology file {path} does not exist")
     from heron_py.flux import FLUX_SUFFIXES, load_flux
+
+    check_topology_path(path, FLUX_SUFFIXES)
 
     if path.suffix in FLUX_SUFFIXES:
         if args:
@@ -88,6 +89,9 @@ def load_topology_file(path: Path, args: Sequence[str], filter_file: Path | None
             raise SubmitError(f"{path} exited with code {e.code} before building a topology") from e
     except (SubmitError, TopologyError):
         raise
+    except SyntaxError as e:
+        # the user's file (or a module it imports) does not parse: at its line and column
+        raise SubmitError(syntax_error_text(e)) from None
     except Exception as e:
         # the user's code (or a library it calls) failed: one line naming where, not a traceback
         raise SubmitError(_file_failure(path, e)) from e
@@ -103,6 +107,37 @@ def load_topology_file(path: Path, args: Sequence[str], filter_file: Path | None
     if len(captured) > 1:
         raise SubmitError(f"{path} submitted {len(captured)} topologies; expected one")
     return captured[0]
+
+
+def check_topology_path(path: Path, flux_suffixes: Sequence[str]) -> None:
+    """One error for a topology argument that is not a topology file."""
+    kinds = f"a Python file (.py) or a Flux file ({', '.join(flux_suffixes)})"
+    if path.is_dir():
+        raise SubmitError(f"topology file {path} is a directory; expected {kinds} (e.g. {path / 'topology.py'})")
+    if not path.is_file():
+        raise SubmitError(f"topology file {path} does not exist; expected {kinds}")
+    if path.suffix in flux_suffixes or path.suffix == ".py":
+        return
+    head = path.read_bytes()[:4096]
+    if b"\0" in head:
+        raise SubmitError(f"topology file {path} is a binary file; expected {kinds}")
+    if path.suffix in (".json", ".properties", ".txt", ".md", ".cfg", ".toml", ".ini", ".jar", ".class", ".java",
+                       ".clj", ".js", ".rb", ".sh"):
+        raise SubmitError(f"topology file {path} is a {path.suffix} file; expected {kinds}")
+    # no suffix or another one: a Python script may be named so (./topology); compile decides
+
+
+def syntax_error_text(e: SyntaxError) -> str:
+    """``FILE:LINE:COL: SyntaxError: MSG`` then the line and a caret under the column: where
+    the user's code does not parse, never heron-py's own frames."""
+    where = f"{e.filename}:{e.lineno}" + (f":{e.offset}" if e.offset else "")
+    text = f"{where}: {type(e).__name__}: {e.msg}"
+    if e.text:
+        line = e.text.rstrip("\n")
+        stripped = line.lstrip()
+        caret = max(0, (e.offset or 1) - 1 - (len(line) - len(stripped)))
+        text += f"\n    {stripped}\n    {' ' * caret}^"
+    return text
 
 
 def _file_failure(path: Path, e: BaseException) -> str:
@@ -138,6 +173,8 @@ def prepare(topology: TopologyDef, *, name: str | None, containers: int | None,
             properties: Mapping[str, Any]) -> tuple[TopologyDef, int]:
     config = dict(topology.config)
     config.update(sanitize_config(properties, "--config-property"))
+    if config.get(TOPOLOGY_STMGRS) is None and config.get(TOPOLOGY_WORKERS) is not None:
+        config[TOPOLOGY_STMGRS] = config[TOPOLOGY_WORKERS]  # Storm's workers are heron-py's containers
     topo = replace(topology, name=name or topology.name, config=config)
     validate(topo)
     n = containers
@@ -151,11 +188,38 @@ def prepare(topology: TopologyDef, *, name: str | None, containers: int | None,
     return topo, n
 
 
+def shell_commands(topology: TopologyDef) -> dict[str, Any]:
+    """Component → the command of each shell component (ShellBolt/ShellSpout, Flux's)."""
+    from heron_py.multilang.setup import COMMAND_KEY, CWD_KEY
+
+    out: dict[str, Any] = {}
+    for c in topology.components:
+        conf = restore_config(c.config)
+        # a component given its own working folder runs scripts installed there, not shipped ones
+        if conf.get(COMMAND_KEY) is not None and not conf.get(CWD_KEY):
+            out[c.name] = conf[COMMAND_KEY]
+    return out
+
+
+def package_for(topology: TopologyDef, topology_file: Path, args: Sequence[str]) -> Package:
+    """The topology's package, checked: no engine-name clash, every shell script found, no
+    bigger than heron_py.package.max.bytes. ``topology`` is the prepared one (its config holds
+    the --config-property values)."""
+    try:
+        max_bytes = int(MAX_BYTES.parse(topology.config))
+        pkg = make_package(topology_file.resolve(), list(args), [p for p in sys.path if p], shell_commands(topology))
+        check_size(pkg, max_bytes)
+    except (PackageError, ConfigError) as e:
+        raise SubmitError(str(e)) from None
+    return pkg
+
+
 def submit(state: StateManager, topology: TopologyDef, topology_file: Path, args: Sequence[str], *,
            name: str | None = None, containers: int | None = None,
            properties: Mapping[str, Any] | None = None, wait_s: float = 60.0,
            home: Path | None = None, state_config: StateConfig | None = None,
-           scheduler: Scheduler | None = None) -> SubmitResult:
+           scheduler: Scheduler | None = None, package: Package | None = None,
+           deactivated: bool = False) -> SubmitResult:
     state_config = state_config or StateConfig()
     sched = scheduler or LocalScheduler(state, home, state_config)
     preflight(type(sched), state_config)
@@ -171,14 +235,19 @@ def submit(state: StateManager, topology: TopologyDef, topology_file: Path, args
         shutil.rmtree(paths.root)
     secret = secrets.token_bytes(32)
     # signed under the secret: executors refuse a package replaced in the state store
-    package = sign_package(build_package(topology_file.resolve(), list(args), [p for p in sys.path if p]), secret)
+    pkg = package or package_for(topo, topology_file, args)
+    signed = sign_package(pkg.data, secret)
     state.set_secret(topo.name, secret)
     if TLS_ENABLED.parse(topo.config):
         # a CA and one certificate for this topology, kept private like the secret
         state.set_tls(topo.name, make_topology_tls(topo.name).to_bytes())
-    state.set_package(topo.name, package)
+    state.set_package(topo.name, signed)
     state.set_packing_plan(topo.name, packing)
     state.set_topology(topo)
+    if deactivated:
+        # Heron's --deploy-deactivated: the master adopts a stored plan's run state when it
+        # starts, so the first plan the stream managers get already pauses the spouts
+        state.set_physical_plan(topo.name, PhysicalPlan(topo, packing, (), TopologyState.PAUSED, 1))
     try:
         sched.launch(topo.name, n)
     except SchedulerError:

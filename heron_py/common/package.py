@@ -27,12 +27,18 @@ import hmac
 import importlib.util
 import io
 import json
+import shlex
 import sys
 import sysconfig
 import types
 import zipfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
+from typing import Any
 
+from heron_py.common.config import MB, Key, Kind
 from heron_py.common.serialization import MAIN_ALIAS
 
 MANIFEST = "__heron_package__.json"
@@ -52,6 +58,54 @@ class PackageError(ValueError):
     """A topology package that must not be unpacked; the message says what, where, expected, found."""
 
 
+ENGINE_PACKAGES = ("heron_py", "heronpy", "topology_master", "stream_manager", "instance", "metrics_manager", "proto")
+_ENGINE_PACKAGES = set(ENGINE_PACKAGES)
+# the engine's source tree (a checkout on sys.path): its tests and examples ship module by
+# module, as imported; never its whole folders, which are not the user's project
+_ENGINE_ROOT = Path(__file__).resolve().parents[2]
+_SKIP_PARTS = ("__pycache__",)
+_SKIP_SUFFIXES = (".pyc", ".pyo")
+# interpreters whose first non-option argument is the script a shell component runs
+_INTERPRETERS = {"python", "python3", "python2", "node", "nodejs", "ruby", "perl", "bash", "sh", "php", "Rscript",
+                 "lua"}
+_SCRIPT_SUFFIXES = (".py", ".js", ".rb", ".pl", ".sh", ".php", ".R", ".lua")
+MAX_BYTES = Key("heron_py.package.max.bytes", Kind.INT, 256 * MB, 1,
+                doc="submit refuses a topology package whose files add up to more bytes than this")
+LARGEST_LISTED = 10
+
+
+@dataclass(frozen=True)
+class Package:
+    """A built package: the zip, and each entry's size before compression."""
+    data: bytes
+    sizes: Mapping[str, int]
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.sizes.values())
+
+    def summary(self) -> str:
+        return (f"package: {len(self.sizes)} files, {human_bytes(self.total_bytes)} "
+                f"({human_bytes(len(self.data))} zipped)")
+
+
+def human_bytes(n: int) -> str:
+    if n < 1024:
+        return f"{n} bytes"
+    return f"{n / 1024:.1f} KB" if n < 1024 * 1024 else f"{n / 1024 / 1024:.1f} MB"
+
+
+def check_size(pkg: Package, max_bytes: int) -> None:
+    """PackageError naming the largest entries when the files add up to more than ``max_bytes``."""
+    if pkg.total_bytes <= max_bytes:
+        return
+    largest = sorted(pkg.sizes.items(), key=lambda kv: (-kv[1], kv[0]))[:LARGEST_LISTED]
+    listed = ", ".join(f"{arc} ({human_bytes(n)})" for arc, n in largest)
+    raise PackageError(f"the topology package is {human_bytes(pkg.total_bytes)} in {len(pkg.sizes)} files, over "
+                       f"{MAX_BYTES.name} ({human_bytes(max_bytes)}); largest: {listed}; move data out of the "
+                       f"shipped folders or raise {MAX_BYTES.name}")
+
+
 def _system_roots() -> list[Path]:
     roots = set()
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
@@ -66,38 +120,284 @@ def _system_roots() -> list[Path]:
     return sorted(roots)
 
 
-_ENGINE_PACKAGES = {"heron_py", "heronpy", "topology_master", "stream_manager", "instance", "metrics_manager",
-                    "proto"}
+def _is_system(path: Path, system: Sequence[Path]) -> bool:
+    return any(path.is_relative_to(s) for s in system)
+
+
+def _user_roots(topology_file: Path, search_path: Sequence[str]) -> list[Path]:
+    """Where user code is looked up, in ``import``'s order: the topology's folder, then each
+    ``search_path`` entry that is not the standard library or site-packages."""
+    system = _system_roots()
+    out: list[Path] = []
+    for p in [topology_file.parent, *(Path(e).resolve() for e in search_path if e)]:
+        if p not in out and p.is_dir() and not _is_system(p, system):
+            out.append(p)
+    return out
+
+
+def _locate(name: str, roots: Sequence[Path]) -> list[tuple[Path, Path]]:
+    """Where ``import name`` (a top-level name) finds it among ``roots``: one (root, path) for a
+    package or module (the first root holding one wins, as for ``import``), else every
+    namespace portion (folders without ``__init__.py``)."""
+    portions: list[tuple[Path, Path]] = []
+    for root in roots:
+        d = root / name
+        if any((d / f"__init__{suffix}").is_file() for suffix in (".py", *EXTENSION_SUFFIXES)):
+            return [(root, d)]
+        for suffix in (*EXTENSION_SUFFIXES, ".py"):
+            if (root / f"{name}{suffix}").is_file():
+                return [(root, root / f"{name}{suffix}")]
+        if d.is_dir():
+            portions.append((root, d))
+    return portions
+
+
+def _tree(path: Path) -> list[Path]:
+    """Every file of a package folder (modules, extension modules, data files), as a wheel
+    holds them: no bytecode caches, no hidden folders."""
+    if path.is_file():
+        return [path]
+    out = []
+    for f in sorted(path.rglob("*")):
+        rel = f.relative_to(path)
+        if (f.is_file() and f.suffix not in _SKIP_SUFFIXES
+                and not any(part in _SKIP_PARTS or part.startswith(".") for part in rel.parts)):
+            out.append(f)
+    return out
+
+
+def _distributions(root: Path) -> dict[str, list[str]]:
+    """Top-level name → the files (relative to ``root``) of the installed distribution that
+    provides it, from each ``*.dist-info/RECORD`` under ``root`` (``pip install --target``)."""
+    out: dict[str, list[str]] = {}
+    for record in sorted(root.glob("*.dist-info/RECORD")):
+        files = []
+        for line in record.read_text(encoding="utf-8", errors="replace").splitlines():
+            rel = line.split(",")[0].strip()
+            if (rel and not rel.startswith("..") and not Path(rel).is_absolute() and (root / rel).is_file()
+                    and Path(rel).suffix not in _SKIP_SUFFIXES and "__pycache__" not in Path(rel).parts):
+                files.append(rel)
+        dist_info = record.parent.name
+        files += [f"{dist_info}/{f.name}" for f in record.parent.iterdir() if f.is_file()
+                  and f"{dist_info}/{f.name}" not in files]
+        for rel in files:
+            top = Path(rel).parts[0]
+            top = top.split(".")[0] if not top.endswith(".dist-info") else top
+            if not top.endswith(".dist-info"):
+                out.setdefault(top, files)
+    return out
 
 
 def collect_user_files(topology_file: Path, search_path: list[str]) -> dict[str, Path]:
-    """Maps archive names to files of user modules currently imported.
+    """Maps archive names to the user's files a topology needs.
 
-    The archive name comes from the module's import name (``a.b`` → ``a/b.py``, a package →
-    ``a/b/__init__.py``), so it is the path that the same ``import`` finds once the package
-    folder is first on ``sys.path``; the module must live under the topology file's folder or
-    under an entry of ``search_path``, and not in the standard library or site-packages.
+    The top-level packages and modules that the topology imported (``sys.modules``) or that
+    import statements anywhere in its code name (``imported_names``) are shipped whole, from
+    the topology's folder and ``search_path`` (not the standard library or site-packages), as a
+    wheel holds them: every module, extension module and data file, from every folder the
+    name has on the path (a package that extends its ``__path__``, a namespace package); an
+    installed distribution found there (``*.dist-info``) is shipped whole with its metadata.
+    The archive names are relative to the path entry, so the same ``import`` lines work once
+    the package folder is first on ``sys.path``. A name of the engine's own packages
+    (``ENGINE_PACKAGES``) found among the user's files is refused (PackageError).
     """
     topo = topology_file.resolve()
-    roots = {topo.parent} | {Path(p).resolve() for p in search_path if p}
-    system = _system_roots()
+    roots = _user_roots(topo, search_path)
     out: dict[str, Path] = {}
+    # the engine's checkout: what was imported from it, file by file (the old rule)
+    for arc, path in _loaded_files(topo, roots).items():
+        out.setdefault(arc, path)
+    names = _top_level_names(topo, roots)
+    dists: dict[Path, dict[str, list[str]]] = {}
+    for name in sorted(names):
+        hits = _locate(name, roots)
+        if not hits:
+            continue
+        if name in _ENGINE_PACKAGES:
+            root, where = hits[0]
+            raise PackageError(f"{where}: a user module named '{name}', like heron-py's own top-level package "
+                               f"'{name}' ({', '.join(ENGINE_PACKAGES)} are the engine's); rename it (e.g. "
+                               f"'my_{name}') and its imports")
+        if hits[0][0] == _ENGINE_ROOT:
+            continue  # shipped file by file above
+        if hits[0][1].is_dir():
+            # a package that extends its __path__ (pkgutil.extend_path) or a namespace package
+            # finds its modules in every root's folder of that name: ship them merged, the
+            # first root's file winning (as the first __path__ entry does)
+            hits = [(r, r / name) for r in roots if (r / name).is_dir() and r != _ENGINE_ROOT]
+        for root, where in hits:
+            dist = dists.setdefault(root, _distributions(root)).get(name)
+            files = [root / rel for rel in dist] if dist else _tree(where)
+            for f in files:
+                out.setdefault(f.relative_to(root).as_posix(), f.resolve())
+    return out
+
+
+def _loaded_files(topo: Path, roots: Sequence[Path]) -> dict[str, Path]:
+    """The engine checkout's modules that are imported now (tests' and examples' helpers)."""
+    out: dict[str, Path] = {}
+    if _ENGINE_ROOT not in roots:
+        return out
     for name, mod in list(sys.modules.items()):
         f = getattr(mod, "__file__", None)
-        if not f or not f.endswith(".py") or name in ("__main__", MAIN_ALIAS):
-            continue
-        if name.split(".")[0] in _ENGINE_PACKAGES:
+        if not f or not f.endswith(".py") or name in ("__main__", MAIN_ALIAS) or name.split(".")[0] in \
+                _ENGINE_PACKAGES:
             continue
         path = Path(f).resolve()
-        if path == topo or any(path.is_relative_to(s) for s in system):
-            continue
-        is_pkg = hasattr(mod, "__path__")
-        rel = Path(*name.split("."), "__init__.py") if is_pkg else Path(*name.split(".")).with_suffix(".py")
-        root = Path(str(path)[: -len(str(rel))]) if str(path).endswith(str(rel)) else None
-        if root is None or root.resolve() not in roots:
-            continue
-        out[rel.as_posix()] = path
+        rel = Path(*name.split("."), "__init__.py") if hasattr(mod, "__path__") else \
+            Path(*name.split(".")).with_suffix(".py")
+        if path != topo and path == _ENGINE_ROOT / rel and _locate(name.split(".")[0], roots)[:1] == \
+                [(_ENGINE_ROOT, _ENGINE_ROOT / name.split(".")[0])]:
+            out[rel.as_posix()] = path
     return out
+
+
+def _top_level_names(topo: Path, roots: Sequence[Path]) -> set[str]:
+    """Top-level names the topology uses: imported now from a user root (not the engine's
+    checkout), or named by an import statement of the topology file or of a user module."""
+    names: set[str] = set()
+    system = _system_roots()
+    for name, mod in list(sys.modules.items()):
+        if name in ("__main__", MAIN_ALIAS) or name.split(".")[0] in _ENGINE_PACKAGES:
+            continue
+        files = [getattr(mod, "__file__", None), *list(getattr(mod, "__path__", None) or [])]
+        for f in files:
+            if not f or not isinstance(f, str):
+                continue
+            path = Path(f).resolve()
+            if path == topo or _is_system(path, system):
+                continue
+            if any(path.is_relative_to(r) and r != _ENGINE_ROOT and path != r for r in roots):
+                names.add(name.split(".")[0])
+                break
+    # the import statements: modules only a component's method imports, and engine-name clashes
+    todo: list[tuple[Path, str | None, bool]] = [(topo, None, False)]
+    seen_files: set[Path] = set()
+    seen: set[str] = set()
+    while todo:
+        path, module, is_pkg = todo.pop()
+        if path in seen_files:
+            continue
+        seen_files.add(path)
+        try:
+            found = imported_names(path.read_text(encoding="utf-8"), module, is_pkg)
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        for name in sorted(found - seen):
+            seen.add(name)
+            if name in sys.builtin_module_names:
+                continue
+            top = name.split(".")[0]
+            hit = _source_of(name, roots)
+            if hit is None:
+                continue
+            root, file = hit
+            if root == _ENGINE_ROOT and top in _ENGINE_PACKAGES:
+                continue  # the engine itself
+            names.add(top)
+            todo.append((file, name, file.name == "__init__.py"))
+    return names
+
+
+def _source_of(name: str, roots: Sequence[Path]) -> tuple[Path, Path] | None:
+    """(the root, the .py file) that ``import name`` would load among ``roots``, or None."""
+    parts = name.split(".")
+    hits = _locate(parts[0], roots)
+    for root, _ in hits:
+        base = root.joinpath(*parts)
+        for f in (base / "__init__.py", base.with_suffix(".py")):
+            if f.is_file():
+                return root, f.resolve()
+    return None
+
+
+def _command_parts(command: Any) -> list[str]:
+    if isinstance(command, str):
+        try:
+            return shlex.split(command)
+        except ValueError:
+            return command.split()
+    if isinstance(command, (list, tuple)):
+        return [str(c) for c in command]
+    return []
+
+
+def shell_script(command: Any) -> str | None:
+    """The script file a shell component's command runs, relative to its working folder:
+    ``python3 splitsentence.py`` → splitsentence.py, ``./run.sh`` → ./run.sh; None for a
+    program on PATH, a module (``python3 -m m``) or an absolute path."""
+    parts = _command_parts(command)
+    if not parts:
+        return None
+    program = Path(parts[0]).name
+    if program in _INTERPRETERS or program.rstrip("0123456789.") in _INTERPRETERS:
+        rest = parts[1:]
+        if "-m" in rest or "-c" in rest or "-e" in rest:
+            return None
+        candidates = [w for w in rest if not w.startswith("-")][:1]
+    else:
+        candidates = [parts[0]] if ("/" in parts[0] or parts[0].endswith(_SCRIPT_SUFFIXES)) else []
+    for c in candidates:
+        if not Path(c).is_absolute():
+            return c
+    return None
+
+
+def shell_files(topology_file: Path, commands: Mapping[str, Any]) -> dict[str, Path]:
+    """The scripts of shell components (component → command), as archive names: found in
+    ``resources/`` or beside the topology file, shipped where the subprocess's working folder
+    will be (``resources/`` when the package has one, else the package folder). A script in
+    neither place is a PackageError naming the component, the command and both places."""
+    base = topology_file.resolve().parent
+    resources = base / RESOURCES
+    out: dict[str, Path] = {}
+    for component, command in sorted(commands.items()):
+        script = shell_script(command)
+        if script is None:
+            continue
+        if (resources / script).is_file():
+            continue  # resources/ ships whole
+        beside = base / script
+        if beside.is_file():
+            arc = Path(RESOURCES, script) if resources.is_dir() else Path(script)
+            out[arc.as_posix()] = beside.resolve()
+            continue
+        raise PackageError(f"component '{component}': its command {_command_parts(command)} runs {script}, which is "
+                           f"neither in {resources / script} nor beside the topology file at {beside}; expected "
+                           f"the script in one of them")
+    return out
+
+
+def make_package(topology_file: Path, argv: list[str], search_path: list[str],
+                 shell_commands: Mapping[str, Any] | None = None) -> Package:
+    """The topology package: the topology file, the user's files it needs
+    (``collect_user_files``), ``resources/`` and the scripts of shell components."""
+    topology_file = topology_file.resolve()
+    files = collect_user_files(topology_file, search_path)
+    resources = topology_file.parent / RESOURCES
+    if resources.is_dir():
+        for path in _tree(resources):
+            files.setdefault(path.relative_to(topology_file.parent).as_posix(), path)
+    files.update(shell_files(topology_file, shell_commands or {}))
+    files.pop(topology_file.name, None)
+    buf = io.BytesIO()
+    sizes: dict[str, int] = {}
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        manifest = json.dumps({"main": topology_file.name, "argv": argv,
+                               "modules": sorted(a for a in files if a.endswith(".py"))})
+        z.writestr(MANIFEST, manifest)
+        sizes[MANIFEST] = len(manifest)
+        z.write(topology_file, topology_file.name)
+        sizes[topology_file.name] = topology_file.stat().st_size
+        for arc, path in sorted(files.items()):
+            z.write(path, arc)
+            sizes[arc] = path.stat().st_size
+    return Package(buf.getvalue(), sizes)
+
+
+def build_package(topology_file: Path, argv: list[str], search_path: list[str],
+                  shell_commands: Mapping[str, Any] | None = None) -> bytes:
+    return make_package(topology_file, argv, search_path, shell_commands).data
 
 
 def imported_names(source: str, module: str | None, is_package: bool) -> set[str]:
@@ -141,76 +441,6 @@ def _with_parents(parts: list[str]) -> list[str]:
 def _import_call(func: ast.expr) -> bool:
     return ((isinstance(func, ast.Name) and func.id in ("import_module", "__import__"))
             or (isinstance(func, ast.Attribute) and func.attr == "import_module"))
-
-
-def _source_of(name: str, search_path: list[Path]) -> tuple[Path, Path] | None:
-    """(the sys.path entry, the file) that ``import name`` would load, when it is a .py file
-    found on ``search_path`` (in its order; the first entry holding the top-level name wins)."""
-    parts = name.split(".")
-    for entry in search_path:
-        if not ((entry / parts[0]).with_suffix(".py").is_file() or (entry / parts[0] / "__init__.py").is_file()):
-            continue
-        base = entry.joinpath(*parts)
-        for f in (base / "__init__.py", base.with_suffix(".py")):
-            if f.is_file():
-                return entry, f
-        return None
-    return None
-
-
-def _statically_imported(topology_file: Path, found: dict[str, Path], search_path: list[str]) -> dict[str, Path]:
-    """The user modules that import statements name beyond ``found`` (module docstring): those
-    found under the topology file's folder or an entry of ``search_path``, in that order, and
-    not in the standard library or site-packages."""
-    system = _system_roots()
-    ordered = [topology_file.parent] + [Path(p).resolve() for p in search_path if p]
-    out: dict[str, Path] = {}
-    todo: list[tuple[Path, str | None, bool]] = [(topology_file, None, False)]
-    todo += [(path, arc[:-len("/__init__.py")].replace("/", ".") if arc.endswith("/__init__.py")
-              else arc[:-3].replace("/", "."), arc.endswith("/__init__.py")) for arc, path in found.items()]
-    seen: set[str] = set()
-    while todo:
-        path, module, is_pkg = todo.pop()
-        try:
-            names = imported_names(path.read_text(encoding="utf-8"), module, is_pkg)
-        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
-            continue  # what ran at submit is collected from sys.modules; nothing more to read here
-        for name in sorted(names - seen):
-            seen.add(name)
-            if name in sys.builtin_module_names or name.split(".")[0] in _ENGINE_PACKAGES:
-                continue
-            hit = _source_of(name, ordered)
-            if hit is None:
-                continue
-            entry, file = hit
-            if any(file.resolve().is_relative_to(s) for s in system):
-                continue
-            arc = file.relative_to(entry).as_posix()
-            if arc in found or arc in out or file.resolve() == topology_file:
-                continue
-            out[arc] = file.resolve()
-            todo.append((file, name, file.name == "__init__.py"))
-    return out
-
-
-def build_package(topology_file: Path, argv: list[str], search_path: list[str]) -> bytes:
-    files = collect_user_files(topology_file, search_path)
-    files.update(_statically_imported(topology_file.resolve(), files, search_path))
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr(MANIFEST, json.dumps({"main": topology_file.name, "argv": argv,
-                                         "modules": sorted(files)}))
-        z.write(topology_file, topology_file.name)
-        for arc, path in sorted(files.items()):
-            z.write(path, arc)
-        resources = topology_file.parent / RESOURCES
-        if resources.is_dir():
-            for path in sorted(p for p in resources.rglob("*") if p.is_file()):
-                rel = path.relative_to(topology_file.parent)
-                # tool caches (.mypy_cache, __pycache__, ...) are not the user's resources
-                if not any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
-                    z.write(path, rel.as_posix())
-    return buf.getvalue()
 
 
 def _mac(zip_bytes: bytes, secret: bytes) -> bytes:
@@ -257,6 +487,11 @@ def unpack(data: bytes, dest: Path, *, secret: bytes | None = None,
             if not target.is_relative_to(dest.resolve()):
                 raise ValueError(f"topology package entry {info.filename!r} escapes {dest}")
         z.extractall(dest)
+        for info in z.infolist():
+            mode = info.external_attr >> 16
+            if mode & 0o111 and not info.is_dir():
+                # a shell component's ./script.sh keeps its execute bits (zipfile drops them)
+                (dest / info.filename).chmod(mode & 0o755)
     manifest: dict[str, object] = json.loads((dest / MANIFEST).read_text())
     return manifest
 
