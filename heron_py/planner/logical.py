@@ -22,6 +22,7 @@ from typing import Any
 from heron_py.common.config import SERIALIZER, ConfigError, check_topology_config
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.model import ComponentKind, GroupingKind, TopologyDef
+from heron_py.planner.requirements import check_requirements
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -51,6 +52,7 @@ def validate(topology: TopologyDef) -> None:
         comps[c.name] = c
     if not any(c.kind is ComponentKind.SPOUT for c in topology.components):
         raise TopologyError(f"{where}: has no spout; expected at least one")
+    check_requirements(topology)  # an optional dependency not installed: one line saying what to install
     for c in topology.components:
         kind = c.kind.value
         if isinstance(c.par, bool) or not isinstance(c.par, int) or c.par < 1:

@@ -1,0 +1,169 @@
+"""The Kafka connectors' options, read once from a component's config dict into frozen
+dataclasses; a bad value is one ConnectorConfigError line (what, where, expected, found)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from heron_py.connectors.base import ConnectorConfigError, RetryPolicy
+
+CONSUMER_PREFIX = "kafka.consumer."
+PRODUCER_PREFIX = "kafka.producer."
+
+
+class FirstPollOffsetStrategy(Enum):
+    EARLIEST = "EARLIEST"
+    LATEST = "LATEST"
+    UNCOMMITTED_EARLIEST = "UNCOMMITTED_EARLIEST"
+    UNCOMMITTED_LATEST = "UNCOMMITTED_LATEST"
+
+
+class ProcessingGuarantee(Enum):
+    AT_LEAST_ONCE = "AT_LEAST_ONCE"
+    AT_MOST_ONCE = "AT_MOST_ONCE"
+    NO_GUARANTEE = "NO_GUARANTEE"
+
+
+def _err(where: str, key: str, expected: str, found: Any) -> ConnectorConfigError:
+    return ConnectorConfigError(f"{where}: config {key}: expected {expected}, found {found!r}")
+
+
+def _enum(conf: dict[str, Any], where: str, key: str, cls: Any, default: Any) -> Any:
+    v = conf.get(key, default)
+    if isinstance(v, cls):
+        return v
+    try:
+        return cls(str(v).upper())
+    except ValueError:
+        raise _err(where, key, f"one of {[m.value for m in cls]}", v) from None
+
+
+def _int(conf: dict[str, Any], where: str, key: str, default: int, low: int) -> int:
+    v = conf.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, (int, str)) or not str(v).lstrip("-").isdigit() or int(v) < low:
+        raise _err(where, key, f"an integer >= {low}", v)
+    return int(v)
+
+
+def _servers(conf: dict[str, Any], where: str) -> str:
+    v = conf.get("kafka.bootstrap.servers")
+    if isinstance(v, (list, tuple)):
+        v = ",".join(str(x) for x in v)
+    if not isinstance(v, str) or not v.strip():
+        raise _err(where, "kafka.bootstrap.servers", "'host:port[,host:port...]'", v)
+    return v
+
+
+def _passthrough(conf: dict[str, Any], prefix: str) -> dict[str, Any]:
+    return {k[len(prefix):]: v for k, v in conf.items() if k.startswith(prefix)}
+
+
+@dataclass(frozen=True)
+class SpoutConfig:
+    bootstrap_servers: str
+    topics: tuple[str, ...]
+    topic_pattern: str | None
+    group_id: str
+    first_poll: FirstPollOffsetStrategy
+    guarantee: ProcessingGuarantee
+    max_uncommitted: int
+    retry: RetryPolicy
+    commit_period_s: float
+    refresh_period_s: float
+    poll_timeout_s: float
+    max_poll_records: int
+    translator: str
+    key_deserializer: str
+    value_deserializer: str
+    consumer: tuple[tuple[str, Any], ...]
+
+    def client_config(self) -> dict[str, Any]:
+        # auto commit off: commits follow acks (or checkpoints), never the client's timer
+        return {"bootstrap.servers": self.bootstrap_servers, "group.id": self.group_id,
+                "enable.auto.commit": False, "enable.auto.offset.store": False,
+                "enable.partition.eof": False, **dict(self.consumer)}
+
+
+def spout_config(conf: dict[str, Any], where: str, default_group: str) -> SpoutConfig:
+    topics_v = conf.get("kafka.topics", conf.get("kafka.topic"))
+    pattern = conf.get("kafka.topic.pattern")
+    if isinstance(topics_v, str):
+        topics = tuple(t.strip() for t in topics_v.split(",") if t.strip())
+    elif isinstance(topics_v, (list, tuple)) and all(isinstance(t, str) and t for t in topics_v):
+        topics = tuple(topics_v)
+    elif topics_v is None:
+        topics = ()
+    else:
+        raise _err(where, "kafka.topics", "a list of topic names", topics_v)
+    if bool(topics) == bool(pattern):
+        raise _err(where, "kafka.topics / kafka.topic.pattern", "exactly one of them",
+                   {"kafka.topics": topics_v, "kafka.topic.pattern": pattern})
+    if pattern is not None:
+        try:
+            re.compile(str(pattern))
+        except re.error as e:
+            raise _err(where, "kafka.topic.pattern", f"a regular expression ({e})", pattern) from None
+    group = conf.get("kafka.group.id", default_group)
+    if not isinstance(group, str) or not group:
+        raise _err(where, "kafka.group.id", "a non-empty string", group)
+    retry = RetryPolicy(initial_s=_int(conf, where, "kafka.retry.initial.delay.ms", 0, 0) / 1000.0,
+                        multiplier=2.0,
+                        max_delay_s=_int(conf, where, "kafka.retry.max.delay.ms", 10_000, 0) / 1000.0,
+                        max_retries=_int(conf, where, "kafka.max.retries", -1, -1))
+    return SpoutConfig(
+        bootstrap_servers=_servers(conf, where), topics=topics,
+        topic_pattern=None if pattern is None else str(pattern), group_id=group,
+        first_poll=_enum(conf, where, "kafka.first.poll.offset.strategy", FirstPollOffsetStrategy,
+                         "UNCOMMITTED_EARLIEST"),
+        guarantee=_enum(conf, where, "kafka.processing.guarantee", ProcessingGuarantee, "AT_LEAST_ONCE"),
+        max_uncommitted=_int(conf, where, "kafka.max.uncommitted.offsets", 10_000_000, 1),
+        retry=retry,
+        commit_period_s=_int(conf, where, "kafka.offset.commit.period.ms", 30_000, 1) / 1000.0,
+        refresh_period_s=_int(conf, where, "kafka.partition.refresh.period.ms", 2_000, 1) / 1000.0,
+        poll_timeout_s=_int(conf, where, "kafka.poll.timeout.ms", 20, 0) / 1000.0,
+        max_poll_records=_int(conf, where, "kafka.max.poll.records", 500, 1),
+        translator=str(conf.get("kafka.record.translator", "default")),
+        key_deserializer=str(conf.get("kafka.key.deserializer", "string")),
+        value_deserializer=str(conf.get("kafka.value.deserializer", "string")),
+        consumer=tuple(sorted(_passthrough(conf, CONSUMER_PREFIX).items())),
+    )
+
+
+@dataclass(frozen=True)
+class BoltConfig:
+    bootstrap_servers: str
+    topic: str | None
+    topic_field: str | None
+    key_field: str
+    message_field: str
+    fire_and_forget: bool
+    key_serializer: str
+    value_serializer: str
+    producer: tuple[tuple[str, Any], ...]
+
+    def client_config(self) -> dict[str, Any]:
+        # the idempotent producer: a retried send is never written twice
+        return {"bootstrap.servers": self.bootstrap_servers, "enable.idempotence": True,
+                "linger.ms": 5, **dict(self.producer)}
+
+
+def bolt_config(conf: dict[str, Any], where: str) -> BoltConfig:
+    topic, field = conf.get("kafka.topic"), conf.get("kafka.topic.field")
+    if bool(topic) == bool(field):
+        raise _err(where, "kafka.topic / kafka.topic.field", "exactly one of them",
+                   {"kafka.topic": topic, "kafka.topic.field": field})
+    fire = conf.get("kafka.fire.and.forget", False)
+    if not isinstance(fire, bool) and str(fire).lower() not in ("true", "false"):
+        raise _err(where, "kafka.fire.and.forget", "true or false", fire)
+    return BoltConfig(
+        bootstrap_servers=_servers(conf, where), topic=None if not topic else str(topic),
+        topic_field=None if not field else str(field),
+        key_field=str(conf.get("kafka.key.field", "key")), message_field=str(conf.get("kafka.message.field", "message")),
+        fire_and_forget=fire if isinstance(fire, bool) else str(fire).lower() == "true",
+        key_serializer=str(conf.get("kafka.key.serializer", "string")),
+        value_serializer=str(conf.get("kafka.value.serializer", "string")),
+        producer=tuple(sorted(_passthrough(conf, PRODUCER_PREFIX).items())),
+    )

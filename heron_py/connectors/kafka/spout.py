@@ -1,0 +1,327 @@
+"""KafkaSpout: storm-kafka-client's spout for heronpy topologies, on confluent-kafka.
+
+The engine assigns partitions (``round_robin``: partition i of the sorted list goes to the task
+of index i mod tasks, Storm's RoundRobinManualPartitioner) and refreshes them every
+``kafka.partition.refresh.period.ms``; there is no consumer-group rebalancing between tasks.
+At least once, an offset is committed only when it and every earlier one of its partition are
+acked (``heron_py.connectors.base``). Records in flight are kept in memory until acked, so a
+retry re-emits the kept record instead of seeking the consumer back (bounded by
+``topology.max.spout.pending``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from heron_py.api.metrics import IMetric
+from heron_py.api.spout.spout import Spout
+from heron_py.api.stream import Stream
+from heron_py.connectors.base import ReplayableSource
+from heron_py.connectors.kafka.config import FirstPollOffsetStrategy as FP
+from heron_py.connectors.kafka.config import ProcessingGuarantee as PG
+from heron_py.connectors.kafka.config import SpoutConfig, spout_config
+from heron_py.connectors.kafka.translators import deserializer, translator
+
+TP = tuple[str, int]
+REQUIREMENT = ("confluent_kafka", "heron-py[kafka]")
+
+
+def round_robin(partitions: Sequence[TP], index: int, tasks: int) -> list[TP]:
+    """This task's share of ``partitions``: the sorted list dealt round-robin over the tasks."""
+    return [tp for i, tp in enumerate(sorted(partitions)) if i % tasks == index]
+
+
+def start_offset(strategy: FP, committed: int | None, ours: bool) -> int | str:
+    """Where a newly assigned partition starts: an offset, or "earliest"/"latest".
+    ``committed`` is the group's committed offset (None when there is none); ``ours`` whether
+    this topology committed it (EARLIEST and LATEST ignore commits of an earlier deployment)."""
+    if committed is not None and (ours or strategy in (FP.UNCOMMITTED_EARLIEST, FP.UNCOMMITTED_LATEST)):
+        return committed
+    return "earliest" if strategy in (FP.EARLIEST, FP.UNCOMMITTED_EARLIEST) else "latest"
+
+
+class _KafkaMetrics(IMetric):
+    def __init__(self, spout: KafkaSpout) -> None:
+        self.spout = spout
+
+    def get_value_and_reset(self) -> dict[str, float]:
+        return self.spout.metrics_snapshot()
+
+
+class KafkaSpout(Spout):
+    """Configured by the component's config (``kafka.*``, see docs/connectors/kafka.md)."""
+
+    outputs = ["topic", "partition", "offset", "key", "value"]
+    requirements = [REQUIREMENT]
+    clock: Callable[[], float] = time.monotonic
+
+    @classmethod
+    def spec(cls, name: str | None = None, par: int = 1, config: dict[str, Any] | None = None,
+             optional_outputs: list[Any] | None = None) -> Any:
+        """The outputs follow the record translator (named in the config)."""
+        from heron_py.api.component.component_spec import HeronComponentSpec
+
+        conf = dict(config or {})
+        where = f"kafka spout '{name}'"
+        cfg = spout_config(conf, where, "heron-py")
+        streams = translator(where, cfg.translator, cfg.topics).streams()
+        outputs: list[Any] = [Stream(list(f), name=s) for s, f in streams.items() if s != "default"]
+        if "default" in streams:
+            outputs.insert(0, Stream(list(streams["default"])))
+        return HeronComponentSpec(name, cls, True, par, inputs=None, outputs=outputs + list(optional_outputs or []),
+                                  config=conf)
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def initialize(self, config: dict[str, Any], context: Any) -> None:
+        from confluent_kafka import Consumer
+
+        self.context = context
+        comp = context.get_component_id()
+        self.where = f"kafka spout '{comp}' task {context.get_task_id()}"
+        self.topology = context.get_topology_name()
+        self.cfg: SpoutConfig = spout_config(config, self.where, f"heron-py-{self.topology}-{comp}")
+        self.translator = translator(self.where, self.cfg.translator, self.cfg.topics)
+        self.key_de = deserializer(self.where, "kafka.key.deserializer", self.cfg.key_deserializer)
+        self.value_de = deserializer(self.where, "kafka.value.deserializer", self.cfg.value_deserializer)
+        tasks = sorted(context.get_component_tasks(comp) or [context.get_task_id()])
+        self.index, self.tasks = tasks.index(context.get_task_id()), len(tasks)
+        # tracking needs the engine's acking: without it ids are never acked and commits would stall
+        mode = str(config.get("topology.reliability.mode", "ATMOST_ONCE")).upper()
+        self.tracked = self.cfg.guarantee is PG.AT_LEAST_ONCE and mode in ("ATLEAST_ONCE", "EFFECTIVELY_ONCE")
+        if self.cfg.guarantee is PG.AT_LEAST_ONCE and not self.tracked:
+            self.log(f"{self.where}: kafka.processing.guarantee AT_LEAST_ONCE needs topology.reliability.mode "
+                     f"ATLEAST_ONCE, found {mode}; committing periodically without tracking (NO_GUARANTEE)", "warn")
+        self.source: ReplayableSource[TP] = ReplayableSource(
+            retry=self.cfg.retry, max_uncommitted=self.cfg.max_uncommitted, on_give_up=self._gave_up)
+        self.assigned: list[TP] = []
+        self.buffers: dict[TP, deque[Any]] = {}
+        self.active = True
+        self._last_error: tuple[str, float] = ("", 0.0)
+        self._records = 0
+        self._watermarks: dict[TP, int] = {}
+        self.consumer = Consumer({**self.cfg.client_config(), "error_cb": self._on_error,
+                                  "on_commit": self._on_commit})
+        now = self.clock()
+        self._next_refresh = now
+        self._next_commit = now + self.cfg.commit_period_s
+        context.register_metric("kafka", _KafkaMetrics(self), 10)
+
+    def activate(self) -> None:
+        self.active = True
+        if self.assigned:
+            self.consumer.resume(self._tps(self.assigned))
+
+    def deactivate(self) -> None:
+        # a deactivated spout stops polling (Storm pauses the consumer); in-flight acks still count
+        self.active = False
+        if self.assigned:
+            self.consumer.pause(self._tps(self.assigned))
+
+    def close(self) -> None:
+        try:
+            self._commit(sync=True)
+        finally:
+            self.consumer.close()
+
+    # --- the loop ------------------------------------------------------------------------------
+    def next_tuple(self) -> None:
+        now = self.clock()
+        if now >= self._next_refresh:
+            self._refresh()
+            self._next_refresh = now + self.cfg.refresh_period_s
+        if now >= self._next_commit:
+            self._commit()
+            self._next_commit = now + self.cfg.commit_period_s
+        if not self.active:
+            time.sleep(0.01)
+            return
+        for msg_id, rec in self.source.due_retries(now):
+            self._emit(rec, msg_id)
+        if not any(self.buffers.values()):
+            self._poll()
+        self._drain()
+
+    def ack(self, tup_id: Any) -> None:
+        self.source.ack(self._key(tup_id))
+
+    def fail(self, tup_id: Any) -> None:
+        self.source.fail(self._key(tup_id), self.clock())
+
+    @staticmethod
+    def _key(tup_id: Any) -> tuple[TP, int]:
+        (topic, part), off = tup_id
+        return (topic, part), off
+
+    # --- polling and emitting ------------------------------------------------------------------
+    def _poll(self) -> None:
+        if not self.assigned:
+            return
+        msgs = self.consumer.consume(self.cfg.max_poll_records, self.cfg.poll_timeout_s)
+        for m in msgs:
+            if m.error() is not None:
+                self._on_error(m.error())
+                continue
+            self.buffers.setdefault((m.topic(), m.partition()), deque()).append(m)
+        if self.cfg.guarantee is PG.AT_MOST_ONCE and msgs:
+            # at most once: the batch is committed before any of it is emitted
+            last: dict[TP, int] = {}
+            for m in msgs:
+                if m.error() is None:
+                    last[(m.topic(), m.partition())] = m.offset() + 1
+            self._commit_offsets(last, sync=True)
+
+    def _drain(self) -> None:
+        for tp, buf in self.buffers.items():
+            if not self.tracked:
+                while buf:
+                    m = buf.popleft()
+                    self._translate_emit(m, None)
+                    if self.cfg.guarantee is not PG.AT_MOST_ONCE:
+                        self.source.emitted(tp, m.offset(), None)
+                        self.source.ack((tp, m.offset()))
+                continue
+            while buf and self.source.may_emit(tp):
+                m = buf.popleft()
+                msg_id = self.source.emitted(tp, m.offset(), m)
+                if msg_id is not None:
+                    self._translate_emit(m, msg_id)
+
+    def _emit(self, m: Any, msg_id: tuple[TP, int]) -> None:
+        self._translate_emit(m, msg_id)
+
+    def _translate_emit(self, m: Any, msg_id: tuple[TP, int] | None) -> None:
+        topic = m.topic()
+        out = self.translator.translate(topic, m.partition(), m.offset(), self.key_de(topic, m.key()),
+                                        self.value_de(topic, m.value()))
+        self._records += 1
+        if out is None:
+            if msg_id is not None:
+                self.source.ack(msg_id)  # skipped by the translator: done, so commits pass it
+            return
+        stream, values = out
+        self.emit(values, tup_id=msg_id, stream=stream)
+
+    # --- partitions ----------------------------------------------------------------------------
+    def _refresh(self) -> None:
+        try:
+            md = self.consumer.list_topics(timeout=5)
+        except Exception as e:  # the broker is unreachable: logged, retried at the next refresh
+            self._on_error(e)
+            return
+        known = {t: tm for t, tm in md.topics.items() if tm.error is None}
+        if self.cfg.topic_pattern is not None:
+            rx = re.compile(self.cfg.topic_pattern)
+            topics = [t for t in known if rx.fullmatch(t)]
+        else:
+            topics = [t for t in self.cfg.topics if t in known]
+            for t in self.cfg.topics:
+                if t not in known:
+                    self._log_once(f"{self.where}: topic '{t}' does not exist on {self.cfg.bootstrap_servers}; "
+                                   f"waiting for it (checked every {self.cfg.refresh_period_s:g} s)")
+        partitions = [(t, p) for t in topics for p in known[t].partitions]
+        mine = round_robin(partitions, self.index, self.tasks)
+        if mine != self.assigned:
+            self._reassign(mine)
+
+    def _reassign(self, mine: list[TP]) -> None:
+        from confluent_kafka import TopicPartition
+
+        added = [tp for tp in mine if tp not in self.assigned]
+        for tp in self.assigned:
+            if tp not in mine:
+                self.source.revoke(tp)
+                self.buffers.pop(tp, None)
+        committed = self.consumer.committed(self._tps(added), timeout=10) if added else []
+        starts: list[Any] = []
+        for c in committed:
+            tp = (c.topic, c.partition)
+            ours = self._metadata_is_ours(getattr(c, "metadata", None))
+            off = start_offset(self.cfg.first_poll, c.offset if c.offset >= 0 else None, ours)
+            pos = {"earliest": -2, "latest": -1}.get(off, off) if isinstance(off, str) else off
+            starts.append(TopicPartition(tp[0], tp[1], pos))
+            # an unknown start (earliest/latest) is learned from the first record
+            self.source.assign(tp, off if isinstance(off, int) else -1)
+        self.assigned = mine
+        self.consumer.assign([*starts, *[TopicPartition(t, p) for t, p in mine if (t, p) not in added]])
+        if not self.active:
+            self.consumer.pause(self._tps(mine))
+        self.log(f"{self.where}: assigned {len(mine)} partitions: {', '.join(f'{t}-{p}' for t, p in mine)}")
+
+    def _metadata_is_ours(self, metadata: str | None) -> bool:
+        try:
+            return bool(metadata) and json.loads(metadata or "").get("topology") == self.topology
+        except ValueError:
+            return False
+
+    @staticmethod
+    def _tps(tps: Sequence[TP]) -> list[Any]:
+        from confluent_kafka import TopicPartition
+        return [TopicPartition(t, p) for t, p in tps]
+
+    # --- commits -------------------------------------------------------------------------------
+    def _commit(self, sync: bool = False) -> None:
+        if self.cfg.guarantee is PG.AT_MOST_ONCE:
+            return
+        offsets = self.source.commits()
+        if offsets:
+            self._commit_offsets(offsets, sync)
+
+    def _commit_offsets(self, offsets: dict[TP, int], sync: bool) -> None:
+        from confluent_kafka import TopicPartition
+
+        meta = json.dumps({"topology": self.topology, "task": self.context.get_task_id()})
+        tps = [TopicPartition(t, p, off, metadata=meta) for (t, p), off in offsets.items()]
+        try:
+            got = self.consumer.commit(offsets=tps, asynchronous=not sync)
+        except Exception as e:
+            self._on_error(e)
+            return
+        if sync and got is not None:
+            self._on_commit(None, got)
+
+    def _on_commit(self, err: Any, partitions: list[Any]) -> None:
+        if err is not None:
+            self._on_error(err)
+            return
+        done = {(tp.topic, tp.partition): tp.offset for tp in partitions if tp.error is None and tp.offset >= 0}
+        self.source.committed(done)
+        self.log(f"{self.where}: committed " + ", ".join(f"{t}-{p}@{o}" for (t, p), o in sorted(done.items())) +
+                 f" at {time.time():.6f}", "debug")
+
+    # --- errors and metrics ----------------------------------------------------------------------
+    def _on_error(self, err: Any) -> None:
+        self._log_once(f"{self.where}: kafka error on {self.cfg.bootstrap_servers}: {err}; retrying")
+
+    def _log_once(self, line: str) -> None:
+        # the client retries with its own backoff; the same line is logged at most every 10 s
+        now = self.clock()
+        if line != self._last_error[0] or now - self._last_error[1] >= 10:
+            self._last_error = (line, now)
+            self.log(line, "warn")
+
+    def _gave_up(self, tp: TP, offset: int, failures: int) -> None:
+        self.log(f"{self.where}: record {tp[0]}-{tp[1]}@{offset} failed {failures} times; "
+                 f"kafka.max.retries reached, committing past it", "error")
+
+    def metrics_snapshot(self) -> dict[str, float]:
+        from confluent_kafka import TopicPartition
+
+        out: dict[str, float] = {f"records": self._records}
+        self._records = 0
+        out.update({k: v for k, v in self.source.stats.take().items()})
+        for tp, t in self.source.trackers.items():
+            name = f"{tp[0]}-{tp[1]}"
+            try:
+                high = self.consumer.get_watermark_offsets(TopicPartition(*tp), cached=True)[1]
+            except Exception:
+                high = -1
+            out[f"{name}/committed"] = t.committed
+            out[f"{name}/fetched"] = t.fetched
+            if high >= 0:
+                out[f"{name}/lag"] = max(0, high - max(t.committed, 0))
+        return out

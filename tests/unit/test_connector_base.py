@@ -1,0 +1,132 @@
+"""The connector cores: Storm's OffsetManager commit rule, retries with backoff, the emit
+allowance, positions for state, and the acked sink's batching."""
+
+import random
+
+from heron_py.connectors.base import AckedSink, BatchPolicy, OffsetTracker, ReplayableSource, RetryPolicy
+
+
+def test_commit_only_up_to_the_lowest_contiguous_acked_offset():
+    t = OffsetTracker(committed=10)
+    for off in range(10, 15):
+        t.add_emitted(off)
+    t.add_acked(11)
+    t.add_acked(12)
+    assert t.next_commit() is None  # 10 is still in flight
+    t.add_acked(10)
+    assert t.next_commit() == 13
+    t.commit(13)
+    t.add_acked(14)
+    assert t.next_commit() is None  # 13 in flight: nothing new
+    t.add_acked(13)
+    assert t.next_commit() == 15
+
+
+def test_gaps_in_the_log_are_stepped_over():
+    t = OffsetTracker(committed=0)
+    for off in (0, 3, 7):  # a compacted log: 1, 2, 4-6 do not exist
+        t.add_emitted(off)
+    t.add_acked(0)
+    assert t.next_commit() == 3
+    t.add_acked(7)
+    t.add_acked(3)
+    assert t.next_commit() == 8
+
+
+def test_commits_never_run_ahead_of_acks_under_random_acks_and_fails():
+    rng = random.Random(7)
+    src = ReplayableSource(retry=RetryPolicy(initial_s=0.0, max_retries=-1))
+    src.assign("p", 0)
+    acked: set[int] = set()
+    now = 0.0
+    for off in range(500):
+        assert src.emitted("p", off, off) == ("p", off)
+    pending = list(range(500))
+    while pending:
+        rng.shuffle(pending)
+        off = pending.pop()
+        if rng.random() < 0.3:
+            src.fail(("p", off), now)
+            pending.append(off)
+            src.due_retries(now)
+        else:
+            src.ack(("p", off))
+            acked.add(off)
+        c = src.commits().get("p")
+        if c is not None:
+            assert set(range(c)) <= acked, f"commit {c} ran ahead of the acks"
+            src.committed({"p": c})
+    assert src.commits() == {} and src.trackers["p"].committed == 500
+
+
+def test_retry_backoff_is_exponential_and_capped_and_gives_up_after_max():
+    policy = RetryPolicy(initial_s=0.5, multiplier=2.0, max_delay_s=3.0, max_retries=3)
+    assert [policy.delay(n) for n in (1, 2, 3, 4, 5)] == [0.5, 1.0, 2.0, 3.0, 3.0]
+    gave_up = []
+    src = ReplayableSource(retry=policy, on_give_up=lambda p, o, n: gave_up.append((p, o, n)))
+    src.assign("p", 0)
+    src.emitted("p", 0, "r0")
+    src.emitted("p", 1, "r1")
+    assert src.fail(("p", 0), now=100.0)
+    assert src.due_retries(100.4) == []
+    assert src.due_retries(100.5) == [(("p", 0), "r0")]
+    assert src.fail(("p", 0), now=101.0) and src.due_retries(101.9) == [] and len(src.due_retries(102.0)) == 1
+    assert src.fail(("p", 0), now=110.0)
+    assert not src.fail(("p", 0), now=120.0)  # the 4th failure: past max_retries 3
+    assert gave_up == [("p", 0, 4)]
+    assert src.stats.given_up == 1 and src.stats.retries == 2  # the third was never re-emitted
+    src.ack(("p", 1))
+    assert src.commits() == {"p": 2}  # given up: committed past, as Storm does
+
+
+def test_max_uncommitted_stops_new_emits_until_a_commit():
+    src = ReplayableSource(max_uncommitted=3)
+    src.assign("p", 0)
+    for off in range(3):
+        assert src.may_emit("p")
+        src.emitted("p", off, None)
+    assert not src.may_emit("p")
+    for off in range(3):
+        src.ack(("p", off))
+    assert not src.may_emit("p")  # acked but not committed still counts, as in Storm
+    src.committed(src.commits())
+    assert src.may_emit("p")
+
+
+def test_stale_emits_and_late_acks_are_ignored():
+    src = ReplayableSource()
+    src.assign("p", 5)
+    assert src.emitted("p", 4, None) is None  # below the commit point
+    assert src.emitted("p", 5, None) == ("p", 5)
+    assert src.emitted("p", 5, None) is None  # in flight already
+    src.revoke("p")
+    assert src.ack(("p", 5)) is False
+    assert src.emitted("q", 0, None) is None  # not assigned
+
+
+def test_positions_restore_and_unknown_start():
+    src = ReplayableSource()
+    src.assign("p", -1)  # earliest/latest: learned from the first record
+    src.emitted("p", 42, None)
+    src.emitted("p", 43, None)
+    src.ack(("p", 42))
+    assert src.positions() == {"p": 43}
+    src.restore({"p": 43, "q": 7})
+    assert src.pending == {} and src.positions() == {"p": 43, "q": 7}
+    assert src.emitted("p", 42, None) is None and src.emitted("p", 43, None) == ("p", 43)
+
+
+def test_acked_sink_batches_by_size_and_delay_and_maps_outcomes():
+    sink: AckedSink[str] = AckedSink(BatchPolicy(max_size=3, max_delay_s=1.0))
+    assert sink.add("a", 0.0) is None
+    assert sink.add("b", 0.2) is None
+    assert sink.due(0.9) is None
+    assert sink.due(1.0) == ["a", "b"]
+    assert sink.add("c", 2.0) is None and sink.add("d", 2.1) is None
+    batch = sink.add("e", 2.2)
+    assert batch == ["c", "d", "e"]
+    bid = sink.started(batch)
+    assert sink.outstanding() == 3
+    assert sink.confirmed(bid) == ["c", "d", "e"] and sink.outstanding() == 0
+    bid2 = sink.started(["x"])
+    assert sink.failed(bid2) == ["x"] and sink.confirmed(bid2) == []

@@ -1,0 +1,128 @@
+"""The Kafka connectors' pure parts: options, errors verbatim, assignment, first-poll starts,
+translators, and the submit-time refusal when the client is not installed."""
+
+import pytest
+
+from heron_py.api.bolt.bolt import Bolt
+from heron_py.api.spout.spout import Spout
+from heron_py.api.stream import Grouping
+from heron_py.api.topology import TopologyBuilder
+from heron_py.planner.logical import validate
+from heron_py.connectors.base import ConnectorConfigError
+from heron_py.connectors.kafka.config import FirstPollOffsetStrategy as FP
+from heron_py.connectors.kafka.config import ProcessingGuarantee, bolt_config, spout_config
+from heron_py.connectors.kafka.spout import round_robin, start_offset
+from heron_py.connectors.kafka.translators import deserializer, translator
+from heron_py.planner import requirements
+from heron_py.planner.errors import TopologyError
+
+W = "kafka spout 'k'"
+
+
+class ReqSpout(Spout):
+    outputs = ["x"]
+
+
+class ReqBolt(Bolt):
+    pass
+
+
+def test_spout_defaults_are_storms():
+    c = spout_config({"kafka.bootstrap.servers": "h:9092", "kafka.topics": ["a", "b"]}, W, "grp")
+    assert c.first_poll is FP.UNCOMMITTED_EARLIEST and c.guarantee is ProcessingGuarantee.AT_LEAST_ONCE
+    assert c.max_uncommitted == 10_000_000 and c.retry.max_retries == -1 and c.commit_period_s == 30.0
+    assert c.group_id == "grp" and c.topics == ("a", "b")
+    cc = c.client_config()
+    assert cc["enable.auto.commit"] is False and cc["bootstrap.servers"] == "h:9092"
+
+
+def test_consumer_options_pass_through():
+    c = spout_config({"kafka.bootstrap.servers": "h:1", "kafka.topics": "a",
+                      "kafka.consumer.fetch.min.bytes": 10}, W, "g")
+    assert c.client_config()["fetch.min.bytes"] == 10
+
+
+@pytest.mark.parametrize("conf, line", [
+    ({"kafka.topics": ["a"]}, "kafka spout 'k': config kafka.bootstrap.servers: expected "
+                              "'host:port[,host:port...]', found None"),
+    ({"kafka.bootstrap.servers": "h:1"}, "kafka spout 'k': config kafka.topics / kafka.topic.pattern: expected "
+                                         "exactly one of them, found {'kafka.topics': None, "
+                                         "'kafka.topic.pattern': None}"),
+    ({"kafka.bootstrap.servers": "h:1", "kafka.topics": ["a"], "kafka.first.poll.offset.strategy": "OLDEST"},
+     "kafka spout 'k': config kafka.first.poll.offset.strategy: expected one of ['EARLIEST', 'LATEST', "
+     "'UNCOMMITTED_EARLIEST', 'UNCOMMITTED_LATEST'], found 'OLDEST'"),
+    ({"kafka.bootstrap.servers": "h:1", "kafka.topics": ["a"], "kafka.max.retries": "x"},
+     "kafka spout 'k': config kafka.max.retries: expected an integer >= -1, found 'x'"),
+])
+def test_spout_config_errors_verbatim(conf, line):
+    with pytest.raises(ConnectorConfigError) as e:
+        spout_config(conf, W, "g")
+    assert str(e.value) == line
+
+
+def test_unknown_deserializer_and_translator_verbatim():
+    with pytest.raises(ConnectorConfigError) as e:
+        deserializer(W, "kafka.value.deserializer", "avro")
+    assert str(e.value) == ("kafka spout 'k': config kafka.value.deserializer: unknown value 'avro'; expected one of "
+                            "['string', 'bytes', 'json', 'org.apache.kafka.common.serialization.StringDeserializer', "
+                            "'org.apache.kafka.common.serialization.ByteArrayDeserializer'] or 'module.Class'")
+    with pytest.raises(ConnectorConfigError) as e:
+        translator(W, "nosuch.Translator", ("a",))
+    assert str(e.value) == ("kafka spout 'k': config kafka.record.translator: class 'nosuch.Translator' cannot be "
+                            "imported (ModuleNotFoundError: No module named 'nosuch'); expected one of "
+                            "['default', 'value', 'by_topic'] or 'module.Class'")
+
+
+def test_deserializers_and_java_names():
+    assert deserializer(W, "k", "org.apache.kafka.common.serialization.StringDeserializer")("t", b"h\xc3\xa9") == "hé"
+    assert deserializer(W, "k", "org.apache.kafka.common.serialization.ByteArrayDeserializer")("t", b"x") == b"x"
+    assert deserializer(W, "k", "json")("t", b'{"a": 1}') == {"a": 1}
+    assert deserializer(W, "k", "string")("t", None) is None
+
+
+def test_translators():
+    assert translator(W, "default", ()).translate("t", 1, 5, "k", "v") == ("default", ["t", 1, 5, "k", "v"])
+    assert translator(W, "value", ()).streams() == {"default": ("value",)}
+    by = translator(W, "by_topic", ("a", "b"))
+    assert set(by.streams()) == {"a", "b"} and by.translate("b", 0, 1, None, "v")[0] == "b"
+
+
+def test_round_robin_over_the_sorted_partition_list():
+    parts = [("b", 0), ("a", 1), ("a", 0), ("b", 1), ("a", 2)]
+    assert round_robin(parts, 0, 2) == [("a", 0), ("a", 2), ("b", 1)]
+    assert round_robin(parts, 1, 2) == [("a", 1), ("b", 0)]
+    every = sorted(round_robin(parts, 0, 3) + round_robin(parts, 1, 3) + round_robin(parts, 2, 3))
+    assert every == sorted(parts)
+
+
+def test_first_poll_strategies():
+    assert start_offset(FP.UNCOMMITTED_EARLIEST, 7, ours=False) == 7
+    assert start_offset(FP.UNCOMMITTED_EARLIEST, None, ours=False) == "earliest"
+    assert start_offset(FP.UNCOMMITTED_LATEST, None, ours=False) == "latest"
+    assert start_offset(FP.EARLIEST, 7, ours=False) == "earliest"  # an earlier deployment's commit: ignored
+    assert start_offset(FP.EARLIEST, 7, ours=True) == 7  # a restarted task of this topology resumes
+    assert start_offset(FP.LATEST, 7, ours=False) == "latest"
+
+
+def test_bolt_defaults_and_error():
+    c = bolt_config({"kafka.bootstrap.servers": "h:1", "kafka.topic": "out"}, "kafka bolt 'b'")
+    assert (c.key_field, c.message_field, c.fire_and_forget) == ("key", "message", False)
+    assert c.client_config()["enable.idempotence"] is True
+    with pytest.raises(ConnectorConfigError) as e:
+        bolt_config({"kafka.bootstrap.servers": "h:1", "kafka.topic": "out", "kafka.fire.and.forget": "maybe"},
+                    "kafka bolt 'b'")
+    assert str(e.value) == "kafka bolt 'b': config kafka.fire.and.forget: expected true or false, found 'maybe'"
+
+
+def test_a_topology_needing_a_missing_module_is_refused_in_one_line():
+    requirements.declare(__name__ + ".", "heron_py_no_such_module_xyz", "heron-py[nothing]")
+    try:
+        b = TopologyBuilder("req")
+        s = b.add_spout("s", ReqSpout, par=1)
+        b.add_bolt("b", ReqBolt, par=1, inputs={s: Grouping.SHUFFLE})
+        with pytest.raises(TopologyError) as e:
+            validate(b.build())
+        assert str(e.value) == (f"topology 'req': spout 's' ({__name__}:ReqSpout) needs the Python module 'heron_py_no_such_module_xyz'"
+                                f", which is not installed: pip install 'heron-py[nothing]'")
+    finally:
+        requirements._BY_PREFIX.pop(__name__ + ".")
