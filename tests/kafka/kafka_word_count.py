@@ -7,6 +7,7 @@ of its task (flushed before the ack), so a test can check that no commit ran ahe
 """
 
 import argparse
+import sys
 import os
 import time
 from collections import Counter
@@ -69,3 +70,7 @@ def build(argv):
     b.set_config({"topology.stmgrs": 2, "topology.reliability.mode": "ATLEAST_ONCE",
                   "topology.message.timeout.secs": 4, "topology.max.spout.pending": 500})
     return b
+
+
+if __name__ == "__main__":
+    build(sys.argv[1:]).build_and_submit()

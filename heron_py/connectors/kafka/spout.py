@@ -291,7 +291,7 @@ class KafkaSpout(Spout):
         done = {(tp.topic, tp.partition): tp.offset for tp in partitions if tp.error is None and tp.offset >= 0}
         self.source.committed(done)
         self.log(f"{self.where}: committed " + ", ".join(f"{t}-{p}@{o}" for (t, p), o in sorted(done.items())) +
-                 f" at {time.time():.6f}", "debug")
+                 f" at {time.time():.6f}")
 
     # --- errors and metrics ----------------------------------------------------------------------
     def _on_error(self, err: Any) -> None:
