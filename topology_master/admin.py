@@ -1,4 +1,4 @@
-"""Admin commands from the CLI (activate, deactivate, status), answered by the topology master.
+"""Admin commands from the CLI (activate, deactivate, status, restore), answered by the topology master.
 Pure over a small view of the master, so the rules are testable without sockets."""
 
 from __future__ import annotations
@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
+from heron_py.checkpoint.operator import parse_restore
 from heron_py.planner.model import TopologyState
 from proto import heron_py_pb2 as pb
 
-COMMANDS = ("activate", "deactivate", "status")
+COMMANDS = ("activate", "deactivate", "status", "restore")
 
 
 class MasterControl(Protocol):
@@ -17,6 +18,7 @@ class MasterControl(Protocol):
     def active(self) -> bool: ...
     def set_run_state(self, state: TopologyState) -> str: ...
     def status(self) -> dict[str, Any]: ...
+    def restore(self, checkpoint_id: int | None) -> tuple[bool, str]: ...
 
 
 class AdminCommands:
@@ -34,8 +36,20 @@ class AdminCommands:
             return self._set_run_state(TopologyState.RUNNING if command == "activate" else TopologyState.PAUSED)
         if command == "status":
             return pb.AdminResponse(ok=True, status_json=json.dumps(m.status()).encode())
+        if command.split(" ", 1)[0] == "restore":
+            return self._restore(command)
         return pb.AdminResponse(ok=False, message=f"unknown admin command {command!r}; expected one of "
                                 f"{', '.join(COMMANDS)}")
+
+    def _restore(self, command: str) -> pb.AdminResponse:
+        """The operator's decision for a restore that found no loadable checkpoint (or any
+        rollback they want): effectively once never starts clean on its own."""
+        try:
+            checkpoint_id = parse_restore(command)
+        except ValueError as e:
+            return pb.AdminResponse(ok=False, message=str(e))
+        ok, message = self.master.restore(checkpoint_id)
+        return pb.AdminResponse(ok=ok, message=message, status_json=json.dumps(self.master.status()).encode())
 
     def _set_run_state(self, state: TopologyState) -> pb.AdminResponse:
         """Says what really happened: applied (every stream manager has a plan with the state)

@@ -7,32 +7,49 @@ ready and is now gone, or is back with another pid, or a stream manager that dis
 The first restore happens once every task is ready (a master that took over restores too: it
 cannot know what the tasks did while no master watched).
 
-Restore ids go on the wire as ``base + n``, ``base`` the master's start time in microseconds,
-so a master that took over never reuses an id its predecessor sent (instances and stream
-managers ignore a restore older than the newest they took).
+Issue 37:
+- Ids come from the master's election epoch (``masterepochs/NAME`` in the state manager, one
+  more for every master that becomes active; docs/ARCHITECTURE.md section 7): restore ids go on
+  the wire as ``epoch << 32 | n`` and checkpoint ids start at ``epoch << 32 | 1``, so a master
+  that took over sends ids above every id an earlier master sent, whatever the clocks say, and
+  never reuses a checkpoint id an earlier master's tasks may still be saving into.
+- Checkpoint I/O (listing, marking complete, gc with its fsyncs and rmtree) runs on one I/O
+  thread, in order; its results come back to the event loop as coordinator events. An id is
+  complete only once its marker is durable (``on_marked``).
+- A master that lost its state-manager session (``session_ok``) or whose epoch is no longer the
+  newest (``epoch_now``) neither starts nor completes a checkpoint: the check runs on the I/O
+  thread right before the marker is written.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import functools
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from heron_py.checkpoint.coordinator import (
     CheckpointAborted,
+    CheckpointCommitted,
     CheckpointComplete,
     CheckpointCoordinator,
+    CheckpointsFailing,
+    CheckpointsRecovered,
     CoordinatorAction,
     CoordinatorConfig,
     CoordinatorState,
     RestoreFailed,
+    RestoreRetry,
     StartCheckpoint,
     StartProcessing,
     StartRestore,
 )
+from heron_py.checkpoint.failures import backoff_secs
 from heron_py.checkpoint.storage import CheckpointStorage, LocalFsStorage, checkpoint_root
 from heron_py.common.config import StatefulConfig, effectively_once
 from heron_py.common.framing import MsgType, encode_frame
@@ -40,44 +57,122 @@ from heron_py.common.net import Connection, parse
 from heron_py.planner.model import PackingPlan, TopologyDef
 from proto import heron_py_pb2 as pb
 
-# a checkpoint's markers wait behind the tuples queued before them, which under full load
-# (queues and stream manager buffers up to their watermarks) takes longer than a short interval;
-# aborting at the interval would then never complete one (measured: bench/eo_bench.py, 1 s)
-MIN_DEFAULT_TIMEOUT_S = 60.0
+EPOCH_BITS = 32
+SEQ_MASK = (1 << EPOCH_BITS) - 1
+# listing the storage at start: retried after 1, 2, 4 ... 30 s (an NFS mount that is back)
+LIST_RETRY_INITIAL_S = 1.0
+LIST_RETRY_MAX_S = 30.0
+
+T = TypeVar("T")
 
 
-def _timeout(config: StatefulConfig) -> float:
-    """topology.stateful.checkpoint.timeout.seconds, else the interval but at least a minute; the
-    next checkpoint starts when this one completed (or timed out), so under load checkpoints come
-    as often as the tuples ahead of the markers allow."""
-    return config.timeout_s if config.timeout_s is not None else max(config.interval_s, MIN_DEFAULT_TIMEOUT_S)
+class Superseded(Exception):
+    """This master may no longer complete checkpoints (session lost, or a newer epoch is active)."""
+
+
+def restore_wire_id(epoch: int, n: int) -> int:
+    """The restore id on the wire: above every id of a master with a lower epoch."""
+    if not 0 < n <= SEQ_MASK:
+        raise ValueError(f"restore id: the sequence number must be in 1..{SEQ_MASK}, found {n}")
+    return (epoch << EPOCH_BITS) | n
+
+
+def first_checkpoint_id(epoch: int, stored_ids: Iterable[int]) -> int:
+    """Above every id in the storage and every id a master with a lower epoch could use, even
+    one whose saves land after this master listed the storage."""
+    return max([(epoch << EPOCH_BITS) | 1, *(c + 1 for c in stored_ids)])
 
 
 class CheckpointDriver:
-    def __init__(self, topology: str, tasks: Mapping[int, str], config: StatefulConfig, storage: CheckpointStorage,
-                 *, send_all: Callable[[bytes], None], log: logging.Logger,
-                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+    def __init__(self, topology: str, tasks: Mapping[int, str], config: CoordinatorConfig, storage: CheckpointStorage,
+                 *, epoch: int, send_all: Callable[[bytes], None], log: logging.Logger,
+                 io: concurrent.futures.Executor | None = None, session_ok: Callable[[], bool] = lambda: True,
+                 epoch_now: Callable[[], int] | None = None, clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time, legacy_wall_ids: bool = False) -> None:
+        """``epoch``: this master's election epoch. ``io``: where storage calls run (default: a
+        thread of our own). ``session_ok``: False once the state-manager session is lost.
+        ``epoch_now``: the newest epoch in the state manager (read on the I/O thread).
+        ``legacy_wall_ids``: ids from the wall clock as before issue 37 (only while a caller
+        cannot pass the epoch yet)."""
+        if epoch < 0:
+            raise ValueError(f"checkpoint driver: epoch must be >= 0, found {epoch}")
         self.topology = topology
+        self.epoch = epoch
+        self.config = config
+        self._tasks = dict(tasks)
         self._storage = storage
         self._send_all = send_all
         self._log = log
         self._clock = clock
         self._wall = wall
-        self._keep = config.keep
-        ids = storage.checkpoint_ids(topology)
-        self.coordinator = CheckpointCoordinator(
-            CoordinatorConfig(interval_secs=config.interval_s, timeout_secs=_timeout(config),
-                              start_clean=config.start_clean, keep_completed=config.keep),
-            tasks, completed=storage.completed_ids(topology), first_id=(max(ids) + 1) if ids else None)
-        self._rid_base = int(wall() * 1_000_000)
+        self._session_ok = session_ok
+        self._epoch_now = epoch_now
+        self._own_io = io is None
+        self._io = io or concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="checkpoint-io")
+        self._legacy = legacy_wall_ids
+        self._rid_base = int(wall() * 1_000_000) if legacy_wall_ids else epoch << EPOCH_BITS
+        self._closed = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.coordinator: CheckpointCoordinator | None = None  # once the storage was listed
+        self._stored_complete: set[int] = set()  # the storage's complete ids as last listed
         self._restore_frame: bytes | None = None  # the restore under way, for late stream managers
         self._pids: dict[int, int] = {}  # task -> pid while ready, as last seen
-        self._ntasks = len(tasks)
+        self.superseded: str | None = None
         self.last_completed_wall: float | None = None
+        self.storage_error: str | None = None  # the listing's last error while it is retried
+
+    # --- life ---
+    async def run(self, stopped: asyncio.Event, period_s: float = 0.2) -> None:
+        """Lists the storage (on the I/O thread, retried), then ticks the coordinator until ``stopped``."""
+        self._loop = asyncio.get_running_loop()
+        try:
+            listed = await asyncio.wrap_future(self._io.submit(self._list_until_ok))
+            if listed is not None and not stopped.is_set():
+                self._opened(*listed)
+            while not stopped.is_set():
+                self.tick()
+                try:
+                    await asyncio.wait_for(stopped.wait(), period_s)
+                except TimeoutError:
+                    pass
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._closed.set()
+        if self._own_io:
+            self._io.shutdown(wait=False, cancel_futures=True)
+
+    def _list_until_ok(self) -> tuple[list[int], list[int]] | None:
+        """I/O thread: the complete ids and every id; a storage that cannot be listed is retried
+        (a clean start because a mount was missing would lose the topology's state)."""
+        attempt = 0
+        while not self._closed.is_set():
+            try:
+                return self._storage.completed_ids(self.topology), self._storage.checkpoint_ids(self.topology)
+            except (OSError, MemoryError) as e:
+                attempt += 1
+                delay = backoff_secs(attempt, LIST_RETRY_INITIAL_S, LIST_RETRY_MAX_S)
+                self.storage_error = f"cannot list the checkpoints: {e}; retry {attempt} in {delay:g}s"
+                self._log.error("effectively once: %s", self.storage_error)
+                self._closed.wait(delay)
+        return None
+
+    def _opened(self, completed: list[int], ids: list[int]) -> None:
+        self.storage_error = None
+        self._stored_complete = set(completed)
+        first = (max(ids) + 1 if ids else None) if self._legacy else first_checkpoint_id(self.epoch, ids)
+        self.coordinator = CheckpointCoordinator(self.config, self._tasks, completed=completed, first_id=first)
+        self._log.info("effectively once: master epoch %d, complete checkpoints %s, first id %d", self.epoch,
+                       completed[-self.config.keep_completed:], first or 0)
+        self._maybe_start()
 
     # --- inputs ---
     def tick(self) -> None:
-        self._apply(self.coordinator.tick(self._clock()))
+        c = self.coordinator
+        if c is None or not self._may_act():
+            return
+        self._apply(c.tick(self._clock()))
 
     def on_instances(self, instances: Mapping[int, Mapping[str, Any]], cause: str = "") -> None:
         """The master's view of every task (component, container, pid, ready) changed."""
@@ -91,34 +186,63 @@ class CheckpointDriver:
                 self._pids[task] = pid
             else:
                 self._pids.pop(task, None)
-        state = self.coordinator.state
-        if state is CoordinatorState.STARTING:
-            if len(self._pids) == self._ntasks:
-                self._log.info("every task is ready: restoring before processing")
-                self._apply(self.coordinator.start(self._clock()))
-        elif gone and state is not CoordinatorState.FAILED:
+        c = self.coordinator
+        if c is None or not self._may_act():
+            return
+        if c.state is CoordinatorState.STARTING:
+            self._maybe_start()
+        elif gone and c.state is not CoordinatorState.WAITING_FOR_OPERATOR:
             reason = (cause + ": " if cause else "") + ", ".join(gone)
             self._log.warning("effectively once: %s; rolling every task back", reason)
-            self._apply(self.coordinator.on_failure(self._clock(), reason))
+            self._apply(c.on_failure(self._clock(), reason))
 
     def greet(self, conn: Connection) -> None:
         """A stream manager registered: mid-restore it gets the restore (its tasks are waited for)."""
-        if self.coordinator.state is CoordinatorState.RESTORING and self._restore_frame is not None:
+        c = self.coordinator
+        if c is not None and c.state is CoordinatorState.RESTORING and self._restore_frame is not None:
             conn.send(self._restore_frame)
 
     def on_report(self, msg_type: int, frame: bytes) -> None:
         """CHECKPOINT_SAVED or STATE_RESTORED from an instance, through its stream manager."""
+        c = self.coordinator
+        if c is None or not self._may_act():
+            return
         now = self._clock()
         if msg_type == MsgType.CHECKPOINT_SAVED:
             saved = pb.CheckpointSaved()
             parse(saved, frame)
-            self._apply(self.coordinator.on_task_saved(saved.checkpoint_id, saved.task_id, saved.size_bytes,
-                                                       saved.duration_secs, now))
+            self._apply(c.on_task_saved(saved.checkpoint_id, saved.task_id, saved.size_bytes,
+                                        saved.duration_secs, now))
         elif msg_type == MsgType.STATE_RESTORED:
             done = pb.StateRestored()
             parse(done, frame)
-            self._apply(self.coordinator.on_task_restored(done.restore_id - self._rid_base, done.task_id, done.ok,
-                                                          now, done.error))
+            n = done.restore_id - self._rid_base
+            if not 0 < n <= SEQ_MASK:
+                return  # another master's restore (an older epoch): not ours to count
+            self._apply(c.on_task_restored(n, done.task_id, done.ok, now, done.error))
+
+    def operator_restore(self, checkpoint_id: int | None) -> tuple[bool, str]:
+        """``heron-py restore NAME --checkpoint ID | --clean``: checked against the ids known to
+        be complete (no I/O here: the event loop's thread)."""
+        c = self.coordinator
+        if c is None:
+            return False, (f"topology {self.topology!r}: the checkpoint storage is not listed yet "
+                           f"({self.storage_error or 'in progress'}); try again")
+        if not self._may_act():
+            return False, f"topology {self.topology!r}: this master may not restore ({self._not_acting()})"
+        if checkpoint_id is not None:
+            known = self._stored_complete | set(c.completed)
+            if checkpoint_id not in known:
+                return False, (f"topology {self.topology!r}: checkpoint {checkpoint_id} is not complete in the "
+                               f"storage; expected one of {sorted(known) or 'none'} or --clean")
+        before = c.state
+        actions = c.operator_restore(self._clock(), checkpoint_id)
+        self._apply(actions)
+        if c.state is before and c.state is not CoordinatorState.RESTORING:
+            return False, "; ".join(getattr(a, "reason", "") for a in actions)
+        what = "a clean start (every task's state is dropped)" if checkpoint_id is None else \
+            f"checkpoint {checkpoint_id}"
+        return True, f"topology {self.topology!r}: restoring {what}"
 
     # --- actions ---
     def _apply(self, actions: Iterable[CoordinatorAction]) -> None:
@@ -126,9 +250,18 @@ class CheckpointDriver:
             if isinstance(a, StartCheckpoint):
                 self._send(MsgType.START_CHECKPOINT, pb.StartCheckpoint(checkpoint_id=a.checkpoint_id))
             elif isinstance(a, CheckpointComplete):
-                self._complete(a)
+                self._submit(functools.partial(self._mark, a.checkpoint.checkpoint_id),
+                             functools.partial(self._marked, a))
+            elif isinstance(a, CheckpointCommitted):
+                self._submit(functools.partial(self._gc, a.protect), self._collected)
             elif isinstance(a, CheckpointAborted):
                 self._log.warning("checkpoint %d aborted: %s", a.checkpoint_id, a.reason)
+            elif isinstance(a, CheckpointsFailing):
+                self._log.error("effectively once: %d checkpoints failed in a row "
+                                "(topology.stateful.max.consecutive.failures); the state is not being saved: %s",
+                                a.consecutive, "; ".join(a.reasons))
+            elif isinstance(a, CheckpointsRecovered):
+                self._log.info("effectively once: checkpoint %d completed after a run of failures", a.checkpoint_id)
             elif isinstance(a, StartRestore):
                 what = "a clean start" if a.checkpoint_id is None else f"checkpoint {a.checkpoint_id}"
                 self._log.info("restore %d to %s (%s)", a.restore_id, what, a.reason)
@@ -136,58 +269,148 @@ class CheckpointDriver:
                     restore_id=self._rid_base + a.restore_id, checkpoint_id=a.checkpoint_id or 0,
                     reason=a.reason).SerializeToString())
                 self._send_all(self._restore_frame)
+            elif isinstance(a, RestoreRetry):
+                self._log.warning("restore %d of checkpoint %s: transient error (%s); retry %d in %gs",
+                                  a.restore_id, a.checkpoint_id, a.reason, a.attempt, a.delay_secs)
             elif isinstance(a, StartProcessing):
                 self._log.info("every task restored (restore %d): processing", a.restore_id)
                 self._send(MsgType.START_PROCESSING, pb.StartProcessing(restore_id=self._rid_base + a.restore_id))
             elif isinstance(a, RestoreFailed):
-                self._log.error("effectively once: restore failed, the topology needs an operator: %s", a.reason)
+                self._log.error("effectively once: no checkpoint could be restored, waiting for the operator: %s",
+                                a.reason)
 
-    def _complete(self, done: CheckpointComplete) -> None:
-        c = done.checkpoint
-        try:
-            self._storage.mark_complete(self.topology, c.checkpoint_id)
-            self._storage.gc(self.topology, keep_last=self._keep)
-        except Exception as e:  # the coordinator counts it complete; a restore would then fall back
-            self._log.error("checkpoint %d: every task saved, but marking it complete failed: %s", c.checkpoint_id, e)
+    def _submit(self, fn: Callable[[], T], then: Callable[[concurrent.futures.Future[T]], None]) -> None:
+        """Runs ``fn`` on the I/O thread; ``then`` gets its future back on the event loop."""
+        loop = self._loop
+        if loop is None:
+            raise RuntimeError("checkpoint driver: storage I/O before run() started the driver")
+        fut = self._io.submit(fn)
+
+        def back(f: concurrent.futures.Future[T]) -> None:
+            try:
+                loop.call_soon_threadsafe(then, f)
+            except RuntimeError:  # the loop closed: the master is gone
+                pass
+
+        fut.add_done_callback(back)
+
+    # I/O thread
+    def _fence(self) -> None:
+        if not self._session_ok():
+            raise Superseded("this master lost its state-manager session")
+        if self._epoch_now is not None:
+            newest = self._epoch_now()
+            if newest != self.epoch:
+                raise Superseded(f"a newer master took over (epoch {newest}, ours {self.epoch})")
+
+    def _mark(self, checkpoint_id: int) -> None:
+        self._fence()  # right before the write: an old master must not complete a checkpoint
+        self._storage.mark_complete(self.topology, checkpoint_id)
+
+    def _gc(self, protect: tuple[int, ...]) -> tuple[list[int], list[int]]:
+        removed = self._storage.gc(self.topology, keep_last=self.config.keep_completed, protect=protect)
+        return removed, self._storage.completed_ids(self.topology)
+
+    # event loop, with the I/O's outcome
+    def _marked(self, done: CheckpointComplete, f: concurrent.futures.Future[None]) -> None:
+        c = self.coordinator
+        assert c is not None
+        cp = done.checkpoint
+        error = f.exception()
+        if isinstance(error, Superseded):
+            self._stop_acting(str(error))
+        if error is not None:
+            self._log.error("checkpoint %d: every task saved, but marking it complete failed: %s", cp.checkpoint_id,
+                            error)
+            self._apply(c.on_marked(cp.checkpoint_id, self._clock(), f"{type(error).__name__}: {error}"))
             return
+        self._stored_complete.add(cp.checkpoint_id)
         self.last_completed_wall = self._wall()
-        self._log.info("checkpoint %d complete: %d tasks, %d bytes, %.1f ms", c.checkpoint_id, len(c.tasks),
-                       c.size_bytes, c.duration_secs * 1000)
+        self._log.info("checkpoint %d complete: %d tasks, %d bytes, %.1f ms", cp.checkpoint_id, len(cp.tasks),
+                       cp.size_bytes, cp.duration_secs * 1000)
+        self._apply(c.on_marked(cp.checkpoint_id, self._clock()))
+
+    def _collected(self, f: concurrent.futures.Future[tuple[list[int], list[int]]]) -> None:
+        error = f.exception()
+        if error is not None:  # the old checkpoints stay; the next gc tries again
+            self._log.warning("effectively once: garbage collection of old checkpoints failed: %s", error)
+            return
+        removed, complete = f.result()
+        self._stored_complete = set(complete)
+        if removed:
+            self._log.info("effectively once: removed old checkpoints %s", removed)
+
+    # --- helpers ---
+    def _maybe_start(self) -> None:
+        c = self.coordinator
+        if c is not None and c.state is CoordinatorState.STARTING and len(self._pids) == len(self._tasks) \
+                and self._may_act():
+            self._log.info("every task is ready: restoring before processing")
+            self._apply(c.start(self._clock()))
+
+    def _may_act(self) -> bool:
+        return self.superseded is None and self._session_ok()
+
+    def _not_acting(self) -> str:
+        return self.superseded or "its state-manager session is lost"
+
+    def _stop_acting(self, why: str) -> None:
+        if self.superseded is None:
+            self.superseded = why
+            self._log.error("effectively once: this master stops driving checkpoints: %s", why)
 
     def _send(self, msg_type: int, msg: Any) -> None:
         self._send_all(encode_frame(msg_type, msg.SerializeToString()))
 
+    def metrics(self) -> dict[str, int]:
+        """The master's own checkpoint metrics (for its metrics report)."""
+        s = self.coordinator.status() if self.coordinator is not None else None
+        return {"__checkpoint-failing": int(bool(s and s.failing)),
+                "__checkpoint-consecutive-failures": s.consecutive_failures if s else 0,
+                "__checkpoint-waiting-for-operator": int(bool(s and s.state is CoordinatorState.WAITING_FOR_OPERATOR))}
+
     def status(self) -> dict[str, Any]:
-        """For status, the HTTP API and metrics."""
+        """For status, the HTTP API, metrics and the execution state the page reads."""
+        if self.coordinator is None:
+            return {"state": CoordinatorState.STARTING.value, "epoch": self.epoch,
+                    "storage_error": self.storage_error, "failing": False, "consecutive_failures": 0}
         s = self.coordinator.status()
         return {
-            "state": s.state.value, "in_progress_id": s.in_progress_id, "in_progress_saved": s.in_progress_saved,
+            "state": s.state.value, "epoch": self.epoch, "in_progress_id": s.in_progress_id,
+            "in_progress_saved": s.in_progress_saved,
             "tasks": s.tasks, "last_completed_id": s.last_completed_id,
             "last_completed_time": self.last_completed_wall if s.last_completed_at is not None else None,
             "last_duration_secs": s.last_duration_secs, "last_size_bytes": s.last_size_bytes,
             "components": {c.component: {"tasks": c.tasks, "size_bytes": c.size_bytes,
                                          "max_duration_secs": c.max_duration_secs} for c in s.components},
             "restore_checkpoint_id": s.restore_checkpoint_id, "failure": s.failure,
+            "waiting_for_operator": s.state is CoordinatorState.WAITING_FOR_OPERATOR,
+            "failing": s.failing, "consecutive_failures": s.consecutive_failures,
+            "failure_reasons": list(s.failure_reasons), "restore_attempt": s.restore_attempt,
+            "restore_error": s.restore_error, "loaded_checkpoint_id": s.loaded_id,
+            "completed_ids": list(self.coordinator.completed), "superseded": self.superseded,
         }
 
 
 def driver_for(topology: str, topo: TopologyDef, packing: PackingPlan, home: Path, *,
-               send_all: Callable[[bytes], None], log: logging.Logger) -> CheckpointDriver | None:
-    """The driver of an effectively-once topology (None in the other modes)."""
+               send_all: Callable[[bytes], None], log: logging.Logger, epoch: int | None = None,
+               session_ok: Callable[[], bool] = lambda: True,
+               epoch_now: Callable[[], int] | None = None) -> CheckpointDriver | None:
+    """The driver of an effectively-once topology (None in the other modes). ``epoch``: the
+    master's election epoch (without it, ids fall back to the wall clock as before issue 37)."""
     if not effectively_once(topo.config):
         return None
     cfg = StatefulConfig.from_config(topo.config)
     root = checkpoint_root(home, cfg.root)
     log.info("effectively once: a checkpoint every %gs, kept in %s", cfg.interval_s, root)
-    return CheckpointDriver(topology, {t.task_id: t.component for t in packing.tasks}, cfg, LocalFsStorage(root),
-                            send_all=send_all, log=log)
+    if epoch is None:
+        log.warning("effectively once: no master epoch given; restore ids come from the wall clock")
+    return CheckpointDriver(topology, {t.task_id: t.component for t in packing.tasks},
+                            CoordinatorConfig.from_config(topo.config), LocalFsStorage(root),
+                            epoch=epoch or 0, legacy_wall_ids=epoch is None, send_all=send_all, log=log,
+                            session_ok=session_ok, epoch_now=epoch_now)
 
 
 async def tick_forever(driver: CheckpointDriver, stopped: asyncio.Event, period_s: float = 0.2) -> None:
-    """The coordinator's clock: due checkpoints start and late ones time out."""
-    while not stopped.is_set():
-        driver.tick()
-        try:
-            await asyncio.wait_for(stopped.wait(), period_s)
-        except TimeoutError:
-            pass
+    """The driver's life on the master's loop: the storage listed off the loop, then the coordinator's clock."""
+    await driver.run(stopped, period_s)

@@ -23,17 +23,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
-from heron_py.api.api_constants import (
-    TOPOLOGY_STATEFUL_CHECKPOINT_INTERVAL_SECONDS,
-    TOPOLOGY_STATEFUL_START_CLEAN,
-)
+from heron_py.checkpoint.failures import CheckpointFailureManager, backoff_secs, is_transient_load_error
+from heron_py.common.config import MAX_FAILURES, RESTORE_TIMEOUT, StatefulConfig
 
-# our own keys, no Heron equivalent (Heron has no checkpoint timeout and no restore timeout)
-TOPOLOGY_STATEFUL_CHECKPOINT_TIMEOUT_SECONDS = "topology.stateful.checkpoint.timeout.seconds"
-TOPOLOGY_STATEFUL_RESTORE_TIMEOUT_SECONDS = "topology.stateful.restore.timeout.seconds"
-DEFAULT_RESTORE_TIMEOUT_SECS = 120.0
+# a checkpoint's markers wait behind the tuples queued before them, which under full load
+# (queues and stream manager buffers up to their watermarks) takes longer than a short interval;
+# aborting at the interval would then never complete one (measured: bench/eo_bench.py, 1 s)
+MIN_DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_RESTORE_TIMEOUT_SECS = float(RESTORE_TIMEOUT.default)
+DEFAULT_MAX_FAILURES = int(MAX_FAILURES.default)
 DEFAULT_KEEP_COMPLETED = 2  # matches the storage's default keep_last
 
 
@@ -42,7 +42,10 @@ class CoordinatorState(Enum):
     RESTORING = "restoring"  # every task loads a checkpoint (or starts clean); waiting for all
     IDLE = "idle"  # tasks process; the next checkpoint starts at its due time
     CHECKPOINTING = "checkpointing"  # one checkpoint under way; waiting for every task's save
-    FAILED = "failed"  # not even a clean start could be restored: needs an operator
+    COMMITTING = "committing"  # every task saved; waiting for the _COMPLETE marker to be durable
+    # no checkpoint could be loaded (and a clean start is never automatic): the operator runs
+    # heron-py restore NAME --checkpoint ID | --clean
+    WAITING_FOR_OPERATOR = "waiting for the operator"
 
 
 @dataclass(frozen=True)
@@ -52,51 +55,42 @@ class CoordinatorConfig:
     restore_timeout_secs: float = DEFAULT_RESTORE_TIMEOUT_SECS
     start_clean: bool = False
     keep_completed: int = DEFAULT_KEEP_COMPLETED
+    max_consecutive_failures: int = DEFAULT_MAX_FAILURES
+    # a transient restore error retries the same checkpoint after 1, 2, 4 ... up to 30 s
+    retry_initial_secs: float = 1.0
+    retry_max_secs: float = 30.0
 
     def __post_init__(self) -> None:
-        for name in ("interval_secs", "restore_timeout_secs"):
+        for name in ("interval_secs", "restore_timeout_secs", "retry_initial_secs", "retry_max_secs"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"checkpoint config: {name} must be > 0, found {getattr(self, name)!r}")
         if self.timeout_secs is not None and not self.timeout_secs > 0:
             raise ValueError(f"checkpoint config: timeout_secs must be > 0 or None, found {self.timeout_secs!r}")
         if self.keep_completed < 1:
             raise ValueError(f"checkpoint config: keep_completed must be >= 1, found {self.keep_completed}")
+        if self.max_consecutive_failures < 1:
+            raise ValueError(f"checkpoint config: max_consecutive_failures must be >= 1, found "
+                             f"{self.max_consecutive_failures}")
 
     @property
     def effective_timeout_secs(self) -> float:
         return self.interval_secs if self.timeout_secs is None else self.timeout_secs
 
     @classmethod
-    def from_topology_config(cls, conf: Mapping[str, object]) -> CoordinatorConfig:
-        """Read the topology's config; the interval is required in effectively-once mode."""
-        key = TOPOLOGY_STATEFUL_CHECKPOINT_INTERVAL_SECONDS
-        if key not in conf:
-            raise ValueError(f"topology config: {key} is required in effectively-once mode, found no value")
-        tkey = TOPOLOGY_STATEFUL_CHECKPOINT_TIMEOUT_SECONDS
-        return cls(interval_secs=_number(conf, key),
-                   timeout_secs=None if conf.get(tkey) is None else _number(conf, tkey),
-                   restore_timeout_secs=_number(conf, TOPOLOGY_STATEFUL_RESTORE_TIMEOUT_SECONDS,
-                                                DEFAULT_RESTORE_TIMEOUT_SECS),
-                   start_clean=_flag(conf, TOPOLOGY_STATEFUL_START_CLEAN))
+    def from_config(cls, conf: Mapping[str, Any]) -> CoordinatorConfig:
+        """From the topology's config through the one config table (heron_py/common/config.py)."""
+        return cls.from_stateful(StatefulConfig.from_config(conf), max_failures=int(MAX_FAILURES.parse(conf)),
+                                 restore_timeout_secs=float(RESTORE_TIMEOUT.parse(conf)))
 
-
-def _number(conf: Mapping[str, object], key: str, default: float | None = None) -> float:
-    value = conf.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ValueError(f"topology config: {key} must be a number of seconds, found {value!r}")
-    try:
-        return float(value)
-    except ValueError:
-        raise ValueError(f"topology config: {key} must be a number of seconds, found {value!r}") from None
-
-
-def _flag(conf: Mapping[str, object], key: str) -> bool:
-    value = conf.get(key, False)
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    raise ValueError(f"topology config: {key} must be true or false, found {value!r}")
+    @classmethod
+    def from_stateful(cls, s: StatefulConfig, *, max_failures: int = DEFAULT_MAX_FAILURES,
+                      restore_timeout_secs: float = DEFAULT_RESTORE_TIMEOUT_SECS) -> CoordinatorConfig:
+        """topology.stateful.checkpoint.timeout.seconds, else the interval but at least a minute:
+        the next checkpoint starts when this one completed (or timed out), so under load
+        checkpoints come as often as the tuples ahead of the markers allow."""
+        timeout = s.timeout_s if s.timeout_s is not None else max(s.interval_s, MIN_DEFAULT_TIMEOUT_S)
+        return cls(interval_secs=s.interval_s, timeout_secs=timeout, restore_timeout_secs=restore_timeout_secs,
+                   start_clean=s.start_clean, keep_completed=s.keep, max_consecutive_failures=max_failures)
 
 
 @dataclass(frozen=True)
@@ -147,9 +141,20 @@ class StartCheckpoint:
 
 @dataclass(frozen=True)
 class CheckpointComplete:
-    """Every task saved: mark it complete in the storage (then gc) before relying on it."""
+    """Every task saved: write the ``_COMPLETE`` marker durably, then report it with
+    ``on_marked``. The id counts as complete only then (a marker lost to a full disk must not
+    be a restore target)."""
 
     checkpoint: CompletedCheckpoint
+
+
+@dataclass(frozen=True)
+class CheckpointCommitted:
+    """The marker is durable: the checkpoint is a restore target; old ones may be collected,
+    except ``protect`` (the checkpoint the running tasks restored from, and the kept ones)."""
+
+    checkpoint_id: int
+    protect: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -159,11 +164,38 @@ class CheckpointAborted:
 
 
 @dataclass(frozen=True)
+class CheckpointsFailing:
+    """``consecutive`` checkpoints failed in a row (the configured limit): the master logs the reasons."""
+
+    consecutive: int
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CheckpointsRecovered:
+    """A checkpoint completed after a streak of failures that had reached the limit."""
+
+    checkpoint_id: int
+
+
+@dataclass(frozen=True)
 class StartRestore:
     """Tell every task to drop in-flight data and load ``checkpoint_id`` (None: start clean)."""
 
     restore_id: int
     checkpoint_id: int | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class RestoreRetry:
+    """A task hit a transient error loading ``checkpoint_id``: the same checkpoint is restored
+    again (a new ``StartRestore``) after ``delay_secs``."""
+
+    restore_id: int
+    checkpoint_id: int | None
+    attempt: int
+    delay_secs: float
     reason: str
 
 
@@ -177,6 +209,8 @@ class StartProcessing:
 
 @dataclass(frozen=True)
 class RestoreFailed:
+    """No checkpoint could be loaded: the topology waits for the operator (never a clean start on its own)."""
+
     reason: str
 
 
@@ -187,7 +221,8 @@ class Ignored:
     reason: str
 
 
-CoordinatorAction: TypeAlias = (StartCheckpoint | CheckpointComplete | CheckpointAborted | StartRestore
+CoordinatorAction: TypeAlias = (StartCheckpoint | CheckpointComplete | CheckpointCommitted | CheckpointAborted
+                                | CheckpointsFailing | CheckpointsRecovered | StartRestore | RestoreRetry
                                 | StartProcessing | RestoreFailed | Ignored)
 
 
@@ -205,7 +240,13 @@ class CheckpointStatus:
     last_size_bytes: int | None
     components: tuple[ComponentStats, ...]
     restore_checkpoint_id: int | None  # while RESTORING: the target (None: clean start)
-    failure: str | None = None
+    failure: str | None = None  # while WAITING_FOR_OPERATOR: why
+    consecutive_failures: int = 0
+    failing: bool = False  # consecutive_failures reached topology.stateful.max.consecutive.failures
+    failure_reasons: tuple[str, ...] = ()
+    restore_attempt: int = 0  # retries of the same checkpoint after transient errors
+    restore_error: str | None = None  # the transient error being retried
+    loaded_id: int | None = None  # the checkpoint the running tasks restored from
 
 
 @dataclass
@@ -221,6 +262,9 @@ class _Restore:
     checkpoint_id: int | None
     started_at: float
     waiting: set[int]
+    attempt: int = 0  # 0: first try; n: the n-th retry after transient errors
+    retry_at: float | None = None  # a retry is scheduled (a transient error came)
+    error: str | None = None
 
 
 class CheckpointCoordinator:
@@ -246,14 +290,22 @@ class CheckpointCoordinator:
         self._state = CoordinatorState.STARTING
         self._next_due = 0.0
         self._in_flight: _InFlight | None = None
+        self._committing: CompletedCheckpoint | None = None  # every task saved; marker not durable yet
         self._restore: _Restore | None = None
         self._restore_ids = 0
         self._last: CompletedCheckpoint | None = None
+        self._loaded: int | None = None  # what the running tasks restored from (gc keeps it)
         self._failure: str | None = None
+        self.failures = CheckpointFailureManager(config.max_consecutive_failures)
 
     @property
     def state(self) -> CoordinatorState:
         return self._state
+
+    @property
+    def completed(self) -> tuple[int, ...]:
+        """The restore targets, oldest first."""
+        return tuple(self._completed)
 
     def start(self, now: float) -> list[CoordinatorAction]:
         """The topology starts: every task restores first (Heron does the same), then processes."""
@@ -263,26 +315,32 @@ class CheckpointCoordinator:
             # the previous run's checkpoints must not come back at a later failure either
             self._completed = []
             return self._begin_restore(now, None, "topology start (topology.stateful.start.clean)")
+        # no complete checkpoint at all: the topology's first run, so empty state is the truth
         target = self._completed[-1] if self._completed else None
         return self._begin_restore(now, target, "topology start")
 
     def tick(self, now: float) -> list[CoordinatorAction]:
-        """Call at least every second or so: starts due checkpoints, times out late ones."""
+        """Call at least every second or so: starts due checkpoints, times out late ones, retries restores."""
         out: list[CoordinatorAction] = []
         if self._state is CoordinatorState.RESTORING:
-            assert self._restore is not None
-            if now - self._restore.started_at >= self.config.restore_timeout_secs:
-                out += self._begin_restore(now, self._restore.checkpoint_id,
-                                           f"restore {self._restore.restore_id} timed out after "
+            r = self._restore
+            assert r is not None
+            if r.retry_at is not None:
+                if now >= r.retry_at:
+                    out += self._begin_restore(now, r.checkpoint_id, f"retry {r.attempt} after a transient "
+                                               f"error: {r.error}", attempt=r.attempt, error=r.error)
+            elif now - r.started_at >= self.config.restore_timeout_secs:
+                out += self._begin_restore(now, r.checkpoint_id,
+                                           f"restore {r.restore_id} timed out after "
                                            f"{self.config.restore_timeout_secs}s waiting for tasks "
-                                           f"{sorted(self._restore.waiting)}")
+                                           f"{sorted(r.waiting)}")
             return out
         if self._state is CoordinatorState.CHECKPOINTING:
             assert self._in_flight is not None
             if now - self._in_flight.started_at >= self.config.effective_timeout_secs:
                 missing = sorted(set(self._tasks) - set(self._in_flight.saved))
-                out.append(self._abort(f"timed out after {self.config.effective_timeout_secs}s "
-                                       f"waiting for tasks {missing}"))
+                out += self._abort(f"timed out after {self.config.effective_timeout_secs}s "
+                                   f"waiting for tasks {missing}")
         if self._state is CoordinatorState.IDLE and now >= self._next_due:
             cid = self._next_id
             self._next_id += 1
@@ -307,22 +365,44 @@ class CheckpointCoordinator:
             return []
         done = CompletedCheckpoint(checkpoint_id, flight.started_at, now,
                                    tuple(flight.saved[t] for t in sorted(flight.saved)))
-        self._last = done
-        self._completed = [*self._completed, checkpoint_id][-self.config.keep_completed:]
         self._in_flight = None
-        self._state = CoordinatorState.IDLE
+        self._committing = done
+        self._state = CoordinatorState.COMMITTING
         return [CheckpointComplete(done)]
+
+    def on_marked(self, checkpoint_id: int, now: float, error: str | None = None) -> list[CoordinatorAction]:
+        """The ``_COMPLETE`` marker of ``checkpoint_id`` is durable (``error`` None) or could not be written."""
+        done = self._committing
+        if done is None or done.checkpoint_id != checkpoint_id:
+            return [Ignored(f"checkpoint {checkpoint_id} marked: not being committed")]
+        self._committing = None
+        current = self._state is CoordinatorState.COMMITTING
+        if current:
+            self._state = CoordinatorState.IDLE
+        if error is not None:
+            # not a restore target: the storage does not hold it as complete
+            return self._failed(checkpoint_id, f"every task saved, but its complete marker could not be "
+                                f"written: {error}")
+        # durable even when a restore began meanwhile: a consistent snapshot, so a target as any
+        self._completed = sorted({*self._completed, checkpoint_id})[-self.config.keep_completed:]
+        out: list[CoordinatorAction] = []
+        if current:
+            self._last = done
+            if self.failures.succeeded().recovered:
+                out.append(CheckpointsRecovered(checkpoint_id))
+        out.insert(0, CheckpointCommitted(checkpoint_id, self._protected()))
+        return out
 
     def on_failure(self, now: float, reason: str, tasks: Mapping[int, str] | None = None) -> list[CoordinatorAction]:
         """A task or stream manager failed (or the plan changed: pass the new ``tasks``).
 
-        Every task rolls back to the newest completed checkpoint, or starts clean when none.
+        Every task rolls back to the newest completed checkpoint, or starts clean when none ever completed.
         """
-        if self._state is CoordinatorState.FAILED:
-            return [Ignored(f"failure ({reason}) while failed: {self._failure}")]
+        if self._state is CoordinatorState.WAITING_FOR_OPERATOR:
+            return [Ignored(f"failure ({reason}) while waiting for the operator: {self._failure}")]
         out: list[CoordinatorAction] = []
         if self._state is CoordinatorState.CHECKPOINTING:
-            out.append(self._abort(f"failure: {reason}"))
+            out += self._abort(f"failure: {reason}")
         if tasks is not None:
             if not tasks:
                 raise ValueError("checkpoint coordinator: a topology needs at least one task, found none")
@@ -340,59 +420,118 @@ class CheckpointCoordinator:
             return [Ignored(f"task {task_id} restored for restore {restore_id}: not under way (under way {current})")]
         if task_id not in self._tasks:
             return [Ignored(f"task {task_id} restored for restore {restore_id}: not a task of the plan")]
+        if r.retry_at is not None:
+            return [Ignored(f"task {task_id} restored for restore {restore_id}: a retry is already scheduled")]
         if not ok:
+            if r.checkpoint_id is not None and is_transient_load_error(error):
+                return self._retry(now, task_id, error)
             return self._fall_back(now, task_id, error)
         r.waiting.discard(task_id)
         if r.waiting:
             return []
         self._restore = None
+        self._loaded = r.checkpoint_id
         self._state = CoordinatorState.IDLE
         self._next_due = now + self.config.interval_secs
         return [StartProcessing(r.restore_id, r.checkpoint_id)]
 
+    def operator_restore(self, now: float, checkpoint_id: int | None) -> list[CoordinatorAction]:
+        """``heron-py restore NAME --checkpoint ID | --clean``: the operator's decision, in any
+        state but before the first start. The caller checked that the storage holds ``checkpoint_id``
+        as complete. Checkpoints newer than the choice (or all, for a clean start) stop being
+        targets: the operator rolled the topology back past them."""
+        if self._state is CoordinatorState.STARTING:
+            return [Ignored("operator restore before every task is ready: the first restore has not begun")]
+        what = "a clean start" if checkpoint_id is None else f"checkpoint {checkpoint_id}"
+        out: list[CoordinatorAction] = []
+        if self._state is CoordinatorState.CHECKPOINTING:
+            assert self._in_flight is not None
+            cid = self._in_flight.checkpoint_id
+            self._in_flight = None
+            out.append(CheckpointAborted(cid, f"the operator restores {what}"))
+        if checkpoint_id is None:
+            self._completed = []
+        else:
+            self._completed = sorted({c for c in self._completed if c < checkpoint_id} | {checkpoint_id})
+        self._failure = None
+        out += self._begin_restore(now, checkpoint_id, f"operator: heron-py restore ({what})")
+        return out
+
     def status(self) -> CheckpointStatus:
-        last, flight = self._last, self._in_flight
+        last, flight, r = self._last, self._in_flight, self._restore
         last_id = self._completed[-1] if self._completed else None
         known = last is not None and last.checkpoint_id == last_id
+        in_progress = flight.checkpoint_id if flight is not None else (
+            self._committing.checkpoint_id if self._committing is not None else None)
         return CheckpointStatus(
-            state=self._state, in_progress_id=None if flight is None else flight.checkpoint_id,
-            in_progress_saved=0 if flight is None else len(flight.saved), tasks=len(self._tasks),
-            last_completed_id=last_id,
+            state=self._state, in_progress_id=in_progress,
+            in_progress_saved=(len(flight.saved) if flight is not None else
+                               len(self._tasks) if self._committing is not None else 0),
+            tasks=len(self._tasks), last_completed_id=last_id,
             last_completed_at=last.completed_at if known and last else None,
             last_duration_secs=last.duration_secs if known and last else None,
             last_size_bytes=last.size_bytes if known and last else None,
             components=last.per_component() if known and last else (),
-            restore_checkpoint_id=None if self._restore is None else self._restore.checkpoint_id,
-            failure=self._failure)
+            restore_checkpoint_id=None if r is None else r.checkpoint_id,
+            failure=self._failure, consecutive_failures=self.failures.consecutive, failing=self.failures.failing,
+            failure_reasons=self.failures.reasons, restore_attempt=0 if r is None else r.attempt,
+            restore_error=None if r is None else r.error, loaded_id=self._loaded)
 
-    def _abort(self, reason: str) -> CheckpointAborted:
+    # --- internals ---
+    def _protected(self) -> tuple[int, ...]:
+        """Never collected: the kept targets and what the running tasks restored from (a
+        restore after a fallback may run on an older checkpoint than the kept ones)."""
+        return tuple(sorted({*self._completed, *(() if self._loaded is None else (self._loaded,))}))
+
+    def _abort(self, reason: str) -> list[CoordinatorAction]:
         assert self._in_flight is not None
         cid = self._in_flight.checkpoint_id
         self._in_flight = None
         self._state = CoordinatorState.IDLE
-        return CheckpointAborted(cid, reason)
+        return self._failed(cid, reason)
 
-    def _begin_restore(self, now: float, checkpoint_id: int | None, reason: str) -> list[CoordinatorAction]:
+    def _failed(self, checkpoint_id: int, reason: str) -> list[CoordinatorAction]:
+        out: list[CoordinatorAction] = [CheckpointAborted(checkpoint_id, reason)]
+        verdict = self.failures.failed(checkpoint_id, reason)
+        if verdict.tripped:
+            out.append(CheckpointsFailing(verdict.consecutive, self.failures.reasons))
+        return out
+
+    def _begin_restore(self, now: float, checkpoint_id: int | None, reason: str, *, attempt: int = 0,
+                       error: str | None = None) -> list[CoordinatorAction]:
         # a new restore id for every attempt, so a late answer to an older attempt is ignored
         self._restore_ids += 1
-        self._restore = _Restore(self._restore_ids, checkpoint_id, now, set(self._tasks))
+        self._restore = _Restore(self._restore_ids, checkpoint_id, now, set(self._tasks), attempt, None, error)
         self._state = CoordinatorState.RESTORING
         return [StartRestore(self._restore_ids, checkpoint_id, reason)]
+
+    def _retry(self, now: float, task_id: int, error: str) -> list[CoordinatorAction]:
+        """A transient error: the same checkpoint again after a backoff; the list is untouched,
+        so a blip never costs a checkpoint (and never leads to a clean start)."""
+        r = self._restore
+        assert r is not None
+        r.attempt += 1
+        r.error = f"task {task_id}: {error}"
+        delay = backoff_secs(r.attempt, self.config.retry_initial_secs, self.config.retry_max_secs)
+        r.retry_at = now + delay
+        return [RestoreRetry(r.restore_id, r.checkpoint_id, r.attempt, delay, r.error)]
 
     def _fall_back(self, now: float, task_id: int, error: str) -> list[CoordinatorAction]:
         assert self._restore is not None
         failed = self._restore.checkpoint_id
         why = f"task {task_id} could not restore {'a clean start' if failed is None else f'checkpoint {failed}'}"
         why += f": {error}" if error else ""
-        if failed is None:
-            self._restore = None
-            self._state = CoordinatorState.FAILED
-            self._failure = why
-            return [RestoreFailed(why)]
-        # the unusable checkpoint and every newer one leave the list: never a target again
-        self._completed = [c for c in self._completed if c < failed]
-        if self._last is not None and self._last.checkpoint_id >= failed:
-            self._last = None
-        target = self._completed[-1] if self._completed else None
-        then = "a clean start" if target is None else f"checkpoint {target}"
-        return self._begin_restore(now, target, f"{why}; falling back to {then}")
+        if failed is not None:
+            # only the unusable checkpoint leaves the list (a newer one, if any, stays a target)
+            self._completed = [c for c in self._completed if c != failed]
+            if self._last is not None and self._last.checkpoint_id == failed:
+                self._last = None
+            older = [c for c in self._completed if c < failed]
+            if older:
+                return self._begin_restore(now, older[-1], f"{why}; falling back to checkpoint {older[-1]}")
+        # never a clean start on our own: that would drop the topology's state for good
+        self._restore = None
+        self._state = CoordinatorState.WAITING_FOR_OPERATOR
+        self._failure = (f"{why}; no older checkpoint to fall back to: waiting for the operator "
+                         f"(heron-py restore NAME --checkpoint ID | --clean)")
+        return [RestoreFailed(self._failure)]

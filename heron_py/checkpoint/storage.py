@@ -15,16 +15,20 @@ write on a file system that broke the rules, bit rot, someone's edit) raises
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import shutil
 import struct
 import tempfile
+import time
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from heron_py.checkpoint.failures import is_transient_errno
 from heron_py.common.atomic import atomic_write_bytes, fsync_dir
 
 MAGIC = b"HPCK"
@@ -48,6 +52,12 @@ class IncompleteCheckpointError(CheckpointError):
     pass
 
 
+class TransientCheckpointError(CheckpointError):
+    """A load failed for a reason a retry may cure (a stale NFS handle, EIO, too many open files,
+    no memory, garbage collection renaming the checkpoint away mid-read): the master retries the
+    same checkpoint instead of dropping it (heron_py/checkpoint/failures.py)."""
+
+
 class CheckpointStorage(ABC):
     """Checkpoint ids are ints > 0 (see ``coordinator``); task ids are ints >= 0."""
 
@@ -63,9 +73,9 @@ class CheckpointStorage(ABC):
     def load(self, topology: str, checkpoint_id: int, task_id: int) -> bytes | None:
         """One task's state from a complete checkpoint; None when that task saved nothing in it.
 
-        Raises IncompleteCheckpointError for a checkpoint not marked complete (or removed by
-        garbage collection while it was read) and CorruptCheckpointError for a file that fails
-        its check.
+        Raises IncompleteCheckpointError for a checkpoint not marked complete,
+        CorruptCheckpointError for a file that fails its check and TransientCheckpointError for
+        an error a retry may cure (after the store's own quick retries).
         """
 
     @abstractmethod
@@ -77,9 +87,10 @@ class CheckpointStorage(ABC):
         """Every checkpoint with a folder, complete or not, oldest first (for the next first id)."""
 
     @abstractmethod
-    def gc(self, topology: str, keep_last: int = DEFAULT_KEEP_LAST) -> list[int]:
-        """Keep the newest ``keep_last`` complete checkpoints and the incomplete ones newer than
-        them (possibly under way); remove the rest. Returns the removed ids."""
+    def gc(self, topology: str, keep_last: int = DEFAULT_KEEP_LAST, protect: Iterable[int] = ()) -> list[int]:
+        """Keep the newest ``keep_last`` complete checkpoints, the incomplete ones newer than
+        them (possibly under way) and every id in ``protect`` (the checkpoint the running tasks
+        restored from); remove the rest. Returns the removed ids."""
 
     @abstractmethod
     def delete_topology(self, topology: str) -> None:
@@ -117,10 +128,19 @@ def atomic_write(path: Path, payload: bytes) -> None:
 
 
 class LocalFsStorage(CheckpointStorage):
-    """Checkpoints in a folder of this host (one host, or tests)."""
+    """Checkpoints in a folder of this host (one host, or tests).
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    ``load`` retries a transient error ``retries`` times itself (after 0.05 s, 0.1 s, ...: an
+    NFS blip or a burst of open files passes without a round of restores); then it raises
+    :class:`TransientCheckpointError` and the master retries with a longer backoff.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, retries: int = 2, retry_delay_s: float = 0.05,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.root = Path(root)
+        self._retries = retries
+        self._retry_delay_s = retry_delay_s
+        self._sleep = sleep
 
     def save(self, topology: str, checkpoint_id: int, task_id: int, data: bytes) -> None:
         folder = self._checkpoint_dir(topology, checkpoint_id)
@@ -141,6 +161,28 @@ class LocalFsStorage(CheckpointStorage):
         atomic_write(folder / COMPLETE_MARKER, encode_frame(json.dumps({"tasks": tasks}).encode()))
 
     def load(self, topology: str, checkpoint_id: int, task_id: int) -> bytes | None:
+        attempt = 0
+        while True:
+            try:
+                return self._load_once(topology, checkpoint_id, task_id)
+            except TransientCheckpointError:
+                if attempt >= self._retries:
+                    raise
+            except MemoryError:
+                if attempt >= self._retries:
+                    raise TransientCheckpointError(f"checkpoint {checkpoint_id} of topology {topology!r}: out "
+                                                   f"of memory reading task {task_id}'s state") from None
+            except OSError as e:
+                if not is_transient_errno(e.errno):
+                    raise
+                if attempt >= self._retries:
+                    raise TransientCheckpointError(f"checkpoint {checkpoint_id} of topology {topology!r}: task "
+                                                   f"{task_id}'s state: {errno.errorcode.get(e.errno or 0, '?')} "
+                                                   f"{e.strerror} ({e.filename})") from None
+            attempt += 1
+            self._sleep(self._retry_delay_s * attempt)
+
+    def _load_once(self, topology: str, checkpoint_id: int, task_id: int) -> bytes | None:
         folder = self._checkpoint_dir(topology, checkpoint_id)
         _check_id("task id", task_id, 0)
         if task_id not in self._marked_tasks(topology, checkpoint_id, folder):
@@ -150,8 +192,9 @@ class LocalFsStorage(CheckpointStorage):
             raw = path.read_bytes()
         except FileNotFoundError:
             if not (folder / COMPLETE_MARKER).exists():
-                # garbage collection renamed the whole checkpoint away between the marker and the file
-                raise IncompleteCheckpointError(f"checkpoint {checkpoint_id} of topology {topology!r}: removed "
+                # garbage collection renamed the whole checkpoint away between the marker and the
+                # file: a retry finds it gone for good (incomplete) or, on a racing listing, whole
+                raise TransientCheckpointError(f"checkpoint {checkpoint_id} of topology {topology!r}: removed "
                                                 f"while task {task_id}'s state was being read (garbage "
                                                 f"collection of old checkpoints)") from None
             raise CorruptCheckpointError(f"checkpoint file {path}: missing, but the complete marker lists "
@@ -168,16 +211,18 @@ class LocalFsStorage(CheckpointStorage):
             return []
         return sorted(int(p.name) for p in top.iterdir() if p.name.isdigit() and p.is_dir())
 
-    def gc(self, topology: str, keep_last: int = DEFAULT_KEEP_LAST) -> list[int]:
+    def gc(self, topology: str, keep_last: int = DEFAULT_KEEP_LAST, protect: Iterable[int] = ()) -> list[int]:
         if keep_last < 1:
             raise ValueError(f"gc of topology {topology!r}: keep_last must be >= 1, found {keep_last}")
-        completed = self.completed_ids(topology)
-        kept = set(completed[-keep_last:])
-        oldest_kept = min(kept) if kept else None
+        newest = self.completed_ids(topology)[-keep_last:]
+        if not newest:
+            return []
+        kept = set(newest) | set(protect)
         removed = []
         for c in self.checkpoint_ids(topology):
-            # an incomplete checkpoint newer than the kept ones may still be under way
-            if c in kept or oldest_kept is None or c > oldest_kept:
+            # an incomplete checkpoint newer than the kept ones may still be under way; a
+            # protected one (the running tasks restored from it) may be older than them all
+            if c in kept or c > newest[0]:
                 continue
             self._remove(self._topology_dir(topology) / str(c))
             removed.append(c)

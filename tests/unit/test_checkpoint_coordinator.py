@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from heron_py.common.config import ConfigError
+
 from heron_py.checkpoint.coordinator import (
     CheckpointAborted,
+    CheckpointCommitted,
     CheckpointComplete,
     CheckpointCoordinator,
     ComponentStats,
@@ -33,10 +36,11 @@ def running(completed: tuple[int, ...] = (), **cfg: object) -> CheckpointCoordin
 
 
 def save_all(c: CheckpointCoordinator, cid: int, now: float) -> list[object]:
+    """Every task saves ``cid`` and its marker is durable."""
     out: list[object] = []
     for t in TASKS:
         out += c.on_task_saved(cid, t, size_bytes=100 * t, duration_secs=0.1 * t, now=now)
-    return out
+    return out + c.on_marked(cid, now)
 
 
 def test_checkpoint_starts_on_interval_and_completes_when_every_task_saved() -> None:
@@ -52,12 +56,15 @@ def test_checkpoint_starts_on_interval_and_completes_when_every_task_saved() -> 
     (done,) = c.on_task_saved(1, 3, 30, 0.75, now=14)
     assert isinstance(done, CheckpointComplete)
     assert (done.checkpoint.checkpoint_id, done.checkpoint.duration_secs, done.checkpoint.size_bytes) == (1, 4, 60)
+    # not complete until its marker is durable (issue 37)
+    assert (c.state, c.status().last_completed_id, c.tick(30)) == (CoordinatorState.COMMITTING, None, [])
+    assert c.on_marked(1, 14) == [CheckpointCommitted(1, (1,))]
     s = c.status()
     assert (s.state, s.last_completed_id, s.last_completed_at, s.last_duration_secs, s.last_size_bytes) == (
         CoordinatorState.IDLE, 1, 14, 4, 60)
     assert s.components == (ComponentStats("bolt", 2, 50, 0.75), ComponentStats("spout", 1, 10, 0.5))
     assert c.tick(19.9) == []
-    assert c.tick(20) == [StartCheckpoint(2)]
+    assert c.tick(30) == [StartCheckpoint(2)]
 
 
 def test_late_unknown_and_stale_saves_are_ignored() -> None:
@@ -129,19 +136,30 @@ def test_start_restores_the_newest_completed_or_starts_clean() -> None:
     assert clean.on_failure(6, "x")[-1] == StartRestore(2, None, "failure: x")
 
 
-def test_a_task_that_cannot_load_falls_back_to_older_then_clean_then_fails() -> None:
+def test_a_task_that_cannot_load_falls_back_to_older_then_waits_for_the_operator() -> None:
+    """Issue 37: never a clean start on its own; the operator decides."""
     c = CheckpointCoordinator(CoordinatorConfig(interval_secs=5), TASKS, completed=[3, 4])
     c.start(0)
-    assert c.on_task_restored(1, 2, False, 1, error="checksum mismatch") == [
-        StartRestore(2, 3, "task 2 could not restore checkpoint 4: checksum mismatch; falling back to checkpoint 3")]
-    assert c.on_task_restored(2, 1, False, 2) == [
-        StartRestore(3, None, "task 1 could not restore checkpoint 3; falling back to a clean start")]
-    assert c.on_task_restored(3, 1, False, 3, error="init_state raised") == [
-        RestoreFailed("task 1 could not restore a clean start: init_state raised")]
-    assert c.state is CoordinatorState.FAILED
-    assert c.status().failure == "task 1 could not restore a clean start: init_state raised"
-    assert c.on_failure(4, "y") == [Ignored("failure (y) while failed: task 1 could not restore a clean start: "
-                                            "init_state raised")]
+    assert c.on_task_restored(1, 2, False, 1, error="CorruptCheckpointError: checksum mismatch") == [
+        StartRestore(2, 3, "task 2 could not restore checkpoint 4: CorruptCheckpointError: checksum mismatch; "
+                           "falling back to checkpoint 3")]
+    waiting = ("task 1 could not restore checkpoint 3; no older checkpoint to fall back to: waiting for the "
+               "operator (heron-py restore NAME --checkpoint ID | --clean)")
+    assert c.on_task_restored(2, 1, False, 2) == [RestoreFailed(waiting)]
+    assert c.state is CoordinatorState.WAITING_FOR_OPERATOR
+    assert c.state.value == "waiting for the operator"
+    assert c.status().failure == waiting
+    assert c.on_failure(4, "y") == [Ignored(f"failure (y) while waiting for the operator: {waiting}")]
+    assert c.tick(500) == []  # waits, however long
+    assert c.operator_restore(600, None) == [StartRestore(3, None, "operator: heron-py restore (a clean start)")]
+    for t in TASKS:
+        out = c.on_task_restored(3, t, True, 601)
+    assert out == [StartProcessing(3, None)] and c.status().failure is None
+    # a clean start the operator chose that fails again waits again
+    c.on_failure(602, "z")
+    assert c.on_task_restored(4, 1, False, 603, error="init_state raised") == [RestoreFailed(
+        "task 1 could not restore a clean start: init_state raised; no older checkpoint to fall back to: waiting "
+        "for the operator (heron-py restore NAME --checkpoint ID | --clean)")]
 
 
 def test_restore_that_hangs_is_issued_again() -> None:
@@ -184,15 +202,19 @@ def _restore_id(c: CheckpointCoordinator) -> int:
     return r.restore_id
 
 
-def test_config_from_topology_config() -> None:
-    conf = {"topology.stateful.checkpoint.interval.seconds": 30, "topology.stateful.start.clean": "true"}
-    cfg = CoordinatorConfig.from_topology_config(conf)
-    assert (cfg.interval_secs, cfg.effective_timeout_secs, cfg.start_clean) == (30, 30, True)
-    with pytest.raises(ValueError) as e:
-        CoordinatorConfig.from_topology_config({})
-    assert str(e.value) == ("topology config: topology.stateful.checkpoint.interval.seconds is required in "
-                            "effectively-once mode, found no value")
-    with pytest.raises(ValueError, match=r"interval\.seconds must be a number of seconds, found 'soon'"):
-        CoordinatorConfig.from_topology_config({"topology.stateful.checkpoint.interval.seconds": "soon"})
+def test_config_comes_from_the_config_table() -> None:
+    """One reader (heron_py/common/config.py's table), issue 37: the restore timeout and the
+    failure limit are keys there; from_topology_config is gone."""
+    assert not hasattr(CoordinatorConfig, "from_topology_config")
+    conf = {"topology.stateful.checkpoint.interval.seconds": 30, "topology.stateful.start.clean": "true",
+            "topology.stateful.restore.timeout.seconds": 45, "topology.stateful.max.consecutive.failures": 5}
+    cfg = CoordinatorConfig.from_config(conf)
+    assert (cfg.interval_secs, cfg.effective_timeout_secs, cfg.start_clean, cfg.restore_timeout_secs,
+            cfg.max_consecutive_failures) == (30, 60, True, 45, 5)
+    default = CoordinatorConfig.from_config({})
+    assert (default.interval_secs, default.restore_timeout_secs, default.max_consecutive_failures) == (30, 120, 3)
+    with pytest.raises(ConfigError) as e:
+        CoordinatorConfig.from_config({"topology.stateful.max.consecutive.failures": 0})
+    assert "topology.stateful.max.consecutive.failures" in str(e.value)
     with pytest.raises(ValueError, match="interval_secs must be > 0, found 0"):
         CoordinatorConfig(interval_secs=0)
