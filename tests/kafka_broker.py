@@ -61,7 +61,8 @@ class TansuBroker:
                 return
             except OSError:
                 if self._proc.poll() is not None:
-                    raise RuntimeError(f"tansu exited with {self._proc.returncode}: {self.log_path.read_text()}")
+                    code = self._proc.returncode
+                    raise RuntimeError(f"tansu exited with {code}: {self.log_path.read_text()}") from None
                 time.sleep(0.05)
         raise RuntimeError(f"tansu did not listen on {self.bootstrap} within 20 s")
 

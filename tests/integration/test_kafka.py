@@ -84,7 +84,7 @@ def test_kafka_word_count_at_least_once_with_kill_9(heron_home, tmp_path):
             producer.join(120)
             wait_for(lambda: broker.committed("g1", "words") == ends, 120,
                      f"committed offsets to reach the log end {ends}")
-            done, lines = _counted(out)
+            done, _lines = _counted(out)
             assert len(done) == N and sum(ends.values()) == N
             assert set(done) == {(p, o) for p, end in ends.items() for o in range(end)}
             # no commit covered a record not yet counted: commits never ran ahead of acks

@@ -7,8 +7,8 @@ of its task (flushed before the ack), so a test can check that no commit ran ahe
 """
 
 import argparse
-import sys
 import os
+import sys
 import time
 from collections import Counter
 
@@ -36,7 +36,7 @@ class DedupCountBolt(Bolt):
         self.counts = Counter()
         folder = config["test.out.dir"]
         os.makedirs(folder, exist_ok=True)
-        self.out = open(os.path.join(folder, f"count-{context.get_task_id()}-{os.getpid()}.txt"), "a")
+        self.out = open(os.path.join(folder, f"count-{context.get_task_id()}-{os.getpid()}.txt"), "a")  # noqa: SIM115 (open for the task's life)
 
     def process(self, tup):
         word, partition, offset, pos = tup.values

@@ -7,7 +7,6 @@ from heron_py.api.bolt.bolt import Bolt
 from heron_py.api.spout.spout import Spout
 from heron_py.api.stream import Grouping
 from heron_py.api.topology import TopologyBuilder
-from heron_py.planner.logical import validate
 from heron_py.connectors.base import ConnectorConfigError
 from heron_py.connectors.kafka.config import FirstPollOffsetStrategy as FP
 from heron_py.connectors.kafka.config import ProcessingGuarantee, bolt_config, spout_config
@@ -15,6 +14,7 @@ from heron_py.connectors.kafka.spout import round_robin, start_offset
 from heron_py.connectors.kafka.translators import deserializer, translator
 from heron_py.planner import requirements
 from heron_py.planner.errors import TopologyError
+from heron_py.planner.logical import validate
 
 W = "kafka spout 'k'"
 
@@ -122,7 +122,8 @@ def test_a_topology_needing_a_missing_module_is_refused_in_one_line():
         b.add_bolt("b", ReqBolt, par=1, inputs={s: Grouping.SHUFFLE})
         with pytest.raises(TopologyError) as e:
             validate(b.build())
-        assert str(e.value) == (f"topology 'req': spout 's' ({__name__}:ReqSpout) needs the Python module 'heron_py_no_such_module_xyz'"
-                                f", which is not installed: pip install 'heron-py[nothing]'")
+        assert str(e.value) == (f"topology 'req': spout 's' ({__name__}:ReqSpout) needs the Python module "
+                                f"'heron_py_no_such_module_xyz', which is not installed: "
+                                f"pip install 'heron-py[nothing]'")
     finally:
         requirements._BY_PREFIX.pop(__name__ + ".")

@@ -161,7 +161,8 @@ def bolt_config(conf: dict[str, Any], where: str) -> BoltConfig:
     return BoltConfig(
         bootstrap_servers=_servers(conf, where), topic=None if not topic else str(topic),
         topic_field=None if not field else str(field),
-        key_field=str(conf.get("kafka.key.field", "key")), message_field=str(conf.get("kafka.message.field", "message")),
+        key_field=str(conf.get("kafka.key.field", "key")),
+        message_field=str(conf.get("kafka.message.field", "message")),
         fire_and_forget=fire if isinstance(fire, bool) else str(fire).lower() == "true",
         key_serializer=str(conf.get("kafka.key.serializer", "string")),
         value_serializer=str(conf.get("kafka.value.serializer", "string")),

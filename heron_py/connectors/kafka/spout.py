@@ -161,7 +161,7 @@ class KafkaSpout(Spout):
     def _poll(self) -> None:
         if not self.assigned:
             return
-        msgs = self.consumer.consume(self.cfg.max_poll_records, self.cfg.poll_timeout_s)
+        msgs: list[Any] = self.consumer.consume(self.cfg.max_poll_records, self.cfg.poll_timeout_s)
         for m in msgs:
             if m.error() is not None:
                 self._on_error(m.error())
@@ -242,7 +242,7 @@ class KafkaSpout(Spout):
             tp = (c.topic, c.partition)
             ours = self._metadata_is_ours(getattr(c, "metadata", None))
             off = start_offset(self.cfg.first_poll, c.offset if c.offset >= 0 else None, ours)
-            pos = {"earliest": -2, "latest": -1}.get(off, off) if isinstance(off, str) else off
+            pos = off if isinstance(off, int) else {"earliest": -2, "latest": -1}[off]
             starts.append(TopicPartition(tp[0], tp[1], pos))
             # an unknown start (earliest/latest) is learned from the first record
             self.source.assign(tp, off if isinstance(off, int) else -1)
@@ -277,7 +277,8 @@ class KafkaSpout(Spout):
         meta = json.dumps({"topology": self.topology, "task": self.context.get_task_id()})
         tps = [TopicPartition(t, p, off, metadata=meta) for (t, p), off in offsets.items()]
         try:
-            got = self.consumer.commit(offsets=tps, asynchronous=not sync)
+            consumer: Any = self.consumer  # the stubs' overloads want a literal flag
+            got = consumer.commit(offsets=tps, asynchronous=not sync)
         except Exception as e:
             self._on_error(e)
             return
@@ -311,7 +312,7 @@ class KafkaSpout(Spout):
     def metrics_snapshot(self) -> dict[str, float]:
         from confluent_kafka import TopicPartition
 
-        out: dict[str, float] = {f"records": self._records}
+        out: dict[str, float] = {"records": self._records}
         self._records = 0
         out.update({k: v for k, v in self.source.stats.take().items()})
         for tp, t in self.source.trackers.items():
