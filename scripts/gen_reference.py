@@ -7,6 +7,8 @@
 - docs/reference/http-api.md      the topology master's and the metrics managers' HTTP routes
                                   (read from their source)
 - docs/reference/wire-protocol.md the frame layout and message types, heron_py/common/framing.py
+- docs/reference/api.md           mkdocstrings directives for the public API, heron_py.connectors
+                                  included once that package exists
 
     python scripts/gen_reference.py           # rewrite the pages
     python scripts/gen_reference.py --check   # exit 1, naming each stale page, when one differs
@@ -316,6 +318,53 @@ def render_wire(framing_text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+# --- the Python API (mkdocstrings) --------------------------------------------------------
+
+API_MODULES = (
+    ("Topologies", ("heron_py.api.topology", "heron_py.api.spout.spout", "heron_py.api.bolt.bolt",
+                    "heron_py.api.stream", "heron_py.api.custom_grouping", "heron_py.api.topology_context",
+                    "heron_py.api.tuple")),
+    ("Windows and state", ("heron_py.api.bolt.window_bolt", "heron_py.api.bolt.event_window_bolt",
+                           "heron_py.api.state")),
+    ("Storm multilang", ("heron_py.api.shell",)),
+    ("Serializers, metrics, hooks", ("heron_py.api.serializer", "heron_py.api.metrics",
+                                     "heron_py.api.global_metrics", "heron_py.api.task_hook")),
+    ("Testing", ("heron_py.testing", "heron_py.testing.inprocess", "heron_py.testing.local")),
+)
+
+
+def connector_modules(root: Path) -> tuple[str, ...]:
+    """heron_py.connectors and its public modules, when that package exists in this tree."""
+    pkg = root / "heron_py" / "connectors"
+    if not (pkg / "__init__.py").is_file():
+        return ()
+    mods = ["heron_py.connectors"]
+    for f in sorted(pkg.rglob("*.py")):
+        rel = f.relative_to(root).with_suffix("")
+        if any(part.startswith("_") for part in rel.parts) and f.name != "__init__.py":
+            continue
+        name = ".".join(rel.parts[:-1] if f.name == "__init__.py" else rel.parts)
+        if name not in mods:
+            mods.append(name)
+    return tuple(mods)
+
+
+def render_api(root: Path) -> str:
+    lines = [HEADER + "# Python API\n",
+             "The public API, from the docstrings. `heronpy` is an alias of `heron_py.api` (the same "
+             "objects), so `from heronpy.api.bolt.bolt import Bolt` and `from heron_py.api.bolt.bolt "
+             "import Bolt` name one class.\n",
+             "::: heronpy\n    options:\n      show_root_heading: true\n      members: false\n"]
+    groups = [*API_MODULES]
+    connectors = connector_modules(root)
+    if connectors:
+        groups.append(("Connectors", connectors))
+    for title, mods in groups:
+        lines.append(f"## {title}\n")
+        lines += [f"::: {m}\n    options:\n      heading_level: 3\n" for m in mods]
+    return "\n".join(lines)
+
+
 # --- files ------------------------------------------------------------------------------
 
 def _read(root: Path, names: Sequence[str]) -> dict[str, str]:
@@ -330,6 +379,7 @@ def render_all(root: Path = ROOT) -> dict[str, str]:
         str(OUT / "metrics.md"): render_metrics(_read(root, METRIC_SOURCES),
                                                 (root / PROCESS_SOURCE).read_text(encoding="utf-8")),
         str(OUT / "http-api.md"): render_http(_read(root, HTTP_SOURCES)),
+        str(OUT / "api.md"): render_api(root),
         str(OUT / "wire-protocol.md"): render_wire((root / "heron_py/common/framing.py").read_text(encoding="utf-8")),
     }
 

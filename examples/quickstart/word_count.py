@@ -3,6 +3,7 @@
     heron-py submit local examples/quickstart/word_count.py
     heron-py logs local quickstart count      # "count: 3000 words, 10 distinct; top: the=600, ..."
     heron-py kill local quickstart
+    python -m pytest examples/quickstart                # its test, test_word_count.py
 """
 import itertools
 from collections import Counter
@@ -47,10 +48,14 @@ class CountBolt(Bolt):
         self.log(f"count: {self.counts.total()} words, {len(self.counts)} distinct; top: {top}")
 
 
-if __name__ == "__main__":
+def build():
     builder = TopologyBuilder("quickstart")
     sentences = builder.add_spout("sentence", SentenceSpout, par=1)
     words = builder.add_bolt("split", SplitBolt, par=2, inputs={sentences: Grouping.SHUFFLE})
     builder.add_bolt("count", CountBolt, par=2, inputs={words: Grouping.fields("word")},
                      config={"topology.tick.tuple.freq.secs": 1})
-    builder.build_and_submit()
+    return builder
+
+
+if __name__ == "__main__":
+    build().build_and_submit()
