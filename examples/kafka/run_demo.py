@@ -18,7 +18,8 @@ try:
     broker.create_topic("words", 3)
     broker.produce("words", [(None, f"the quick brown fox {i}".encode()) for i in range(20_000)])
     run = run_local(REPO / "tests" / "kafka" / "kafka_word_count.py",
-                    ["--bootstrap", broker.bootstrap, "--topic", "words", "--group", "demo", "--out", str(home / "out")],
+                    ["--bootstrap", broker.bootstrap, "--topic", "words", "--group", "demo",
+                     "--out", str(home / "out")],
                     home=home, name="kafka_demo", keep_running=True)
     try:
         for _ in range(60):
