@@ -10,7 +10,7 @@ from heron_py.checkpoint.operator import parse_restore
 from heron_py.planner.model import TopologyState
 from proto import heron_py_pb2 as pb
 
-COMMANDS = ("activate", "deactivate", "status", "restore")
+COMMANDS = ("activate", "deactivate", "status")  # and "restore ID|clean" (heron_py/checkpoint/operator.py)
 
 
 class MasterControl(Protocol):

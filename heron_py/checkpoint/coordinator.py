@@ -522,16 +522,17 @@ class CheckpointCoordinator:
         why = f"task {task_id} could not restore {'a clean start' if failed is None else f'checkpoint {failed}'}"
         why += f": {error}" if error else ""
         if failed is not None:
-            # only the unusable checkpoint leaves the list (a newer one, if any, stays a target)
+            # only the unusable checkpoint leaves the list: a newer one (a marker that landed
+            # during the restore) stays a target; each fallback removes one, so this ends
             self._completed = [c for c in self._completed if c != failed]
             if self._last is not None and self._last.checkpoint_id == failed:
                 self._last = None
-            older = [c for c in self._completed if c < failed]
-            if older:
-                return self._begin_restore(now, older[-1], f"{why}; falling back to checkpoint {older[-1]}")
+            if self._completed:
+                target = self._completed[-1]
+                return self._begin_restore(now, target, f"{why}; falling back to checkpoint {target}")
         # never a clean start on our own: that would drop the topology's state for good
         self._restore = None
         self._state = CoordinatorState.WAITING_FOR_OPERATOR
-        self._failure = (f"{why}; no older checkpoint to fall back to: waiting for the operator "
+        self._failure = (f"{why}; no other checkpoint to fall back to: waiting for the operator "
                          f"(heron-py restore NAME --checkpoint ID | --clean)")
         return [RestoreFailed(self._failure)]

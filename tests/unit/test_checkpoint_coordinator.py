@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from heron_py.common.config import ConfigError
-
 from heron_py.checkpoint.coordinator import (
     CheckpointAborted,
     CheckpointCommitted,
@@ -16,10 +14,12 @@ from heron_py.checkpoint.coordinator import (
     CoordinatorState,
     Ignored,
     RestoreFailed,
+    RestoreRetry,
     StartCheckpoint,
     StartProcessing,
     StartRestore,
 )
+from heron_py.common.config import ConfigError
 
 TASKS = {1: "spout", 2: "bolt", 3: "bolt"}
 
@@ -143,7 +143,7 @@ def test_a_task_that_cannot_load_falls_back_to_older_then_waits_for_the_operator
     assert c.on_task_restored(1, 2, False, 1, error="CorruptCheckpointError: checksum mismatch") == [
         StartRestore(2, 3, "task 2 could not restore checkpoint 4: CorruptCheckpointError: checksum mismatch; "
                            "falling back to checkpoint 3")]
-    waiting = ("task 1 could not restore checkpoint 3; no older checkpoint to fall back to: waiting for the "
+    waiting = ("task 1 could not restore checkpoint 3; no other checkpoint to fall back to: waiting for the "
                "operator (heron-py restore NAME --checkpoint ID | --clean)")
     assert c.on_task_restored(2, 1, False, 2) == [RestoreFailed(waiting)]
     assert c.state is CoordinatorState.WAITING_FOR_OPERATOR
@@ -158,7 +158,7 @@ def test_a_task_that_cannot_load_falls_back_to_older_then_waits_for_the_operator
     # a clean start the operator chose that fails again waits again
     c.on_failure(602, "z")
     assert c.on_task_restored(4, 1, False, 603, error="init_state raised") == [RestoreFailed(
-        "task 1 could not restore a clean start: init_state raised; no older checkpoint to fall back to: waiting "
+        "task 1 could not restore a clean start: init_state raised; no other checkpoint to fall back to: waiting "
         "for the operator (heron-py restore NAME --checkpoint ID | --clean)")]
 
 
@@ -218,3 +218,92 @@ def test_config_comes_from_the_config_table() -> None:
     assert "topology.stateful.max.consecutive.failures" in str(e.value)
     with pytest.raises(ValueError, match="interval_secs must be > 0, found 0"):
         CoordinatorConfig(interval_secs=0)
+
+
+# --- issue 37: transient restore errors, the operator, the failure manager ---
+
+def test_transient_load_errors_retry_the_same_checkpoint_with_backoff_never_a_clean_start() -> None:
+    """Hole 3: with keep=2, two transient errors used to give an automatic clean start."""
+    c = CheckpointCoordinator(CoordinatorConfig(interval_secs=5, keep_completed=2), TASKS, completed=[3, 4])
+    (first,) = c.start(0)
+    assert first == StartRestore(1, 4, "topology start")
+    stale = "TransientCheckpointError: checkpoint 4 of topology 'wc': task 2's state: ESTALE Stale file handle (x)"
+    assert c.on_task_restored(1, 2, False, 1, error=stale) == [RestoreRetry(1, 4, 1, 1.0, f"task 2: {stale}")]
+    assert c.on_task_restored(1, 3, True, 1.1) == [
+        Ignored("task 3 restored for restore 1: a retry is already scheduled")]
+    assert c.tick(1.9) == []
+    assert c.tick(2) == [StartRestore(2, 4, f"retry 1 after a transient error: task 2: {stale}")]
+    assert c.on_task_restored(2, 1, False, 3, error="MemoryError: ") == [
+        RestoreRetry(2, 4, 2, 2.0, "task 1: MemoryError: ")]
+    assert (c.status().restore_attempt, c.status().restore_error) == (2, "task 1: MemoryError: ")
+    assert c.tick(5) == [StartRestore(3, 4, "retry 2 after a transient error: task 1: MemoryError: ")]
+    eio = "OSError: [Errno 5] Input/output error: '/ckpt/wc/4/1'"
+    assert c.on_task_restored(3, 1, False, 6, error=eio)[0] == RestoreRetry(3, 4, 3, 4.0, f"task 1: {eio}")
+    assert c.completed == (3, 4)  # nothing dropped for a transient error
+    assert c.tick(10) == [StartRestore(4, 4, f"retry 3 after a transient error: task 1: {eio}")]
+    for t in TASKS:
+        out = c.on_task_restored(4, t, True, 11)
+    assert out == [StartProcessing(4, 4)]
+    assert c.status().loaded_id == 4
+
+
+def test_backoff_is_capped_so_a_long_outage_is_still_retried() -> None:
+    c = CheckpointCoordinator(CoordinatorConfig(interval_secs=5, retry_max_secs=8), TASKS, completed=[4])
+    c.start(0)
+    now, delays = 0.0, []
+    for rid in range(1, 7):
+        (retry,) = c.on_task_restored(rid, 1, False, now, error="MemoryError: ")
+        assert isinstance(retry, RestoreRetry)
+        delays.append(retry.delay_secs)
+        now += retry.delay_secs
+        (again,) = c.tick(now)
+        assert again == StartRestore(rid + 1, 4, f"retry {rid} after a transient error: task 1: MemoryError: ")
+    assert delays == [1, 2, 4, 8, 8, 8]
+
+
+def test_a_permanent_error_drops_only_that_checkpoint_not_the_newer_ones() -> None:
+    """Hole 3: one ok=False used to drop that checkpoint and every newer one."""
+    c = running(completed=(3,))
+    c.tick(10)
+    for t in TASKS:
+        c.on_task_saved(4, t, 1, 0, now=11)
+    assert c.on_failure(12, "x") == [StartRestore(2, 3, "failure: x")]
+    c.on_marked(4, 13)  # landed during the restore to 3
+    (fall,) = c.on_task_restored(2, 1, False, 14, error="CorruptCheckpointError: bad")
+    assert fall == StartRestore(3, 4, "task 1 could not restore checkpoint 3: CorruptCheckpointError: bad; "
+                                      "falling back to checkpoint 4")
+    assert c.completed == (4,)
+
+
+def test_operator_restore_rolls_back_and_drops_newer_targets() -> None:
+    c = running(completed=(3, 4))
+    assert c.operator_restore(1, 3) == [StartRestore(2, 3, "operator: heron-py restore (checkpoint 3)")]
+    assert c.completed == (3,)
+    fresh = CheckpointCoordinator(CoordinatorConfig(interval_secs=5), TASKS)
+    assert fresh.operator_restore(0, None) == [
+        Ignored("operator restore before every task is ready: the first restore has not begun")]
+
+
+def test_a_failed_marker_does_not_count_the_checkpoint_complete() -> None:
+    """Hole 3: an ENOSPC on the marker used to be only logged while the id counted as complete."""
+    c = running(completed=(3,))
+    (start,) = c.tick(10)
+    assert isinstance(start, StartCheckpoint)
+    cid = start.checkpoint_id
+    for t in TASKS:
+        c.on_task_saved(cid, t, 1, 0, now=11)
+    assert c.on_marked(cid, 12, "OSError: [Errno 28] No space left on device") == [CheckpointAborted(
+        cid, "every task saved, but its complete marker could not be written: OSError: [Errno 28] No space left "
+             "on device")]
+    assert (c.state, c.completed, c.status().consecutive_failures) == (CoordinatorState.IDLE, (3,), 1)
+    assert c.on_failure(13, "x")[-1] == StartRestore(2, 3, "failure: x")
+
+
+def test_a_marker_that_lands_after_a_restore_began_is_still_a_target() -> None:
+    c = running(completed=(3,))
+    c.tick(10)
+    for t in TASKS:
+        c.on_task_saved(4, t, 1, 0, now=11)
+    assert c.on_failure(12, "x") == [StartRestore(2, 3, "failure: x")]  # 4 is not durable yet
+    assert c.on_marked(4, 13) == [CheckpointCommitted(4, (3, 4))]
+    assert c.state is CoordinatorState.RESTORING and c.completed == (3, 4)

@@ -13,9 +13,9 @@ from heron_py.checkpoint.storage import (
     CheckpointError,
     CorruptCheckpointError,
     IncompleteCheckpointError,
-    TransientCheckpointError,
     LocalFsStorage,
     SharedDirStorage,
+    TransientCheckpointError,
     encode_frame,
 )
 
