@@ -22,11 +22,12 @@ from pathlib import Path
 
 from heron_py.common.config import MB, ConfigError, StreamManagerConfig, max_frame_bytes
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
-from heron_py.common.framing import CHECKPOINT_REPORTS, DEFAULT_MAX_FRAME, MsgType, encode_frame
+from heron_py.common.framing import CHECKPOINT_REPORTS, DEFAULT_MAX_FRAME, MsgType, batch_src, encode_frame
+from heron_py.common.guard import RateLimitedLog
 from heron_py.common.net import BaseHandler, Connection, Counters, parse, serve, serve_unix
 from heron_py.common.tls import PeerTls
 from heron_py.planner.model import PhysicalPlan
-from heron_py.scheduler.paths import stmgr_socket
+from heron_py.scheduler.paths import bind_stmgr_socket, release_stmgr_socket
 from heron_py.state import StateManager
 from heron_py.state import config as statecfg
 from proto import heron_py_pb2 as pb
@@ -72,7 +73,9 @@ class StreamManager(DaemonBase):
         self._tls = tls  # TLS between hosts (heron.network.tls.enabled); None: HMAC handshake only
         self._server: asyncio.Server | None = None
         self._local_server: asyncio.Server | None = None
+        self._sock_path = ""
         self.counters = Counters()
+        self.refuse_log = RateLimitedLog(log)
         self.pplan: PhysicalPlan | None = None
         self.config = StreamManagerConfig()  # replaced by each physical plan's
         self.bp = BackpressureState(clock=time.monotonic)
@@ -119,7 +122,7 @@ class StreamManager(DaemonBase):
                              f"{self.host}: {e}") from e
         self.port = self.master.port = self._server.sockets[0].getsockname()[1]
         # the container's instances come through a Unix socket (no TCP stack on the way)
-        sock = stmgr_socket(self._port_file)
+        sock = self._sock_path = bind_stmgr_socket(self._port_file)
         try:
             self._local_server = await serve_unix(sock, lambda: _Inbound(self), self._secret, role="stmgr",
                                                   log=self.log, counters=self.counters, max_frame=self._max_frame)
@@ -139,7 +142,7 @@ class StreamManager(DaemonBase):
             if server is not None:
                 server.close()
         if self._local_server is not None:
-            Path(stmgr_socket(self._port_file)).unlink(missing_ok=True)
+            release_stmgr_socket(self._port_file, self._sock_path)
         self.instances.close("stream manager stopping")
         self.clique.close("stream manager stopping")
         self.master.close("stream manager stopping")
@@ -221,6 +224,19 @@ class StreamManager(DaemonBase):
         self.forwarder.release(ConnKey.task(task), conn)
         self.log.info("instance task %d (%s, pid %d) registered", task, req.component, req.pid)
 
+    def refuse_batch(self, conn: Connection, msg_type: int, frame: bytes) -> None:
+        """A batch from a connection that may not send it: counted (``__bad-frames/source``),
+        logged at a bounded rate, and the connection closed (a task sends only its own)."""
+        self.counters.bad_frames += 1
+        self.counters.bad_frame_source += 1
+        ident = conn.identity
+        who = f"{ident.role} {ident.peer_id}" if ident is not None else "an unauthenticated peer"
+        task = f"registered as task {conn.context}" if conn.context is not None else "not registered"
+        self.refuse_log.warning("refused a %s from %s (%s, %s) with source task %d; closing the connection",
+                                MsgType(msg_type).name, conn.peer_name, who, task, batch_src(frame),
+                                kind="refused batch")
+        conn.close("a batch it may not send")
+
     def instance_ready(self, task_id: int, pid: int) -> None:
         self.instances.ready[task_id] = pid
         self.master.heartbeat(with_metrics=False)
@@ -241,6 +257,13 @@ class _Inbound(BaseHandler):
     def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
         sm = self.sm
         if msg_type == MsgType.TUPLE_BATCH or msg_type == MsgType.ACK_BATCH or msg_type == MsgType.CKPT_MARKER:
+            # a batch comes from the registered instance whose task is its source, or from a peer
+            # stream manager; an authenticated connection of any other role or task sends none
+            ident = conn.identity
+            if (conn.context is None or batch_src(frame) != conn.context) if ident is None or \
+                    ident.role != "stmgr" else False:
+                sm.refuse_batch(conn, msg_type, frame)
+                return
             if msg_type != MsgType.ACK_BATCH and sm.ckpt.restore_id and not sm.ckpt.admits(conn):
                 sm.forwarder.drop(DropReason.OLD_RUN, frame)  # the run a restore rolled back
                 return

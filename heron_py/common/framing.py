@@ -111,6 +111,12 @@ def batch_count(frame: bytes) -> int:
     return n
 
 
+def batch_src(frame: bytes) -> int:
+    """Source task of an encoded batch frame (header included)."""
+    src: int = BATCH_HEADER.unpack_from(frame, HEADER_SIZE)[1]
+    return src
+
+
 def batch_dest(frame: bytes) -> int:
     """Destination task of an encoded TUPLE_BATCH frame (header included)."""
     dest: int = BATCH_HEADER.unpack_from(frame, HEADER_SIZE)[0]
@@ -132,6 +138,7 @@ class FrameDecoder:
         # handshake done), ``feed`` stops at that boundary and keeps the rest buffered
         self._tagged = authenticated
         self.mac: FrameMac | None = None
+        self.failed: FrameAuthError | None = None
         # the first ``pre_auth_frames`` frames (the peer's handshake messages) are held to
         # ``pre_auth_max``: an unauthenticated peer cannot make us buffer megabytes. Counted
         # per frame, not per connection state, because the peer's first post-handshake frame
@@ -148,6 +155,8 @@ class FrameDecoder:
         return len(self._buf)
 
     def feed(self, data: bytes) -> list[tuple[int, bytes]]:
+        if self.failed is not None:
+            raise self.failed
         buf = self._buf
         buf += data
         out: list[tuple[int, bytes]] = []
@@ -184,11 +193,15 @@ class FrameDecoder:
                 break
             frame = bytes(buf[pos : pos + total])
             if mac is not None and not mac.check(frame, bytes(buf[pos + total : pos + total + tag])):
-                del buf[:pos]  # what was returned before is good; this frame is never decoded
-                raise FrameAuthError(
+                error = FrameAuthError(
                     f"frame {mac.seq} from {self._peer} ({_type_name(msg_type)}, {length} bytes) failed "
                     f"authentication (changed, replayed, reordered or injected); closing the connection"
                 )
+                self._buf = bytearray()  # this frame and what follows are never decoded
+                if not out:
+                    raise error
+                self.failed = error  # the good frames before it first; the next feed raises
+                return out
             out.append((msg_type, frame))
             pos += total + tag
             if self._pre_left > 0:

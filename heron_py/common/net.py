@@ -133,6 +133,7 @@ class Counters:
         self.auth_failures = 0
         self.bad_frames = 0
         self.bad_frame_auth = 0  # frames after the handshake whose tag was wrong (__bad-frames/auth)
+        self.bad_frame_source = 0  # batches from a connection whose role or task may not send them
         self.silent_peers = 0  # connections aborted for sending nothing within the liveness timeout
         self.shed = 0  # closed at accept: the port's connection caps were reached
         self.handshake_timeouts = 0  # closed for not finishing the handshake in time
@@ -409,6 +410,8 @@ class Connection(asyncio.Protocol):
                     return
             else:
                 return
+        if self._decoder.failed is not None and self.is_open:
+            self._feed(b"")  # a frame after these failed its tag: raised now, after the good ones
 
     def _handshake_step(self, msg_type: int, frame: bytes) -> None:
         assert self.transport is not None
@@ -628,6 +631,7 @@ async def connect(
     ssl: _ssl.SSLContext | None = None,
     server_hostname: str | None = None,
     counters: Counters | None = None,
+    liveness: Liveness = DEFAULT_LIVENESS,
 ) -> Connection:
     """Opens a TCP connection (TLS with ``ssl``: ``tls.client_context``, checking the server's
     certificate for ``server_hostname``, ``tls.server_name(topology)``) and completes the
@@ -641,7 +645,7 @@ async def connect(
 
     def factory() -> Connection:
         return Connection(handler, secret, client_role=role, client_id=peer_id, peer_name=peer,
-                          max_frame=max_frame, log=log, counters=counters, tls=ssl)
+                          max_frame=max_frame, log=log, counters=counters, tls=ssl, liveness=liveness)
 
     if ssl is None:
         _, conn = await asyncio.wait_for(loop.create_connection(factory, host, port), timeout)
@@ -682,6 +686,7 @@ async def serve(
     ssl: _ssl.SSLContext | None = None,
     tls_handshake_timeout: float = 10.0,
     limits: GuardLimits = DEFAULT_LIMITS,
+    liveness: Liveness = DEFAULT_LIVENESS,
 ) -> asyncio.Server:
     """Accepts connections; with ``ssl`` (``tls.server_context``) each one is upgraded to TLS
     first (the module docstring says how), and one whose TLS handshake does not complete within
@@ -692,7 +697,7 @@ async def serve(
         lambda: Connection(handler_factory(), secret, server_role=role, max_frame=max_frame,
                            log=log, counters=counters, tls=ssl,
                            tls_handshake_timeout=min(tls_handshake_timeout, limits.handshake_deadline_s),
-                           guard=guard, fail_log=fail_log),
+                           guard=guard, fail_log=fail_log, liveness=liveness),
         host, port)
 
 
@@ -711,6 +716,7 @@ async def serve_unix(
     counters: Counters,
     max_frame: int = DEFAULT_MAX_FRAME,
     limits: GuardLimits = DEFAULT_LIMITS,
+    liveness: Liveness = DEFAULT_LIVENESS,
 ) -> asyncio.Server:
     """Like ``serve``, on a Unix domain socket (a container's instances to its stream manager:
     no TCP stack on the way). The handshake is the same; the file is made private (0600)."""
@@ -722,7 +728,7 @@ async def serve_unix(
     guard, fail_log = PortGuard(limits), RateLimitedLog(log, limits.log_interval_s)
     server = await loop.create_unix_server(
         lambda: Connection(handler_factory(), secret, server_role=role, max_frame=max_frame, peer_name=path,
-                           log=log, counters=counters, guard=guard, fail_log=fail_log),
+                           log=log, counters=counters, guard=guard, fail_log=fail_log, liveness=liveness),
         path)
     os.chmod(path, 0o600)
     return server
@@ -738,13 +744,14 @@ async def connect_unix(
     log: logging.Logger,
     timeout: float = 5.0,
     max_frame: int = DEFAULT_MAX_FRAME,
+    liveness: Liveness = DEFAULT_LIVENESS,
 ) -> Connection:
     """Like ``connect``, to a Unix domain socket."""
     loop = asyncio.get_running_loop()
     _, conn = await asyncio.wait_for(
         loop.create_unix_connection(
             lambda: Connection(handler, secret, client_role=role, client_id=peer_id, peer_name=path,
-                               max_frame=max_frame, log=log),
+                               max_frame=max_frame, log=log, liveness=liveness),
             path),
         timeout)
     return await _authenticated(conn, timeout)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,9 +35,76 @@ class TopologyPaths:
         return self.logs / f"container-{k}"
 
 
+# a Unix socket's path has at most 107 bytes (sun_path less its terminating NUL)
+MAX_SOCKET_PATH = 107
+SOCKET_NAME = "stmgr.sock"
+# beside the port file when the socket is not in the container's own run/ folder
+SOCKET_PATH_FILE = "stmgr.sock.path"
+
+
+def _private_dir(path: Path) -> bool:
+    """Whether ``path`` is a folder only we can enter: ours, mode 0700, not a symlink. A folder
+    that exists with another owner (someone created it first) is never used."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        try:
+            os.mkdir(path, 0o700)
+        except OSError:
+            return False
+        st = os.lstat(path)
+    except OSError:
+        return False
+    import stat
+
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        return False
+    if stat.S_IMODE(st.st_mode) != 0o700:
+        os.chmod(path, 0o700)
+    return True
+
+
+def bind_stmgr_socket(port_file: Path) -> str:
+    """The stream manager's side: where to bind its Unix socket for the container's instances.
+
+    In the container's own ``run/`` folder (mode 0700, ours) when the path is short enough;
+    otherwise (a deep heron home, or a ``run`` someone else created) in a fresh private folder
+    that ``mkdtemp`` makes (0700, a random name made with O_EXCL), whose path goes into
+    ``stmgr.sock.path`` beside the port file. Never a fixed path in a shared folder, so no other
+    user can take the name first or squat it between unlink and bind."""
+    folder = port_file.parent / "run"
+    path_file = port_file.parent / SOCKET_PATH_FILE
+    direct = str(folder / SOCKET_NAME)
+    if len(direct.encode()) <= MAX_SOCKET_PATH and _private_dir(folder):
+        path_file.unlink(missing_ok=True)
+        return direct
+    import tempfile
+
+    from heron_py.common.atomic import atomic_write_text
+
+    sock = os.path.join(tempfile.mkdtemp(prefix="heron-py-"), SOCKET_NAME)
+    if len(sock.encode()) > MAX_SOCKET_PATH:
+        sock = os.path.join(tempfile.mkdtemp(prefix="heron-py-", dir="/tmp"), SOCKET_NAME)
+    atomic_write_text(path_file, sock)
+    return sock
+
+
+def release_stmgr_socket(port_file: Path, sock: str) -> None:
+    """Removes the socket and, when it had one, its private folder and the path file."""
+    Path(sock).unlink(missing_ok=True)
+    if Path(sock).parent != port_file.parent / "run":
+        try:
+            os.rmdir(Path(sock).parent)
+        except OSError:
+            pass
+        (port_file.parent / SOCKET_PATH_FILE).unlink(missing_ok=True)
+
+
 def stmgr_socket(port_file: Path) -> str:
-    """The Unix socket where a container's stream manager serves its instances. Derived from
-    the container's port file, so both sides find it without being told; kept short (a socket
-    path has at most 107 bytes, a container folder in a deep home can have more)."""
-    digest = hashlib.sha256(str(port_file.resolve()).encode()).hexdigest()[:20]
-    return os.path.join(os.environ.get("XDG_RUNTIME_DIR") or "/tmp", f"heron-py-{digest}.sock")
+    """An instance's side: the Unix socket where its container's stream manager serves it
+    (``bind_stmgr_socket`` says where); read before each connect, since a restarted stream
+    manager may have moved it."""
+    try:
+        return (port_file.parent / SOCKET_PATH_FILE).read_text().strip()
+    except FileNotFoundError:
+        return str(port_file.parent / "run" / SOCKET_NAME)
