@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from heron_py.common.framing import MsgType, encode_frame
+from heron_py.common.handshake import HandshakeError
 from heron_py.common.net import Connection, FrameHandler, connect
 from heron_py.common.tls import PeerTls, tls_client_args
 from heron_py.planner.model import PhysicalPlan, StmgrLocation
 from proto import heron_py_pb2 as pb
 
-RETRY_S = 0.3
+RETRY_S = 0.3  # the first retry's delay; doubled per failure up to RETRY_MAX_S
+RETRY_MAX_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,8 @@ class Clique:
                  on_connected: Callable[[int, Connection], None],
                  spawn: Callable[[Coroutine[Any, Any, None]], None],
                  backpressure_cause: Callable[[], str | None], tls: PeerTls | None = None,
-                 fence: Callable[[], bytes | None] = lambda: None) -> None:
+                 fence: Callable[[], bytes | None] = lambda: None,
+                 connect: Callable[..., Coroutine[Any, Any, Connection]] = connect) -> None:
         """``handler(c)`` is the handler of the connection to container c; ``on_connected``
         runs once it is up (held frames go out); ``backpressure_cause()`` is not None while
         we are in backpressure, so a peer that connects late is told at once."""
@@ -55,6 +58,7 @@ class Clique:
         self._bp_cause = backpressure_cause
         self._fence = fence  # effectively once: the restore fence a new connection starts with
         self._running = True
+        self._connect_fn = connect  # net.connect; a test's fake
 
     def get(self, container: int) -> Connection | None:
         return self.peers.get(container)
@@ -65,7 +69,8 @@ class Clique:
         for s in plan.stmgrs:
             peer = self.peers.get(s.container)
             if peer is not None and peer.context != PeerAddress(s.host, s.port):
-                peer.close(f"stream manager {s.container} moved to {s.host}:{s.port}")
+                # aborted, not closed: a graceful close would wait to flush to the old address
+                peer.abort(f"stream manager {s.container} moved to {s.host}:{s.port}")
                 del self.peers[s.container]
         for s in plan.stmgrs:
             if s.container != self.container:
@@ -83,19 +88,23 @@ class Clique:
         self._spawn(self._connect(container))
 
     async def _connect(self, container: int) -> None:
+        delay = RETRY_S
         try:
             while self._running:
-                loc = self._locations.get(container)
+                loc = self._locations.get(container)  # read again after each wait: a newer plan may move it
                 if loc is None:
                     return  # no longer in the plan
                 try:
-                    conn = await connect(loc.host, loc.port, self._handler(container), self._secret,
-                                         role="stmgr", peer_id=str(self.container), log=self._log,
-                                         max_frame=self._max_frame, **tls_client_args(self._tls))
-                except OSError as e:
-                    self._log.info("stream manager %d at %s:%d not reachable (%s); retrying",
-                                   container, loc.host, loc.port, e)
-                    await asyncio.sleep(RETRY_S)
+                    conn = await self._connect_fn(loc.host, loc.port, self._handler(container), self._secret,
+                                                  role="stmgr", peer_id=str(self.container), log=self._log,
+                                                  max_frame=self._max_frame, **tls_client_args(self._tls))
+                except (OSError, HandshakeError) as e:
+                    # a HandshakeError too: an old port now answered by another daemon, or a peer
+                    # mid-restart; giving up would leave its frames held until they overflow
+                    self._log.info("stream manager %d at %s:%d not reachable (%s: %s); retrying in %.1f s",
+                                   container, loc.host, loc.port, type(e).__name__, e, delay)
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, RETRY_MAX_S)
                     continue
                 self._connected(container, conn, loc)
                 return
