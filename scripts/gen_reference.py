@@ -37,8 +37,13 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere: import this tree
 
 
 def _cell(text: object) -> str:
-    """Text fit for one Markdown table cell."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """Text fit for one Markdown table cell: one line, pipes escaped, and outside `code` the
+    characters Markdown would read as links, HTML or emphasis (``[HOST:PORT][/chroot]``)."""
+    parts = " ".join(str(text).split()).split("`")
+    for i in range(0, len(parts), 2):  # even parts are outside code spans
+        parts[i] = (parts[i].replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+                    .replace("*", "\\*").replace("<", "&lt;"))
+    return "`".join(parts).replace("|", "\\|")
 
 
 # --- the config table -------------------------------------------------------------------
@@ -82,9 +87,8 @@ def _arg_row(action: argparse.Action) -> str | None:
     if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
         return None
     if action.option_strings:
-        name = ", ".join(f"`{o}`" for o in action.option_strings)
-        if action.nargs != 0:
-            name += f" {action.metavar or action.dest.upper()}"
+        meta = f" {action.metavar or action.dest.upper()}" if action.nargs != 0 else ""
+        name = ", ".join(f"`{o}{meta}`" for o in action.option_strings)
     else:
         name = f"`{action.metavar or action.dest}`"
     choices = ", ".join(f"`{c}`" for c in action.choices) if action.choices else ""
