@@ -1,0 +1,140 @@
+"""``heron-py run FILE``: a topology in this one process, for development (Storm's ``storm
+local``, streamparse's ``sparse run``).
+
+No daemons, no state manager, no package: every task's host runs here with the engine's own
+routing and batching (``heron_py.testing.inprocess``), the spouts are called in turn and every
+batch is delivered, bolts get tick tuples at their configured interval, and what the
+components print or log appears on this terminal. It runs for ``--duration`` seconds (or until
+every spout has gone quiet, or Ctrl-C), closes every component, and prints what each bolt
+received.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import random
+import signal
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from heron_py.common.config import TICK
+from heron_py.common.config_codec import restore_config
+from heron_py.common.serialization import MAIN_ALIAS
+from heron_py.planner.model import TopologyDef
+from heron_py.runtime.host import Observer
+from heron_py.testing.inprocess import InProcessResult, _InProcess
+
+IDLE_SLEEP_S = 0.001  # a round in which no spout emitted and nothing moved: do not spin
+
+
+class _Counting(_InProcess):
+    """The in-process run, counting what each bolt receives instead of keeping it (a run of
+    minutes would otherwise hold every tuple)."""
+
+    def __init__(self, topo: TopologyDef, containers: int, seed: int) -> None:
+        self.counts: Counter[str] = Counter()
+        super().__init__(topo, containers, InProcessResult(), random.Random(seed))
+
+    def _observer(self, task: int, component: str) -> Observer | None:
+        counts = self.counts
+
+        def seen(source: Any, src: Any, rows: Any) -> None:
+            counts[component] += len(rows)
+        return seen
+
+
+def run_topology(topo: TopologyDef, *, duration_s: float, containers: int = 1, seed: int = 0,
+                 clock: Callable[[], float] = time.monotonic, stop: Callable[[], bool] = lambda: False,
+                 idle_rounds: int | None = None) -> tuple[Counter[str], float]:
+    """Runs ``topo`` until ``duration_s`` passed, ``stop()`` is true, or (with ``idle_rounds``)
+    every spout emitted nothing that many rounds in a row; returns (tuples received per bolt,
+    seconds run). Every component is closed at the end, also on an exception."""
+    run = _Counting(topo, containers, seed)
+    intervals = {b.task_id: s for b in run.bolts if (s := _tick_interval(topo, b.component))}
+    start = clock()
+    next_tick = {t: start + s for t, s in intervals.items()}
+    quiet = 0
+    try:
+        while clock() - start < duration_s and not stop():
+            emitted = sum(1 for sp in run.spouts if sp.next_tuples(1))
+            moved = run.drain()
+            now = clock()
+            for b in run.bolts:
+                due = next_tick.get(b.task_id)
+                if due is not None and now >= due:
+                    b.tick()
+                    next_tick[b.task_id] = now + intervals[b.task_id]
+                    moved = True
+            if emitted or moved:
+                quiet = 0
+                continue
+            quiet += 1
+            if idle_rounds is not None and quiet >= idle_rounds and not run.pollable:
+                break
+            time.sleep(IDLE_SLEEP_S)
+        run.drain()
+    finally:
+        for h in run.hosts.values():
+            try:
+                h.close()
+            except Exception as e:  # one component's close must not hide the others' or the run's end
+                logging.getLogger("heron-py run").warning("closing %s-%d: %s", h.component, h.task_id, e)
+    return run.counts, clock() - start
+
+
+def _tick_interval(topo: TopologyDef, component: str) -> float | None:
+    comp = next(c for c in topo.components if c.name == component)
+    value = TICK.parse({**restore_config(topo.config), **restore_config(comp.config)})
+    return float(value) if value else None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from heron_py.cli.submit import load_topology_file, parse_properties, prepare
+
+    # what the components log (self.log, logging) shows on this terminal, as in storm local
+    logging.basicConfig(level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stdout, force=True)
+    path = Path(args.file)
+    topo = load_topology_file(path, args.args)
+    # classes pickled from the file as __main__ resolve to the module it ran as (a container's
+    # __heron_main__); load_topology_file keeps it as __heron_submitted_main__
+    sys.modules.setdefault(MAIN_ALIAS, sys.modules["__heron_submitted_main__"])
+    topo, _ = prepare(topo, name=None, containers=1, properties=parse_properties(args.config_property))
+    stopping: list[bool] = []
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stopping.append(True)  # the loop ends at its next round and closes every component
+
+    previous = signal.signal(signal.SIGINT, on_signal), signal.signal(signal.SIGTERM, on_signal)
+    print(f"running '{topo.name}' in this process for {args.duration:g} s (Ctrl-C stops it)", flush=True)
+    try:
+        counts, took = run_topology(topo, duration_s=args.duration, containers=args.containers,
+                                    stop=lambda: bool(stopping), idle_rounds=args.idle_rounds)
+    finally:
+        signal.signal(signal.SIGINT, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
+    why = "stopped" if stopping else "ran"
+    bolts = ", ".join(f"{c} {n}" for c, n in sorted(counts.items())) or "none"
+    print(f"{why} '{topo.name}' for {took:.1f} s; tuples received per bolt: {bolts}", flush=True)
+    return 0
+
+
+def add_parser(add_parser: Callable[..., argparse.ArgumentParser]) -> None:
+    p = add_parser("run", state=False, help="run a topology in this process, without daemons, for development")
+    p.usage = "heron-py run [options] FILE [TOPOLOGY ARG ...] [-- TOPOLOGY ARG ...]"
+    p.add_argument("file", metavar="FILE", help="the topology: a Python file or a Flux .yaml/.yml file")
+    p.add_argument("--duration", type=float, default=10.0, metavar="SECONDS",
+                   help="how long to run (default 10); Ctrl-C stops it sooner")
+    p.add_argument("--containers", type=int, default=1,
+                   help="containers to pack the tasks into, as a submit would (routing only; default 1)")
+    p.add_argument("--idle-rounds", type=int, default=None, metavar="N",
+                   help="stop early once no spout has emitted for N rounds in a row (finite spouts)")
+    p.add_argument("--config-property", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a topology config key (repeatable); overrides the file's config")
+    p.set_defaults(fn=cmd_run)
