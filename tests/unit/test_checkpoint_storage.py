@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import resource
 from pathlib import Path
 
 import pytest
@@ -187,3 +189,76 @@ def test_shared_dir_must_exist_and_be_writable(tmp_path: Path) -> None:
         ro.chmod(0o555)
         with pytest.raises(CheckpointError, match="expected a writable folder, found Permission denied"):
             SharedDirStorage(ro)
+
+
+# --- issue 37: transient load errors, gc protection ---
+
+def test_too_many_open_files_is_transient_and_retried(tmp_path: Path) -> None:
+    """A real EMFILE: the process's descriptor limit lowered and used up, then freed."""
+    s = LocalFsStorage(tmp_path, retries=1, sleep=lambda _: None)
+    complete(s, 1, {0: b"a"})
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    held: list[int] = []
+    resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 8, hard))
+    try:
+        try:
+            while True:
+                held.append(os.open("/dev/null", os.O_RDONLY))
+        except OSError as e:
+            assert e.errno == errno.EMFILE
+        with pytest.raises(TransientCheckpointError) as err:
+            s.load("wc", 1, 0)
+        assert str(err.value).startswith("checkpoint 1 of topology 'wc': task 0's state: EMFILE Too many open files")
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert s.load("wc", 1, 0) == b"a"
+
+
+@pytest.mark.parametrize("code", [errno.ESTALE, errno.EIO])
+def test_stale_nfs_handles_and_io_errors_are_retried_then_transient(tmp_path: Path, code: int) -> None:
+    """ESTALE and EIO cannot be made on a local disk: the read raises them (a mocked OSError)."""
+
+    class Flaky(LocalFsStorage):
+        failures = 0
+
+        def _load_once(self, topology: str, checkpoint_id: int, task_id: int) -> bytes | None:
+            if self.failures:
+                self.failures -= 1
+                raise OSError(code, os.strerror(code), "/nfs/wc/1/0")
+            return super()._load_once(topology, checkpoint_id, task_id)
+
+    delays: list[float] = []
+    s = Flaky(tmp_path, retries=2, retry_delay_s=0.05, sleep=delays.append)
+    complete(s, 1, {0: b"a"})
+    s.failures = 2
+    assert s.load("wc", 1, 0) == b"a"  # the store's own retries cure a blip
+    assert delays == [0.05, 0.1]
+    s.failures = 3
+    with pytest.raises(TransientCheckpointError) as e:
+        s.load("wc", 1, 0)
+    assert str(e.value) == (f"checkpoint 1 of topology 'wc': task 0's state: {errno.errorcode[code]} "
+                            f"{os.strerror(code)} (/nfs/wc/1/0)")
+
+
+def test_a_permanent_os_error_is_not_called_transient(tmp_path: Path) -> None:
+    delays: list[float] = []
+    s = LocalFsStorage(tmp_path, sleep=delays.append)
+    complete(s, 1, {0: b"a"})
+    (tmp_path / "wc" / "1" / "0").unlink()
+    (tmp_path / "wc" / "1" / "0").mkdir()  # a real EISDIR: no retry will cure it
+    with pytest.raises(IsADirectoryError):
+        s.load("wc", 1, 0)
+    assert delays == []
+
+
+def test_gc_never_deletes_the_checkpoint_the_tasks_loaded(tmp_path: Path) -> None:
+    """Hole 3: after a fallback to 1, two new checkpoints and gc(keep_last=2) deleted 1 while
+    the running tasks' state came from it."""
+    s = LocalFsStorage(tmp_path)
+    for cid in (1, 2, 3, 4):
+        complete(s, cid, {0: b"a"})
+    assert s.gc("wc", keep_last=2, protect=[1]) == [2]
+    assert s.completed_ids("wc") == [1, 3, 4]
+    assert s.gc("wc", keep_last=2) == [1]
