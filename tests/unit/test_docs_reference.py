@@ -25,8 +25,9 @@ def _gen() -> ModuleType:
 def test_committed_pages_equal_a_fresh_generation() -> None:
     gen = _gen()
     pages = gen.render_all(ROOT)
-    assert sorted(pages) == ["docs/reference/api.md", "docs/reference/cli.md", "docs/reference/config.md", "docs/reference/http-api.md",
-                             "docs/reference/metrics.md", "docs/reference/wire-protocol.md"]
+    assert sorted(pages) == ["docs/reference/api.md", "docs/reference/cli.md", "docs/reference/config.md",
+                             "docs/reference/http-api.md", "docs/reference/metrics.md",
+                             "docs/reference/wire-protocol.md"]
     assert gen.stale(pages, ROOT) == []
 
 
@@ -67,3 +68,31 @@ def test_check_mode_of_the_script() -> None:
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_reference.py"), "--check"],
                           capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stderr) == (0, "")
+
+
+def _readme() -> str:
+    return (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_readme_starts_with_the_two_commands_and_stays_short() -> None:
+    text = _readme()
+    assert len(text.encode()) <= 8192, f"README.md is {len(text.encode())} bytes; expected at most 8192"
+    first_block = text.split("```\n", 2)[1].splitlines()
+    assert first_block[0].startswith("python3 -m venv ")
+    assert " && pip install . && heron-py submit local examples/quickstart/word_count.py" in first_block[0]
+    assert first_block[1].startswith("bash scripts/test.sh ")
+
+
+def test_readme_topology_is_the_quickstart_example_verbatim() -> None:
+    code = _readme().split("```python\n", 1)[1].split("```\n", 1)[0]
+    example = (ROOT / "examples" / "quickstart" / "word_count.py").read_text(encoding="utf-8")
+    assert example.endswith(code), "README's topology differs from examples/quickstart/word_count.py"
+    assert "bench" not in example and "wc_common" not in example  # the first example stands alone
+
+
+def test_readme_links_reach_files() -> None:
+    import re
+
+    missing = [link for link in re.findall(r"\]\(([^)#]+)\)", _readme())
+               if "://" not in link and not (ROOT / link).exists()]
+    assert missing == []
