@@ -416,7 +416,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "version": ("heron-py version", "heron-py --version"),
     "init": ("heron-py init wordcount && cd wordcount && python -m pytest -q && heron-py run topology.py",),
     "run": ("heron-py run word_count.py", "heron-py run word_count.py --duration 5 -- --rate 10"),
-    "restore": ("heron-py restore local wc --checkpoint 42", "heron-py restore local wc --clean"),
+    "restore": ("heron-py restore wc --checkpoint 42", "heron-py restore wc --clean"),
 }
 
 SUBMIT_DESCRIPTION = """\

@@ -118,17 +118,29 @@ def test_submit_slurm_refusals_before_anything_is_stored(heron_home):
     assert not (heron_home / "topologies").exists()
 
 
-def test_submit_dry_run_prints_the_plans_and_launches_nothing(heron_home):
-    p = cli(heron_home, "submit", "local", "--dry-run", "--containers", "2", str(EXAMPLES / "word_count.py"))
-    assert p.stdout == (
-        "topology 'word_count' (dry run: nothing stored, nothing launched)\n"
-        "components:\n"
-        "  sentence (spout __main__:SentenceSpout, par 1) outputs: default[sentence]\n"
-        "  split (bolt __main__:SplitBolt, par 2) inputs: sentence/default shuffle; outputs: default[word]\n"
-        "  count (bolt __main__:CountBolt, par 2) inputs: split/default fields(word); outputs: default[word, count]\n"
-        "packing: 5 tasks in 2 containers\n"
-        "  container 0: sentence-1, split-3, count-5\n"
-        "  container 1: split-2, count-4\n")
+PLANS = (
+    "topology 'word_count' (dry run: nothing stored, nothing launched)\n"
+    "components:\n"
+    "  sentence (spout __main__:SentenceSpout, par 1) outputs: default[sentence]\n"
+    "  split (bolt __main__:SplitBolt, par 2) inputs: sentence/default shuffle; outputs: default[word]\n"
+    "  count (bolt __main__:CountBolt, par 2) inputs: split/default fields(word); outputs: default[word, count]\n"
+    "packing: 5 tasks in 2 containers\n"
+    "  container 0: sentence-1, split-3, count-5\n"
+    "  container 1: split-2, count-4\n")
+
+
+@pytest.mark.parametrize("argv", [
+    ["local", "--dry-run", "--containers", "2", "{f}"],
+    # Heron's habit: heron-py's options after the file are heron-py's, not the topology's
+    ["local", "{f}", "--dry-run", "--containers", "2"],
+    ["local/alice/devel", "{f}", "--containers=2", "--dry-run"],
+])
+def test_submit_dry_run_prints_the_plans_and_launches_nothing(heron_home, argv):
+    import re
+
+    p = cli(heron_home, "submit", *[a.format(f=EXAMPLES / "word_count.py") for a in argv])
+    assert p.stdout.startswith(PLANS)
+    assert re.fullmatch(r"package: 3 files, [0-9.]+ KB \([0-9.]+ KB zipped\)\n", p.stdout[len(PLANS):])
     assert cli(heron_home, "list", "local").stdout == ""
     assert not (heron_home / "topologies").exists()
     bad = cli(heron_home, "submit", "local", "--dry-run", "--config-property", "topology.message.timeout.secs=0",
@@ -150,3 +162,35 @@ def test_a_topology_file_that_raises_is_one_error_naming_where(heron_home, tmp_p
     message = "failed while building its topology: " + error.format(f=f)
     assert (p.returncode, p.stderr) == (1, f"heron-py: error: {f} {message}\n")
     assert cli(heron_home, "list", "local").stdout == ""
+
+
+def test_deploy_deactivated_then_restart_one_container_by_position_then_activate(heron_home):
+    out = cli(heron_home, "submit", "local", str(EXAMPLES / "word_count.py"), "--name", "wcd", "--containers", "2",
+              "--deploy-deactivated",
+              "--config-property", f"heron_py.testing.capture.dir={heron_home / 'capture'}",
+              "--config-property", "heron_py.testing.capture.components=count")
+    try:
+        assert out.stdout.startswith("topology 'wcd' is deployed deactivated (heron-py activate starts its spouts): "
+                                     "5 tasks in 2 containers")
+        assert json.loads(cli(heron_home, "status", "local", "wcd", "--json").stdout)["state"] == "PAUSED"
+        time.sleep(1.5)
+        assert _count(heron_home) == 0  # the spouts never ran
+        # Heron's form: the container as a positional
+        assert cli(heron_home, "restart", "local", "wcd", "1").stdout == (
+            "topology 'wcd': restarted container 1; every task is running again\n")
+        assert json.loads(cli(heron_home, "status", "local", "wcd", "--json").stdout)["state"] == "PAUSED"
+        cli(heron_home, "activate", "local", "wcd", "--verbose")
+        assert _wait_growth(heron_home)
+    finally:
+        cli(heron_home, "kill", "local", "wcd", check=False)
+
+
+def test_config_warnings_at_submit_name_the_likely_key(heron_home):
+    p = cli(heron_home, "submit", "local", str(EXAMPLES / "word_count.py"), "--dry-run",
+            "--config-property", "topology.mesage.timeout.secs=5",
+            "--config-property", "topology.worker.childopts=-Xmx1g")
+    assert p.stderr == (
+        "heron-py: warning: unknown config key 'topology.mesage.timeout.secs'; did you mean "
+        "'topology.message.timeout.secs'?\n"
+        "heron-py: warning: config keys accepted for Storm/Heron compatibility but not used by heron-py: "
+        "topology.worker.childopts\n")
