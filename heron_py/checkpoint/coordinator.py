@@ -14,8 +14,20 @@ Decisions:
   (at its timeout, which defaults to the interval, so a late checkpoint is replaced at the next
   interval as in Heron, where a newer id supersedes the partial one).
 - Restore is all-or-nothing as in Heron: any failure rolls every task back to the newest
-  completed checkpoint; a task that cannot load it makes the whole topology fall back to the
-  next older one, then to a clean start (the ``StartRestore`` says so in its reason).
+  completed checkpoint. Issue 37 changed what happens when a task cannot load it:
+  a transient error (heron_py/checkpoint/failures.py: ESTALE, EIO, EMFILE, MemoryError, the
+  storage's gc race) restores the same checkpoint again after a backoff, and drops nothing; a
+  permanent one (corrupt, incomplete, undecodable) drops only that checkpoint and falls back to
+  the newest other one; with none left the topology waits for the operator
+  (``WAITING_FOR_OPERATOR``, ``heron-py restore NAME --checkpoint ID | --clean``). A clean start
+  happens on its own only when no checkpoint ever completed (or with
+  topology.stateful.start.clean).
+- A checkpoint counts as complete once its ``_COMPLETE`` marker is durable (``on_marked``), not
+  when the last task saved: a marker lost to a full disk must never be a restore target.
+- Checkpoints that fail in a row are counted (``CheckpointFailureManager``); at
+  topology.stateful.max.consecutive.failures the status says so and ``CheckpointsFailing``
+  carries the reasons for the master's log.
+- Settings come from the one config table (``CoordinatorConfig.from_config``).
 """
 
 from __future__ import annotations
@@ -335,6 +347,15 @@ class CheckpointCoordinator:
                                            f"{self.config.restore_timeout_secs}s waiting for tasks "
                                            f"{sorted(r.waiting)}")
             return out
+        if self._state is CoordinatorState.COMMITTING:
+            done = self._committing
+            assert done is not None
+            if now - done.completed_at >= self.config.effective_timeout_secs:
+                # a hung storage (an NFS server gone) must not stop checkpoints for good; a
+                # marker that lands later still makes the checkpoint a target (on_marked)
+                self._state = CoordinatorState.IDLE
+                out += self._failed(done.checkpoint_id, f"its complete marker was not durable after "
+                                    f"{self.config.effective_timeout_secs}s")
         if self._state is CoordinatorState.CHECKPOINTING:
             assert self._in_flight is not None
             if now - self._in_flight.started_at >= self.config.effective_timeout_secs:

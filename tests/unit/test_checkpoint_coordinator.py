@@ -57,7 +57,7 @@ def test_checkpoint_starts_on_interval_and_completes_when_every_task_saved() -> 
     assert isinstance(done, CheckpointComplete)
     assert (done.checkpoint.checkpoint_id, done.checkpoint.duration_secs, done.checkpoint.size_bytes) == (1, 4, 60)
     # not complete until its marker is durable (issue 37)
-    assert (c.state, c.status().last_completed_id, c.tick(30)) == (CoordinatorState.COMMITTING, None, [])
+    assert (c.state, c.status().last_completed_id, c.tick(20)) == (CoordinatorState.COMMITTING, None, [])
     assert c.on_marked(1, 14) == [CheckpointCommitted(1, (1,))]
     s = c.status()
     assert (s.state, s.last_completed_id, s.last_completed_at, s.last_duration_secs, s.last_size_bytes) == (
@@ -307,3 +307,16 @@ def test_a_marker_that_lands_after_a_restore_began_is_still_a_target() -> None:
     assert c.on_failure(12, "x") == [StartRestore(2, 3, "failure: x")]  # 4 is not durable yet
     assert c.on_marked(4, 13) == [CheckpointCommitted(4, (3, 4))]
     assert c.state is CoordinatorState.RESTORING and c.completed == (3, 4)
+
+
+def test_a_marker_write_that_hangs_times_out_and_counts_as_a_failure() -> None:
+    c = running(completed=(3,), timeout_secs=5)
+    c.tick(10)
+    for t in TASKS:
+        c.on_task_saved(4, t, 1, 0, now=11)
+    assert c.tick(15.9) == []
+    assert c.tick(16) == [CheckpointAborted(4, "its complete marker was not durable after 5s")]
+    assert c.status().consecutive_failures == 1
+    assert c.tick(20) == [StartCheckpoint(5)]
+    assert c.on_marked(4, 30) == [CheckpointCommitted(4, (3, 4))]  # it landed after all: durable, a target
+    assert c.state is CoordinatorState.CHECKPOINTING
