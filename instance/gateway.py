@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from heron_py.common.alive import beat
 from heron_py.common.config import ConfigError, max_frame_bytes
 from heron_py.common.daemon import new_event_loop
 from heron_py.common.framing import CHECKPOINT_COMMANDS, MsgType, encode_frame
@@ -180,9 +181,11 @@ class Gateway(BaseHandler):
     async def _main(self) -> None:
         assert self._stop is not None
         mm_task = asyncio.ensure_future(self.metrics_link.run(self._stop)) if self.metrics_link else None
+        alive = asyncio.ensure_future(beat())  # the executor's liveness probe (heron_py/common/alive.py)
         try:
             await run_link("stream manager", self._connect, self._session, stop=self._stop, log=self._log)
         finally:
+            alive.cancel()
             if mm_task is not None:
                 mm_task.cancel()
 

@@ -15,6 +15,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, Protocol
 
+from heron_py.common.alive import beat
 from heron_py.common.atomic import atomic_write_text
 
 
@@ -94,6 +95,7 @@ def run_daemon(daemon: Daemon, log: logging.Logger) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, daemon.stop)
+        alive = asyncio.ensure_future(beat())  # the executor's liveness probe (heron_py/common/alive.py)
         try:
             await daemon.start()
             return await daemon.wait()
@@ -101,6 +103,7 @@ def run_daemon(daemon: Daemon, log: logging.Logger) -> int:
             log.error("%s", e)
             return 2
         finally:
+            alive.cancel()
             daemon.stop()
 
     code: int = run_until_complete(main())

@@ -26,6 +26,7 @@ from types import FrameType
 from typing import IO
 
 from heron_py.checkpoint.storage import checkpoint_root
+from heron_py.common.alive import ALIVE_ENV, silent_for
 from heron_py.common.atomic import atomic_write_text
 from heron_py.common.config import FORK_SERVER, InstanceConfig, StatefulConfig
 from heron_py.common.daemon import setup_logging
@@ -42,6 +43,9 @@ BACKOFF_MIN_S = 0.5
 BACKOFF_MAX_S = 10.0
 STABLE_S = 30.0
 STANDBY_KEY = "topology.tmanager.standby"
+# a child that has not touched its liveness file for this long (frozen by SIGSTOP, a stuck event
+# loop) is killed with SIGKILL and restarted; its daemons touch it every second
+LIVENESS_TIMEOUT_S = 15.0
 
 
 @dataclass
@@ -55,6 +59,8 @@ class Child:
     backoff: float = BACKOFF_MIN_S
     restart_at: float | None = None
     log_file: IO[bytes] | None = field(default=None, repr=False)
+    alive_file: Path | None = None  # touched every second by the child (heron_py/common/alive.py)
+    started_wall: float = 0.0  # time.time() at its start: the alive file's mtime is wall-clock
 
 
 def next_backoff(current: float, uptime: float) -> float:
@@ -67,7 +73,8 @@ def next_backoff(current: float, uptime: float) -> float:
 class Executor:
     def __init__(self, *, topology: str, container: int, home: Path | None, log: logging.Logger,
                  clock: Callable[[], float] = time.monotonic, state_config: StateConfig | None = None,
-                 host: str = "127.0.0.1", zygote: Zygote | None = None) -> None:
+                 host: str = "127.0.0.1", zygote: Zygote | None = None,
+                 wall: Callable[[], float] = time.time, liveness_timeout_s: float = LIVENESS_TIMEOUT_S) -> None:
         self.topology = topology
         self.host = host  # what the container's daemons bind and advertise
         self.container = container
@@ -76,6 +83,8 @@ class Executor:
         self.state = open_state(self.state_config, home)
         self.log = log
         self.clock = clock
+        self.wall = wall
+        self.liveness_timeout_s = liveness_timeout_s
         self.children: list[Child] = []
         self.stopping = False
         self.fork_server = False  # heron_py.executor.fork.server, read in prepare()
@@ -158,6 +167,12 @@ class Executor:
                  *([] if icfg.unix_socket else ["--tcp"])],
                 logs / f"{t.component}-{t.task_id}.log"))
 
+    def _child_env(self, child: Child) -> dict[str, str]:
+        env = self._env()
+        if child.alive_file is not None:
+            env[ALIVE_ENV] = str(child.alive_file)
+        return env
+
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
         parts = [str(self.package_dir)]
@@ -173,6 +188,11 @@ class Executor:
 
     def _spawn(self, child: Child) -> None:
         cwd = self.paths.container(self.container)
+        if child.alive_file is None:
+            alive = cwd / "alive"
+            alive.mkdir(mode=0o700, exist_ok=True)
+            child.alive_file = alive / child.name
+        child.alive_file.unlink(missing_ok=True)  # the last run's touches prove nothing
         forked = self._fork(child, cwd)
         if forked is not None:
             child.proc = forked
@@ -180,8 +200,9 @@ class Executor:
             if child.log_file is None:
                 child.log_file = child.log_path.open("ab")
             child.proc = subprocess.Popen(child.argv, stdout=child.log_file, stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, env=self._env(), cwd=str(cwd))
+                                          stdin=subprocess.DEVNULL, env=self._child_env(child), cwd=str(cwd))
         child.started_at = self.clock()
+        child.started_wall = self.wall()
         child.restart_at = None
         self.log.info("started %s (pid %d%s)", child.name, child.proc.pid, ", forked" if forked else "")
 
@@ -196,7 +217,7 @@ class Executor:
             return None
         try:
             return self.zygote.spawn(child.argv[2], child.argv[3:], cwd, child.log_path, " ".join(child.argv),
-                                     self._env())
+                                     self._child_env(child))
         except ZygoteError as e:
             self.log.warning("the fork server failed to start %s (%s); starting it without", child.name, e)
             self.zygote.stop()
@@ -239,12 +260,33 @@ class Executor:
                 self._write_restarts()
             elif c.proc is None and c.restart_at is not None and now >= c.restart_at:
                 self._spawn(c)
+            elif c.proc is not None:
+                self._probe(c)
         known = {c.proc.pid for c in self.children if c.proc is not None}
         if self.zygote is not None:
             self.zygote.proc.poll()  # a dead zygote is reaped here, and replaced on next need
             known.add(self.zygote.proc.pid)
         for pid in reap_orphans(known):
             self.log.info("reaped pid %d, an orphan of this container's processes", pid)
+
+    def _probe(self, c: Child) -> None:
+        """The liveness probe: a child silent past the timeout is killed (SIGKILL ends a stopped
+        process too); the next supervise_once sees it exit and restarts it."""
+        if c.alive_file is None or c.proc is None or self.liveness_timeout_s <= 0:
+            return
+        try:
+            mtime: float | None = c.alive_file.stat().st_mtime
+        except OSError:
+            mtime = None
+        silent = silent_for(mtime, c.started_wall, self.wall())
+        if silent >= self.liveness_timeout_s:
+            self.log.warning("%s (pid %d) stopped answering its liveness probe %.0f s ago (frozen, or its event "
+                             "loop is stuck); killing it with SIGKILL to restart it", c.name, c.proc.pid, silent)
+            try:
+                c.proc.kill()
+            except ProcessLookupError:
+                pass
+            c.started_wall = self.wall()  # one kill per timeout, however long the exit takes to show
 
     def _write_restarts(self) -> None:
         path = self.paths.container(self.container) / "restarts.json"
@@ -257,6 +299,7 @@ class Executor:
         for p in procs:
             try:
                 p.terminate()
+                os.kill(p.pid, signal.SIGCONT)  # a stopped child handles its SIGTERM only once continued
             except ProcessLookupError:
                 pass
         deadline = time.monotonic() + grace_s

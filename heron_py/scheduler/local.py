@@ -277,6 +277,10 @@ class LocalScheduler(Scheduler):
         # processes whose executor died (SIGKILL) have nobody to stop them: SIGTERM them too
         orphans = [p for p in self.topology_processes(topology_id) if p.pid not in ours] if topology_id else []
         signal_all(orphans, signal.SIGTERM, action)
+        if topology_id:
+            # a process stopped with SIGSTOP keeps SIGTERM pending until it runs again: continue
+            # them all, so a frozen executor or daemon stops within the grace, not at SIGKILL
+            signal_all(self.topology_processes(topology_id), signal.SIGCONT, action)
         psutil.wait_procs([*executors, *orphans], timeout=grace_s)
         killed: list[int] = []
         if topology_id:

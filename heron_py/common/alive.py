@@ -1,0 +1,45 @@
+"""Liveness of a container's processes, as their executor sees it.
+
+Each daemon and instance touches a file of its own (``HERON_PY_ALIVE_FILE``, set by its
+executor) every ``BEAT_S`` from its event loop. A process frozen by SIGSTOP, or one whose event
+loop is stuck, stops touching it; its executor then kills it with SIGKILL (which ends a stopped
+process too) and restarts it (``heron_py/scheduler/executor.py``). A file, not a socket: the
+probe costs one ``utime`` a second and cannot itself hang the executor's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+ALIVE_ENV = "HERON_PY_ALIVE_FILE"
+BEAT_S = 1.0
+
+
+def touch(path: str) -> None:
+    try:
+        os.utime(path)
+    except FileNotFoundError:
+        with open(path, "ab"):
+            pass
+
+
+async def beat(path: str | None = None, every_s: float = BEAT_S) -> None:
+    """Touches ``path`` (default: the file the executor named) every ``every_s`` until cancelled;
+    without a file to touch (a process not started by an executor) it returns at once."""
+    path = path or os.environ.get(ALIVE_ENV)
+    if not path:
+        return
+    while True:
+        try:
+            touch(path)
+        except OSError:
+            pass  # a full disk or a removed folder: the executor's probe then says so
+        await asyncio.sleep(every_s)
+
+
+def silent_for(mtime: float | None, started_at: float, now: float) -> float:
+    """Seconds since a process last proved it was alive: its file's last touch, or its start
+    when it has not touched it yet (a process starting up gets the same allowance)."""
+    last = started_at if mtime is None else max(mtime, started_at)
+    return max(0.0, now - last)

@@ -1,0 +1,70 @@
+"""Frozen processes (issue 34, item 2): a stream manager stopped with SIGSTOP sends no FIN and no
+RST, so only heartbeats can tell. Its peers abort their links to it (net.Liveness) and its
+executor's liveness probe kills and restarts it (heron_py/common/alive.py); at least once then
+replays what was lost, and every sentence is acked exactly once. ``kill`` ends a topology with a
+stopped process in it."""
+
+import os
+import signal
+import time
+
+import psutil
+import pytest
+
+from heron_py.scheduler.local import LocalScheduler
+from heron_py.scheduler.paths import TopologyPaths
+from heron_py.state import LocalFsStateManager
+from heron_py.testing.local import kill_local, read_capture
+from tests.integration.test_reliability import _all_acked, _check_exact, _start
+from tests.support import wait_for as _wait
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_stream_manager_frozen_with_sigstop_is_replaced_and_nothing_is_lost(heron_home):
+    run = _start(heron_home, "rwc_freeze_sm", split_delay_ms=1.0, rate=600)
+    state = LocalFsStateManager(heron_home)
+    frozen_pid = None
+    try:
+        _wait(lambda: len(read_capture(heron_home / "capture" / run.name, ["count"])["count"]) > 1500, 30,
+              "the run to get going")
+        packing = state.get_packing_plan(run.name)
+        spout_tasks = set(packing.tasks_of("sentence"))
+        spout_container = 0 if spout_tasks & {t.task_id for t in packing.tasks_in(0)} else 1
+        other = 1 - spout_container
+        frozen_pid = state.get_execution_state(run.name)["stmgrs"][str(other)]["pid"]
+        os.kill(frozen_pid, signal.SIGSTOP)
+        frozen_at = time.monotonic()
+        assert not _all_acked(heron_home, run.name), "the run ended before the freeze: the test proves nothing"
+        _wait(lambda: _all_acked(heron_home, run.name), 60, "every sentence acked within 60 s of the freeze")
+        recovered_s = time.monotonic() - frozen_at
+        time.sleep(1.5)
+        _check_exact(heron_home, run.name)
+        logs = "".join(f.read_text() for f in TopologyPaths.of(run.name, heron_home).logs.glob("**/*.log"))
+        assert f"stmgr (pid {frozen_pid}) stopped answering its liveness probe" in logs
+        new_pid = state.get_execution_state(run.name)["stmgrs"][str(other)]["pid"]
+        assert new_pid != frozen_pid and psutil.pid_exists(new_pid)
+        print(f"all acked {recovered_s:.1f} s after the freeze")
+    finally:
+        kill_local(heron_home, run.name)
+    info = state.get_scheduler_location(run.name) or {}
+    assert not info or not LocalScheduler.topology_processes(str(info.get("topology_id", ""))), \
+        "processes of the topology survived kill"
+
+
+def test_kill_ends_a_topology_whose_processes_are_stopped(heron_home):
+    run = _start(heron_home, "rwc_stopped_kill", rate=200)
+    state = LocalFsStateManager(heron_home)
+    topology_id = str((state.get_scheduler_location(run.name) or {})["topology_id"])
+    _wait(lambda: len(read_capture(heron_home / "capture" / run.name, ["count"])["count"]) > 100, 30,
+          "the run to get going")
+    procs = LocalScheduler.topology_processes(topology_id)
+    assert len(procs) > 4
+    for p in procs:  # every executor, daemon and instance frozen at once
+        p.send_signal(signal.SIGSTOP)
+    started = time.monotonic()
+    kill_local(heron_home, run.name)
+    took = time.monotonic() - started
+    left = [p for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert left == [], f"stopped processes survived kill: {[p.pid for p in left]}"
+    print(f"kill of a stopped topology took {took:.1f} s")
