@@ -66,8 +66,13 @@ LIST_RETRY_MAX_S = 30.0
 T = TypeVar("T")
 
 
+class SessionLost(Exception):
+    """The state-manager session is down: this master cannot know it is still the active one.
+    The checkpoint fails; the driver goes on if the session comes back."""
+
+
 class Superseded(Exception):
-    """This master may no longer complete checkpoints (session lost, or a newer epoch is active)."""
+    """A master with a newer epoch is active: this one never drives checkpoints again."""
 
 
 def restore_wire_id(epoch: int, n: int) -> int:
@@ -297,7 +302,7 @@ class CheckpointDriver:
     # I/O thread
     def _fence(self) -> None:
         if not self._session_ok():
-            raise Superseded("this master lost its state-manager session")
+            raise SessionLost("this master lost its state-manager session")
         if self._epoch_now is not None:
             newest = self._epoch_now()
             if newest != self.epoch:

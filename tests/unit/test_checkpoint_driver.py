@@ -5,6 +5,7 @@ the list of frames it sends. The harness is shared with test_restore_ids.py."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import errno
 import logging
 import os
@@ -287,3 +288,33 @@ async def test_waiting_for_the_operator_then_the_operator_restores(tmp_path: Pat
     await h.processing()
     assert h.driver.status()["state"] in ("idle", "checkpointing")
     await h.stop()
+
+
+async def test_a_session_lost_while_the_marker_is_queued_writes_no_marker_and_a_session_back_resumes(
+        tmp_path: Path) -> None:
+    session = {"up": True}
+    storage = LocalFsStorage(tmp_path)
+    io = concurrent.futures.ThreadPoolExecutor(1)
+    h = Harness(storage, epoch=1, session_ok=lambda: session["up"], io=io)
+    await h.start()
+    await h.processing()
+    cid = await h.next_checkpoint()
+    save_files(storage, cid)
+    gate = threading.Event()
+    io.submit(gate.wait)  # the I/O thread is busy (a slow fsync): the marker waits behind it
+    h.saved(cid)
+    session["up"] = False
+    gate.set()
+    await until(lambda: h.driver.status()["consecutive_failures"] == 1)
+    assert storage.completed_ids(TOPOLOGY) == []
+    assert h.driver.status()["failure_reasons"] == [
+        f"checkpoint {cid}: every task saved, but its complete marker could not be written: SessionLost: this "
+        f"master lost its state-manager session"]
+    session["up"] = True  # the same session came back: this master is still the active one
+    nxt = await h.next_checkpoint(cid)
+    save_files(storage, nxt)
+    h.saved(nxt)
+    await until(lambda: h.driver.status()["last_completed_id"] == nxt)
+    await h.stop()
+    io.shutdown()
+    assert storage.completed_ids(TOPOLOGY) == [nxt]
