@@ -1,0 +1,23 @@
+"""Redis in and out (needs ``heron-py[redis]``: redis-py). See docs/connectors/redis.md."""
+
+from heron_py.connectors.redis.bolts import RedisLookupBolt, RedisStoreBolt, RedisStreamBolt
+from heron_py.connectors.redis.mappers import (
+    FieldNameMapper,
+    RedisDataType,
+    RedisDataTypeDescription,
+    RedisLookupMapper,
+    RedisStoreMapper,
+)
+from heron_py.connectors.redis.spout import RedisStreamSpout
+
+__all__ = [
+    "FieldNameMapper",
+    "RedisDataType",
+    "RedisDataTypeDescription",
+    "RedisLookupBolt",
+    "RedisLookupMapper",
+    "RedisStoreBolt",
+    "RedisStoreMapper",
+    "RedisStreamBolt",
+    "RedisStreamSpout",
+]

@@ -1,0 +1,288 @@
+"""The Redis bolts: RedisStreamBolt (XADD), RedisStoreBolt (storm-redis: SET, HSET, ... and
+INCRBY) and RedisLookupBolt (storm-redis: GET, HGET, ...; emits through the mapper).
+
+All three batch their inputs (``redis.batch.size``, ``redis.batch.delay.ms``; the base's
+``AckedSink``) and write a batch as one pipeline: an input is acked only after the server
+answered its command, and failed when its command failed (one line in the log naming the
+input) or when the server could not be reached (the spout replays it; the bolt waits with
+backoff before it writes again and counts ``connection-errors`` in its metrics)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from heron_py.api.bolt.bolt import Bolt
+from heron_py.api.metrics import IMetric
+from heron_py.connectors.base import AckedSink, BatchPolicy
+from heron_py.connectors.common import (
+    LogThrottle,
+    Reconnect,
+    TupleFields,
+    component_where,
+    opt_fields,
+    opt_int,
+    opt_str,
+)
+from heron_py.connectors.redis.config import REQUIREMENT, SinkConfig, sink_config
+from heron_py.connectors.redis.errors import ErrorKind, classify, describe
+from heron_py.connectors.redis.mappers import (
+    FieldNameMapper,
+    RedisLookupMapper,
+    RedisStoreMapper,
+    lookup_command,
+    lookup_result,
+    mapper_from_config,
+    store_command,
+)
+
+
+class _Metrics(IMetric):
+    def __init__(self, counts: dict[str, int]) -> None:
+        self.counts = counts
+
+    def get_value_and_reset(self) -> dict[str, float]:
+        out = {k: float(v) for k, v in self.counts.items()}
+        for k in self.counts:
+            self.counts[k] = 0
+        return out
+
+
+def field_value(v: Any) -> Any:
+    """A tuple value as Redis takes it: bytes, str, int and float as they are, None as "",
+    anything else as JSON."""
+    if v is None:
+        return ""
+    if isinstance(v, (bytes, str, int, float)) and not isinstance(v, bool):
+        return v
+    return json.dumps(v, default=str)
+
+
+class RedisBatchBolt(Bolt):
+    """What the three bolts share: a batch of (input, command arguments), written as one
+    pipeline when full or old enough. Subclasses implement ``prepare`` (an input → arguments,
+    or raise ValueError: the input is failed), ``queue`` (arguments → a command on the pipeline)
+    and may override ``written`` (the command's reply; acks by default)."""
+
+    outputs: list[Any] = []
+    requirements = [REQUIREMENT]
+    heron_poll_interval_s = 0.005  # the runner calls heron_poll: a batch's delay is kept while idle
+    clock: Callable[[], float] = time.monotonic
+    kind = "redis bolt"
+
+    def initialize(self, config: dict[str, Any], context: Any) -> None:
+        self.context = context
+        self.where = component_where(self.kind, context)
+        self.cfg: SinkConfig = sink_config(config, self.where)
+        self.address = self.cfg.server.address()
+        self.client = self.cfg.server.client()
+        self.fields = TupleFields(context)
+        self.sink: AckedSink[tuple[Any, Any]] = AckedSink(BatchPolicy(self.cfg.batch, self.cfg.batch_delay_s))
+        self.conn = Reconnect(self.cfg.reconnect)
+        self.throttle = LogThrottle(self.clock)
+        self.counts = {"written": 0, "failed": 0, "connection-errors": 0, "bad-inputs": 0}
+        self.setup(config)
+        context.register_metric("redis", _Metrics(self.counts), 10)
+
+    def setup(self, config: dict[str, Any]) -> None:
+        """The subclass's own options."""
+
+    def prepare(self, tup: Any) -> Any:
+        raise NotImplementedError
+
+    def queue(self, pipe: Any, args: Any) -> None:
+        raise NotImplementedError
+
+    def written(self, tup: Any, args: Any, reply: Any) -> None:
+        self.ack(tup)
+
+    def process(self, tup: Any) -> None:
+        try:
+            args = self.prepare(tup)
+        except (ValueError, TypeError) as e:
+            self._bad(tup, str(e))
+            return
+        batch = self.sink.add((tup, args), self.clock())
+        if batch is not None:
+            self._write(batch)
+
+    def heron_poll(self) -> None:
+        now = self.clock()
+        if not self.conn.ready(now):
+            return
+        batch = self.sink.due(now)
+        if batch is None and self.conn.failures and self.sink.buffer:
+            batch = self.sink._take()  # after an outage: write what waited at once
+        if batch is not None:
+            self._write(batch)
+
+    def _write(self, batch: list[tuple[Any, Any]]) -> None:
+        now = self.clock()
+        if not self.conn.ready(now):
+            self.sink.buffer[:0] = batch  # not yet: kept, written when the backoff has passed
+            if self.sink.first_at is None:
+                self.sink.first_at = now
+            return
+        bid = self.sink.started(batch)
+        pipe = self.client.pipeline(transaction=False)
+        for _tup, args in batch:
+            self.queue(pipe, args)
+        try:
+            replies = pipe.execute(raise_on_error=False)
+        except Exception as e:
+            if classify(e) is ErrorKind.OTHER and not _is_redis_error(e):
+                raise
+            self.conn.failed(now)
+            self.counts["connection-errors"] += 1
+            line = describe(e, self.where, self.address, max_backoff_s=self.cfg.reconnect.max_delay_s)
+            if self.throttle.should_log(line):
+                self.log(line, "warn")
+            for tup, _args in self.sink.failed(bid):
+                self.counts["failed"] += 1
+                self.fail(tup)  # the spout replays it
+            return
+        if self.conn.ok():
+            self.log(f"{self.where}: redis server {self.address} reachable again")
+        for (tup, args), reply in zip(self.sink.confirmed(bid), replies, strict=True):
+            if isinstance(reply, Exception):
+                self._bad(tup, f"the server refused the command ({reply})")
+            else:
+                self.counts["written"] += 1
+                self.written(tup, args, reply)
+
+    def _bad(self, tup: Any, why: str) -> None:
+        self.counts["bad-inputs"] += 1
+        line = (f"{self.where}: input {tup.id} from '{tup.component}' ({_short(tup.values)}): {why}; failing it")
+        if self.throttle.should_log(line):
+            self.log(line, "error")
+        self.fail(tup)
+
+    def cleanup(self) -> None:
+        # a graceful stop writes what is buffered (a kill leaves it to the spout's replay)
+        batch = self.sink.due(float("inf"))
+        if batch:
+            self.conn.next_try = 0.0
+            self._write(batch)
+        self.client.close()
+
+
+def _short(values: Any) -> str:
+    s = repr(values)
+    return s if len(s) <= 200 else s[:197] + "..."
+
+
+def _is_redis_error(e: Exception) -> bool:
+    import redis.exceptions as rx
+
+    return isinstance(e, rx.RedisError)
+
+
+class RedisStreamBolt(RedisBatchBolt):
+    """XADD of each input to ``redis.stream`` (or the stream named by the field
+    ``redis.stream.field``); the entry's fields are the input's ``redis.fields`` (default: all
+    of them). ``redis.maxlen`` trims the stream (approximately, ``MAXLEN ~``)."""
+
+    kind = "redis stream bolt"
+
+    def setup(self, config: dict[str, Any]) -> None:
+        self.stream = opt_str(config, self.where, "redis.stream", None)
+        self.stream_field = opt_str(config, self.where, "redis.stream.field", None)
+        if (self.stream is None) == (self.stream_field is None):
+            from heron_py.connectors.common import config_error
+            raise config_error(self.where, "redis.stream / redis.stream.field", "exactly one of them",
+                               {"redis.stream": self.stream, "redis.stream.field": self.stream_field})
+        self.names = opt_fields(config, self.where, "redis.fields", ()) if "redis.fields" in config else None
+        maxlen = opt_int(config, self.where, "redis.maxlen", 0, 0)
+        self.maxlen = maxlen or None
+
+    def prepare(self, tup: Any) -> Any:
+        have = self.fields.as_dict(tup)
+        if self.names is None:
+            entry = {k: field_value(v) for k, v in have.items()}
+        else:
+            missing = [n for n in self.names if n not in have]
+            if missing:
+                raise ValueError(f"expected fields {list(self.names)}, found {sorted(have)}")
+            entry = {n: field_value(have[n]) for n in self.names}
+        if not entry:
+            raise ValueError("expected at least one field, found none")
+        stream = self.stream if self.stream is not None else have.get(self.stream_field or "")
+        if not stream:
+            raise ValueError(f"expected a stream name in field '{self.stream_field}', found {stream!r}")
+        return str(stream), entry
+
+    def queue(self, pipe: Any, args: Any) -> None:
+        stream, entry = args
+        pipe.xadd(stream, entry, maxlen=self.maxlen, approximate=True)
+
+
+class RedisStoreBolt(RedisBatchBolt):
+    """storm-redis's RedisStoreBolt: the mapper gives each input's key and value and the data
+    type the command (SET, HSET, RPUSH, SADD, PFADD, INCRBY, HINCRBY)."""
+
+    kind = "redis store bolt"
+    mapper: RedisStoreMapper
+
+    def setup(self, config: dict[str, Any]) -> None:
+        self.mapper = mapper_from_config(config, self.where, lookup=False)
+        if isinstance(self.mapper, FieldNameMapper):
+            self.mapper.fields_of = self.fields
+        self.desc = self.mapper.get_data_type_description()
+
+    def prepare(self, tup: Any) -> Any:
+        key, value = self.mapper.get_key_from_tuple(tup), self.mapper.get_value_from_tuple(tup)
+        if key is None or value is None:
+            raise ValueError(f"the mapper found key {key!r} and value {value!r}; expected both")
+        if self.desc.data_type.value in ("INCRBY", "HINCRBY"):
+            try:
+                value = int(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"{self.desc.data_type.value} expected an integer value, found {value!r}") from None
+        return field_value(key), field_value(value)
+
+    def queue(self, pipe: Any, args: Any) -> None:
+        store_command(pipe, self.desc, *args)
+
+
+class RedisLookupBolt(RedisBatchBolt):
+    """storm-redis's RedisLookupBolt: reads each input's key (GET, HGET, LRANGE, SISMEMBER,
+    PFCOUNT by data type) and emits what the mapper's ``to_tuple(input, value)`` returns,
+    anchored to the input, before acking it."""
+
+    kind = "redis lookup bolt"
+    mapper: RedisLookupMapper
+
+    @classmethod
+    def spec(cls, name: str | None = None, inputs: Any = None, par: int = 1, config: dict[str, Any] | None = None,
+             optional_outputs: list[Any] | None = None) -> Any:
+        """The outputs are the mapper's ``declare_output_fields()``."""
+        from heron_py.api.component.component_spec import HeronComponentSpec
+
+        conf = dict(config or {})
+        mapper: Any = mapper_from_config(conf, f"redis lookup bolt '{name}'", lookup=True)
+        return HeronComponentSpec(name, cls, False, par, inputs=inputs,
+                                  outputs=[*mapper.declare_output_fields(), *list(optional_outputs or [])],
+                                  config=conf)
+
+    def setup(self, config: dict[str, Any]) -> None:
+        self.mapper = mapper_from_config(config, self.where, lookup=True)  # type: ignore[assignment]
+        if isinstance(self.mapper, FieldNameMapper):
+            self.mapper.fields_of = self.fields
+        self.desc = self.mapper.get_data_type_description()
+
+    def prepare(self, tup: Any) -> Any:
+        key = self.mapper.get_key_from_tuple(tup)
+        if key is None:
+            raise ValueError("the mapper found no key; expected one")
+        value = self.mapper.get_value_from_tuple(tup) if self.desc.data_type.value == "SET" else None
+        return field_value(key), value
+
+    def queue(self, pipe: Any, args: Any) -> None:
+        lookup_command(pipe, self.desc, *args)
+
+    def written(self, tup: Any, args: Any, reply: Any) -> None:
+        for values in self.mapper.to_tuple(tup, lookup_result(reply)):
+            self.emit(values, anchors=[tup])
+        self.ack(tup)

@@ -1,0 +1,293 @@
+"""RedisStreamSpout: a Redis stream read through a consumer group, at least once.
+
+Each task is one consumer of the group (``redis.consumer``, default ``<component>-<task id>``,
+so a restarted task is the same consumer). Entries are read with XREADGROUP; an entry is
+XACKed when its tuple tree is acked (acks are sent in one XACK per loop) and replayed from
+memory with backoff when it fails (``heron_py.connectors.base.ReplayableSource``). At start a
+task first reads its own pending entries (XREADGROUP from id 0: what it emitted and never
+acked before a crash), then new ones (id ``>``). Entries left pending by a consumer that is gone
+(a task of an earlier deployment, a consumer name changed) are claimed with XAUTOCLAIM once they
+have been idle ``redis.claim.idle.ms``.
+
+An entry without one of the ``redis.fields`` (or one not UTF-8) is malformed: it is not emitted,
+is logged once with its id, counted in the metric ``malformed`` and XACKed, so it never stops
+the topology. A server that is down, refuses the credentials or lacks the stream or group is
+one line in the log (repeated at most every 10 s), retried with exponential backoff, and
+counted in the metric ``connection-errors``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from heron_py.api.metrics import IMetric
+from heron_py.api.spout.spout import Spout
+from heron_py.api.stream import Stream
+from heron_py.connectors.base import ReplayableSource
+from heron_py.connectors.common import LogThrottle, Reconnect, component_where
+from heron_py.connectors.redis.config import REQUIREMENT, StreamSpoutConfig, stream_spout_config
+from heron_py.connectors.redis.errors import ErrorKind, classify, describe
+
+Key = tuple[str, int]  # the ReplayableSource message id: (stream, emit sequence number)
+
+
+def decode_entry(fields: dict[Any, Any] | None, names: tuple[str, ...]) -> tuple[list[Any] | None, str]:
+    """An entry's values of ``names`` (str), or None and why it is malformed."""
+    if not fields:
+        return None, "it has no fields (deleted)"
+    got: dict[str, str] = {}
+    for k, v in fields.items():
+        try:
+            ks = k.decode("utf-8") if isinstance(k, bytes) else str(k)
+            got[ks] = v.decode("utf-8") if isinstance(v, bytes) else str(v)
+        except UnicodeDecodeError:
+            return None, f"field {k!r} is not UTF-8"
+    missing = [n for n in names if n not in got]
+    if missing:
+        return None, f"expected fields {list(names)}, found {sorted(got)}"
+    return [got[n] for n in names], ""
+
+
+def entry_id(raw: Any) -> str:
+    return raw.decode("ascii") if isinstance(raw, bytes) else str(raw)
+
+
+class _Metrics(IMetric):
+    def __init__(self, spout: RedisStreamSpout) -> None:
+        self.spout = spout
+
+    def get_value_and_reset(self) -> dict[str, float]:
+        return self.spout.metrics_snapshot()
+
+
+class RedisStreamSpout(Spout):
+    """Configured by the component's config (``redis.*``, see docs/connectors/redis.md).
+    Emits ``id`` (the entry id) and the entry's ``redis.fields`` (default ``value``)."""
+
+    outputs = ["id", "value"]
+    requirements = [REQUIREMENT]
+    clock: Callable[[], float] = time.monotonic
+
+    @classmethod
+    def spec(cls, name: str | None = None, par: int = 1, config: dict[str, Any] | None = None,
+             optional_outputs: list[Any] | None = None) -> Any:
+        """The outputs follow ``redis.fields``."""
+        from heron_py.api.component.component_spec import HeronComponentSpec
+
+        conf = dict(config or {})
+        cfg = stream_spout_config(conf, f"redis stream spout '{name}'", "g", "c")
+        return HeronComponentSpec(name, cls, True, par, inputs=None,
+                                  outputs=[Stream(["id", *cfg.fields]), *list(optional_outputs or [])], config=conf)
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def initialize(self, config: dict[str, Any], context: Any) -> None:
+        self.context = context
+        comp = context.get_component_id()
+        self.where = component_where("redis stream spout", context)
+        topology = context.get_topology_name()
+        self.cfg: StreamSpoutConfig = stream_spout_config(config, self.where, f"heron-py-{topology}-{comp}",
+                                                          f"{comp}-{context.get_task_id()}")
+        mode = str(config.get("topology.reliability.mode", "ATMOST_ONCE")).upper()
+        # without the engine's acking no tuple is ever acked: XACK at once (at most once)
+        self.tracked = mode in ("ATLEAST_ONCE", "EFFECTIVELY_ONCE")
+        if not self.tracked:
+            self.log(f"{self.where}: topology.reliability.mode {mode} has no acks; entries are acknowledged when "
+                     f"emitted (at most once); use ATLEAST_ONCE for at least once", "warn")
+        self.address = self.cfg.server.address()
+        self.client = self.cfg.server.client()
+        self.source: ReplayableSource[str] = ReplayableSource(
+            retry=self.cfg.retry, max_uncommitted=self.cfg.max_pending)
+        self.source.assign(self.cfg.stream, 0)
+        self.inflight: dict[str, Key] = {}  # entry id → message id
+        self.to_xack: list[str] = []
+        self.seq = 0
+        self.cursor: str | None = "0"  # reading our own pending entries from here; None: new ones (">")
+        self.group_ready = not self.cfg.create_group
+        self.active = True
+        self.conn = Reconnect(self.cfg.reconnect)
+        self.throttle = LogThrottle(self.clock)
+        self.counts = {"records": 0, "malformed": 0, "claimed": 0, "connection-errors": 0, "reconnects": 0}
+        now = self.clock()
+        self._next_claim = now + self.cfg.claim_period_s
+        self._next_commit = now + 1.0
+        context.register_metric("redis", _Metrics(self), 10)
+        self.log(f"{self.where}: reading stream '{self.cfg.stream}' of {self.address} as consumer "
+                 f"'{self.cfg.consumer}' of group '{self.cfg.group}'")
+
+    def activate(self) -> None:
+        self.active = True
+
+    def deactivate(self) -> None:
+        self.active = False  # acks of tuples in flight still XACK
+
+    def close(self) -> None:
+        try:
+            self._flush_acks()
+        except Exception as e:  # closing: the entries stay pending and are read again at the next start
+            self.log(f"{self.where}: XACK at close failed ({e}); the entries will be read again", "warn")
+        self.client.close()
+
+    # --- the loop ------------------------------------------------------------------------------
+    def next_tuple(self) -> None:
+        now = self.clock()
+        if not self.conn.ready(now):
+            time.sleep(min(0.01, max(0.0, self.conn.next_try - now)))
+            return
+        try:
+            if not self.group_ready:
+                self._create_group()
+            self._flush_acks()
+            if not self.active:
+                time.sleep(0.01)
+                return
+            for msg_id, rec in self.source.due_retries(now):
+                self.emit([rec[0], *rec[1]], tup_id=msg_id)
+            if now >= self._next_claim:
+                self._claim()
+                self._next_claim = now + self.cfg.claim_period_s
+            if now >= self._next_commit:
+                self.source.committed(self.source.commits())  # keeps may_emit's count to what is in flight
+                self._next_commit = now + 1.0
+            if self.source.may_emit(self.cfg.stream):
+                self._read()
+        except Exception as e:
+            self._on_error(e, now)
+            return
+        if self.conn.ok():
+            self.counts["reconnects"] += 1
+            self.log(f"{self.where}: redis server {self.address} reachable again")
+
+    def ack(self, tup_id: Any) -> None:
+        key: Key = (tup_id[0], tup_id[1])
+        p = self.source.pending.get(key)
+        if p is not None and self.source.ack(key):
+            eid = p.record[0]
+            self.inflight.pop(eid, None)
+            self.to_xack.append(eid)
+
+    def fail(self, tup_id: Any) -> None:
+        key: Key = (tup_id[0], tup_id[1])
+        p = self.source.pending.get(key)
+        if p is None or self.source.fail(key, self.clock()):
+            return
+        # given up after redis.max.retries (the base forgot the record): acknowledged, as Storm
+        # commits past a record it gave up
+        eid = p.record[0]
+        self.inflight.pop(eid, None)
+        self.to_xack.append(eid)
+        self.log(f"{self.where}: entry {eid} of stream '{self.cfg.stream}' failed {p.failures} times; "
+                 f"redis.max.retries reached, acknowledging it", "error")
+
+    # --- reading -------------------------------------------------------------------------------
+    def _create_group(self) -> None:
+        import redis.exceptions as rx
+
+        try:
+            self.client.xgroup_create(self.cfg.stream, self.cfg.group, id=self.cfg.start_id, mkstream=True)
+            self.log(f"{self.where}: created group '{self.cfg.group}' of stream '{self.cfg.stream}' at "
+                     f"{self.cfg.start_id}")
+        except rx.ResponseError as e:
+            if not str(e).startswith("BUSYGROUP"):
+                raise
+        self.group_ready = True
+
+    def _read(self) -> None:
+        room = self.cfg.max_pending - len(self.inflight)
+        if room <= 0:
+            return
+        count = min(self.cfg.batch, room)
+        if self.cursor is not None:
+            resp = self.client.xreadgroup(self.cfg.group, self.cfg.consumer, {self.cfg.stream: self.cursor},
+                                          count=count)
+        else:
+            resp = self.client.xreadgroup(self.cfg.group, self.cfg.consumer, {self.cfg.stream: ">"}, count=count,
+                                          block=self.cfg.block_ms or None)
+        entries = resp[0][1] if resp else []
+        if self.cursor is not None:
+            if not entries:
+                self.cursor = None  # our own history is replayed: new entries from now on
+                return
+            self.cursor = entry_id(entries[-1][0])
+        for raw_id, fields in entries:
+            self._emit_new(entry_id(raw_id), fields)
+
+    def _claim(self) -> None:
+        """Entries idle longer than redis.claim.idle.ms in any consumer's pending list (ours
+        included: those in flight here are skipped) become ours."""
+        start = "0-0"
+        for _ in range(10):  # bounded per call: a long pending list is walked over several calls
+            nxt, entries, *_deleted = self.client.xautoclaim(self.cfg.stream, self.cfg.group, self.cfg.consumer,
+                                                             self.cfg.claim_idle_ms, start_id=start,
+                                                             count=self.cfg.batch)
+            for raw_id, fields in entries:
+                eid = entry_id(raw_id)
+                if eid not in self.inflight:
+                    self.counts["claimed"] += 1
+                    self._emit_new(eid, fields)
+            start = entry_id(nxt)
+            if start == "0-0":
+                return
+
+    def _emit_new(self, eid: str, fields: dict[Any, Any] | None) -> None:
+        if eid in self.inflight:
+            return
+        values, why = decode_entry(fields, self.cfg.fields)
+        self.counts["records"] += 1
+        if values is None:
+            self.counts["malformed"] += 1
+            self.log(f"{self.where}: entry {eid} of stream '{self.cfg.stream}' is malformed: {why}; failed and "
+                     f"acknowledged (not emitted)", "error")
+            self.to_xack.append(eid)
+            return
+        if not self.tracked:
+            self.emit([eid, *values])
+            self.to_xack.append(eid)
+            return
+        self.seq += 1
+        key = self.source.emitted(self.cfg.stream, self.seq, (eid, values))
+        if key is not None:
+            self.inflight[eid] = key
+            self.emit([eid, *values], tup_id=key)
+
+    def _flush_acks(self) -> None:
+        if self.to_xack:
+            ids = self.to_xack
+            self.client.xack(self.cfg.stream, self.cfg.group, *ids)
+            self.to_xack = [] if ids is self.to_xack else self.to_xack[len(ids):]
+
+    # --- errors and metrics ----------------------------------------------------------------------
+    def _on_error(self, e: Exception, now: float) -> None:
+        kind = classify(e)
+        if kind is ErrorKind.OTHER and not _is_redis_error(e):
+            raise e
+        self.conn.failed(now)
+        self.counts["connection-errors"] += 1
+        if kind is ErrorKind.NO_GROUP and self.cfg.create_group:
+            self.group_ready = False  # a server that lost its data: the group is made again
+        line = describe(e, self.where, self.address, self.cfg.stream, self.cfg.group,
+                        self.cfg.reconnect.max_delay_s)
+        if self.throttle.should_log(line):
+            self.log(line, "error" if kind in (ErrorKind.CREDENTIALS, ErrorKind.NO_GROUP) else "warn")
+
+    def metrics_snapshot(self) -> dict[str, float]:
+        out: dict[str, float] = {k: float(v) for k, v in self.counts.items()}
+        for k in self.counts:
+            self.counts[k] = 0
+        out.update({k: float(v) for k, v in self.source.stats.take().items()})
+        out["pending"] = float(len(self.inflight))
+        try:
+            for g in self.client.xinfo_groups(self.cfg.stream):
+                name = g.get("name")
+                if (name.decode() if isinstance(name, bytes) else name) == self.cfg.group and g.get("lag") is not None:
+                    out["lag"] = float(g["lag"])
+        except Exception:  # the server is down: no lag this period (connection-errors shows why)
+            pass
+        return out
+
+
+def _is_redis_error(e: Exception) -> bool:
+    import redis.exceptions as rx
+
+    return isinstance(e, rx.RedisError)

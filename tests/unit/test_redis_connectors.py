@@ -1,0 +1,383 @@
+"""The Redis connectors driven call by call against a real redis-server (no topology): the
+spout's reads, XACKs, replays with backoff, own-pending recovery after a crash, XAUTOCLAIM of a
+dead consumer's entries, malformed entries; the bolts' writes and lookups; every error line
+verbatim (options, server unreachable with backoff and metrics, wrong credentials, unknown
+stream or group). The component host is a small harness recording emits, acks and log lines;
+the server is real."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from heron_py.api.stream import Stream
+from heron_py.api.tuple import HeronTuple
+from heron_py.connectors.base import ConnectorConfigError
+from heron_py.connectors.redis import RedisLookupBolt, RedisStoreBolt, RedisStreamBolt, RedisStreamSpout
+from heron_py.connectors.redis.config import stream_spout_config
+from heron_py.connectors.redis.mappers import mapper_from_config
+from heron_py.connectors.redis.spout import decode_entry
+from tests.redis_server import free_port, redis_or_skip
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class _Comp:
+    def __init__(self, fields: list[str]) -> None:
+        self.fields = fields
+
+    def output(self, stream: str) -> Any:
+        return Stream(self.fields) if stream == "default" else None
+
+
+class _Topology:
+    def __init__(self, inputs: dict[str, list[str]]) -> None:
+        self.inputs = inputs
+
+    def component(self, name: str) -> Any:
+        return _Comp(self.inputs[name]) if name in self.inputs else None
+
+
+class Context:
+    def __init__(self, comp: str = "redis", task: int = 3, inputs: dict[str, list[str]] | None = None) -> None:
+        self.comp, self.task = comp, task
+        self.topology = _Topology(inputs or {})
+        self.metrics: dict[str, Any] = {}
+
+    def get_component_id(self) -> str:
+        return self.comp
+
+    def get_task_id(self) -> int:
+        return self.task
+
+    def get_topology_name(self) -> str:
+        return "t"
+
+    def get_component_tasks(self, comp: str) -> list[int]:
+        return [self.task]
+
+    def register_metric(self, name: str, metric: Any, interval: int) -> None:
+        self.metrics[name] = metric
+
+
+class Delegate:
+    """What the task's host records for the test: emits, acks, fails, log lines."""
+
+    def __init__(self) -> None:
+        self.emitted: list[tuple[list[Any], Any]] = []
+        self.acked: list[Any] = []
+        self.failed: list[Any] = []
+        self.lines: list[tuple[str, Any]] = []
+
+    def emit(self, tup: Any, stream: Any, anchors: Any, direct_task: Any, need: Any, tup_id: Any) -> None:
+        self.emitted.append((list(tup), tup_id))
+
+    def ack(self, tup: Any) -> None:
+        self.acked.append(tup)
+
+    def fail(self, tup: Any) -> None:
+        self.failed.append(tup)
+
+    def log(self, message: str, level: Any = None) -> None:
+        self.lines.append((message, level))
+
+    @property
+    def logger(self) -> Any:
+        import logging
+        return logging.getLogger("test")
+
+
+def make(cls: Any, conf: dict[str, Any], clock: Clock, ctx: Context | None = None) -> tuple[Any, Delegate]:
+    d = Delegate()
+    c = cls(d)
+    c.clock = clock
+    c.initialize({"topology.reliability.mode": "ATLEAST_ONCE", **conf}, ctx or Context())
+    return c, d
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    s = redis_or_skip(tmp_path_factory.mktemp("redis"))
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def r(server):
+    c = server.client()
+    c.flushall()
+    return c
+
+
+def spout(server, clock: Clock, **conf: Any) -> tuple[RedisStreamSpout, Delegate]:
+    base = {"redis.url": server.url, "redis.stream": "s", "redis.group": "g", "redis.block.ms": 0}
+    return make(RedisStreamSpout, {**base, **conf}, clock)
+
+
+def pump(s: RedisStreamSpout, n: int = 5) -> None:
+    for _ in range(n):
+        s.next_tuple()
+
+
+# --- options ---------------------------------------------------------------------------------
+W = "redis stream spout 'r'"
+
+
+@pytest.mark.parametrize("conf, line", [
+    ({}, "redis stream spout 'r': config redis.stream: expected the name of a stream, found None"),
+    ({"redis.stream": "s", "redis.url": "http://h:1"},
+     "redis stream spout 'r': config redis.url: expected redis://[user:password@]host:port/db, found 'http://h:1'"),
+    ({"redis.stream": "s", "redis.claim.idle.ms": "soon"},
+     "redis stream spout 'r': config redis.claim.idle.ms: expected an integer >= 1, found 'soon'"),
+    ({"redis.stream": "s", "redis.create.group": "maybe"},
+     "redis stream spout 'r': config redis.create.group: expected true or false, found 'maybe'"),
+    ({"redis.stream": "s", "redis.fields": []},
+     "redis stream spout 'r': config redis.fields: expected a non-empty list of names, found []"),
+])
+def test_spout_config_errors_verbatim(conf, line):
+    with pytest.raises(ConnectorConfigError) as e:
+        stream_spout_config(conf, W, "g", "c")
+    assert str(e.value) == line
+
+
+@pytest.mark.parametrize("conf, line", [
+    ({"redis.data.type": "ZSET"}, "redis store bolt 'b': config redis.data.type: expected one of ['STRING', "
+                                  "'HASH', 'LIST', 'SET', 'HYPER_LOG_LOG', 'INCRBY', 'HINCRBY'], found 'ZSET'"),
+    ({"redis.data.type": "HASH"}, "redis store bolt 'b': config redis.additional.key: expected the hash's name "
+                                  "(data type HASH), found None"),
+    ({"redis.mapper": "no_such_module.M"}, "redis store bolt 'b': config redis.mapper: expected an importable "
+                                           "'module.Class' (ModuleNotFoundError: No module named 'no_such_module'), "
+                                           "found 'no_such_module.M'"),
+])
+def test_mapper_config_errors_verbatim(conf, line):
+    with pytest.raises(ConnectorConfigError) as e:
+        mapper_from_config(conf, "redis store bolt 'b'", lookup=False)
+    assert str(e.value) == line
+
+
+def test_decode_entry():
+    assert decode_entry({b"value": b"a b", b"x": b"1"}, ("value",)) == (["a b"], "")
+    assert decode_entry({b"other": b"1"}, ("value",)) == (None, "expected fields ['value'], found ['other']")
+    assert decode_entry({b"value": b"\xff"}, ("value",)) == (None, "field b'value' is not UTF-8")
+
+
+# --- the spout -------------------------------------------------------------------------------
+def test_reads_acks_with_xack_and_replays_a_fail_with_backoff(server, r):
+    r.xgroup_create("s", "g", id="0", mkstream=True)
+    ids = [r.xadd("s", {"value": f"v{i}"}).decode() for i in range(5)]
+    clock = Clock()
+    s, d = spout(server, clock)
+    pump(s)
+    assert [e[0] for e in d.emitted] == [[ids[i], f"v{i}"] for i in range(5)]
+    assert r.xpending("s", "g")["pending"] == 5
+    for _v, tid in d.emitted[:4]:
+        s.ack(tid)
+    s.fail(d.emitted[4][1])
+    pump(s, 1)
+    assert r.xpending("s", "g")["pending"] == 1  # the 4 acks went out as one XACK
+    assert len(d.emitted) == 5  # the fail waits its backoff (redis.retry.initial.delay.ms 100)
+    clock.t += 0.11
+    pump(s, 1)
+    assert d.emitted[5][0] == [ids[4], "v4"]
+    s.ack(d.emitted[5][1])
+    pump(s, 1)
+    assert r.xpending("s", "g")["pending"] == 0
+    m = s.metrics_snapshot()
+    assert m["acked"] == 5 and m["failed"] == 1 and m["retries"] == 1 and m["pending"] == 0 and m["lag"] == 0
+
+
+def test_a_restarted_task_reads_its_own_pending_entries_first(server, r):
+    r.xgroup_create("s", "g", id="0", mkstream=True)
+    ids = [r.xadd("s", {"value": f"v{i}"}).decode() for i in range(3)]
+    clock = Clock()
+    s1, d1 = spout(server, clock)
+    pump(s1)
+    s1.ack(d1.emitted[0][1])
+    pump(s1, 1)
+    # the task dies (no close): entries 1 and 2 stay pending for its consumer name
+    s2, d2 = spout(server, clock)
+    r.xadd("s", {"value": "v3"})
+    pump(s2)
+    assert [e[0][0] for e in d2.emitted][:2] == ids[1:]
+    assert [e[0][1] for e in d2.emitted] == ["v1", "v2", "v3"]
+
+
+def test_a_dead_consumers_entries_are_claimed_after_the_idle_time(server, r):
+    r.xgroup_create("s", "g", id="0", mkstream=True)
+    ids = [r.xadd("s", {"value": f"v{i}"}).decode() for i in range(3)]
+    r.xreadgroup("g", "dead-consumer", {"s": ">"})  # read, never acked
+    clock = Clock()
+    s, d = spout(server, clock, **{"redis.claim.idle.ms": 200, "redis.claim.period.ms": 100})
+    pump(s)
+    assert d.emitted == []  # not idle long enough yet
+    time.sleep(0.25)  # the server measures idle time with its own clock
+    clock.t += 0.2
+    pump(s, 1)
+    assert [e[0][0] for e in d.emitted] == ids and s.metrics_snapshot()["claimed"] == 3
+    for _v, tid in d.emitted:
+        s.ack(tid)
+    pump(s, 1)
+    assert r.xpending("s", "g")["pending"] == 0
+
+
+def test_a_malformed_entry_is_failed_logged_once_and_acknowledged(server, r):
+    r.xgroup_create("s", "g", id="0", mkstream=True)
+    bad = r.xadd("s", {"wrong": "x"}).decode()
+    good = r.xadd("s", {"value": "ok"}).decode()
+    s, d = spout(server, Clock())
+    pump(s)
+    assert [e[0] for e in d.emitted] == [[good, "ok"]]
+    lines = [ln for ln, _lvl in d.lines if "malformed" in ln]
+    assert lines == [f"redis stream spout 'redis' task 3: entry {bad} of stream 's' is malformed: expected fields "
+                     f"['value'], found ['wrong']; failed and acknowledged (not emitted)"]
+    assert r.xpending("s", "g")["pending"] == 1  # only the good one, still in flight
+    assert s.metrics_snapshot()["malformed"] == 1
+
+
+def test_unknown_stream_or_group_is_one_line_and_create_group_makes_it(server, r):
+    clock = Clock()
+    s, d = spout(server, clock)
+    pump(s, 3)
+    errs = [ln for ln, lvl in d.lines if lvl == "error"]
+    assert errs == [f"redis stream spout 'redis' task 3: stream 's' or its consumer group 'g' does not exist on "
+                    f"redis://127.0.0.1:{server.port}/0; expected them created (XGROUP CREATE s g 0 MKSTREAM) or "
+                    f"redis.create.group true; retrying with backoff (up to 5 s)"]
+    assert s.metrics_snapshot()["connection-errors"] == 1  # the backoff held the other two calls
+    s2, d2 = spout(server, clock, **{"redis.create.group": True})
+    r.xadd("s", {"value": "a"})  # after the spout's start: MKSTREAM made the stream at start id 0
+    pump(s2, 3)
+    assert [e[0][1] for e in d2.emitted] == ["a"]
+
+
+def test_wrong_credentials_are_one_line(tmp_path):
+    srv = redis_or_skip(tmp_path / "auth", password="right")
+    try:
+        clock = Clock()
+        url = f"redis://:wrong@127.0.0.1:{srv.port}/0"
+        s, d = make(RedisStreamSpout, {"redis.url": url, "redis.stream": "s", "redis.group": "g"}, clock)
+        pump(s, 2)
+        errs = [ln for ln, lvl in d.lines if lvl == "error"]
+        assert errs == [f"redis stream spout 'redis' task 3: redis server redis://127.0.0.1:{srv.port}/0 refused the "
+                        f"credentials (invalid username-password pair or user is disabled.); expected the username "
+                        f"and password of redis.url or redis.username/redis.password; retrying with backoff "
+                        f"(up to 5 s)"]
+    finally:
+        srv.stop()
+
+
+def test_unreachable_server_is_retried_with_backoff_and_counted(server, r):
+    port = free_port()  # nothing listens there
+    clock = Clock()
+    s, d = make(RedisStreamSpout, {"redis.port": port, "redis.stream": "s", "redis.group": "g",
+                                   "redis.reconnect.initial.ms": 100}, clock)
+    line = (f"redis stream spout 'redis' task 3: redis server redis://127.0.0.1:{port}/0 unreachable "
+            f"(ConnectionError: Error 111 connecting to 127.0.0.1:{port}. Connection refused.); retrying with backoff "
+            f"(up to 5 s)")
+    pump(s, 1)
+    assert [ln for ln, _ in d.lines if "unreachable" in ln] == [line]
+    pump(s, 5)  # within the backoff: no new attempt
+    assert s.metrics_snapshot()["connection-errors"] == 1
+    waits = []
+    for _ in range(4):  # 0.1, 0.2, 0.4, 0.8 s
+        waits.append(round(s.conn.next_try - clock.t, 3))
+        clock.t = s.conn.next_try
+        pump(s, 1)
+    assert waits == [0.1, 0.2, 0.4, 0.8]
+    assert s.metrics_snapshot()["connection-errors"] == 4
+    assert len([ln for ln, _ in d.lines if "unreachable" in ln]) == 1  # the same line: once per 10 s
+
+
+# --- the bolts -------------------------------------------------------------------------------
+def tup(i: int, values: list[Any], comp: str = "src") -> HeronTuple:
+    return HeronTuple(id=str(i), component=comp, stream="default", task=1, values=values)
+
+
+def bolt(cls: Any, server: Any, conf: dict[str, Any], fields: list[str]) -> tuple[Any, Delegate]:
+    ctx = Context(comp="b", task=7, inputs={"src": fields})
+    return make(cls, {"redis.url": server.url, "redis.batch.size": 3, "redis.batch.delay.ms": 0, **conf},
+                Clock(), ctx)
+
+
+def test_stream_bolt_xadds_and_acks_after_the_write(server, r):
+    b, d = bolt(RedisStreamBolt, server, {"redis.stream": "out"}, ["word", "n"])
+    t1, t2, t3 = tup(1, ["a", 1]), tup(2, ["b", {"x": 1}]), tup(3, ["c", None])
+    b.process(t1)
+    b.process(t2)
+    assert d.acked == [] and r.xlen("out") == 0  # batched: not written, not acked
+    b.process(t3)
+    assert d.acked == [t1, t2, t3]
+    assert [f for _id, f in r.xrange("out")] == [{b"word": b"a", b"n": b"1"}, {b"word": b"b", b"n": b'{"x": 1}'},
+                                                 {b"word": b"c", b"n": b""}]
+
+
+def test_store_bolt_incrby_and_a_bad_input_is_failed_with_one_line(server, r):
+    b, d = bolt(RedisStoreBolt, server, {"redis.data.type": "INCRBY", "redis.key.field": "word",
+                                         "redis.value.field": "n"}, ["word", "n"])
+    good = [tup(1, ["a", 1]), tup(2, ["a", 2]), tup(3, ["b", 5])]
+    bad = tup(4, ["c", "many"])
+    b.process(bad)
+    for t in good:
+        b.process(t)
+    assert d.failed == [bad] and d.acked == good
+    assert r.get("a") == b"3" and r.get("b") == b"5"
+    assert [ln for ln, lvl in d.lines if lvl == "error"] == [
+        "redis store bolt 'b' task 7: input 4 from 'src' (['c', 'many']): INCRBY expected an integer value, found "
+        "'many'; failing it"]
+
+
+def test_store_bolt_hset_and_a_refused_command_fails_only_its_input(server, r):
+    r.set("notahash", "x")
+    b, d = bolt(RedisStoreBolt, server, {"redis.data.type": "HASH", "redis.additional.key": "counts"},
+                ["key", "value"])
+    b2, d2 = bolt(RedisStoreBolt, server, {"redis.data.type": "HASH", "redis.additional.key": "notahash"},
+                  ["key", "value"])
+    ts = [tup(1, ["a", "1"]), tup(2, ["b", "2"]), tup(3, ["c", "3"])]
+    for t in ts:
+        b.process(t)
+        b2.process(t)
+    assert r.hgetall("counts") == {b"a": b"1", b"b": b"2", b"c": b"3"} and d.acked == ts
+    assert d2.failed == ts and d2.acked == []
+    assert "WRONGTYPE" in d2.lines[-1][0] and d2.lines[-1][0].startswith("redis store bolt 'b' task 7: input 3 from "
+                                                                         "'src' (['c', '3']): the server refused")
+
+
+def test_lookup_bolt_emits_the_input_with_the_value(server, r):
+    r.hset("counts", mapping={"a": "3", "b": "5"})
+    b, d = bolt(RedisLookupBolt, server, {"redis.data.type": "HASH", "redis.additional.key": "counts",
+                                          "redis.key.field": "word", "redis.emit.input": True,
+                                          "redis.output.fields": ["word", "id", "count"]}, ["word", "id"])
+    ts = [tup(1, ["a", 10]), tup(2, ["b", 11]), tup(3, ["zz", 12])]
+    for t in ts:
+        b.process(t)
+    assert [e[0] for e in d.emitted] == [["a", 10, "3"], ["b", 11, "5"], ["zz", 12, None]]
+    assert d.acked == ts
+    spec = RedisLookupBolt.spec(name="look", inputs={}, config={"redis.data.type": "STRING"})
+    assert spec.outputs == ["key", "value"]
+
+
+def test_bolt_fails_the_batch_while_the_server_is_down_and_writes_after(server, r, tmp_path):
+    srv = redis_or_skip(tmp_path / "down")
+    b, d = bolt(RedisStreamBolt, srv, {"redis.stream": "out", "redis.batch.size": 1}, ["word"])
+    b.clock.t = 10.0
+    srv.stop()
+    t1 = tup(1, ["a"])
+    b.process(t1)
+    assert d.failed == [t1] and b.counts["connection-errors"] == 1
+    assert next(ln for ln, _ in d.lines if "unreachable" in ln).startswith(
+        f"redis stream bolt 'b' task 7: redis server redis://127.0.0.1:{srv.port}/0 unreachable (ConnectionError: ")
+    srv.start()
+    t2 = tup(2, ["b"])
+    b.process(t2)  # within the backoff: kept
+    assert d.acked == []
+    b.clock.t += 0.2
+    b.heron_poll()
+    assert d.acked == [t2] and srv.client().xlen("out") == 1
+    srv.stop()
