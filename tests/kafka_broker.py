@@ -82,13 +82,13 @@ class TansuBroker:
         return AdminClient({"bootstrap.servers": self.bootstrap})
 
     def create_topic(self, topic: str, partitions: int) -> None:
-        from confluent_kafka.admin import NewTopic
+        from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
         admin = self.admin()  # kept alive until the futures resolve
         for f in admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)]).values():
             f.result(timeout=30)
 
     def add_partitions(self, topic: str, total: int) -> None:
-        from confluent_kafka.admin import NewPartitions
+        from confluent_kafka.admin import NewPartitions  # type: ignore[attr-defined]
         admin = self.admin()
         for f in admin.create_partitions([NewPartitions(topic, total)]).values():
             f.result(timeout=30)
@@ -121,6 +121,31 @@ class TansuBroker:
             return {tp.partition: tp.offset for tp in got}
         finally:
             c.close()
+
+
+class OutputReader:
+    """Reads a topic from the beginning with the real client: ``got`` maps each key to the
+    values seen with it, ``records`` counts records (copies included); ``poll`` returns how
+    many keys were seen."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        from confluent_kafka import Consumer
+        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": "_reader", "enable.auto.commit": False,
+                           "auto.offset.reset": "earliest"})
+        self.topic = topic
+        self.got: dict[str, set[str]] = {}
+        self.records = 0
+
+    def poll(self) -> int:
+        from confluent_kafka import TopicPartition
+        if not self.c.assignment():
+            md = self.c.list_topics(self.topic, timeout=10).topics[self.topic]
+            self.c.assign([TopicPartition(self.topic, p, -2) for p in md.partitions])
+        for m in self.c.consume(1000, 0.2):
+            if m.error() is None:
+                self.records += 1
+                self.got.setdefault((m.key() or b"").decode(), set()).add((m.value() or b"").decode())
+        return len(self.got)
 
 
 def broker_or_skip(folder: Path) -> TansuBroker:

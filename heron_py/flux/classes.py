@@ -246,6 +246,8 @@ def make_component(obj: ObjectSpec, ctx: Context, inputs: Any, is_spout: bool) -
 def make_object(obj: ObjectSpec, ctx: Context) -> Any:
     """A plain object (a `components` entry or a custom grouping): a Python class called with
     constructorArgs, then bean ``properties`` set and ``configMethods`` called, as Flux does."""
+    if obj.class_name in kafka_classes.OBJECTS:
+        return kafka_classes.OBJECTS[obj.class_name](obj, ctx)
     if is_java_name(obj.class_name):
         raise ctx.err(obj.where, f"className '{obj.class_name}' is a Java class; heron-py can only create "
                                  f"Python objects here: expected a Python class 'module.Class'")
@@ -261,3 +263,10 @@ def make_object(obj: ObjectSpec, ctx: Context) -> Any:
         raise ctx.err(obj.where, f"className '{obj.class_name}' could not be created with constructorArgs "
                                  f"{list(obj.constructor_args)!r} ({type(e).__name__}: {e})") from e
     return instance
+
+
+# storm-kafka-client's classes (imported last: kafka_classes uses this module's helpers)
+from heron_py.flux import kafka_classes  # noqa: E402
+
+BUILTIN_SPOUTS.update(kafka_classes.SPOUTS)
+BUILTIN_BOLTS.update(kafka_classes.BOLTS)

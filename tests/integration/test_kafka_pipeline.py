@@ -13,7 +13,7 @@ import pytest
 from heron_py.state import LocalFsStateManager
 from heron_py.testing import run_local
 from heron_py.testing.local import kill_local
-from tests.kafka_broker import broker_or_skip
+from tests.kafka_broker import OutputReader, broker_or_skip
 from tests.support import wait_for
 
 pytestmark = pytest.mark.integration
@@ -35,29 +35,6 @@ def _pid(home, name, component):
         if info["component"] == component:
             return info["pid"]
     raise AssertionError(f"no {component} task")
-
-
-class OutputReader:
-    """Reads the output topic from the beginning with the real client, on a thread."""
-
-    def __init__(self, bootstrap, topic):
-        from confluent_kafka import Consumer
-        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": "_reader", "enable.auto.commit": False,
-                           "auto.offset.reset": "earliest"})
-        self.topic = topic
-        self.got: dict[str, set[str]] = {}
-        self.records = 0
-
-    def poll(self):
-        from confluent_kafka import TopicPartition
-        if not self.c.assignment():
-            md = self.c.list_topics(self.topic, timeout=10).topics[self.topic]
-            self.c.assign([TopicPartition(self.topic, p, -2) for p in md.partitions])
-        for m in self.c.consume(1000, 0.2):
-            if m.error() is None:
-                self.records += 1
-                self.got.setdefault(m.key().decode(), set()).add(m.value().decode())
-        return len(self.got)
 
 
 def test_kafka_to_kafka_at_least_once_with_a_bolt_killed(broker, heron_home):

@@ -50,7 +50,7 @@ class KafkaBolt(Bolt):
         return tup.values[fields.index(name)]
 
     def process(self, tup: Any) -> None:
-        topic = self.cfg.topic or self._field(tup, self.cfg.topic_field or "")
+        topic = (self._field(tup, self.cfg.topic_field) if self.cfg.topic_field else None) or self.cfg.topic
         if not topic:
             self.log(f"{self.where}: input from '{tup.component}' has no topic in field "
                      f"'{self.cfg.topic_field}'; failing it", "warn")

@@ -75,7 +75,7 @@ class SpoutConfig:
     refresh_period_s: float
     poll_timeout_s: float
     max_poll_records: int
-    translator: str
+    translator: Any  # a name (str), or a RecordTranslator object (Flux passes built ones)
     key_deserializer: str
     value_deserializer: str
     consumer: tuple[tuple[str, Any], ...]
@@ -125,7 +125,7 @@ def spout_config(conf: dict[str, Any], where: str, default_group: str) -> SpoutC
         refresh_period_s=_int(conf, where, "kafka.partition.refresh.period.ms", 2_000, 1) / 1000.0,
         poll_timeout_s=_int(conf, where, "kafka.poll.timeout.ms", 20, 0) / 1000.0,
         max_poll_records=_int(conf, where, "kafka.max.poll.records", 500, 1),
-        translator=str(conf.get("kafka.record.translator", "default")),
+        translator=conf.get("kafka.record.translator", "default"),
         key_deserializer=str(conf.get("kafka.key.deserializer", "string")),
         value_deserializer=str(conf.get("kafka.value.deserializer", "string")),
         consumer=tuple(sorted(_passthrough(conf, CONSUMER_PREFIX).items())),
@@ -152,8 +152,10 @@ class BoltConfig:
 
 def bolt_config(conf: dict[str, Any], where: str) -> BoltConfig:
     topic, field = conf.get("kafka.topic"), conf.get("kafka.topic.field")
-    if bool(topic) == bool(field):
-        raise _err(where, "kafka.topic / kafka.topic.field", "exactly one of them",
+    if not topic and not field:
+        # both: the field's topic, the default topic when the field is missing or empty
+        # (Storm's FieldNameBasedTopicSelector(fieldName, defaultTopic))
+        raise _err(where, "kafka.topic / kafka.topic.field", "at least one of them",
                    {"kafka.topic": topic, "kafka.topic.field": field})
     fire = conf.get("kafka.fire.and.forget", False)
     if not isinstance(fire, bool) and str(fire).lower() not in ("true", "false"):

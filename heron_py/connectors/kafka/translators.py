@@ -106,10 +106,48 @@ class ByTopicRecordTranslator(RecordTranslator):
         return topic, [topic, partition, offset, key, value]
 
 
+class TopicRouterTranslator(RecordTranslator):
+    """Storm's ByTopicRecordTranslator built from translators: each topic's records go through
+    the translator set for it (``for_topic``), the others through ``default``. Two translators
+    declaring one stream with different fields are refused, as Storm refuses them."""
+
+    def __init__(self, default: RecordTranslator | None = None) -> None:
+        self.default = default if default is not None else RecordTranslator()
+        self.by_topic: dict[str, RecordTranslator] = {}
+
+    def for_topic(self, topic: str, t: RecordTranslator) -> TopicRouterTranslator:
+        if topic in self.by_topic:
+            raise ConnectorConfigError(f"ByTopicRecordTranslator: topic '{topic}' has a translator already; "
+                                       f"expected each topic once")
+        self.by_topic[topic] = t
+        self.streams()  # refuses a stream clash now, where the file says it
+        return self
+
+    def streams(self) -> dict[str, tuple[str, ...]]:
+        out: dict[str, tuple[str, ...]] = {}
+        for t in (self.default, *self.by_topic.values()):
+            for stream, fields in t.streams().items():
+                if out.get(stream, fields) != fields:
+                    raise ConnectorConfigError(f"ByTopicRecordTranslator: stream '{stream}' is declared with fields "
+                                               f"{list(out[stream])} and {list(fields)}; expected one set of "
+                                               f"fields per stream")
+                out[stream] = fields
+        return out
+
+    def translate(self, topic: str, partition: int, offset: int, key: Any, value: Any) -> tuple[str, list[Any]] | None:
+        return self.by_topic.get(topic, self.default).translate(topic, partition, offset, key, value)
+
+
 BUILTIN_TRANSLATORS = ["default", "value", "by_topic"]
 
 
-def translator(where: str, name: str, topics: tuple[str, ...]) -> RecordTranslator:
+def translator(where: str, name: Any, topics: tuple[str, ...]) -> RecordTranslator:
+    """``name``: a built-in's name, "module.Class", or a translator object (Flux builds them)."""
+    if not isinstance(name, str):
+        if callable(getattr(name, "translate", None)) and callable(getattr(name, "streams", None)):
+            return name  # type: ignore[no-any-return]
+        raise ConnectorConfigError(f"{where}: config kafka.record.translator: expected a name or a record "
+                                   f"translator, found {type(name).__name__}")
     if name == "default":
         return RecordTranslator()
     if name == "value":
