@@ -17,6 +17,7 @@ import random
 import signal
 import sys
 import time
+import types
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -104,7 +105,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     topo = load_topology_file(path, args.args)
     # classes pickled from the file as __main__ resolve to the module it ran as (a container's
     # __heron_main__); load_topology_file keeps it as __heron_submitted_main__
-    sys.modules.setdefault(MAIN_ALIAS, sys.modules["__heron_submitted_main__"])
+    # (a Flux file: a stand-in named after it); its folder is where shell components run, as
+    # in a container (resources/ if it has one)
+    main = sys.modules.get("__heron_submitted_main__") if path.suffix == ".py" else None
+    if main is None:
+        main = types.ModuleType(MAIN_ALIAS)
+        main.__file__ = str(path.resolve())
+    sys.modules.setdefault(MAIN_ALIAS, main)
     topo, _ = prepare(topo, name=None, containers=1, properties=parse_properties(args.config_property))
     stopping: list[bool] = []
 

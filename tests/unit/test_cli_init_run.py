@@ -90,3 +90,19 @@ def test_init_refuses_a_bad_name_and_a_folder_in_use(tmp_path):
         write_project("taken", tmp_path)
     assert str(e.value) == (f"init taken: {tmp_path / 'taken'} already exists and is not an empty folder; "
                             f"expected a new folder (choose another name, or remove it)")
+
+
+def test_heron_py_run_a_flux_file_whose_scripts_are_beside_it(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    shutil.copytree(repo / "tests" / "shipping" / "flux_beside", tmp_path / "flux")
+    shutil.copy(repo / "examples" / "storm" / "resources" / "storm.py", tmp_path / "flux" / "storm.py")
+    p = subprocess.run([*CLI, "run", str(tmp_path / "flux" / "multilang.yaml"), "--duration", "2"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60, env=_env())
+    assert p.returncode == 0, p.stderr
+    last = p.stdout.splitlines()[-1]
+    # the shell spout and bolt ran their scripts from the YAML's folder: words reached count and log
+    counts = dict(part.rsplit(" ", 1) for part in last.split("tuples received per bolt: ")[1].split(", "))
+    assert set(counts) == {"count", "log", "splitsentence"} and int(counts["count"]) > 0, last
