@@ -1,15 +1,20 @@
-"""The topology package: the topology file plus the user modules it imported.
+"""The topology package: the topology file plus the user code it needs, as a wheel would hold it.
 
-At submit, the CLI runs the topology file, then collects every imported module whose file
-lives beside the topology file or under an entry of the submitter's ``sys.path`` that is
-not the standard library or site-packages. A module that only a component's method imports
-(``import mylib`` inside ``initialize``, so that tasks which never need it do not load it) is
-not imported at submit: the import statements of the topology file and of every collected
-module are read (at any depth, functions included) and the user modules they name are
-collected too, found the way ``import`` would find them. Those files go into one zip, with their paths
-relative to the ``sys.path`` entry they were found under, so the same ``import`` lines work
-in a container on another host after the executor unpacks the zip and puts it first on
-``sys.path``.
+At submit, the CLI runs the topology file; then ``collect_user_files`` takes every top-level
+package or module that the topology imported (``sys.modules``) or that an import statement of
+the topology file or of a user module names (``imported_names``, at any depth: a module only a
+component's method imports is not imported at submit), looked up the way ``import`` would,
+in the topology's folder and the submitter's path entries that are not the standard library
+or site-packages. Each is shipped whole: every module, compiled extension module and data
+file, from every folder that holds it on the path (a package that extends its ``__path__``,
+a namespace package); an installed distribution there (``pip install --target``) is shipped
+by its ``RECORD``, metadata included. Archive names are relative to the path entry, so the
+same ``import`` lines work in a container after the executor unpacks the zip and puts it
+first on ``sys.path``. Shell components' scripts (Storm multilang, Flux) are found in
+``resources/`` or beside the topology file (``shell_files``); a script in neither is refused,
+as is a user module named like one of the engine's top-level packages (``ENGINE_PACKAGES``),
+which a container could not import beside the engine's. ``check_size`` refuses a package over
+``heron_py.package.max.bytes``, listing its largest entries.
 
 A package stored for containers is signed (``sign_package``): a header, then the
 HMAC-SHA256 of the zip under the topology secret, then the zip. Executors check the MAC
@@ -359,12 +364,30 @@ def shell_files(topology_file: Path, commands: Mapping[str, Any]) -> dict[str, P
             continue  # resources/ ships whole
         beside = base / script
         if beside.is_file():
-            arc = Path(RESOURCES, script) if resources.is_dir() else Path(script)
-            out[arc.as_posix()] = beside.resolve()
+            target = Path(RESOURCES) if resources.is_dir() else Path()
+            out[(target / script).as_posix()] = beside.resolve()
+            # the modules the script imports from its folder (Storm's storm.py adapter beside it)
+            for f in _script_imports(beside):
+                out.setdefault((target / Path(script).parent / f.relative_to(beside.parent)).as_posix(), f)
             continue
         raise PackageError(f"component '{component}': its command {_command_parts(command)} runs {script}, which is "
                            f"neither in {resources / script} nor beside the topology file at {beside}; expected "
                            f"the script in one of them")
+    return out
+
+
+def _script_imports(script: Path) -> list[Path]:
+    """The files of the modules a Python script imports from its own folder."""
+    if script.suffix != ".py":
+        return []
+    try:
+        names = imported_names(script.read_text(encoding="utf-8"), None, False)
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return []
+    out: list[Path] = []
+    for top in sorted({n.split(".")[0] for n in names}):
+        for _, where in _locate(top, [script.parent]):
+            out += [f.resolve() for f in _tree(where)]
     return out
 
 
