@@ -7,11 +7,19 @@ At least once, an offset is committed only when it and every earlier one of its 
 acked (``heron_py.connectors.base``). Records in flight are kept in memory until acked, so a
 retry re-emits the kept record instead of seeking the consumer back (bounded by
 ``topology.max.spout.pending``).
+
+Effectively once (``topology.reliability.mode`` EFFECTIVELY_ONCE) the spout is a stateful
+component: each partition's position (the next offset to emit) goes into its state at every
+checkpoint (``pre_save``) and is sought after a restore (``init_state`` comes before
+``initialize``). The group's committed offsets follow completed checkpoints only: the positions
+saved for checkpoint N are committed once the checkpoint storage marks N complete, so a
+monitor sees lag, and nothing past a state that could still be rolled back is committed.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from collections import deque
@@ -20,6 +28,7 @@ from typing import Any
 
 from heron_py.api.metrics import IMetric
 from heron_py.api.spout.spout import Spout
+from heron_py.api.state.state import State
 from heron_py.api.stream import Stream
 from heron_py.connectors.base import ReplayableSource
 from heron_py.connectors.kafka.config import FirstPollOffsetStrategy as FP
@@ -53,8 +62,30 @@ class _KafkaMetrics(IMetric):
         return self.spout.metrics_snapshot()
 
 
+POSITIONS_KEY = "kafka.positions"  # in the state: [[topic, partition, next offset], ...]
+
+
+def positions_to_state(positions: dict[TP, int]) -> list[list[Any]]:
+    return [[t, p, o] for (t, p), o in sorted(positions.items())]
+
+
+def positions_from_state(value: Any) -> dict[TP, int]:
+    return {(str(t), int(p)): int(o) for t, p, o in (value or [])}
+
+
+def newest_completed(saved: dict[int, dict[TP, int]], completed: set[int]) -> int | None:
+    """The newest checkpoint id among ``saved`` that ``completed`` holds (its positions are the
+    ones to commit), or None."""
+    done = [cid for cid in saved if cid in completed]
+    return max(done) if done else None
+
+
 class KafkaSpout(Spout):
     """Configured by the component's config (``kafka.*``, see docs/connectors/kafka.md)."""
+
+    # effectively once: the positions init_state restored (None: not restored, or another mode)
+    _restored: dict[TP, int] | None = None
+    _state: State | None = None
 
     outputs = ["topic", "partition", "offset", "key", "value"]
     requirements = [REQUIREMENT]
@@ -92,8 +123,12 @@ class KafkaSpout(Spout):
         self.index, self.tasks = tasks.index(context.get_task_id()), len(tasks)
         # tracking needs the engine's acking: without it ids are never acked and commits would stall
         mode = str(config.get("topology.reliability.mode", "ATMOST_ONCE")).upper()
-        self.tracked = self.cfg.guarantee is PG.AT_LEAST_ONCE and mode in ("ATLEAST_ONCE", "EFFECTIVELY_ONCE")
-        if self.cfg.guarantee is PG.AT_LEAST_ONCE and not self.tracked:
+        # effectively once has no acking: positions travel in checkpoints instead
+        self.checkpointed = mode == "EFFECTIVELY_ONCE"
+        self.tracked = self.cfg.guarantee is PG.AT_LEAST_ONCE and mode == "ATLEAST_ONCE"
+        if self.checkpointed:
+            self._init_checkpointed(config)
+        elif self.cfg.guarantee is PG.AT_LEAST_ONCE and not self.tracked:
             self.log(f"{self.where}: kafka.processing.guarantee AT_LEAST_ONCE needs topology.reliability.mode "
                      f"ATLEAST_ONCE, found {mode}; committing periodically without tracking (NO_GUARANTEE)", "warn")
         self.source: ReplayableSource[TP] = ReplayableSource(
@@ -110,6 +145,56 @@ class KafkaSpout(Spout):
         self._next_refresh = now
         self._next_commit = now + self.cfg.commit_period_s
         context.register_metric("kafka", _KafkaMetrics(self), 10)
+
+    # --- effectively once ----------------------------------------------------------------------
+    def init_state(self, stateful_state: State) -> None:
+        """Called before ``initialize``: the positions of the restored checkpoint (none at a
+        clean start)."""
+        self._state = stateful_state
+        self._restored = positions_from_state(stateful_state.get(POSITIONS_KEY))
+
+    def pre_save(self, checkpoint_id: str) -> None:
+        if not getattr(self, "checkpointed", False) or self._state is None:
+            return
+        self._state.put(POSITIONS_KEY, positions_to_state(self.positions))
+        self._saved[int(checkpoint_id)] = dict(self.positions)
+        self._commit_checkpointed()
+
+    def _init_checkpointed(self, config: dict[str, Any]) -> None:
+        from pathlib import Path
+
+        from heron_py.checkpoint.storage import LocalFsStorage, checkpoint_root
+        from heron_py.common.config import StatefulConfig
+
+        if self.cfg.guarantee is not PG.AT_LEAST_ONCE:
+            self.log(f"{self.where}: kafka.processing.guarantee {self.cfg.guarantee.value} is ignored in "
+                     f"EFFECTIVELY_ONCE mode: positions are checkpointed", "warn")
+        # next offset to emit per partition; what a checkpoint saves and a restore seeks to
+        self.positions: dict[TP, int] = {}
+        self._saved: dict[int, dict[TP, int]] = {}  # checkpoint id → positions saved, not yet committed
+        # the spout reads (never writes) the checkpoint storage to learn which checkpoints the
+        # master declared complete: the engine has no "checkpoint complete" callback
+        home = Path(os.environ.get("HERON_PY_HOME", "."))
+        self._storage = LocalFsStorage(checkpoint_root(home, StatefulConfig.from_config(config).root))
+        if self._restored:
+            self.log(f"{self.where}: restored positions " +
+                     ", ".join(f"{t}-{p}@{o}" for (t, p), o in sorted(self._restored.items())))
+
+    def _commit_checkpointed(self) -> None:
+        if not self._saved:
+            return
+        try:
+            completed = set(self._storage.completed_ids(self.topology))
+        except OSError as e:
+            self._log_once(f"{self.where}: cannot read the checkpoint storage: {e}")
+            return
+        cid = newest_completed(self._saved, completed)
+        if cid is None:
+            return
+        offsets = {tp: off for tp, off in self._saved[cid].items() if tp in self.assigned}
+        self._saved = {k: v for k, v in self._saved.items() if k > cid}
+        if offsets:
+            self._commit_offsets(offsets, sync=False)
 
     def activate(self) -> None:
         self.active = True
@@ -167,7 +252,7 @@ class KafkaSpout(Spout):
                 self._on_error(m.error())
                 continue
             self.buffers.setdefault((m.topic(), m.partition()), deque()).append(m)
-        if self.cfg.guarantee is PG.AT_MOST_ONCE and msgs:
+        if self.cfg.guarantee is PG.AT_MOST_ONCE and msgs and not self.checkpointed:
             # at most once: the batch is committed before any of it is emitted
             last: dict[TP, int] = {}
             for m in msgs:
@@ -177,6 +262,12 @@ class KafkaSpout(Spout):
 
     def _drain(self) -> None:
         for tp, buf in self.buffers.items():
+            if self.checkpointed:
+                while buf:
+                    m = buf.popleft()
+                    self._translate_emit(m, None)
+                    self.positions[tp] = m.offset() + 1
+                continue
             if not self.tracked:
                 while buf:
                     m = buf.popleft()
@@ -236,12 +327,18 @@ class KafkaSpout(Spout):
             if tp not in mine:
                 self.source.revoke(tp)
                 self.buffers.pop(tp, None)
+                if self.checkpointed:
+                    self.positions.pop(tp, None)
         committed = self.consumer.committed(self._tps(added), timeout=10) if added else []
         starts: list[Any] = []
         for c in committed:
             tp = (c.topic, c.partition)
             ours = self._metadata_is_ours(getattr(c, "metadata", None))
             off = start_offset(self.cfg.first_poll, c.offset if c.offset >= 0 else None, ours)
+            if self.checkpointed and self._restored and tp in self._restored:
+                off = self._restored[tp]  # the restored checkpoint's position wins
+            if self.checkpointed and isinstance(off, int):
+                self.positions[tp] = off
             pos = off if isinstance(off, int) else {"earliest": -2, "latest": -1}[off]
             starts.append(TopicPartition(tp[0], tp[1], pos))
             # an unknown start (earliest/latest) is learned from the first record
@@ -265,6 +362,9 @@ class KafkaSpout(Spout):
 
     # --- commits -------------------------------------------------------------------------------
     def _commit(self, sync: bool = False) -> None:
+        if self.checkpointed:
+            self._commit_checkpointed()
+            return
         if self.cfg.guarantee is PG.AT_MOST_ONCE:
             return
         offsets = self.source.commits()

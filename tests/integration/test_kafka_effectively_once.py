@@ -1,0 +1,142 @@
+"""Kafka → split → stateful count effectively once on real processes and Tansu: kill -9 of a
+KafkaSpout task, a count task and a stream manager mid-run (one after the other, each after
+the topology restored from the previous one), and the final state is exact: the counts of
+the newest completed checkpoint whose spout positions reach the log end equal a plain Python
+count of the input. No acking, no de-duplication anywhere: a record replayed into the counts
+twice would show as a count too high. The group's committed offsets follow the completed
+checkpoints up to the log end."""
+
+import os
+import pickle
+import re
+import signal
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from heron_py.checkpoint.storage import IncompleteCheckpointError, LocalFsStorage
+from heron_py.scheduler.paths import TopologyPaths
+from heron_py.state import config as statecfg
+from heron_py.state import open_state
+from heron_py.testing import run_local
+from heron_py.testing.local import kill_local
+from tests.kafka_broker import broker_or_skip
+from tests.support import wait_for
+
+pytestmark = pytest.mark.integration
+
+N = 24_000
+TOPOLOGY = os.path.join(os.path.dirname(__file__), "..", "kafka", "kafka_stateful_count.py")
+
+
+def words(i):
+    return f"w{i % 50} x{i % 7}"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    b = broker_or_skip(tmp_path_factory.mktemp("tansu"))
+    yield b
+    b.stop()
+
+
+def _state():
+    home = Path(os.environ["HERON_PY_HOME"])
+    return open_state(statecfg.resolve(home=home), home)
+
+
+def _tasks(name):
+    out: dict[str, list[int]] = {}
+    for t in _state().get_packing_plan(name).tasks:
+        out.setdefault(t.component, []).append(t.task_id)
+    return out
+
+
+def _logs(home, name, pattern):
+    return "".join(f.read_text() for f in TopologyPaths.of(name, home).logs.glob(pattern))
+
+
+def _checkpoints(home, name):
+    return len(re.findall(r"checkpoint \d+ complete", _logs(home, name, "container-0/tmanager*.log")))
+
+
+def _restores(home, name):
+    return len(re.findall(r"restore \d+ to .*\(failure: ", _logs(home, name, "container-0/tmanager*.log")))
+
+
+def _final(home, name, ends):
+    """(checkpoint id, counts) of the newest completed checkpoint whose spouts' positions are
+    the log end of every partition, or None."""
+    storage = LocalFsStorage(home / "checkpoints")
+    tasks = _tasks(name)
+    for cid in reversed(storage.completed_ids(name)):
+        try:
+            positions: dict[int, int] = {}
+            for t in tasks["kafka"]:
+                state = pickle.loads(storage.load(name, cid, t) or pickle.dumps({}))
+                positions.update({p: o for _topic, p, o in state.get("kafka.positions", [])})
+            if positions != ends:
+                continue
+            counts: Counter = Counter()
+            for t in tasks["count"]:
+                counts.update(pickle.loads(storage.load(name, cid, t) or pickle.dumps({})))
+        except IncompleteCheckpointError:
+            continue  # removed by the master's garbage collection after it was listed
+        return cid, counts
+    return None
+
+
+def _pid(name, component):
+    for _t, info in sorted(_state().get_execution_state(name)["instances"].items()):
+        if info["component"] == component and info.get("pid"):
+            return int(info["pid"])
+    raise AssertionError(f"no running {component} task")
+
+
+def test_kafka_stateful_count_exact_through_three_kills(broker, heron_home):
+    broker.create_topic("eo-words", 3)
+    ends: dict[int, int] = {}
+
+    def produce():  # paced over ~16 s, so the three kills land mid-run
+        from confluent_kafka import Producer
+        p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+
+        def delivered(err, msg):
+            assert err is None, err
+            ends[msg.partition()] = max(ends.get(msg.partition(), 0), msg.offset() + 1)
+        for i in range(N):
+            p.produce("eo-words", value=words(i).encode(), partition=i % 3, on_delivery=delivered)
+            if i % 150 == 0:
+                p.poll(0)
+                time.sleep(0.1)
+        assert p.flush(30) == 0
+    run = run_local(TOPOLOGY, ["--bootstrap", broker.bootstrap, "--topic", "eo-words", "--group", "eo"],
+                    home=heron_home, name="keo", keep_running=True)
+    producer = threading.Thread(target=produce)
+    producer.start()
+    try:
+        kills = [("spout", lambda: _pid(run.name, "kafka")), ("count", lambda: _pid(run.name, "count")),
+                 ("stream manager", lambda: int(_state().get_execution_state(run.name)["stmgrs"]["1"]["pid"]))]
+        for i, (what, pid) in enumerate(kills):
+            base = _checkpoints(heron_home, run.name)
+            wait_for(lambda b=base: _checkpoints(heron_home, run.name) >= b + 2, 40,
+                     f"two checkpoints before the {what} kill")
+            assert producer.is_alive(), f"the input ended before the {what} kill: the test proves nothing"
+            os.kill(pid(), signal.SIGKILL)
+            wait_for(lambda n=i + 1: _restores(heron_home, run.name) >= n, 40, f"a restore after the {what} kill")
+        producer.join(60)
+        assert sum(ends.values()) == N
+        cid, counts = wait_for(lambda: _final(heron_home, run.name, ends), 60,
+                               f"a completed checkpoint whose positions reach the log end {ends}")
+        expected = Counter(w for i in range(N) for w in words(i).split())
+        assert sum(counts.values()) == 2 * N, f"checkpoint {cid}: {sum(counts.values())} words, expected {2 * N}"
+        assert counts == expected
+        # the group's commits follow completed checkpoints up to the log end
+        wait_for(lambda: broker.committed("eo", "eo-words") == ends, 20, f"commits to reach {ends}")
+        spout_logs = _logs(heron_home, run.name, "container-*/kafka-*.log")
+        assert "restored positions eo-words-" in spout_logs
+    finally:
+        kill_local(heron_home, run.name)
