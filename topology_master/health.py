@@ -1,8 +1,9 @@
 """Which containers the topology master asks its scheduler to relaunch (Heron gave this job
 to its health manager). Pure, with an injected clock.
 
-A container is alive while its stream manager is connected to the master (it heartbeats every
-second). One that was seen and then stays silent for ``lost_after_s`` has lost its executor
+A container is alive while its stream manager heartbeats to the master (every second): the
+age of its last heartbeat counts, not whether a connection is open. One that was seen and then
+stays silent for ``lost_after_s`` has lost its executor
 (its host died, its job was cancelled): the executor would have restarted a crashed stream
 manager within seconds. One never seen gets ``startup_grace_s`` from when this master began
 watching. After asking for a relaunch the rule waits ``retry_after_s`` before asking again
@@ -36,6 +37,12 @@ class ContainerHealth:
         now = self.clock()
         for c in containers:
             self.last_seen[c] = now
+
+    def heard(self, container: int, at: float) -> None:
+        """The container's stream manager was last heard from (a registration, a heartbeat) at
+        ``at`` on this rule's clock; silence is counted from then."""
+        if at > self.last_seen.get(container, float("-inf")):
+            self.last_seen[container] = at
 
     def due(self) -> list[int]:
         """Containers to relaunch now; each is then not due again for ``retry_after_s``."""

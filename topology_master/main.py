@@ -112,7 +112,7 @@ class TopologyMaster(DaemonBase):
         if self._relaunch is not None and RELAUNCH.parse(config):
             health = ContainerHealth(packing.num_containers, time.monotonic,
                                      HealthConfig(lost_after_s=LOST_AFTER.parse(config)))
-            self.relauncher = Relauncher(health, connected=lambda: list(self.links.conns), active=lambda: self.active,
+            self.relauncher = Relauncher(health, heard=lambda: self.links.heard, active=lambda: self.active,
                                          relaunch=self._relaunch, log=self._log)
             self._spawn(self.relauncher.run())
         try:
@@ -254,7 +254,7 @@ class _Handler(BaseHandler):
         elif msg_type == MsgType.STMGR_HEARTBEAT and ident.role == "stmgr":
             hb = pb.StmgrHeartbeat()
             parse(hb, frame)
-            tm.links.heartbeat(hb)
+            tm.links.heartbeat(conn, hb)
             self._instances_changed(f"stream manager {hb.container} reported")
         elif msg_type in CHECKPOINT_REPORTS and ident.role == "stmgr":
             if tm.checkpoints is not None and tm.active:

@@ -1,5 +1,7 @@
 """The active topology master's watch over its containers: every second it feeds the pure
-rule (health.py) with the containers whose stream manager is connected, and asks the
+rule (health.py) with when each container's stream manager was last heard from (its
+registration or its latest heartbeat: a connection left open to a frozen process or a vanished
+host proves nothing), and asks the
 scheduler the topology was launched with to relaunch the ones that are due. The request
 runs on a worker thread (sbatch, process start-up) so the master's loop never waits."""
 
@@ -7,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 
 from topology_master.health import ContainerHealth
 
@@ -15,10 +17,10 @@ Relaunch = Callable[[int], None]
 
 
 class Relauncher:
-    def __init__(self, health: ContainerHealth, *, connected: Callable[[], Iterable[int]],
+    def __init__(self, health: ContainerHealth, *, heard: Callable[[], Mapping[int, float]],
                  active: Callable[[], bool], relaunch: Relaunch, log: logging.Logger) -> None:
         self.health = health
-        self._connected = connected
+        self._heard = heard
         self._active = active
         self._relaunch = relaunch
         self._log = log
@@ -30,7 +32,8 @@ class Relauncher:
             self.health.started = None  # a master that becomes active starts watching anew
             self.health.last_seen.clear()
             return []
-        self.health.seen(self._connected())
+        for container, at in self._heard().items():
+            self.health.heard(container, at)
         return self.health.due()
 
     async def run(self) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from collections.abc import Callable
 
 from google.protobuf.json_format import MessageToDict
@@ -20,9 +21,14 @@ from topology_master.plan_book import PlanBook
 
 class StmgrLinks:
     def __init__(self, book: PlanBook, *, is_active: Callable[[], bool], store_plan: Callable[[PhysicalPlan], None],
-                 state_changed: Callable[[], None], log: logging.Logger) -> None:
+                 state_changed: Callable[[], None], log: logging.Logger,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.book = book
         self.conns: dict[int, Connection] = {}  # container -> its registered SM's connection
+        # container -> when its stream manager last registered or heartbeated: a connection that
+        # stays open to a frozen process proves nothing, its heartbeats' age does
+        self.heard: dict[int, float] = {}
+        self._clock = clock
         self._is_active = is_active
         self._store_plan = store_plan
         self._state_changed = state_changed  # the execution state is due for a write
@@ -39,6 +45,7 @@ class StmgrLinks:
             old.close(f"stream manager {req.container} registered again on another connection")
         self.book.register(StmgrLocation(req.container, req.host, req.port, req.pid))
         self.conns[req.container] = conn
+        self.heard[req.container] = self._clock()
         conn.context = req.container
         conn.send_msg(MsgType.REGISTER_STMGR_RESPONSE, pb.RegisterStmgrResponse(ok=True))
         self._log.info("stream manager %d registered (%s:%d pid %d)", req.container, req.host, req.port, req.pid)
@@ -57,7 +64,9 @@ class StmgrLinks:
             self._log.warning("stream manager %d disconnected", c)
             self._state_changed()
 
-    def heartbeat(self, hb: pb.StmgrHeartbeat) -> None:
+    def heartbeat(self, conn: Connection, hb: pb.StmgrHeartbeat) -> None:
+        if self.conns.get(hb.container) is conn:  # only the registered connection speaks for it
+            self.heard[hb.container] = self._clock()
         if hb.HasField("metrics"):
             self.book.stmgr_metrics[hb.container] = MessageToDict(hb.metrics, preserving_proto_field_name=True)
         self.book.update_instances(hb.container, hb.instances)
