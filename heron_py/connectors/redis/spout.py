@@ -103,6 +103,7 @@ class RedisStreamSpout(Spout):
         self.inflight: dict[str, Key] = {}  # entry id → message id
         self.to_xack: list[str] = []
         self.seq = 0
+        self.recovered = 0
         self.cursor: str | None = "0"  # reading our own pending entries from here; None: new ones (">")
         self.group_ready = not self.cfg.create_group
         self.active = True
@@ -208,15 +209,27 @@ class RedisStreamSpout(Spout):
         if self.cursor is not None:
             if not entries:
                 self.cursor = None  # our own history is replayed: new entries from now on
+                if self.recovered:
+                    self.log(f"{self.where}: re-emitted {self.recovered} entries left pending by an earlier run "
+                             f"of consumer '{self.cfg.consumer}'")
                 return
             self.cursor = entry_id(entries[-1][0])
+            self.recovered += len(entries)
         for raw_id, fields in entries:
             self._emit_new(entry_id(raw_id), fields)
 
     def _claim(self) -> None:
         """Entries idle longer than redis.claim.idle.ms in any consumer's pending list (ours
         included: those in flight here are skipped) become ours."""
-        start = "0-0"
+        start, before = "0-0", self.counts["claimed"]
+        try:
+            self._claim_from(start)
+        finally:
+            if self.counts["claimed"] > before:
+                self.log(f"{self.where}: claimed {self.counts['claimed'] - before} entries idle over "
+                         f"{self.cfg.claim_idle_ms} ms in the pending lists of group '{self.cfg.group}'")
+
+    def _claim_from(self, start: str) -> None:
         for _ in range(10):  # bounded per call: a long pending list is walked over several calls
             nxt, entries, *_deleted = self.client.xautoclaim(self.cfg.stream, self.cfg.group, self.cfg.consumer,
                                                              self.cfg.claim_idle_ms, start_id=start,
