@@ -136,6 +136,7 @@ class Counters:
         self.bad_frame_source = 0  # batches from a connection whose role or task may not send them
         self.silent_peers = 0  # connections aborted for sending nothing within the liveness timeout
         self.shed = 0  # closed at accept: the port's connection caps were reached
+        self.evicted = 0  # aborted in their handshake to make room for a newer connection
         self.handshake_timeouts = 0  # closed for not finishing the handshake in time
 
 
@@ -207,6 +208,7 @@ class Connection(asyncio.Protocol):
         self._limits = guard.limits if guard is not None else GuardLimits()
         self._fail_log = fail_log
         self._admitted = False  # counted by the guard: released once, on connection_lost
+        self._source = ""  # the peer's address, for the guard
         self._deadline: asyncio.TimerHandle | None = None
         self._decoder = self._new_decoder(peer_name)
         self._server_hs: ServerHandshake | None = None
@@ -241,6 +243,8 @@ class Connection(asyncio.Protocol):
         tr: asyncio.Transport = transport  # type: ignore[assignment]
         self.transport = tr
         peer = tr.get_extra_info("peername")
+        # the guard shares the handshake slots fairly between source addresses
+        self._source = str(peer[0]) if isinstance(peer, tuple) and peer else self.peer_name
         if peer and self.peer_name == "peer":
             self.peer_name = f"{peer[0]}:{peer[1]}"
             self._decoder = self._new_decoder(self.peer_name)
@@ -265,7 +269,14 @@ class Connection(asyncio.Protocol):
     def _admit(self, tr: asyncio.Transport) -> bool:
         """An accepted connection: shed at once over the port's caps, else given a deadline."""
         if self._guard is not None:
-            verdict = self._guard.admit()
+            verdict, victim = self._guard.admit(self._source, self)
+            if isinstance(victim, Connection):
+                self._counters.evicted += 1
+                victim._admitted = False  # uncounted by the guard already
+                victim._warn_failure("evicting %s, still in its handshake, for a newer connection (the port's "
+                                     "%d handshake slots are full)", victim.peer_name, self._limits.max_pending,
+                                     kind="evicted")
+                victim.abort("evicted for a newer connection")
             if verdict is not Admission.ADMITTED:
                 self._counters.shed += 1
                 self._warn_failure("shedding connection from %s: %s on this port", self.peer_name, verdict.value)
@@ -483,7 +494,7 @@ class Connection(asyncio.Protocol):
             self._deadline.cancel()
             self._deadline = None
         if self._admitted and self._guard is not None:
-            self._guard.authenticated()
+            self._guard.authenticated(self._source, self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._live_timer is not None:
@@ -494,7 +505,7 @@ class Connection(asyncio.Protocol):
             self._deadline = None
         if self._admitted and self._guard is not None:
             self._admitted = False
-            self._guard.closed(was_authenticated=self.state is ConnState.OPEN)
+            self._guard.closed(was_authenticated=self.state is ConnState.OPEN, source=self._source, handle=self)
         # a TLS connection that fails before the secret's handshake ends: the peer refused our
         # certificate after its handshake completed (TLS 1.3 clients), or an upgrade failed
         # (start_tls reports it then, with the same reason; tls_failure counts once)

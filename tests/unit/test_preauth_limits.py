@@ -17,12 +17,33 @@ LOG = logging.getLogger("test-preauth")
 
 def test_a_port_guard_sheds_over_its_caps_and_frees_on_close():
     g = PortGuard(GuardLimits(max_pending=2, max_connections=3))
-    assert [g.admit() for _ in range(3)] == [Admission.ADMITTED, Admission.ADMITTED, Admission.TOO_MANY_PENDING]
-    g.authenticated()
-    assert g.admit() is Admission.ADMITTED  # 1 open + 2 pending
-    assert g.admit() is Admission.TOO_MANY
-    g.closed(was_authenticated=False)
-    assert g.admit() is Admission.ADMITTED and g.shed == 2
+    a, b, c, d = object(), object(), object(), object()
+    assert g.admit("h1", a) == (Admission.ADMITTED, None) and g.admit("h1", b) == (Admission.ADMITTED, None)
+    # the handshake slots are full: the newcomer gets in, the source holding the most slots
+    # gives up its oldest (issue 34, item 5: idle connections cannot keep a port full)
+    assert g.admit("h2", c) == (Admission.ADMITTED, a)
+    assert g.pending == 2 and g.evicted == 1
+    g.closed(was_authenticated=False, source="h1", handle=a)  # the evicted one's close counts nothing again
+    assert g.pending == 2
+    g.authenticated("h1", b)
+    assert g.admit("h3", d) == (Admission.ADMITTED, None)  # 1 open + 2 pending
+    assert g.admit("h3", object()) == (Admission.TOO_MANY, None)
+    g.closed(was_authenticated=False, source="h3", handle=d)
+    assert g.admit("h3", object())[0] is Admission.ADMITTED and g.shed == 1
+
+
+def test_one_source_cannot_take_the_slots_another_needs():
+    g = PortGuard(GuardLimits(max_pending=4, max_connections=100))
+    flood = [object() for _ in range(4)]
+    for h in flood:
+        g.admit("10.0.0.9", h)
+    peer = object()
+    assert g.admit("10.0.0.2", peer) == (Admission.ADMITTED, flood[0])
+    # the flooder's next ones evict its own oldest, never the other source's only slot
+    for i in range(1, 4):
+        assert g.admit("10.0.0.9", object()) == (Admission.ADMITTED, flood[i])
+    g.authenticated("10.0.0.2", peer)
+    assert g.open == 1 and g.pending == 3
 
 
 def test_failed_handshakes_are_logged_once_per_interval_with_a_count(caplog):
@@ -71,10 +92,14 @@ def test_a_port_sheds_idle_and_hostile_connections_and_still_serves_a_real_peer(
         port = server.sockets[0].getsockname()[1]
         idle = [await asyncio.open_connection("127.0.0.1", port) for _ in range(5)]
         await asyncio.sleep(0.1)
-        assert counters.shed == 2  # over the 3 pending: closed at accept
-        # the 3 admitted ones are closed at the deadline
+        assert counters.evicted == 2 and counters.shed == 0  # over the 3 pending: the oldest made room
+        # a peer with the secret gets in while the slots are full of idle connections
+        first = await connect("127.0.0.1", port, BaseHandler(), SECRET, role="c", peer_id="0", log=LOG)
+        assert first.is_open and counters.evicted == 3
+        first.close()
+        # the others are closed at the deadline
         assert all([await _closed_within(r, 1.5) for r, _ in idle])
-        assert counters.handshake_timeouts == 3
+        assert counters.handshake_timeouts == 2
         # a 16 MiB length prefix with no handshake: closed at once, nothing buffered
         r, w = await asyncio.open_connection("127.0.0.1", port)
         w.write(struct.pack(">IH", 16 * 1024 * 1024, MsgType.CLIENT_HELLO))
