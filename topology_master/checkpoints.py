@@ -93,12 +93,15 @@ class CheckpointDriver:
                  *, epoch: int, send_all: Callable[[bytes], None], log: logging.Logger,
                  io: concurrent.futures.Executor | None = None, session_ok: Callable[[], bool] = lambda: True,
                  epoch_now: Callable[[], int] | None = None, clock: Callable[[], float] = time.monotonic,
-                 wall: Callable[[], float] = time.time, legacy_wall_ids: bool = False) -> None:
+                 wall: Callable[[], float] = time.time, legacy_wall_ids: bool = False,
+                 state_changed: Callable[[], None] = lambda: None) -> None:
         """``epoch``: this master's election epoch. ``io``: where storage calls run (default: a
         thread of our own). ``session_ok``: False once the state-manager session is lost.
         ``epoch_now``: the newest epoch in the state manager (read on the I/O thread).
         ``legacy_wall_ids``: ids from the wall clock as before issue 37 (only while a caller
-        cannot pass the epoch yet)."""
+        cannot pass the epoch yet). ``state_changed``: called when what the page shows changed
+        (waiting for the operator, failing, recovered, processing again): the master writes its
+        execution state."""
         if epoch < 0:
             raise ValueError(f"checkpoint driver: epoch must be >= 0, found {epoch}")
         self.topology = topology
@@ -111,6 +114,7 @@ class CheckpointDriver:
         self._clock = clock
         self._wall = wall
         self._session_ok = session_ok
+        self._state_changed = state_changed
         self._epoch_now = epoch_now
         self._own_io = io is None
         self._io = io or concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="checkpoint-io")
@@ -251,7 +255,10 @@ class CheckpointDriver:
 
     # --- actions ---
     def _apply(self, actions: Iterable[CoordinatorAction]) -> None:
+        changed = False
         for a in actions:
+            changed |= isinstance(a, CheckpointsFailing | CheckpointsRecovered | RestoreFailed | StartProcessing
+                                  | StartRestore)
             if isinstance(a, StartCheckpoint):
                 self._send(MsgType.START_CHECKPOINT, pb.StartCheckpoint(checkpoint_id=a.checkpoint_id))
             elif isinstance(a, CheckpointComplete):
@@ -283,6 +290,8 @@ class CheckpointDriver:
             elif isinstance(a, RestoreFailed):
                 self._log.error("effectively once: no checkpoint could be restored, waiting for the operator: %s",
                                 a.reason)
+        if changed:
+            self._state_changed()
 
     def _submit(self, fn: Callable[[], T], then: Callable[[concurrent.futures.Future[T]], None]) -> None:
         """Runs ``fn`` on the I/O thread; ``then`` gets its future back on the event loop."""
@@ -400,7 +409,8 @@ class CheckpointDriver:
 def driver_for(topology: str, topo: TopologyDef, packing: PackingPlan, home: Path, *,
                send_all: Callable[[bytes], None], log: logging.Logger, epoch: int | None = None,
                session_ok: Callable[[], bool] = lambda: True,
-               epoch_now: Callable[[], int] | None = None) -> CheckpointDriver | None:
+               epoch_now: Callable[[], int] | None = None,
+               state_changed: Callable[[], None] = lambda: None) -> CheckpointDriver | None:
     """The driver of an effectively-once topology (None in the other modes). ``epoch``: the
     master's election epoch (without it, ids fall back to the wall clock as before issue 37)."""
     if not effectively_once(topo.config):
@@ -413,7 +423,7 @@ def driver_for(topology: str, topo: TopologyDef, packing: PackingPlan, home: Pat
     return CheckpointDriver(topology, {t.task_id: t.component for t in packing.tasks},
                             CoordinatorConfig.from_config(topo.config), LocalFsStorage(root),
                             epoch=epoch or 0, legacy_wall_ids=epoch is None, send_all=send_all, log=log,
-                            session_ok=session_ok, epoch_now=epoch_now)
+                            session_ok=session_ok, epoch_now=epoch_now, state_changed=state_changed)
 
 
 async def tick_forever(driver: CheckpointDriver, stopped: asyncio.Event, period_s: float = 0.2) -> None:

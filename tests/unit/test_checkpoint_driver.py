@@ -270,7 +270,8 @@ async def test_waiting_for_the_operator_then_the_operator_restores(tmp_path: Pat
         storage.mark_complete(TOPOLOGY, cid)
     (tmp_path / TOPOLOGY / "6" / "1").write_bytes(b"rot")  # corrupt
     (tmp_path / TOPOLOGY / "5" / "2").write_bytes(b"rot")
-    h = Harness(storage, epoch=3)
+    seen: list[str] = []  # the execution state the page reads is written at each change
+    h = Harness(storage, epoch=3, state_changed=lambda: seen.append(h.driver.status()["state"]))
     await h.start()
     await until(lambda: bool(h.frames(MsgType.RESTORE_STATE)))
     assert h.frames(MsgType.RESTORE_STATE)[-1].checkpoint_id == 6
@@ -280,6 +281,7 @@ async def test_waiting_for_the_operator_then_the_operator_restores(tmp_path: Pat
     s = h.driver.status()
     assert (s["state"], s["waiting_for_operator"]) == ("waiting for the operator", True)
     assert len(h.frames(MsgType.RESTORE_STATE)) == 2  # no clean start on its own
+    assert seen[-1] == "waiting for the operator"
     assert h.driver.operator_restore(7) == (False, "topology 'wc': checkpoint 7 is not complete in the storage; "
                                                    "expected one of [5, 6] or --clean")
     assert h.driver.operator_restore(None) == (True, "topology 'wc': restoring a clean start (every task's "
