@@ -277,7 +277,9 @@ def render_http(sources: Mapping[str, str]) -> str:
              "`heron-py status` prints. Off loopback every JSON request needs "
              "`Authorization: Bearer TOKEN` (the topology's token; `heron-py status` prints the page's "
              "address with it); a POST action needs it on loopback too. Each metrics manager serves "
-             "Prometheus text at `/metrics`, with the same rule.\n",
+             "Prometheus text at `/metrics`; off loopback it wants a bearer token too (the one "
+             "`heron-py prometheus-config --scrape-config` puts in the scrape job). See "
+             "[Security](../security.md).\n",
              "| method | path | query parameters | served by |", "|---|---|---|---|"]
     for r in http_routes(sources):
         params = ", ".join(f"`{p}`" for p in r.params)
