@@ -271,7 +271,9 @@ async def test_waiting_for_the_operator_then_the_operator_restores(tmp_path: Pat
     (tmp_path / TOPOLOGY / "6" / "1").write_bytes(b"rot")  # corrupt
     (tmp_path / TOPOLOGY / "5" / "2").write_bytes(b"rot")
     seen: list[str] = []  # the execution state the page reads is written at each change
-    h = Harness(storage, epoch=3, state_changed=lambda: seen.append(h.driver.status()["state"]))
+    holder: list[Harness] = []
+    h = Harness(storage, epoch=3, state_changed=lambda: seen.append(holder[0].driver.status()["state"]))
+    holder.append(h)
     await h.start()
     await until(lambda: bool(h.frames(MsgType.RESTORE_STATE)))
     assert h.frames(MsgType.RESTORE_STATE)[-1].checkpoint_id == 6
