@@ -2,7 +2,8 @@
 (prometheus-client renders it from the store), on aiohttp.
 
 It binds the container's address. Off loopback, a scrape must carry the topology's bearer
-token (``Authorization: Bearer <http_token(secret)>``; ``heron-py prometheus-config
+token (``Authorization: Bearer <scrape_token(secret)>``, not the token of the master's API and
+actions; ``heron-py prometheus-config
 --scrape-config`` prints a Prometheus job that sends it); without it the answer is 401.
 """
 
@@ -15,6 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import CollectorRegistry
 
 from heron_py.common.handshake import authorized
+from heron_py.common.http_guard import CappedRunner, guard_middleware
 
 HEAD_TIMEOUT = 5.0
 MAX_HEAD = 8190
@@ -33,13 +35,13 @@ class MetricsHttp:
         await self.runner.cleanup()
 
 
-def make_app(registry: CollectorRegistry, token: str | None) -> web.Application:
+def make_app(registry: CollectorRegistry, token: str | None, bound: str = "127.0.0.1") -> web.Application:
     async def metrics(request: web.Request) -> web.Response:
         if not authorized(request.headers.get("Authorization"), token):
             return web.Response(status=401, text=UNAUTHORIZED, headers={"WWW-Authenticate": "Bearer"})
         return web.Response(body=generate_latest(registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
-    app = web.Application()
+    app = web.Application(middlewares=[guard_middleware(bound)])
     app.router.add_get("/metrics", metrics)
     return app
 
@@ -49,7 +51,7 @@ async def serve_metrics(registry: CollectorRegistry, host: str, port: int, token
     # a client that has not sent a whole request within HEAD_TIMEOUT is disconnected (aiohttp's
     # keep-alive timer runs from the connection's start too), so a slowloris cannot hold
     # connections; the request line and header lines are bounded as on the master's API
-    runner = web.AppRunner(make_app(registry, token), access_log=None, shutdown_timeout=1.0,
+    runner = CappedRunner(make_app(registry, token, bound=host), access_log=None, shutdown_timeout=1.0,
                            keepalive_timeout=HEAD_TIMEOUT, max_line_size=MAX_HEAD, max_field_size=MAX_HEAD,
                            max_headers=MAX_HEADERS)
     await runner.setup()

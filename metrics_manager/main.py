@@ -24,7 +24,7 @@ from typing import Any
 from heron_py.common.config import ConfigError, max_frame_bytes
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
 from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType, encode_frame
-from heron_py.common.handshake import http_token
+from heron_py.common.handshake import scrape_token
 from heron_py.common.net import BaseHandler, Connection, Counters, serve
 from heron_py.common.reconnect import run_link
 from heron_py.common.tls import PeerTls
@@ -107,7 +107,7 @@ class MetricsManager(DaemonBase):
             old = int(json.loads((self._paths.container(self.container) / "metricsmgr.json").read_text())["http_port"])
         except (FileNotFoundError, ValueError, KeyError, TypeError):
             old = 0
-        token = None if is_loopback(self.http_host) else http_token(self._secret)
+        token = None if is_loopback(self.http_host) else scrape_token(self._secret)
         try:
             self._http = await serve_metrics(registry, self.http_host, old, token)
         except OSError:

@@ -15,7 +15,9 @@ Limits, because the port is open to anything that can reach the host:
 - an action needs the token everywhere, loopback included (``action_token``): anyone on the
   host may read the page, only who holds the topology's secret may stop it. A refused action
   is logged with the client's address (the action's own log line is ui_actions.py's);
-- a request the parser cannot read is a 400 with a plain-text reason.
+- a request the parser cannot read is a 400 with a plain-text reason;
+- a Host header that does not name this server (DNS rebinding) is a 421, every answer forbids
+  framing, and at most 256 connections are open at once (``heron_py.common.http_guard``).
 
 aiohttp answers parse errors itself: always 400, as HTTP/1.0, with its parser's wording.
 ``_Protocol.handle_error`` replaces those answers with ours; it is the one place that leans
@@ -35,6 +37,7 @@ from aiohttp.http_exceptions import BadHttpMessage, BadStatusLine, HttpProcessin
 from aiohttp.web_protocol import RequestHandler
 
 from heron_py.common.handshake import authorized
+from heron_py.common.http_guard import CappedRunner, CappedServer, guard_middleware
 from topology_master.http_api import MAX_HEAD, Api
 
 MAX_HEADERS = 32
@@ -90,17 +93,14 @@ class _Protocol(RequestHandler):
         return resp
 
 
-class _Server(web.Server):
-    def __call__(self) -> RequestHandler:
+class _Server(CappedServer):
+    def protocol(self) -> RequestHandler:
         return _Protocol(self, loop=self._loop, **self._kwargs)
 
 
-class _Runner(web.AppRunner):
-    async def _make_server(self) -> web.Server:
-        server = await super()._make_server()
-        # the same server with our protocol class: aiohttp has no public hook for it
-        server.__class__ = _Server
-        return server
+class _Runner(CappedRunner):
+    # the same server with our protocol class and the connection cap
+    server_class = _Server
 
 
 @dataclass
@@ -129,7 +129,8 @@ def _text(code: int, text: str, **headers: str) -> web.Response:
                         headers={"Cache-Control": "no-store", **headers})
 
 
-def make_app(api: Api, token: str | None = None, action_token: str | None = None) -> web.Application:
+def make_app(api: Api, token: str | None = None, action_token: str | None = None,
+             bound: str = "127.0.0.1") -> web.Application:
     async def route(request: web.Request) -> web.Response:
         # the raw target, as the pure router has always read it (no normalisation by yarl)
         url = urllib.parse.urlsplit(request.raw_path)
@@ -149,7 +150,7 @@ def make_app(api: Api, token: str | None = None, action_token: str | None = None
                                        str(request.remote))
         return web.Response(status=code, body=body, headers={"Content-Type": ctype, "Cache-Control": "no-store"})
 
-    app = web.Application()
+    app = web.Application(middlewares=[guard_middleware(bound)])
     app.router.add_route("*", "/{tail:.*}", route)
     return app
 
@@ -160,7 +161,7 @@ async def serve_http(api: Api, host: str, *, head_timeout: float = HEAD_TIMEOUT,
     With ``token``, JSON requests must carry it as a bearer token; actions always need
     ``action_token`` (none: no actions)."""
     runner = _Runner(
-        make_app(api, token, action_token),
+        make_app(api, token, action_token, bound=host),
         access_log=None,  # the web page polls every few seconds: no line per request in the master's log
         max_line_size=MAX_HEAD, max_field_size=MAX_HEAD, max_headers=MAX_HEADERS,
         # aiohttp's keep-alive timer also runs from the moment a connection opens until a whole

@@ -23,7 +23,7 @@ from heron_py.cli.submit import (
     submit,
 )
 from heron_py.common.config_codec import ConfigCodecError
-from heron_py.common.handshake import http_token
+from heron_py.common.handshake import http_token, scrape_token
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.model import TopologyDef
 from heron_py.planner.packing import round_robin
@@ -323,7 +323,7 @@ def cmd_prometheus_config(args: argparse.Namespace) -> int:
         secret = state.get_secret(args.name)
         if off_loopback and secret is not None:
             # the endpoints off loopback answer only with the topology's token
-            job["authorization"] = {"type": "Bearer", "credentials": http_token(secret)}
+            job["authorization"] = {"type": "Bearer", "credentials": scrape_token(secret)}
         print(yaml.safe_dump({"scrape_configs": [job]}, sort_keys=False), end="")
         return 0
     if off_loopback:

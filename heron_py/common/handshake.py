@@ -188,6 +188,13 @@ def http_token(secret: bytes) -> str:
     return hmac.new(secret, b"heron-py http api token", hashlib.sha256).hexdigest()
 
 
+def scrape_token(secret: bytes) -> str:
+    """The bearer token of the metrics managers' Prometheus endpoints: derived apart from
+    ``http_token``, so a Prometheus server that holds it can read metrics but cannot act on
+    the topology (the master's actions want ``http_token``)."""
+    return hmac.new(secret, b"heron-py prometheus scrape token", hashlib.sha256).hexdigest()
+
+
 def authorized(header: str | None, token: str | None) -> bool:
     """Whether an HTTP Authorization header carries ``token`` as a bearer token (always true
     when there is no token: an endpoint on loopback)."""

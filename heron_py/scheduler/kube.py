@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from heron_py.common.handshake import http_token
+from heron_py.common.handshake import scrape_token
 from heron_py.scheduler import kube_render as kr
 from heron_py.scheduler.base import ContainerStatus, Scheduler, SchedulerError
 from heron_py.state import StateConfig, StateManager
@@ -233,7 +233,7 @@ class KubernetesScheduler(Scheduler):
             raise SchedulerError(f"kubernetes scheduler: topology '{name}' has no secret in the state manager")
         # the credential this process opened ZooKeeper with: the pods must open it the same way
         path = Path(getattr(self.state, "auth_file", None) or zk_auth_path(self.state_config, self.home))
-        return kr.SecretMaterial(path.read_bytes(), secret, http_token(secret), self.state.get_tls(name))
+        return kr.SecretMaterial(path.read_bytes(), secret, scrape_token(secret), self.state.get_tls(name))
 
     def launch(self, name: str, num_containers: int) -> dict[str, Any]:
         o = self.options

@@ -191,7 +191,7 @@ async def _exchange(port: int, raw: bytes) -> tuple[str, dict[str, str], bytes, 
 
 async def test_get_answers_json(server: HttpServer) -> None:
     status, headers, body, _ = await _exchange(
-        server.port, b"GET /topologies?x=1 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        server.port, b"GET /topologies?x=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
     assert status == "HTTP/1.1 200 OK"
     assert (headers["content-type"], headers["cache-control"]) == ("application/json", "no-store")
     assert json.loads(body)["result"] == {"local": {"default": ["t"]}}
@@ -199,7 +199,7 @@ async def test_get_answers_json(server: HttpServer) -> None:
 
 async def test_json_errors_keep_their_status(server: HttpServer) -> None:
     status, _, body, _ = await _exchange(
-        server.port, b"GET /topologies/metrics?component=x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        server.port, b"GET /topologies/metrics?component=x HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
     assert status == "HTTP/1.1 404 Not Found"
     assert json.loads(body)["message"] == "topology 't' has no component 'x'; expected one of numbers, sink"
 
@@ -212,17 +212,17 @@ async def test_oversize_request_line_is_431(server: HttpServer) -> None:
 
 
 async def test_oversize_header_line_and_too_many_headers_are_431(server: HttpServer) -> None:
-    status, _, body, _ = await _exchange(server.port, b"GET / HTTP/1.1\r\nHost: a\r\nX: " + b"a" * 9000 + b"\r\n\r\n")
+    status, _, body, _ = await _exchange(server.port, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX: " + b"a" * 9000 + b"\r\n\r\n")
     assert (status, body) == ("HTTP/1.1 431 Request Header Fields Too Large", b"request head longer than 8192 bytes")
     many = b"".join(b"X-%d: 1\r\n" % i for i in range(40))
-    status, _, body, _ = await _exchange(server.port, b"GET / HTTP/1.1\r\nHost: a\r\n" + many + b"\r\n")
+    status, _, body, _ = await _exchange(server.port, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n" + many + b"\r\n")
     assert (status, body) == ("HTTP/1.1 431 Request Header Fields Too Large",
                               b"request head has more than 32 header lines")
 
 
 async def test_post_is_405(server: HttpServer) -> None:
     status, _, body, _ = await _exchange(
-        server.port, b"POST /topologies HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx")
+        server.port, b"POST /topologies HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx")
     assert (status, body) == ("HTTP/1.1 405 Method Not Allowed", b"method 'POST' not allowed; expected GET")
 
 
@@ -238,11 +238,11 @@ async def test_malformed_request_line_is_400(server: HttpServer) -> None:
 async def test_two_requests_on_one_keep_alive_connection(server: HttpServer) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
     try:
-        writer.write(b"GET /topologies HTTP/1.1\r\nHost: a\r\n\r\n")
+        writer.write(b"GET /topologies HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         status, headers, body = await _read_response(reader)
         assert status == "HTTP/1.1 200 OK" and "connection" not in headers  # HTTP/1.1: kept alive
         assert json.loads(body)["result"] == {"local": {"default": ["t"]}}
-        writer.write(b"GET /topologies/metrics HTTP/1.1\r\nHost: a\r\n\r\n")
+        writer.write(b"GET /topologies/metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         status, _, body = await _read_response(reader)
         assert status == "HTTP/1.1 400 Bad Request"
         assert json.loads(body)["message"] == "expected a component parameter (one of numbers, sink), found none"
