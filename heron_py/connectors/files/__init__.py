@@ -1,0 +1,8 @@
+"""Files in: FileTailSpout (heronpy) and FileTailGenerator (Streamlet). See docs/connectors/files.md.
+heronpy's TextFileGenerator (``heron_py.api.connectors.textfiles``) is unchanged beside them."""
+
+from heron_py.connectors.files.reader import FolderReader, Line, LinePositions
+from heron_py.connectors.files.spout import FileTailSpout, file_spout_config
+from heron_py.connectors.files.streamlet import FileTailGenerator
+
+__all__ = ["FileTailGenerator", "FileTailSpout", "FolderReader", "Line", "LinePositions", "file_spout_config"]

@@ -1,0 +1,173 @@
+"""Reading a folder of files line by line from (line number, byte offset) positions.
+
+``LinePositions`` is pure: the base's ``ReplayableSource`` with a file as the partition and the
+line number as the offset (the commit point advances only over a contiguous run of acked lines;
+a failed line is replayed with backoff) and the byte offset where each line in flight starts,
+so a committed line number maps back to the byte to seek to.
+
+``FolderReader`` does the I/O: the files of ``folder`` matching ``pattern`` that this task
+owns (``stable_owner``: a file keeps its owner when others appear), rescanned every poll period
+so new files are picked up; a line is read only once its newline is written (a writer's partial
+last line waits); a file that shrank below its position was truncated or replaced and is read
+again from its start (logged)."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO
+
+from heron_py.connectors.base import ReplayableSource
+from heron_py.connectors.common import stable_owner
+
+Position = tuple[int, int]  # (line number of the next line to read, its byte offset)
+
+
+@dataclass(frozen=True)
+class Line:
+    file: str  # the name relative to the folder
+    number: int  # from 0
+    start: int  # byte offset of its first byte
+    end: int  # byte offset after its newline
+    text: str
+
+
+@dataclass
+class LinePositions:
+    """The base's ``ReplayableSource`` over (file, line number), plus the byte offset where each
+    line in flight starts, so a committed line number maps back to the byte to seek to."""
+
+    source: ReplayableSource[str]
+    starts: dict[str, dict[int, int]] = field(default_factory=dict)
+
+    def assign(self, file: str, pos: Position) -> None:
+        if file not in self.source.trackers:
+            self.source.assign(file, pos[0])
+            self.starts[file] = {pos[0]: pos[1]}
+
+    def emitted(self, line: Line) -> tuple[str, int] | None:
+        key = self.source.emitted(line.file, line.number, line)
+        if key is not None:
+            st = self.starts[line.file]
+            st[line.number] = line.start
+            st[line.number + 1] = line.end  # where the next line starts: the commit point after this one
+        return key
+
+    def commit(self) -> dict[str, Position]:
+        """Advances every file's commit point over its contiguous acked lines; returns the
+        files that advanced with their new (line, byte) positions."""
+        advanced = self.source.commits()
+        self.source.committed(advanced)
+        out: dict[str, Position] = {}
+        for file, nxt in advanced.items():
+            st = self.starts[file]
+            out[file] = (nxt, st[nxt])
+            for k in [k for k in st if k < nxt]:
+                del st[k]
+        return out
+
+    def committed(self) -> dict[str, Position]:
+        return {f: (t.committed, self.starts[f][t.committed]) for f, t in self.source.trackers.items()}
+
+    def forget(self, file: str) -> None:
+        self.source.revoke(file)
+        self.starts.pop(file, None)
+
+
+class FolderReader:
+    """The owned files of a folder and where each is read to."""
+
+    def __init__(self, folder: str, pattern: str, index: int, tasks: int, encoding: str,
+                 log: Callable[[str, str], None], where: str,
+                 initial: Callable[[str], Position] = lambda _f: (0, 0)) -> None:
+        self.folder, self.pattern = folder, pattern
+        self.initial = initial  # where a newly found file is read from
+        self.index, self.tasks = index, tasks
+        self.encoding = encoding
+        self.log, self.where = log, where
+        self.positions: dict[str, Position] = {}  # next line to read, per owned file
+        self._handles: dict[str, IO[bytes]] = {}
+        self._order: list[str] = []
+        self._next = 0
+        self.missing_logged = False
+
+    def scan(self) -> list[str]:
+        """Picks up new files; returns the names of the files that appeared."""
+        try:
+            names = sorted(e.name for e in os.scandir(self.folder)
+                           if e.is_file() and fnmatch.fnmatch(e.name, self.pattern) and not e.name.startswith("."))
+        except FileNotFoundError:
+            if not self.missing_logged:
+                self.log(f"{self.where}: folder {self.folder} does not exist; waiting for it", "warn")
+                self.missing_logged = True
+            return []
+        self.missing_logged = False
+        mine = [n for n in names if stable_owner(n, self.tasks) == self.index]
+        new = [n for n in mine if n not in self.positions]
+        for n in new:
+            self.positions[n] = self.initial(n)
+        gone = [n for n in self.positions if n not in mine]
+        for n in gone:
+            self._close(n)
+            del self.positions[n]
+        self._order = mine
+        return new
+
+    def read(self, max_lines: int, allowed: Callable[[str], bool] = lambda _f: True) -> list[Line]:
+        """Up to ``max_lines`` complete lines, taking the files in turn."""
+        out: list[Line] = []
+        files = [f for f in self._order if f in self.positions and allowed(f)]
+        for i in range(len(files)):
+            if len(out) >= max_lines:
+                break
+            f = files[(self._next + i) % len(files)]
+            out.extend(self._read_file(f, max_lines - len(out)))
+        self._next += 1
+        return out
+
+    def _handle(self, file: str) -> IO[bytes] | None:
+        h = self._handles.get(file)
+        if h is None:
+            try:
+                h = open(os.path.join(self.folder, file), "rb")  # noqa: SIM115 (kept open between reads)
+            except FileNotFoundError:
+                return None
+            self._handles[file] = h
+        return h
+
+    def _read_file(self, file: str, limit: int) -> list[Line]:
+        h = self._handle(file)
+        if h is None:
+            return []
+        number, pos = self.positions[file]
+        size = os.fstat(h.fileno()).st_size
+        if size < pos:
+            self.log(f"{self.where}: file {file} shrank to {size} bytes, below the position {pos} (truncated or "
+                     f"replaced); reading it again from its start", "warn")
+            number, pos = 0, 0
+        if size == pos:
+            self.positions[file] = (number, pos)
+            return []
+        h.seek(pos)
+        out: list[Line] = []
+        while len(out) < limit:
+            raw = h.readline()
+            if not raw.endswith(b"\n"):
+                break  # at the end, or a partial line still being written: read again later
+            end = pos + len(raw)
+            text = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
+            out.append(Line(file, number, pos, end, text.decode(self.encoding, errors="replace")))
+            number, pos = number + 1, end
+        self.positions[file] = (number, pos)
+        return out
+
+    def _close(self, file: str) -> None:
+        h = self._handles.pop(file, None)
+        if h is not None:
+            h.close()
+
+    def close(self) -> None:
+        for f in list(self._handles):
+            self._close(f)
