@@ -14,6 +14,8 @@ if ! diff -q proto/heron_py_pb2.py /tmp/heron_py_pb2.committed.py >/dev/null; th
   exit 1
 fi
 ruff check .
+# the docs site: the generated reference pages match the code, and mkdocs build --strict passes
+bash scripts/docs.sh
 mypy heron_py heronpy topology_master stream_manager instance metrics_manager
 python -m pytest -q -p no:cacheprovider --timeout 300 "$@"
 if [ $# -eq 0 ]; then

@@ -16,7 +16,7 @@ mean * executed is a total that differs exactly between reports; the window's me
 difference over the executed count. ``__process-latency-ms`` (a bolt's, arrival to ack) the same
 way over the acked count. Complete latency is reported as a recent p50, so a
 window's value is the p50 weighted by the acks of each report (an approximation, labelled so
-in docs/web-ui.md). Capacity is Storm's: time spent executing / the window's length (or the
+in docs/operating/web-ui.md). Capacity is Storm's: time spent executing / the window's length (or the
 time the task has been observed, if shorter).
 """
 

@@ -511,7 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
     kube = p.add_argument_group("kubernetes only")
     kube.add_argument("--namespace", default="default", help="the namespace to create the topology in")
     kube.add_argument("--image", default=None, help="the heron-py image the pods run (default heron-py:latest; "
-                                                    "see docs/kubernetes.md to build and push it)")
+                                                    "see docs/operating/kubernetes.md to build and push it)")
     kube.add_argument("--context", default=None, help="the kubeconfig context (default: the current one)")
     p.set_defaults(fn=cmd_submit)
 

@@ -211,7 +211,7 @@ class KubernetesScheduler(Scheduler):
             import kubernetes  # noqa: F401
         except ImportError:
             raise SchedulerError("kubernetes scheduler: the Python package 'kubernetes' is not installed; expected "
-                                 "it beside heron-py (pip install kubernetes), found none") from None
+                                 "it beside heron-py (pip install 'heron-py[kubernetes]'), found none") from None
 
     def api(self) -> KubeApi:
         if self._api is None:
