@@ -1,7 +1,7 @@
 """Kafka → transform → Kafka, at least once, for the Kafka integration tests.
 
 KafkaSpout (par 2) emits topic, partition, offset, key, value; ``upper`` emits the record's
-(partition:offset) as the key and its value upper-cased as the message; KafkaBolt (par 2)
+"topic:partition:offset" as the key and its value upper-cased as the message; KafkaBolt (par 2)
 produces them to the output topic and acks each input only once the broker confirmed it.
 """
 
@@ -18,21 +18,23 @@ class UpperBolt(Bolt):
     outputs = ["key", "message"]
 
     def process(self, tup):
-        _topic, partition, offset, _key, value = tup.values
-        self.emit([f"{partition}:{offset}", value.upper()], anchors=[tup])
+        topic, partition, offset, _key, value = tup.values
+        self.emit([f"{topic}:{partition}:{offset}", value.upper()], anchors=[tup])
         self.ack(tup)
 
 
 def build(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--bootstrap", required=True)
-    ap.add_argument("--input", required=True)
+    ap.add_argument("--input", help="the input topic")
+    ap.add_argument("--pattern", help="or a pattern of input topics (kafka.topic.pattern)")
     ap.add_argument("--output", required=True)
     ap.add_argument("--group", required=True)
     args = ap.parse_args(argv)
     b = TopologyBuilder("kafka_to_kafka")
     spout = KafkaSpout.spec(name="kafka", par=2, config={
-        "kafka.bootstrap.servers": args.bootstrap, "kafka.topics": [args.input], "kafka.group.id": args.group,
+        "kafka.bootstrap.servers": args.bootstrap, "kafka.group.id": args.group,
+        **({"kafka.topic.pattern": args.pattern} if args.pattern else {"kafka.topics": [args.input]}),
         "kafka.offset.commit.period.ms": 300, "kafka.partition.refresh.period.ms": 1000,
     })
     b.add_spec(spout)

@@ -70,6 +70,10 @@ def positions_to_state(positions: dict[TP, int]) -> list[list[Any]]:
 
 
 def positions_from_state(value: Any) -> dict[TP, int]:
+    """The saved positions: the spout's list of [topic, partition, offset], or the
+    KafkaSource's live {(topic, partition): offset} dict."""
+    if isinstance(value, dict):
+        return {(str(t), int(p)): int(o) for (t, p), o in value.items()}
     return {(str(t), int(p)): int(o) for t, p, o in (value or [])}
 
 

@@ -1,0 +1,153 @@
+"""Kafka for the Streamlet API: ``KafkaSource`` for ``Builder.new_source`` and ``KafkaSink``
+for ``Streamlet.to_sink``, with the KafkaSpout's and KafkaBolt's ``kafka.*`` options.
+
+A Streamlet source emits without message ids (the Streamlet API has no acking), so the
+source's delivery is NO_GUARANTEE (periodic commits of what it handed out) or AT_MOST_ONCE;
+effectively once (``topology.reliability.mode`` EFFECTIVELY_ONCE) its positions are in the
+source's state and sought after a restore, exactly as the KafkaSpout's. The source is the
+KafkaSpout itself, driven by the Generator: partitions, first-poll strategies, refresh,
+deserializers and metrics are the spout's.
+
+A Streamlet sink is acked when ``put`` returns, so the sink cannot hold an element until the
+broker confirmed it: it relies on the idempotent producer's retries, logs delivery errors and
+flushes on cleanup. For acks that follow the broker's confirmations use the KafkaBolt.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from heron_py.api.streamlet.context import Context
+from heron_py.api.streamlet.generator import Generator
+from heron_py.api.streamlet.sink import Sink
+from heron_py.connectors.base import ConnectorConfigError
+from heron_py.connectors.kafka.config import ProcessingGuarantee, bolt_config, spout_config
+from heron_py.connectors.kafka.spout import POSITIONS_KEY, KafkaSpout
+from heron_py.connectors.kafka.translators import serializer, translator
+
+
+class _Collector:
+    """The KafkaSpout's delegate inside a source: emitted values go to the source's queue."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self.logger = logger
+        self.queue: deque[Any] = deque()
+
+    def emit(self, tup: Any, stream: str, anchors: Any, direct_task: int | None, need_task_ids: bool,
+             tup_id: Any) -> list[int] | None:
+        self.queue.append(tup[0] if len(tup) == 1 else tuple(tup))
+        return None
+
+    def ack(self, tup: Any) -> None:
+        """Not used: a source has no input."""
+
+    def fail(self, tup: Any) -> None:
+        """Not used: a source has no input."""
+
+    def log(self, message: str, level: Any = None) -> None:
+        lvl = {"trace": logging.DEBUG, "debug": logging.DEBUG, "warn": logging.WARNING,
+               "error": logging.ERROR}.get(str(level), logging.INFO)
+        self.logger.log(lvl, message)
+
+
+class KafkaSource(Generator):
+    """Each element is a record's value (decoded by ``kafka.value.deserializer``); a
+    ``kafka.record.translator`` with several fields makes each element a tuple of them."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = {"kafka.record.translator": "value", **config}
+        where = "kafka source"
+        # checked at build: a bad option fails the submit, not the task
+        cfg = spout_config(self.config, where, "heron-py")
+        translator(where, cfg.translator, cfg.topics)
+        if cfg.guarantee is ProcessingGuarantee.AT_LEAST_ONCE and "kafka.processing.guarantee" in config:
+            raise ConnectorConfigError(f"{where}: config kafka.processing.guarantee: expected NO_GUARANTEE or "
+                                       f"AT_MOST_ONCE (a Streamlet source has no acking; use the KafkaSpout, or "
+                                       f"EFFECTIVELY_ONCE mode), found 'AT_LEAST_ONCE'")
+
+    def setup(self, context: Context) -> None:
+        top = getattr(context, "_top_context", None)
+        if top is None:  # heron-py's ContextImpl carries the task's TopologyContext
+            raise RuntimeError("KafkaSource needs heron-py's streamlet runtime (a Context with the task's "
+                               "TopologyContext)")
+        conf = {**top.get_cluster_config(), **self.config}
+        eo = str(conf.get("topology.reliability.mode", "")).upper() == "EFFECTIVELY_ONCE"
+        if not eo:
+            # no message ids reach the spout: it must not wait for acks
+            conf["topology.reliability.mode"] = "ATMOST_ONCE"
+            conf.setdefault("kafka.processing.guarantee", "NO_GUARANTEE")
+        self._collector = _Collector(self.logger)
+        self._spout = KafkaSpout(self._collector)
+        state = context.get_state()
+        if eo and state is not None:
+            self._spout.init_state(state)
+        self._spout.initialize(conf, top)
+        if eo and state is not None:
+            # the live positions dict: each checkpoint pickles it as it is at that moment (a
+            # Generator has no pre_save); a restore reads it back through init_state
+            state.put(POSITIONS_KEY, self._spout.positions)
+
+    def get(self) -> Any:
+        q = self._collector.queue
+        if not q:
+            self._spout.next_tuple()
+        return q.popleft() if q else None
+
+
+class KafkaSink(Sink):
+    """Produces each element as a record's value to ``kafka.topic``; ``key`` (a function of the
+    element) gives its key. Options as the KafkaBolt's (``kafka.producer.*``, serializers)."""
+
+    def __init__(self, config: dict[str, Any], key: Callable[[Any], Any] | None = None) -> None:
+        self.config = dict(config)
+        self.key = key
+        cfg = bolt_config(self.config, "kafka sink")
+        if cfg.topic is None:
+            raise ConnectorConfigError(f"kafka sink: config kafka.topic: expected a topic name (a sink's element "
+                                       f"has no fields for kafka.topic.field), found {cfg.topic_field!r}")
+
+    def setup(self, context: Context) -> None:
+        from confluent_kafka import Producer
+
+        self.where = f"kafka sink task {context.get_task_id()}"
+        self.cfg = bolt_config(self.config, self.where)
+        self.key_ser = serializer(self.where, "kafka.key.serializer", self.cfg.key_serializer)
+        self.value_ser = serializer(self.where, "kafka.value.serializer", self.cfg.value_serializer)
+        self.errors = 0
+        self._last_error = ("", 0.0)
+        self.producer = Producer({**self.cfg.client_config(), "error_cb": self._on_error})
+
+    def put(self, element: Any) -> None:
+        assert self.cfg.topic is not None  # checked in __init__
+        key = self.key_ser(self.key(element)) if self.key is not None else None
+        while True:
+            try:
+                self.producer.produce(self.cfg.topic, value=self.value_ser(element), key=key,
+                                      on_delivery=self._delivered)
+                break
+            except BufferError:  # the client's queue is full: wait for deliveries
+                self.producer.poll(0.05)
+        self.producer.poll(0)
+
+    def _delivered(self, err: Any, _msg: Any) -> None:
+        if err is not None:
+            self.errors += 1
+            self._on_error(err)
+
+    def _on_error(self, err: Any) -> None:
+        line = f"{self.where}: kafka error on {self.cfg.bootstrap_servers}: {err}"
+        now = time.monotonic()
+        if line != self._last_error[0] or now - self._last_error[1] >= 10:
+            self._last_error = (line, now)
+            self.logger.warning(line)
+
+    @property
+    def logger(self) -> logging.Logger:
+        return logging.getLogger("heron_py.streamlet.KafkaSink")
+
+    def cleanup(self) -> None:
+        self.producer.flush(10)
