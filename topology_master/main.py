@@ -32,7 +32,7 @@ from heron_py.common.net import BaseHandler, Connection, Counters, parse, serve
 from heron_py.common.tls import PeerTls
 from heron_py.planner.model import PackingPlan, PhysicalPlan, TopologyDef, TopologyState
 from heron_py.scheduler.hosts import is_loopback
-from heron_py.state import StateManager, TManagerLocation
+from heron_py.state import StateManager, StateManagerError, TManagerLocation
 from heron_py.state import config as statecfg
 from heron_py.state.localfs import heron_home, local_owner
 from proto import heron_py_pb2 as pb
@@ -97,8 +97,12 @@ class TopologyMaster(DaemonBase):
     async def start(self) -> None:
         self._begin()
         loop = asyncio.get_running_loop()
-        topo, packing = await loop.run_in_executor(
-            None, lambda: (self._state.get_topology(self.topology), self._state.get_packing_plan(self.topology)))
+        try:
+            topo, packing = await loop.run_in_executor(
+                None, lambda: (self._state.get_topology(self.topology, self._secret),
+                               self._state.get_packing_plan(self.topology)))
+        except StateManagerError as e:
+            raise FatalError(f"topology master: {e}") from None
         if topo is None or packing is None:
             raise FatalError(f"topology master: topology '{self.topology}' has no definition or packing "
                              f"plan in the state manager; was it submitted?")

@@ -129,7 +129,10 @@ class Executor:
         common = ["--topology", self.topology, "--secret-file", str(self.secret_file)]
         daemon = ["--host", self.host, *self.tls_args]
         stateargs = self.state_config.to_args()
-        topology = self.state.get_topology(self.topology)
+        try:
+            topology = self.state.get_topology(self.topology, secret)  # its signature checked, as the package's
+        except StateManagerError as e:
+            raise SystemExit(f"executor {self.container}: {e}") from None
         assert topology is not None
         self.fork_server = bool(FORK_SERVER.parse(topology.config))
         if not self.fork_server and self.zygote is not None:

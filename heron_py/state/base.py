@@ -73,12 +73,32 @@ class StateManager(abc.ABC):
         raw = self._get(kind, name)
         return None if raw is None else json.loads(raw)
 
-    def set_topology(self, topology: TopologyDef) -> None:
-        self._put_json("topologies", topology.name, topology.to_dict())
+    def set_topology(self, topology: TopologyDef, secret: bytes | None = None) -> None:
+        """Stores the topology document signed under the topology secret (``secret``, or the one
+        stored for it): it carries the user's pickled objects, which daemons unpickle."""
+        from heron_py.common.signing import sign_document
 
-    def get_topology(self, name: str) -> TopologyDef | None:
+        secret = secret if secret is not None else self.get_secret(topology.name)
+        doc = topology.to_dict()
+        self._put_json("topologies", topology.name, sign_document(doc, secret) if secret else doc)
+
+    def get_topology(self, name: str, secret: bytes | None = None) -> TopologyDef | None:
+        """The stored topology; with ``secret`` (what a daemon that runs its code holds), only
+        once its signature matches: a document changed in the state store is refused with
+        StateManagerError, never unpickled."""
         d = self._get_json("topologies", name)
-        return None if d is None else TopologyDef.from_dict(d)
+        if d is None:
+            return None
+        if secret is not None:
+            from heron_py.common.signing import document_problem
+
+            problem = document_problem(d, secret)
+            if problem is not None:
+                raise StateManagerError(
+                    f"topology '{name}': refusing the stored topology document: expected an HMAC-SHA256 "
+                    f"signature under the topology secret, found {problem} (it was changed in the state store "
+                    f"after submit, or stored by a heron-py that did not sign it; resubmit the topology)")
+        return TopologyDef.from_dict({k: v for k, v in d.items() if k != "__signature__"})
 
     def set_packing_plan(self, name: str, plan: PackingPlan) -> None:
         self._put_json("packingplans", name, plan.to_dict())
