@@ -139,3 +139,23 @@ def test_checkpointed_positions_round_trip_and_commit_the_newest_completed():
     # 6 is saved but not complete yet: its positions could still be rolled back
     assert newest_completed(saved, {1, 2, 4, 5}) == 5
     assert newest_completed(saved, {1, 2}) is None
+
+
+def test_streamlet_source_and_sink_refuse_what_they_cannot_do():
+    from heron_py.connectors.kafka import KafkaSink, KafkaSource
+
+    base = {"kafka.bootstrap.servers": "h:1", "kafka.topics": ["a"]}
+    with pytest.raises(ConnectorConfigError) as e:
+        KafkaSource({**base, "kafka.processing.guarantee": "AT_LEAST_ONCE"})
+    assert str(e.value) == ("kafka source: config kafka.processing.guarantee: expected NO_GUARANTEE or AT_MOST_ONCE "
+                            "(a Streamlet source has no acking; use the KafkaSpout, or EFFECTIVELY_ONCE mode), found "
+                            "'AT_LEAST_ONCE'")
+    with pytest.raises(ConnectorConfigError) as e:
+        KafkaSource({**base, "kafka.record.translator": "no_such"})
+    assert str(e.value) == ("kafka source: config kafka.record.translator: unknown value 'no_such'; expected one of "
+                            "['default', 'value', 'by_topic'] or 'module.Class'")
+    with pytest.raises(ConnectorConfigError) as e:
+        KafkaSink({"kafka.bootstrap.servers": "h:1", "kafka.topic.field": "t"})
+    assert str(e.value) == ("kafka sink: config kafka.topic: expected a topic name (a sink's element has no fields "
+                            "for kafka.topic.field), found 't'")
+    assert KafkaSource(base).config["kafka.record.translator"] == "value"  # elements are the values
