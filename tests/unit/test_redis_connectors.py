@@ -381,3 +381,26 @@ def test_bolt_fails_the_batch_while_the_server_is_down_and_writes_after(server, 
     b.heron_poll()
     assert d.acked == [t2] and srv.client().xlen("out") == 1
     srv.stop()
+
+
+# --- the Streamlet source and sink -----------------------------------------------------------
+def test_streamlet_source_and_sink_through_an_in_process_topology(server, r, caplog):
+    from heron_py.api.streamlet.builder import Builder
+    from heron_py.api.streamlet.config import Config
+    from heron_py.api.streamlet.runner import build_topology
+    from heron_py.connectors.redis.streamlet import RedisStreamGenerator, RedisStreamSink
+    from heron_py.testing import run_in_process
+
+    for i in range(5):
+        r.xadd("in", {"value": f"a{i} b{i}"})
+    bad = r.xadd("in", {"nope": "x"}).decode()
+    b = Builder()
+    b.new_source(RedisStreamGenerator(server.url, ["in"], block_ms=0)) \
+        .flat_map(lambda line: line.split()).to_sink(RedisStreamSink(server.url, "out"))
+    run_in_process(build_topology("t", Config(), b), idle_calls=20)
+    assert sorted(f[b"value"].decode() for _id, f in r.xrange("out")) == sorted(
+        [f"a{i}" for i in range(5)] + [f"b{i}" for i in range(5)])
+    # the malformed entry was skipped with one line, and the run went on
+    assert [rec.getMessage() for rec in caplog.records if "malformed" in rec.getMessage()] == [
+        f"redis stream source task 1: entry {bad} of stream 'in' is malformed: expected fields ['value'], found "
+        f"['nope']; skipped"]

@@ -9,6 +9,7 @@ from heron_py.connectors.redis.mappers import (
     RedisStoreMapper,
 )
 from heron_py.connectors.redis.spout import RedisStreamSpout
+from heron_py.connectors.redis.streamlet import RedisStreamGenerator, RedisStreamSink
 
 __all__ = [
     "FieldNameMapper",
@@ -19,5 +20,7 @@ __all__ = [
     "RedisStoreBolt",
     "RedisStoreMapper",
     "RedisStreamBolt",
+    "RedisStreamGenerator",
+    "RedisStreamSink",
     "RedisStreamSpout",
 ]
