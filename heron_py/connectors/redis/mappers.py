@@ -108,6 +108,15 @@ def _decode(v: Any) -> Any:
 
 def mapper_from_config(conf: dict[str, Any], where: str, lookup: bool) -> RedisStoreMapper:
     name = conf.get("redis.mapper")
+    need = ["get_data_type_description", "get_key_from_tuple", "get_value_from_tuple"]
+    if lookup:
+        need += ["to_tuple", "declare_output_fields"]
+    if name is not None and not isinstance(name, str):
+        # a mapper object (Flux passes the component it built)
+        if not all(callable(getattr(name, m, None)) for m in need):
+            raise config_error(where, "redis.mapper", f"a {'lookup' if lookup else 'store'} mapper with "
+                                                      f"{', '.join(need)}", name)
+        return name  # type: ignore[no-any-return]
     if name is not None:
         mod, _, attr = str(name).rpartition(".")
         try:
@@ -116,9 +125,6 @@ def mapper_from_config(conf: dict[str, Any], where: str, lookup: bool) -> RedisS
             raise config_error(where, "redis.mapper", f"an importable 'module.Class' ({type(e).__name__}: {e})",
                                name) from None
         inst = cls() if isinstance(cls, type) else None
-        need = ["get_data_type_description", "get_key_from_tuple", "get_value_from_tuple"]
-        if lookup:
-            need += ["to_tuple", "declare_output_fields"]
         if inst is None or not all(callable(getattr(inst, m, None)) for m in need):
             raise config_error(where, "redis.mapper", f"a {'lookup' if lookup else 'store'} mapper class with "
                                                       f"{', '.join(need)}", name)
