@@ -84,6 +84,7 @@ class TopologyMaster(DaemonBase):
         self._worker = StateWorker(log)
         self._election: Election | None = None
         self.metrics = MetricsView()
+        self._session_up = True  # the state manager's session ("connected"); localfs has none to lose
         self.admin = AdminCommands(self, os.getpid())
         self.http_port = 0
         self._http: HttpServer | None = None
@@ -134,6 +135,7 @@ class TopologyMaster(DaemonBase):
         self._log.info("topology master of '%s' listening on %s:%d, HTTP API and web page at http://%s:%d/%s",
                        self.topology, self.host, self.port, self.host, self.http_port,
                        " (started as standby)" if self.standby_requested else "")
+        self._state.add_session_listener(lambda st: setattr(self, "_session_up", st == "connected"))
         self._election = Election(state=self._state, worker=self._worker, topology=self.topology,
                                   location=self.location, loop=loop, on_role=self._on_role, log=self._log)
         self._election.start()
@@ -185,15 +187,32 @@ class TopologyMaster(DaemonBase):
             self.exit_code = 1
             self.stop()
             return
-        self.book.adopt(*fut.result())
+        plan, epoch = fut.result()
+        self.book.adopt(plan, epoch)
+        # checkpoint and restore ids from the election epoch (never the wall clock); the driver
+        # stops completing checkpoints as soon as this master's session is lost or a newer
+        # master took an epoch
         self.checkpoints = driver_for(self.topology, self._topo, self._packing, self._home, log=self._log,
-                                      send_all=self.links.send_all)
+                                      send_all=self.links.send_all, epoch=epoch,
+                                      session_ok=lambda: self.active and self._session_up,
+                                      epoch_now=lambda: self._state.master_epoch(self.topology),
+                                      state_changed=self._write_execution_state)
         if self.checkpoints is not None:
             self._spawn(tick_forever(self.checkpoints, self._stopped))
         self.active_since = time.time()
         self._log.info("topology master of '%s' is ACTIVE at %s:%d (plan v%d, %s)", self.topology, self.host,
                        self.port, self.book.version, self.book.run_state.value)
         self._write_execution_state()
+
+    def restore(self, checkpoint_id: int | None) -> tuple[bool, str]:
+        """The operator's decision for a restore that waits for one (heron-py restore): a
+        checkpoint id, or None for a clean start."""
+        if self.checkpoints is None:
+            return False, (f"topology '{self.topology}' is not effectively once or this master is not active: "
+                           f"nothing to restore")
+        ok, msg = self.checkpoints.operator_restore(checkpoint_id)
+        self._write_execution_state()
+        return ok, msg
 
     def stop(self) -> None:
         if not self._begin_stop():

@@ -91,18 +91,16 @@ class CoordinatorConfig:
     @classmethod
     def from_config(cls, conf: Mapping[str, Any]) -> CoordinatorConfig:
         """From the topology's config through the one config table (heron_py/common/config.py)."""
-        return cls.from_stateful(StatefulConfig.from_config(conf), max_failures=int(MAX_FAILURES.parse(conf)),
-                                 restore_timeout_secs=float(RESTORE_TIMEOUT.parse(conf)))
+        return cls.from_stateful(StatefulConfig.from_config(conf))
 
     @classmethod
-    def from_stateful(cls, s: StatefulConfig, *, max_failures: int = DEFAULT_MAX_FAILURES,
-                      restore_timeout_secs: float = DEFAULT_RESTORE_TIMEOUT_SECS) -> CoordinatorConfig:
+    def from_stateful(cls, s: StatefulConfig) -> CoordinatorConfig:
         """topology.stateful.checkpoint.timeout.seconds, else the interval but at least a minute:
         the next checkpoint starts when this one completed (or timed out), so under load
         checkpoints come as often as the tuples ahead of the markers allow."""
         timeout = s.timeout_s if s.timeout_s is not None else max(s.interval_s, MIN_DEFAULT_TIMEOUT_S)
-        return cls(interval_secs=s.interval_s, timeout_secs=timeout, restore_timeout_secs=restore_timeout_secs,
-                   start_clean=s.start_clean, keep_completed=s.keep, max_consecutive_failures=max_failures)
+        return cls(interval_secs=s.interval_s, timeout_secs=timeout, restore_timeout_secs=s.restore_timeout_s,
+                   start_clean=s.start_clean, keep_completed=s.keep, max_consecutive_failures=s.max_failures)
 
 
 @dataclass(frozen=True)

@@ -191,7 +191,14 @@ def checkpoint_line(c: dict[str, Any]) -> str:
                         f"slowest {v['max_duration_secs'] * 1000:.1f} ms"
                         for name, v in sorted(c.get("components", {}).items()))
         last += f" ({per})" if per else ""
-    failure = f"; FAILED: {c['failure']}" if c.get("failure") else ""
+    if c.get("waiting_for_operator"):
+        failure = (f"; waiting for the operator: {c.get('failure') or 'no checkpoint could be loaded'}; run "
+                   f"heron-py restore NAME --checkpoint ID | --clean")
+    else:
+        failure = f"; FAILED: {c['failure']}" if c.get("failure") else ""
+    if c.get("failing"):
+        reasons = c.get("failure_reasons") or ["?"]
+        failure += f"; FAILING: {c.get('consecutive_failures')} checkpoints failed in a row ({reasons[-1]})"
     return f"  effectively once: {c['state']}; {last}{failure}"
 
 

@@ -268,13 +268,16 @@ class StatefulConfig:
     root: str = ""
     keep: int = 2
     align_bytes: int = 100 * MB
+    max_failures: int = 3
+    restore_timeout_s: float = 120.0
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> StatefulConfig:
         interval = CKPT_INTERVAL.parse(cfg) if CKPT_INTERVAL.name in cfg or CKPT_INTERVAL_ALIAS.name not in cfg \
             else CKPT_INTERVAL_ALIAS.parse(cfg)
         return cls(interval_s=float(interval), timeout_s=CKPT_TIMEOUT.parse(cfg), start_clean=START_CLEAN.parse(cfg),
-                   root=CKPT_ROOT.parse(cfg), keep=CKPT_KEEP.parse(cfg), align_bytes=int(ALIGN_MB.parse(cfg) * MB))
+                   root=CKPT_ROOT.parse(cfg), keep=CKPT_KEEP.parse(cfg), align_bytes=int(ALIGN_MB.parse(cfg) * MB),
+                   max_failures=MAX_FAILURES.parse(cfg), restore_timeout_s=float(RESTORE_TIMEOUT.parse(cfg)))
 
 
 @dataclass(frozen=True)

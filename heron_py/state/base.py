@@ -179,6 +179,12 @@ class StateManager(abc.ABC):
     def get_tls(self, name: str) -> bytes | None:
         return self._get("tls", name)
 
+    def master_epoch(self, name: str) -> int:
+        """The topology's current master epoch, not incremented (0 before the first master): a
+        master whose epoch is below it has been replaced."""
+        raw = self._get("masterepochs", name)
+        return int(raw or b"0")
+
     @abc.abstractmethod
     def next_master_epoch(self, name: str) -> int:
         """Atomically increments and returns the topology's master epoch (1 for the first

@@ -19,6 +19,9 @@ class FakeMaster:
     def status(self) -> dict[str, Any]:
         return {"state": "RUNNING"}
 
+    def restore(self, checkpoint_id: int | None) -> tuple[bool, str]:
+        return False, "not effectively once"
+
 
 def test_activate_deactivate_status_on_the_active_master() -> None:
     m = FakeMaster(active=True)

@@ -269,7 +269,17 @@ function fillCheckpoints(c) {
     if (c.last_completed_time) text += " at " + new Date(c.last_completed_time * 1000).toLocaleTimeString();
     if (c.last_duration_secs !== null) text += ", " + ms(c.last_duration_secs * 1000) + " ms, " + num(c.last_size_bytes) + " bytes";
   }
-  if (c.failure) text += "; FAILED: " + c.failure;
+  if (c.waiting_for_operator) {
+    text += "; waiting for the operator: " + (c.failure || "no checkpoint could be loaded") +
+      "; run heron-py restore NAME --checkpoint ID | --clean";
+  } else if (c.failure) {
+    text += "; FAILED: " + c.failure;
+  }
+  if (c.failing) {
+    const reasons = c.failure_reasons || [];
+    text += "; FAILING: " + c.consecutive_failures + " checkpoints failed in a row" +
+      (reasons.length ? " (" + reasons[reasons.length - 1] + ")" : "");
+  }
   p.textContent = text;
   p.hidden = false;
 }
