@@ -1,0 +1,121 @@
+"""The RedisStreamSpout's entries/s against a bare redis-py consumer-group loop, on the same
+redis-server and the same stream (issue 38's goal: >= 0.7x). The lead runs it:
+
+    .venv/bin/python bench/redis_bench.py [--entries 200000]
+
+It XADDs the entries once, times a bare loop (XREADGROUP 500 at a time, one XACK per batch:
+what the spout does per loop) until all are read and acknowledged, then runs a topology
+RedisStreamSpout (par 1, ATLEAST_ONCE, so every entry is XACKed on its ack) -> a counting bolt
+on the local scheduler, on a second group of the same stream, and times from its first read
+until the group has read every entry and none is pending (submit and start are not counted)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.redis_server import RedisServer  # noqa: E402
+
+TOPOLOGY = '''
+import sys
+from heron_py.connectors.redis import RedisStreamSpout
+from heronpy.api.bolt.bolt import Bolt
+from heronpy.api.stream import Grouping
+from heronpy.api.topology import TopologyBuilder
+
+class Count(Bolt):
+    def initialize(self, config, context):
+        self.n = 0
+    def process(self, tup):
+        self.n += 1
+        self.ack(tup)
+
+b = TopologyBuilder("redis_bench")
+spout = RedisStreamSpout.spec(name="redis", par=1, config={"redis.url": sys.argv[1], "redis.stream": "bench",
+    "redis.group": "spout", "redis.create.group": True})
+b.add_spec(spout)
+b.add_bolt("count", Count, par=1, inputs={spout: Grouping.SHUFFLE})
+b.set_config({"topology.stmgrs": 1, "topology.reliability.mode": "ATLEAST_ONCE",
+              "topology.max.spout.pending": 5000})
+b.build_and_submit()
+'''
+
+
+def fill(client: Any, n: int) -> None:
+    payload = "x" * 80
+    for start in range(0, n, 5000):
+        pipe = client.pipeline(transaction=False)
+        for i in range(start, min(n, start + 5000)):
+            pipe.xadd("bench", {"value": f"entry {i} {payload}"})
+        pipe.execute()
+
+
+def bare(client: Any, n: int) -> float:
+    client.xgroup_create("bench", "bare", id="0")
+    got, t0 = 0, time.perf_counter()
+    while got < n:
+        resp = client.xreadgroup("bare", "c", {"bench": ">"}, count=500)
+        entries = resp[0][1] if resp else []
+        if entries:
+            client.xack("bench", "bare", *[e[0] for e in entries])
+            got += len(entries)
+    return n / (time.perf_counter() - t0)
+
+
+def _group(client: Any) -> dict[str, Any] | None:
+    for g in client.xinfo_groups("bench"):
+        if g["name"] in (b"spout", "spout"):
+            return dict(g)
+    return None
+
+
+def spout(server: RedisServer, home: Path, n: int) -> float:
+    from heron_py.testing import run_local
+    from heron_py.testing.local import kill_local
+
+    client = server.client()
+    f = home / "redis_bench_topology.py"
+    f.write_text(TOPOLOGY)
+    run = run_local(f, [server.url], home=home, name="redis_bench", keep_running=True)
+    try:
+        while True:
+            g = _group(client)
+            if g is not None and (g.get("entries-read") or 0) > 0:
+                t0, r0 = time.perf_counter(), int(g["entries-read"])
+                break
+            time.sleep(0.005)
+        while True:
+            g = _group(client)
+            if g is not None and g.get("lag") == 0 and g.get("pending") == 0:
+                return (n - r0) / (time.perf_counter() - t0)
+            time.sleep(0.02)
+    finally:
+        kill_local(home, run.name)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--entries", type=int, default=200_000)
+    args = ap.parse_args()
+    home = Path(tempfile.mkdtemp(prefix="redis_bench"))
+    server = RedisServer(home / "redis", appendonly=False)
+    try:
+        client = server.client()
+        fill(client, args.entries)
+        b = bare(client, args.entries)
+        s = spout(server, home, args.entries)
+        print(f"| entries | bare redis-py XREADGROUP/XACK loop (entries/s) | RedisStreamSpout at least once "
+              f"(entries/s) | ratio |\n|---|---|---|---|\n| {args.entries} | {b:,.0f} | {s:,.0f} | {s / b:.2f}x |")
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
