@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from heron_py.api import submit_hook
-from heron_py.common.config import TLS_ENABLED, ConfigError
+from heron_py.common.config import TLS_ENABLED, ConfigError, check_tls_local_link
 from heron_py.common.config_codec import restore_config, sanitize_config
 from heron_py.common.package import MAX_BYTES, Package, PackageError, check_size, make_package, sign_package
 from heron_py.common.tls import make_topology_tls
@@ -214,6 +214,18 @@ def package_for(topology: TopologyDef, topology_file: Path, args: Sequence[str])
     return pkg
 
 
+def tls_wanted(config: Mapping[str, Any], sched: Scheduler) -> bool:
+    """Whether the topology's daemons talk mutual TLS: ``heron.network.tls.enabled`` when it is
+    set; unset, on whenever containers may be on different hosts (every scheduler but a local
+    one on loopback). Every frame is authenticated either way (heron_py.common.frameauth); TLS
+    also keeps what crosses a network private and proves the peer's certificate."""
+    if TLS_ENABLED.name in config:
+        return bool(TLS_ENABLED.parse(config))
+    from heron_py.scheduler.hosts import is_loopback
+
+    return not (sched.kind == "local" and is_loopback(str(getattr(sched, "host", "127.0.0.1"))))
+
+
 def submit(state: StateManager, topology: TopologyDef, topology_file: Path, args: Sequence[str], *,
            name: str | None = None, containers: int | None = None,
            properties: Mapping[str, Any] | None = None, wait_s: float = 60.0,
@@ -225,6 +237,13 @@ def submit(state: StateManager, topology: TopologyDef, topology_file: Path, args
     preflight(type(sched), state_config)
     topo, n = prepare(topology, name=name, containers=containers, properties=properties or {})
     packing = round_robin(topo, n)
+    tls = tls_wanted(topo.config, sched)
+    if tls:
+        for comp in topo.components:  # TLS on by default off loopback: the same rule as when set
+            try:
+                check_tls_local_link({**topo.config, **comp.config}, True)
+            except ConfigError as e:
+                raise SubmitError(f"topology '{topo.name}': component '{comp.name}': {e}") from None
     if state.get_topology(topo.name) is not None:
         raise SubmitError(f"topology '{topo.name}' is already running; kill it first "
                           f"(heron-py kill {sched.kind} {topo.name})")
@@ -238,7 +257,7 @@ def submit(state: StateManager, topology: TopologyDef, topology_file: Path, args
     pkg = package or package_for(topo, topology_file, args)
     signed = sign_package(pkg.data, secret)
     state.set_secret(topo.name, secret)
-    if TLS_ENABLED.parse(topo.config):
+    if tls:
         # a CA and one certificate for this topology, kept private like the secret
         state.set_tls(topo.name, make_topology_tls(topo.name).to_bytes())
     state.set_package(topo.name, signed)

@@ -123,8 +123,10 @@ IN_Q_BYTES = _key("heron_py.instance.inbound.queue.bytes", Kind.INT, 32 * MB, 1)
 OUT_Q = _key("heron_py.instance.outbound.queue.batches", Kind.INT, 64, 1)
 OUT_Q_BYTES = _key("heron_py.instance.outbound.queue.bytes", Kind.INT, 32 * MB, 1)
 FRAME = _key("heron_py.network.max.frame.bytes", Kind.INT, 16 * MB, 1024)
-TLS_ENABLED = _key("heron.network.tls.enabled", Kind.BOOL, False,
-                   doc="mutual TLS on daemon connections, with a certificate and CA per topology")
+TLS_ENABLED = _key("heron.network.tls.enabled", Kind.BOOL, None,
+                   doc="mutual TLS on daemon connections, with a certificate and CA per topology; unset: on "
+                       "when containers may be on different hosts (Slurm, Kubernetes), off on the local "
+                       "scheduler on loopback (every frame carries an HMAC tag either way)")
 METRICS = _key("topology.metrics.export.interval.secs", Kind.FLOAT, 10.0, 0.0, unit="seconds",
                doc="interval of metrics reports; 0 turns metrics off")
 SERIALIZER = _key("topology.serializer.classname", Kind.STR, "",
@@ -297,6 +299,15 @@ class StreamManagerConfig:
         return cls(DROP.parse(cfg), int(high * MB), int(low * MB), rel.timeout_s, METRICS.parse(cfg))
 
 
+def check_tls_local_link(cfg: Mapping[str, Any], tls: bool) -> None:
+    """With TLS on, a task reaches its stream manager through the Unix socket only (TLS guards
+    the links between hosts; the local link stays inside the container), so a component may not
+    turn the socket off."""
+    if tls and not UNIX.parse(cfg):
+        raise ConfigError(f"config {TLS_ENABLED.name}: TLS needs {UNIX.name} true (instances reach their "
+                          f"stream manager through its Unix socket), found false")
+
+
 def check_topology_config(topology_config: Mapping[str, Any],
                           component_configs: Mapping[str, Mapping[str, Any]]) -> None:
     """Parses every table the daemons will parse, for the topology and then each component
@@ -318,6 +329,7 @@ def check_topology_config(topology_config: Mapping[str, Any],
     for name, comp in component_configs.items():
         merged = {**topology_config, **comp}
         try:
+            check_tls_local_link(merged, bool(TLS_ENABLED.parse(topology_config)))
             InstanceConfig.from_config(merged)
             ReliabilityConfig.from_config(merged)
             if effectively_once(merged) != effectively_once(topology_config):
