@@ -273,3 +273,13 @@ class RestoreFence(_message.Message):
     container: int
     restore_id: int
     def __init__(self, container: _Optional[int] = ..., restore_id: _Optional[int] = ...) -> None: ...
+
+class RollbackRequest(_message.Message):
+    __slots__ = ("container", "restore_id", "reason")
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    RESTORE_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    container: int
+    restore_id: int
+    reason: str
+    def __init__(self, container: _Optional[int] = ..., restore_id: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...

@@ -17,6 +17,14 @@ reached our newest restore:
 - a peer stream manager's connection: its RestoreFence(R), which it sends on every outbound
   connection when it takes R, and first thing on a new connection.
 What a fence stops is dropped and counted (``__dropped-tuples``, reason ``restore``).
+
+Fences are kept per connection, never per (role, id): a connection that closes, or an
+instance that registers again on a new one, leaves no fence behind and takes none from its
+successor, which is fenced until it says so itself.
+
+And in-flight data lost (``loss``: a data-path connection that closed, a counted drop) would
+become permanent at the next completed checkpoint, so the relay asks the master to roll every
+task back (RollbackRequest), once per run.
 """
 
 from __future__ import annotations
@@ -27,8 +35,6 @@ from collections.abc import Callable, Iterable
 from heron_py.common.framing import MsgType, encode_frame
 from heron_py.common.net import Connection, parse
 from proto import heron_py_pb2 as pb
-
-FenceKey = tuple[str, str]  # (role, peer id) of a connection: ("instance", "4"), ("stmgr", "1")
 
 
 class CheckpointRelay:
@@ -47,15 +53,13 @@ class CheckpointRelay:
         self.restore_id = 0  # the newest restore we took; 0: none (no fence applies)
         self.restoring = False  # between a restore and its start of processing
         self._restore_frame: bytes | None = None
-        self._fences: dict[FenceKey, int] = {}
+        self._fences: dict[Connection, int] = {}  # a connection -> the newest restore it fenced
         self.fenced_frames = 0  # dropped by a fence, for the log
+        self._rollback_asked = 0  # the restore whose run we already asked to roll back
 
     # --- the hot path: one call per tuple batch or marker while a restore id is set ---
     def admits(self, conn: Connection) -> bool:
-        ident = conn.identity
-        if ident is None:
-            return False
-        if self._fences.get((ident.role, ident.peer_id), 0) >= self.restore_id:
+        if self._fences.get(conn, 0) >= self.restore_id:
             return True
         self.fenced_frames += 1
         return False
@@ -118,8 +122,7 @@ class CheckpointRelay:
             parse(msg, frame)
             ident = conn.identity
             if ident is not None and msg.ok and str(msg.task_id) == ident.peer_id:
-                key = (ident.role, ident.peer_id)
-                self._fences[key] = max(self._fences.get(key, 0), msg.restore_id)
+                self._fences[conn] = max(self._fences.get(conn, 0), msg.restore_id)
         self._to_master(frame)
 
     def on_peer_fence(self, conn: Connection, frame: bytes) -> None:
@@ -130,16 +133,27 @@ class CheckpointRelay:
             self._log.warning("a restore fence for container %d on the connection of %s; ignored", msg.container,
                               ident.peer_id if ident else "?")
             return
-        key = (ident.role, ident.peer_id)
-        self._fences[key] = max(self._fences.get(key, 0), msg.restore_id)
+        self._fences[conn] = max(self._fences.get(conn, 0), msg.restore_id)
 
     def on_instance_registered(self, conn: Connection, task: int) -> None:
-        """A (new or reconnected) instance: no fence yet; mid-restore it is told to restore too."""
-        self._fences.pop(("instance", str(task)), None)
+        """A (new or reconnected) instance: its connection has no fence yet; mid-restore it is
+        told to restore too."""
         if self.restoring and self._restore_frame is not None:
             conn.send(self._restore_frame)
 
-    def on_closed(self, role: str, peer_id: str) -> None:
-        """A connection closed: its successor starts unfenced (its frames come after the fence
-        only once it sends one)."""
-        self._fences.pop((role, peer_id), None)
+    def on_closed(self, conn: Connection) -> None:
+        """A connection closed: its fence goes with it (a successor is fenced on its own)."""
+        self._fences.pop(conn, None)
+
+    def loss(self, reason: str) -> bool:
+        """In-flight data of the current run was lost: asks the master once per run to roll
+        every task back (nothing before the first restore, nor during one: that run is being
+        replaced anyway). Returns whether it asked."""
+        rid = self.restore_id
+        if not rid or self.restoring or self._rollback_asked == rid:
+            return False
+        self._rollback_asked = rid
+        self._log.warning("effectively once: %s; asking the master to roll back the run of restore %d", reason, rid)
+        self._to_master(encode_frame(MsgType.ROLLBACK_REQUEST, pb.RollbackRequest(
+            container=self.container, restore_id=rid, reason=reason).SerializeToString()))
+        return True

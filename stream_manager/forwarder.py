@@ -100,6 +100,8 @@ class Forwarder:
         # bolt's instance registered would otherwise fill the hold at once)
         self.held_high = 100 * 1024 * 1024
         self.on_held: Callable[[ConnKey, bool], None] = lambda key, high: None
+        # a drop of in-flight data (any reason but a restore's fence): effectively once rolls back
+        self.on_loss: Callable[[DropReason], None] = lambda reason: None
         self._held_slow: set[ConnKey] = set()
 
     @property
@@ -109,6 +111,8 @@ class Forwarder:
     def drop(self, reason: DropReason, frame: bytes) -> None:
         self.drops[reason] += batch_count(frame)
         self.dropped_frames += 1
+        if reason is not DropReason.OLD_RUN:
+            self.on_loss(reason)
 
     def set_routing(self, routing: RoutingTable) -> None:
         """A new plan's table; frames that came before the first plan are routed now, in order."""

@@ -20,7 +20,7 @@ import logging
 import time
 from pathlib import Path
 
-from heron_py.common.config import MB, ConfigError, StreamManagerConfig, max_frame_bytes
+from heron_py.common.config import MB, ConfigError, StreamManagerConfig, effectively_once, max_frame_bytes
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
 from heron_py.common.framing import CHECKPOINT_REPORTS, DEFAULT_MAX_FRAME, MsgType, batch_src, encode_frame
 from heron_py.common.guard import RateLimitedLog
@@ -90,6 +90,8 @@ class StreamManager(DaemonBase):
                                    on_ack_batch=lambda frame: self.acks.on_ack_batch(frame), log=log)
         self.forwarder.routing = RoutingTable(container)
         self.forwarder.on_held = self.on_writing  # held frames count toward backpressure
+        self.forwarder.on_loss = lambda reason: self.data_lost(f"frames dropped ({reason.value})")
+        self.effectively_once = False  # the plan's mode (set with each plan)
         self.acks = AckService(send=self.forwarder.send_to_task, log=log)
         self.metrics = StreamManagerMetrics(
             container=container, bp=self.bp, forwarder=self.forwarder, acks=self.acks, instances=self.instances,
@@ -168,6 +170,7 @@ class StreamManager(DaemonBase):
             # submit refuses bad values, so this is a plan written by hand or by an older version
             self.log.error("%s; keeping the previous stream manager config", e)
         cfg = self.config
+        self.effectively_once = effectively_once(plan.topology.config)
         self.forwarder.drop_on_backpressure = cfg.drop_on_backpressure
         self.forwarder.held_high = cfg.high_watermark
         self.instances.set_write_limits(cfg.high_watermark, cfg.low_watermark)
@@ -210,6 +213,17 @@ class StreamManager(DaemonBase):
     def peer_lost(self, container: int, conn: Connection) -> None:
         self.apply(self.bp.connection_low(ConnKey.stmgr(container)))  # its buffer is gone with it
         self.clique.lost(container, conn)
+        self.data_lost(f"the connection to stream manager {container} closed")
+
+    def data_lost(self, reason: str) -> None:
+        """In-flight frames may be gone (a data-path connection closed, a counted drop): in
+        effectively once, every task rolls back to the last complete checkpoint, or the next
+        one would make the loss permanent (at least once replays by itself)."""
+        if self.effectively_once and not self._stopped_now():
+            self.ckpt.loss(reason)
+
+    def _stopped_now(self) -> bool:
+        return self._stopped is not None and self._stopped.is_set()
 
     # --- instances ---
     def register_instance(self, conn: Connection, req: pb.RegisterInstanceRequest) -> None:
@@ -246,6 +260,7 @@ class StreamManager(DaemonBase):
         if task is not None:
             self.apply(self.bp.connection_low(ConnKey.task(task)))
             self.log.warning("instance task %d disconnected", task)
+            self.data_lost(f"the connection of instance task {task} closed")
 
 
 class _Inbound(BaseHandler):
@@ -310,9 +325,9 @@ class _Inbound(BaseHandler):
 
     def on_close(self, conn: Connection) -> None:
         ident = conn.identity
-        if ident is not None:
-            self.sm.ckpt.on_closed(ident.role, ident.peer_id)
+        self.sm.ckpt.on_closed(conn)
         if ident is not None and ident.role == "stmgr":
+            self.sm.data_lost(f"the connection from stream manager {ident.peer_id} closed")
             # a peer that dies while in backpressure must not leave us paused
             try:
                 peer = int(ident.peer_id)

@@ -205,6 +205,23 @@ class CheckpointDriver:
             self._log.warning("effectively once: %s; rolling every task back", reason)
             self._apply(c.on_failure(self._clock(), reason))
 
+    def on_rollback_request(self, container: int, restore_id: int, reason: str) -> None:
+        """A stream manager lost in-flight data of the run that ``restore_id`` started: every
+        task rolls back (a request about an older run, or while a restore is under way or the
+        operator decides, is moot)."""
+        c = self.coordinator
+        if c is None or not self._may_act():
+            return
+        current = self._rid_base + c.restore_seq if c.restore_seq else 0
+        if restore_id != current or c.state in (CoordinatorState.STARTING, CoordinatorState.RESTORING,
+                                                 CoordinatorState.WAITING_FOR_OPERATOR):
+            self._log.info("effectively once: stream manager %d asked to roll back restore %d (%s): moot (restore "
+                           "%d, %s)", container, restore_id, reason, current, c.state.value)
+            return
+        why = f"stream manager {container}: {reason}"
+        self._log.warning("effectively once: %s; rolling every task back", why)
+        self._apply(c.on_failure(self._clock(), why))
+
     def greet(self, conn: Connection) -> None:
         """A stream manager registered: mid-restore it gets the restore (its tasks are waited for)."""
         c = self.coordinator

@@ -282,6 +282,11 @@ class _Handler(BaseHandler):
         elif msg_type in CHECKPOINT_REPORTS and ident.role == "stmgr":
             if tm.checkpoints is not None and tm.active:
                 tm.checkpoints.on_report(msg_type, frame)
+        elif msg_type == MsgType.ROLLBACK_REQUEST and ident.role == "stmgr":
+            if tm.checkpoints is not None and tm.active:
+                req3 = pb.RollbackRequest()
+                parse(req3, frame)
+                tm.checkpoints.on_rollback_request(req3.container, req3.restore_id, req3.reason)
         elif msg_type == MsgType.METRICS_REPORT and ident.role == "metricsmgr":
             self._metrics_report(conn, frame)
         elif msg_type == MsgType.ADMIN_REQUEST and ident.role == "cli":

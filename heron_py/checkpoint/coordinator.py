@@ -313,6 +313,11 @@ class CheckpointCoordinator:
         return self._state
 
     @property
+    def restore_seq(self) -> int:
+        """The number of the newest restore started (0: none yet)."""
+        return self._restore_ids
+
+    @property
     def completed(self) -> tuple[int, ...]:
         """The restore targets, oldest first."""
         return tuple(self._completed)

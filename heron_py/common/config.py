@@ -321,6 +321,10 @@ def check_topology_config(topology_config: Mapping[str, Any],
     STANDBY.parse(topology_config)
     RELAUNCH.parse(topology_config)
     LOST_AFTER.parse(topology_config)
+    if effectively_once(topology_config) and DROP.parse(topology_config):
+        # a dropped tuple is lost state: effectively once would have to roll back at every drop
+        raise ConfigError(f"config {DROP.name}: EFFECTIVELY_ONCE never drops tuples (a drop would be lost state); "
+                          f"expected false, found true")
     if TLS_ENABLED.parse(topology_config) and not UNIX.parse(topology_config):
         # instances talk to their stream manager inside the container only; TLS guards the
         # connections between hosts, so the local link must be the Unix socket

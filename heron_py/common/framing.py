@@ -47,6 +47,7 @@ class MsgType(enum.IntEnum):
     STATE_RESTORED = 63  # instance -> SM -> TM (to the SM also the instance's fence)
     START_PROCESSING = 64  # TM -> SM -> every local instance
     RESTORE_FENCE = 65  # SM -> peer SM
+    ROLLBACK_REQUEST = 66  # SM -> TM: in-flight data was lost, roll every task back
     TUPLE_BATCH = 100
     ACK_BATCH = 101  # instance -> SM of the root's spout: init/ack/fail records
     ACK_RESULT = 102  # SM -> spout instance: resolved roots

@@ -291,9 +291,55 @@ def test_relay_fences_each_connection_until_its_own_marker_of_the_restore():
     assert not relay.admits(peer_in)
     relay.on_peer_fence(peer_in, _frame(MsgType.RESTORE_FENCE, pb.RestoreFence(container=1, restore_id=10)))
     assert relay.admits(peer_in)
-    # a closed connection's successor starts fenced again
-    relay.on_closed("stmgr", "1")
-    assert not relay.admits(peer_in)
+    # a closed connection's fence goes with it: a successor starts fenced again
+    relay.on_closed(peer_in)
+    peer_again = _Conn("stmgr", "1")
+    assert not relay.admits(peer_again)
+
+
+def test_fences_are_per_connection_so_an_old_connection_closing_late_takes_nothing():
+    """Issue 37, hole 2: an instance whose socket dropped registers again on a new connection
+    and restores there; the old connection's close, reported after that, must not remove the
+    new connection's fence (keyed by (role, id) it did, and its frames were dropped for good)."""
+    r = _Relay()
+    relay = r.relay
+    old = r.instances[4]
+    relay.on_master_frame(MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(
+        restore_id=10, checkpoint_id=4, reason="test")))
+    new = _Conn("instance", "4")
+    r.instances[4] = new
+    relay.on_instance_registered(new, 4)
+    assert list(_types(new)) == [MsgType.RESTORE_STATE]  # mid-restore: told to restore on it too
+    relay.on_instance_frame(new, MsgType.STATE_RESTORED, _frame(MsgType.STATE_RESTORED, pb.StateRestored(
+        restore_id=10, task_id=4, ok=True)))
+    relay.on_closed(old)  # the old socket's close arrives late
+    assert relay.admits(new) and not relay.admits(old)
+
+
+def test_lost_in_flight_data_asks_the_master_to_roll_back_once_per_run():
+    """Issue 37, hole 1: a data-path connection that closed or a counted drop would make the
+    loss permanent at the next checkpoint: the relay asks for a rollback of the current run."""
+    r = _Relay()
+    relay = r.relay
+    assert not relay.loss("before any restore")  # nothing runs yet: the first restore comes anyway
+    relay.on_master_frame(MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(
+        restore_id=10, checkpoint_id=4, reason="test")))
+    assert not relay.loss("during the restore")  # that run is being replaced
+    relay.on_master_frame(MsgType.START_PROCESSING, _frame(MsgType.START_PROCESSING,
+                                                           pb.StartProcessing(restore_id=10)))
+    r.to_master.clear()
+    assert relay.loss("the connection of instance task 4 closed")
+    assert not relay.loss("the connection to stream manager 1 closed")  # once per run
+    [req] = r.to_master
+    assert frame_type(req) == MsgType.ROLLBACK_REQUEST
+    msg = pb.RollbackRequest()
+    msg.ParseFromString(req[6:])
+    assert (msg.container, msg.restore_id, msg.reason) == (0, 10, "the connection of instance task 4 closed")
+    relay.on_master_frame(MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(
+        restore_id=11, checkpoint_id=4, reason="rollback")))
+    relay.on_master_frame(MsgType.START_PROCESSING, _frame(MsgType.START_PROCESSING,
+                                                           pb.StartProcessing(restore_id=11)))
+    assert relay.loss("frames dropped (held-overflow)")  # a new run: asked again
 
 
 def test_relay_commands_late_instances_and_stale_restores():
