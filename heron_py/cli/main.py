@@ -121,6 +121,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
         # the same checks as a submit, then the plans; no state manager, no scheduler
         print(dry_run_text(checked, round_robin(checked, n)), end="")
         print(package.summary())
+        from heron_py.connectors.kafka.preflight import broker_warnings
+
+        for line in broker_warnings(checked):  # a broker it cannot reach now: said, not refused
+            print(f"heron-py: warning: {line}", file=sys.stderr)
         return 0
     state = _state(args)
     res = submit(state, topo, path, args.args, name=args.name, containers=args.containers,

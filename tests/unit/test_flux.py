@@ -215,8 +215,10 @@ def test_unknown_java_class(tmp_path):
         "flux file t.yaml: bolt 'count' className 'org.apache.storm.foo.Bar' is a Java class; heron-py runs "
         "Python components only: use one of org.apache.storm.testing.TestWordSpout, "
         "org.apache.storm.flux.wrappers.spouts.FluxShellSpout, org.apache.storm.spout.ShellSpout, "
+        "org.apache.storm.kafka.spout.KafkaSpout, "
         "org.apache.storm.testing.TestWordCounter, org.apache.storm.flux.wrappers.bolts.LogInfoBolt, "
-        "org.apache.storm.flux.wrappers.bolts.FluxShellBolt, org.apache.storm.task.ShellBolt or a Python class "
+        "org.apache.storm.flux.wrappers.bolts.FluxShellBolt, org.apache.storm.task.ShellBolt, "
+        "org.apache.storm.kafka.bolt.KafkaBolt or a Python class "
         "'module.Class' (a Java ShellBolt/ShellSpout subclass: declare it as "
         "org.apache.storm.flux.wrappers.bolts.FluxShellBolt / org.apache.storm.flux.wrappers.spouts.FluxShellSpout "
         "with its command and output fields)")
