@@ -1,0 +1,471 @@
+"""The effectively-once fault checker (issue 37): an effectively-once word count
+(examples/stateful_word_count.py: a replayable spout with its position in state, a stateful
+count) on 2-3 containers of the local scheduler, under a seeded schedule of faults:
+
+- kill -9 of any process: an instance, a stream manager, a metrics manager, the master, the
+  standby master (when the seed runs one), an executor;
+- SIGSTOP of any of them for 1-15 s, then SIGCONT;
+- a TCP reset of every connection to a stream manager's or the master's port (``ss -K``);
+- the checkpoint folder full: the run's ``heron_py.checkpoint.root`` is a small tmpfs the
+  checker mounts, fills with a file for 2-10 s, then frees (root only);
+- a ZooKeeper restart, with ``--zookeeper`` (the run then uses the ZooKeeper state manager).
+
+A master whose clock is behind is not injected: the engine has no clock hook, and restore and
+checkpoint ids no longer come from the wall clock (they come from the election epoch).
+
+Each schedule runs to the end of the input and checks the counts of the newest complete
+checkpoint covering the whole input are exactly the plain Python count. It prints the seed,
+every fault with its time, and each fault's recovery time (until the next checkpoint completes
+after it). Exit code 1 when any schedule is not exact.
+
+    python -m tests.chaos.eo_checker --seed 1 --schedules 5 --duration 60
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import random
+import re
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+for _p in (ROOT, ROOT / "examples"):  # run as a script or a module from anywhere
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
+
+import wc_common  # noqa: E402
+
+from heron_py.checkpoint.storage import CheckpointError, LocalFsStorage  # noqa: E402
+from heron_py.scheduler.paths import TopologyPaths  # noqa: E402
+from heron_py.state import config as statecfg  # noqa: E402
+from heron_py.state import open_state  # noqa: E402
+from heron_py.testing import run_local  # noqa: E402
+from heron_py.testing.local import kill_local  # noqa: E402
+from tests.chaos import eo_faults  # noqa: E402
+
+TOPOLOGY = ROOT / "examples" / "stateful_word_count.py"
+SPOUT, COUNT = "sentence", "count"
+ROLES = ("instance", "stmgr", "metricsmgr", "tmanager", "standby", "executor")
+# how often each kind is drawn, among the kinds this machine can make
+WEIGHTS = {"kill": 4, "stop": 3, "reset": 2, "disk_full": 2, "zk_restart": 1}
+STOP_S = (1.0, 15.0)
+FULL_S = (2.0, 10.0)
+
+
+# --- pure: the schedule, recoveries and the exactness check ------------------------------------
+
+@dataclass(frozen=True)
+class ScheduleConfig:
+    duration: float  # seconds of faults
+    kinds: tuple[str, ...] = ("kill", "stop")  # what this machine can make (see Capabilities)
+    gap: tuple[float, float] = (3.0, 7.0)  # seconds between the end of a fault and the next
+
+    def __post_init__(self) -> None:
+        bad = [k for k in self.kinds if k not in WEIGHTS]
+        if bad or not self.kinds:
+            raise ValueError(f"ScheduleConfig.kinds: expected a non-empty subset of {sorted(WEIGHTS)}, "
+                             f"found {list(self.kinds)}")
+        if self.duration <= self.gap[0]:
+            raise ValueError(f"ScheduleConfig.duration: expected more than {self.gap[0]:g} s (the first gap), "
+                             f"found {self.duration:g}")
+
+
+@dataclass(frozen=True)
+class Fault:
+    at: float  # seconds after the faults began
+    kind: str  # kill, stop, reset, disk_full, zk_restart
+    role: str = ""  # the process kind of kill and stop; "stmgr" or "tmanager" for a reset
+    pick: int = 0  # which one among the live processes (or ports) of the role, modulo their number
+    hold_s: float = 0.0  # how long a stop or a full disk lasts
+
+    def describe(self) -> str:
+        what = {"kill": f"kill -9 {self.role}", "stop": f"SIGSTOP {self.role} for {self.hold_s:.1f} s",
+                "reset": f"TCP reset of the links to a {self.role}",
+                "disk_full": f"checkpoint folder full for {self.hold_s:.1f} s",
+                "zk_restart": "ZooKeeper restart"}[self.kind]
+        return f"t={self.at:6.2f} s  {what}"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    seed: int
+    containers: int
+    standby: bool
+    faults: tuple[Fault, ...]
+
+
+def schedule(seed: int, cfg: ScheduleConfig) -> Schedule:
+    """The run a seed stands for: 2 or 3 containers, a standby master or not, and faults one
+    after another (a stop or a full disk ends before the next fault starts)."""
+    rng = random.Random(seed)
+    containers = rng.choice((2, 3))
+    standby = rng.random() < 0.5
+    roles = [r for r in ROLES if standby or r != "standby"]
+    kinds = list(cfg.kinds)
+    weights = [WEIGHTS[k] for k in kinds]
+    faults: list[Fault] = []
+    t = rng.uniform(*cfg.gap)
+    while t < cfg.duration:
+        kind = rng.choices(kinds, weights)[0]
+        pick = rng.randrange(1 << 16)
+        if kind in ("kill", "stop"):
+            role = rng.choice(roles)
+            hold = round(rng.uniform(*STOP_S), 1) if kind == "stop" else 0.0
+            fault = Fault(round(t, 2), kind, role, pick, hold)
+        elif kind == "reset":
+            fault = Fault(round(t, 2), kind, rng.choice(("stmgr", "stmgr", "tmanager")), pick)
+        elif kind == "disk_full":
+            fault = Fault(round(t, 2), kind, "", pick, round(rng.uniform(*FULL_S), 1))
+        else:
+            fault = Fault(round(t, 2), kind)
+        faults.append(fault)
+        t += fault.hold_s + rng.uniform(*cfg.gap)
+    return Schedule(seed, containers, standby, tuple(faults))
+
+
+def recoveries(fault_times: Sequence[float], completions: Sequence[tuple[float, int]]) -> list[float | None]:
+    """For each fault time, the seconds until the first checkpoint completed after it (None:
+    none did). ``completions`` are (time, id) in time order, on the same clock."""
+    out: list[float | None] = []
+    for at in fault_times:
+        nxt = next((t for t, _ in completions if t > at), None)
+        out.append(None if nxt is None else round(nxt - at, 2))
+    return out
+
+
+def shares(spout_tasks: Sequence[int], n: int) -> dict[int, int]:
+    """How many sentences each spout task owns (task i of p reads i, i+p, ...)."""
+    ordered = sorted(spout_tasks)
+    return {t: len(range(i, n, len(ordered))) for i, t in enumerate(ordered)}
+
+
+def count_problems(counts: Counter[str], expected: Counter[str]) -> list[str]:
+    """What differs between the checkpoint's counts and the plain count (empty: exact)."""
+    if counts == expected:
+        return []
+    high = sorted(w for w in counts if counts[w] > expected[w])
+    low = sorted(w for w in expected if counts[w] < expected[w])
+    return [f"{sum(counts.values())} words counted, expected {sum(expected.values())}: "
+            f"{len(high)} words too high (e.g. {high[:3]}), {len(low)} too low (e.g. {low[:3]})"]
+
+
+# --- I/O: one run -------------------------------------------------------------------------------
+
+@dataclass
+class Applied:
+    fault: Fault
+    at: float  # when it was applied (seconds after the faults began)
+    target: str  # the process label, port or note
+    recovery_s: float | None = None
+
+
+@dataclass
+class Result:
+    seed: int
+    containers: int
+    standby: bool
+    applied: list[Applied]
+    exact: bool
+    checkpoint_id: int | None
+    problems: list[str] = field(default_factory=list)
+    restores: list[str] = field(default_factory=list)  # the master's restore lines, for the causes
+    elapsed_s: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Checker:
+    """Runs one schedule on one topology under ``home``."""
+
+    def __init__(self, home: Path, sched: Schedule, *, rate: float, duration: float,
+                 disk: eo_faults.FullDisk | None, zk_restart: Callable[[], None] | None,
+                 log: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic) -> None:
+        self.home = home
+        self.sched = sched
+        self.name = f"eo{sched.seed}"
+        self.n = int(2 * rate * duration)  # 2 spout tasks: the input lasts the whole schedule
+        self.rate = rate
+        self.disk = disk
+        self.zk_restart = zk_restart
+        self.log = log
+        self.clock = clock
+        self.paths = TopologyPaths.of(self.name, home)
+        self.state = open_state(statecfg.resolve(home=home), home)
+        self.storage = LocalFsStorage(disk.where if disk else home / "checkpoints")
+        self.completions: list[tuple[float, int]] = []
+        self.stopped: set[int] = set()
+        self._done = threading.Event()
+
+    def es(self) -> dict[str, Any]:
+        try:
+            return self.state.get_execution_state(self.name) or {}
+        except Exception:  # a ZooKeeper restart: asked again
+            return {}
+
+    def _watch(self, t0: float) -> None:
+        """Records when each new complete checkpoint appears (the recoveries' clock)."""
+        last = 0
+        while not self._done.is_set():
+            try:
+                ids = self.storage.completed_ids(self.name)
+            except (OSError, CheckpointError):
+                ids = []
+            if ids and ids[-1] > last:
+                last = ids[-1]
+                self.completions.append((self.clock() - t0, last))
+            time.sleep(0.2)
+
+    def start(self) -> None:
+        props = {"topology.tmanager.standby": "true" if self.sched.standby else "false"}
+        if self.disk is not None:
+            props["heron_py.checkpoint.root"] = str(self.disk.where)
+        run_local(TOPOLOGY, ["--sentences", str(self.n), "--interval", "1", "--rate", str(self.rate),
+                             "--containers", str(self.sched.containers)],
+                  home=self.home, name=self.name, keep_running=True, timeout=120, properties=props)
+        if _wait(lambda: self.storage.completed_ids(self.name), 120.0, self.clock) is None:
+            raise RuntimeError(f"{self.name}: no checkpoint completed within 120 s of the start")
+
+    def run(self) -> Result:
+        began = self.clock()
+        applied: list[Applied] = []
+        try:
+            self.start()
+            t0 = self.clock()
+            watcher = threading.Thread(target=self._watch, args=(t0,), daemon=True)
+            watcher.start()
+            for fault in self.sched.faults:
+                time.sleep(max(0.0, fault.at - (self.clock() - t0)))
+                a = self.apply(fault, t0)
+                applied.append(a)
+                self.log(f"  {fault.describe():<52} on {a.target} (applied at {a.at:.2f} s)")
+            found = _wait(self.final_counts, 300.0, self.clock, stop=self.waiting_for_operator)
+        finally:
+            self._done.set()
+            for pid in self.stopped:
+                eo_faults.cont(pid)
+            if self.disk is not None:
+                self.disk.free()
+            try:
+                kill_local(self.home, self.name)
+            finally:
+                self.state.close()
+        for a, rec in zip(applied, recoveries([a.at for a in applied], self.completions), strict=True):
+            a.recovery_s = rec
+        problems: list[str] = []
+        cid = None
+        if found is None:
+            why = self.waiting_for_operator() or "no complete checkpoint covered the whole input within 300 s"
+            problems.append(why)
+        else:
+            cid, counts = found
+            problems += count_problems(counts, wc_common.expected_counts(self.n))
+        return Result(self.sched.seed, self.sched.containers, self.sched.standby, applied, not problems, cid,
+                      problems, self.restores(), round(self.clock() - began, 1))
+
+    def waiting_for_operator(self) -> str | None:
+        ck = self.es().get("checkpoints") or {}
+        if ck.get("waiting_for_operator"):
+            return f"the topology waits for the operator: {ck.get('restore_error') or ck.get('failure')}"
+        return None
+
+    def restores(self) -> list[str]:
+        lines: list[str] = []
+        for f in sorted(self.paths.logs.glob("container-*/tmanager*.log")):
+            lines += [ln.strip() for ln in f.read_text(errors="replace").splitlines()
+                      if re.search(r"restore \d+ to |rollback|waiting for the operator|FAILING", ln)]
+        return lines
+
+    def final_counts(self) -> tuple[int, Counter[str]] | None:
+        """(id, summed counts) of the newest complete checkpoint whose spout positions are the
+        ends of their shares (as tests/integration/test_effectively_once.py reads them)."""
+        try:
+            packing = self.state.get_packing_plan(self.name)
+        except Exception:
+            return None
+        tasks: dict[str, list[int]] = {}
+        for t in packing.tasks:
+            tasks.setdefault(t.component, []).append(t.task_id)
+        want = shares(tasks[SPOUT], self.n)
+        try:
+            ids = self.storage.completed_ids(self.name)
+        except (OSError, CheckpointError):
+            return None
+        for cid in reversed(ids):
+            try:
+                pos = {t: pickle.loads(self.storage.load(self.name, cid, t) or pickle.dumps({})).get("pos")
+                       for t in want}
+                if pos != want:
+                    continue
+                counts: Counter[str] = Counter()
+                for t in tasks[COUNT]:
+                    counts.update(pickle.loads(self.storage.load(self.name, cid, t) or pickle.dumps({})))
+            except (OSError, CheckpointError):  # gc removed it after the listing
+                continue
+            return cid, counts
+        return None
+
+    # --- the faults
+
+    def apply(self, fault: Fault, t0: float) -> Applied:
+        at = round(self.clock() - t0, 2)
+        if fault.kind in ("kill", "stop"):
+            return self._signal(fault, at)
+        if fault.kind == "reset":
+            es = self.es()
+            if fault.role == "tmanager":
+                ports = [("tmanager", int(es.get("tmanager", {}).get("port") or 0))]
+            else:
+                ports = sorted((f"stmgr c{c}", int(s["port"])) for c, s in es.get("stmgrs", {}).items())
+            ports = [p for p in ports if p[1]]
+            if not ports:
+                return Applied(fault, at, "no port known (skipped)")
+            label, port = ports[fault.pick % len(ports)]
+            n = eo_faults.reset_port(port)
+            return Applied(fault, at, f"{label} port {port}: {n} connections reset")
+        if fault.kind == "disk_full":
+            assert self.disk is not None
+            size = self.disk.fill()
+            time.sleep(fault.hold_s)
+            self.disk.free()
+            return Applied(fault, at, f"{self.disk.where} ({size >> 10} KiB filler)")
+        assert self.zk_restart is not None
+        self.zk_restart()
+        return Applied(fault, at, "the server")
+
+    def _signal(self, fault: Fault, at: float) -> Applied:
+        procs: list[eo_faults.Proc] = []
+
+        def live() -> bool:
+            active = int(self.es().get("tmanager", {}).get("pid") or 0)
+            procs[:] = [p for p in eo_faults.processes(self.home, self.name, active) if p.role == fault.role]
+            return bool(procs)
+
+        # a process of the role may be between incarnations (restarted after the previous fault)
+        if _wait(live, 15.0, self.clock) is None:
+            return Applied(fault, at, f"no live {fault.role} (skipped)")
+        p = procs[fault.pick % len(procs)]
+        if fault.kind == "kill":
+            eo_faults.kill9(p.pid)
+            return Applied(fault, at, f"{p.label} pid {p.pid}")
+        eo_faults.stop(p.pid)
+        self.stopped.add(p.pid)
+        time.sleep(fault.hold_s)
+        eo_faults.cont(p.pid)
+        self.stopped.discard(p.pid)
+        return Applied(fault, at, f"{p.label} pid {p.pid}")
+
+
+def _wait(cond: Callable[[], Any], timeout: float, clock: Callable[[], float],
+          stop: Callable[[], Any] | None = None) -> Any:
+    """Polls ``cond`` until it returns something true (returned), ``stop`` returns something
+    true, or ``timeout``: None."""
+    t0 = clock()
+    while clock() - t0 < timeout:
+        v = cond()
+        if v:
+            return v
+        if stop is not None and stop():
+            return None
+        time.sleep(0.25)
+    return None
+
+
+def report(r: Result, log: Callable[[str], None] = print) -> None:
+    log(f"seed {r.seed}: {r.containers} containers{', a standby master' if r.standby else ''}, "
+        f"{len(r.applied)} faults, {r.elapsed_s:g} s: {'EXACT' if r.exact else 'NOT EXACT'}"
+        + (f" (checkpoint {r.checkpoint_id})" if r.checkpoint_id else ""))
+    for a in r.applied:
+        rec = f"recovered in {a.recovery_s:.2f} s" if a.recovery_s is not None else "no checkpoint completed after it"
+        log(f"  {a.fault.describe():<52} on {a.target}: {rec}")
+    for p in r.problems:
+        log(f"  PROBLEM: {p}")
+    if not r.exact:
+        for line in r.restores[-20:]:
+            log(f"  master: {line}")
+
+
+def run_schedules(seeds: Sequence[int], duration: float, *, rate: float, zookeeper: bool,
+                  base: Path | None = None, log: Callable[[str], None] = print) -> list[Result]:
+    """Runs each seed's schedule, one topology at a time, each under a fresh heron home."""
+    scratch = Path(tempfile.mkdtemp(prefix="heron-eo-", dir=base))
+    caps = eo_faults.Capabilities.probe(scratch)
+    for note in caps.notes:
+        log(f"note: {note}")
+    log("note: clock skew of the master is not injected (no clock hook; ids come from the election epoch)")
+    kinds = ["kill", "stop"] + (["reset"] if caps.reset else []) + (["disk_full"] if caps.disk_full else []) \
+        + (["zk_restart"] if zookeeper else [])
+    cfg = ScheduleConfig(duration, tuple(kinds))
+    results: list[Result] = []
+    for seed in seeds:
+        home = scratch / f"seed-{seed}"
+        home.mkdir()
+        results.append(_one(home, schedule(seed, cfg), duration, rate, caps, zookeeper, log))
+        report(results[-1], log)
+    return results
+
+
+def _one(home: Path, sched: Schedule, duration: float, rate: float, caps: eo_faults.Capabilities,
+         zookeeper: bool, log: Callable[[str], None]) -> Result:
+    env_before = dict(os.environ)
+    os.environ["HERON_PY_HOME"] = str(home)
+    server = None
+    disk = eo_faults.FullDisk(home / "ckpt-tmpfs") if caps.disk_full else None
+    try:
+        if zookeeper:
+            from tests.zkserver import ZkServer
+
+            server = ZkServer(home / "zookeeper")
+            server.start()
+            os.environ.update({"HERON_PY_STATE_MANAGER": "zookeeper", "HERON_PY_ZK": server.hosts + "/eo",
+                               "HERON_PY_ZK_AUTH_FILE": str(home / "zk.auth")})
+        if disk is not None:
+            disk.mount()
+        log(f"seed {sched.seed}: {sched.containers} containers, standby {sched.standby}, "
+            f"{len(sched.faults)} faults over {duration:g} s, home {home}")
+        checker = Checker(home, sched, rate=rate, duration=duration, disk=disk,
+                          zk_restart=eo_faults.zk_restarter(server) if server else None, log=log)
+        return checker.run()
+    finally:
+        if disk is not None:
+            disk.unmount()
+        if server is not None:
+            server.stop()
+        os.environ.clear()
+        os.environ.update(env_before)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seed", type=int, default=None, help="the first seed (default: random, printed)")
+    ap.add_argument("--schedules", type=int, default=1, help="how many seeds, from --seed up")
+    ap.add_argument("--duration", type=float, default=60.0, help="seconds of faults per schedule")
+    ap.add_argument("--rate", type=float, default=300.0, help="sentences per second per spout task")
+    ap.add_argument("--zookeeper", action="store_true", help="the ZooKeeper state manager, and its restarts")
+    ap.add_argument("--json", type=Path, default=None, help="append each result as a JSON line here")
+    args = ap.parse_args(argv)
+    first = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 20)
+    results = run_schedules(range(first, first + args.schedules), args.duration, rate=args.rate,
+                            zookeeper=args.zookeeper)
+    if args.json is not None:
+        with args.json.open("a") as f:
+            for r in results:
+                f.write(json.dumps(r.to_json()) + "\n")
+    bad = [r.seed for r in results if not r.exact]
+    print(f"{len(results)} schedules, {len(results) - len(bad)} exact" + (f"; not exact: seeds {bad}" if bad else ""))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
