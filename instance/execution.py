@@ -50,10 +50,12 @@ class TaskRunner:
     def __init__(self, *, task_id: int, component: str, package_dir: Path, inbound: queue.Queue[InItem],
                  in_bytes: QueueBytes, outbox: Outbox, reports: TaskReports, mark_ready: Callable[[], None],
                  log: logging.Logger, topology: str = "", checkpoint_root: Path | None = None,
+                 secret: bytes | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.task_id = task_id
         self.topology = topology
         self._checkpoint_root = checkpoint_root
+        self._secret = secret  # checkpoint files are signed and checked under it
         self.stateful: StatefulTask | None = None  # effectively once only
         self.component = component
         self._package_dir = package_dir
@@ -118,7 +120,8 @@ class TaskRunner:
         cfg = StatefulConfig.from_config(host.plan.topology.config)
         # the executor passes the folder; the same default as the master's otherwise
         root = self._checkpoint_root or checkpoint_root(heron_home(), cfg.root)
-        rt = self.stateful = StatefulTask(host, LocalFsStorage(root), self.topology or host.plan.topology.name,
+        storage = LocalFsStorage(root, secret=self._secret)
+        rt = self.stateful = StatefulTask(host, storage, self.topology or host.plan.topology.name,
                                           self.outbox.send, align_bytes=cfg.align_bytes, log=self._log,
                                           clock=self._clock)
         self.reports.stateful = rt

@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     runner = TaskRunner(task_id=args.task_id, component=args.component, package_dir=args.package_dir,
                         inbound=inbound, in_bytes=in_bytes, outbox=outbox, reports=reports,
                         mark_ready=gateway.mark_ready, log=log, topology=args.topology,
-                        checkpoint_root=args.checkpoint_root)
+                        checkpoint_root=args.checkpoint_root, secret=cfg.secret)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         runner.stop()

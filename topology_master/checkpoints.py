@@ -427,7 +427,8 @@ def driver_for(topology: str, topo: TopologyDef, packing: PackingPlan, home: Pat
                send_all: Callable[[bytes], None], log: logging.Logger, epoch: int | None = None,
                session_ok: Callable[[], bool] = lambda: True,
                epoch_now: Callable[[], int] | None = None,
-               state_changed: Callable[[], None] = lambda: None) -> CheckpointDriver | None:
+               state_changed: Callable[[], None] = lambda: None,
+               secret: bytes | None = None) -> CheckpointDriver | None:
     """The driver of an effectively-once topology (None in the other modes). ``epoch``: the
     master's election epoch (without it, ids fall back to the wall clock as before issue 37)."""
     if not effectively_once(topo.config):
@@ -438,7 +439,7 @@ def driver_for(topology: str, topo: TopologyDef, packing: PackingPlan, home: Pat
     if epoch is None:
         log.warning("effectively once: no master epoch given; restore ids come from the wall clock")
     return CheckpointDriver(topology, {t.task_id: t.component for t in packing.tasks},
-                            CoordinatorConfig.from_config(topo.config), LocalFsStorage(root),
+                            CoordinatorConfig.from_config(topo.config), LocalFsStorage(root, secret=secret),
                             epoch=epoch or 0, legacy_wall_ids=epoch is None, send_all=send_all, log=log,
                             session_ok=session_ok, epoch_now=epoch_now, state_changed=state_changed)
 

@@ -196,7 +196,7 @@ class TopologyMaster(DaemonBase):
                                       send_all=self.links.send_all, epoch=epoch,
                                       session_ok=lambda: self.active and self._session_up,
                                       epoch_now=lambda: self._state.master_epoch(self.topology),
-                                      state_changed=self._write_execution_state)
+                                      state_changed=self._write_execution_state, secret=self._secret)
         if self.checkpoints is not None:
             self._spawn(tick_forever(self.checkpoints, self._stopped))
         self.active_since = time.time()

@@ -6,7 +6,11 @@ complete. A checkpoint without that marker is incomplete: never loaded, removed 
 newer one completed.
 
 Every file (state and marker) is framed: ``MAGIC(4) VERSION(1) LENGTH(8, big endian)
-SHA256(32)`` then the data, and written atomically (temp file in the same folder, fsync,
+SHA256(32)`` then the data; a store given the topology secret (every daemon's) writes version 2,
+whose header adds ``MAC(32)``: HMAC-SHA256 under the secret over the topology, the checkpoint
+id, the file's name and the data, and refuses to load a file whose MAC does not match (a file
+changed, or moved from another task or checkpoint, in a shared checkpoint folder would otherwise
+be unpickled by a task). Each file is written atomically (temp file in the same folder, fsync,
 ``os.replace``, fsync of the folder), so a crash leaves either the old file or the new one, plus at
 worst a ``.tmp-`` file that every listing ignores. A file whose frame does not check out (torn
 write on a file system that broke the rules, bit rot, someone's edit) raises
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -30,11 +35,14 @@ from pathlib import Path
 
 from heron_py.checkpoint.failures import is_transient_errno
 from heron_py.common.atomic import atomic_write_bytes, fsync_dir
+from heron_py.common.signing import CHECKPOINT_LABEL
 
 MAGIC = b"HPCK"
 VERSION = 1
+SIGNED_VERSION = 2
 _HEADER = struct.Struct(">4sBQ32s")
 HEADER_SIZE = _HEADER.size  # 45
+MAC_SIZE = 32
 COMPLETE_MARKER = "_COMPLETE"
 TMP_PREFIX = ".tmp-"
 DEFAULT_KEEP_LAST = 2
@@ -97,20 +105,36 @@ class CheckpointStorage(ABC):
         """Remove every checkpoint of the topology (it was killed)."""
 
 
-def encode_frame(data: bytes) -> bytes:
-    return _HEADER.pack(MAGIC, VERSION, len(data), hashlib.sha256(data).digest()) + data
+def _file_mac(secret: bytes, binding: bytes, data: bytes) -> bytes:
+    return hmac.new(secret, CHECKPOINT_LABEL + b"\0" + binding + b"\0" + data, hashlib.sha256).digest()
 
 
-def decode_frame(raw: bytes, where: str) -> bytes:
-    """Check ``raw``'s frame; ``where`` names the file in the error."""
+def encode_frame(data: bytes, secret: bytes | None = None, binding: bytes = b"") -> bytes:
+    """A file's bytes: version 1 (sha256) without a secret; version 2 (sha256 and a MAC under the
+    secret over ``binding``, which names the file's place, and the data) with one."""
+    if secret is None:
+        return _HEADER.pack(MAGIC, VERSION, len(data), hashlib.sha256(data).digest()) + data
+    return (_HEADER.pack(MAGIC, SIGNED_VERSION, len(data), hashlib.sha256(data).digest())
+            + _file_mac(secret, binding, data) + data)
+
+
+def decode_frame(raw: bytes, where: str, secret: bytes | None = None, binding: bytes = b"") -> bytes:
+    """Check ``raw``'s frame; ``where`` names the file in the error. With ``secret`` the file must
+    be signed (version 2) under it for ``binding``; without one the checksum alone is checked (tools
+    that read checkpoints, never a task that unpickles them)."""
     if len(raw) < HEADER_SIZE:
         raise CorruptCheckpointError(f"checkpoint file {where}: truncated header: expected {HEADER_SIZE} bytes, "
                                      f"found {len(raw)}")
     magic, version, length, digest = _HEADER.unpack_from(raw)
-    if magic != MAGIC or version != VERSION:
+    expected = (SIGNED_VERSION,) if secret is not None else (VERSION, SIGNED_VERSION)
+    if magic != MAGIC or version not in expected:
+        want = " or ".join(str(v) for v in expected)
         raise CorruptCheckpointError(f"checkpoint file {where}: bad header: expected magic {MAGIC!r} version "
-                                     f"{VERSION}, found magic {magic!r} version {version}")
-    data = raw[HEADER_SIZE:]
+                                     f"{want}{' (signed under the topology secret)' if secret else ''}, found "
+                                     f"magic {magic!r} version {version}")
+    start = HEADER_SIZE + (MAC_SIZE if version == SIGNED_VERSION else 0)
+    mac = raw[HEADER_SIZE:start]
+    data = raw[start:]
     if len(data) != length:
         raise CorruptCheckpointError(f"checkpoint file {where}: truncated or padded: header says {length} bytes "
                                      f"of state, found {len(data)}")
@@ -118,6 +142,10 @@ def decode_frame(raw: bytes, where: str) -> bytes:
     if found != digest.hex():
         raise CorruptCheckpointError(f"checkpoint file {where}: checksum mismatch: header says sha256 "
                                      f"{digest.hex()}, found {found}")
+    if secret is not None and not hmac.compare_digest(mac, _file_mac(secret, binding, data)):
+        raise CorruptCheckpointError(f"checkpoint file {where}: its MAC does not match the topology secret (the "
+                                     f"file was changed or moved from elsewhere after it was saved); refusing "
+                                     f"to load it")
     return data
 
 
@@ -136,8 +164,12 @@ class LocalFsStorage(CheckpointStorage):
     """
 
     def __init__(self, root: str | os.PathLike[str], *, retries: int = 2, retry_delay_s: float = 0.05,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, secret: bytes | None = None) -> None:
+        """``secret``: the topology secret; with it files are signed and checked (every daemon
+        passes it), and a topology folder another user owns or may write is refused."""
         self.root = Path(root)
+        self._secret = secret
+        self._checked: set[str] = set()
         self._retries = retries
         self._retry_delay_s = retry_delay_s
         self._sleep = sleep
@@ -149,7 +181,8 @@ class LocalFsStorage(CheckpointStorage):
             raise CheckpointError(f"checkpoint {checkpoint_id} of topology {topology!r}: already complete, "
                                   f"task {task_id} cannot save into it")
         self._make_dirs(folder)
-        atomic_write(folder / str(task_id), encode_frame(data))
+        atomic_write(folder / str(task_id), encode_frame(data, self._secret,
+                                                         _binding(topology, checkpoint_id, str(task_id))))
 
     def mark_complete(self, topology: str, checkpoint_id: int) -> None:
         folder = self._checkpoint_dir(topology, checkpoint_id)
@@ -158,7 +191,8 @@ class LocalFsStorage(CheckpointStorage):
                                             f"complete, no task saved into {folder}")
         # the marker lists the task files, so a file that went missing later is an error, not "no state"
         tasks = sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
-        atomic_write(folder / COMPLETE_MARKER, encode_frame(json.dumps({"tasks": tasks}).encode()))
+        atomic_write(folder / COMPLETE_MARKER, encode_frame(json.dumps({"tasks": tasks}).encode(), self._secret,
+                                                            _binding(topology, checkpoint_id, COMPLETE_MARKER)))
 
     def load(self, topology: str, checkpoint_id: int, task_id: int) -> bytes | None:
         attempt = 0
@@ -199,7 +233,7 @@ class LocalFsStorage(CheckpointStorage):
                                                 f"collection of old checkpoints)") from None
             raise CorruptCheckpointError(f"checkpoint file {path}: missing, but the complete marker lists "
                                          f"task {task_id}") from None
-        return decode_frame(raw, str(path))
+        return decode_frame(raw, str(path), self._secret, _binding(topology, checkpoint_id, str(task_id)))
 
     def completed_ids(self, topology: str) -> list[int]:
         return [c for c in self.checkpoint_ids(topology)
@@ -248,7 +282,7 @@ class LocalFsStorage(CheckpointStorage):
             raise IncompleteCheckpointError(f"checkpoint {checkpoint_id} of topology {topology!r}: not complete "
                                             f"(no {COMPLETE_MARKER} in {folder}); only complete checkpoints "
                                             f"are loaded") from None
-        body = decode_frame(raw, str(marker))
+        body = decode_frame(raw, str(marker), self._secret, _binding(topology, checkpoint_id, COMPLETE_MARKER))
         try:
             tasks = json.loads(body)["tasks"]
             return {int(t) for t in tasks}
@@ -268,11 +302,37 @@ class LocalFsStorage(CheckpointStorage):
                 or topology.startswith(".") or "\0" in topology:
             raise ValueError(f"checkpoint storage: bad topology name {topology!r}: expected a plain file name "
                              f"not starting with '.'")
-        return self.root / topology
+        top = self.root / topology
+        if self._secret is not None and topology not in self._checked:
+            _check_private(top)
+            self._checked.add(topology)
+        return top
 
     def _checkpoint_dir(self, topology: str, checkpoint_id: int) -> Path:
         _check_id("checkpoint id", checkpoint_id, 1)
         return self._topology_dir(topology) / str(checkpoint_id)
+
+
+def _binding(topology: str, checkpoint_id: int, name: str) -> bytes:
+    return f"{topology}/{checkpoint_id}/{name}".encode()
+
+
+def _check_private(top: Path) -> None:
+    """A topology's checkpoint folder in a shared root (a sticky /tmp-like folder, an NFS share)
+    must be ours and writable by us alone: someone who made it first, or may write into it, could
+    swap files in (their MACs would then fail, but a restore would have nothing to load)."""
+    import stat
+
+    try:
+        st = os.lstat(top)
+    except FileNotFoundError:
+        return  # made by us, with our umask, when the first task saves
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o002:
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a folder"
+        raise CheckpointError(f"checkpoint folder {top}: expected a folder of user {os.geteuid()} that no other "
+                              f"user may write, found {kind} of user {st.st_uid} with mode "
+                              f"{stat.S_IMODE(st.st_mode):o}; refusing to use it (choose another "
+                              f"heron_py.checkpoint.root, or fix its owner and mode)")
 
 
 def _check_id(what: str, value: int, lowest: int) -> None:

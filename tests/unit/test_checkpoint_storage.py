@@ -122,7 +122,7 @@ def test_corrupt_file_is_one_clear_error(tmp_path: Path) -> None:
     path.write_bytes(b"not a checkpoint at all, just some text of enough length")
     with pytest.raises(CorruptCheckpointError) as e:
         s.load("wc", 1, 0)
-    assert str(e.value) == (f"checkpoint file {path}: bad header: expected magic b'HPCK' version 1, "
+    assert str(e.value) == (f"checkpoint file {path}: bad header: expected magic b'HPCK' version 1 or 2, "
                             "found magic b'not ' version 97")
 
 
