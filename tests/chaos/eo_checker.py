@@ -24,6 +24,7 @@ after it). Exit code 1 when any schedule is not exact.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import pickle
@@ -44,7 +45,7 @@ for _p in (ROOT, ROOT / "examples"):  # run as a script or a module from anywher
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-import wc_common  # noqa: E402
+import wc_common  # type: ignore[import-not-found]  # noqa: E402  (examples/, on sys.path above)
 
 from heron_py.checkpoint.storage import CheckpointError, LocalFsStorage  # noqa: E402
 from heron_py.scheduler.paths import TopologyPaths  # noqa: E402
@@ -292,11 +293,13 @@ class Checker:
         ends of their shares (as tests/integration/test_effectively_once.py reads them)."""
         try:
             packing = self.state.get_packing_plan(self.name)
-        except Exception:
+        except Exception:  # a ZooKeeper restart: asked again
+            return None
+        if packing is None:
             return None
         tasks: dict[str, list[int]] = {}
-        for t in packing.tasks:
-            tasks.setdefault(t.component, []).append(t.task_id)
+        for placed in packing.tasks:
+            tasks.setdefault(placed.component, []).append(placed.task_id)
         want = shares(tasks[SPOUT], self.n)
         try:
             ids = self.storage.completed_ids(self.name)
@@ -424,9 +427,8 @@ def _one(home: Path, sched: Schedule, duration: float, rate: float, caps: eo_fau
     disk = eo_faults.FullDisk(home / "ckpt-tmpfs") if caps.disk_full else None
     try:
         if zookeeper:
-            from tests.zkserver import ZkServer
-
-            server = ZkServer(home / "zookeeper")
+            # imported by name: tests/zkserver.py is not typed
+            server = importlib.import_module("tests.zkserver").ZkServer(home / "zookeeper")
             server.start()
             os.environ.update({"HERON_PY_STATE_MANAGER": "zookeeper", "HERON_PY_ZK": server.hosts + "/eo",
                                "HERON_PY_ZK_AUTH_FILE": str(home / "zk.auth")})
