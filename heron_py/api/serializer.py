@@ -49,9 +49,14 @@ class PythonSerializer(IHeronSerializer):
 
 
 class MsgpackSerializer(IHeronSerializer):
-    """A safe serializer: msgpack carries None, bool, int, float, str, bytes, lists and dicts
-    only, so a value received can never run code. Lists come back as lists (msgpack has no
-    tuple); anything else is refused at emit."""
+    """Tuple values as msgpack: None, bool, int, float, str, bytes, lists and dicts only (lists
+    come back as lists: msgpack has no tuple); anything else is refused at emit, so the values
+    themselves can carry no code.
+
+    The batch envelope around the values (rows, streams, ids) is still a pickle, whatever the
+    serializer: what keeps a forged batch from running code is that a task decodes only frames
+    whose tag under the topology secret checked out (heron_py/common/frameauth.py), not this
+    serializer."""
 
     def initialize(self, config: Any = None) -> None:
         pass
