@@ -32,10 +32,12 @@ def check_topology_name(name: Any) -> None:
     commands): the name is a folder and a file name on every host."""
     if not isinstance(name, str) or not _NAME.match(name):
         raise TopologyError(f"topology name {name!r} is not valid: expected letters, digits, '.', '_' or '-'")
-    if name.startswith("."):
-        # "." and ".." would point at the parent folder; a leading dot hides the topology
-        raise TopologyError(f"topology name {name!r} is not valid: it starts with '.'; expected a name that "
-                            f"starts with a letter, digit, '_' or '-'")
+    if name.startswith((".", "-")):
+        # "." and ".." would point at the parent folder; a leading dot hides the topology; a
+        # leading "-" is read as an option by every command the name is passed to (the page runs
+        # heron-py kill NAME)
+        raise TopologyError(f"topology name {name!r} is not valid: it starts with {name[0]!r}; expected a name that "
+                            f"starts with a letter, digit or '_'")
 
 
 def validate(topology: TopologyDef) -> None:

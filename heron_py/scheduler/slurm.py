@@ -40,6 +40,18 @@ class SlurmOptions:
     host: str = "auto"  # what each executor binds: "auto" = its address toward ZooKeeper
 
 
+_SLURM_VALUE = __import__("re").compile(r"[A-Za-z0-9_.,:+-]+")
+
+
+def check_slurm_value(what: str, value: str) -> str:
+    """A value written into an ``#SBATCH`` line: one token of the characters Slurm's partitions
+    and time limits use; a newline or a space would inject lines into the job script."""
+    if not _SLURM_VALUE.fullmatch(value):
+        raise SchedulerError(f"slurm scheduler: {what} {value!r}: expected letters, digits and '_.,:+-' only "
+                             f"(it goes into an #SBATCH line)")
+    return value
+
+
 def job_name(topology: str, container: int) -> str:
     return f"{JOB_PREFIX}-{topology}-{container}"
 
@@ -60,9 +72,9 @@ def batch_script(*, topology: str, container: int, topology_id: str, home: Path,
     if options.exclusive:
         head.append("#SBATCH --exclusive")
     if options.partition:
-        head.append(f"#SBATCH --partition={options.partition}")
+        head.append(f"#SBATCH --partition={check_slurm_value('partition', options.partition)}")
     if options.time_limit:
-        head.append(f"#SBATCH --time={options.time_limit}")
+        head.append(f"#SBATCH --time={check_slurm_value('time limit', options.time_limit)}")
     argv = [python, "-m", "heron_py.scheduler.executor", "--topology", topology, "--container", str(container),
             "--home", str(home), "--host", options.host, *state_args]
     body = [
@@ -134,6 +146,12 @@ class SlurmScheduler(Scheduler):
         return job
 
     def _cancel(self, jobs: list[str]) -> None:
+        # stored job ids come from the state store: only numbers go to scancel (an "-u user" or a
+        # "--signal" there would cancel or signal other jobs)
+        bad = [j for j in jobs if not str(j).isdigit()]
+        if bad:
+            raise SchedulerError(f"slurm scheduler: stored job ids {bad!r} are not Slurm job ids (expected digits "
+                                 f"only); refusing to pass them to scancel")
         if jobs:
             # a job already gone is no error for scancel: nothing to check
             subprocess.run([self._tool("scancel"), *jobs], capture_output=True, text=True, timeout=60)

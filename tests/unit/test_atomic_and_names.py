@@ -72,7 +72,7 @@ def test_restarts_json_survives_a_crash_mid_write(tmp_path: Path, monkeypatch: p
 
 
 DOT_ERROR = ("topology name {!r} is not valid: it starts with '.'; expected a name that starts with a letter, "
-             "digit, '_' or '-'")
+             "digit or '_'")
 
 
 @pytest.mark.parametrize("name", [".hidden", ".", ".."])
@@ -80,6 +80,9 @@ def test_names_starting_with_a_dot_are_refused(name: str, tmp_path: Path) -> Non
     with pytest.raises(TopologyError) as e:
         check_topology_name(name)
     assert str(e.value) == DOT_ERROR.format(name)
+    with pytest.raises(TopologyError) as e:  # an option to every command the page runs with it
+        check_topology_name("-" + name.lstrip("."))
+    assert str(e.value) == DOT_ERROR.replace("'.'", "'-'").format("-" + name.lstrip("."))
     with pytest.raises(TopologyError) as e:
         TopologyBuilder(name)
     assert str(e.value) == DOT_ERROR.format(name)
