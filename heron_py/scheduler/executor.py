@@ -27,7 +27,7 @@ from typing import IO
 
 from heron_py.checkpoint.storage import checkpoint_root
 from heron_py.common.alive import ALIVE_ENV, silent_for
-from heron_py.common.atomic import atomic_write_text
+from heron_py.common.atomic import atomic_write_bytes, atomic_write_text
 from heron_py.common.config import FORK_SERVER, InstanceConfig, StatefulConfig
 from heron_py.common.daemon import setup_logging
 from heron_py.common.package import PackageError, unpack
@@ -110,16 +110,14 @@ class Executor:
         except PackageError as e:
             raise SystemExit(str(e)) from None
         self.secret_file = workdir / "secret"
-        fd = os.open(self.secret_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(secret)
+        # a new file (O_EXCL) renamed over the path: a symlink planted there is replaced, never
+        # followed, and nobody sees the secret in a file with looser permissions meanwhile
+        atomic_write_bytes(self.secret_file, secret, mode=0o600)
         tls = self.state.get_tls(self.topology)
         self.tls_args: list[str] = []
         if tls is not None:
             tls_file = workdir / "tls.json"
-            fd = os.open(tls_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(tls)
+            atomic_write_bytes(tls_file, tls, mode=0o600)
             self.tls_args = ["--tls-file", str(tls_file)]
         self.port_file = workdir / "stmgr.port"
         self.port_file.unlink(missing_ok=True)

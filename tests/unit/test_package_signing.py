@@ -107,3 +107,25 @@ def test_executor_refuses_a_replaced_package(zipped, tmp_path):
     assert str(e.value) == _expected(f"a MAC that does not match its {len(evil)} bytes")
     assert not (ex.paths.container(1) / "package").exists()
     ex.state.close()
+
+
+def test_executor_replaces_a_symlink_planted_at_the_secret_file(zipped, tmp_path):
+    """Issue 34, low: the secret is written to a new file renamed over the path, so a symlink
+    planted there is replaced, never followed (the target stays untouched)."""
+    home = tmp_path / "home"
+    state = LocalFsStateManager(home)
+    state.set_secret("wc", SECRET)
+    state.set_packing_plan("wc", PackingPlan(2, ()))
+    state.set_package("wc", sign_package(zipped, SECRET))
+    ex = Executor(topology="wc", container=1, home=home, log=logging.getLogger("test"))
+    workdir = ex.paths.container(1)
+    workdir.mkdir(parents=True)
+    target = tmp_path / "elsewhere"
+    target.write_text("not the secret")
+    (workdir / "secret").symlink_to(target)
+    with pytest.raises((SystemExit, AssertionError)):
+        ex.prepare()  # no topology stored: it stops after writing the secret
+    assert target.read_text() == "not the secret"
+    assert not (workdir / "secret").is_symlink() and (workdir / "secret").read_bytes() == SECRET
+    assert (workdir / "secret").stat().st_mode & 0o777 == 0o600
+    ex.state.close()
