@@ -19,6 +19,7 @@ command -v node >/dev/null 2>&1 || need+=(nodejs)
 # the connectors' tests run the real servers, each started by the test on a free port with a
 # private data folder (the Debian services themselves are never started)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+[ -x /usr/sbin/rabbitmq-server ] || command -v rabbitmq-server >/dev/null 2>&1 || need+=(rabbitmq-server)
 [ -x /usr/lib/postgresql/15/bin/initdb ] || need+=(postgresql)
 # the cluster's nodes are network namespaces on a bridge (ip netns, ip link)
 command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || need+=(iproute2)
