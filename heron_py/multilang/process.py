@@ -25,6 +25,10 @@ from heron_py.multilang.errors import ProtocolError, ShellError
 
 STDERR_LINES = 20
 READ_CHUNK = 64 * 1024
+# values decoded and not yet taken by the task's thread: a subprocess that writes faster than
+# its task applies its commands blocks on its stdout pipe, as Storm's ShellProcess would, instead
+# of growing the task's memory without bound
+INBOX_MAX = 10_000
 
 
 class Closed:
@@ -41,7 +45,7 @@ class ShellProcess:
         self.where = where
         self._log = log
         self._decoder = decoder(serializer, max_bytes)
-        self.inbox: queue.Queue[Any] = queue.Queue()
+        self.inbox: queue.Queue[Any] = queue.Queue(maxsize=INBOX_MAX)
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
         self._max_pending = max_pending
         self._cond = threading.Condition()
@@ -80,7 +84,12 @@ class ShellProcess:
                     break
                 values = self._decoder.feed(data)
                 for value in values:
-                    self.inbox.put(value)
+                    try:
+                        self.inbox.put_nowait(value)
+                    except queue.Full:
+                        if self.on_input is not None:
+                            self.on_input()  # wake the task's thread before waiting for room
+                        self.inbox.put(value)
                 if values and self.on_input is not None:
                     self.on_input()
         except ProtocolError as e:
