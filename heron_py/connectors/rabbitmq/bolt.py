@@ -1,0 +1,257 @@
+"""RabbitMQBolt: each input published with publisher confirms, acked when the broker confirmed it.
+
+The channel is in confirm mode and messages are published ``mandatory`` (``rabbitmq.mandatory``)
+and persistent (``rabbitmq.persistent``): an input is acked only after the broker confirmed its
+message (for a durable queue: written to disk), and failed when the broker nacked it or returned
+it unroutable (one line naming the input; the spout replays it). Inputs are batched
+(``rabbitmq.batch.size``, ``rabbitmq.batch.delay.ms``; the base's ``AckedSink``): a batch is
+published when full or old enough, and while the broker is unreachable a batch's inputs are
+failed and the bolt waits with backoff before it publishes again (metric
+``connection-errors``). pika's BlockingConnection is not thread-safe: it is used only from the
+task's thread (process and heron_poll).
+
+The message: the body is the field ``rabbitmq.body.field`` (str or bytes as they are) or, by
+default, a JSON object of all the input's fields; the routing key is ``rabbitmq.routing.key``
+or the field ``rabbitmq.routing.key.field``; the message_id property is the field
+``rabbitmq.message.id.field`` (a consumer de-duplicates replays by it)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from heron_py.api.bolt.bolt import Bolt
+from heron_py.api.metrics import IMetric
+from heron_py.connectors.base import AckedSink, BatchPolicy
+from heron_py.connectors.common import LogThrottle, Reconnect, TupleFields, component_where
+from heron_py.connectors.rabbitmq.config import REQUIREMENT, BoltConfig, bolt_config
+from heron_py.connectors.rabbitmq.errors import ErrorKind, classify, describe, is_pika_error
+
+
+class _Metrics(IMetric):
+    def __init__(self, counts: dict[str, int]) -> None:
+        self.counts = counts
+
+    def get_value_and_reset(self) -> dict[str, float]:
+        out = {k: float(v) for k, v in self.counts.items()}
+        for k in self.counts:
+            self.counts[k] = 0
+        return out
+
+
+def body_of(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return json.dumps(value, default=str).encode("utf-8")
+
+
+def build_message(cfg: BoltConfig, fields: dict[str, Any]) -> tuple[str, bytes, str | None]:
+    """(routing key, body, message id) of an input's fields; ValueError saying what is missing."""
+    if cfg.routing_key is not None:
+        rk = cfg.routing_key
+    else:
+        v = fields.get(cfg.routing_key_field or "")
+        if v is None or v == "":
+            raise ValueError(f"expected a routing key in field '{cfg.routing_key_field}', found {v!r}")
+        rk = str(v)
+    if cfg.body_field is not None:
+        if cfg.body_field not in fields:
+            raise ValueError(f"expected field '{cfg.body_field}' (rabbitmq.body.field), found {sorted(fields)}")
+        body = body_of(fields[cfg.body_field])
+    else:
+        body = body_of(fields)
+    mid = None
+    if cfg.id_field is not None:
+        if fields.get(cfg.id_field) is None:
+            raise ValueError(f"expected field '{cfg.id_field}' (rabbitmq.message.id.field), found {sorted(fields)}")
+        mid = str(fields[cfg.id_field])
+    return rk, body, mid
+
+
+class RabbitMQBolt(Bolt):
+    outputs: list[Any] = []
+    requirements = [REQUIREMENT]
+    heron_poll_interval_s = 0.005  # the runner calls heron_poll: a batch's delay and heartbeats while idle
+    clock: Callable[[], float] = time.monotonic
+
+    def initialize(self, config: dict[str, Any], context: Any) -> None:
+        self.context = context
+        self.where = component_where("rabbitmq bolt", context)
+        self.cfg: BoltConfig = bolt_config(config, self.where)
+        self.address = self.cfg.server.address()
+        self.fields = TupleFields(context)
+        self.sink: AckedSink[tuple[Any, tuple[str, bytes, str | None]]] = AckedSink(
+            BatchPolicy(self.cfg.batch, self.cfg.batch_delay_s))
+        self.connection: Any = None
+        self.channel: Any = None
+        self.impl: Any = None
+        self.seq = 0
+        self.outstanding: dict[int, tuple[str, bytes]] = {}  # published, not yet confirmed: (routing key, body)
+        self.outcome: dict[int, str] = {}  # tag → "ack", "nack" or "return"
+        self.conn = Reconnect(self.cfg.reconnect)
+        self.throttle = LogThrottle(self.clock)
+        self.counts = {"published": 0, "failed": 0, "connection-errors": 0, "bad-inputs": 0, "nacked": 0,
+                       "returned": 0}
+        self._next_heartbeat = 0.0
+        context.register_metric("rabbitmq", _Metrics(self.counts), 10)
+
+    def _connect(self) -> None:
+        import pika
+
+        self.connection = self.cfg.server.connect()
+        ch = self.connection.channel()
+        if self.cfg.declare_queue is not None:
+            ch.queue_declare(self.cfg.declare_queue, durable=True)
+        elif self.cfg.exchange:
+            ch.exchange_declare(self.cfg.exchange, passive=True)  # a missing exchange is one clear line, now
+        # Confirms are taken asynchronously from the channel under the BlockingChannel (pika's
+        # BlockingChannel.confirm_delivery makes each basic_publish wait for its own confirm: one
+        # disk sync per message, ~300 messages/s). A batch is published at once and its confirms
+        # are awaited together, so the broker syncs the batch once.
+        impl = ch._impl
+        ready: list[bool] = []
+        impl.confirm_delivery(ack_nack_callback=self._on_confirm, callback=lambda _frame: ready.append(True))
+        impl.add_on_return_callback(self._on_return)
+        deadline = self.clock() + self.cfg.server.timeout_s
+        while not ready:
+            if self.clock() > deadline:
+                raise TimeoutError(f"no answer to confirm.select within {self.cfg.server.timeout_s:g} s")
+            self.connection.process_data_events(time_limit=0.05)
+        self.channel = ch
+        self.impl = impl
+        self.seq = 0  # the channel's publish sequence: delivery tags of the confirms
+        self.outstanding = {}
+        self.outcome = {}
+        self.props = pika.BasicProperties  # bound once: built per message below
+
+    def _on_confirm(self, frame: Any) -> None:
+        m = frame.method
+        verdict = "ack" if m.NAME == "Basic.Ack" else "nack"
+        tags = [t for t in self.outstanding if t <= m.delivery_tag] if m.multiple else [m.delivery_tag]
+        for t in tags:
+            if t in self.outstanding:
+                self.outstanding.pop(t)
+                self.outcome.setdefault(t, verdict)  # a return came first: it stays a return
+
+    def _on_return(self, _channel: Any, method: Any, _props: Any, body: bytes) -> None:
+        # a basic.return precedes the confirm of the same message; matched by routing key and body
+        for t, (rk, b) in self.outstanding.items():
+            if rk == method.routing_key and b == body and t not in self.outcome:
+                self.outcome[t] = "return"
+                return
+
+    def _drop_connection(self) -> None:
+        old, self.connection, self.channel, self.impl = self.connection, None, None, None
+        self.outstanding, self.outcome = {}, {}
+        if old is not None:
+            try:
+                if old.is_open:
+                    old.close()
+            except Exception:  # already broken
+                pass
+
+    def process(self, tup: Any) -> None:
+        try:
+            msg = build_message(self.cfg, self.fields.as_dict(tup))
+        except ValueError as e:
+            self._bad(tup, str(e))
+            return
+        batch = self.sink.add((tup, msg), self.clock())
+        if batch is not None:
+            self._publish(batch)
+
+    def heron_poll(self) -> None:
+        now = self.clock()
+        if not self.conn.ready(now):
+            return
+        batch = self.sink.due(now)
+        if batch is None and self.conn.failures and self.sink.buffer:
+            batch = self.sink.due(float("inf"))  # after an outage: publish what waited at once
+        if batch is not None:
+            self._publish(batch)
+        elif self.connection is not None and now >= self._next_heartbeat:
+            self._next_heartbeat = now + 1.0
+            try:
+                self.connection.process_data_events(time_limit=0)  # heartbeats while idle
+            except Exception as e:
+                self._on_error(e, now)
+
+    def _publish(self, batch: list[tuple[Any, tuple[str, bytes, str | None]]]) -> None:
+        now = self.clock()
+        if not self.conn.ready(now):
+            self.sink.buffer[:0] = batch  # not yet: kept, published when the backoff has passed
+            if self.sink.first_at is None:
+                self.sink.first_at = now
+            return
+        bid = self.sink.started(batch)
+        try:
+            if self.connection is None:
+                self._connect()
+            tags: list[int] = []
+            for _tup, (rk, body, mid) in batch:
+                props = self.props(delivery_mode=2 if self.cfg.persistent else 1, message_id=mid,
+                                   content_type="application/octet-stream")
+                self.seq += 1
+                self.outstanding[self.seq] = (rk, body)
+                self.impl.basic_publish(self.cfg.exchange, rk, body, props, mandatory=self.cfg.mandatory)
+                tags.append(self.seq)
+            deadline = self.clock() + self.cfg.server.timeout_s
+            while self.outstanding:
+                if self.clock() > deadline:
+                    raise TimeoutError(f"{len(self.outstanding)} publisher confirms not received within "
+                                       f"{self.cfg.server.timeout_s:g} s")
+                self.connection.process_data_events(time_limit=0.05)
+        except Exception as e:
+            for tup, _msg in self.sink.failed(bid):
+                self.counts["failed"] += 1
+                self.fail(tup)  # the spout replays it
+            self._on_error(e, now)
+            return
+        for (tup, (rk, _body, _mid)), tag in zip(self.sink.confirmed(bid), tags, strict=True):
+            verdict = self.outcome.pop(tag, "nack")
+            if verdict == "ack":
+                self.counts["published"] += 1
+                self.ack(tup)
+            elif verdict == "return":
+                self.counts["returned"] += 1
+                self._bad(tup, f"the broker returned it unroutable (exchange '{self.cfg.exchange}', routing key "
+                               f"'{rk}')")
+            else:
+                self.counts["nacked"] += 1
+                self._bad(tup, "the broker nacked it (basic.nack)")
+        if self.conn.ok():
+            self.log(f"{self.where}: rabbitmq server {self.address} reachable again")
+
+    def _on_error(self, e: Exception, now: float) -> None:
+        if classify(e) is ErrorKind.OTHER and not is_pika_error(e):
+            raise e
+        self._drop_connection()
+        self.conn.failed(now)
+        self.counts["connection-errors"] += 1
+        line = describe(e, self.where, self.address, self.cfg.server.user, self.cfg.reconnect.max_delay_s,
+                        exchange=self.cfg.exchange)
+        if self.throttle.should_log(line):
+            self.log(line, "error" if classify(e) in (ErrorKind.CREDENTIALS, ErrorKind.NOT_FOUND) else "warn")
+
+    def _bad(self, tup: Any, why: str) -> None:
+        self.counts["bad-inputs"] += 1
+        line = f"{self.where}: input {tup.id} from '{tup.component}' ({_short(tup.values)}): {why}; failing it"
+        if self.throttle.should_log(line):
+            self.log(line, "error")
+        self.fail(tup)
+
+    def cleanup(self) -> None:
+        batch = self.sink.due(float("inf"))  # a graceful stop publishes what is buffered
+        if batch:
+            self.conn.next_try = 0.0
+            self._publish(batch)
+        self._drop_connection()
+
+
+def _short(values: Any) -> str:
+    s = repr(values)
+    return s if len(s) <= 200 else s[:197] + "..."

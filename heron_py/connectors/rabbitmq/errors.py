@@ -1,0 +1,67 @@
+"""A pika exception → one line saying what went wrong, where, and what is expected.
+
+An unreachable broker comes back by itself (the connector retries with backoff); wrong
+credentials and a missing queue or exchange need a change (the connector keeps retrying, so a
+fix is picked up without a restart)."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class ErrorKind(Enum):
+    UNREACHABLE = "unreachable"
+    CREDENTIALS = "credentials"
+    NOT_FOUND = "not_found"
+    OTHER = "other"
+
+
+def reason(e: BaseException) -> str:
+    """The innermost cause: pika wraps a refused socket as
+    ``AMQPConnectionError((AMQPConnectorSocketConnectError(ConnectionRefusedError(...)),))``."""
+    seen = 0
+    while e.args and isinstance(e.args[0], BaseException) and seen < 5:
+        e = e.args[0]
+        seen += 1
+    text = str(e) or "no detail"
+    return f"{type(e).__name__}: {text}"
+
+
+def classify(e: BaseException) -> ErrorKind:
+    import pika.exceptions as px
+
+    if isinstance(e, (px.ProbableAuthenticationError, px.AuthenticationError, px.ProbableAccessDeniedError)):
+        return ErrorKind.CREDENTIALS
+    if isinstance(e, px.ConnectionClosedByBroker) and e.reply_code in (403, 530):
+        return ErrorKind.CREDENTIALS
+    if isinstance(e, px.ChannelClosedByBroker) and e.reply_code == 404:
+        return ErrorKind.NOT_FOUND
+    if isinstance(e, (px.AMQPConnectionError, px.ConnectionWrongStateError, px.ChannelWrongStateError,
+                      px.ChannelClosed, OSError)):
+        return ErrorKind.UNREACHABLE
+    return ErrorKind.OTHER
+
+
+def is_pika_error(e: BaseException) -> bool:
+    import pika.exceptions as px
+
+    return isinstance(e, (px.AMQPError, OSError))
+
+
+def describe(e: BaseException, where: str, address: str, user: str, max_backoff_s: float, queue: str | None = None,
+             exchange: str | None = None) -> str:
+    kind = classify(e)
+    retry = f"retrying with backoff (up to {max_backoff_s:g} s)"
+    if kind is ErrorKind.CREDENTIALS:
+        return (f"{where}: rabbitmq server {address} refused the credentials of user '{user}'; expected the user "
+                f"and password of rabbitmq.url or rabbitmq.user/rabbitmq.password; {retry}")
+    if kind is ErrorKind.NOT_FOUND:
+        text = getattr(e, "reply_text", str(e))
+        if queue is not None and "queue" in text:
+            return (f"{where}: queue '{queue}' does not exist on {address}; expected it declared, or "
+                    f"rabbitmq.queue.declare true; {retry}")
+        return (f"{where}: exchange '{exchange}' does not exist on {address} ({text}); expected it declared; "
+                f"{retry}")
+    if kind is ErrorKind.UNREACHABLE:
+        return f"{where}: rabbitmq server {address} unreachable ({reason(e)}); {retry}"
+    return f"{where}: rabbitmq error on {address} ({reason(e)}); {retry}"
