@@ -71,8 +71,12 @@ class ScheduleConfig:
     duration: float  # seconds of faults
     kinds: tuple[str, ...] = ("kill", "stop")  # what this machine can make (see Capabilities)
     gap: tuple[float, float] = (3.0, 7.0)  # seconds between the end of a fault and the next
+    roles: tuple[str, ...] = ROLES  # the processes kill and stop pick from
 
     def __post_init__(self) -> None:
+        if not self.roles or any(r not in ROLES for r in self.roles):
+            raise ValueError(f"ScheduleConfig.roles: expected a non-empty subset of {list(ROLES)}, "
+                             f"found {list(self.roles)}")
         bad = [k for k in self.kinds if k not in WEIGHTS]
         if bad or not self.kinds:
             raise ValueError(f"ScheduleConfig.kinds: expected a non-empty subset of {sorted(WEIGHTS)}, "
@@ -112,7 +116,7 @@ def schedule(seed: int, cfg: ScheduleConfig) -> Schedule:
     rng = random.Random(seed)
     containers = rng.choice((2, 3))
     standby = rng.random() < 0.5
-    roles = [r for r in ROLES if standby or r != "standby"]
+    roles = [r for r in cfg.roles if standby or r != "standby"] or list(cfg.roles)
     kinds = list(cfg.kinds)
     weights = [WEIGHTS[k] for k in kinds]
     faults: list[Fault] = []
@@ -192,7 +196,9 @@ class Checker:
 
     def __init__(self, home: Path, sched: Schedule, *, rate: float, duration: float,
                  disk: eo_faults.FullDisk | None, zk_restart: Callable[[], None] | None,
-                 log: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic) -> None:
+                 log: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic,
+                 final_timeout: float = 300.0) -> None:
+        self.final_timeout = final_timeout
         self.home = home
         self.sched = sched
         self.name = f"eo{sched.seed}"
@@ -251,7 +257,7 @@ class Checker:
                 a = self.apply(fault, t0)
                 applied.append(a)
                 self.log(f"  {fault.describe():<52} on {a.target} (applied at {a.at:.2f} s)")
-            found = _wait(self.final_counts, 300.0, self.clock, stop=self.waiting_for_operator)
+            found = _wait(self.final_counts, self.final_timeout, self.clock, stop=self.waiting_for_operator)
         finally:
             self._done.set()
             for pid in self.stopped:
@@ -267,7 +273,8 @@ class Checker:
         problems: list[str] = []
         cid = None
         if found is None:
-            why = self.waiting_for_operator() or "no complete checkpoint covered the whole input within 300 s"
+            why = self.waiting_for_operator() or (f"no complete checkpoint covered the whole input within "
+                                                  f"{self.final_timeout:g} s of the last fault")
             problems.append(why)
         else:
             cid, counts = found
@@ -399,8 +406,24 @@ def report(r: Result, log: Callable[[str], None] = print) -> None:
             log(f"  master: {line}")
 
 
+def markdown_rows(rows: Sequence[dict[str, Any]]) -> str:
+    """A markdown table of results as ``--json`` writes them (pure): one line per schedule."""
+    out = ["| seed | containers | standby | faults (time: fault on target, recovery) | result |",
+           "|---|---|---|---|---|"]
+    for r in rows:
+        faults = "; ".join(
+            f"{a['at']:.1f} s: {Fault(**a['fault']).describe().split('s  ', 1)[1]} on {a['target']}, "
+            + (f"{a['recovery_s']:.1f} s" if a["recovery_s"] is not None else "no checkpoint after")
+            for a in r["applied"])
+        verdict = f"exact (checkpoint {r['checkpoint_id']})" if r["exact"] else "NOT EXACT: " + "; ".join(r["problems"])
+        out.append(f"| {r['seed']} | {r['containers']} | {'yes' if r['standby'] else 'no'} | {faults} | {verdict} |")
+    return "\n".join(out) + "\n"
+
+
 def run_schedules(seeds: Sequence[int], duration: float, *, rate: float, zookeeper: bool,
-                  base: Path | None = None, log: Callable[[str], None] = print) -> list[Result]:
+                  roles: tuple[str, ...] = ROLES, final_timeout: float = 300.0,
+                  base: Path | None = None, log: Callable[[str], None] = print,
+                  on_result: Callable[[Result], None] | None = None) -> list[Result]:
     """Runs each seed's schedule, one topology at a time, each under a fresh heron home."""
     scratch = Path(tempfile.mkdtemp(prefix="heron-eo-", dir=base))
     caps = eo_faults.Capabilities.probe(scratch)
@@ -409,18 +432,20 @@ def run_schedules(seeds: Sequence[int], duration: float, *, rate: float, zookeep
     log("note: clock skew of the master is not injected (no clock hook; ids come from the election epoch)")
     kinds = ["kill", "stop"] + (["reset"] if caps.reset else []) + (["disk_full"] if caps.disk_full else []) \
         + (["zk_restart"] if zookeeper else [])
-    cfg = ScheduleConfig(duration, tuple(kinds))
+    cfg = ScheduleConfig(duration, tuple(kinds), roles=roles)
     results: list[Result] = []
     for seed in seeds:
         home = scratch / f"seed-{seed}"
         home.mkdir()
-        results.append(_one(home, schedule(seed, cfg), duration, rate, caps, zookeeper, log))
+        results.append(_one(home, schedule(seed, cfg), duration, rate, caps, zookeeper, log, final_timeout))
         report(results[-1], log)
+        if on_result is not None:
+            on_result(results[-1])
     return results
 
 
 def _one(home: Path, sched: Schedule, duration: float, rate: float, caps: eo_faults.Capabilities,
-         zookeeper: bool, log: Callable[[str], None]) -> Result:
+         zookeeper: bool, log: Callable[[str], None], final_timeout: float = 300.0) -> Result:
     env_before = dict(os.environ)
     os.environ["HERON_PY_HOME"] = str(home)
     server = None
@@ -437,7 +462,8 @@ def _one(home: Path, sched: Schedule, duration: float, rate: float, caps: eo_fau
         log(f"seed {sched.seed}: {sched.containers} containers, standby {sched.standby}, "
             f"{len(sched.faults)} faults over {duration:g} s, home {home}")
         checker = Checker(home, sched, rate=rate, duration=duration, disk=disk,
-                          zk_restart=eo_faults.zk_restarter(server) if server else None, log=log)
+                          zk_restart=eo_faults.zk_restarter(server) if server else None, log=log,
+                          final_timeout=final_timeout)
         return checker.run()
     finally:
         if disk is not None:
@@ -455,15 +481,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duration", type=float, default=60.0, help="seconds of faults per schedule")
     ap.add_argument("--rate", type=float, default=300.0, help="sentences per second per spout task")
     ap.add_argument("--zookeeper", action="store_true", help="the ZooKeeper state manager, and its restarts")
+    ap.add_argument("--roles", default=",".join(ROLES),
+                    help=f"the processes kill -9 and SIGSTOP pick from, comma-separated (default: {','.join(ROLES)})")
+    ap.add_argument("--final-timeout", type=float, default=300.0,
+                    help="seconds after the last fault for a checkpoint covering the whole input")
     ap.add_argument("--json", type=Path, default=None, help="append each result as a JSON line here")
+    ap.add_argument("--markdown", type=Path, default=None,
+                    help="only print the markdown table of the results in this --json file")
     args = ap.parse_args(argv)
+    if args.markdown is not None:
+        print(markdown_rows([json.loads(ln) for ln in args.markdown.read_text().splitlines() if ln]), end="")
+        return 0
     first = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 20)
-    results = run_schedules(range(first, first + args.schedules), args.duration, rate=args.rate,
-                            zookeeper=args.zookeeper)
-    if args.json is not None:
-        with args.json.open("a") as f:
-            for r in results:
+    roles = tuple(r for r in args.roles.split(",") if r)
+    try:
+        ScheduleConfig(args.duration, roles=roles)
+    except ValueError as e:
+        ap.error(str(e))
+
+    def save(r: Result) -> None:  # as each schedule ends: a long batch cut short keeps its results
+        if args.json is not None:
+            with args.json.open("a") as f:
                 f.write(json.dumps(r.to_json()) + "\n")
+
+    results = run_schedules(range(first, first + args.schedules), args.duration, rate=args.rate,
+                            zookeeper=args.zookeeper, roles=roles, final_timeout=args.final_timeout, on_result=save)
     bad = [r.seed for r in results if not r.exact]
     print(f"{len(results)} schedules, {len(results) - len(bad)} exact" + (f"; not exact: seeds {bad}" if bad else ""))
     return 1 if bad else 0
