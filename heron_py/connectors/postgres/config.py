@@ -1,0 +1,134 @@
+"""The PostgreSQL connectors' options, read once from a component's config dict into frozen
+dataclasses; a bad value is one ConnectorConfigError line (what, where, expected, found)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from heron_py.connectors.base import RetryPolicy
+from heron_py.connectors.common import config_error, opt_fields, opt_int, opt_str
+
+REQUIREMENT = ("psycopg", "heron-py[postgres]")
+ON_CONFLICT = ("error", "nothing", "update")
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Where the server is: ``postgres.url`` (postgresql://user:password@host:port/dbname) or
+    ``postgres.host``/``port``/``user``/``password``/``dbname``; ``postgres.query.timeout.secs``
+    is storm-jdbc's queryTimeoutSecs (the session's statement_timeout; 0: none)."""
+
+    host: str
+    port: int
+    user: str
+    password: str | None
+    dbname: str
+    connect_timeout_s: int
+    query_timeout_s: int
+
+    def address(self) -> str:
+        """For messages: never the password."""
+        return f"postgresql://{self.host}:{self.port}/{self.dbname}"
+
+    def connect(self, autocommit: bool = False) -> Any:
+        import psycopg
+
+        return psycopg.connect(host=self.host, port=self.port, user=self.user, password=self.password,
+                               dbname=self.dbname, connect_timeout=self.connect_timeout_s, autocommit=autocommit,
+                               options=f"-c statement_timeout={self.query_timeout_s * 1000}",
+                               application_name="heron-py")
+
+
+def server_config(conf: dict[str, Any], where: str) -> ServerConfig:
+    url = opt_str(conf, where, "postgres.url", None)
+    timeout = opt_int(conf, where, "postgres.query.timeout.secs", 30, 0)
+    connect_timeout = max(1, opt_int(conf, where, "postgres.connect.timeout.ms", 5000, 1) // 1000)
+    if url is not None:
+        u = urlsplit(url)
+        try:
+            port = u.port
+        except ValueError:  # a port that is not a number
+            port = -1
+        if u.scheme not in ("postgresql", "postgres") or not u.hostname or port == -1 or len(u.path) < 2:
+            raise config_error(where, "postgres.url", "postgresql://user:password@host:port/dbname", url)
+        return ServerConfig(host=u.hostname, port=port or 5432, user=unquote(u.username or "postgres"),
+                            password=unquote(u.password) if u.password else None, dbname=unquote(u.path[1:]),
+                            connect_timeout_s=connect_timeout, query_timeout_s=timeout)
+    password = conf.get("postgres.password")
+    return ServerConfig(host=opt_str(conf, where, "postgres.host", "127.0.0.1") or "127.0.0.1",
+                        port=opt_int(conf, where, "postgres.port", 5432, 1),
+                        user=opt_str(conf, where, "postgres.user", "postgres") or "postgres",
+                        password=None if password in (None, "") else str(password),
+                        dbname=opt_str(conf, where, "postgres.dbname", "postgres") or "postgres",
+                        connect_timeout_s=connect_timeout, query_timeout_s=timeout)
+
+
+def reconnect_policy(conf: dict[str, Any], where: str) -> RetryPolicy:
+    return RetryPolicy(initial_s=opt_int(conf, where, "postgres.reconnect.initial.ms", 100, 0) / 1000.0,
+                       max_delay_s=opt_int(conf, where, "postgres.reconnect.max.ms", 5000, 0) / 1000.0)
+
+
+@dataclass(frozen=True)
+class InsertConfig:
+    server: ServerConfig
+    table: str | None
+    columns: tuple[str, ...] | None  # None: the table's columns that the input has (SimpleJdbcMapper)
+    insert_query: str | None
+    on_conflict: str
+    conflict_keys: tuple[str, ...]
+    id_fields: tuple[str, ...] | None
+    batch: int
+    batch_delay_s: float
+    reconnect: RetryPolicy
+
+
+def insert_config(conf: dict[str, Any], where: str) -> InsertConfig:
+    table = opt_str(conf, where, "postgres.table", None)
+    query = opt_str(conf, where, "postgres.insert.query", None)
+    if (table is None) == (query is None):
+        raise config_error(where, "postgres.table / postgres.insert.query", "exactly one of them",
+                           {"postgres.table": table, "postgres.insert.query": query})
+    columns = opt_fields(conf, where, "postgres.columns", ()) if "postgres.columns" in conf else None
+    if query is not None and columns is None:
+        raise config_error(where, "postgres.columns", "the input fields of the query's %s placeholders, in order "
+                                                      "(postgres.insert.query is set)", None)
+    on_conflict = str(conf.get("postgres.on.conflict", "error")).lower()
+    if on_conflict not in ON_CONFLICT:
+        raise config_error(where, "postgres.on.conflict", f"one of {list(ON_CONFLICT)}",
+                           conf.get("postgres.on.conflict"))
+    keys = opt_fields(conf, where, "postgres.conflict.columns", ()) if "postgres.conflict.columns" in conf else ()
+    if on_conflict == "update" and not keys:
+        raise config_error(where, "postgres.conflict.columns", "the columns of a unique key (postgres.on.conflict "
+                                                               "is update)", None)
+    return InsertConfig(server=server_config(conf, where), table=table, columns=columns, insert_query=query,
+                        on_conflict=on_conflict, conflict_keys=keys,
+                        id_fields=opt_fields(conf, where, "postgres.input.id.fields", ())
+                        if "postgres.input.id.fields" in conf else None,
+                        batch=opt_int(conf, where, "postgres.batch.size", 100, 1),
+                        batch_delay_s=opt_int(conf, where, "postgres.batch.delay.ms", 10, 0) / 1000.0,
+                        reconnect=reconnect_policy(conf, where))
+
+
+@dataclass(frozen=True)
+class LookupConfig:
+    server: ServerConfig
+    query: str
+    query_fields: tuple[str, ...]
+    output_fields: tuple[str, ...]
+    id_fields: tuple[str, ...] | None
+    reconnect: RetryPolicy
+
+
+def lookup_config(conf: dict[str, Any], where: str) -> LookupConfig:
+    query = opt_str(conf, where, "postgres.select.query", None)
+    if query is None:
+        raise config_error(where, "postgres.select.query", "a SELECT with %s placeholders", None)
+    return LookupConfig(server=server_config(conf, where), query=query,
+                        query_fields=opt_fields(conf, where, "postgres.query.fields", ())
+                        if "postgres.query.fields" in conf else (),
+                        output_fields=opt_fields(conf, where, "postgres.output.fields", ()),
+                        id_fields=opt_fields(conf, where, "postgres.input.id.fields", ())
+                        if "postgres.input.id.fields" in conf else None,
+                        reconnect=reconnect_policy(conf, where))
