@@ -19,10 +19,14 @@ class ErrorKind(Enum):
 def reason(e: BaseException) -> str:
     """The innermost cause: pika wraps a refused socket as
     ``AMQPConnectionError((AMQPConnectorSocketConnectError(ConnectionRefusedError(...)),))``."""
-    seen = 0
-    while e.args and isinstance(e.args[0], BaseException) and seen < 5:
-        e = e.args[0]
-        seen += 1
+    for _ in range(5):
+        inner = getattr(e, "exception", None)  # pika's AMQPConnectorPhaseErrorBase keeps it here
+        if isinstance(inner, BaseException):
+            e = inner
+        elif e.args and isinstance(e.args[0], BaseException):
+            e = e.args[0]
+        else:
+            break
     text = str(e) or "no detail"
     return f"{type(e).__name__}: {text}"
 
