@@ -20,6 +20,7 @@ its words were written.
 
 import argparse
 import sys
+import time
 
 from heron_py.connectors.redis import RedisStoreBolt, RedisStreamBolt, RedisStreamSpout
 from heronpy.api.bolt.bolt import Bolt
@@ -30,7 +31,12 @@ from heronpy.api.topology import TopologyBuilder
 class SplitBolt(Bolt):
     outputs = ["word", "id", "pos", "one"]
 
+    def initialize(self, config, context):
+        self.delay_s = float(config.get("wc.split.delay.ms", 0)) / 1000.0
+
     def process(self, tup):
+        if self.delay_s:
+            time.sleep(self.delay_s)  # a slow stage (tests: lines queue, so a kill loses some for sure)
         entry_id, line = tup.values
         for pos, word in enumerate(line.split()):
             self.emit([word, entry_id, pos, 1], anchors=[tup])
@@ -46,6 +52,7 @@ def build(argv):
     ap.add_argument("--out", default="words")
     ap.add_argument("--containers", type=int, default=2)
     ap.add_argument("--claim-idle-ms", type=int, default=30_000)
+    ap.add_argument("--split-delay-ms", type=float, default=0.0)
     args = ap.parse_args(argv)
     b = TopologyBuilder("redis_word_count")
     spout = RedisStreamSpout.spec(name="spout", par=2, config={
@@ -53,7 +60,8 @@ def build(argv):
         "redis.claim.idle.ms": args.claim_idle_ms, "redis.reconnect.max.ms": 1000,
     })
     b.add_spec(spout)
-    split = b.add_bolt("split", SplitBolt, par=2, inputs={spout: Grouping.SHUFFLE})
+    split = b.add_bolt("split", SplitBolt, par=2, inputs={spout: Grouping.SHUFFLE},
+                       config={"wc.split.delay.ms": args.split_delay_ms})
     server = {"redis.url": args.url, "redis.batch.size": 100, "redis.batch.delay.ms": 5,
               "redis.reconnect.max.ms": 1000}
     if args.sink == "stream":

@@ -404,3 +404,30 @@ def test_streamlet_source_and_sink_through_an_in_process_topology(server, r, cap
     assert [rec.getMessage() for rec in caplog.records if "malformed" in rec.getMessage()] == [
         f"redis stream source task 1: entry {bad} of stream 'in' is malformed: expected fields ['value'], found "
         f"['nope']; skipped"]
+
+
+def test_effectively_once_reads_by_id_from_the_checkpoint(server, r):
+    from heron_py.api.state.state import HashMapState
+
+    ids = [r.xadd("s", {"value": f"v{i}"}).decode() for i in range(4)]
+    state = HashMapState()
+    d = Delegate()
+    s = RedisStreamSpout(d)
+    s.clock = Clock()
+    s.init_state(state)
+    s.initialize({"topology.reliability.mode": "EFFECTIVELY_ONCE", "redis.url": server.url, "redis.stream": "s",
+                  "redis.batch.size": 2, "redis.block.ms": 0}, Context())
+    s.next_tuple()
+    assert d.emitted == [([ids[0], "v0"], None), ([ids[1], "v1"], None)]  # no ids: no acks in this mode
+    s.pre_save(1)
+    assert state.get("last_id") == ids[1]
+    s.next_tuple()  # v2, v3: emitted after the checkpoint, rolled back by the restore below
+    d2 = Delegate()
+    s2 = RedisStreamSpout(d2)
+    s2.clock = Clock()
+    s2.init_state(state)
+    s2.initialize({"topology.reliability.mode": "EFFECTIVELY_ONCE", "redis.url": server.url, "redis.stream": "s",
+                   "redis.block.ms": 0}, Context())
+    s2.next_tuple()
+    assert [e[0] for e in d2.emitted] == [[ids[2], "v2"], [ids[3], "v3"]]
+    assert r.xinfo_stream("s")["groups"] == 0  # no consumer group in this mode

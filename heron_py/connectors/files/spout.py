@@ -95,8 +95,12 @@ class FileTailSpout(Spout):
         comp = context.get_component_id()
         self.where = component_where("file spout", context)
         self.cfg = file_spout_config(config, self.where)
-        self.mode = str(config.get("topology.reliability.mode", "ATMOST_ONCE")).upper()
-        self.tracked = self.mode == "ATLEAST_ONCE"
+        from heron_py.common.config import ReliabilityConfig, effectively_once
+
+        # the engine acks only in at-least-once mode (Storm's acker setting included)
+        self.tracked = ReliabilityConfig.from_config(config).acking
+        self.mode = "EFFECTIVELY_ONCE" if effectively_once(config) else "ATLEAST_ONCE" if self.tracked \
+            else "ATMOST_ONCE"
         tasks = sorted(context.get_component_tasks(comp) or [context.get_task_id()])
         self.pos_dir = os.path.join(self.cfg.positions_dir, f"{context.get_topology_name()}-{comp}")
         restored = self._restored or {}

@@ -9,6 +9,10 @@ acked before a crash), then new ones (id ``>``). Entries left pending by a consu
 (a task of an earlier deployment, a consumer name changed) are claimed with XAUTOCLAIM once they
 have been idle ``redis.claim.idle.ms``.
 
+In EFFECTIVELY_ONCE mode (no acks) the spout reads the stream by id instead (XREAD, no
+group): the id read up to is its checkpointed state (``init_state``/``pre_save``), so a restore
+reads again from the checkpoint's id; it starts at ``redis.group.start.id``.
+
 An entry without one of the ``redis.fields`` (or one not UTF-8) is malformed: it is not emitted,
 is logged once with its id, counted in the metric ``malformed`` and XACKed, so it never stops
 the topology. A server that is down, refuses the credentials or lacks the stream or group is
@@ -81,6 +85,20 @@ class RedisStreamSpout(Spout):
         return HeronComponentSpec(name, cls, True, par, inputs=None,
                                   outputs=[Stream(["id", *cfg.fields]), *list(optional_outputs or [])], config=conf)
 
+    # --- effectively once: heronpy's StatefulComponent methods ---------------------------------
+    _state: Any = None
+    _restored_id: str | None = None
+
+    def init_state(self, stateful_state: Any) -> None:
+        """In EFFECTIVELY_ONCE mode the stream is read by id (XREAD, no group: the checkpoint
+        holds the id read up to, and a restore reads again from it)."""
+        self._state = stateful_state
+        saved = stateful_state.get("last_id")
+        self._restored_id = None if saved is None else str(saved)
+
+    def pre_save(self, checkpoint_id: Any) -> None:
+        self._state.put("last_id", self.last_id)
+
     # --- lifecycle -----------------------------------------------------------------------------
     def initialize(self, config: dict[str, Any], context: Any) -> None:
         self.context = context
@@ -89,11 +107,14 @@ class RedisStreamSpout(Spout):
         topology = context.get_topology_name()
         self.cfg: StreamSpoutConfig = stream_spout_config(config, self.where, f"heron-py-{topology}-{comp}",
                                                           f"{comp}-{context.get_task_id()}")
-        mode = str(config.get("topology.reliability.mode", "ATMOST_ONCE")).upper()
-        # without the engine's acking no tuple is ever acked: XACK at once (at most once)
-        self.tracked = mode in ("ATLEAST_ONCE", "EFFECTIVELY_ONCE")
-        if not self.tracked:
-            self.log(f"{self.where}: topology.reliability.mode {mode} has no acks; entries are acknowledged when "
+        from heron_py.common.config import ReliabilityConfig, effectively_once
+
+        self.eo = effectively_once(config)
+        # the engine acks only in at-least-once mode (Storm's acker setting included)
+        self.tracked = ReliabilityConfig.from_config(config).acking
+        if not self.tracked and not self.eo:
+            self.log(f"{self.where}: the topology has no acking (topology.reliability.mode "
+                     f"{config.get('topology.reliability.mode', 'ATMOST_ONCE')}); entries are acknowledged when "
                      f"emitted (at most once); use ATLEAST_ONCE for at least once", "warn")
         self.address = self.cfg.server.address()
         self.client = self.cfg.server.client()
@@ -105,7 +126,9 @@ class RedisStreamSpout(Spout):
         self.seq = 0
         self.recovered = 0
         self.cursor: str | None = "0"  # reading our own pending entries from here; None: new ones (">")
-        self.group_ready = not self.cfg.create_group
+        self.group_ready = not self.cfg.create_group or self.eo
+        # effectively once: the id read up to (the checkpoint's, else redis.group.start.id)
+        self.last_id = self._restored_id or self.cfg.start_id
         self.active = True
         self.conn = Reconnect(self.cfg.reconnect)
         self.throttle = LogThrottle(self.clock)
@@ -145,7 +168,7 @@ class RedisStreamSpout(Spout):
                 return
             for msg_id, rec in self.source.due_retries(now):
                 self.emit([rec[0], *rec[1]], tup_id=msg_id)
-            if now >= self._next_claim:
+            if now >= self._next_claim and not self.eo:
                 self._claim()
                 self._next_claim = now + self.cfg.claim_period_s
             if now >= self._next_commit:
@@ -195,6 +218,9 @@ class RedisStreamSpout(Spout):
         self.group_ready = True
 
     def _read(self) -> None:
+        if self.eo:
+            self._read_by_id()
+            return
         room = self.cfg.max_pending - len(self.inflight)
         if room <= 0:
             return
@@ -217,6 +243,24 @@ class RedisStreamSpout(Spout):
             self.recovered += len(entries)
         for raw_id, fields in entries:
             self._emit_new(entry_id(raw_id), fields)
+
+    def _read_by_id(self) -> None:
+        if self.last_id == "$":  # "after the newest entry", made concrete so a checkpoint holds an id
+            last = self.client.xrevrange(self.cfg.stream, count=1)
+            self.last_id = entry_id(last[0][0]) if last else "0"
+        resp = self.client.xread({self.cfg.stream: self.last_id}, count=self.cfg.batch,
+                                 block=self.cfg.block_ms or None)
+        for raw_id, fields in (resp[0][1] if resp else []):
+            eid = entry_id(raw_id)
+            self.last_id = eid
+            values, why = decode_entry(fields, self.cfg.fields)
+            self.counts["records"] += 1
+            if values is None:
+                self.counts["malformed"] += 1
+                self.log(f"{self.where}: entry {eid} of stream '{self.cfg.stream}' is malformed: {why}; skipped",
+                         "error")
+                continue
+            self.emit([eid, *values])
 
     def _claim(self) -> None:
         """Entries idle longer than redis.claim.idle.ms in any consumer's pending list (ours
