@@ -38,7 +38,8 @@ def db_value(v: Any) -> Any:
 
 
 class SimpleJdbcMapper:
-    def __init__(self, columns: Sequence[Column | str] | None = None) -> None:
+    def __init__(self, columns: Sequence[Column | str] | None = None, table: str | None = None) -> None:
+        self.table = table  # storm-jdbc's SimpleJdbcMapper(tableName, provider): the bolt's table by default
         self.columns: tuple[Column, ...] | None = None if columns is None else tuple(
             c if isinstance(c, Column) else Column(str(c)) for c in columns)
         self.fields_of: Any = None
