@@ -18,6 +18,7 @@ from heron_py.connectors.rabbitmq.config import bolt_config, spout_config
 from heron_py.connectors.rabbitmq.errors import reason
 from heron_py.connectors.rabbitmq.spout import decode_body
 from tests.rabbitmq_server import free_port, rabbitmq_or_skip
+from tests.support import wait_for
 
 
 # --- a component host for one task (shared with the PostgreSQL tests) ----------------------------
@@ -232,6 +233,24 @@ def test_spout_prefetch_acks_and_a_fail_nacked_with_requeue_after_the_backoff(se
     assert (m["redelivered"], m["retries"], m["nacked"], m["failed"]) == (1, 1, 1, 1)
     s.close()
     assert depth(channel, queue) == 0  # every delivery acked
+
+
+def test_heron_poll_keeps_the_connection_while_next_tuple_is_not_called(server, channel, queue):
+    clock = Clock()
+    s, d = spout(server, queue, clock)
+    pump(s, 1)
+    publish(channel, queue, b"later")
+    clock.t += 2.0  # max pending reached: the host calls heron_poll only
+
+    def polled() -> bool:
+        s.heron_poll()
+        return len(s.deliveries) == 1
+
+    wait_for(polled, 5, "the delivery read by heron_poll", every=0.05)
+    assert d.emitted == []  # taken off the socket, emitted by next_tuple
+    pump(s, 1)
+    assert [v for v, _ in d.emitted] == [["m0", "later"]]
+    s.close()
 
 
 def test_a_malformed_message_is_rejected_and_logged_once(server, channel, queue):

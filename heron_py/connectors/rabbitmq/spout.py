@@ -69,6 +69,9 @@ class RabbitMQSpout(Spout):
     outputs = ["id", "body"]
     requirements = [REQUIREMENT]
     clock: Callable[[], float] = time.monotonic
+    # the host stops calling next_tuple while max pending is reached; heron_poll keeps the
+    # connection's heartbeats going then (pika answers them only inside process_data_events)
+    heron_poll_interval_s = 1.0
 
     def initialize(self, config: dict[str, Any], context: Any) -> None:
         self.context = context
@@ -98,6 +101,7 @@ class RabbitMQSpout(Spout):
         self.counts = {"records": 0, "malformed": 0, "redelivered": 0, "connection-errors": 0, "reconnects": 0,
                        "nacked": 0}
         self._next_commit = self.clock() + 1.0
+        self._last_loop = self.clock()
         self.lag: int | None = None
         context.register_metric("rabbitmq", _Metrics(self), 10)
         self.log(f"{self.where}: consuming queue '{self.cfg.queue}' of {self.address} with prefetch "
@@ -157,8 +161,18 @@ class RabbitMQSpout(Spout):
         self._drop_connection()
 
     # --- the loop --------------------------------------------------------------------------------
+    def heron_poll(self) -> None:
+        now = self.clock()
+        if self.connection is None or now - self._last_loop < 1.0:
+            return
+        try:
+            self.connection.process_data_events(time_limit=0)  # deliveries are kept for next_tuple
+        except Exception as e:
+            self._on_error(e, now)
+
     def next_tuple(self) -> None:
         now = self.clock()
+        self._last_loop = now
         if self.connection is None and not self.conn.ready(now):
             time.sleep(min(0.01, max(0.0, self.conn.next_try - now)))
             return
