@@ -214,6 +214,7 @@ class Checker:
         self.completions: list[tuple[float, int]] = []
         self.stopped: set[int] = set()
         self._done = threading.Event()
+        self._watcher: threading.Thread | None = None
 
     def es(self) -> dict[str, Any]:
         try:
@@ -224,7 +225,8 @@ class Checker:
     def _watch(self, t0: float) -> None:
         """Records when each new complete checkpoint appears (the recoveries' clock)."""
         last = 0
-        while not self._done.is_set():
+        while True:
+            stopping = self._done.is_set()  # one more look after the stop: the final checkpoint counts
             try:
                 ids = self.storage.completed_ids(self.name)
             except (OSError, CheckpointError):
@@ -232,6 +234,8 @@ class Checker:
             if ids and ids[-1] > last:
                 last = ids[-1]
                 self.completions.append((self.clock() - t0, last))
+            if stopping:
+                return
             time.sleep(0.2)
 
     def start(self) -> None:
@@ -250,8 +254,8 @@ class Checker:
         try:
             self.start()
             t0 = self.clock()
-            watcher = threading.Thread(target=self._watch, args=(t0,), daemon=True)
-            watcher.start()
+            self._watcher = threading.Thread(target=self._watch, args=(t0,), daemon=True)
+            self._watcher.start()
             for fault in self.sched.faults:
                 time.sleep(max(0.0, fault.at - (self.clock() - t0)))
                 a = self.apply(fault, t0)
@@ -260,6 +264,8 @@ class Checker:
             found = _wait(self.final_counts, self.final_timeout, self.clock, stop=self.waiting_for_operator)
         finally:
             self._done.set()
+            if self._watcher is not None:
+                self._watcher.join(5.0)
             for pid in self.stopped:
                 eo_faults.cont(pid)
             if self.disk is not None:
