@@ -355,7 +355,7 @@ class Checker:
             size = self.disk.fill()
             time.sleep(fault.hold_s)
             self.disk.free()
-            return Applied(fault, at, f"{self.disk.where} ({size >> 10} KiB filler)")
+            return Applied(fault, at, f"the checkpoint tmpfs ({size >> 10} KiB filler)")
         assert self.zk_restart is not None
         self.zk_restart()
         return Applied(fault, at, "the server")
