@@ -250,6 +250,8 @@ def make_object(obj: ObjectSpec, ctx: Context) -> Any:
         return kafka_classes.OBJECTS[obj.class_name](obj, ctx)
     if obj.class_name in redis_classes.OBJECTS:
         return redis_classes.OBJECTS[obj.class_name](obj, ctx)
+    if obj.class_name in jdbc_classes.OBJECTS:
+        return jdbc_classes.OBJECTS[obj.class_name](obj, ctx)
     if is_java_name(obj.class_name):
         raise ctx.err(obj.where, f"className '{obj.class_name}' is a Java class; heron-py can only create "
                                  f"Python objects here: expected a Python class 'module.Class'")
@@ -267,10 +269,13 @@ def make_object(obj: ObjectSpec, ctx: Context) -> Any:
     return instance
 
 
-# storm-kafka-client's and storm-redis' classes (imported last: they use this module's helpers)
-from heron_py.flux import kafka_classes, redis_classes  # noqa: E402
+# storm-kafka-client's, storm-redis' and storm-jdbc's classes (imported last: they use this
+# module's helpers)
+from heron_py.flux import jdbc_classes, kafka_classes, redis_classes  # noqa: E402
 
 BUILTIN_SPOUTS.update(kafka_classes.SPOUTS)
 BUILTIN_BOLTS.update(kafka_classes.BOLTS)
 BUILTIN_SPOUTS.update(redis_classes.SPOUTS)
 BUILTIN_BOLTS.update(redis_classes.BOLTS)
+BUILTIN_SPOUTS.update(jdbc_classes.SPOUTS)
+BUILTIN_BOLTS.update(jdbc_classes.BOLTS)

@@ -219,7 +219,8 @@ def test_unknown_java_class(tmp_path):
         "org.apache.storm.testing.TestWordCounter, org.apache.storm.flux.wrappers.bolts.LogInfoBolt, "
         "org.apache.storm.flux.wrappers.bolts.FluxShellBolt, org.apache.storm.task.ShellBolt, "
         "org.apache.storm.kafka.bolt.KafkaBolt, org.apache.storm.redis.bolt.RedisStoreBolt, "
-        "org.apache.storm.redis.bolt.RedisLookupBolt or a Python class "
+        "org.apache.storm.redis.bolt.RedisLookupBolt, org.apache.storm.jdbc.bolt.JdbcInsertBolt, "
+        "org.apache.storm.jdbc.bolt.JdbcLookupBolt or a Python class "
         "'module.Class' (a Java ShellBolt/ShellSpout subclass: declare it as "
         "org.apache.storm.flux.wrappers.bolts.FluxShellBolt / org.apache.storm.flux.wrappers.spouts.FluxShellSpout "
         "with its command and output fields)")
