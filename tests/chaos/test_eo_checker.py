@@ -56,6 +56,8 @@ def test_a_schedule_is_a_function_of_the_seed_and_faults_do_not_overlap():
 def test_a_schedule_draws_only_the_kinds_this_machine_can_make():
     s = schedule(3, ScheduleConfig(120.0, ("kill",)))
     assert {f.kind for f in s.faults} == {"kill"}
+    s = schedule(3, ScheduleConfig(120.0, ("kill", "stop"), roles=("stmgr", "instance")))
+    assert {f.role for f in s.faults} == {"stmgr", "instance"}
 
 
 def test_a_bad_schedule_config_is_one_line():
@@ -66,6 +68,10 @@ def test_a_bad_schedule_config_is_one_line():
     with pytest.raises(ValueError) as e:
         ScheduleConfig(2.0)
     assert str(e.value) == "ScheduleConfig.duration: expected more than 3 s (the first gap), found 2"
+    with pytest.raises(ValueError) as e:
+        ScheduleConfig(60.0, roles=("instance", "zygote"))
+    assert str(e.value) == ("ScheduleConfig.roles: expected a non-empty subset of ['instance', 'stmgr', "
+                            "'metricsmgr', 'tmanager', 'standby', 'executor'], found ['instance', 'zygote']")
 
 
 def test_recovery_is_the_time_to_the_next_complete_checkpoint():
