@@ -30,7 +30,7 @@ from tests.chaos.eo_checker import (
 ALL = ("kill", "stop", "reset", "disk_full")
 
 
-def test_a_schedule_is_a_function_of_the_seed_and_faults_do_not_overlap():
+def test_a_schedule_is_a_function_of_the_seed_and_faults_do_not_overlap() -> None:
     cfg = ScheduleConfig(60.0, ALL)
     a, b = schedule(5, cfg), schedule(5, cfg)
     assert a == b and a != schedule(6, cfg)
@@ -53,14 +53,14 @@ def test_a_schedule_is_a_function_of_the_seed_and_faults_do_not_overlap():
     assert set(kinds) == set(ALL) and roles == {"instance", "stmgr", "metricsmgr", "tmanager", "standby", "executor"}
 
 
-def test_a_schedule_draws_only_the_kinds_this_machine_can_make():
+def test_a_schedule_draws_only_the_kinds_this_machine_can_make() -> None:
     s = schedule(3, ScheduleConfig(120.0, ("kill",)))
     assert {f.kind for f in s.faults} == {"kill"}
     s = schedule(3, ScheduleConfig(120.0, ("kill", "stop"), roles=("stmgr", "instance")))
     assert {f.role for f in s.faults} == {"stmgr", "instance"}
 
 
-def test_a_bad_schedule_config_is_one_line():
+def test_a_bad_schedule_config_is_one_line() -> None:
     with pytest.raises(ValueError) as e:
         ScheduleConfig(60.0, ("kill", "clock_skew"))
     assert str(e.value) == (f"ScheduleConfig.kinds: expected a non-empty subset of {sorted(WEIGHTS)}, "
@@ -74,12 +74,12 @@ def test_a_bad_schedule_config_is_one_line():
                             "'metricsmgr', 'tmanager', 'standby', 'executor'], found ['instance', 'zygote']")
 
 
-def test_recovery_is_the_time_to_the_next_complete_checkpoint():
+def test_recovery_is_the_time_to_the_next_complete_checkpoint() -> None:
     done = [(1.0, 10), (5.5, 11), (5.7, 12), (20.0, 13)]
     assert recoveries([0.5, 2.0, 5.5, 21.0], done) == [0.5, 3.5, 0.2, None]
 
 
-def test_the_count_check_names_what_is_off():
+def test_the_count_check_names_what_is_off() -> None:
     expected = Counter({"a": 2, "b": 1})
     assert count_problems(Counter({"a": 2, "b": 1}), expected) == []
     assert count_problems(Counter({"a": 3}), expected) == [
@@ -87,7 +87,7 @@ def test_the_count_check_names_what_is_off():
     assert shares([7, 3], 5) == {3: 3, 7: 2}
 
 
-def test_processes_are_told_apart_by_their_command_line():
+def test_processes_are_told_apart_by_their_command_line() -> None:
     def cmd(module: str, *rest: str) -> list[str]:
         return ["/py", "-m", module, "--topology", "t", *rest]
     assert eo_faults.classify(cmd("instance", "--task-id", "5", "--component", "count"), 9, 1) == (
@@ -129,5 +129,5 @@ def test_a_short_schedule_is_exact(heron_home: Path, caps: eo_faults.Capabilitie
     assert not [a for a in result.applied if "skipped" in a.target], result.applied
 
 
-def test_a_fault_describes_itself():
+def test_a_fault_describes_itself() -> None:
     assert Fault(1.5, "stop", "stmgr", 3, 2.25).describe() == "t=  1.50 s  SIGSTOP stmgr for 2.2 s"
