@@ -17,6 +17,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,8 +208,6 @@ def _probe_mount(scratch: Path, notes: list[str]) -> bool:
 
 def zk_restarter(server: Any, down_s: float = 1.0) -> Callable[[], None]:
     """A ZooKeeper restart (tests/zkserver.py's server): stop, ``down_s`` down, start."""
-    import time
-
     def restart() -> None:
         server.stop()
         time.sleep(down_s)
