@@ -73,7 +73,7 @@ def test_every_argument_has_help_and_every_verb_ends_with_examples():
     verbs = _verbs(ap)
     assert {"submit", "run", "init", "restart", "batch", "logs"} <= set(verbs)
     missing = [f"{verb} {a.dest}" for verb, p in verbs.items() for a in p._actions
-               if not a.help or a.help == argparse.SUPPRESS and a.dest != "help"]
+               if not a.help or (a.help == argparse.SUPPRESS and a.dest != "help")]
     assert missing == []
     no_examples = [verb for verb, p in verbs.items() if not (p.epilog or "").startswith("examples:\n  heron-py ")]
     assert no_examples == []
@@ -135,7 +135,8 @@ def test_a_directory_or_a_non_python_file_is_one_error(tmp_path):
     kinds = "a Python file (.py) or a Flux file (.yaml, .yml)"
     with pytest.raises(SubmitError) as e:
         load_topology_file(tmp_path, [])
-    assert str(e.value) == f"topology file {tmp_path} is a directory; expected {kinds} (e.g. {tmp_path / 'topology.py'})"
+    assert str(e.value) == (f"topology file {tmp_path} is a directory; expected {kinds} "
+                            f"(e.g. {tmp_path / 'topology.py'})")
     (tmp_path / "conf.json").write_text("{}")
     with pytest.raises(SubmitError) as e:
         load_topology_file(tmp_path / "conf.json", [])

@@ -212,7 +212,8 @@ async def test_oversize_request_line_is_431(server: HttpServer) -> None:
 
 
 async def test_oversize_header_line_and_too_many_headers_are_431(server: HttpServer) -> None:
-    status, _, body, _ = await _exchange(server.port, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX: " + b"a" * 9000 + b"\r\n\r\n")
+    status, _, body, _ = await _exchange(server.port,
+                                         b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX: " + b"a" * 9000 + b"\r\n\r\n")
     assert (status, body) == ("HTTP/1.1 431 Request Header Fields Too Large", b"request head longer than 8192 bytes")
     many = b"".join(b"X-%d: 1\r\n" % i for i in range(40))
     status, _, body, _ = await _exchange(server.port, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n" + many + b"\r\n")
