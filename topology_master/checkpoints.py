@@ -237,6 +237,9 @@ class CheckpointDriver:
         if msg_type == MsgType.CHECKPOINT_SAVED:
             saved = pb.CheckpointSaved()
             parse(saved, frame)
+            if saved.failed:
+                self._apply(c.on_task_save_failed(saved.checkpoint_id, saved.task_id, saved.error))
+                return
             self._apply(c.on_task_saved(saved.checkpoint_id, saved.task_id, saved.size_bytes,
                                         saved.duration_secs, now))
         elif msg_type == MsgType.STATE_RESTORED:

@@ -374,6 +374,15 @@ class CheckpointCoordinator:
             out.append(StartCheckpoint(cid))
         return out
 
+    def on_task_save_failed(self, checkpoint_id: int, task_id: int, error: str) -> list[CoordinatorAction]:
+        """A task could not save its state for ``checkpoint_id`` (a full disk): that checkpoint can
+        never complete, so it is aborted now rather than at its timeout; the next one starts at the
+        next interval."""
+        flight = self._in_flight
+        if flight is None or flight.checkpoint_id != checkpoint_id or self._state is not CoordinatorState.CHECKPOINTING:
+            return [Ignored(f"task {task_id} could not save checkpoint {checkpoint_id}: not under way")]
+        return self._abort(f"task {task_id} could not save its state: {error}")
+
     def on_task_saved(self, checkpoint_id: int, task_id: int, size_bytes: int, duration_secs: float,
                       now: float) -> list[CoordinatorAction]:
         """A task saved its state for ``checkpoint_id`` (the storage write finished)."""

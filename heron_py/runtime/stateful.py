@@ -219,8 +219,11 @@ class StatefulTask:
                 self._storage.save(self._topology, checkpoint_id, self.task_id, data)
                 size = len(data)
         except Exception as e:
-            # not saved: the checkpoint never completes and the master times it out; the task goes on
+            # not saved: the master aborts the checkpoint at once (not at its timeout); the task goes on
             self._log.error("task %d could not save checkpoint %d: %s", self.task_id, checkpoint_id, e)
+            self._send([encode_frame(MsgType.CHECKPOINT_SAVED, pb.CheckpointSaved(
+                checkpoint_id=checkpoint_id, task_id=self.task_id, failed=True,
+                error=f"{type(e).__name__}: {e}"[:500]).SerializeToString())])
             return
         took = self._clock() - t0
         self.last_saved = (checkpoint_id, size, took)

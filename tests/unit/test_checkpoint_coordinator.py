@@ -320,3 +320,17 @@ def test_a_marker_write_that_hangs_times_out_and_counts_as_a_failure() -> None:
     assert c.tick(20) == [StartCheckpoint(5)]
     assert c.on_marked(4, 30) == [CheckpointCommitted(4, (3, 4))]  # it landed after all: durable, a target
     assert c.state is CoordinatorState.CHECKPOINTING
+
+
+def test_a_task_that_cannot_save_aborts_the_checkpoint_at_once() -> None:
+    """Issue 37 (found by the fault checker): a full checkpoint folder made every task's save
+    fail silently and the master waited out the 60 s timeout; now the failed save aborts it."""
+    c = running()
+    assert c.tick(10) == [StartCheckpoint(1)]
+    assert c.on_task_saved(1, 1, 10, 0.5, now=11) == []
+    out = c.on_task_save_failed(1, 2, "OSError: [Errno 28] No space left on device")
+    assert isinstance(out[0], CheckpointAborted) and out[0].checkpoint_id == 1
+    assert "task 2 could not save its state: OSError: [Errno 28] No space left on device" in out[0].reason
+    assert c.state is CoordinatorState.IDLE
+    assert isinstance(c.on_task_save_failed(1, 3, "late")[0], Ignored)  # once aborted, nothing more
+    assert c.tick(20) == [StartCheckpoint(2)]  # the next interval's checkpoint, well before a timeout
