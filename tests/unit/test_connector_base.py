@@ -4,6 +4,8 @@ allowance, positions for state, and the acked sink's batching."""
 import random
 
 from heron_py.connectors.base import AckedSink, BatchPolicy, OffsetTracker, ReplayableSource, RetryPolicy
+from heron_py.connectors.common import Reconnect
+from heron_py.connectors.sink import SinkLoop
 
 
 def test_commit_only_up_to_the_lowest_contiguous_acked_offset():
@@ -63,7 +65,7 @@ def test_retry_backoff_is_exponential_and_capped_and_gives_up_after_max():
     policy = RetryPolicy(initial_s=0.5, multiplier=2.0, max_delay_s=3.0, max_retries=3)
     assert [policy.delay(n) for n in (1, 2, 3, 4, 5)] == [0.5, 1.0, 2.0, 3.0, 3.0]
     gave_up = []
-    src = ReplayableSource(retry=policy, on_give_up=lambda p, o, n: gave_up.append((p, o, n)))
+    src = ReplayableSource(retry=policy, on_give_up=lambda p, o, n, rec: gave_up.append((p, o, n, rec)))
     src.assign("p", 0)
     src.emitted("p", 0, "r0")
     src.emitted("p", 1, "r1")
@@ -73,7 +75,7 @@ def test_retry_backoff_is_exponential_and_capped_and_gives_up_after_max():
     assert src.fail(("p", 0), now=101.0) and src.due_retries(101.9) == [] and len(src.due_retries(102.0)) == 1
     assert src.fail(("p", 0), now=110.0)
     assert not src.fail(("p", 0), now=120.0)  # the 4th failure: past max_retries 3
-    assert gave_up == [("p", 0, 4)]
+    assert gave_up == [("p", 0, 4, "r0")]  # the record too: it is no longer pending
     assert src.stats.given_up == 1 and src.stats.retries == 2  # the third was never re-emitted
     src.ack(("p", 1))
     assert src.commits() == {"p": 2}  # given up: committed past, as Storm does
@@ -130,3 +132,71 @@ def test_acked_sink_batches_by_size_and_delay_and_maps_outcomes():
     assert sink.confirmed(bid) == ["c", "d", "e"] and sink.outstanding() == 0
     bid2 = sink.started(["x"])
     assert sink.failed(bid2) == ["x"] and sink.confirmed(bid2) == []
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _loop(clock: _Clock, down: list[bool]) -> tuple[SinkLoop[str, int], dict[str, list[object]]]:
+    """A SinkLoop over a system that is reachable unless ``down[0]``; records every callback."""
+    seen: dict[str, list[object]] = {"written": [], "acked": [], "failed": [], "recovered": []}
+    conn = Reconnect(RetryPolicy(initial_s=1.0, multiplier=2.0, max_delay_s=4.0))
+
+    def write(batch: list[str]) -> int:
+        if down[0]:
+            raise ConnectionError("refused")
+        seen["written"].append(list(batch))
+        return len(batch)
+
+    def confirmed(batch: list[str], n: int) -> None:
+        assert n == len(batch)
+        seen["acked"].extend(batch)
+
+    def failed(batch: list[str], e: Exception, now: float) -> None:
+        conn.failed(now)
+        seen["failed"].extend(batch)
+
+    loop: SinkLoop[str, int] = SinkLoop(BatchPolicy(2, 0.5), conn, clock, write, confirmed, failed,
+                                        lambda: seen["recovered"].append(clock.t))
+    return loop, seen
+
+
+def test_sink_loop_acks_after_the_write_fails_the_batch_and_backs_off_when_unreachable():
+    clock, down = _Clock(), [False]
+    loop, seen = _loop(clock, down)
+    loop.add("a")
+    assert seen["written"] == [] and loop.poll() is True  # one input, its delay not passed: idle
+    loop.add("b")  # full: written at once
+    assert seen["written"] == [["a", "b"]] and seen["acked"] == ["a", "b"]
+    loop.add("c")
+    clock.t = 0.6
+    assert loop.poll() is False and seen["written"][-1] == ["c"]  # delay passed
+    down[0] = True
+    loop.add("d")
+    loop.add("e")  # the write fails: both failed, a 1 s backoff
+    assert seen["failed"] == ["d", "e"] and loop.conn.next_try == 1.6
+    loop.add("f")
+    loop.add("g")  # full during the backoff: kept, not written, not failed
+    assert seen["failed"] == ["d", "e"] and loop.sink.buffer == ["f", "g"]
+    assert loop.poll() is False  # still in the backoff
+    down[0] = False
+    clock.t = 1.6
+    loop.poll()  # the backoff passed: what waited goes out at once, and the outage ended
+    assert seen["written"][-1] == ["f", "g"] and seen["recovered"] == [1.6] and loop.conn.failures == 0
+    assert loop.sink.outstanding() == 0
+
+
+def test_sink_loop_drain_writes_the_buffer_even_in_a_backoff():
+    clock, down = _Clock(), [True]
+    loop, seen = _loop(clock, down)
+    loop.add("a")
+    loop.add("b")  # fails: backoff until 1.0
+    loop.add("c")
+    down[0] = False
+    loop.drain()
+    assert seen["written"] == [["c"]] and seen["acked"] == ["c"] and seen["failed"] == ["a", "b"]

@@ -31,8 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from heron_py.api.bolt.bolt import Bolt
-from heron_py.api.metrics import IMetric
-from heron_py.connectors.base import AckedSink, BatchPolicy
+from heron_py.connectors.base import BatchPolicy
 from heron_py.connectors.common import LogThrottle, Reconnect, TupleFields, component_where, config_error
 from heron_py.connectors.postgres.config import (
     REQUIREMENT,
@@ -43,19 +42,9 @@ from heron_py.connectors.postgres.config import (
 )
 from heron_py.connectors.postgres.errors import ErrorKind, classify, describe, first_line, is_db_error, sqlstate
 from heron_py.connectors.postgres.mappers import SimpleJdbcLookupMapper, SimpleJdbcMapper
+from heron_py.connectors.sink import CountsMetric, SinkLoop, bad_input_line
 
 Row = tuple[tuple[str, ...], tuple[Any, ...]]  # (column names, values)
-
-
-class _Metrics(IMetric):
-    def __init__(self, counts: dict[str, int]) -> None:
-        self.counts = counts
-
-    def get_value_and_reset(self) -> dict[str, float]:
-        out = {k: float(v) for k, v in self.counts.items()}
-        for k in self.counts:
-            self.counts[k] = 0
-        return out
 
 
 def insert_sql(table: str, columns: tuple[str, ...], on_conflict: str, keys: tuple[str, ...]) -> Any:
@@ -76,11 +65,6 @@ def insert_sql(table: str, columns: tuple[str, ...], on_conflict: str, keys: tup
         else:
             q += sql.SQL(" ON CONFLICT ({}) DO NOTHING").format(target)
     return q
-
-
-def _short(values: Any) -> str:
-    s = repr(values)
-    return s if len(s) <= 200 else s[:197] + "..."
 
 
 def _mapper(config: dict[str, Any], where: str, default: Any, need: tuple[str, ...]) -> Any:
@@ -112,7 +96,7 @@ class _PostgresBolt(Bolt):
         self.bad_lines = LogThrottle(self.clock, period_s=3600.0)
         self.counts = {"written": 0, "failed": 0, "connection-errors": 0, "bad-inputs": 0, "batches": 0,
                        "row-by-row": 0}
-        context.register_metric("postgres", _Metrics(self.counts), 10)
+        context.register_metric("postgres", CountsMetric(self.counts), 10)
 
     def input_id(self, tup: Any) -> str:
         if self.id_fields:
@@ -122,8 +106,7 @@ class _PostgresBolt(Bolt):
 
     def _bad(self, tup: Any, why: str) -> None:
         self.counts["bad-inputs"] += 1
-        line = (f"{self.where}: input {self.input_id(tup)} from '{tup.component}' ({_short(tup.values)}): {why}; "
-                f"failing it")
+        line = bad_input_line(self.where, self.input_id(tup), tup, why)
         if self.bad_lines.should_log(line):
             self.log(line, "error")
         self.fail(tup)
@@ -167,8 +150,11 @@ class PostgresInsertBolt(_PostgresBolt):
         self.mapper.fields_of = self.fields
         self.table_columns: tuple[str, ...] | None = None
         self.queries: dict[tuple[str, ...], Any] = {}
-        self.sink: AckedSink[tuple[Any, Row | None]] = AckedSink(BatchPolicy(self.cfg.batch, self.cfg.batch_delay_s))
         self.conn = Reconnect(self.cfg.reconnect)
+        self.rows: list[tuple[Any, Row]] = []  # the batch being written: its inputs the mapper could map
+        self.loop: SinkLoop[tuple[Any, Row | None], list[tuple[Any, Row]]] = SinkLoop(
+            BatchPolicy(self.cfg.batch, self.cfg.batch_delay_s), self.conn, self.clock, self._write, self._confirmed,
+            self._failed, self._recovered)
 
     def _connect(self) -> None:
         self.connection = self.cfg.server.connect()
@@ -200,19 +186,10 @@ class PostgresInsertBolt(_PostgresBolt):
     def process(self, tup: Any) -> None:
         # the row is made when the batch is written: SimpleJdbcMapper without columns needs the
         # table's columns, known once connected
-        batch = self.sink.add((tup, None), self.clock())
-        if batch is not None:
-            self._write(batch)
+        self.loop.add((tup, None))
 
     def heron_poll(self) -> None:
-        now = self.clock()
-        if not self.conn.ready(now):
-            return
-        batch = self.sink.due(now)
-        if batch is None and self.conn.failures and self.sink.buffer:
-            batch = self.sink.due(float("inf"))  # after an outage: write what waited at once
-        if batch is not None:
-            self._write(batch)
+        self.loop.poll()
 
     def _rows(self, batch: list[tuple[Any, Row | None]]) -> list[tuple[Any, Row]]:
         """Each input's row; an input the mapper cannot map is failed here."""
@@ -231,46 +208,41 @@ class PostgresInsertBolt(_PostgresBolt):
             out.append((tup, (tuple(c for c, _ in cols), tuple(v for _, v in cols))))
         return out
 
-    def _write(self, batch: list[tuple[Any, Row | None]]) -> None:
-        now = self.clock()
-        if not self.conn.ready(now):
-            self.sink.buffer[:0] = batch  # not yet: kept, written when the backoff has passed
-            if self.sink.first_at is None:
-                self.sink.first_at = now
-            return
-        bid = self.sink.started(batch)
-        rows: list[tuple[Any, Row]] = []
-        try:
-            if self.connection is None:
-                self._connect()
-            rows = self._rows(batch)
-            with self.connection.transaction():
-                cur = self.connection.cursor()
-                i = 0
-                while i < len(rows):  # consecutive rows of the same columns: one executemany
-                    names = rows[i][1][0]
-                    j = i
-                    while j < len(rows) and rows[j][1][0] == names:
-                        j += 1
-                    cur.executemany(self._query(names), [r[1][1] for r in rows[i:j]])
-                    i = j
-        except Exception as e:
-            self.sink.failed(bid)
-            if classify(e) is ErrorKind.ROW and self.connection is not None and not self.connection.broken:
-                self._row_by_row(rows, now)
-                return
-            for tup, _row in rows or batch:
-                self.counts["failed"] += 1
-                self.fail(tup)  # the spout replays it
-            self._on_error(e, now, self.cfg.table)
-            return
-        self.sink.confirmed(bid)
+    def _write(self, batch: list[tuple[Any, Row | None]]) -> list[tuple[Any, Row]]:
+        self.rows = []
+        if self.connection is None:
+            self._connect()
+        self.rows = rows = self._rows(batch)
+        with self.connection.transaction():
+            cur = self.connection.cursor()
+            i = 0
+            while i < len(rows):  # consecutive rows of the same columns: one executemany
+                names = rows[i][1][0]
+                j = i
+                while j < len(rows) and rows[j][1][0] == names:
+                    j += 1
+                cur.executemany(self._query(names), [r[1][1] for r in rows[i:j]])
+                i = j
+        return rows
+
+    def _confirmed(self, _batch: list[tuple[Any, Row | None]], rows: list[tuple[Any, Row]]) -> None:
         self.counts["batches"] += 1
         for tup, _row in rows:
             self.counts["written"] += 1
             self.ack(tup)
-        if self.conn.ok():
-            self.log(f"{self.where}: postgresql server {self.address} reachable again")
+
+    def _failed(self, batch: list[tuple[Any, Row | None]], e: Exception, now: float) -> None:
+        rows, self.rows = self.rows, []
+        if classify(e) is ErrorKind.ROW and self.connection is not None and not self.connection.broken:
+            self._row_by_row(rows, now)
+            return
+        for tup, _row in rows or batch:
+            self.counts["failed"] += 1
+            self.fail(tup)  # the spout replays it
+        self._on_error(e, now, self.cfg.table)
+
+    def _recovered(self) -> None:
+        self.log(f"{self.where}: postgresql server {self.address} reachable again")
 
     def _row_by_row(self, rows: list[tuple[Any, Row]], now: float) -> None:
         """A row broke the batch: each row again under its own savepoint, in one transaction."""

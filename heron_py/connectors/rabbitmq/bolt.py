@@ -23,22 +23,11 @@ from collections.abc import Callable
 from typing import Any
 
 from heron_py.api.bolt.bolt import Bolt
-from heron_py.api.metrics import IMetric
-from heron_py.connectors.base import AckedSink, BatchPolicy
+from heron_py.connectors.base import BatchPolicy
 from heron_py.connectors.common import LogThrottle, Reconnect, TupleFields, component_where
 from heron_py.connectors.rabbitmq.config import REQUIREMENT, BoltConfig, bolt_config
 from heron_py.connectors.rabbitmq.errors import ErrorKind, classify, describe, is_pika_error
-
-
-class _Metrics(IMetric):
-    def __init__(self, counts: dict[str, int]) -> None:
-        self.counts = counts
-
-    def get_value_and_reset(self) -> dict[str, float]:
-        out = {k: float(v) for k, v in self.counts.items()}
-        for k in self.counts:
-            self.counts[k] = 0
-        return out
+from heron_py.connectors.sink import CountsMetric, SinkLoop, bad_input_line
 
 
 def body_of(value: Any) -> bytes:
@@ -84,8 +73,6 @@ class RabbitMQBolt(Bolt):
         self.cfg: BoltConfig = bolt_config(config, self.where)
         self.address = self.cfg.server.address()
         self.fields = TupleFields(context)
-        self.sink: AckedSink[tuple[Any, tuple[str, bytes, str | None]]] = AckedSink(
-            BatchPolicy(self.cfg.batch, self.cfg.batch_delay_s))
         self.connection: Any = None
         self.channel: Any = None
         self.impl: Any = None
@@ -93,11 +80,14 @@ class RabbitMQBolt(Bolt):
         self.outstanding: dict[int, tuple[str, bytes]] = {}  # published, not yet confirmed: (routing key, body)
         self.outcome: dict[int, str] = {}  # tag → "ack", "nack" or "return"
         self.conn = Reconnect(self.cfg.reconnect)
+        self.loop: SinkLoop[tuple[Any, tuple[str, bytes, str | None]], list[int]] = SinkLoop(
+            BatchPolicy(self.cfg.batch, self.cfg.batch_delay_s), self.conn, self.clock, self._publish,
+            self._confirmed, self._failed, self._recovered)
         self.throttle = LogThrottle(self.clock)
         self.counts = {"published": 0, "failed": 0, "connection-errors": 0, "bad-inputs": 0, "nacked": 0,
                        "returned": 0}
         self._next_heartbeat = 0.0
-        context.register_metric("rabbitmq", _Metrics(self.counts), 10)
+        context.register_metric("rabbitmq", CountsMetric(self.counts), 10)
 
     def _connect(self) -> None:
         import pika
@@ -160,58 +150,41 @@ class RabbitMQBolt(Bolt):
         except ValueError as e:
             self._bad(tup, str(e))
             return
-        batch = self.sink.add((tup, msg), self.clock())
-        if batch is not None:
-            self._publish(batch)
+        self.loop.add((tup, msg))
 
     def heron_poll(self) -> None:
-        now = self.clock()
-        if not self.conn.ready(now):
+        if not self.loop.poll() or self.connection is None:
             return
-        batch = self.sink.due(now)
-        if batch is None and self.conn.failures and self.sink.buffer:
-            batch = self.sink.due(float("inf"))  # after an outage: publish what waited at once
-        if batch is not None:
-            self._publish(batch)
-        elif self.connection is not None and now >= self._next_heartbeat:
+        now = self.clock()
+        if now >= self._next_heartbeat:
             self._next_heartbeat = now + 1.0
             try:
                 self.connection.process_data_events(time_limit=0)  # heartbeats while idle
             except Exception as e:
                 self._on_error(e, now)
 
-    def _publish(self, batch: list[tuple[Any, tuple[str, bytes, str | None]]]) -> None:
-        now = self.clock()
-        if not self.conn.ready(now):
-            self.sink.buffer[:0] = batch  # not yet: kept, published when the backoff has passed
-            if self.sink.first_at is None:
-                self.sink.first_at = now
-            return
-        bid = self.sink.started(batch)
-        try:
-            if self.connection is None:
-                self._connect()
-            tags: list[int] = []
-            for _tup, (rk, body, mid) in batch:
-                props = self.props(delivery_mode=2 if self.cfg.persistent else 1, message_id=mid,
-                                   content_type="application/octet-stream")
-                self.seq += 1
-                self.outstanding[self.seq] = (rk, body)
-                self.impl.basic_publish(self.cfg.exchange, rk, body, props, mandatory=self.cfg.mandatory)
-                tags.append(self.seq)
-            deadline = self.clock() + self.cfg.server.timeout_s
-            while self.outstanding:
-                if self.clock() > deadline:
-                    raise TimeoutError(f"{len(self.outstanding)} publisher confirms not received within "
-                                       f"{self.cfg.server.timeout_s:g} s")
-                self.connection.process_data_events(time_limit=0.05)
-        except Exception as e:
-            for tup, _msg in self.sink.failed(bid):
-                self.counts["failed"] += 1
-                self.fail(tup)  # the spout replays it
-            self._on_error(e, now)
-            return
-        for (tup, (rk, _body, _mid)), tag in zip(self.sink.confirmed(bid), tags, strict=True):
+    def _publish(self, batch: list[tuple[Any, tuple[str, bytes, str | None]]]) -> list[int]:
+        """Publishes the batch and waits for its confirms; the delivery tags, in order."""
+        if self.connection is None:
+            self._connect()
+        tags: list[int] = []
+        for _tup, (rk, body, mid) in batch:
+            props = self.props(delivery_mode=2 if self.cfg.persistent else 1, message_id=mid,
+                               content_type="application/octet-stream")
+            self.seq += 1
+            self.outstanding[self.seq] = (rk, body)
+            self.impl.basic_publish(self.cfg.exchange, rk, body, props, mandatory=self.cfg.mandatory)
+            tags.append(self.seq)
+        deadline = self.clock() + self.cfg.server.timeout_s
+        while self.outstanding:
+            if self.clock() > deadline:
+                raise TimeoutError(f"{len(self.outstanding)} publisher confirms not received within "
+                                   f"{self.cfg.server.timeout_s:g} s")
+            self.connection.process_data_events(time_limit=0.05)
+        return tags
+
+    def _confirmed(self, batch: list[tuple[Any, tuple[str, bytes, str | None]]], tags: list[int]) -> None:
+        for (tup, (rk, _body, _mid)), tag in zip(batch, tags, strict=True):
             verdict = self.outcome.pop(tag, "nack")
             if verdict == "ack":
                 self.counts["published"] += 1
@@ -223,8 +196,15 @@ class RabbitMQBolt(Bolt):
             else:
                 self.counts["nacked"] += 1
                 self._bad(tup, "the broker nacked it (basic.nack)")
-        if self.conn.ok():
-            self.log(f"{self.where}: rabbitmq server {self.address} reachable again")
+
+    def _failed(self, batch: list[tuple[Any, tuple[str, bytes, str | None]]], e: Exception, now: float) -> None:
+        for tup, _msg in batch:
+            self.counts["failed"] += 1
+            self.fail(tup)  # the spout replays it
+        self._on_error(e, now)
+
+    def _recovered(self) -> None:
+        self.log(f"{self.where}: rabbitmq server {self.address} reachable again")
 
     def _on_error(self, e: Exception, now: float) -> None:
         if classify(e) is ErrorKind.OTHER and not is_pika_error(e):
@@ -239,19 +219,11 @@ class RabbitMQBolt(Bolt):
 
     def _bad(self, tup: Any, why: str) -> None:
         self.counts["bad-inputs"] += 1
-        line = f"{self.where}: input {tup.id} from '{tup.component}' ({_short(tup.values)}): {why}; failing it"
+        line = bad_input_line(self.where, str(tup.id), tup, why)
         if self.throttle.should_log(line):
             self.log(line, "error")
         self.fail(tup)
 
     def cleanup(self) -> None:
-        batch = self.sink.due(float("inf"))  # a graceful stop publishes what is buffered
-        if batch:
-            self.conn.next_try = 0.0
-            self._publish(batch)
+        self.loop.drain()  # a graceful stop publishes what is buffered
         self._drop_connection()
-
-
-def _short(values: Any) -> str:
-    s = repr(values)
-    return s if len(s) <= 200 else s[:197] + "..."

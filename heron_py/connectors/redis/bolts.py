@@ -15,8 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from heron_py.api.bolt.bolt import Bolt
-from heron_py.api.metrics import IMetric
-from heron_py.connectors.base import AckedSink, BatchPolicy
+from heron_py.connectors.base import BatchPolicy
 from heron_py.connectors.common import (
     LogThrottle,
     Reconnect,
@@ -37,17 +36,7 @@ from heron_py.connectors.redis.mappers import (
     mapper_from_config,
     store_command,
 )
-
-
-class _Metrics(IMetric):
-    def __init__(self, counts: dict[str, int]) -> None:
-        self.counts = counts
-
-    def get_value_and_reset(self) -> dict[str, float]:
-        out = {k: float(v) for k, v in self.counts.items()}
-        for k in self.counts:
-            self.counts[k] = 0
-        return out
+from heron_py.connectors.sink import CountsMetric, SinkLoop, bad_input_line
 
 
 def field_value(v: Any) -> Any:
@@ -79,12 +68,14 @@ class RedisBatchBolt(Bolt):
         self.address = self.cfg.server.address()
         self.client = self.cfg.server.client()
         self.fields = TupleFields(context)
-        self.sink: AckedSink[tuple[Any, Any]] = AckedSink(BatchPolicy(self.cfg.batch, self.cfg.batch_delay_s))
         self.conn = Reconnect(self.cfg.reconnect)
+        self.loop: SinkLoop[tuple[Any, Any], list[Any]] = SinkLoop(
+            BatchPolicy(self.cfg.batch, self.cfg.batch_delay_s), self.conn, self.clock, self._write, self._confirmed,
+            self._failed, self._recovered)
         self.throttle = LogThrottle(self.clock)
         self.counts = {"written": 0, "failed": 0, "connection-errors": 0, "bad-inputs": 0}
         self.setup(config)
-        context.register_metric("redis", _Metrics(self.counts), 10)
+        context.register_metric("redis", CountsMetric(self.counts), 10)
 
     def setup(self, config: dict[str, Any]) -> None:
         """The subclass's own options."""
@@ -104,73 +95,51 @@ class RedisBatchBolt(Bolt):
         except (ValueError, TypeError) as e:
             self._bad(tup, str(e))
             return
-        batch = self.sink.add((tup, args), self.clock())
-        if batch is not None:
-            self._write(batch)
+        self.loop.add((tup, args))
 
     def heron_poll(self) -> None:
-        now = self.clock()
-        if not self.conn.ready(now):
-            return
-        batch = self.sink.due(now)
-        if batch is None and self.conn.failures and self.sink.buffer:
-            batch = self.sink._take()  # after an outage: write what waited at once
-        if batch is not None:
-            self._write(batch)
+        self.loop.poll()
 
-    def _write(self, batch: list[tuple[Any, Any]]) -> None:
-        now = self.clock()
-        if not self.conn.ready(now):
-            self.sink.buffer[:0] = batch  # not yet: kept, written when the backoff has passed
-            if self.sink.first_at is None:
-                self.sink.first_at = now
-            return
-        bid = self.sink.started(batch)
+    def _write(self, batch: list[tuple[Any, Any]]) -> list[Any]:
         pipe = self.client.pipeline(transaction=False)
         for _tup, args in batch:
             self.queue(pipe, args)
-        try:
-            replies = pipe.execute(raise_on_error=False)
-        except Exception as e:
-            if classify(e) is ErrorKind.OTHER and not _is_redis_error(e):
-                raise
-            self.conn.failed(now)
-            self.counts["connection-errors"] += 1
-            line = describe(e, self.where, self.address, max_backoff_s=self.cfg.reconnect.max_delay_s)
-            if self.throttle.should_log(line):
-                self.log(line, "warn")
-            for tup, _args in self.sink.failed(bid):
-                self.counts["failed"] += 1
-                self.fail(tup)  # the spout replays it
-            return
-        if self.conn.ok():
-            self.log(f"{self.where}: redis server {self.address} reachable again")
-        for (tup, args), reply in zip(self.sink.confirmed(bid), replies, strict=True):
+        replies: list[Any] = pipe.execute(raise_on_error=False)
+        return replies
+
+    def _confirmed(self, batch: list[tuple[Any, Any]], replies: list[Any]) -> None:
+        for (tup, args), reply in zip(batch, replies, strict=True):
             if isinstance(reply, Exception):
                 self._bad(tup, f"the server refused the command ({reply})")
             else:
                 self.counts["written"] += 1
                 self.written(tup, args, reply)
 
+    def _failed(self, batch: list[tuple[Any, Any]], e: Exception, now: float) -> None:
+        if classify(e) is ErrorKind.OTHER and not _is_redis_error(e):
+            raise e
+        self.conn.failed(now)
+        self.counts["connection-errors"] += 1
+        line = describe(e, self.where, self.address, max_backoff_s=self.cfg.reconnect.max_delay_s)
+        if self.throttle.should_log(line):
+            self.log(line, "warn")
+        for tup, _args in batch:
+            self.counts["failed"] += 1
+            self.fail(tup)  # the spout replays it
+
+    def _recovered(self) -> None:
+        self.log(f"{self.where}: redis server {self.address} reachable again")
+
     def _bad(self, tup: Any, why: str) -> None:
         self.counts["bad-inputs"] += 1
-        line = (f"{self.where}: input {tup.id} from '{tup.component}' ({_short(tup.values)}): {why}; failing it")
+        line = bad_input_line(self.where, str(tup.id), tup, why)
         if self.throttle.should_log(line):
             self.log(line, "error")
         self.fail(tup)
 
     def cleanup(self) -> None:
-        # a graceful stop writes what is buffered (a kill leaves it to the spout's replay)
-        batch = self.sink.due(float("inf"))
-        if batch:
-            self.conn.next_try = 0.0
-            self._write(batch)
+        self.loop.drain()
         self.client.close()
-
-
-def _short(values: Any) -> str:
-    s = repr(values)
-    return s if len(s) <= 200 else s[:197] + "..."
 
 
 def _is_redis_error(e: Exception) -> bool:
