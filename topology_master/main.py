@@ -31,6 +31,7 @@ from heron_py.common.handshake import http_token
 from heron_py.common.net import BaseHandler, Connection, Counters, parse, serve
 from heron_py.common.tls import PeerTls
 from heron_py.planner.model import PackingPlan, PhysicalPlan, TopologyDef, TopologyState
+from heron_py.scheduler.base import CONTAINER_ENV
 from heron_py.scheduler.hosts import is_loopback
 from heron_py.state import StateManager, StateManagerError, TManagerLocation
 from heron_py.state import config as statecfg
@@ -117,8 +118,10 @@ class TopologyMaster(DaemonBase):
         if self._relaunch is not None and RELAUNCH.parse(config):
             health = ContainerHealth(packing.num_containers, time.monotonic,
                                      HealthConfig(lost_after_s=LOST_AFTER.parse(config)))
+            own = os.environ.get(CONTAINER_ENV)
             self.relauncher = Relauncher(health, heard=lambda: self.links.heard, active=lambda: self.active,
-                                         relaunch=self._relaunch, log=self._log)
+                                         relaunch=self._relaunch, log=self._log,
+                                         own_container=int(own) if own and own.isdigit() else None)
             self._spawn(self.relauncher.run())
         try:
             self._server = await serve(self.host, 0, lambda: _Handler(self), self._secret, role="tmanager",

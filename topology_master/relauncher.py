@@ -18,13 +18,17 @@ Relaunch = Callable[[int], None]
 
 class Relauncher:
     def __init__(self, health: ContainerHealth, *, heard: Callable[[], Mapping[int, float]],
-                 active: Callable[[], bool], relaunch: Relaunch, log: logging.Logger) -> None:
+                 active: Callable[[], bool], relaunch: Relaunch, log: logging.Logger,
+                 own_container: int | None = None) -> None:
+        """``own_container``: this master's container, never relaunched by it (the relaunch would
+        stop this master with it); it is said in the log, for the operator (or a standby)."""
         self.health = health
         self._heard = heard
         self._active = active
         self._relaunch = relaunch
         self._log = log
         self.requests: list[int] = []  # containers asked for, in order (status, tests)
+        self._own = own_container
 
     def tick(self) -> list[int]:
         """One look: the containers to relaunch now (none while this master is not active)."""
@@ -41,6 +45,12 @@ class Relauncher:
         while True:
             await asyncio.sleep(1.0)
             for c in self.tick():
+                if c == self._own:
+                    self._log.error("container %d, this master's own, has had no stream manager for %.0f s (its "
+                                    "executor is gone?); a master cannot relaunch its own container: run heron-py "
+                                    "restart CLUSTER NAME %d (a standby master would relaunch it)", c,
+                                    self.health.config.lost_after_s, c)
+                    continue
                 self._log.warning("container %d has had no stream manager for %.0f s; asking the scheduler to "
                                   "relaunch it", c, self.health.config.lost_after_s)
                 self.requests.append(c)

@@ -26,7 +26,7 @@ from types import FrameType
 from typing import IO
 
 from heron_py.checkpoint.storage import checkpoint_root
-from heron_py.common.alive import ALIVE_ENV, silent_for
+from heron_py.common.alive import ALIVE_ENV, EXECUTOR_ENV, silent_for
 from heron_py.common.atomic import atomic_write_bytes, atomic_write_text
 from heron_py.common.config import FORK_SERVER, InstanceConfig, StatefulConfig
 from heron_py.common.daemon import setup_logging
@@ -172,6 +172,8 @@ class Executor:
         env = self._env()
         if child.alive_file is not None:
             env[ALIVE_ENV] = str(child.alive_file)
+        if not child.name.startswith("tmanager"):
+            env[EXECUTOR_ENV] = str(os.getpid())  # it stops when this executor is gone
         return env
 
     def _env(self) -> dict[str, str]:
