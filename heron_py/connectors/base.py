@@ -128,7 +128,9 @@ class ReplayableSource(Generic[P]):
 
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_uncommitted: int = 10_000_000
-    on_give_up: Callable[[P, int, int], None] | None = None
+    # (partition, offset, failures, record): called once the record is forgotten, so it gets the
+    # record itself (a source acknowledges or rejects it in its system by what the record holds)
+    on_give_up: Callable[[P, int, int, Any], None] | None = None
     trackers: dict[P, OffsetTracker] = field(default_factory=dict)
     pending: dict[tuple[P, int], _Pending[P]] = field(default_factory=dict)
     stats: SourceStats = field(default_factory=SourceStats)
@@ -174,7 +176,7 @@ class ReplayableSource(Generic[P]):
 
     def fail(self, msg_id: tuple[P, int], now: float) -> bool:
         """Schedules a retry with backoff; past ``max_retries`` the record is given up
-        (``on_give_up(partition, offset, failures)``) and counted as done so commits pass it.
+        (``on_give_up(partition, offset, failures, record)``) and counted as done so commits pass it.
         Returns whether a retry was scheduled."""
         p = self.pending.get(msg_id)
         if p is None:
@@ -186,7 +188,7 @@ class ReplayableSource(Generic[P]):
             self.trackers[p.partition].add_acked(p.offset)
             self.stats.given_up += 1
             if self.on_give_up is not None:
-                self.on_give_up(p.partition, p.offset, p.failures)
+                self.on_give_up(p.partition, p.offset, p.failures, p.record)
             return False
         self._seq += 1
         heapq.heappush(self._retry_heap, (now + self.retry.delay(p.failures), self._seq, msg_id))

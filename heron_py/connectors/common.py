@@ -141,6 +141,15 @@ class TupleFields:
         return dict(zip(self.names(tup), tup.values, strict=False))
 
 
+def source_acking(conf: dict[str, Any]) -> bool:
+    """Whether the engine acks a source's tuples: only when ``ReliabilityConfig`` says acking
+    (ATLEAST_ONCE, or Storm's acker setting outside EFFECTIVELY_ONCE). Every source decides with
+    this one rule: tracking ids the engine never acks would stall its commits."""
+    from heron_py.common.config import ReliabilityConfig  # the engine's config, only when a source starts
+
+    return ReliabilityConfig.from_config(conf).acking
+
+
 def stable_owner(name: str, tasks: int) -> int:
     """The task index that owns a named partition: crc32, so the owner of a file does not change
     when other files appear (a sorted round-robin would move files between tasks)."""

@@ -27,7 +27,7 @@ from typing import Any
 from heron_py.api.metrics import IMetric
 from heron_py.api.spout.spout import Spout
 from heron_py.connectors.base import ReplayableSource, RetryPolicy
-from heron_py.connectors.common import component_where, config_error, opt_int, opt_str, retry_policy
+from heron_py.connectors.common import component_where, config_error, opt_int, opt_str, retry_policy, source_acking
 from heron_py.connectors.files.reader import FolderReader, LinePositions, Position
 
 
@@ -95,10 +95,10 @@ class FileTailSpout(Spout):
         comp = context.get_component_id()
         self.where = component_where("file spout", context)
         self.cfg = file_spout_config(config, self.where)
-        from heron_py.common.config import ReliabilityConfig, effectively_once
+        from heron_py.common.config import effectively_once
 
         # the engine acks only in at-least-once mode (Storm's acker setting included)
-        self.tracked = ReliabilityConfig.from_config(config).acking
+        self.tracked = source_acking(config)
         self.mode = "EFFECTIVELY_ONCE" if effectively_once(config) else "ATLEAST_ONCE" if self.tracked \
             else "ATMOST_ONCE"
         tasks = sorted(context.get_component_tasks(comp) or [context.get_task_id()])
@@ -169,7 +169,7 @@ class FileTailSpout(Spout):
     def fail(self, tup_id: Any) -> None:
         self.lines.source.fail((tup_id[0], tup_id[1]), self.clock())
 
-    def _gave_up(self, file: str, number: int, failures: int) -> None:
+    def _gave_up(self, file: str, number: int, failures: int, _record: Any) -> None:
         self.log(f"{self.where}: line {number} of {file} failed {failures} times; files.max.retries reached, "
                  f"committing past it", "error")
 

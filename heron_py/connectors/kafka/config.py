@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from heron_py.connectors.base import ConnectorConfigError, RetryPolicy
+from heron_py.connectors.base import RetryPolicy
+from heron_py.connectors.common import config_error, opt_bool, opt_int, retry_policy
 
 CONSUMER_PREFIX = "kafka.consumer."
 PRODUCER_PREFIX = "kafka.producer."
@@ -27,10 +28,6 @@ class ProcessingGuarantee(Enum):
     NO_GUARANTEE = "NO_GUARANTEE"
 
 
-def _err(where: str, key: str, expected: str, found: Any) -> ConnectorConfigError:
-    return ConnectorConfigError(f"{where}: config {key}: expected {expected}, found {found!r}")
-
-
 def _enum(conf: dict[str, Any], where: str, key: str, cls: Any, default: Any) -> Any:
     v = conf.get(key, default)
     if isinstance(v, cls):
@@ -38,14 +35,7 @@ def _enum(conf: dict[str, Any], where: str, key: str, cls: Any, default: Any) ->
     try:
         return cls(str(v).upper())
     except ValueError:
-        raise _err(where, key, f"one of {[m.value for m in cls]}", v) from None
-
-
-def _int(conf: dict[str, Any], where: str, key: str, default: int, low: int) -> int:
-    v = conf.get(key, default)
-    if isinstance(v, bool) or not isinstance(v, (int, str)) or not str(v).lstrip("-").isdigit() or int(v) < low:
-        raise _err(where, key, f"an integer >= {low}", v)
-    return int(v)
+        raise config_error(where, key, f"one of {[m.value for m in cls]}", v) from None
 
 
 def _servers(conf: dict[str, Any], where: str) -> str:
@@ -53,7 +43,7 @@ def _servers(conf: dict[str, Any], where: str) -> str:
     if isinstance(v, (list, tuple)):
         v = ",".join(str(x) for x in v)
     if not isinstance(v, str) or not v.strip():
-        raise _err(where, "kafka.bootstrap.servers", "'host:port[,host:port...]'", v)
+        raise config_error(where, "kafka.bootstrap.servers", "'host:port[,host:port...]'", v)
     return v
 
 
@@ -97,34 +87,31 @@ def spout_config(conf: dict[str, Any], where: str, default_group: str) -> SpoutC
     elif topics_v is None:
         topics = ()
     else:
-        raise _err(where, "kafka.topics", "a list of topic names", topics_v)
+        raise config_error(where, "kafka.topics", "a list of topic names", topics_v)
     if bool(topics) == bool(pattern):
-        raise _err(where, "kafka.topics / kafka.topic.pattern", "exactly one of them",
-                   {"kafka.topics": topics_v, "kafka.topic.pattern": pattern})
+        raise config_error(where, "kafka.topics / kafka.topic.pattern", "exactly one of them",
+                           {"kafka.topics": topics_v, "kafka.topic.pattern": pattern})
     if pattern is not None:
         try:
             re.compile(str(pattern))
         except re.error as e:
-            raise _err(where, "kafka.topic.pattern", f"a regular expression ({e})", pattern) from None
+            raise config_error(where, "kafka.topic.pattern", f"a regular expression ({e})", pattern) from None
     group = conf.get("kafka.group.id", default_group)
     if not isinstance(group, str) or not group:
-        raise _err(where, "kafka.group.id", "a non-empty string", group)
-    retry = RetryPolicy(initial_s=_int(conf, where, "kafka.retry.initial.delay.ms", 0, 0) / 1000.0,
-                        multiplier=2.0,
-                        max_delay_s=_int(conf, where, "kafka.retry.max.delay.ms", 10_000, 0) / 1000.0,
-                        max_retries=_int(conf, where, "kafka.max.retries", -1, -1))
+        raise config_error(where, "kafka.group.id", "a non-empty string", group)
+    retry = retry_policy(conf, where, "kafka")
     return SpoutConfig(
         bootstrap_servers=_servers(conf, where), topics=topics,
         topic_pattern=None if pattern is None else str(pattern), group_id=group,
         first_poll=_enum(conf, where, "kafka.first.poll.offset.strategy", FirstPollOffsetStrategy,
                          "UNCOMMITTED_EARLIEST"),
         guarantee=_enum(conf, where, "kafka.processing.guarantee", ProcessingGuarantee, "AT_LEAST_ONCE"),
-        max_uncommitted=_int(conf, where, "kafka.max.uncommitted.offsets", 10_000_000, 1),
+        max_uncommitted=opt_int(conf, where, "kafka.max.uncommitted.offsets", 10_000_000, 1),
         retry=retry,
-        commit_period_s=_int(conf, where, "kafka.offset.commit.period.ms", 30_000, 1) / 1000.0,
-        refresh_period_s=_int(conf, where, "kafka.partition.refresh.period.ms", 2_000, 1) / 1000.0,
-        poll_timeout_s=_int(conf, where, "kafka.poll.timeout.ms", 20, 0) / 1000.0,
-        max_poll_records=_int(conf, where, "kafka.max.poll.records", 500, 1),
+        commit_period_s=opt_int(conf, where, "kafka.offset.commit.period.ms", 30_000, 1) / 1000.0,
+        refresh_period_s=opt_int(conf, where, "kafka.partition.refresh.period.ms", 2_000, 1) / 1000.0,
+        poll_timeout_s=opt_int(conf, where, "kafka.poll.timeout.ms", 20, 0) / 1000.0,
+        max_poll_records=opt_int(conf, where, "kafka.max.poll.records", 500, 1),
         translator=conf.get("kafka.record.translator", "default"),
         key_deserializer=str(conf.get("kafka.key.deserializer", "string")),
         value_deserializer=str(conf.get("kafka.value.deserializer", "string")),
@@ -155,17 +142,14 @@ def bolt_config(conf: dict[str, Any], where: str) -> BoltConfig:
     if not topic and not field:
         # both: the field's topic, the default topic when the field is missing or empty
         # (Storm's FieldNameBasedTopicSelector(fieldName, defaultTopic))
-        raise _err(where, "kafka.topic / kafka.topic.field", "at least one of them",
-                   {"kafka.topic": topic, "kafka.topic.field": field})
-    fire = conf.get("kafka.fire.and.forget", False)
-    if not isinstance(fire, bool) and str(fire).lower() not in ("true", "false"):
-        raise _err(where, "kafka.fire.and.forget", "true or false", fire)
+        raise config_error(where, "kafka.topic / kafka.topic.field", "at least one of them",
+                           {"kafka.topic": topic, "kafka.topic.field": field})
     return BoltConfig(
         bootstrap_servers=_servers(conf, where), topic=None if not topic else str(topic),
         topic_field=None if not field else str(field),
         key_field=str(conf.get("kafka.key.field", "key")),
         message_field=str(conf.get("kafka.message.field", "message")),
-        fire_and_forget=fire if isinstance(fire, bool) else str(fire).lower() == "true",
+        fire_and_forget=opt_bool(conf, where, "kafka.fire.and.forget", False),
         key_serializer=str(conf.get("kafka.key.serializer", "string")),
         value_serializer=str(conf.get("kafka.value.serializer", "string")),
         producer=tuple(sorted(_passthrough(conf, PRODUCER_PREFIX).items())),

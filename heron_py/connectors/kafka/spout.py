@@ -31,6 +31,7 @@ from heron_py.api.spout.spout import Spout
 from heron_py.api.state.state import State
 from heron_py.api.stream import Stream
 from heron_py.connectors.base import ReplayableSource
+from heron_py.connectors.common import LogThrottle, component_where, source_acking
 from heron_py.connectors.kafka.config import FirstPollOffsetStrategy as FP
 from heron_py.connectors.kafka.config import ProcessingGuarantee as PG
 from heron_py.connectors.kafka.config import SpoutConfig, spout_config
@@ -117,7 +118,7 @@ class KafkaSpout(Spout):
 
         self.context = context
         comp = context.get_component_id()
-        self.where = f"kafka spout '{comp}' task {context.get_task_id()}"
+        self.where = component_where("kafka spout", context)
         self.topology = context.get_topology_name()
         self.cfg: SpoutConfig = spout_config(config, self.where, f"heron-py-{self.topology}-{comp}")
         self.translator = translator(self.where, self.cfg.translator, self.cfg.topics)
@@ -129,7 +130,7 @@ class KafkaSpout(Spout):
         mode = str(config.get("topology.reliability.mode", "ATMOST_ONCE")).upper()
         # effectively once has no acking: positions travel in checkpoints instead
         self.checkpointed = mode == "EFFECTIVELY_ONCE"
-        self.tracked = self.cfg.guarantee is PG.AT_LEAST_ONCE and mode == "ATLEAST_ONCE"
+        self.tracked = self.cfg.guarantee is PG.AT_LEAST_ONCE and source_acking(config)
         if self.checkpointed:
             self._init_checkpointed(config)
         elif self.cfg.guarantee is PG.AT_LEAST_ONCE and not self.tracked:
@@ -140,7 +141,8 @@ class KafkaSpout(Spout):
         self.assigned: list[TP] = []
         self.buffers: dict[TP, deque[Any]] = {}
         self.active = True
-        self._last_error: tuple[str, float] = ("", 0.0)
+        # the client retries with its own backoff; the same line is logged at most every 10 s
+        self.throttle = LogThrottle(self.clock, period_s=10.0)
         self._records = 0
         self._watermarks: dict[TP, int] = {}
         self.consumer = Consumer({**self.cfg.client_config(), "error_cb": self._on_error,
@@ -403,13 +405,10 @@ class KafkaSpout(Spout):
         self._log_once(f"{self.where}: kafka error on {self.cfg.bootstrap_servers}: {err}; retrying")
 
     def _log_once(self, line: str) -> None:
-        # the client retries with its own backoff; the same line is logged at most every 10 s
-        now = self.clock()
-        if line != self._last_error[0] or now - self._last_error[1] >= 10:
-            self._last_error = (line, now)
+        if self.throttle.should_log(line):
             self.log(line, "warn")
 
-    def _gave_up(self, tp: TP, offset: int, failures: int) -> None:
+    def _gave_up(self, tp: TP, offset: int, failures: int, _record: Any) -> None:
         self.log(f"{self.where}: record {tp[0]}-{tp[1]}@{offset} failed {failures} times; "
                  f"kafka.max.retries reached, committing past it", "error")
 

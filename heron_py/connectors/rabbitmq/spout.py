@@ -30,7 +30,7 @@ from typing import Any
 from heron_py.api.metrics import IMetric
 from heron_py.api.spout.spout import Spout
 from heron_py.connectors.base import ReplayableSource
-from heron_py.connectors.common import LogThrottle, Reconnect, component_where
+from heron_py.connectors.common import LogThrottle, Reconnect, component_where, source_acking
 from heron_py.connectors.rabbitmq.config import REQUIREMENT, SpoutConfig, spout_config
 from heron_py.connectors.rabbitmq.errors import ErrorKind, classify, describe, is_pika_error
 
@@ -77,9 +77,9 @@ class RabbitMQSpout(Spout):
         self.context = context
         self.where = component_where("rabbitmq spout", context)
         self.cfg: SpoutConfig = spout_config(config, self.where)
-        from heron_py.common.config import ReliabilityConfig, effectively_once
+        from heron_py.common.config import effectively_once
 
-        self.tracked = ReliabilityConfig.from_config(config).acking
+        self.tracked = source_acking(config)
         if effectively_once(config):
             self.log(f"{self.where}: a RabbitMQ queue cannot be read again from a checkpoint's position; in "
                      f"EFFECTIVELY_ONCE mode messages are acknowledged when emitted (at most once)", "warn")
@@ -89,7 +89,8 @@ class RabbitMQSpout(Spout):
                      f"emitted (at most once); use ATLEAST_ONCE for at least once", "warn")
         self.address = self.cfg.server.address()
         self.source: ReplayableSource[int] = ReplayableSource(retry=self.cfg.retry,
-                                                              max_uncommitted=self.cfg.prefetch)
+                                                              max_uncommitted=self.cfg.prefetch,
+                                                              on_give_up=self._gave_up)
         self.connection: Any = None
         self.channel: Any = None
         self.generation = 0
@@ -231,13 +232,14 @@ class RabbitMQSpout(Spout):
 
     def fail(self, tup_id: Any) -> None:
         key: Key = (int(tup_id[0]), int(tup_id[1]))
-        p = self.source.pending.get(key)
-        if p is None or self.source.fail(key, self.clock()):
-            return  # a nack with requeue once the backoff has passed (next_tuple)
-        # given up after rabbitmq.max.retries: the base forgot it; rejected without requeue
-        self.log(f"{self.where}: message {p.record[0]} of queue '{self.cfg.queue}' failed {p.failures} times; "
+        # a nack with requeue once the backoff has passed (next_tuple); past rabbitmq.max.retries: _gave_up
+        self.source.fail(key, self.clock())
+
+    def _gave_up(self, generation: int, tag: int, failures: int, record: Any) -> None:
+        # the base forgot it: rejected without requeue
+        self.log(f"{self.where}: message {record[0]} of queue '{self.cfg.queue}' failed {failures} times; "
                  f"rabbitmq.max.retries reached, rejecting it without requeue", "error")
-        self._nack(key, requeue=False, forgotten=True)
+        self._nack((generation, tag), requeue=False, forgotten=True)
 
     def _nack(self, key: Key, requeue: bool, forgotten: bool = False) -> None:
         if not forgotten:

@@ -30,7 +30,7 @@ from heron_py.api.metrics import IMetric
 from heron_py.api.spout.spout import Spout
 from heron_py.api.stream import Stream
 from heron_py.connectors.base import ReplayableSource
-from heron_py.connectors.common import LogThrottle, Reconnect, component_where
+from heron_py.connectors.common import LogThrottle, Reconnect, component_where, source_acking
 from heron_py.connectors.redis.config import REQUIREMENT, StreamSpoutConfig, stream_spout_config
 from heron_py.connectors.redis.errors import ErrorKind, classify, describe
 
@@ -107,11 +107,11 @@ class RedisStreamSpout(Spout):
         topology = context.get_topology_name()
         self.cfg: StreamSpoutConfig = stream_spout_config(config, self.where, f"heron-py-{topology}-{comp}",
                                                           f"{comp}-{context.get_task_id()}")
-        from heron_py.common.config import ReliabilityConfig, effectively_once
+        from heron_py.common.config import effectively_once
 
         self.eo = effectively_once(config)
         # the engine acks only in at-least-once mode (Storm's acker setting included)
-        self.tracked = ReliabilityConfig.from_config(config).acking
+        self.tracked = source_acking(config)
         if not self.tracked and not self.eo:
             self.log(f"{self.where}: the topology has no acking (topology.reliability.mode "
                      f"{config.get('topology.reliability.mode', 'ATMOST_ONCE')}); entries are acknowledged when "
@@ -119,7 +119,7 @@ class RedisStreamSpout(Spout):
         self.address = self.cfg.server.address()
         self.client = self.cfg.server.client()
         self.source: ReplayableSource[str] = ReplayableSource(
-            retry=self.cfg.retry, max_uncommitted=self.cfg.max_pending)
+            retry=self.cfg.retry, max_uncommitted=self.cfg.max_pending, on_give_up=self._gave_up)
         self.source.assign(self.cfg.stream, 0)
         self.inflight: dict[str, Key] = {}  # entry id → message id
         self.to_xack: list[str] = []
@@ -193,15 +193,14 @@ class RedisStreamSpout(Spout):
 
     def fail(self, tup_id: Any) -> None:
         key: Key = (tup_id[0], tup_id[1])
-        p = self.source.pending.get(key)
-        if p is None or self.source.fail(key, self.clock()):
-            return
-        # given up after redis.max.retries (the base forgot the record): acknowledged, as Storm
-        # commits past a record it gave up
-        eid = p.record[0]
+        self.source.fail(key, self.clock())  # past redis.max.retries: _gave_up
+
+    def _gave_up(self, _stream: str, _seq: int, failures: int, record: Any) -> None:
+        # acknowledged, as Storm commits past a record it gave up
+        eid = record[0]
         self.inflight.pop(eid, None)
         self.to_xack.append(eid)
-        self.log(f"{self.where}: entry {eid} of stream '{self.cfg.stream}' failed {p.failures} times; "
+        self.log(f"{self.where}: entry {eid} of stream '{self.cfg.stream}' failed {failures} times; "
                  f"redis.max.retries reached, acknowledging it", "error")
 
     # --- reading -------------------------------------------------------------------------------
