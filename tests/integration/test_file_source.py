@@ -18,11 +18,12 @@ from pathlib import Path
 import pytest
 
 from heron_py.checkpoint.storage import IncompleteCheckpointError, LocalFsStorage
-from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import LocalFsStateManager
 from heron_py.testing import run_local
 from heron_py.testing.local import kill_local
 from tests.conftest import EXAMPLES
+from tests.connector_support import task_logs as _logs
+from tests.connector_support import task_pid as _pid
 from tests.support import wait_for
 
 pytestmark = pytest.mark.integration
@@ -52,10 +53,6 @@ class Writer(threading.Thread):
                 time.sleep(self.seconds / (LINES / 200))
         for h in handles.values():
             h.close()
-
-
-def _logs(home: Path, name: str, pattern: str) -> str:
-    return "".join(f.read_text() for f in TopologyPaths.of(name, home).logs.glob(pattern))
 
 
 def _tasks(home: Path, name: str) -> dict[str, list[int]]:
@@ -96,14 +93,6 @@ def _final(home: Path, name: str, folder: Path, writer: Writer) -> tuple[int, Co
 
 def _checkpoints(home: Path, name: str) -> int:
     return len(re.findall(r"checkpoint \d+ complete", _logs(home, name, "container-0/tmanager*.log")))
-
-
-def _pid(home: Path, name: str, component: str) -> int:
-    es = LocalFsStateManager(home).get_execution_state(name)
-    for _t, info in sorted(es["instances"].items()):
-        if info["component"] == component and info.get("pid"):
-            return int(info["pid"])
-    raise AssertionError(f"no {component} task")
 
 
 def test_effectively_once_count_is_exact_through_kill_9(heron_home, tmp_path):

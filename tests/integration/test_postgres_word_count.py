@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from heron_py.scheduler.paths import TopologyPaths
-from heron_py.state import LocalFsStateManager
 from heron_py.testing import run_local
 from heron_py.testing.local import kill_local
 from tests.conftest import EXAMPLES
+from tests.connector_support import task_logs as _logs
+from tests.connector_support import task_pid as _pid
 from tests.integration.test_rabbitmq_word_count import N, Producer
 from tests.postgres_server import PostgresServer, postgres_or_skip
 from tests.rabbitmq_server import RabbitMQServer, rabbitmq_or_skip
@@ -61,18 +61,6 @@ class BadLines(Producer):
                 self._publish(batch)
                 batch = []
                 time.sleep(self.seconds / (N / 100))
-
-
-def _logs(home: Path, name: str, pattern: str) -> str:
-    return "".join(f.read_text() for f in TopologyPaths.of(name, home).logs.glob(pattern))
-
-
-def _pid(home: Path, name: str, component: str) -> int:
-    es = LocalFsStateManager(home).get_execution_state(name)
-    for _t, info in sorted(es["instances"].items()):
-        if info["component"] == component and info.get("pid"):
-            return int(info["pid"])
-    raise AssertionError(f"no {component} task")
 
 
 def _rows(pg: PostgresServer, table: str) -> int:

@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from heron_py.scheduler.paths import TopologyPaths
-from heron_py.state import LocalFsStateManager
 from heron_py.testing import run_local
 from heron_py.testing.local import kill_local
 from tests.conftest import EXAMPLES
+from tests.connector_support import task_logs as _logs
+from tests.connector_support import task_pid as _pid
 from tests.rabbitmq_server import RabbitMQServer, rabbitmq_or_skip
 from tests.support import wait_for
 
@@ -38,18 +38,6 @@ def server(tmp_path_factory):
     s = rabbitmq_or_skip(tmp_path_factory.mktemp("rabbitmq-wc"))
     yield s
     s.stop()
-
-
-def _logs(home: Path, name: str, pattern: str) -> str:
-    return "".join(f.read_text() for f in TopologyPaths.of(name, home).logs.glob(pattern))
-
-
-def _pid(home: Path, name: str, component: str) -> int:
-    es = LocalFsStateManager(home).get_execution_state(name)
-    for _t, info in sorted(es["instances"].items()):
-        if info["component"] == component and info.get("pid"):
-            return int(info["pid"])
-    raise AssertionError(f"no {component} task")
 
 
 class Producer(threading.Thread):

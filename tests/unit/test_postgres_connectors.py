@@ -15,8 +15,8 @@ from heron_py.connectors.base import ConnectorConfigError
 from heron_py.connectors.postgres import Column, PostgresInsertBolt, PostgresLookupBolt, SimpleJdbcMapper
 from heron_py.connectors.postgres.bolts import insert_sql
 from heron_py.connectors.postgres.config import insert_config, lookup_config
+from tests.connector_support import Clock, Context, Delegate, make, tup
 from tests.postgres_server import free_port, postgres_or_skip
-from tests.unit.test_rabbitmq_connectors import Clock, Context, Delegate, make, tup
 
 W = "postgres insert bolt 'p'"
 

@@ -10,98 +10,19 @@ from typing import Any
 
 import pytest
 
-from heron_py.api.stream import Stream
-from heron_py.api.tuple import HeronTuple
 from heron_py.connectors.base import ConnectorConfigError
 from heron_py.connectors.rabbitmq import RabbitMQBolt, RabbitMQSpout
 from heron_py.connectors.rabbitmq.config import bolt_config, spout_config
 from heron_py.connectors.rabbitmq.errors import reason
 from heron_py.connectors.rabbitmq.spout import decode_body
+from tests import connector_support
+from tests.connector_support import Clock, Context, Delegate, tup
 from tests.rabbitmq_server import free_port, rabbitmq_or_skip
 from tests.support import wait_for
 
 
-# --- a component host for one task (shared with the PostgreSQL tests) ----------------------------
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
-class _Comp:
-    def __init__(self, fields: list[str]) -> None:
-        self.fields = fields
-
-    def output(self, stream: str) -> Any:
-        return Stream(self.fields) if stream == "default" else None
-
-
-class _Topology:
-    def __init__(self, inputs: dict[str, list[str]]) -> None:
-        self.inputs = inputs
-
-    def component(self, name: str) -> Any:
-        return _Comp(self.inputs[name]) if name in self.inputs else None
-
-
-class Context:
-    def __init__(self, comp: str = "c", task: int = 3, inputs: dict[str, list[str]] | None = None) -> None:
-        self.comp, self.task = comp, task
-        self.topology = _Topology(inputs or {})
-        self.metrics: dict[str, Any] = {}
-
-    def get_component_id(self) -> str:
-        return self.comp
-
-    def get_task_id(self) -> int:
-        return self.task
-
-    def get_topology_name(self) -> str:
-        return "t"
-
-    def register_metric(self, name: str, metric: Any, interval: int) -> None:
-        self.metrics[name] = metric
-
-
-class Delegate:
-    """What the task's host records for the test: emits, acks, fails, log lines."""
-
-    def __init__(self) -> None:
-        self.emitted: list[tuple[list[Any], Any]] = []
-        self.acked: list[Any] = []
-        self.failed: list[Any] = []
-        self.lines: list[tuple[str, Any]] = []
-
-    def emit(self, tup: Any, stream: Any, anchors: Any, direct_task: Any, need: Any, tup_id: Any) -> None:
-        self.emitted.append((list(tup), tup_id))
-
-    def ack(self, tup: Any) -> None:
-        self.acked.append(tup)
-
-    def fail(self, tup: Any) -> None:
-        self.failed.append(tup)
-
-    def log(self, message: str, level: Any = None) -> None:
-        self.lines.append((message, level))
-
-    @property
-    def logger(self) -> Any:
-        import logging
-        return logging.getLogger("test")
-
-
 def make(cls: Any, conf: dict[str, Any], clock: Clock, ctx: Context | None = None) -> tuple[Any, Delegate]:
-    d = Delegate()
-    c = cls(d)
-    c.clock = clock
-    c.initialize({"topology.reliability.mode": "ATLEAST_ONCE", **conf}, ctx or Context())
-    return c, d
-
-
-def tup(i: int, values: list[Any], comp: str = "src") -> HeronTuple:
-    return HeronTuple(id=str(i), component=comp, stream="default", task=1, values=values)
+    return connector_support.make(cls, conf, clock, ctx or Context())
 
 
 # --- options (no broker) -----------------------------------------------------------------------

@@ -1,0 +1,120 @@
+"""What the connector tests share: a component host for one task (``Context``, a ``Delegate``
+recording emits, acks, fails and log lines, ``make`` to build and initialize a spout or bolt on
+an injected ``Clock``, ``tup`` for an input tuple), used by the RabbitMQ, Redis and PostgreSQL
+unit tests; and what the connectors' integration tests read of a local topology (``task_logs``,
+``task_pid``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from heron_py.api.stream import Stream
+from heron_py.api.tuple import HeronTuple
+from heron_py.scheduler.paths import TopologyPaths
+from heron_py.state import LocalFsStateManager
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class _Comp:
+    def __init__(self, fields: list[str]) -> None:
+        self.fields = fields
+
+    def output(self, stream: str) -> Any:
+        return Stream(self.fields) if stream == "default" else None
+
+
+class _Topology:
+    def __init__(self, inputs: dict[str, list[str]]) -> None:
+        self.inputs = inputs
+
+    def component(self, name: str) -> Any:
+        return _Comp(self.inputs[name]) if name in self.inputs else None
+
+
+class Context:
+    """The topology context a task sees: its component id and task id, the output fields of the
+    components it reads (``inputs``), and the metrics it registers."""
+
+    def __init__(self, comp: str = "c", task: int = 3, inputs: dict[str, list[str]] | None = None) -> None:
+        self.comp, self.task = comp, task
+        self.topology = _Topology(inputs or {})
+        self.metrics: dict[str, Any] = {}
+
+    def get_component_id(self) -> str:
+        return self.comp
+
+    def get_task_id(self) -> int:
+        return self.task
+
+    def get_component_tasks(self, comp: str) -> list[int]:
+        return [self.task]
+
+    def get_topology_name(self) -> str:
+        return "t"
+
+    def register_metric(self, name: str, metric: Any, interval: int) -> None:
+        self.metrics[name] = metric
+
+
+class Delegate:
+    """What the task's host records for the test: emits, acks, fails, log lines."""
+
+    def __init__(self) -> None:
+        self.emitted: list[tuple[list[Any], Any]] = []
+        self.acked: list[Any] = []
+        self.failed: list[Any] = []
+        self.lines: list[tuple[str, Any]] = []
+
+    def emit(self, tup: Any, stream: Any, anchors: Any, direct_task: Any, need: Any, tup_id: Any) -> None:
+        self.emitted.append((list(tup), tup_id))
+
+    def ack(self, tup: Any) -> None:
+        self.acked.append(tup)
+
+    def fail(self, tup: Any) -> None:
+        self.failed.append(tup)
+
+    def log(self, message: str, level: Any = None) -> None:
+        self.lines.append((message, level))
+
+    @property
+    def logger(self) -> Any:
+        import logging
+        return logging.getLogger("test")
+
+
+def make(cls: Any, conf: dict[str, Any], clock: Clock, ctx: Context) -> tuple[Any, Delegate]:
+    """A component of ``cls`` initialized at least once (ATLEAST_ONCE unless ``conf`` says)."""
+    d = Delegate()
+    c = cls(d)
+    c.clock = clock
+    c.initialize({"topology.reliability.mode": "ATLEAST_ONCE", **conf}, ctx)
+    return c, d
+
+
+def tup(i: int, values: list[Any], comp: str = "src") -> HeronTuple:
+    return HeronTuple(id=str(i), component=comp, stream="default", task=1, values=values)
+
+
+def task_logs(home: Path, name: str, pattern: str) -> str:
+    """The text of the topology's log files matching ``pattern`` (a glob)."""
+    return "".join(f.read_text() for f in TopologyPaths.of(name, home).logs.glob(pattern))
+
+
+def task_pid(home: Path, name: str, component: str) -> int:
+    """The pid of the first running task of ``component`` (to kill -9 it mid-run)."""
+    es = LocalFsStateManager(home).get_execution_state(name)
+    if es is None:
+        raise AssertionError(f"no execution state of topology {name}")
+    for _t, info in sorted(es["instances"].items()):
+        if info["component"] == component and info.get("pid"):
+            return int(info["pid"])
+    raise AssertionError(f"no {component} task")
