@@ -243,6 +243,27 @@ def make_component(obj: ObjectSpec, ctx: Context, inputs: Any, is_spout: bool) -
     return _python_component(obj, ctx, inputs, is_spout)
 
 
+def constructor_args_only(factory: Callable[..., Any]) -> Callable[[ObjectSpec, Context], Any]:
+    """A Flux maker for a Storm helper class built from its constructorArgs alone (a pool config,
+    a mapper): properties or configMethods on it are an error, and so is a bad value."""
+    from heron_py.connectors.base import ConnectorConfigError
+
+    def make(obj: ObjectSpec, ctx: Context) -> Any:
+        args = [resolve_refs(ctx, obj.where, a) for a in obj.constructor_args]
+        if obj.properties or obj.config_methods:
+            raise ctx.err(obj.where, f"className '{obj.class_name}' takes constructorArgs only; found properties "
+                                     f"{[p for p, _ in obj.properties]} and configMethods "
+                                     f"{[m.name for m in obj.config_methods]}")
+        try:
+            return factory(*args)
+        except ConnectorConfigError as e:
+            raise ctx.err(obj.where, f"className '{obj.class_name}': {e}") from None
+        except TypeError as e:
+            raise ctx.err(obj.where, f"className '{obj.class_name}' could not be created with constructorArgs "
+                                     f"{list(obj.constructor_args)!r} ({e})") from None
+    return make
+
+
 def make_object(obj: ObjectSpec, ctx: Context) -> Any:
     """A plain object (a `components` entry or a custom grouping): a Python class called with
     constructorArgs, then bean ``properties`` set and ``configMethods`` called, as Flux does."""

@@ -24,6 +24,7 @@ from heron_py.connectors.postgres.bolts import PostgresInsertBolt, PostgresLooku
 from heron_py.connectors.postgres.config import insert_config, lookup_config
 from heron_py.connectors.postgres.mappers import Column, SimpleJdbcLookupMapper, SimpleJdbcMapper
 from heron_py.flux.classes import Context, Maker, component_config, resolve_refs
+from heron_py.flux.classes import constructor_args_only as _make
 from heron_py.flux.model import ObjectSpec
 
 PKG = "org.apache.storm.jdbc."
@@ -90,23 +91,6 @@ class Fields:
 def storm_placeholders(query: str) -> str:
     """Storm's ``?`` placeholders → psycopg's ``%s`` (a query already with %s is kept)."""
     return query if "%s" in query else re.sub(r"\?", "%s", query)
-
-
-def _make(factory: Callable[..., Any]) -> Callable[[ObjectSpec, Context], Any]:
-    def make(obj: ObjectSpec, ctx: Context) -> Any:
-        args = [resolve_refs(ctx, obj.where, a) for a in obj.constructor_args]
-        if obj.properties or obj.config_methods:
-            raise ctx.err(obj.where, f"className '{obj.class_name}' takes constructorArgs only; found properties "
-                                     f"{[p for p, _ in obj.properties]} and configMethods "
-                                     f"{[m.name for m in obj.config_methods]}")
-        try:
-            return factory(*args)
-        except ConnectorConfigError as e:
-            raise ctx.err(obj.where, f"className '{obj.class_name}': {e}") from None
-        except TypeError as e:
-            raise ctx.err(obj.where, f"className '{obj.class_name}' could not be created with constructorArgs "
-                                     f"{list(obj.constructor_args)!r} ({e})") from None
-    return make
 
 
 OBJECTS: dict[str, Callable[[ObjectSpec, Context], Any]] = {

@@ -22,6 +22,7 @@ from heron_py.connectors.base import ConnectorConfigError
 from heron_py.connectors.redis.bolts import RedisLookupBolt, RedisStoreBolt
 from heron_py.connectors.redis.mappers import FieldNameMapper, RedisDataType, RedisDataTypeDescription
 from heron_py.flux.classes import Context, Maker, component_config, resolve_refs
+from heron_py.flux.classes import constructor_args_only as _make
 from heron_py.flux.model import ObjectSpec
 
 PKG = "org.apache.storm.redis."
@@ -57,23 +58,6 @@ class FieldNameBasedMapper(FieldNameMapper):
                  output_fields: list[str] | None = None) -> None:
         super().__init__(description, key_field, value_field, tuple(output_fields or ("key", "value")),
                          emit_input=False)
-
-
-def _make(factory: Callable[..., Any]) -> Callable[[ObjectSpec, Context], Any]:
-    def make(obj: ObjectSpec, ctx: Context) -> Any:
-        args = [resolve_refs(ctx, obj.where, a) for a in obj.constructor_args]
-        if obj.properties or obj.config_methods:
-            raise ctx.err(obj.where, f"className '{obj.class_name}' takes constructorArgs only; found properties "
-                                     f"{[p for p, _ in obj.properties]} and configMethods "
-                                     f"{[m.name for m in obj.config_methods]}")
-        try:
-            return factory(*args)
-        except ConnectorConfigError as e:
-            raise ctx.err(obj.where, f"className '{obj.class_name}': {e}") from None
-        except TypeError as e:
-            raise ctx.err(obj.where, f"className '{obj.class_name}' could not be created with constructorArgs "
-                                     f"{list(obj.constructor_args)!r} ({e})") from None
-    return make
 
 
 OBJECTS: dict[str, Callable[[ObjectSpec, Context], Any]] = {
