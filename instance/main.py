@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
+from heron_py.checkpoint.storage import checkpoint_key_beside
 from heron_py.common.config import InstanceConfig
 from heron_py.common.daemon import setup_logging
 from instance.execution import TaskRunner
@@ -64,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     runner = TaskRunner(task_id=args.task_id, component=args.component, package_dir=args.package_dir,
                         inbound=inbound, in_bytes=in_bytes, outbox=outbox, reports=reports,
                         mark_ready=gateway.mark_ready, log=log, topology=args.topology,
-                        checkpoint_root=args.checkpoint_root, secret=cfg.secret)
+                        checkpoint_root=args.checkpoint_root,
+                        secret=checkpoint_key_beside(args.secret_file, cfg.secret))
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         runner.stop()

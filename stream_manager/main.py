@@ -219,11 +219,9 @@ class StreamManager(DaemonBase):
         """In-flight frames may be gone (a data-path connection closed, a counted drop): in
         effectively once, every task rolls back to the last complete checkpoint, or the next
         one would make the loss permanent (at least once replays by itself)."""
-        if self.effectively_once and not self._stopped_now():
+        stopping = self._stopped is not None and self._stopped.is_set()
+        if self.effectively_once and not stopping:
             self.ckpt.loss(reason)
-
-    def _stopped_now(self) -> bool:
-        return self._stopped is not None and self._stopped.is_set()
 
     # --- instances ---
     def register_instance(self, conn: Connection, req: pb.RegisterInstanceRequest) -> None:

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from heron_py.checkpoint.storage import checkpoint_key_beside
 from heron_py.common.config import LOST_AFTER, RELAUNCH
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging
 from heron_py.common.framing import CHECKPOINT_REPORTS, DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType
@@ -60,8 +61,10 @@ class TopologyMaster(DaemonBase):
     def __init__(self, *, topology: str, secret: bytes, state: StateManager, log: logging.Logger,
                  host: str = "127.0.0.1", max_frame: int = DEFAULT_MAX_FRAME, standby: bool = False,
                  relaunch: Relaunch | None = None, tls: PeerTls | None = None,
-                 ui_cli: ActionsCli | None = None, home: Path | None = None) -> None:
+                 ui_cli: ActionsCli | None = None, home: Path | None = None,
+                 checkpoint_key: bytes | None = None) -> None:
         self.topology = topology
+        self._checkpoint_key = checkpoint_key if checkpoint_key is not None else secret
         # effectively once: the checkpoints' driver while active (checkpoints.py); their folder
         # is under the heron home unless the topology names one
         self.checkpoints: CheckpointDriver | None = None
@@ -199,7 +202,7 @@ class TopologyMaster(DaemonBase):
                                       send_all=self.links.send_all, epoch=epoch,
                                       session_ok=lambda: self.active and self._session_up,
                                       epoch_now=lambda: self._state.master_epoch(self.topology),
-                                      state_changed=self._write_execution_state, secret=self._secret)
+                                      state_changed=self._write_execution_state, secret=self._checkpoint_key)
         if self.checkpoints is not None:
             self._spawn(tick_forever(self.checkpoints, self._stopped))
         self.active_since = time.time()
@@ -329,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     log = setup_logging("tmanager-standby" if args.standby else "tmanager")
     return statecfg.run_with_state(args, log, lambda state: TopologyMaster(
         topology=args.topology, secret=args.secret_file.read_bytes(), state=state, log=log, standby=args.standby,
+        checkpoint_key=checkpoint_key_beside(args.secret_file, args.secret_file.read_bytes()),
         host=args.host, relaunch=_relaunch_with(args, state), tls=PeerTls.load(args.tls_file, args.topology),
         home=args.home,
         ui_cli=detached_cli(args.topology, statecfg.resolve(args, home=args.home).to_args(),

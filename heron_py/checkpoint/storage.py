@@ -44,6 +44,18 @@ _HEADER = struct.Struct(">4sBQ32s")
 HEADER_SIZE = _HEADER.size  # 45
 MAC_SIZE = 32
 COMPLETE_MARKER = "_COMPLETE"
+# beside a container's secret file: the key that signs checkpoint files (the state store's
+# secrets/NAME.ckpt, kept across kills so that a topology submitted again can load them)
+CHECKPOINT_KEY_FILE = "checkpoint.key"
+
+
+def checkpoint_key_beside(secret_file: Path, secret: bytes) -> bytes:
+    """The checkpoint key a daemon finds beside its secret file (the executor writes it); the
+    topology secret when there is none (a daemon started by hand)."""
+    try:
+        return (secret_file.parent / CHECKPOINT_KEY_FILE).read_bytes()
+    except FileNotFoundError:
+        return secret
 TMP_PREFIX = ".tmp-"
 DEFAULT_KEEP_LAST = 2
 

@@ -257,6 +257,7 @@ def submit(state: StateManager, topology: TopologyDef, topology_file: Path, args
     pkg = package or package_for(topo, topology_file, args)
     signed = sign_package(pkg.data, secret)
     state.set_secret(topo.name, secret)
+    state.checkpoint_key(topo.name)  # made once per name: checkpoints (and their key) outlive a kill
     if tls:
         # a CA and one certificate for this topology, kept private like the secret
         state.set_tls(topo.name, make_topology_tls(topo.name).to_bytes())

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO
 
-from heron_py.checkpoint.storage import checkpoint_root
+from heron_py.checkpoint.storage import CHECKPOINT_KEY_FILE, checkpoint_root
 from heron_py.common.alive import ALIVE_ENV, EXECUTOR_ENV, silent_for
 from heron_py.common.atomic import atomic_write_bytes, atomic_write_text
 from heron_py.common.config import FORK_SERVER, InstanceConfig, StatefulConfig
@@ -113,6 +113,10 @@ class Executor:
         # a new file (O_EXCL) renamed over the path: a symlink planted there is replaced, never
         # followed, and nobody sees the secret in a file with looser permissions meanwhile
         atomic_write_bytes(self.secret_file, secret, mode=0o600)
+        # the checkpoint files' key (kept across kills, unlike the secret), beside it; the master
+        # and the instances read it from there (CHECKPOINT_KEY_FILE)
+        atomic_write_bytes(workdir / CHECKPOINT_KEY_FILE, self.state.get_checkpoint_key(self.topology) or secret,
+                           mode=0o600)
         tls = self.state.get_tls(self.topology)
         self.tls_args: list[str] = []
         if tls is not None:

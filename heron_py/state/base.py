@@ -170,6 +170,22 @@ class StateManager(abc.ABC):
     def get_secret(self, name: str) -> bytes | None:
         return self._get("secrets", name)
 
+    # the key that signs a topology's checkpoint files: checkpoints outlive a kill (a topology
+    # submitted again under its name resumes from them), so their key does too, unlike the
+    # topology secret a new submit makes anew; kept as privately as the secret (secrets/NAME.ckpt)
+    def checkpoint_key(self, name: str) -> bytes:
+        """The topology name's checkpoint key, made at its first submit (submit calls this)."""
+        key = self.get_checkpoint_key(name)
+        if key is None:
+            import secrets
+
+            key = secrets.token_bytes(32)
+            self._put("secrets", f"{name}.ckpt", key, private=True)
+        return key
+
+    def get_checkpoint_key(self, name: str) -> bytes | None:
+        return self._get("secrets", f"{name}.ckpt")
+
     # the TLS material (a CA certificate, the certificate and its key) holds a private key:
     # stored as privately as the secret, in a kind of its own (``NAME.tls`` under secrets/
     # would be the secret of a topology named ``NAME.tls``)

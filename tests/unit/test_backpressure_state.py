@@ -7,6 +7,7 @@ import socket
 
 import pytest
 
+from heron_py.common.frameauth import TAG_SIZE, FrameMac
 from heron_py.common.net import Connection
 from stream_manager.backpressure import Action, BackpressureState, ConnKey, ConnKind, describe
 
@@ -141,6 +142,7 @@ async def test_frames_sent_in_one_turn_go_out_in_order_in_one_write_and_close_fl
     _, conn = await loop.create_connection(
         lambda: Connection(rec, b"s", client_role="x", client_id="1", log=logging.getLogger("t")), sock=a)
     conn.state = type(conn.state).OPEN  # past the handshake, which this test does not run
+    conn._tx = FrameMac(b"k" * 32)  # the key the handshake would have given: each frame gets its tag
     writes = []
 
     class Counting:  # uvloop's transport methods are read-only: count through a proxy
@@ -158,12 +160,15 @@ async def test_frames_sent_in_one_turn_go_out_in_order_in_one_write_and_close_fl
     conn.send(b"one")
     conn.send_many([b"two", b"three"])
     conn.send(b"four")
-    assert writes == [] and conn.write_buffer_size() == len(b"onetwothreefour")  # queued, counted
+    # queued and counted, each frame with its 16-byte tag
+    assert writes == [] and conn.write_buffer_size() == len(b"onetwothreefour") + 4 * TAG_SIZE
     await asyncio.sleep(0)
     await asyncio.sleep(0)
-    assert writes == [4]
+    assert writes == [8]  # the four frames and their tags, in one write
     conn.send(b"five")
     conn.close("done")  # before the loop turns: what was sent still goes
+    rx = FrameMac(b"k" * 32)
+    expected = b"".join(f + rx.tag(f) for f in (b"one", b"two", b"three", b"four", b"five"))
     got = b""
     for _ in range(100):
         try:
@@ -171,7 +176,7 @@ async def test_frames_sent_in_one_turn_go_out_in_order_in_one_write_and_close_fl
         except BlockingIOError:
             await asyncio.sleep(0.001)
             continue
-        if got.endswith(b"five"):
+        if len(got) >= len(expected):
             break
-    assert got == b"onetwothreefourfive"
+    assert got == expected  # in order, each tag under the key for its place in the sequence
     b.close()
