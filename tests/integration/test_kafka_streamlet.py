@@ -28,9 +28,12 @@ def test_streamlet_kafka_source_to_kafka_sink(broker, heron_home):
     broker.create_topic("st-in", 3)
     broker.create_topic("st-out", 1)
     broker.produce("st-in", [(None, f"value {i}".encode()) for i in range(N)])
+    # assigned before the topology writes: Tansu answers the earliest-offset query wrongly once a
+    # topic holds records, so a reader that assigns late can start past them
+    reader = OutputReader(broker.bootstrap, "st-out")
+    reader.poll()
     run = run_local(TOPOLOGY, ["--bootstrap", broker.bootstrap, "--input", "st-in", "--output", "st-out"],
                     home=heron_home, name="kst", keep_running=True)
-    reader = OutputReader(broker.bootstrap, "st-out")
     try:
         wait_for(lambda: reader.poll() >= N, 45, f"{N} records out of the sink")
         assert reader.got == {f"value {i}": {f"VALUE {i}"} for i in range(N)}
