@@ -36,7 +36,7 @@ class ContainerHealth:
         """Containers whose stream manager is connected (or just heartbeated) now."""
         now = self.clock()
         for c in containers:
-            self.last_seen[c] = now
+            self.heard(c, now)
 
     def heard(self, container: int, at: float) -> None:
         """The container's stream manager was last heard from (a registration, a heartbeat) at

@@ -26,7 +26,7 @@ from heron_py.api.bolt.bolt import Bolt
 from heron_py.connectors.base import BatchPolicy
 from heron_py.connectors.common import LogThrottle, Reconnect, TupleFields, component_where
 from heron_py.connectors.rabbitmq.config import REQUIREMENT, BoltConfig, bolt_config
-from heron_py.connectors.rabbitmq.errors import ErrorKind, classify, describe, is_pika_error
+from heron_py.connectors.rabbitmq.errors import on_connection_error
 from heron_py.connectors.sink import CountsMetric, SinkLoop, bad_input_line
 
 
@@ -207,15 +207,7 @@ class RabbitMQBolt(Bolt):
         self.log(f"{self.where}: rabbitmq server {self.address} reachable again")
 
     def _on_error(self, e: Exception, now: float) -> None:
-        if classify(e) is ErrorKind.OTHER and not is_pika_error(e):
-            raise e
-        self._drop_connection()
-        self.conn.failed(now)
-        self.counts["connection-errors"] += 1
-        line = describe(e, self.where, self.address, self.cfg.server.user, self.cfg.reconnect.max_delay_s,
-                        exchange=self.cfg.exchange)
-        if self.throttle.should_log(line):
-            self.log(line, "error" if classify(e) in (ErrorKind.CREDENTIALS, ErrorKind.NOT_FOUND) else "warn")
+        on_connection_error(self, e, now, exchange=self.cfg.exchange)
 
     def _bad(self, tup: Any, why: str) -> None:
         self.counts["bad-inputs"] += 1

@@ -7,6 +7,7 @@ fix is picked up without a restart)."""
 from __future__ import annotations
 
 from enum import Enum
+from typing import Any
 
 
 class ErrorKind(Enum):
@@ -69,3 +70,20 @@ def describe(e: BaseException, where: str, address: str, user: str, max_backoff_
     if kind is ErrorKind.UNREACHABLE:
         return f"{where}: rabbitmq server {address} unreachable ({reason(e)}); {retry}"
     return f"{where}: rabbitmq error on {address} ({reason(e)}); {retry}"
+
+
+def on_connection_error(component: Any, e: Exception, now: float, **names: str) -> None:
+    """What the spout and the bolt do with an error from the server: anything but the server's
+    (a bug) is raised; otherwise the connection is dropped, the reconnect backoff and the
+    ``connection-errors`` metric count it, and the line (naming ``names``: the queue or the
+    exchange) is logged at most every 10 s, as an error when only the operator can fix it."""
+    kind = classify(e)
+    if kind is ErrorKind.OTHER and not is_pika_error(e):
+        raise e
+    component._drop_connection()
+    component.conn.failed(now)
+    component.counts["connection-errors"] += 1
+    cfg = component.cfg
+    line = describe(e, component.where, component.address, cfg.server.user, cfg.reconnect.max_delay_s, **names)
+    if component.throttle.should_log(line):
+        component.log(line, "error" if kind in (ErrorKind.CREDENTIALS, ErrorKind.NOT_FOUND) else "warn")

@@ -32,7 +32,7 @@ from heron_py.api.spout.spout import Spout
 from heron_py.connectors.base import ReplayableSource
 from heron_py.connectors.common import LogThrottle, Reconnect, component_where, source_acking
 from heron_py.connectors.rabbitmq.config import REQUIREMENT, SpoutConfig, spout_config
-from heron_py.connectors.rabbitmq.errors import ErrorKind, classify, describe, is_pika_error
+from heron_py.connectors.rabbitmq.errors import on_connection_error
 
 Key = tuple[int, int]  # (connection generation, delivery tag): the ReplayableSource message id
 
@@ -258,15 +258,7 @@ class RabbitMQSpout(Spout):
 
     # --- errors and metrics ----------------------------------------------------------------------
     def _on_error(self, e: Exception, now: float) -> None:
-        if classify(e) is ErrorKind.OTHER and not is_pika_error(e):
-            raise e
-        self._drop_connection()
-        self.conn.failed(now)
-        self.counts["connection-errors"] += 1
-        line = describe(e, self.where, self.address, self.cfg.server.user, self.cfg.reconnect.max_delay_s,
-                        queue=self.cfg.queue)
-        if self.throttle.should_log(line):
-            self.log(line, "error" if classify(e) in (ErrorKind.CREDENTIALS, ErrorKind.NOT_FOUND) else "warn")
+        on_connection_error(self, e, now, queue=self.cfg.queue)
 
     def metrics_snapshot(self) -> dict[str, float]:
         out: dict[str, float] = {k: float(v) for k, v in self.counts.items()}
