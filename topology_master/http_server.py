@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import logging
+import ssl
 import urllib.parse
 from dataclasses import dataclass
 
@@ -156,10 +157,11 @@ def make_app(api: Api, token: str | None = None, action_token: str | None = None
 
 
 async def serve_http(api: Api, host: str, *, head_timeout: float = HEAD_TIMEOUT,
-                     token: str | None = None, action_token: str | None = None) -> HttpServer:
+                     token: str | None = None, action_token: str | None = None,
+                     ssl_context: ssl.SSLContext | None = None) -> HttpServer:
     """Serves ``api`` on ``host``, a port chosen by the system; close with ``HttpServer.close``.
     With ``token``, JSON requests must carry it as a bearer token; actions always need
-    ``action_token`` (none: no actions)."""
+    ``action_token`` (none: no actions). With ``ssl_context``, HTTPS only."""
     runner = _Runner(
         make_app(api, token, action_token, bound=host),
         access_log=None,  # the web page polls every few seconds: no line per request in the master's log
@@ -170,7 +172,7 @@ async def serve_http(api: Api, host: str, *, head_timeout: float = HEAD_TIMEOUT,
         shutdown_timeout=1.0,  # answers are computed at once: nothing worth waiting for at stop
     )
     await runner.setup()
-    site = web.TCPSite(runner, host, 0)
+    site = web.TCPSite(runner, host, 0, ssl_context=ssl_context)
     try:
         await site.start()
     except BaseException:

@@ -136,10 +136,12 @@ class TopologyMaster(DaemonBase):
         # off loopback the API needs the topology's token: nobody exposes it open by accident
         token = None if is_loopback(self.host) else http_token(self._secret)
         # the page's actions want the token on loopback too (http_server.py says why)
-        self._http = await serve_http(Api(self), self.host, token=token, action_token=http_token(self._secret))
+        # with TLS on, HTTPS: the tokens (and the logs and plans the API serves) never cross in clear
+        self._http = await serve_http(Api(self), self.host, token=token, action_token=http_token(self._secret),
+                                      ssl_context=self._tls.http if self._tls else None)
         self.http_port = self._http.port
-        self._log.info("topology master of '%s' listening on %s:%d, HTTP API and web page at http://%s:%d/%s",
-                       self.topology, self.host, self.port, self.host, self.http_port,
+        self._log.info("topology master of '%s' listening on %s:%d, HTTP API and web page at %s://%s:%d/%s",
+                       self.topology, self.host, self.port, self.http_scheme, self.host, self.http_port,
                        " (started as standby)" if self.standby_requested else "")
         self._state.add_session_listener(lambda st: setattr(self, "_session_up", st == "connected"))
         self._election = Election(state=self._state, worker=self._worker, topology=self.topology,
@@ -153,7 +155,11 @@ class TopologyMaster(DaemonBase):
         return code
 
     def location(self) -> TManagerLocation:
-        return TManagerLocation(self.host, self.port, os.getpid(), self.http_port, local_owner())
+        return TManagerLocation(self.host, self.port, os.getpid(), self.http_port, local_owner(), self.http_scheme)
+
+    @property
+    def http_scheme(self) -> str:
+        return "https" if self._tls is not None else "http"
 
     @property
     def active(self) -> bool:
@@ -245,7 +251,8 @@ class TopologyMaster(DaemonBase):
     def status(self) -> dict[str, Any]:
         role = self._election.role.value if self._election else Role.CANDIDATE.value
         tmanager = {"pid": os.getpid(), "host": self.host, "port": self.port, "http_port": self.http_port,
-                    "started_at": self.started_at, "active_since": self.active_since, "role": role}
+                    "http_scheme": self.http_scheme, "started_at": self.started_at,
+                    "active_since": self.active_since, "role": role}
         doc = self.book.status(tmanager=tmanager, auth_failures=self.counters.auth_failures,
                                bad_frames=self.counters.bad_frames, metricsmgrs=self.metrics.endpoints())
         if self.checkpoints is not None:

@@ -13,7 +13,7 @@ from heron_py.common.daemon import run_until_complete
 from heron_py.common.framing import MsgType
 from heron_py.common.handshake import HandshakeError, http_token
 from heron_py.common.net import BaseHandler, Connection, connect, parse
-from heron_py.common.tls import PeerTls, TlsMaterial, tls_client_args
+from heron_py.common.tls import PeerTls, TlsMaterial, https_client_context, tls_client_args
 from heron_py.state import StateManager
 from proto import heron_py_pb2 as pb
 
@@ -77,7 +77,14 @@ def tm_get(state: StateManager, name: str, path: str, params: dict[str, Any] | N
     loc = state.get_tmanager_location(name)
     if loc is None or not loc.http_port:
         raise AdminError(f"topology '{name}' is not running (no topology master HTTP API in the state manager)")
-    url = f"http://{loc.host}:{loc.http_port}{path}"
+    url = f"{loc.http_scheme}://{loc.host}:{loc.http_port}{path}"
+    context = None
+    if loc.http_scheme == "https":
+        raw_tls = state.get_tls(name)
+        if raw_tls is None:
+            raise AdminError(f"topology master of '{name}' serves HTTPS, but the state manager holds no TLS material "
+                             f"for '{name}' to verify it with")
+        context = https_client_context(TlsMaterial.from_bytes(raw_tls))
     if params:
         url += "?" + urllib.parse.urlencode(params, doseq=True)
     request = urllib.request.Request(url)
@@ -85,7 +92,7 @@ def tm_get(state: StateManager, name: str, path: str, params: dict[str, Any] | N
     if secret is not None:  # needed off loopback; harmless on it
         request.add_header("Authorization", f"Bearer {http_token(secret)}")
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as r:
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as r:
             doc = json.loads(r.read())
     except urllib.error.HTTPError as e:
         try:

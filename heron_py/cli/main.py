@@ -218,7 +218,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"  tmanager: {tm['host']}:{tm['port']} pid {tm['pid']}" if tm else "  tmanager: not running",
           "" if doc["tmanager_reachable"] else "(not reachable)")
     if tm and tm.get("http_port"):
-        page = f"http://{tm['host']}:{tm['http_port']}/"
+        page = f"{tm.get('http_scheme', 'http')}://{tm['host']}:{tm['http_port']}/"
         secret = state.get_secret(args.name)
         # the page takes the token from the address once: off loopback every request needs it,
         # on loopback only its actions (activate, deactivate, restart, kill) do

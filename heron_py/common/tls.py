@@ -236,18 +236,46 @@ def client_context(material: TlsMaterial, topology: str) -> ssl.SSLContext:
     return ctx
 
 
+def http_server_context(material: TlsMaterial) -> ssl.SSLContext:
+    """For the HTTP API and the metrics endpoint when TLS is on: presents the topology's
+    certificate and asks for none (browsers and Prometheus have no client certificate; the
+    bearer token authenticates the request, and TLS keeps it from crossing in clear)."""
+    ctx = _context(ssl.PROTOCOL_TLS_SERVER, material)
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def https_client_context(material: TlsMaterial) -> ssl.SSLContext:
+    """For the CLI's HTTPS requests to a topology's master: verifies the server's chain
+    against the topology's CA, without a name check. The name adds nothing here: the CA's key
+    is dropped once the topology's one certificate is signed (``make_topology_tls``), so a
+    chain that verifies is that certificate; and urllib would check the name against the
+    address in the URL, which the certificate does not carry."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # a bare context: no system CAs
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.set_ciphers(TLS12_CIPHERS)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    ctx.verify_flags |= ssl.VERIFY_X509_STRICT
+    ctx.load_verify_locations(cadata=material.ca_cert.decode("ascii"))
+    return ctx
+
+
 @dataclass(frozen=True)
 class PeerTls:
-    """What a daemon needs for TLS on its daemon-to-daemon connections, built once: the
-    server context (its listening port), the client context and the name to check."""
+    """What a daemon needs for TLS, built once: the server context (its listening port), the
+    client context and the name to check, and the HTTP server's context (no client
+    certificate asked)."""
 
     server: ssl.SSLContext
     client: ssl.SSLContext
     name: str
+    http: ssl.SSLContext
 
     @classmethod
     def of(cls, material: TlsMaterial, topology: str) -> PeerTls:
-        return cls(server_context(material), client_context(material, topology), server_name(topology))
+        return cls(server_context(material), client_context(material, topology), server_name(topology),
+                   http_server_context(material))
 
     @classmethod
     def load(cls, path: Path | None, topology: str) -> PeerTls | None:

@@ -35,14 +35,18 @@ class TManagerLocation:
     http_port: int = 0
     # who holds the location: "<host>:<pid>" for localfs, the session id for ZooKeeper
     owner: str = ""
+    # "https" when the topology's TLS is on: the HTTP API then serves the topology's certificate
+    http_scheme: str = "http"
 
     def to_dict(self) -> dict[str, Any]:
         return {"host": self.host, "port": self.port, "pid": self.pid, "http_port": self.http_port,
-                "owner": self.owner}
+                "owner": self.owner, "http_scheme": self.http_scheme}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TManagerLocation:
-        return cls(d["host"], int(d["port"]), int(d["pid"]), int(d.get("http_port", 0)), str(d.get("owner", "")))
+        scheme = "https" if d.get("http_scheme") == "https" else "http"
+        return cls(d["host"], int(d["port"]), int(d["pid"]), int(d.get("http_port", 0)), str(d.get("owner", "")),
+                   scheme)
 
 
 class StateManager(abc.ABC):

@@ -18,6 +18,8 @@ import pytest
 import wc_common
 
 from heron_py.common.handshake import http_token
+from heron_py.common.tls import TlsMaterial, https_client_context
+from heron_py.state.localfs import LocalFsStateManager
 from heron_py.testing import run_local
 from heron_py.testing.local import kill_local
 from tests.conftest import EXAMPLES
@@ -165,13 +167,24 @@ def test_word_count_on_three_slurm_nodes(slurm_cluster, tmp_path, tls):
             else:
                 assert _refused(host, port, secret) == "", (host, port)  # the check itself lets the secret in
 
-        # the HTTP API is off loopback: 401 without the topology's token, 200 with it
-        url = f"http://{tm['host']}:{tm['http_port']}/topologies/execution_state"
+        # the HTTP API is off loopback: 401 without the topology's token, 200 with it; with TLS
+        # on it is HTTPS under the topology's certificate, and plain HTTP gets no answer
+        scheme = "https" if tls else "http"
+        assert tm["http_scheme"] == scheme
+        context = None
+        if tls:
+            raw_tls = LocalFsStateManager(home).get_tls(run.name)
+            assert raw_tls is not None
+            context = https_client_context(TlsMaterial.from_bytes(raw_tls))
+            with pytest.raises((urllib.error.URLError, ConnectionError)):
+                urllib.request.urlopen(f"http://{tm['host']}:{tm['http_port']}/topologies/execution_state",
+                                       timeout=5)
+        url = f"{scheme}://{tm['host']}:{tm['http_port']}/topologies/execution_state"
         with pytest.raises(urllib.error.HTTPError) as e:
-            urllib.request.urlopen(url, timeout=5)
+            urllib.request.urlopen(url, timeout=5, context=context)
         assert e.value.code == 401
         req = urllib.request.Request(url, headers={"Authorization": f"Bearer {http_token(secret)}"})
-        with urllib.request.urlopen(req, timeout=5) as r:
+        with urllib.request.urlopen(req, timeout=5, context=context) as r:
             assert json.loads(r.read())["result"]["topology"] == run.name
 
         if not tls:
