@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -66,8 +67,22 @@ class TansuBroker:
                 time.sleep(0.05)
         raise RuntimeError(f"tansu did not listen on {self.bootstrap} within 20 s")
 
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None, "the broker is not running"
+        return self._proc.pid
+
+    def freeze(self) -> None:
+        """SIGSTOP: the broker stops answering while its connections stay open (no FIN, no
+        RST), as a hung or partitioned broker looks to its clients; the in-memory log is kept."""
+        os.kill(self.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        os.kill(self.pid, signal.SIGCONT)
+
     def stop(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
+            os.kill(self._proc.pid, signal.SIGCONT)  # a frozen broker must be able to end
             self._proc.terminate()
             try:
                 self._proc.wait(timeout=10)

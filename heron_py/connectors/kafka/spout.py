@@ -35,7 +35,7 @@ from heron_py.connectors.common import LogThrottle, component_where, source_acki
 from heron_py.connectors.kafka.config import FirstPollOffsetStrategy as FP
 from heron_py.connectors.kafka.config import ProcessingGuarantee as PG
 from heron_py.connectors.kafka.config import SpoutConfig, spout_config
-from heron_py.connectors.kafka.translators import deserializer, translator
+from heron_py.connectors.kafka.translators import RecordTranslator, ValueRecordTranslator, deserializer, translator
 
 TP = tuple[str, int]
 REQUIREMENT = ("confluent_kafka", "heron-py[kafka]")
@@ -144,7 +144,12 @@ class KafkaSpout(Spout):
         # the client retries with its own backoff; the same line is logged at most every 10 s
         self.throttle = LogThrottle(self.clock, period_s=10.0)
         self._records = 0
-        self._watermarks: dict[TP, int] = {}
+        self._errors = 0  # kafka errors seen (client callbacks, failed commits, record errors)
+        # NO_GUARANTEE and AT_MOST_ONCE outside effectively once track no record: a poll batch
+        # is emitted as it came and only each partition's consumed position is kept
+        self.untracked = not self.checkpointed and not self.tracked
+        # built at the first emit: the host binds its fast emit after initialize returns
+        self._emit_record: Callable[[Any, Any], None] | None = None
         self.consumer = Consumer({**self.cfg.client_config(), "error_cb": self._on_error,
                                   "on_commit": self._on_commit})
         now = self.clock()
@@ -253,49 +258,112 @@ class KafkaSpout(Spout):
         if not self.assigned:
             return
         msgs: list[Any] = self.consumer.consume(self.cfg.max_poll_records, self.cfg.poll_timeout_s)
+        if not msgs:
+            return
+        if self.untracked:
+            self._pass_through(msgs)
+            return
+        buffers = self.buffers
         for m in msgs:
-            if m.error() is not None:
-                self._on_error(m.error())
+            err = m.error()
+            if err is not None:
+                self._on_error(err)
                 continue
-            self.buffers.setdefault((m.topic(), m.partition()), deque()).append(m)
-        if self.cfg.guarantee is PG.AT_MOST_ONCE and msgs and not self.checkpointed:
-            # at most once: the batch is committed before any of it is emitted
-            last: dict[TP, int] = {}
-            for m in msgs:
-                if m.error() is None:
-                    last[(m.topic(), m.partition())] = m.offset() + 1
-            self._commit_offsets(last, sync=True)
+            tp = (m.topic(), m.partition())
+            buf = buffers.get(tp)
+            if buf is None:
+                buf = buffers[tp] = deque()
+            buf.append(m)
+
+    def _pass_through(self, msgs: list[Any]) -> None:
+        """NO_GUARANTEE and AT_MOST_ONCE: no per-record tracking. AT_MOST_ONCE commits the
+        batch's end per partition (synchronously) before emitting any of it; when that commit
+        fails the consumer is sought back to the batch's start, so the records are read again
+        rather than emitted uncommitted (a crash then would emit them twice). NO_GUARANTEE
+        only moves each partition's consumed position, which the periodic commit writes."""
+        good: list[Any] = []
+        first: dict[TP, int] = {}
+        last: dict[TP, int] = {}
+        for m in msgs:
+            err = m.error()
+            if err is not None:
+                self._on_error(err)
+                continue
+            good.append(m)
+            tp = (m.topic(), m.partition())
+            off = m.offset()
+            first.setdefault(tp, off)
+            last[tp] = off + 1
+        if not good:
+            return
+        if self.cfg.guarantee is PG.AT_MOST_ONCE and not self._commit_offsets(last, sync=True):
+            self._seek(first)
+            return
+        trackers = self.source.trackers
+        for tp, end in last.items():
+            t = trackers.get(tp)
+            if t is not None and end > t.fetched:
+                t.fetched = end  # with nothing in flight, next_commit() is this position
+        emit = self._emit_record or self._make_record_emitter()
+        for m in good:
+            emit(m, None)
+        self._records += len(good)
+
+    def _seek(self, offsets: dict[TP, int]) -> None:
+        from confluent_kafka import TopicPartition
+
+        for (t, p), off in offsets.items():
+            try:
+                self.consumer.seek(TopicPartition(t, p, off))
+            except Exception as e:  # the partition was revoked meanwhile: nothing to re-read
+                self._on_error(e)
 
     def _drain(self) -> None:
+        emit = self._emit_record or self._make_record_emitter()
         for tp, buf in self.buffers.items():
+            if not buf:
+                continue
             if self.checkpointed:
+                n = len(buf)
                 while buf:
                     m = buf.popleft()
-                    self._translate_emit(m, None)
-                    self.positions[tp] = m.offset() + 1
+                    emit(m, None)
+                self.positions[tp] = m.offset() + 1
+                self._records += n
                 continue
-            if not self.tracked:
-                while buf:
-                    m = buf.popleft()
-                    self._translate_emit(m, None)
-                    if self.cfg.guarantee is not PG.AT_MOST_ONCE:
-                        self.source.emitted(tp, m.offset(), None)
-                        self.source.ack((tp, m.offset()))
-                continue
-            while buf and self.source.may_emit(tp):
+            source = self.source
+            while buf and source.may_emit(tp):
                 m = buf.popleft()
-                msg_id = self.source.emitted(tp, m.offset(), m)
+                msg_id = source.emitted(tp, m.offset(), m)
                 if msg_id is not None:
-                    self._translate_emit(m, msg_id)
+                    emit(m, msg_id)
+                    self._records += 1
+
+    def _make_record_emitter(self) -> Callable[[Any, Any], None]:
+        """The per-record step, specialised for the built-in translators (what most topologies
+        use): they skip the translate() call and its (stream, values) result. A user's
+        translator goes through ``_translate_emit``."""
+        kde, vde, emit = self.key_de, self.value_de, self.emit
+        fn: Callable[[Any, Any], None]
+        if type(self.translator) is RecordTranslator:
+            def fn(m: Any, msg_id: Any) -> None:
+                t = m.topic()
+                emit([t, m.partition(), m.offset(), kde(t, m.key()), vde(t, m.value())], tup_id=msg_id)
+        elif type(self.translator) is ValueRecordTranslator:
+            def fn(m: Any, msg_id: Any) -> None:
+                emit([vde(m.topic(), m.value())], tup_id=msg_id)
+        else:
+            fn = self._translate_emit
+        self._emit_record = fn
+        return fn
 
     def _emit(self, m: Any, msg_id: tuple[TP, int]) -> None:
-        self._translate_emit(m, msg_id)
+        (self._emit_record or self._make_record_emitter())(m, msg_id)
 
     def _translate_emit(self, m: Any, msg_id: tuple[TP, int] | None) -> None:
         topic = m.topic()
         out = self.translator.translate(topic, m.partition(), m.offset(), self.key_de(topic, m.key()),
                                         self.value_de(topic, m.value()))
-        self._records += 1
         if out is None:
             if msg_id is not None:
                 self.source.ack(msg_id)  # skipped by the translator: done, so commits pass it
@@ -377,7 +445,8 @@ class KafkaSpout(Spout):
         if offsets:
             self._commit_offsets(offsets, sync)
 
-    def _commit_offsets(self, offsets: dict[TP, int], sync: bool) -> None:
+    def _commit_offsets(self, offsets: dict[TP, int], sync: bool) -> bool:
+        """False when the commit failed (sync: as the broker answered; async: if the call did)."""
         from confluent_kafka import TopicPartition
 
         meta = json.dumps({"topology": self.topology, "task": self.context.get_task_id()})
@@ -387,9 +456,11 @@ class KafkaSpout(Spout):
             got = consumer.commit(offsets=tps, asynchronous=not sync)
         except Exception as e:
             self._on_error(e)
-            return
+            return False
         if sync and got is not None:
             self._on_commit(None, got)
+            return all(tp.error is None for tp in got)
+        return True
 
     def _on_commit(self, err: Any, partitions: list[Any]) -> None:
         if err is not None:
@@ -402,6 +473,7 @@ class KafkaSpout(Spout):
 
     # --- errors and metrics ----------------------------------------------------------------------
     def _on_error(self, err: Any) -> None:
+        self._errors += 1
         self._log_once(f"{self.where}: kafka error on {self.cfg.bootstrap_servers}: {err}; retrying")
 
     def _log_once(self, line: str) -> None:
@@ -415,8 +487,8 @@ class KafkaSpout(Spout):
     def metrics_snapshot(self) -> dict[str, float]:
         from confluent_kafka import TopicPartition
 
-        out: dict[str, float] = {"records": self._records}
-        self._records = 0
+        out: dict[str, float] = {"records": self._records, "errors": self._errors}
+        self._records = self._errors = 0
         out.update({k: v for k, v in self.source.stats.take().items()})
         for tp, t in self.source.trackers.items():
             name = f"{tp[0]}-{tp[1]}"
