@@ -4,7 +4,8 @@ Instances and the stream manager of the container connect to it (authenticated f
 connection of their own, apart from the data path) and send a JSON report every
 ``topology.metrics.export.interval.secs``. It keeps the latest report of each, serves them
 in Prometheus text format at ``http://127.0.0.1:<http_port>/metrics`` (prometheus-client),
-appends one JSON line per interval to ``logs/container-K/metrics.jsonl`` (the file sink),
+appends one JSON line per interval to ``logs/container-K/metrics.jsonl`` (the file sink,
+rotated by rename past ``heron.logging.maximum.size.mb``, keeping ``heron.logging.maximum.files``),
 and forwards the container's reports and exceptions to the active topology master, found
 through the state manager. Restart counts come from the executor's ``restarts.json``.
 
@@ -19,12 +20,14 @@ import json
 import logging
 import os
 import time
+from pathlib import Path
 from typing import Any
 
 from heron_py.common.config import ConfigError, max_frame_bytes
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
 from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType, encode_frame
 from heron_py.common.handshake import scrape_token
+from heron_py.common.logrotate import LogCaps, rotate_by_rename
 from heron_py.common.net import BaseHandler, Connection, Counters, serve
 from heron_py.common.reconnect import run_link
 from heron_py.common.tls import PeerTls
@@ -73,6 +76,7 @@ class MetricsManager(DaemonBase):
         self.counters = Counters()
         self.bad_reports = 0
         self.interval = DEFAULT_INTERVAL_S
+        self.log_caps = LogCaps()  # the topology's, read at start
         self.port = 0
         self.http_port = 0
         self._server: asyncio.Server | None = None
@@ -90,6 +94,7 @@ class MetricsManager(DaemonBase):
         self.interval = export_interval(dict(topo.config)) or DEFAULT_INTERVAL_S
         try:  # reports and the master link use the topology's frame limit, like every daemon
             self._max_frame = max_frame_bytes(topo.config)
+            self.log_caps = LogCaps.from_config(topo.config)
         except ConfigError as e:
             raise FatalError(str(e)) from e
         try:
@@ -158,8 +163,19 @@ class MetricsManager(DaemonBase):
             await asyncio.sleep(self.interval)
             self._read_restarts()
             if self.store.latest:
-                with sink.open("a", encoding="utf-8") as f:
-                    f.write(self.store.sink_line(time.time()) + "\n")
+                self.write_sink_line(sink, self.store.sink_line(time.time()))
+
+    def write_sink_line(self, sink: Path, line: str) -> None:
+        """Appends one line to the file sink, rotating it first when it is over its cap: this
+        process is its only writer and opens it for each line, so a rename loses nothing."""
+        try:
+            if rotate_by_rename(sink, self.log_caps):
+                self._log.info("rotated %s (over %d bytes; %d old files kept)", sink.name, self.log_caps.max_bytes,
+                               self.log_caps.keep)
+        except OSError as e:
+            self._log.warning("cannot rotate %s: %s", sink, e.strerror or e)
+        with sink.open("a", encoding="utf-8") as f:
+            f.write(line + "\n")
 
     def _tm_report(self) -> bytes:
         doc = {"kind": "metricsmgr", "container": self.container, "host": self.http_host, "http_port": self.http_port,

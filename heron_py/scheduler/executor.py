@@ -7,6 +7,12 @@ A child that exits while the executor is not stopping is restarted after a backo
 doubles from 0.5 s up to 10 s and resets once the child has stayed up for 30 s. Every
 restart is a log line and is counted in ``restarts.json`` beside the container's working
 folder.
+
+Every ``logrotate.CHECK_EVERY_S`` the supervision loop caps the container's logs (and this
+executor's own ``executor-K.log``) at ``heron.logging.maximum.size.mb``, keeping
+``heron.logging.maximum.files`` old ones, by copy-then-truncate (the children hold them open).
+At its start it sweeps the temporary files a crash left (``atomic.sweep_temp_files``) in the
+container's folder and the topology's checkpoint folder.
 """
 
 from __future__ import annotations
@@ -27,9 +33,10 @@ from typing import IO
 
 from heron_py.checkpoint.storage import CHECKPOINT_KEY_FILE, checkpoint_root
 from heron_py.common.alive import ALIVE_ENV, EXECUTOR_ENV, silent_for
-from heron_py.common.atomic import atomic_write_bytes, atomic_write_text
-from heron_py.common.config import FORK_SERVER, InstanceConfig, StatefulConfig
+from heron_py.common.atomic import SweepTarget, atomic_write_bytes, atomic_write_text, sweep_temp_files
+from heron_py.common.config import FORK_SERVER, ConfigError, InstanceConfig, StatefulConfig
 from heron_py.common.daemon import setup_logging
+from heron_py.common.logrotate import CHECK_EVERY_S, LogCaps, logs_in, rotate_logs
 from heron_py.common.package import PackageError, unpack
 from heron_py.scheduler.base import CONTAINER_ENV
 from heron_py.scheduler.forked import ForkedProcess, Zygote, ZygoteError, reap_orphans
@@ -74,7 +81,8 @@ class Executor:
     def __init__(self, *, topology: str, container: int, home: Path | None, log: logging.Logger,
                  clock: Callable[[], float] = time.monotonic, state_config: StateConfig | None = None,
                  host: str = "127.0.0.1", zygote: Zygote | None = None,
-                 wall: Callable[[], float] = time.time, liveness_timeout_s: float = LIVENESS_TIMEOUT_S) -> None:
+                 wall: Callable[[], float] = time.time, liveness_timeout_s: float = LIVENESS_TIMEOUT_S,
+                 log_check_s: float = CHECK_EVERY_S) -> None:
         self.topology = topology
         self.host = host  # what the container's daemons bind and advertise
         self.container = container
@@ -91,6 +99,9 @@ class Executor:
         self._runs_master = False  # a master (active or standby) is forked here: prepare() knows
         self.zygote = zygote  # forked from this process before it had threads (main); or made on first need
         self._zygote_log: IO[bytes] | None = None
+        self.log_caps = LogCaps()  # the topology's, read in prepare()
+        self.log_check_s = log_check_s
+        self._next_log_check = 0.0
 
     def prepare(self) -> None:
         workdir = self.paths.container(self.container)
@@ -136,6 +147,12 @@ class Executor:
         except StateManagerError as e:
             raise SystemExit(f"executor {self.container}: {e}") from None
         assert topology is not None
+        try:
+            self.log_caps = LogCaps.from_config(topology.config)
+            ckpt_root = checkpoint_root(self.paths.home, StatefulConfig.from_config(topology.config).root)
+        except ConfigError as e:
+            raise SystemExit(f"executor {self.container}: topology '{self.topology}': {e}") from None
+        self._sweep_temp_files(workdir, ckpt_root / self.topology)
         self.fork_server = bool(FORK_SERVER.parse(topology.config))
         if not self.fork_server and self.zygote is not None:
             self.zygote.stop()
@@ -167,10 +184,40 @@ class Executor:
                  "--out-queue-batches", str(icfg.out_queue_batches),
                  "--out-queue-bytes", str(icfg.out_queue_bytes),
                  "--metrics-interval", str(icfg.metrics_interval_s), "--sm-host", self.host,
-                 "--checkpoint-root", str(checkpoint_root(self.paths.home, StatefulConfig.from_config(
-                     topology.config).root)),
+                 "--checkpoint-root", str(ckpt_root),
                  *([] if icfg.unix_socket else ["--tcp"])],
                 logs / f"{t.component}-{t.task_id}.log"))
+
+    def _sweep_temp_files(self, workdir: Path, checkpoints: Path) -> None:
+        """The leftovers of writes a crash interrupted, in the folders this container writes: its
+        own (its files are at the top; package/ is the user's) and the topology's checkpoints
+        (TOPOLOGY/ID/TASK). The local state store sweeps its own when it opens."""
+        removed, errors = sweep_temp_files([SweepTarget(workdir, depth=1), SweepTarget(checkpoints, depth=2)],
+                                           self.wall())
+        for path in removed:
+            self.log.info("removed %s, a temporary file left by an interrupted write", path)
+        for line in errors:
+            self.log.warning("%s", line)
+
+    def log_files(self) -> list[Path]:
+        """The logs the executor caps: its container's (the children's, the fork server's) and
+        its own when the local scheduler made it (a Slurm job's output is Slurm's)."""
+        files = logs_in(self.paths.container_logs(self.container))
+        own = self.paths.logs / f"executor-{self.container}.log"
+        if own.is_file():
+            files.append(own)
+        return files
+
+    def rotate_logs_if_due(self, now: float) -> None:
+        if now < self._next_log_check:
+            return
+        self._next_log_check = now + self.log_check_s
+        rotated, errors = rotate_logs(self.log_files(), self.log_caps)
+        for path in rotated:
+            self.log.info("rotated %s (over %d bytes; %d old files kept)", path.name, self.log_caps.max_bytes,
+                          self.log_caps.keep)
+        for line in errors:
+            self.log.warning("%s", line)
 
     def _child_env(self, child: Child) -> dict[str, str]:
         env = self._env()
@@ -275,6 +322,7 @@ class Executor:
             known.add(self.zygote.proc.pid)
         for pid in reap_orphans(known):
             self.log.info("reaped pid %d, an orphan of this container's processes", pid)
+        self.rotate_logs_if_due(now)
 
     def _probe(self, c: Child) -> None:
         """The liveness probe: a child silent past the timeout is killed (SIGKILL ends a stopped

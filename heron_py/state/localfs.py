@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 
-from heron_py.common.atomic import atomic_write_bytes
+from heron_py.common.atomic import SweepTarget, atomic_write_bytes, sweep_temp_files
 from heron_py.planner.logical import check_topology_name
 from heron_py.state.base import LocationWatcher, StateManager, TManagerLocation
 
@@ -23,9 +25,20 @@ def heron_home() -> Path:
     return Path(os.environ.get("HERON_PY_HOME", str(Path.home() / ".heron-py")))
 
 
+log = logging.getLogger(__name__)
+
+
 class LocalFsStateManager(StateManager):
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(self, root: Path | None = None, *, wall: Callable[[], float] = time.time) -> None:
         self.root = (root or heron_home()) / "state"
+        # documents are state/KIND/NAME, written atomically: a crash mid-write leaves a temporary
+        # file there that nothing else would remove. Every hidden file in a kind's folder but the
+        # locks is one of ours (names may not start with a dot), so the old temp names go too.
+        removed, errors = sweep_temp_files([SweepTarget(self.root, depth=2, legacy=True)], wall())
+        for path in removed:
+            log.info("state store: removed %s, a temporary file left by an interrupted write", path)
+        for line in errors:
+            log.warning("state store: %s", line)
 
     def _path(self, kind: str, name: str) -> Path:
         if kind not in self.KINDS:
