@@ -11,6 +11,14 @@ ZooKeeper nodes are readable and writable only with heron-py's digest credential
 ``$HERON_PY_HOME/zk.auth`` (mode 0600, created on first use) unless ``--zk-auth-file``,
 ``HERON_PY_ZK_AUTH_FILE`` or ``zk_auth_file`` in statemgr.json names another file; every
 process that uses the ensemble must read the same credential (see heron_py.state.zookeeper).
+
+Over the network the digest credential travels in clear unless the client reaches ZooKeeper's
+secure port: ``--zk-tls`` (``HERON_PY_ZK_TLS``, ``zk_tls``) turns TLS on, ``--zk-ca-file`` names
+the CA that signed the servers' certificates (default: the system's CAs), ``--zk-cert-file`` and
+``--zk-key-file`` a client certificate for servers that ask for one (mutual TLS), and
+``--no-zk-tls-verify-hostname`` stops checking that a server's certificate names the host in
+``--zk`` (the certificate is still checked against the CA). They travel to every daemon as the
+credential file does, in ``to_args``.
 """
 
 from __future__ import annotations
@@ -30,6 +38,11 @@ ENV_KIND = "HERON_PY_STATE_MANAGER"
 ENV_ZK = "HERON_PY_ZK"
 ENV_ZK_SESSION = "HERON_PY_ZK_SESSION_TIMEOUT"
 ENV_ZK_AUTH_FILE = "HERON_PY_ZK_AUTH_FILE"
+ENV_ZK_TLS = "HERON_PY_ZK_TLS"
+ENV_ZK_CA_FILE = "HERON_PY_ZK_CA_FILE"
+ENV_ZK_CERT_FILE = "HERON_PY_ZK_CERT_FILE"
+ENV_ZK_KEY_FILE = "HERON_PY_ZK_KEY_FILE"
+ENV_ZK_TLS_VERIFY_HOSTNAME = "HERON_PY_ZK_TLS_VERIFY_HOSTNAME"
 ZK_AUTH_FILE_NAME = "zk.auth"  # under the heron home when nothing names another file
 KINDS = ("localfs", "zookeeper")
 DEFAULT_ZK_ROOT = "/heron-py"
@@ -51,6 +64,12 @@ class StateConfig:
     # the ZooKeeper credential's file when named explicitly; "" is zk.auth under the heron home,
     # which each process finds from its own home (so it is not passed on in to_args)
     zk_auth_file: str = ""
+    # TLS to ZooKeeper's secure port; the files are absolute paths, "" when not named
+    zk_tls: bool = False
+    zk_ca_file: str = ""  # "" is the system's CAs
+    zk_cert_file: str = ""  # a client certificate (mutual TLS), with zk_key_file
+    zk_key_file: str = ""
+    zk_tls_verify_hostname: bool = True
 
     @property
     def zk(self) -> str:
@@ -62,10 +81,21 @@ class StateConfig:
             return ["--state-manager", "localfs"]
         auth = ["--zk-auth-file", self.zk_auth_file] if self.zk_auth_file else []
         return ["--state-manager", "zookeeper", "--zk", self.zk,
-                "--zk-session-timeout", f"{self.session_timeout_s:g}", *auth]
+                "--zk-session-timeout", f"{self.session_timeout_s:g}", *auth, *self.tls_args()]
+
+    def tls_args(self) -> list[str]:
+        """The TLS settings as arguments; none when TLS is off (the files cannot be set then)."""
+        if not self.zk_tls:
+            return []
+        files = [("--zk-ca-file", self.zk_ca_file), ("--zk-cert-file", self.zk_cert_file),
+                 ("--zk-key-file", self.zk_key_file)]
+        return ["--zk-tls", *(w for opt, path in files if path for w in (opt, path)),
+                *([] if self.zk_tls_verify_hostname else ["--no-zk-tls-verify-hostname"])]
 
     def describe(self) -> str:
-        return "localfs" if self.kind == "localfs" else f"zookeeper at {self.zk}"
+        if self.kind == "localfs":
+            return "localfs"
+        return f"zookeeper at {self.zk}" + (" over TLS" if self.zk_tls else "")
 
 
 def parse_zk(value: str, where: str = "--zk") -> tuple[str, str]:
@@ -88,6 +118,15 @@ def _positive(raw: str, where: str) -> float:
     return v
 
 
+def _bool(raw: str, where: str) -> bool:
+    word = raw.strip().lower()
+    if word in ("true", "1", "yes", "on"):
+        return True
+    if word in ("false", "0", "no", "off"):
+        return False
+    raise StateManagerError(f"{where}: expected true or false, found {raw!r}")
+
+
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     g = ap.add_argument_group("state manager")
     g.add_argument("--state-manager", choices=KINDS, default=None,
@@ -99,6 +138,18 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     g.add_argument("--zk-auth-file", default=None, metavar="PATH",
                    help=f"ZooKeeper digest credential USER:PASSWORD, mode 0600, created if missing (default: "
                         f"${ENV_ZK_AUTH_FILE}, or $HERON_PY_HOME/{ZK_AUTH_FILE_NAME})")
+    g.add_argument("--zk-tls", action=argparse.BooleanOptionalAction, default=None,
+                   help=f"reach ZooKeeper's secure client port over TLS (default: ${ENV_ZK_TLS}, or off)")
+    g.add_argument("--zk-ca-file", default=None, metavar="PATH",
+                   help=f"PEM file of the CA that signed the ZooKeeper servers' certificates (default: "
+                        f"${ENV_ZK_CA_FILE}, or the system's CAs)")
+    g.add_argument("--zk-cert-file", default=None, metavar="PATH",
+                   help=f"PEM client certificate for ZooKeeper servers that require one (default: ${ENV_ZK_CERT_FILE})")
+    g.add_argument("--zk-key-file", default=None, metavar="PATH",
+                   help=f"PEM private key of --zk-cert-file, unencrypted, mode 0600 (default: ${ENV_ZK_KEY_FILE})")
+    g.add_argument("--zk-tls-verify-hostname", action=argparse.BooleanOptionalAction, default=None,
+                   help="check that a ZooKeeper server's certificate names the host in --zk "
+                        f"(default: ${ENV_ZK_TLS_VERIFY_HOSTNAME}, or on)")
 
 
 def resolve(args: argparse.Namespace | None = None, env: Mapping[str, str] | None = None,
@@ -143,7 +194,30 @@ def resolve(args: argparse.Namespace | None = None, env: Mapping[str, str] | Non
     # absolute: the path is handed to children that may run in another folder
     auth = str(Path(auth_file).expanduser().absolute()) if auth_file else ""
     return StateConfig(kind="zookeeper", zk_hosts=hosts, zk_root=root, session_timeout_s=timeout,
-                       zk_auth_file=auth)
+                       zk_auth_file=auth, **_tls_settings(pick))
+
+
+def _tls_settings(pick: Callable[[str, str, str], tuple[str | None, str]]) -> dict[str, Any]:
+    """The TLS fields of a ZooKeeper StateConfig from ``pick`` (argument, environment, file)."""
+    tls, tls_where = pick("zk_tls", ENV_ZK_TLS, "zk_tls")
+    verify, verify_where = pick("zk_tls_verify_hostname", ENV_ZK_TLS_VERIFY_HOSTNAME, "zk_tls_verify_hostname")
+    files = {key: pick(key, env_key, key) for key, env_key in
+             (("zk_ca_file", ENV_ZK_CA_FILE), ("zk_cert_file", ENV_ZK_CERT_FILE), ("zk_key_file", ENV_ZK_KEY_FILE))}
+    on = _bool(tls, tls_where) if tls else False
+    if not on:
+        # a CA or a certificate without TLS would look secure and send the credential in clear
+        for value, where in [*files.values(), (verify, verify_where)]:
+            if value:
+                raise StateManagerError(f"{where}: expected --zk-tls (or ${ENV_ZK_TLS}=true) with it, "
+                                        "found TLS off")
+    (cert, cert_where), (key, key_where) = files["zk_cert_file"], files["zk_key_file"]
+    if bool(cert) != bool(key):
+        given, missing = (cert_where, "--zk-key-file") if cert else (key_where, "--zk-cert-file")
+        raise StateManagerError(f"{given}: expected {missing} with it (a client certificate and its key go "
+                                "together), found none")
+    out: dict[str, Any] = {k: str(Path(v).expanduser().absolute()) if v else "" for k, (v, _) in files.items()}
+    return {**out, "zk_tls": on,
+            "zk_tls_verify_hostname": _bool(verify, verify_where) if verify else True}
 
 
 def zk_auth_path(cfg: StateConfig, home: Path | None = None, env: Mapping[str, str] | None = None) -> Path:

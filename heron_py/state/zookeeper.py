@@ -18,6 +18,19 @@ installation must read the same file (a shared home does it on a cluster). Nodes
 heron-py before ACLs are open to anyone; the first start of this version gives them the
 ACL (see ``_secure_older_nodes``), after which processes of the older version cannot use them.
 
+TLS: with ``cfg.zk_tls`` the client reaches the servers' secure port (ZooKeeper's
+secureClientPort) and the credential and the data travel encrypted. Files that cannot be loaded
+are one error before any connection (``tls_context``); a handshake the servers refuse or whose
+certificate does not verify is diagnosed when no session came (``tls_handshake_error``), since
+kazoo only logs it and retries.
+
+ACLs are only ever set on nodes under the root: the layout's nodes and the subtree
+``_secure_older_nodes`` walks, whose top is the root. With a root of "/" the walk would reach
+other software's nodes, so a root of "/" never re-ACLs anything. Nodes above the root that do
+not exist yet are created with ``PARENT_ACL``, never with the credential's ACL, and existing
+ones are left as they are: each user or team can have its own root and credential beside the
+others (``/heron-py/team-a``, ``/heron-py/team-b``).
+
 Threads: kazoo calls listeners and watches on its own thread. They must not block, and this
 module's callers are told so (see StateManager); daemons pass everything to their loop.
 """
@@ -28,6 +41,8 @@ import json
 import logging
 import os
 import secrets
+import socket
+import ssl
 import tempfile
 import threading
 from collections.abc import Callable
@@ -39,7 +54,7 @@ from kazoo.exceptions import BadVersionError, KazooException, NoAuthError, NodeE
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import ZnodeStat
 from kazoo.retry import KazooRetry
-from kazoo.security import OPEN_ACL_UNSAFE, make_digest_acl
+from kazoo.security import OPEN_ACL_UNSAFE, make_acl, make_digest_acl
 
 from heron_py.state.base import LocationWatcher, SessionListener, StateManager, StateManagerError, TManagerLocation
 from heron_py.state.config import StateConfig, zk_auth_path
@@ -55,6 +70,10 @@ _log = logging.getLogger("heron_py.state.zookeeper")
 _log.addHandler(logging.NullHandler())
 
 AUTH_USER = "heron-py"
+# the ACL of a node above the root that heron-py has to create (the /heron-py of a root
+# /heron-py/team-a): anyone may list it and create in it, so that another team's heron-py, with
+# its own credential, can make its root beside this one; nobody may change or delete it
+PARENT_ACL = [make_acl("world", "anyone", read=True, create=True)]
 
 
 def load_credential(path: Path) -> tuple[str, str]:
@@ -111,6 +130,79 @@ def _create_credential(path: Path) -> None:
         raise StateManagerError(f"{path}: cannot create the ZooKeeper credential file: {e.strerror or e}") from e
 
 
+def _tls_where(cfg: StateConfig) -> str:
+    return f"state manager {cfg.describe()}"
+
+
+def tls_context(cfg: StateConfig) -> ssl.SSLContext:
+    """The client TLS context ``cfg`` asks for, made as kazoo makes its own (the system's CAs plus
+    the CA file, the certificate checked, the host name when asked), so that a file that cannot be
+    loaded is one clear error here and not a retry loop inside kazoo."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    ctx.check_hostname = cfg.zk_tls_verify_hostname
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    if cfg.zk_ca_file:
+        _load(cfg, "--zk-ca-file", cfg.zk_ca_file, "a PEM file of CA certificates",
+              lambda: ctx.load_verify_locations(cfg.zk_ca_file))
+    if cfg.zk_cert_file:
+        _check_key_mode(cfg)
+        _load(cfg, "--zk-cert-file", cfg.zk_cert_file, "a PEM certificate whose key is in --zk-key-file "
+              f"{cfg.zk_key_file}", lambda: ctx.load_cert_chain(cfg.zk_cert_file, cfg.zk_key_file))
+    return ctx
+
+
+def _load(cfg: StateConfig, opt: str, path: str, expected: str, load: Callable[[], None]) -> None:
+    try:
+        load()
+    except ssl.SSLError as e:
+        raise StateManagerError(f"{opt} {path}: expected {expected}, found a file OpenSSL refuses "
+                                f"({e.reason or e}; {_tls_where(cfg)})") from None
+    except OSError as e:
+        raise StateManagerError(f"{opt} {path}: cannot read it: {e.strerror or e} ({_tls_where(cfg)})") from None
+
+
+def _check_key_mode(cfg: StateConfig) -> None:
+    # as for the credential file: a private key others can read is no longer private
+    try:
+        mode = os.stat(cfg.zk_key_file).st_mode & 0o777
+    except OSError as e:
+        raise StateManagerError(f"--zk-key-file {cfg.zk_key_file}: cannot read it: {e.strerror or e} "
+                                f"({_tls_where(cfg)})") from None
+    if mode & 0o077:
+        raise StateManagerError(f"--zk-key-file {cfg.zk_key_file}: expected mode 0600 (readable by its owner "
+                                f"only), found {mode:04o}; run chmod 600 {cfg.zk_key_file}")
+
+
+def _ssl_reason(e: ssl.SSLError) -> str:
+    """An SSL error in words without OpenSSL's source line (which differs between builds)."""
+    if isinstance(e, ssl.SSLCertVerificationError):
+        return f"certificate verify failed: {e.verify_message}"
+    return str(e.reason or e.strerror or e)
+
+
+def tls_handshake_error(hosts: str, ctx: ssl.SSLContext, timeout: float) -> str | None:
+    """Why a TLS session with the servers of ``hosts`` fails, or None when a server accepts it (or
+    none answers at all: then TLS is not the trouble). After the handshake one read waits briefly:
+    with TLS 1.3 a server that wants a client certificate refuses it only then."""
+    for part in hosts.split(","):
+        host, _, port = part.rpartition(":")
+        host = host.strip("[]")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout) as raw, \
+                    ctx.wrap_socket(raw, server_hostname=host) as tls:
+                tls.settimeout(min(timeout, 1.0))
+                try:
+                    tls.recv(1)
+                except TimeoutError:
+                    pass  # the server waits for ZooKeeper's first request: TLS is fine
+        except ssl.SSLError as e:
+            return f"{part}: {_ssl_reason(e)}"
+        except OSError:
+            continue
+    return None
+
+
 class ZkStateManager(StateManager):
     LAYOUT = ("topologies", "packingplans", "pplans", "tmanagers", "executionstate", "schedulers",
               "locks", "packages", "secrets", "tls", "masterepochs")
@@ -124,6 +216,12 @@ class ZkStateManager(StateManager):
         self.auth_file = zk_auth_path(cfg, home)
         user, password = load_credential(self.auth_file)
         self.acl = [make_digest_acl(user, password, all=True)]
+        self._tls = tls_context(cfg) if cfg.zk_tls else None
+        tls: dict[str, Any] = {}
+        if cfg.zk_tls:
+            tls = {"use_ssl": True, "ca": cfg.zk_ca_file or None, "certfile": cfg.zk_cert_file or None,
+                   "keyfile": cfg.zk_key_file or None, "verify_certs": True,
+                   "check_hostname": cfg.zk_tls_verify_hostname}
         self._zk = KazooClient(
             hosts=cfg.zk_hosts, timeout=cfg.session_timeout_s,
             # reconnect forever: a daemon outlives any ZooKeeper outage
@@ -131,18 +229,26 @@ class ZkStateManager(StateManager):
             # kazoo sends the credential again on every reconnect; every node it creates
             # (create, ensure_path, makepath) gets the default ACL
             auth_data=[("digest", f"{user}:{password}")], default_acl=self.acl,
-            logger=_log)
+            logger=_log, **tls)
         self._zk.add_listener(self._on_state)
         try:
             self._zk.start(timeout=cfg.connect_timeout_s)
         except KazooTimeoutError:
+            self._zk.stop()
             self._zk.close()
+            why = tls_handshake_error(cfg.zk_hosts, self._tls, cfg.connect_timeout_s) if self._tls else None
+            if why:
+                ca = cfg.zk_ca_file or "the system's CAs"
+                raise StateManagerError(
+                    f"ZooKeeper at {cfg.zk_hosts}: TLS handshake failed: {why} (expected a server certificate "
+                    f"signed by a CA in {ca}, on the server's secureClientPort; {_tls_where(cfg)})") from None
             raise StateManagerError(
                 f"ZooKeeper at {cfg.zk_hosts} is not reachable: no session within the connect timeout of "
                 f"{cfg.connect_timeout_s:g} s (is the server running? state manager {cfg.describe()})") from None
         self._retry = KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0, deadline=RETRY_DEADLINE_S,
                                  ignore_expire=True)
         try:
+            self._ensure_parents()
             for kind in self.LAYOUT:
                 self._do(self._zk.ensure_path, f"{self.root}/{kind}")
             self._secure_older_nodes()
@@ -150,11 +256,24 @@ class ZkStateManager(StateManager):
             self.close()  # no kazoo thread left behind retrying
             raise
 
+    def _ensure_parents(self) -> None:
+        """Creates the nodes above the root that are missing, with PARENT_ACL (ensure_path would
+        give them heron-py's ACL and keep every other credential out of them)."""
+        names = [n for n in self.root.split("/") if n][:-1]
+        for i in range(len(names)):
+            path = "/" + "/".join(names[:i + 1])
+            try:
+                self._do(self._zk.create, path, b"", acl=PARENT_ACL)
+            except NodeExistsError:
+                pass
+
     def _secure_older_nodes(self) -> None:
         """Gives nodes a heron-py before ACLs created (open to anyone) heron-py's ACL. The root
         goes last and serves as the marker: while it is still open, a start secures the whole
         tree, so a pass cut short is finished by the next start. A root whose ACL an operator
         changed (anything but the open one) is left as it is."""
+        if self.root == "/":
+            return  # the whole ensemble, other software's nodes too: never heron-py's to re-ACL
         acl, _ = self._do(self._zk.get_acls, self.root)
         if list(acl) != list(OPEN_ACL_UNSAFE):
             return
