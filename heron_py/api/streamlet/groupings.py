@@ -62,3 +62,27 @@ class RepartitionGrouping(ICustomGrouping):
                 raise StreamletError(f"{self.operator}: the repartition function must return a partition index "
                                      f"(int) or a list of them, found {chosen!r} for element {values[0]!r}")
         return [self.target_tasks[i % n] for i in indexes]
+
+
+class KeyFunctionGrouping(ICustomGrouping):
+    """Sends each element to the task ``key_fn(element)`` hashes to (the engine's stable hash),
+    so every key lives in one task of a keyed operator. An element whose key function raises
+    goes to the first task, whose bolt calls the function again and fails that tuple alone
+    with one log line: raising here would stop the upstream task instead."""
+
+    def __init__(self, operator: str, packed_fn: bytes) -> None:
+        self.operator = operator
+        self.packed_fn = packed_fn
+        self.target_tasks: list[int] = []
+        self._fn: Any = None
+
+    def prepare(self, context: Any, component: str, stream: str, target_tasks: list[int]) -> None:
+        self.target_tasks = sorted(target_tasks)
+        self._fn = loads_user_object(self.packed_fn)
+
+    def choose_tasks(self, values: Any) -> list[int]:
+        tasks = self.target_tasks
+        try:
+            return [tasks[value_hash(self._fn(values[0])) % len(tasks)]]
+        except Exception:
+            return [tasks[0]]

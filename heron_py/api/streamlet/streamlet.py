@@ -14,7 +14,7 @@ from typing import Any
 from heron_py.api.bolt.window_bolt import SlidingWindowBolt
 from heron_py.api.stream import Grouping
 from heron_py.api.streamlet import components as comp
-from heron_py.api.streamlet import functions, groupings, window_components
+from heron_py.api.streamlet import functions, groupings, keyed, window_components
 from heron_py.api.streamlet.errors import StreamletError
 from heron_py.api.streamlet.sink import Sink
 from heron_py.api.streamlet.stage import Stage, lowest
@@ -42,6 +42,26 @@ def _window_settings(where: str, window_config: Any) -> dict[str, Any]:
 
 def _by_key(where: str, packed: Any) -> GroupingDef:
     return Grouping.custom(groupings.KeyGrouping(where))
+
+
+def _by_key_function(where: str, packed: Any) -> GroupingDef:
+    return Grouping.custom(groupings.KeyFunctionGrouping(where, packed[keyed.KEY_FUNCTION]))
+
+
+def _keyed_settings(where: str, emit: Any, tick_secs: Any) -> dict[str, Any]:
+    """The keyed operators' plain config: the emit mode and, for "tick", the tick interval."""
+    if not isinstance(emit, str) or emit not in keyed.EMIT_MODES:
+        raise StreamletError(f"{where}: emit must be one of {', '.join(map(repr, keyed.EMIT_MODES))}, "
+                             f"found {emit!r}")
+    if emit != keyed.EMIT_TICK:
+        if tick_secs is not None:
+            raise StreamletError(f"{where}: tick_secs is only for emit='tick', found tick_secs={tick_secs!r} "
+                                 f"with emit={emit!r}")
+        return {keyed.EMIT: emit}
+    secs = keyed.DEFAULT_TICK_SECS if tick_secs is None else tick_secs
+    if isinstance(secs, bool) or not isinstance(secs, (int, float)) or not 0 < secs < float("inf"):
+        raise StreamletError(f"{where}: tick_secs must be a number of seconds > 0, found {tick_secs!r}")
+    return {keyed.EMIT: emit, keyed.TICK_SECS: float(secs)}
 
 
 def _by_partitioner(where: str, packed: Any) -> GroupingDef:
@@ -205,7 +225,46 @@ class _WindowOps(_ElementOps):
         return self._join("outer_join", JoinType.OUTER, join_streamlet, window_config, join_function)
 
 
-class Streamlet(_WindowOps):
+class _KeyedOps(_WindowOps):
+    """Keyed aggregation without a window (Heron's Java reduceByKey and countByKey)."""
+
+    def reduce_by_key(self, key_fn: Callable[[Any], Any], reduce_fn: Callable[[Any, Any], Any], *,
+                      value_fn: Callable[[Any], Any] | None = None, emit: str = "update",
+                      tick_secs: float | None = None) -> Streamlet:
+        """(key, value) pairs: per key_fn(element), the values (value_fn(element), or the element
+        itself) reduced with reduce_fn(value so far, value) since the start. The elements are
+        partitioned by key, so each key lives in one of this streamlet's partitions.
+
+        emit="update" (Heron's behaviour, the default): (key, new value) after each element.
+        emit="tick": the keys changed since the last tick, once each, every ``tick_secs`` seconds
+        (default 1) and when the task closes. emit="final": every key once, when the task closes."""
+        where = self._where("reduce_by_key")
+        functions.check_callable(where, "key_fn", key_fn)
+        functions.check_arity(where, "key_fn", key_fn, 1)
+        functions.check_callable(where, "reduce_fn", reduce_fn)
+        functions.check_arity(where, "reduce_fn", reduce_fn, 2)
+        objects: dict[str, Any] = {keyed.KEY_FUNCTION: key_fn, comp.FUNCTION: reduce_fn}
+        if value_fn is not None:
+            functions.check_callable(where, "value_fn", value_fn)
+            functions.check_arity(where, "value_fn", value_fn, 1)
+            objects[keyed.VALUE_FUNCTION] = value_fn
+        stage = Stage("reducebykey", keyed.ReduceByKeyBolt, objects, _keyed_settings(where, emit, tick_secs),
+                      grouping=_by_key_function)
+        return self._derive(stage)
+
+    def count_by_key(self, key_fn: Callable[[Any], Any], *, emit: str = "update",
+                     tick_secs: float | None = None) -> Streamlet:
+        """(key, count) pairs: how many elements had each key_fn(element) since the start; emit
+        as for reduce_by_key ("update", the default: after each element)."""
+        where = self._where("count_by_key")
+        functions.check_callable(where, "key_fn", key_fn)
+        functions.check_arity(where, "key_fn", key_fn, 1)
+        stage = Stage("countbykey", keyed.CountByKeyBolt, {keyed.KEY_FUNCTION: key_fn},
+                      _keyed_settings(where, emit, tick_secs), grouping=_by_key_function)
+        return self._derive(stage)
+
+
+class Streamlet(_KeyedOps):
     """The sinks: they end the graph and return None, as heronpy's."""
 
     def log(self) -> None:
