@@ -2,6 +2,7 @@
 
     GET  /topologies/componentsummary?window=W   per spout and bolt, Storm UI's numbers
     GET  /topologies/tasks?window=W              per task: placement, process and the numbers
+                                                 (a KafkaSpout task's also kafka_lag: partition → lag)
     GET  /topologies/series?component=C&metric=M[&window=W]   [[time, value]] for a chart
     GET  /topologies/logs?task=T[&offset=B][&length=N]         one page of a task's log
     POST /topologies/actions/A[?container=K]     activate, deactivate, restart, kill
@@ -14,7 +15,7 @@ counts (emitted, transferred, acked, failed, executed) and milliseconds for the 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,26 @@ ENDPOINTS = ("/topologies/componentsummary", "/topologies/tasks", "/topologies/s
              "/topologies/actions/ACTION (POST)")
 # an exception younger than this marks its component on the graph
 RECENT_EXCEPTION_S = 600.0
+
+
+# the KafkaSpout's metric (heron_py/connectors/kafka/spout.py) and its per-partition lag keys
+KAFKA_METRIC = "kafka"
+LAG_SUFFIX = "/lag"
+
+
+def kafka_lag(reports: Iterable[Mapping[str, Any]]) -> dict[int, dict[str, float]]:
+    """Task → {"TOPIC-P": lag} from the latest instance reports that carry the KafkaSpout's
+    metric: the high watermark of the partition's last fetch minus its committed offset."""
+    out: dict[int, dict[str, float]] = {}
+    for rep in reports:
+        values = rep.get("user", {}).get(KAFKA_METRIC) if rep.get("kind") == "instance" else None
+        if not isinstance(values, dict):
+            continue
+        lags = {k[:-len(LAG_SUFFIX)]: float(v) for k, v in values.items()
+                if k.endswith(LAG_SUFFIX) and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        if lags:
+            out[int(rep.get("task", -1))] = dict(sorted(lags.items()))
+    return out
 
 
 class UiError(Exception):
@@ -90,6 +111,7 @@ class UiRoutes:
         restarts: dict[str, int] = {}
         for doc in self.tm.metrics.latest.values():
             restarts.update({str(k): int(v) for k, v in dict(doc.get("restarts", {})).items()})
+        lag = kafka_lag(r for doc in self.tm.metrics.latest.values() for r in doc.get("reports", []))
         now = time.time()
         out = {}
         for t in sorted(self.tm._packing.tasks, key=lambda t: t.task_id):
@@ -103,6 +125,8 @@ class UiRoutes:
                 "uptime_s": round(now - started, 1) if started else None,
                 "restarts": restarts.get(f"{t.component}-{t.task_id}", 0),
                 "log": f"/topologies/logs?task={t.task_id}", **row}
+            if t.task_id in lag:
+                out[str(t.task_id)]["kafka_lag"] = lag[t.task_id]
         return {"window": window, "tasks": out}
 
     def series(self, q: Mapping[str, list[str]]) -> dict[str, Any]:

@@ -299,6 +299,23 @@ function fillTasks(tasks) {
   }));
 }
 
+// Kafka lag per KafkaSpout task (tasks with no kafka_lag are not Kafka spouts): pure, so a
+// test can call it with a tasks document
+function kafkaLagRows(tasks) {
+  return Object.entries(tasks.tasks).filter(([, r]) => r.kafka_lag).map(([t, r]) => {
+    const parts = Object.entries(r.kafka_lag);
+    const total = parts.reduce((a, [, v]) => a + v, 0);
+    return {key: t, cells: [["task", t], ["component", r.component], ["partitions", num(parts.length), parts.length],
+      ["lag", num(total), total], ["by-partition", parts.map(([p, v]) => p + ": " + num(v)).join(", ")]]};
+  });
+}
+
+function fillKafkaLag(tasks) {
+  const rows = kafkaLagRows(tasks);
+  document.getElementById("kafka-section").hidden = rows.length === 0;
+  fillRows("kafka-lag", rows);
+}
+
 // ---- logs ----
 const LOG_PAGE = 16384;
 let logState = null;  // {task, offset}
@@ -405,6 +422,7 @@ async function refresh() {
     fillComponents(summary, es);
     drawGraph(plan, summary);
     fillTasks(tasks);
+    fillKafkaLag(tasks);
     fillBackpressure(es);
     fillExceptions(exc);
     await drawCharts(plan, win);
