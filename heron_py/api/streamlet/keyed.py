@@ -102,6 +102,18 @@ class _KeyedBolt(StreamletBolt, StatefulComponent):
         pending = state.get(CHANGED) if state is not None else None
         # key -> the input tuples that changed it since the last flush (tick mode's anchors)
         self._changed: dict[Any, list[Any]] = {k: [] for k in pending or ()}
+        self._register_metrics(context, values)
+
+    def _register_metrics(self, context: Any, values: dict[Any, Any]) -> None:
+        """Once per task: a restore makes a new component on the same context, whose metrics
+        stay registered; the new one takes them over (the key count then reads its dict)."""
+        registered = getattr(context, "registered_metrics", {})
+        keys = registered.get(METRIC_KEYS, (None,))[0]
+        bad = registered.get(METRIC_BAD, (None,))[0]
+        if isinstance(keys, KeyCountMetric) and isinstance(bad, CountMetric):
+            keys.values = values
+            self._bad_inputs = bad
+            return
         self._bad_inputs = CountMetric()
         context.register_metric(METRIC_KEYS, KeyCountMetric(values), METRIC_BUCKET_S)
         context.register_metric(METRIC_BAD, self._bad_inputs, METRIC_BUCKET_S)
