@@ -298,11 +298,12 @@ def test_state_restored_from_a_checkpoint_continues_exactly(tmp_path, emit):
     assert host.context.registered_metrics[keyed.METRIC_KEYS][0].get_value_and_reset() == 3
     host.flush()
     sent.clear()
-    task.on_batch(_batch(me, src, ["a", "c"]))
+    task.on_batch(_batch(me, src, ["a"]))
     if emit == "tick":
         host.tick()
     host.flush()
-    expected = [("a", 3), ("c", 2)]
+    # tick mode: c changed before the checkpoint and was not emitted, so the restored task emits it
+    expected = [("a", 3), ("c", 1)] if emit == "tick" else [("a", 3)]
     assert sorted(_emitted(sent)) == expected
 
 

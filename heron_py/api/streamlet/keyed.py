@@ -7,9 +7,10 @@ emits is ``(key, value)`` pairs on the streamlet's output stream, as Heron emits
 
 - ``emit="update"`` (the default, Heron's behaviour): after each input, (key, the new value),
   anchored to that input, which is then acked.
-- ``emit="tick"``: each input is folded in and held; on every tick (``tick_secs``) the keys
-  changed since the last tick are emitted once each with their value, each anchored to the
-  inputs that changed it, which are then acked; what is still held is emitted when the task
+- ``emit="tick"``: each input is folded in; on every tick (``tick_secs``) the keys changed
+  since the last tick are emitted once each with their value. At least once, the inputs are
+  held until then: each pair is anchored to the inputs that changed its key, which are then
+  acked (otherwise each input is acked at once). What is pending is emitted when the task
   closes gracefully.
 - ``emit="final"``: each input is folded in and acked at once; every key is emitted once when
   the task closes gracefully (a bounded run: tests, ``heron-py run``). Nothing anchors those
@@ -32,6 +33,7 @@ from heron_py.api.metrics import CountMetric, IMetric
 from heron_py.api.state.state import State
 from heron_py.api.state.stateful_component import StatefulComponent
 from heron_py.api.streamlet.components import FUNCTION, OUTPUT_STREAM, StreamletBolt
+from heron_py.common.config import ReliabilityConfig
 
 KEY_FUNCTION = "key_function"
 VALUE_FUNCTION = "value_function"
@@ -53,6 +55,7 @@ METRIC_BAD = "streamlet-keyed-failed-inputs"
 METRIC_BUCKET_S = 10
 
 _MISSING = object()
+_UNHELD: tuple[Any, ...] = ()  # tick mode without acking: a changed key, no inputs held for it
 
 
 class KeyCountMetric(IMetric):
@@ -92,6 +95,9 @@ class _KeyedBolt(StreamletBolt, StatefulComponent):
         if self._mode == EMIT_TICK:
             # the host reads the tick rate after initialize() (as heronpy's window bolts set it)
             config[api_constants.TOPOLOGY_TICK_TUPLE_FREQ_SECS] = str(config.get(TICK_SECS, DEFAULT_TICK_SECS))
+        # tick mode holds its inputs until the tick only when they are tracked (at least once):
+        # they anchor the tick's output; otherwise each is acked at once and only its key kept
+        self._hold_inputs = self._mode == EMIT_TICK and ReliabilityConfig.from_config(config).acking
         state = self._state
         values: dict[Any, Any] | None = state.get(VALUES) if state is not None else None
         if values is None:
@@ -101,7 +107,7 @@ class _KeyedBolt(StreamletBolt, StatefulComponent):
         self.values = values
         pending = state.get(CHANGED) if state is not None else None
         # key -> the input tuples that changed it since the last flush (tick mode's anchors)
-        self._changed: dict[Any, list[Any]] = {k: [] for k in pending or ()}
+        self._changed: dict[Any, Any] = {k: [] for k in pending or ()}
         self._register_metrics(context, values)
 
     def _register_metrics(self, context: Any, values: dict[Any, Any]) -> None:
@@ -125,6 +131,10 @@ class _KeyedBolt(StreamletBolt, StatefulComponent):
         self.fail(tup)
 
     def _hold(self, key: Any, tup: Any) -> None:
+        if not self._hold_inputs:
+            self._changed[key] = _UNHELD
+            self.ack(tup)
+            return
         held = self._changed.get(key)
         if held is None:
             self._changed[key] = [tup]
