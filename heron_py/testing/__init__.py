@@ -14,7 +14,7 @@
 from heron_py.testing.harness import Harness, HarnessResult, ManualClock, MemoryStorage, Outcome
 from heron_py.testing.inprocess import InProcessResult, run_in_process
 from heron_py.testing.local import LocalRun, run_local
-from heron_py.testing.source import ABORT, EOF, TaskKilled, TestSource
+from heron_py.testing.source import ABORT, EOF, PAUSE, TaskKilled, TestSource
 
-__all__ = ["ABORT", "EOF", "Harness", "HarnessResult", "InProcessResult", "LocalRun", "ManualClock",
+__all__ = ["ABORT", "EOF", "PAUSE", "Harness", "HarnessResult", "InProcessResult", "LocalRun", "ManualClock",
            "MemoryStorage", "Outcome", "TaskKilled", "TestSource", "run_in_process", "run_local"]

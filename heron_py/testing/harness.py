@@ -334,7 +334,7 @@ class Harness:
 
         options = HostOptions(reliability=self._reliability, observer=observer, rng=random.Random(self._rng.random()),
                               clock=self._clock)
-        self._ledgers.setdefault((component, task_id), SourceLedger(acking=self._reliability.acking))
+        self._ledgers.setdefault((component, task_id), SourceLedger(acking=self._reliability.acking, clock=self._clock))
         return make_host(self._plan, task_id, self._sink, options)
 
     def _new_rt(self, host: ComponentHost) -> StatefulTask:
@@ -619,8 +619,9 @@ class Harness:
         return out
 
     def _sources_not_done(self) -> list[str]:
+        # a source held at PAUSE waits for the test's next advance, not for complete()
         return [f"{t.component}[{t.index}]" for t in self.tasks.values()
-                if isinstance(t.host.user, TestSource) and not t.host.user.done]
+                if isinstance(t.host.user, TestSource) and not t.host.user.done and not t.host.user.paused]
 
     def _finished(self) -> bool:
         return not self._roots and not self._pending_ids() and not self._sources_not_done()

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import collections
 import logging
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,9 @@ EOF = _Marker("EOF")
 """Ends the task's stream here: items after it are never emitted."""
 ABORT = _Marker("ABORT")
 """Crashes the task here, once (under the Harness); the engine's recovery follows."""
+PAUSE = _Marker("PAUSE")
+"""Holds the task's stream here until its clock moves (under the Harness: the next ``advance``),
+so a test can act between two parts of the stream (take a checkpoint, look at a bolt)."""
 
 
 class TaskKilled(Exception):
@@ -70,6 +74,7 @@ class SourceLedger:
     unacked: dict[int, list[Any]] = field(default_factory=dict)
     aborted: set[int] = field(default_factory=set)
     harnessed: bool = True
+    clock: Callable[[], float] = time.monotonic  # the harness's own, under it
 
 
 # the ledgers of the harness that is driving the tasks right now (None: no harness); set by
@@ -100,6 +105,8 @@ class TestSource(Spout, StatefulComponent):
     With ``par`` > 1, task k takes items k, k + par, k + 2 par... (markers included).
 
     - ``EOF``: the task's stream ends (so does the end of the list).
+    - ``PAUSE``: the task emits nothing more until its clock moves past the moment it got
+      there (under the Harness: the next ``advance``); after a restart it waits again.
     - ``ABORT``: under the Harness, the task crashes there, once. Outside it the marker is
       skipped with a warning (a real process would crash again at each restart).
     - a failed (or timed out) message id is emitted again when ``replay`` is true (default),
@@ -142,6 +149,7 @@ class TestSource(Spout, StatefulComponent):
             self._ledger = SourceLedger(harnessed=False)
         else:
             self._ledger = ledgers.setdefault((component, task_id), SourceLedger())
+        self._paused_at: float | None = None
         restored = getattr(self, "_restored_position", None)
         self._replay: collections.deque[int] = collections.deque()
         if restored is not None:  # effectively once: the checkpoint's position, nothing in flight
@@ -162,6 +170,11 @@ class TestSource(Spout, StatefulComponent):
         pos = self.position
         return pos >= len(self._share) or self._share[pos][1] is EOF
 
+    @property
+    def paused(self) -> bool:
+        """Held at a PAUSE marker (its clock has not moved since)."""
+        return self._paused_at is not None and self._ledger.clock() <= self._paused_at
+
     def next_tuple(self) -> None:
         if self._replay:
             i = self._replay.popleft()
@@ -172,6 +185,16 @@ class TestSource(Spout, StatefulComponent):
             i, item = self._share[self.position]
             if item is EOF:
                 return
+            if item is PAUSE:
+                now = ledger.clock()
+                if self._paused_at is None:
+                    self._paused_at = now
+                if now <= self._paused_at:
+                    return
+                self._paused_at = None
+                self.position += 1
+                ledger.position = self.position
+                continue
             self.position += 1
             ledger.position = self.position
             if item is ABORT:
