@@ -302,7 +302,29 @@ class Harness:
 
     def component(self, component: str, task_index: int = 0) -> Any:
         """The user object of a task now (a restart makes a new one)."""
-        return self.tasks[self._plan.packing.tasks_of(component)[task_index]].host.user
+        tasks = self._plan.packing.tasks_of(component)
+        if not 0 <= task_index < len(tasks):
+            raise ValueError(f"component: task_index {task_index} of '{component}': expected 0..{len(tasks) - 1}, "
+                             f"found {task_index}")
+        return self.tasks[tasks[task_index]].host.user
+
+    def parallelism(self, component: str) -> int:
+        """How many tasks ``component`` has."""
+        return len(self._plan.packing.tasks_of(component))
+
+    def close(self) -> None:
+        """Closes every task as at a topology's end (a bolt's ``cleanup``, a spout's ``close``)."""
+        with self._driving():
+            for task in self.tasks.values():
+                task.host.close()
+            self._drain()
+        self._snapshot()
+
+    def __enter__(self) -> Harness:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # --- building and restarting tasks ---
     @contextmanager

@@ -76,7 +76,7 @@ def words(text: str) -> Counter[str]:
 
 def counts(h: Harness, component: str = "count") -> Counter[str]:
     total: Counter[str] = Counter()
-    for i in range(len(h._plan.packing.tasks_of(component))):
+    for i in range(h.parallelism(component)):
         total.update(h.component(component, i).counts)
     return total
 
@@ -278,6 +278,9 @@ def test_stateful_kill_at_with_interval_checkpoints_from_the_clock() -> None:
 def test_bad_arguments_are_one_clear_line() -> None:
     h = Harness(word_count(SENTENCES))
     with pytest.raises(ValueError) as e:
+        h.component("count", 5)
+    assert str(e.value) == "component: task_index 5 of 'count': expected 0..1, found 5"
+    with pytest.raises(ValueError) as e:
         h.kill_at("counter", 0, 1)
     assert str(e.value) == "kill_at: component 'counter' is not in topology 'wc' (components: sentences, split, count)"
     with pytest.raises(ValueError) as e:
@@ -308,3 +311,30 @@ def test_test_source_in_run_in_process_skips_abort_with_a_warning(caplog: pytest
     assert sorted(v[0] for v in r.values("count")) == ["a", "b"]
     assert [rec.getMessage() for rec in caplog.records] == ["TestSource 'sentences': ABORT at item 1 skipped "
                                                             "outside the Harness"]
+
+
+class Buffered(Bolt):
+    """A sink that writes what it buffered at cleanup (Storm's IBolt.cleanup)."""
+
+    outputs = []
+    written: list[str] = []
+
+    def initialize(self, config: Any, context: Any) -> None:
+        self.buffer: list[str] = []
+
+    def process(self, tup: Any) -> None:
+        self.buffer.append(tup.values[0])
+
+    def cleanup(self) -> None:
+        type(self).written.extend(self.buffer)
+
+
+def test_close_runs_cleanup_as_at_the_topology_end() -> None:
+    Buffered.written = []
+    b = TopologyBuilder("sink")
+    s = b.add_spout("sentences", Sentences, par=1, config=TestSource.config(["x", "y", EOF]))
+    b.add_bolt("sink", Buffered, par=1, inputs={s: Grouping.SHUFFLE})
+    with Harness(b) as h:
+        h.run()
+        assert Buffered.written == []
+    assert Buffered.written == ["x", "y"]
