@@ -112,8 +112,9 @@ def _sweep(folder: Path, depth: int, legacy: bool, now: float, min_age_s: float,
                 continue
             st = ent.stat(follow_symlinks=False)
             is_dir = ent.is_dir(follow_symlinks=False)
-            # ctime too: a rename (a checkpoint folder becoming a grave) changes it, not mtime
-            age = now - max(st.st_mtime, st.st_ctime)
+            # a file's writer changes its mtime with every write; a folder renamed into a grave
+            # keeps its mtime, so its ctime (which the rename sets) counts too
+            age = now - (max(st.st_mtime, st.st_ctime) if is_dir else st.st_mtime)
             if is_leftover(ent.name, is_dir, age, legacy=legacy, min_age_s=min_age_s):
                 if is_dir:
                     shutil.rmtree(ent.path)

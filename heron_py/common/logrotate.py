@@ -41,7 +41,7 @@ MAX_FILES = Key("heron.logging.maximum.files", Kind.INT, 5, 0,
 MAX_FILES_ALIAS = Key("heron_py.logging.max.files", Kind.INT, 5, 0, doc="alias of heron.logging.maximum.files")
 
 # the executor looks at its container's logs this often (in the supervision loop it already has)
-CHECK_EVERY_S = 5.0
+CHECK_EVERY_S = 2.0
 # the logs the executor's sweep rotates by copy-then-truncate; metrics.jsonl is not one of them
 # (its owner rotates it by rename) and neither are the rotated files themselves (x.log.1)
 LOG_GLOB = "*.log"

@@ -213,8 +213,8 @@ def test_the_executor_rotates_its_containers_logs_on_its_clock(tmp_path: Path) -
 
 
 def _age(path: Path, now: float, age_s: float) -> None:
-    """Sets the file's mtime to ``age_s`` before the injected ``now``; ``now`` is far enough
-    ahead of the real clock that the ctime, which cannot be set, is older still."""
+    """Sets the entry's mtime to ``age_s`` before the injected ``now``; for a folder, whose ctime
+    counts too and cannot be set, ``now`` is far enough ahead of the real clock."""
     os.utime(path, (now - age_s, now - age_s), follow_symlinks=False)
 
 
@@ -286,3 +286,18 @@ def test_the_state_store_sweeps_its_leftovers_when_it_opens(tmp_path: Path) -> N
         _age(f, now, 120)
     LocalFsStateManager(tmp_path, wall=lambda: now)
     assert sorted(p.name for p in kind.iterdir()) == [".wc.lock", "wc"]
+
+
+def test_a_folder_just_renamed_into_a_grave_is_left_to_its_deleter(tmp_path: Path) -> None:
+    # checkpoint storage renames a folder to a grave, then removes it: the folder's mtime is
+    # old, but the rename set its ctime, so a sweep leaves it to the rmtree under way
+    folder = tmp_path / "6"
+    folder.mkdir()
+    (folder / "3").write_text("state")
+    old = time.time() - 3600
+    os.utime(folder, (old, old))
+    grave = tmp_path / (".tmp-gone-6-" + "ab" * 16)
+    folder.rename(grave)
+    assert sweep_temp_files([SweepTarget(tmp_path)], time.time()) == ([], [])
+    assert sweep_temp_files([SweepTarget(tmp_path)], time.time() + 61) == ([grave], [])
+    assert not grave.exists()
