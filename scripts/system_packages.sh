@@ -23,6 +23,8 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 [ -x /usr/lib/postgresql/15/bin/initdb ] || need+=(postgresql)
 # the cluster's nodes are network namespaces on a bridge (ip netns, ip link)
 command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || need+=(iproute2)
+# a host that vanishes without FIN or RST is made by iptables DROP rules inside a namespace
+command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || need+=(iptables)
 # installation compiles the hot-path modules with Cython (heron_py/hotpath.py): a C compiler
 # and the headers of the Python that runs heron-py (without them it installs pure Python)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
