@@ -174,18 +174,24 @@ def _check_key_mode(cfg: StateConfig) -> None:
                                 f"only), found {mode:04o}; run chmod 600 {cfg.zk_key_file}")
 
 
-def _ssl_reason(e: ssl.SSLError) -> str:
-    """An SSL error in words without OpenSSL's source line (which differs between builds)."""
+def _ssl_reason(e: ssl.SSLError, cfg: StateConfig) -> str:
+    """An SSL error in words without OpenSSL's source line (which differs between builds), with
+    what was expected: a server certificate our CA signed, or a client certificate the server takes."""
     if isinstance(e, ssl.SSLCertVerificationError):
-        return f"certificate verify failed: {e.verify_message}"
-    return str(e.reason or e.strerror or e)
+        ca = cfg.zk_ca_file or "the system's CAs"
+        return (f"certificate verify failed: {e.verify_message} (expected a server certificate signed by a CA "
+                f"in {ca}" + (" naming the host in --zk" if cfg.zk_tls_verify_hostname else "") + ")")
+    mine = f"the one in --zk-cert-file {cfg.zk_cert_file}" if cfg.zk_cert_file else "none (no --zk-cert-file)"
+    return (f"the server refused it ({e.reason or e.strerror or e}): expected a client certificate its trust "
+            f"store accepts, found {mine}")
 
 
-def tls_handshake_error(hosts: str, ctx: ssl.SSLContext, timeout: float) -> str | None:
-    """Why a TLS session with the servers of ``hosts`` fails, or None when a server accepts it (or
+def tls_handshake_error(cfg: StateConfig, ctx: ssl.SSLContext) -> str | None:
+    """Why a TLS session with the servers of ``cfg`` fails, or None when a server accepts it (or
     none answers at all: then TLS is not the trouble). After the handshake one read waits briefly:
     with TLS 1.3 a server that wants a client certificate refuses it only then."""
-    for part in hosts.split(","):
+    timeout = cfg.connect_timeout_s
+    for part in cfg.zk_hosts.split(","):
         host, _, port = part.rpartition(":")
         host = host.strip("[]")
         try:
@@ -197,7 +203,7 @@ def tls_handshake_error(hosts: str, ctx: ssl.SSLContext, timeout: float) -> str 
                 except TimeoutError:
                     pass  # the server waits for ZooKeeper's first request: TLS is fine
         except ssl.SSLError as e:
-            return f"{part}: {_ssl_reason(e)}"
+            return f"{part}: {_ssl_reason(e, cfg)}"
         except OSError:
             continue
     return None
@@ -236,12 +242,10 @@ class ZkStateManager(StateManager):
         except KazooTimeoutError:
             self._zk.stop()
             self._zk.close()
-            why = tls_handshake_error(cfg.zk_hosts, self._tls, cfg.connect_timeout_s) if self._tls else None
+            why = tls_handshake_error(cfg, self._tls) if self._tls else None
             if why:
-                ca = cfg.zk_ca_file or "the system's CAs"
-                raise StateManagerError(
-                    f"ZooKeeper at {cfg.zk_hosts}: TLS handshake failed: {why} (expected a server certificate "
-                    f"signed by a CA in {ca}, on the server's secureClientPort; {_tls_where(cfg)})") from None
+                raise StateManagerError(f"ZooKeeper at {cfg.zk_hosts}: TLS handshake failed: {why}; "
+                                        f"{_tls_where(cfg)}") from None
             raise StateManagerError(
                 f"ZooKeeper at {cfg.zk_hosts} is not reachable: no session within the connect timeout of "
                 f"{cfg.connect_timeout_s:g} s (is the server running? state manager {cfg.describe()})") from None
