@@ -35,7 +35,13 @@ from heron_py.connectors.common import LogThrottle, component_where, source_acki
 from heron_py.connectors.kafka.config import FirstPollOffsetStrategy as FP
 from heron_py.connectors.kafka.config import ProcessingGuarantee as PG
 from heron_py.connectors.kafka.config import SpoutConfig, spout_config
-from heron_py.connectors.kafka.translators import RecordTranslator, ValueRecordTranslator, deserializer, translator
+from heron_py.connectors.kafka.translators import (
+    JAVA_DESERIALIZERS,
+    RecordTranslator,
+    ValueRecordTranslator,
+    deserializer,
+    translator,
+)
 
 TP = tuple[str, int]
 REQUIREMENT = ("confluent_kafka", "heron-py[kafka]")
@@ -332,12 +338,21 @@ class KafkaSpout(Spout):
                 self._records += n
                 continue
             source = self.source
-            while buf and source.may_emit(tp):
+            t = source.trackers.get(tp)
+            if t is None:
+                continue
+            # Storm's emit allowance (ReplayableSource.may_emit), computed once per batch:
+            # only emits below raise the uncommitted count, so each one spends one unit
+            room = source.max_uncommitted - t.uncommitted()
+            n = 0
+            while buf and room > 0:
                 m = buf.popleft()
                 msg_id = source.emitted(tp, m.offset(), m)
                 if msg_id is not None:
                     emit(m, msg_id)
-                    self._records += 1
+                    room -= 1
+                    n += 1
+            self._records += n
 
     def _make_record_emitter(self) -> Callable[[Any, Any], None]:
         """The per-record step, specialised for the built-in translators (what most topologies
@@ -345,10 +360,22 @@ class KafkaSpout(Spout):
         translator goes through ``_translate_emit``."""
         kde, vde, emit = self.key_de, self.value_de, self.emit
         fn: Callable[[Any, Any], None]
-        if type(self.translator) is RecordTranslator:
+        strings = (JAVA_DESERIALIZERS.get(self.cfg.key_deserializer, self.cfg.key_deserializer) == "string" and
+                   JAVA_DESERIALIZERS.get(self.cfg.value_deserializer, self.cfg.value_deserializer) == "string")
+        if type(self.translator) is RecordTranslator and strings:
+            # the defaults (string key and value) inline: two calls fewer per record
+            def fn(m: Any, msg_id: Any) -> None:
+                k, v = m.key(), m.value()
+                emit([m.topic(), m.partition(), m.offset(), None if k is None else k.decode("utf-8", "replace"),
+                      None if v is None else v.decode("utf-8", "replace")], tup_id=msg_id)
+        elif type(self.translator) is RecordTranslator:
             def fn(m: Any, msg_id: Any) -> None:
                 t = m.topic()
                 emit([t, m.partition(), m.offset(), kde(t, m.key()), vde(t, m.value())], tup_id=msg_id)
+        elif type(self.translator) is ValueRecordTranslator and strings:
+            def fn(m: Any, msg_id: Any) -> None:
+                v = m.value()
+                emit([None if v is None else v.decode("utf-8", "replace")], tup_id=msg_id)
         elif type(self.translator) is ValueRecordTranslator:
             def fn(m: Any, msg_id: Any) -> None:
                 emit([vde(m.topic(), m.value())], tup_id=msg_id)
