@@ -3,8 +3,12 @@ count, a tick bolt, a window bolt, a stateful counter), run by the engine's own 
 
 from __future__ import annotations
 
+import importlib
 import logging
+import re
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -338,3 +342,22 @@ def test_close_runs_cleanup_as_at_the_topology_end() -> None:
         h.run()
         assert Buffered.written == []
     assert Buffered.written == ["x", "y"]
+
+
+def test_the_guides_worked_example_runs(tmp_path: Path) -> None:
+    """docs/guides/testing.md's example is a module of tests: each must pass as written."""
+    guide = (Path(__file__).parents[2] / "docs" / "guides" / "testing.md").read_text()
+    section = guide.split("## The Harness: a worked example", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None
+    (tmp_path / "guide_word_count.py").write_text(code.group(1))
+    sys.path.insert(0, str(tmp_path))  # importable: components are pickled by reference
+    try:
+        module = importlib.import_module("guide_word_count")
+        tests = [getattr(module, n) for n in dir(module) if n.startswith("test_")]
+        assert len(tests) == 4
+        for test in tests:
+            test()
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("guide_word_count", None)
