@@ -147,7 +147,8 @@ def test_at_least_once_commits_up_to_the_contiguous_acked_line_and_resumes_there
     s.next_tuple()  # commit period passed; line 3 replayed
     assert d.emitted[10][0] == ["a.txt", 3, "line 3"]
     pos = json.loads((data / ".heron-py-positions" / "t-files" / "a.txt.pos").read_text())
-    assert pos == {"line": 3, "byte": 21}  # lines 0-2 acked; 3 in flight again
+    assert {k: pos[k] for k in ("line", "byte")} == {"line": 3, "byte": 21}  # 0-2 acked; 3 in flight again
+    assert pos["ino"] == (data / "a.txt").stat().st_ino
     # the task dies here (no close): a new one resumes at line 3 and reads 3..9 again
     s2, d2 = spout(data, "ATLEAST_ONCE", clock)
     pump(s2, clock)
@@ -155,8 +156,8 @@ def test_at_least_once_commits_up_to_the_contiguous_acked_line_and_resumes_there
     for e in d2.emitted:
         s2.ack(e[1])
     s2.close()
-    assert json.loads((data / ".heron-py-positions" / "t-files" / "a.txt.pos").read_text()) == {"line": 10,
-                                                                                                 "byte": 70}
+    assert json.loads((data / ".heron-py-positions" / "t-files" / "a.txt.pos").read_text()) == {
+        "line": 10, "byte": 70, "ino": (data / "a.txt").stat().st_ino}
     m = s2.metrics_snapshot()
     assert m["acked"] == 7 and m["pending"] == 0 and m["lag-bytes"] == 0
 
@@ -222,3 +223,130 @@ def test_text_file_generator_still_works(tmp_path):
     g = TextFileGenerator(str(tmp_path / "*.txt"))
     g.setup(ContextImpl(Top(), None, None))
     assert [g.get(), g.get(), g.get()] == ["x\n", "y\n", None]
+
+
+def test_reader_reads_a_replaced_file_from_its_start_after_the_old_one_ends(tmp_path):
+    logs: list[str] = []
+    resets: list[str] = []
+    r = FolderReader(str(tmp_path), "*.log", 0, 1, "utf-8", lambda m, _l: logs.append(m), "w",
+                     on_reset=resets.append)
+    (tmp_path / "a.log").write_text("old0\nold1\n")
+    r.scan()
+    assert [ln.text for ln in r.read(1)] == ["old0"]
+    # rotated: the old file renamed away with a line still unread, a new, longer file under the name
+    (tmp_path / "a.log").rename(tmp_path / "a.log.1")
+    (tmp_path / "a.log").write_text("new0\nnew1\nnew2\n")
+    assert [(ln.number, ln.text) for ln in r.read(10)] == [(1, "old1")]  # the old one's end first
+    assert [(ln.number, ln.start, ln.text) for ln in r.read(10)] == [(0, 0, "new0"), (1, 5, "new1"), (2, 10, "new2")]
+    assert logs == ["w: file a.log was replaced by a new file (another inode under its name); reading it again "
+                    "from its start"]
+    assert resets == ["a.log"]
+    assert r.read(10) == [] and len(logs) == 1
+
+
+def test_at_least_once_a_truncated_file_counts_its_lines_again_and_old_acks_are_ignored(tmp_path):
+    data = tmp_path / "in"
+    data.mkdir()
+    (data / "a.txt").write_text("".join(f"line {i}\n" for i in range(5)))
+    clock = Clock()
+    s, d = spout(data, "ATLEAST_ONCE", clock)
+    pump(s, clock)
+    old = [e[1] for e in d.emitted]
+    s.ack(old[0])
+    (data / "a.txt").write_text("fresh 0\nfresh 1\n")  # truncated and rewritten, shorter
+    pump(s, clock)
+    assert [e[0] for e in d.emitted[5:]] == [["a.txt", 0, "fresh 0"], ["a.txt", 1, "fresh 1"]]
+    assert ("file spout 'files' task 1: file a.txt shrank to 16 bytes, below the position 35 (truncated or "
+            "replaced); reading it again from its start", "warn") in d.lines
+    for key in old[1:]:
+        s.ack(key)  # acks of the old content's lines, late: ignored
+    for e in d.emitted[5:]:
+        s.ack(e[1])
+    s.close()
+    pos = json.loads((data / ".heron-py-positions" / "t-files" / "a.txt.pos").read_text())
+    assert (pos["line"], pos["byte"]) == (2, 16)
+
+
+def test_a_saved_position_of_another_file_under_the_name_is_not_used(tmp_path):
+    data = tmp_path / "in"
+    data.mkdir()
+    (data / "a.txt").write_text("".join(f"line {i}\n" for i in range(5)))
+    clock = Clock()
+    s, d = spout(data, "ATLEAST_ONCE", clock)
+    pump(s, clock)
+    for e in d.emitted:
+        s.ack(e[1])
+    s.close()
+    # replaced while no task ran: longer than the saved position, so only the inode tells
+    (data / "a.txt").unlink()
+    (data / "b.txt").write_text("keeps the old inode busy\n")
+    (data / "a.txt").write_text("".join(f"other {i}\n" for i in range(9)))
+    s2, d2 = spout(data, "ATLEAST_ONCE", clock, **{"files.pattern": "a.txt"})
+    pump(s2, clock)
+    assert [e[0][1] for e in d2.emitted] == list(range(9))
+    assert ("file spout 'files' task 1: file a.txt is not the file its saved position (5, 35) was read from "
+            "(another inode); reading it from its start", "warn") in d2.lines
+
+
+def _read_as_nobody(folder: str, between: Any) -> tuple[list[str], list[str], list[str]]:
+    """A FolderReader in a child process without root's right to read any file (setuid nobody
+    when run as root), so a file's permissions really deny the open: (lines read before
+    ``between()`` runs in the parent, lines read after it, log lines)."""
+    import os
+
+    rd, wr = os.pipe()
+    go_r, go_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no new imports after the setuid (the interpreter's home may be closed to nobody)
+        try:
+            os.close(rd)
+            os.close(go_w)
+            if os.getuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+            logs: list[str] = []
+            r = FolderReader(folder, "*.log", 0, 1, "utf-8", lambda m, _l: logs.append(m), "w")
+            r.scan()
+            before = [ln.text for ln in r.read(10)] + [ln.text for ln in r.read(10)]  # logged once, not per read
+            r.scan()
+            before += [ln.text for ln in r.read(10)]  # tried again at a scan: still denied, not logged again
+            os.write(wr, json.dumps(before).encode() + b"\n")
+            os.read(go_r, 1)  # the parent changed the file's mode
+            r.scan()
+            after = [ln.text for ln in r.read(10)]
+            os.write(wr, json.dumps([after, logs]).encode() + b"\n")
+        finally:
+            os._exit(0)
+    os.close(wr)
+    os.close(go_r)
+    with os.fdopen(rd, "rb") as f:
+        before = json.loads(f.readline())
+        between()
+        os.write(go_w, b"x")
+        os.close(go_w)
+        after, logs = json.loads(f.readline())
+    os.waitpid(pid, 0)
+    return before, after, logs
+
+
+def test_an_unreadable_file_is_logged_once_and_the_others_go_on():
+    import os
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="heron-files-")  # not under root's private pytest folder
+    try:
+        os.chmod(folder, 0o755)
+        for name, text in (("a.log", "a0\na1\n"), ("b.log", "b0\n")):
+            with open(os.path.join(folder, name), "w") as f:
+                f.write(text)
+            os.chmod(os.path.join(folder, name), 0o644)
+        os.chmod(os.path.join(folder, "b.log"), 0)
+        before, after, logs = _read_as_nobody(folder, lambda: os.chmod(os.path.join(folder, "b.log"), 0o644))
+        assert before == ["a0", "a1"]
+        assert after == ["b0"]  # readable again at the next scan, from where it was
+        assert logs == [f"w: file b.log in {folder} is unreadable (PermissionError: Permission denied); expected a "
+                        f"file this process may read; skipping it and trying again every poll",
+                        "w: file b.log is readable again; reading it from line 0"]
+    finally:
+        shutil.rmtree(folder)

@@ -8,8 +8,11 @@ so a committed line number maps back to the byte to seek to.
 ``FolderReader`` does the I/O: the files of ``folder`` matching ``pattern`` that this task
 owns (``stable_owner``: a file keeps its owner when others appear), rescanned every poll period
 so new files are picked up; a line is read only once its newline is written (a writer's partial
-last line waits); a file that shrank below its position was truncated or replaced and is read
-again from its start (logged)."""
+last line waits); a file that shrank below its position was truncated, and a file whose name now
+holds another file (a new inode: rotated or replaced) is read again from its start once the old
+one is read to its end (each logged once, and ``on_reset(file)`` called so a tracker forgets the
+old content's lines); a file that cannot be opened (permissions) is logged once and tried again
+at each scan while the other files go on."""
 
 from __future__ import annotations
 
@@ -81,9 +84,11 @@ class FolderReader:
 
     def __init__(self, folder: str, pattern: str, index: int, tasks: int, encoding: str,
                  log: Callable[[str, str], None], where: str,
-                 initial: Callable[[str], Position] = lambda _f: (0, 0)) -> None:
+                 initial: Callable[[str], Position] = lambda _f: (0, 0),
+                 on_reset: Callable[[str], None] = lambda _f: None) -> None:
         self.folder, self.pattern = folder, pattern
         self.initial = initial  # where a newly found file is read from
+        self.on_reset = on_reset  # a file's content was replaced: its line numbers start again
         self.index, self.tasks = index, tasks
         self.encoding = encoding
         self.log, self.where = log, where
@@ -92,6 +97,10 @@ class FolderReader:
         self._order: list[str] = []
         self._next = 0
         self.missing_logged = False
+        # file -> the error logged for it: logged once, tried again at the next scan, and a line
+        # when it is readable again (an error on every read would flood the task's log)
+        self.unreadable: dict[str, str] = {}
+        self._blocked: set[str] = set()  # unreadable until the next scan
 
     def scan(self) -> list[str]:
         """Picks up new files; returns the names of the files that appeared."""
@@ -112,13 +121,15 @@ class FolderReader:
         for n in gone:
             self._close(n)
             del self.positions[n]
+            self.unreadable.pop(n, None)
         self._order = mine
+        self._blocked.clear()
         return new
 
     def read(self, max_lines: int, allowed: Callable[[str], bool] = lambda _f: True) -> list[Line]:
         """Up to ``max_lines`` complete lines, taking the files in turn."""
         out: list[Line] = []
-        files = [f for f in self._order if f in self.positions and allowed(f)]
+        files = [f for f in self._order if f in self.positions and f not in self._blocked and allowed(f)]
         for i in range(len(files)):
             if len(out) >= max_lines:
                 break
@@ -134,8 +145,35 @@ class FolderReader:
                 h = open(os.path.join(self.folder, file), "rb")  # noqa: SIM115 (kept open between reads)
             except FileNotFoundError:
                 return None
+            except OSError as e:
+                self._blocked.add(file)
+                err = f"{type(e).__name__}: {e.strerror or e}"
+                if self.unreadable.get(file) != err:
+                    self.unreadable[file] = err
+                    self.log(f"{self.where}: file {file} in {self.folder} is unreadable ({err}); expected a file "
+                             f"this process may read; skipping it and trying again every poll", "error")
+                return None
+            if self.unreadable.pop(file, None) is not None:
+                self.log(f"{self.where}: file {file} is readable again; reading it from line "
+                         f"{self.positions[file][0]}", "info")
             self._handles[file] = h
         return h
+
+    def _replaced(self, file: str, h: IO[bytes]) -> bool:
+        """Whether the name now holds another file than the open one (renamed away and a new
+        one written, as a log rotation does)."""
+        try:
+            st = os.stat(os.path.join(self.folder, file))
+        except OSError:
+            return False  # gone or not reachable now: the next scan decides
+        old = os.fstat(h.fileno())
+        return (st.st_ino, st.st_dev) != (old.st_ino, old.st_dev)
+
+    def _reset(self, file: str, why: str) -> Position:
+        self.log(f"{self.where}: file {file} {why}; reading it again from its start", "warn")
+        self.positions[file] = (0, 0)
+        self.on_reset(file)
+        return 0, 0
 
     def _read_file(self, file: str, limit: int) -> list[Line]:
         h = self._handle(file)
@@ -144,11 +182,15 @@ class FolderReader:
         number, pos = self.positions[file]
         size = os.fstat(h.fileno()).st_size
         if size < pos:
-            self.log(f"{self.where}: file {file} shrank to {size} bytes, below the position {pos} (truncated or "
-                     f"replaced); reading it again from its start", "warn")
-            number, pos = 0, 0
+            number, pos = self._reset(file, f"shrank to {size} bytes, below the position {pos} (truncated or "
+                                            f"replaced)")
         if size == pos:
-            self.positions[file] = (number, pos)
+            # at the end of the open file: a new file under its name is read only now, so the
+            # old one's last lines are not lost
+            if self._replaced(file, h):
+                self._close(file)
+                self._reset(file, "was replaced by a new file (another inode under its name)")
+                return self._read_file(file, limit)
             return []
         h.seek(pos)
         out: list[Line] = []
@@ -162,6 +204,12 @@ class FolderReader:
             number, pos = number + 1, end
         self.positions[file] = (number, pos)
         return out
+
+    def inode(self, file: str) -> int | None:
+        """The inode of the open file (kept with a position, so a restart can tell that the name
+        now holds another file), or None when it is not open."""
+        h = self._handles.get(file)
+        return os.fstat(h.fileno()).st_ino if h is not None else None
 
     def _close(self, file: str) -> None:
         h = self._handles.pop(file, None)

@@ -109,7 +109,7 @@ class FileTailSpout(Spout):
             return restored.get(file, (0, 0))
         initial = from_checkpoint if self.mode == "EFFECTIVELY_ONCE" else self._load_position
         self.reader = FolderReader(self.cfg.folder, self.cfg.pattern, tasks.index(context.get_task_id()), len(tasks),
-                                   self.cfg.encoding, self.log, self.where, initial)
+                                   self.cfg.encoding, self.log, self.where, initial, self._content_reset)
         self.lines = LinePositions(ReplayableSource(retry=self.cfg.retry, max_uncommitted=self.cfg.max_pending,
                                                     on_give_up=self._gave_up))
         self.emitted_lines = 0
@@ -169,6 +169,13 @@ class FileTailSpout(Spout):
     def fail(self, tup_id: Any) -> None:
         self.lines.source.fail((tup_id[0], tup_id[1]), self.clock())
 
+    def _content_reset(self, file: str) -> None:
+        """The file was truncated or replaced: its old lines in flight are forgotten (their late
+        acks are ignored) and its line numbers count again from 0."""
+        if self.tracked and file in self.lines.source.trackers:
+            self.lines.forget(file)
+            self.lines.assign(file, (0, 0))
+
     def _gave_up(self, file: str, number: int, failures: int, _record: Any) -> None:
         self.log(f"{self.where}: line {number} of {file} failed {failures} times; files.max.retries reached, "
                  f"committing past it", "error")
@@ -181,13 +188,23 @@ class FileTailSpout(Spout):
         try:
             with open(self._pos_path(file), encoding="utf-8") as f:
                 d = json.load(f)
-            return int(d["line"]), int(d["byte"])
+            pos = int(d["line"]), int(d["byte"])
         except FileNotFoundError:
             return 0, 0
         except (ValueError, KeyError, TypeError) as e:
             self.log(f"{self.where}: positions file {self._pos_path(file)} is unreadable ({e}); expected "
                      f'{{"line": N, "byte": N}}; reading {file} from its start', "error")
             return 0, 0
+        try:
+            ino = os.stat(os.path.join(self.cfg.folder, file)).st_ino
+        except OSError:
+            ino = None
+        if d.get("ino") is not None and ino is not None and int(d["ino"]) != ino:
+            # replaced while this task was down: the saved position is in another file's bytes
+            self.log(f"{self.where}: file {file} is not the file its saved position {pos} was read from (another "
+                     f"inode); reading it from its start", "warn")
+            return 0, 0
+        return pos
 
     def _commit(self) -> None:
         done = self.lines.commit() if self.tracked else dict(self.reader.positions)
@@ -198,7 +215,7 @@ class FileTailSpout(Spout):
             path = self._pos_path(file)
             tmp = f"{path}.tmp-{os.getpid()}"
             with open(tmp, "w", encoding="utf-8") as f:
-                json.dump({"line": line, "byte": byte}, f)
+                json.dump({"line": line, "byte": byte, "ino": self.reader.inode(file)}, f)
             os.replace(tmp, path)  # atomic: a crash leaves the old position or the new one
 
     def metrics_snapshot(self) -> dict[str, float]:
