@@ -72,6 +72,7 @@ class TopologyMaster(DaemonBase):
         self._ui_cli = ui_cli  # runs the web page's restart and kill (heron-py, detached)
         self.actions: Actions | None = None
         self._tls = tls
+        self.http_scheme = "https" if tls is not None else "http"  # the HTTP API serves HTTPS with TLS on
         self._relaunch = relaunch  # asks the topology's scheduler to relaunch a lost container
         self.standby_requested = standby
         self.host = host
@@ -156,10 +157,6 @@ class TopologyMaster(DaemonBase):
 
     def location(self) -> TManagerLocation:
         return TManagerLocation(self.host, self.port, os.getpid(), self.http_port, local_owner(), self.http_scheme)
-
-    @property
-    def http_scheme(self) -> str:
-        return "https" if self._tls is not None else "http"
 
     @property
     def active(self) -> bool:

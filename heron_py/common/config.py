@@ -176,6 +176,15 @@ LOST_AFTER = _key("heron.tmanager.container.lost.secs", Kind.FLOAT, 20.0, 1.0, u
 STMGRS = _key("topology.stmgrs", Kind.INT, 1, 1, doc="containers (one stream manager each)")
 STANDBY = _key("topology.tmanager.standby", Kind.BOOL, False, doc="a standby master in the last container")
 
+# --- logs (heron_py/common/logrotate.py): Heron's names first, heron-py's spellings as aliases ---
+LOG_MAX_MB = _key("heron.logging.maximum.size.mb", Kind.FLOAT, 100.0, positive=True, unit="MB",
+                  doc="a daemon's or task's log (and metrics.jsonl) is rotated past this size")
+LOG_MAX_MB_ALIAS = _key("heron_py.logging.max.file.mb", Kind.FLOAT, 100.0, positive=True, unit="MB",
+                        doc="alias of heron.logging.maximum.size.mb")
+LOG_MAX_FILES = _key("heron.logging.maximum.files", Kind.INT, 5, 0,
+                     doc="rotated logs kept per log file (x.log.1 .. x.log.N); 0 keeps none")
+LOG_MAX_FILES_ALIAS = _key("heron_py.logging.max.files", Kind.INT, 5, 0, doc="alias of heron.logging.maximum.files")
+
 
 
 def max_frame_bytes(cfg: Mapping[str, Any]) -> int:
@@ -321,6 +330,9 @@ def check_topology_config(topology_config: Mapping[str, Any],
     STANDBY.parse(topology_config)
     RELAUNCH.parse(topology_config)
     LOST_AFTER.parse(topology_config)
+    from heron_py.common.logrotate import LogCaps  # logrotate imports this module
+
+    LogCaps.from_config(topology_config)
     if effectively_once(topology_config) and DROP.parse(topology_config):
         # a dropped tuple is lost state: effectively once would have to roll back at every drop
         raise ConfigError(f"config {DROP.name}: EFFECTIVELY_ONCE never drops tuples (a drop would be lost state); "

@@ -27,18 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from heron_py.common.config import MB, Key, Kind
+from heron_py.common.config import LOG_MAX_FILES, LOG_MAX_FILES_ALIAS, LOG_MAX_MB, LOG_MAX_MB_ALIAS, MB, Key
 
-# The topology config keys. Heron's own names are the keys (what a Heron user sets); heron-py's
-# spellings are read when Heron's is absent. Not registered in heron_py/common/config.py's table
-# yet: ``LogCaps.from_config`` is the one reader, and moves to the table's keys unchanged.
-MAX_MB = Key("heron.logging.maximum.size.mb", Kind.FLOAT, 100.0, positive=True, unit="MB",
-             doc="a daemon's or task's log (and metrics.jsonl) is rotated past this size")
-MAX_MB_ALIAS = Key("heron_py.logging.max.file.mb", Kind.FLOAT, 100.0, positive=True, unit="MB",
-                   doc="alias of heron.logging.maximum.size.mb")
-MAX_FILES = Key("heron.logging.maximum.files", Kind.INT, 5, 0,
-                doc="rotated logs kept per log file (x.log.1 .. x.log.N); 0 keeps none")
-MAX_FILES_ALIAS = Key("heron_py.logging.max.files", Kind.INT, 5, 0, doc="alias of heron.logging.maximum.files")
+# The topology config keys (the table in heron_py/common/config.py): Heron's own names are the
+# keys a Heron user sets; heron-py's spellings are read when Heron's is absent.
+MAX_MB, MAX_MB_ALIAS = LOG_MAX_MB, LOG_MAX_MB_ALIAS
+MAX_FILES, MAX_FILES_ALIAS = LOG_MAX_FILES, LOG_MAX_FILES_ALIAS
 
 # the executor looks at its container's logs this often (in the supervision loop it already has)
 CHECK_EVERY_S = 2.0
