@@ -1,14 +1,20 @@
-"""Spout-side at-least-once bookkeeping (heron_py/runtime/reliability.py) with a fake clock."""
+"""Spout-side at-least-once bookkeeping (heron_py/runtime/reliability.py) with a fake clock, then the
+same promises end to end through heron_py.testing.Harness."""
 
 import collections
 import logging
 import random
+from collections import Counter
 
 import pytest
 
+from heron_py.api.bolt.bolt import Bolt
+from heron_py.api.stream import Grouping, Stream
+from heron_py.api.topology import TopologyBuilder
 from heron_py.common.config import Mode, ReliabilityConfig
 from heron_py.common.framing import RESULT_ACKED, RESULT_FAILED, RESULT_TIMED_OUT
 from heron_py.runtime.reliability import LOCAL_TIMEOUT_FACTOR, LOCAL_TIMEOUT_SLACK_S, Reliability, TaskMetrics
+from heron_py.testing import EOF, Harness, TestSource
 
 
 class Clock:
@@ -242,3 +248,84 @@ def test_latencies_are_bounded():
         rel.resolve(root, RESULT_ACKED)
     assert len(rel.metrics.latencies_ms) == 10_000
     assert rel.metrics.acked == 10_009
+
+
+# --- the same promises end to end through heron_py.testing.Harness: the spout's ack or fail
+# once per message id, max pending, timeouts from the clock. (The tests above check
+# Reliability's own rules: root ids, the local timeout's constants, metrics; they stay as they are.)
+
+
+class Items(TestSource):
+    outputs = ["item"]
+
+
+class HoldUntilTick(Bolt):
+    """Acks what it got at its next tick; the first tuple "late" waits for a second tick."""
+
+    outputs = []
+
+    def initialize(self, config, context):
+        self.held, self.late, self.seen_late = [], [], False
+
+    def process(self, tup):
+        if tup.values[0] == "late" and not self.seen_late:
+            self.seen_late = True
+            self.late.append(tup)
+        else:
+            self.held.append(tup)
+
+    def process_tick(self, tup):
+        for t in self.held:
+            self.ack(t)
+        self.held, self.late = self.late, []
+
+
+def _held(items, *, pending=None, timeout=30, tick=10):
+    b = TopologyBuilder("rel")
+    s = b.add_spout("items", Items, par=1, config=TestSource.config(items))
+    b.add_bolt("hold", HoldUntilTick, par=1, inputs={s: Grouping.SHUFFLE},
+               config={"topology.tick.tuple.freq.secs": tick})
+    conf = {"topology.reliability.mode": "ATLEAST_ONCE", "topology.message.timeout.secs": str(timeout)}
+    if pending is not None:
+        conf["topology.max.spout.pending"] = str(pending)
+    b.set_config(conf)
+    return b
+
+
+def test_harness_max_pending_bounds_the_trees_in_flight():
+    h = Harness(_held(["a", "b", "c", "d", "e", EOF], pending=2))
+    r = h.run()
+    assert sorted(r.pending) == [0, 1] and r.acked == Counter()  # room for two only
+    h.advance(10)  # the tick acks them; the spout fills its room again
+    assert r.acked == Counter({0: 1, 1: 1}) and sorted(r.pending) == [2, 3]
+    r = h.complete()
+    assert r.acked == Counter(dict.fromkeys(range(5), 1)) and r.failed == Counter() and h.now == 1_000_030.0
+
+
+def test_harness_a_late_ack_after_the_timeout_is_ignored_and_the_replay_acked():
+    # "late" is acked at the second tick (t = 20): after its 15 s timeout, so fail() is called
+    # once at t = 15 and the replay (sent at once) is acked at t = 20; the late ack calls nothing
+    h = Harness(_held(["x", "late", EOF], timeout=15))
+    r = h.run()
+    h.advance(14.999)
+    assert r.acked == Counter({0: 1}) and r.failed == Counter() and r.pending == [1]
+    h.advance(0.001)
+    assert r.failed == Counter({1: 1}) and r.pending == [1]  # failed, emitted again, in flight
+    h.advance(5)
+    assert r.acked == Counter({0: 1, 1: 1}) and r.failed == Counter({1: 1}) and r.pending == []
+    assert [(o.msg_id, o.kind) for o in r.outcomes] == [(0, "ack"), (1, "fail"), (1, "ack")]
+
+
+class TwoStreams(TestSource):
+    outputs = ["item", Stream(["note"], name="notes")]
+
+
+def test_harness_a_tree_with_no_consumer_is_acked_at_once():
+    # the only bolt reads the "notes" stream: a tuple on the default stream has no consumer, so
+    # its tree is complete at the emit and the spout's ack comes with no time passing
+    b = TopologyBuilder("nobody")
+    s = b.add_spout("items", TwoStreams, par=1, config=TestSource.config(["a", "b", EOF]))
+    b.add_bolt("hold", HoldUntilTick, par=1, inputs={s["notes"]: Grouping.SHUFFLE})
+    b.set_config({"topology.reliability.mode": "ATLEAST_ONCE"})
+    r = Harness(b).run()
+    assert r.acked == Counter({0: 1, 1: 1}) and r.pending == [] and r.failed == Counter()

@@ -34,6 +34,7 @@ from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
 from heron_py.planner.packing import round_robin
 from heron_py.runtime.host import HostOptions, make_host
 from heron_py.runtime.stateful import Phase, StatefulTask, downstream_tasks, upstream_tasks
+from heron_py.testing import Harness
 from proto import heron_py_pb2 as pb
 from stream_manager.checkpoints import CheckpointRelay
 
@@ -375,3 +376,50 @@ def test_marker_frames_round_trip():
     assert decode_marker(f) == (3, 2**40) and BATCH_HEADER.unpack_from(f, HEADER_SIZE)[0] == 7
     assert len(f) == BODY_OFFSET + 8
     assert loads_batch(dumps_batch([("default", [1])])) == [("default", [1])]
+
+
+# --- the semantics, end to end through heron_py.testing.Harness (the tests above check the
+# runtime's internals: phases, frame order, alignment, the relay's fences; they stay as they are)
+def _letters(counts: Counter, pos: int, start: int = 0) -> Counter:
+    counts.update("abcdefgh"[i % 8] for i in range(start, pos))
+    return counts
+
+
+def test_harness_rollback_restores_the_spouts_positions_and_the_counts_exactly():
+    b = TopologyBuilder("eo")
+    s = b.add_spout("letters", Letters, par=2)
+    c = b.add_bolt("count", Count, par=1, inputs={s: Grouping.SHUFFLE})
+    b.add_bolt("sink", Plain, par=2, inputs={c: Grouping.fields("w")})
+    b.set_config({"topology.reliability.mode": "EFFECTIVELY_ONCE",
+                  "topology.stateful.checkpoint.interval.secs": "1000"})
+    h = Harness(b, max_spout_calls=16)  # Letters never ends: 16 next_tuple calls per run
+    h.run()
+    assert [h.component("letters", i).pos for i in range(2)] == [8, 8]
+    assert h.component("count").counts == Counter(dict.fromkeys("abcdefgh", 2))
+    cid = h.checkpoint()  # saved at once by the spouts (positions 8), then 16 more calls run
+    assert h.component("count").saved_ids == [str(cid)]
+    assert h.component("count").counts == Counter(dict.fromkeys("abcdefgh", 4))
+    h.kill_at("count", 0, 33)  # its next tuple
+    r = h.run()
+    count_task = _plan().packing.tasks_of("count")[0]  # the same components, the same packing
+    assert r.kills == [f"task {count_task} of 'count' killed: kill_at its tuple 33"]
+    assert r.restores == [cid]
+    # exactly once: the checkpoint's counts (8 letters from each spout) plus what each restored
+    # spout emitted since its restored position 8, nothing of the rolled-back run
+    expected = Counter(dict.fromkeys("abcdefgh", 2))
+    for i in range(2):
+        letters = h.component("letters", i)
+        assert letters.inits == 1  # a new component, initialized once after its restore
+        _letters(expected, letters.pos, 8)
+    assert h.component("count").counts == expected
+    assert sum(expected.values()) > 16  # the run went on after the restore
+
+
+def test_harness_a_crash_before_any_checkpoint_completed_is_a_clean_start():
+    h = Harness(_plan().topology, max_spout_calls=4)
+    h.kill_at("count", 0, 1)
+    r = h.run()
+    assert r.checkpoints == [] and r.restores == [0]  # no checkpoint yet: a clean start
+    assert all(h.component("letters", i).inits == 1 for i in range(2))
+    positions = [h.component("letters", i).pos for i in range(2)]
+    assert h.component("count").counts == _letters(_letters(Counter(), positions[0]), positions[1])
