@@ -130,6 +130,55 @@ class _Root:
     deadline: float
 
 
+class AckTracker:
+    """The stream managers' XOR tracker, on an injected clock: ACK_BATCH frames in, resolved
+    roots out as ACK_RESULT frames per spout task. A root times out at exactly ``timeout_s``
+    after its first record (the stream managers' rotating map: between T and 1.5 T). Pure."""
+
+    def __init__(self, timeout_s: float, clock: Callable[[], float]) -> None:
+        self.timeout_s = timeout_s
+        self._clock = clock
+        self.roots: dict[int, _Root] = {}
+        self._results: dict[int, list[tuple[int, int]]] = {}
+
+    def on_ack_batch(self, frame: bytes) -> None:
+        spout_task = batch_dest(frame)
+        roots = self.roots
+        for kind, root, value in ACK_RECORD.iter_unpack(memoryview(frame)[BODY_OFFSET:]):
+            entry = roots.get(root)
+            if kind == ACK_FAIL:
+                if entry is not None:
+                    del roots[root]
+                    self._resolved(spout_task, RESULT_FAILED, root)
+                continue
+            if entry is None:
+                # the emitter merges a root's init and acks into one ACK record (XOR is XOR), so
+                # any record may open a root; a late ack of a resolved root opens one that times out
+                entry = roots[root] = _Root(spout_task, 0, self._clock() + self.timeout_s)
+            entry.value ^= value
+            if entry.value == 0:
+                del roots[root]
+                self._resolved(spout_task, RESULT_ACKED, root)
+
+    def _resolved(self, spout_task: int, outcome: int, root: int) -> None:
+        self._results.setdefault(spout_task, []).append((outcome, root))
+
+    def next_deadline(self) -> float | None:
+        return min((r.deadline for r in self.roots.values()), default=None)
+
+    def expire(self) -> None:
+        now = self._clock()
+        for root in [root for root, r in self.roots.items() if r.deadline <= now]:
+            self._resolved(self.roots.pop(root).spout_task, RESULT_TIMED_OUT, root)
+
+    def take_results(self) -> dict[int, bytes]:
+        """One ACK_RESULT frame per spout task, its roots in the order they resolved."""
+        results, self._results = self._results, {}
+        return {task: encode_batch_frame(task, 0, b"".join(RESULT_RECORD.pack(o, r) for o, r in records),
+                                         MsgType.ACK_RESULT, len(records))
+                for task, records in results.items()}
+
+
 @dataclass
 class _FailRule:
     component: str
@@ -187,8 +236,7 @@ class Harness:
         self._ledgers: dict[tuple[str, int], SourceLedger] = {}
         self._wire: collections.deque[bytes] = collections.deque()
         self._inbox: dict[int, collections.deque[bytes]] = {t.task_id: collections.deque() for t in packing.tasks}
-        self._roots: dict[int, _Root] = {}
-        self._results: dict[int, list[tuple[int, int]]] = {}
+        self._tracker = AckTracker(self._reliability.timeout_s, self._clock)
         self._kills: dict[tuple[str, int], int] = {}  # (component, task index) -> nth tuple
         self._fails: list[_FailRule] = []
         self._restore_id = 0
@@ -481,7 +529,7 @@ class Harness:
             if kind in (MsgType.TUPLE_BATCH, MsgType.CKPT_MARKER):
                 self._inbox[batch_dest(f)].append(f)
             elif kind == MsgType.ACK_BATCH:
-                self._track(batch_dest(f), f)
+                self._tracker.on_ack_batch(f)
             elif kind == MsgType.CHECKPOINT_SAVED:
                 self._on_saved(f)
             elif kind == MsgType.STATE_RESTORED:
@@ -491,35 +539,13 @@ class Harness:
                     raise AssertionError(f"task {msg.task_id} could not restore: {msg.error}")
         return moved
 
-    def _track(self, spout_task: int, frame: bytes) -> None:
-        """The stream manager's XOR tracker, on the harness's clock (a root times out at T)."""
-        roots = self._roots
-        for kind, root, value in ACK_RECORD.iter_unpack(memoryview(frame)[BODY_OFFSET:]):
-            entry = roots.get(root)
-            if kind == ACK_FAIL:
-                if entry is not None:
-                    del roots[root]
-                    self._results.setdefault(spout_task, []).append((RESULT_FAILED, root))
-                continue
-            if entry is None:
-                # the emitter merges a root's init and acks into one ACK record (XOR is XOR), so
-                # any record may open a root; a late ack of a resolved root opens one that times out
-                entry = roots[root] = _Root(spout_task, 0, self._clock() + self._reliability.timeout_s)
-            entry.value ^= value
-            if entry.value == 0:
-                del roots[root]
-                self._results.setdefault(spout_task, []).append((RESULT_ACKED, root))
-
     def _deliver_results(self) -> bool:
-        if not self._results:
-            return False
-        results, self._results = self._results, {}
-        for spout_task, records in results.items():
-            body = b"".join(RESULT_RECORD.pack(outcome, root) for outcome, root in records)
+        results = self._tracker.take_results()
+        for spout_task, frame in results.items():
             host = self.tasks[spout_task].host
             assert isinstance(host, SpoutHost)
-            host.on_results(encode_batch_frame(spout_task, 0, body, MsgType.ACK_RESULT, len(records)))
-        return True
+            host.on_results(frame)
+        return bool(results)
 
     def _drain(self) -> bool:
         """Flush, route and deliver until nothing is left; True if anything moved."""
@@ -584,18 +610,16 @@ class Harness:
     # --- time ---
     def _next_event(self) -> float | None:
         due = [t.next_tick for t in self.tasks.values() if t.next_tick is not None]
-        if self._roots:
-            due.append(min(r.deadline for r in self._roots.values()))
+        deadline = self._tracker.next_deadline()
+        if deadline is not None:
+            due.append(deadline)
         if self.stateful:
             due.append(self._next_ckpt_at)
         return min(due) if due else None
 
     def _fire_due(self) -> None:
         now = self._clock()
-        expired = [root for root, r in self._roots.items() if r.deadline <= now]
-        for root in expired:
-            r = self._roots.pop(root)
-            self._results.setdefault(r.spout_task, []).append((RESULT_TIMED_OUT, root))
+        self._tracker.expire()
         for task in list(self.tasks.values()):
             host = task.host
             if task.next_tick is not None and task.next_tick <= now and isinstance(host, BoltHost):
@@ -646,7 +670,7 @@ class Harness:
                 if isinstance(t.host.user, TestSource) and not t.host.user.done and not t.host.user.paused]
 
     def _finished(self) -> bool:
-        return not self._roots and not self._pending_ids() and not self._sources_not_done()
+        return not self._tracker.roots and not self._pending_ids() and not self._sources_not_done()
 
     def _snapshot(self) -> HarnessResult:
         self.result.pending = self._pending_ids()
