@@ -206,8 +206,14 @@ class Harness:
     ``run()`` runs until nothing moves (spouts idle or at EOF, every batch delivered) without
     time passing; ``advance(s)`` moves the clock, firing ticks, timeouts and checkpoints in time
     order, and runs between them; ``complete()`` advances until every source is at EOF and no
-    tuple is in flight. Faults are set before the run: ``kill_at``, ``fail_at``; ``TestSource``
-    items can hold ``EOF`` and ``ABORT``.
+    tuple is in flight. Faults can be set at any time between those calls: ``kill_at``,
+    ``fail_at``; ``TestSource`` items can hold ``EOF``, ``PAUSE`` and ``ABORT``::
+
+        h = Harness(builder, capture=["count"])
+        h.fail_at("split", nth=2).kill_at("count", 0, 5)
+        r = h.run()                 # no time passes
+        h.advance(30)               # message timeouts, ticks, windows fire
+        assert r.acked == Counter({0: 1, 1: 1}) and r.pending == []
 
     Recovery is the engine's: a killed task is restarted with a new component (its fields are
     gone). At least once, the tuples it held time out and a replaying spout emits them again;
