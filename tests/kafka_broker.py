@@ -96,11 +96,18 @@ class TansuBroker:
         from confluent_kafka.admin import AdminClient
         return AdminClient({"bootstrap.servers": self.bootstrap})
 
-    def create_topic(self, topic: str, partitions: int) -> None:
+    def create_topic(self, topic: str, partitions: int, exist_ok: bool = False) -> None:
+        """``exist_ok``: a topic a client's metadata request made already (Tansu creates a
+        topic a producer asks for) is kept."""
+        from confluent_kafka import KafkaError, KafkaException
         from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
         admin = self.admin()  # kept alive until the futures resolve
         for f in admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)]).values():
-            f.result(timeout=30)
+            try:
+                f.result(timeout=30)
+            except KafkaException as e:
+                if not (exist_ok and e.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS):
+                    raise
 
     def add_partitions(self, topic: str, total: int) -> None:
         from confluent_kafka.admin import NewPartitions  # type: ignore[attr-defined]
