@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client import generate_latest
@@ -21,7 +22,7 @@ from topology_master.ui_api import kafka_lag
 APP_JS = Path(__file__).resolve().parents[2] / "topology_master" / "web" / "app.js"
 
 
-def _report(task: int, kafka: dict[str, float], component: str = "kafka") -> dict[str, object]:
+def _report(task: int, kafka: dict[str, float], component: str = "kafka") -> dict[str, Any]:
     return {"kind": "instance", "task": task, "component": component, "time": 1.0, "counters": {}, "gauges": {},
             "user": {"kafka": kafka}}
 
