@@ -9,6 +9,7 @@ actions; ``heron-py prometheus-config
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -46,8 +47,10 @@ def make_app(registry: CollectorRegistry, token: str | None, bound: str = "127.0
     return app
 
 
-async def serve_metrics(registry: CollectorRegistry, host: str, port: int, token: str | None) -> MetricsHttp:
-    """Serves on ``port`` (0: any); raises OSError when it is taken."""
+async def serve_metrics(registry: CollectorRegistry, host: str, port: int, token: str | None,
+                        ssl_context: ssl.SSLContext | None = None) -> MetricsHttp:
+    """Serves on ``port`` (0: any); raises OSError when it is taken. With ``ssl_context``
+    (the topology's TLS is on), HTTPS only: the scrape token never crosses in clear."""
     # a client that has not sent a whole request within HEAD_TIMEOUT is disconnected (aiohttp's
     # keep-alive timer runs from the connection's start too), so a slowloris cannot hold
     # connections; the request line and header lines are bounded as on the master's API
@@ -55,7 +58,7 @@ async def serve_metrics(registry: CollectorRegistry, host: str, port: int, token
                            keepalive_timeout=HEAD_TIMEOUT, max_line_size=MAX_HEAD, max_field_size=MAX_HEAD,
                            max_headers=MAX_HEADERS)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     try:
         await site.start()
     except BaseException:

@@ -65,6 +65,7 @@ class MetricsManager(DaemonBase):
         # endpoint binds the container's address, with the topology's token off loopback
         self.http_host = http_host
         self._tls = tls  # for the link to the topology master, which may be on another host
+        self.http_scheme = "https" if tls is not None else "http"
         self.container = container
         self.host = host
         self.store = MetricsStore(topology, container)
@@ -113,15 +114,16 @@ class MetricsManager(DaemonBase):
         except (FileNotFoundError, ValueError, KeyError, TypeError):
             old = 0
         token = None if is_loopback(self.http_host) else scrape_token(self._secret)
+        tls = self._tls.http if self._tls else None  # HTTPS with TLS on: the scrape token stays off the wire
         try:
-            self._http = await serve_metrics(registry, self.http_host, old, token)
+            self._http = await serve_metrics(registry, self.http_host, old, token, tls)
         except OSError:
-            self._http = await serve_metrics(registry, self.http_host, 0, token)
+            self._http = await serve_metrics(registry, self.http_host, 0, token, tls)
         self.http_port = self._http.port
         write_atomically(self._paths.container(self.container) / "metricsmgr.json",
                          json.dumps({"port": self.port, "http_port": self.http_port, "pid": os.getpid()}))
-        self._log.info("metrics manager of container %d: reports on %s:%d, Prometheus at http://%s:%d/metrics",
-                       self.container, self.host, self.port, self.http_host, self.http_port)
+        self._log.info("metrics manager of container %d: reports on %s:%d, Prometheus at %s://%s:%d/metrics",
+                       self.container, self.host, self.port, self.http_scheme, self.http_host, self.http_port)
         self._spawn(self._sink_loop())
         self._spawn(self._tm_loop())
 
@@ -179,6 +181,7 @@ class MetricsManager(DaemonBase):
 
     def _tm_report(self) -> bytes:
         doc = {"kind": "metricsmgr", "container": self.container, "host": self.http_host, "http_port": self.http_port,
+               "http_scheme": self.http_scheme,
                "time": time.time(), "reports": self.store.for_tm(), "exceptions": self.store.exception_list(),
                "exceptions_dropped": self.store.exceptions_dropped,
                "restarts": self.store.restarts, "interval": self.interval}

@@ -113,7 +113,8 @@ class MetricsView:
         return sorted(out, key=lambda e: (e.get("task", 0), e.get("firsttime", 0)))
 
     def endpoints(self) -> dict[str, dict[str, Any]]:
-        return {str(c): {"host": d.get("host"), "http_port": d.get("http_port")}
+        return {str(c): {"host": d.get("host"), "http_port": d.get("http_port"),
+                         "http_scheme": d.get("http_scheme", "http")}
                 for c, d in sorted(self.latest.items())}
 
 

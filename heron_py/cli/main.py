@@ -23,7 +23,9 @@ from heron_py.cli.submit import (
     submit,
 )
 from heron_py.common.config_codec import ConfigCodecError
+from heron_py.common.daemon import write_atomically
 from heron_py.common.handshake import http_token, scrape_token
+from heron_py.common.tls import TlsMaterial, server_name
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.model import TopologyDef
 from heron_py.planner.packing import round_robin
@@ -315,6 +317,21 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     return 0
 
 
+def _prometheus_tls(state: StateManager, name: str, ca_file: Path | None) -> dict[str, Any]:
+    """Prometheus' tls_config for a topology whose endpoints serve HTTPS: the topology's CA
+    (written to a file: Prometheus 2.42, Debian's, reads a CA only from a file) and the name
+    its certificate carries."""
+    raw = state.get_tls(name)
+    if raw is None:
+        raise AdminError(f"topology '{name}' serves its metrics over HTTPS, but the state manager holds no TLS "
+                         f"material for '{name}'")
+    path = (ca_file or Path(f"{name}-ca.pem")).resolve()
+    write_atomically(path, TlsMaterial.from_bytes(raw).ca_cert.decode("ascii"))
+    print(f"heron-py: wrote the CA certificate of '{name}' to {path} (Prometheus' tls_config reads it)",
+          file=sys.stderr)
+    return {"ca_file": str(path), "server_name": server_name(name)}
+
+
 def cmd_prometheus_config(args: argparse.Namespace) -> int:
     state = _state(args)
     _require(state, args.name)
@@ -335,6 +352,9 @@ def cmd_prometheus_config(args: argparse.Namespace) -> int:
         if off_loopback and secret is not None:
             # the endpoints off loopback answer only with the topology's token
             job["authorization"] = {"type": "Bearer", "credentials": scrape_token(secret)}
+        if any(m.get("http_scheme") == "https" for m in mms.values()):
+            job["scheme"] = "https"
+            job["tls_config"] = _prometheus_tls(state, args.name, args.ca_file)
         print(yaml.safe_dump({"scrape_configs": [job]}, sort_keys=False), end="")
         return 0
     if off_loopback:
@@ -582,6 +602,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scrape-config", action="store_true",
                    help="print a whole Prometheus scrape job (YAML), with the bearer token the endpoints "
                         "need when they are off loopback")
+    p.add_argument("--ca-file", type=Path, default=None, metavar="PATH",
+                   help="with the topology's TLS on (HTTPS endpoints): where to write the topology's CA "
+                        "certificate for Prometheus' tls_config (default: NAME-ca.pem in the current directory)")
     p.set_defaults(fn=cmd_prometheus_config)
 
     p = add_parser("logs", help="print a topology's logs")

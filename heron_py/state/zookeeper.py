@@ -37,6 +37,7 @@ module's callers are told so (see StateManager); daemons pass everything to thei
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -428,7 +429,7 @@ class ZkStateManager(StateManager):
     # --- the topology master's ephemeral node ---
     def acquire_tmanager(self, name: str, loc: TManagerLocation) -> TManagerLocation | None:
         path = self._node("tmanagers", name)
-        mine = TManagerLocation(loc.host, loc.port, loc.pid, loc.http_port, self.session_id)
+        mine = dataclasses.replace(loc, owner=self.session_id)  # the session owns it; the rest as given
         raw = json.dumps(mine.to_dict(), sort_keys=True).encode()
         try:
             self._do(self._zk.create, path, raw, ephemeral=True, makepath=True)

@@ -18,8 +18,7 @@ import pytest
 import wc_common
 
 from heron_py.common.handshake import http_token
-from heron_py.common.tls import TlsMaterial, https_client_context
-from heron_py.state.localfs import LocalFsStateManager
+from heron_py.common.tls import TlsMaterial, https_client_context, server_name
 from heron_py.testing import run_local
 from heron_py.testing.local import kill_local
 from tests.conftest import EXAMPLES
@@ -59,21 +58,36 @@ def _tcp_peers(pid: int) -> set[str]:
     return peers
 
 
-def _prometheus_scrapes_with_the_token(cluster, home, name, tmp_path, words):
+def _prometheus_scrapes_with_the_token(cluster, home, name, tmp_path, words, tls=False):
     """The metrics endpoints are on the nodes' addresses and want the token; the scrape job
-    from prometheus-config --scrape-config carries it, and a real Prometheus gets the counts."""
+    from prometheus-config --scrape-config carries it, and a real Prometheus gets the counts.
+    With TLS on the endpoints serve HTTPS under the topology's certificate: the job names the
+    scheme, the CA file the CLI wrote and the certificate's name."""
     import yaml
 
     from tests.support import Prometheus, wait_for
 
-    p = _cli(cluster, home, "prometheus-config", "slurm", name, "--scrape-config")
+    ca_file = tmp_path / "topology-ca.pem"
+    p = _cli(cluster, home, "prometheus-config", "slurm", name, "--scrape-config", "--ca-file", str(ca_file))
     assert p.returncode == 0, p.stderr
     job = yaml.safe_load(p.stdout)["scrape_configs"][0]
     assert job["authorization"]["type"] == "Bearer"
     targets = job["static_configs"][0]["targets"]
     assert len(targets) == 3 and all(t.split(":")[0] in cluster.node_addrs.values() for t in targets)
+    context = None
+    if tls:
+        assert job["scheme"] == "https"
+        assert job["tls_config"] == {"ca_file": str(ca_file), "server_name": server_name(name)}
+        # the material the executor wrote beside the container's secret (the state is ZooKeeper)
+        raw_tls = (home / "topologies" / name / "container-0" / "tls.json").read_bytes()
+        assert ca_file.read_bytes() == TlsMaterial.from_bytes(raw_tls).ca_cert
+        context = https_client_context(TlsMaterial.from_bytes(raw_tls))
+        with pytest.raises((urllib.error.URLError, ConnectionError)):
+            urllib.request.urlopen(f"http://{targets[0]}/metrics", timeout=5)
+    else:
+        assert "scheme" not in job and not ca_file.exists()
     with pytest.raises(urllib.error.HTTPError) as e:
-        urllib.request.urlopen(f"http://{targets[0]}/metrics", timeout=5)
+        urllib.request.urlopen(f"{'https' if tls else 'http'}://{targets[0]}/metrics", timeout=5, context=context)
     assert e.value.code == 401
     conf = {"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "scrape_configs": [job]}
     prom = Prometheus(tmp_path, yaml.safe_dump(conf))
@@ -173,8 +187,7 @@ def test_word_count_on_three_slurm_nodes(slurm_cluster, tmp_path, tls):
         assert tm["http_scheme"] == scheme
         context = None
         if tls:
-            raw_tls = LocalFsStateManager(home).get_tls(run.name)
-            assert raw_tls is not None
+            raw_tls = (home / "topologies" / run.name / "container-0" / "tls.json").read_bytes()
             context = https_client_context(TlsMaterial.from_bytes(raw_tls))
             with pytest.raises((urllib.error.URLError, ConnectionError)):
                 urllib.request.urlopen(f"http://{tm['host']}:{tm['http_port']}/topologies/execution_state",
@@ -187,8 +200,7 @@ def test_word_count_on_three_slurm_nodes(slurm_cluster, tmp_path, tls):
         with urllib.request.urlopen(req, timeout=5, context=context) as r:
             assert json.loads(r.read())["result"]["topology"] == run.name
 
-        if not tls:
-            _prometheus_scrapes_with_the_token(cluster, home, run.name, tmp_path, total)
+        _prometheus_scrapes_with_the_token(cluster, home, run.name, tmp_path, total, tls)
 
         # each container's log is on the shared home, with the job's own output
         logs = home / "topologies" / run.name / "logs"
