@@ -201,6 +201,11 @@ class KubernetesScheduler(Scheduler):
         super().__init__(state)
         self.home = home
         self.state_config = state_config or StateConfig()
+        if self.state_config.zk_tls:
+            # the pods get the credential through their Secret, not yet the CA, certificate and
+            # key files: refuse rather than start pods that cannot reach ZooKeeper
+            raise SchedulerError("kubernetes scheduler: expected ZooKeeper without --zk-tls (its pods do not get "
+                                 "the TLS files yet), found --zk-tls")
         self.options = options or kr.KubeOptions()
         self._api_factory = api_factory
         self._api: KubeApi | None = None

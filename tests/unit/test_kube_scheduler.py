@@ -252,3 +252,13 @@ def test_invalid_image_stops_submit_before_the_file_runs(tmp_path: Path, monkeyp
         "heron-py: error: submit kubernetes: --image 'Heron:1' is not a valid image reference; expected "
         "[REGISTRY[:PORT]/]NAME[:TAG][@DIGEST] with a lower-case NAME (e.g. registry.example.com/heron-py:0.1.0), "
         "found 'Heron:1'\n")
+
+
+def test_zookeeper_over_tls_is_refused_until_pods_get_the_files(tmp_path: Path) -> None:
+    from heron_py.state.config import StateConfig
+
+    cfg = StateConfig(kind="zookeeper", zk_hosts="127.0.0.1:2181", zk_tls=True, zk_ca_file=str(tmp_path / "ca.pem"))
+    with pytest.raises(SchedulerError) as e:
+        KubernetesScheduler(stored_topology(tmp_path), tmp_path, state_config=cfg)
+    assert str(e.value) == ("kubernetes scheduler: expected ZooKeeper without --zk-tls (its pods do not get the TLS "
+                            "files yet), found --zk-tls")
