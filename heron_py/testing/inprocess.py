@@ -68,6 +68,12 @@ def run_in_process(
             b.tick()
         run.drain()
         _settle(run.pollable, run.drain, settle_timeout_s)
+    # a graceful end, as a killed topology's bolts get: their cleanup may emit (a keyed
+    # aggregation in "final" mode), and what they emit is delivered before the result is read
+    for b in run.bolts:
+        if b not in run.pollable:
+            b.close()
+    run.drain()
     for h in run.pollable:
         h.close()  # no subprocess outlives the run
     return run.result
