@@ -233,3 +233,23 @@ def test_streamlet_sink_through_an_in_process_topology(pg, table):
         .to_sink(PostgresSink(pg.url, "t", on_conflict="update", conflict_columns=["word"]))
     run_in_process(build_topology("t", Config(), b), idle_calls=20)
     assert pg.execute("SELECT word, n FROM t ORDER BY word") == [("a", 1), ("b", 1), ("c", 1)]
+
+
+@pytest.mark.parametrize("copy", [True, False])
+def test_copy_and_executemany_write_the_same_rows_and_isolate_the_same_bad_one(pg, copy):
+    # a plain insert goes as one COPY per batch (postgres.copy, default true); JSONB, NULL and a
+    # value the column refuses behave as with INSERT
+    pg.execute("DROP TABLE IF EXISTS j")
+    pg.execute("CREATE TABLE j (id int PRIMARY KEY, doc jsonb, note text)")
+    b, d = bolt(pg, {"postgres.table": "j", "postgres.copy": copy, "postgres.input.id.fields": ["id"]},
+                ["id", "doc", "note"])
+    assert b.use_copy is copy
+    ins = [tup(1, [1, {"a": [1, 2]}, None]), tup(2, [2, ["x"], "tab\there"]), tup(3, ["three", {}, "n"])]
+    for t in ins:
+        b.process(t)
+    assert d.acked == ins[:2] and d.failed == [ins[2]]
+    assert pg.execute("SELECT id, doc, note FROM j ORDER BY id") == [(1, {"a": [1, 2]}, None), (2, ["x"], "tab\there")]
+    assert [ln for ln, lvl in d.lines if lvl == "error"] == [
+        "postgres insert bolt 'b' task 7: input three from 'src' (['three', {}, 'n']): row refused by table 'j' "
+        "(22P02 InvalidTextRepresentation: invalid input syntax for type integer: \"three\"); failing it"]
+    assert (b.counts["batches"], b.counts["row-by-row"]) == (0, 1)

@@ -67,6 +67,14 @@ def insert_sql(table: str, columns: tuple[str, ...], on_conflict: str, keys: tup
     return q
 
 
+def copy_sql(table: str, columns: tuple[str, ...]) -> Any:
+    """COPY table (columns) FROM STDIN, identifiers quoted."""
+    from psycopg import sql
+
+    return sql.SQL("COPY {} ({}) FROM STDIN").format(sql.Identifier(*table.split(".")),
+                                                     sql.SQL(", ").join(map(sql.Identifier, columns)))
+
+
 def _mapper(config: dict[str, Any], where: str, default: Any, need: tuple[str, ...]) -> Any:
     m = config.get("postgres.mapper")
     if m is None:
@@ -150,6 +158,11 @@ class PostgresInsertBolt(_PostgresBolt):
         self.mapper.fields_of = self.fields
         self.table_columns: tuple[str, ...] | None = None
         self.queries: dict[tuple[str, ...], Any] = {}
+        # a plain insert into a table goes as one COPY per batch: a third of executemany's time
+        # per row, client and server (profiled); an upsert or a query of yours stays an INSERT
+        self.use_copy = self.cfg.copy and self.cfg.insert_query is None and self.cfg.on_conflict == "error" \
+            and self.cfg.table is not None
+        self.copies: dict[tuple[str, ...], Any] = {}
         self.conn = Reconnect(self.cfg.reconnect)
         self.rows: list[tuple[Any, Row]] = []  # the batch being written: its inputs the mapper could map
         self.loop: SinkLoop[tuple[Any, Row | None], list[tuple[Any, Row]]] = SinkLoop(
@@ -221,7 +234,16 @@ class PostgresInsertBolt(_PostgresBolt):
                 j = i
                 while j < len(rows) and rows[j][1][0] == names:
                     j += 1
-                cur.executemany(self._query(names), [r[1][1] for r in rows[i:j]])
+                if self.use_copy:
+                    q = self.copies.get(names)
+                    if q is None:
+                        q = self.copies[names] = copy_sql(self.cfg.table or "", names)
+                    with cur.copy(q) as cp:
+                        write_row = cp.write_row
+                        for k in range(i, j):
+                            write_row(rows[k][1][1])
+                else:
+                    cur.executemany(self._query(names), [r[1][1] for r in rows[i:j]])
                 i = j
         return rows
 

@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from heron_py.connectors.base import RetryPolicy
-from heron_py.connectors.common import config_error, opt_fields, opt_int, opt_str
+from heron_py.connectors.common import config_error, opt_bool, opt_fields, opt_int, opt_str
 
 REQUIREMENT = ("psycopg", "heron-py[postgres]")
 ON_CONFLICT = ("error", "nothing", "update")
@@ -82,6 +82,7 @@ class InsertConfig:
     batch: int
     batch_delay_s: float
     reconnect: RetryPolicy
+    copy: bool = True  # plain inserts of a table as one COPY per batch (no upsert, no query of yours)
 
 
 def insert_config(conf: dict[str, Any], where: str) -> InsertConfig:
@@ -108,7 +109,8 @@ def insert_config(conf: dict[str, Any], where: str) -> InsertConfig:
                         if "postgres.input.id.fields" in conf else None,
                         batch=opt_int(conf, where, "postgres.batch.size", 100, 1),
                         batch_delay_s=opt_int(conf, where, "postgres.batch.delay.ms", 10, 0) / 1000.0,
-                        reconnect=reconnect_policy(conf, where))
+                        reconnect=reconnect_policy(conf, where),
+                        copy=opt_bool(conf, where, "postgres.copy", True))
 
 
 @dataclass(frozen=True)
