@@ -350,3 +350,18 @@ def test_an_unreadable_file_is_logged_once_and_the_others_go_on():
                         "w: file b.log is readable again; reading it from line 0"]
     finally:
         shutil.rmtree(folder)
+
+
+def test_a_missing_folder_is_one_line_and_read_once_it_exists(tmp_path):
+    data = tmp_path / "later"
+    clock = Clock()
+    s, d = spout(data, "ATLEAST_ONCE", clock)
+    pump(s, clock, 5)
+    line = f"file spout 'files' task 1: folder {data} does not exist; waiting for it"
+    assert d.lines == [(line, "warn")]  # once, not per poll
+    assert d.emitted == []
+    data.mkdir()
+    (data / "a.txt").write_text("x\n")
+    pump(s, clock)
+    assert [e[0] for e in d.emitted] == [["a.txt", 0, "x"]]
+    assert d.lines == [(line, "warn")]

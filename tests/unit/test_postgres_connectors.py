@@ -253,3 +253,37 @@ def test_copy_and_executemany_write_the_same_rows_and_isolate_the_same_bad_one(p
         "postgres insert bolt 'b' task 7: input three from 'src' (['three', {}, 'n']): row refused by table 'j' "
         "(22P02 InvalidTextRepresentation: invalid input syntax for type integer: \"three\"); failing it"]
     assert (b.counts["batches"], b.counts["row-by-row"]) == (0, 1)
+
+
+def test_a_server_stopped_mid_run_is_retried_with_backoff_counted_and_written_after(pg, table):
+    clock = Clock()
+    b, d = bolt(pg, {"postgres.table": table, "postgres.columns": ["word", "n"], "postgres.batch.size": 1},
+                ["word", "n"], clock)
+    first = tup(1, ["a", 1])
+    b.process(first)
+    assert d.acked == [first]
+    pg.stop()
+    try:
+        down = tup(2, ["b", 2])
+        b.process(down)  # the open connection is gone: the batch fails, the spout replays it
+        assert d.failed == [down] and b.counts["connection-errors"] == 1
+        head = f"postgres insert bolt 'b' task 7: postgresql server {b.address} unreachable"
+        assert d.lines == [(f"{head} (AdminShutdown: terminating connection due to administrator command); retrying "
+                            f"with backoff (up to 5 s)", "warn")]
+        clock.t = b.conn.next_try
+        again = tup(3, ["b", 2])
+        b.process(again)  # a new connection is refused
+        assert d.failed == [down, again] and b.counts["connection-errors"] == 2
+        assert d.lines[1] == (f"{head} (OperationalError: connection failed: connection to server at \"127.0.0.1\", "
+                              f"port {pg.port} failed: Connection refused); retrying with backoff (up to 5 s)", "warn")
+        assert round(b.conn.next_try - clock.t, 3) == 0.2  # the backoff doubles
+    finally:
+        pg.start()
+    clock.t = b.conn.next_try
+    last = tup(4, ["b", 2])
+    b.process(last)
+    assert d.acked == [first, last]
+    assert pg.execute("SELECT word, n FROM t ORDER BY word") == [("a", 1), ("b", 2)]
+    assert d.lines[-1] == (f"postgres insert bolt 'b' task 7: postgresql server {b.address} reachable again", None)
+    m = b.counts
+    assert (m["connection-errors"], m["written"], m["failed"]) == (2, 2, 2)
