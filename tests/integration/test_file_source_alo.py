@@ -170,7 +170,9 @@ class Writer(threading.Thread):
 
 def _spout_where(home: Path, file: str) -> str:
     """The log prefix of the spout task that owns ``file`` (crc32 of its name over the tasks)."""
-    tasks = sorted(t.task_id for t in LocalFsStateManager(home).get_packing_plan(NAME).tasks if t.component == "files")
+    plan = LocalFsStateManager(home).get_packing_plan(NAME)
+    assert plan is not None, f"no packing plan of topology {NAME}"
+    tasks = sorted(t.task_id for t in plan.tasks if t.component == "files")
     return f"file spout 'files' task {tasks[stable_owner(file, len(tasks))]}"
 
 
