@@ -335,7 +335,8 @@ API_MODULES = (
     ("Storm multilang", ("heron_py.api.shell",)),
     ("Serializers, metrics, hooks", ("heron_py.api.serializer", "heron_py.api.metrics",
                                      "heron_py.api.global_metrics", "heron_py.api.task_hook")),
-    ("Testing", ("heron_py.testing", "heron_py.testing.inprocess", "heron_py.testing.local")),
+    ("Testing", ("heron_py.testing", "heron_py.testing.inprocess", "heron_py.testing.local",
+                 "heron_py.testing.harness", "heron_py.testing.source")),
 )
 
 
