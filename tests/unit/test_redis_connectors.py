@@ -16,7 +16,7 @@ from heron_py.connectors.base import ConnectorConfigError
 from heron_py.connectors.redis import RedisLookupBolt, RedisStoreBolt, RedisStreamBolt, RedisStreamSpout
 from heron_py.connectors.redis.config import stream_spout_config
 from heron_py.connectors.redis.mappers import mapper_from_config
-from heron_py.connectors.redis.spout import decode_entry
+from heron_py.connectors.redis.spout import decode_entry, decode_flat
 from tests import connector_support
 from tests.connector_support import Clock, Delegate, tup
 from tests.redis_server import free_port, redis_or_skip
@@ -89,6 +89,17 @@ def test_mapper_config_errors_verbatim(conf, line):
     with pytest.raises(ConnectorConfigError) as e:
         mapper_from_config(conf, "redis store bolt 'b'", lookup=False)
     assert str(e.value) == line
+
+
+def test_decode_flat_reads_the_raw_reply_with_the_same_answers():
+    keys = (b"value", b"n")
+    assert decode_flat([b"value", b"a b", b"n", b"1"], ("value", "n"), keys) == (["a b", "1"], "")  # fast path
+    assert decode_flat([b"n", b"1", b"value", b"a b"], ("value", "n"), keys) == (["a b", "1"], "")  # other order
+    assert decode_flat([b"value", b"a", b"x", b"1"], ("value",), (b"value",)) == (["a"], "")  # an extra field
+    assert decode_flat([b"other", b"1"], ("value",), (b"value",)) == (
+        None, "expected fields ['value'], found ['other']")
+    assert decode_flat([b"value", b"\xff"], ("value",), (b"value",)) == (None, "field b'value' is not UTF-8")
+    assert decode_flat(None, ("value",), (b"value",)) == (None, "it has no fields (deleted)")
 
 
 def test_decode_entry():
