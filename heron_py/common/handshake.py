@@ -132,6 +132,12 @@ class ClientHandshake:
         self._server_role = ""
         self.keys: SessionKeys | None = None  # set once authenticated
 
+    @property
+    def server_role(self) -> str:
+        """The role the server named in its hello; proven once authenticated (the session keys
+        are bound to it), so routes may be chosen by it."""
+        return self._server_role
+
     def on_frame(self, msg_type: int, frame: bytes) -> bytes | None:
         """Returns a frame to send (the ClientHello) or None when authenticated. Raises on failure."""
         payload = frame[HEADER_SIZE:]

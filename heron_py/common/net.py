@@ -26,9 +26,9 @@ import ssl as _ssl
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 
 from heron_py.common.frameauth import TAG_SIZE, FrameMac
 from heron_py.common.framing import (
@@ -42,6 +42,7 @@ from heron_py.common.framing import (
 )
 from heron_py.common.guard import DEFAULT_LIMITS, Admission, GuardLimits, PortGuard, RateLimitedLog
 from heron_py.common.handshake import ClientHandshake, HandshakeError, PeerIdentity, ServerHandshake
+from heron_py.common.wire import MESSAGES, RAW, WireError, decode_as
 from proto import heron_py_pb2 as pb
 
 
@@ -64,6 +65,65 @@ class FrameHandler(Protocol):
     def on_close(self, conn: Connection) -> None: ...
     # the write buffer crossed the high watermark (paused=True) or fell below the low one
     def on_writing(self, conn: Connection, paused: bool) -> None: ...
+
+
+M = TypeVar("M", bound=Message)
+# a route's handler: the connection and the whole frame (decoded by the route when typed)
+FrameFn = Callable[["Connection", bytes], None]
+
+
+@dataclass(frozen=True)
+class Route:
+    """One message a peer of one role may send: its handler takes the whole frame."""
+
+    role: str
+    msg_type: MsgType
+    fn: FrameFn
+
+
+def on(role: str, msg_type: MsgType, cls: type[M], fn: Callable[[Connection, M], None]) -> Route:
+    """A protobuf message ``role`` may send, decoded (``wire.decode_as``) before ``fn`` sees it.
+    ``cls`` must be the class ``wire.MESSAGES`` gives the type: checked once, at server start."""
+    if MESSAGES.get(msg_type) is not cls:
+        raise TypeError(f"route {role}/{msg_type.name}: the wire carries {MESSAGES.get(msg_type)}, not {cls.__name__}")
+
+    def decoded(conn: Connection, frame: bytes) -> None:
+        fn(conn, decode_as(cls, msg_type, frame, conn.peer_name))
+
+    return Route(role, msg_type, decoded)
+
+
+def on_raw(role: str, msg_type: MsgType, fn: FrameFn) -> Route:
+    """A raw message (``wire.RAW``: batches, markers, reports) ``role`` may send: ``fn`` gets
+    the frame as it came, with no decoding (the hot path: one dict lookup, then ``fn``)."""
+    if msg_type not in RAW:
+        raise TypeError(f"route {role}/{msg_type.name}: not a raw message type; use on() with its class")
+    return Route(role, msg_type, fn)
+
+
+class Routes:
+    """What each peer role may send to one endpoint, built once when it starts (Heron's stream
+    manager installs its typed handlers per server the same way). A connection picks its
+    role's table when its handshake ends; a frame whose type is not in it is refused
+    generically: counted (``Counters.bad_frame_role``, ``__bad-frames/role``), logged at a
+    bounded rate and the connection closed."""
+
+    def __init__(self, endpoint: str, routes: Iterable[Route]) -> None:
+        self.endpoint = endpoint  # named in the refusal's log line ("stmgr", "tmanager", ...)
+        tables: dict[str, dict[int, FrameFn]] = {}
+        for r in routes:
+            table = tables.setdefault(r.role, {})
+            if r.msg_type in table:
+                raise ValueError(f"routes of {endpoint}: {r.role}/{r.msg_type.name} routed twice")
+            table[int(r.msg_type)] = r.fn
+        self._tables = tables
+
+    def table(self, role: str) -> dict[int, FrameFn]:
+        """The role's handlers by message type (empty for a role that may send nothing)."""
+        return self._tables.get(role, {})
+
+    def allows(self, role: str, msg_type: int) -> bool:
+        return msg_type in self._tables.get(role, {})
 
 
 class BaseHandler:
@@ -134,6 +194,7 @@ class Counters:
         self.bad_frames = 0
         self.bad_frame_auth = 0  # frames after the handshake whose tag was wrong (__bad-frames/auth)
         self.bad_frame_source = 0  # batches from a connection whose role or task may not send them
+        self.bad_frame_role = 0  # a message type the peer's role may not send here (Routes; __bad-frames/role)
         self.silent_peers = 0  # connections aborted for sending nothing within the liveness timeout
         self.shed = 0  # closed at accept: the port's connection caps were reached
         self.evicted = 0  # aborted in their handshake to make room for a newer connection
@@ -184,8 +245,11 @@ class Connection(asyncio.Protocol):
         guard: PortGuard | None = None,
         fail_log: RateLimitedLog | None = None,
         liveness: Liveness = DEFAULT_LIVENESS,
+        routes: Routes | None = None,
     ) -> None:
-        """``guard`` (accepting side): the port's caps and pre-auth limits (``heron_py.common.guard``);
+        """``routes``: what each peer role may send, by message type; without it every frame
+        goes to ``handler.on_frame``.
+        ``guard`` (accepting side): the port's caps and pre-auth limits (``heron_py.common.guard``);
         ``fail_log``: the port's rate-limited log of failed handshakes.
         ``tls``: on the accepting side, the context to upgrade the accepted plain connection
         with before the handshake on the secret; on the connecting side, the context
@@ -196,6 +260,10 @@ class Connection(asyncio.Protocol):
         self.bytes_in = 0
         self.bytes_out = 0
         self.identity: PeerIdentity | None = None
+        # the peer's proven role once open: the client's on a server, the server's on a client
+        self.peer_role = ""
+        self._routes = routes
+        self._route: dict[int, FrameFn] | None = None  # the peer role's table, once open
         self.peer_name = peer_name
         self.transport: asyncio.Transport | None = None
         self.authenticated: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -406,7 +474,20 @@ class Connection(asyncio.Protocol):
                 if msg_type == MsgType.LINK_PING:
                     continue  # a heartbeat: its arrival was the point
                 try:
-                    self.handler.on_frame(self, msg_type, frame)
+                    route = self._route
+                    if route is None:
+                        self.handler.on_frame(self, msg_type, frame)
+                    else:
+                        fn = route.get(msg_type)
+                        if fn is None:
+                            self._refuse(msg_type)
+                            return
+                        fn(self, frame)
+                except WireError as e:
+                    self._counters.bad_frames += 1
+                    self._log.warning("dropping connection: %s", e)
+                    self.close(f"unparsable {_type_name(msg_type)} frame")
+                    return
                 except (DecodeError, struct.error) as e:
                     self._counters.bad_frames += 1
                     self._log.warning("dropping connection: %s sent a %s frame that does not parse: %s",
@@ -452,12 +533,29 @@ class Connection(asyncio.Protocol):
         assert hs is not None and hs.keys is not None
         self._tx = FrameMac(hs.keys.send)
         self._decoder.mac = FrameMac(hs.keys.recv)
+        self.peer_role = self.identity.role if self.identity is not None else \
+            self._client_hs.server_role if self._client_hs is not None else ""
+        if self._routes is not None:
+            self._route = self._routes.table(self.peer_role)
         self.state = ConnState.OPEN
         self._handshake_done()
         self._start_liveness()
         if not self.authenticated.done():
             self.authenticated.set_result(None)
         self.handler.on_open(self)
+
+    def _refuse(self, msg_type: int) -> None:
+        """A message the peer's role may not send here: counted, one line (rate-limited: a
+        hostile peer may repeat it at will) and the connection closed."""
+        self._counters.bad_frames += 1
+        self._counters.bad_frame_role += 1
+        ident = self.identity
+        peer_id = ident.peer_id if ident is not None else ""
+        endpoint = self._routes.endpoint if self._routes is not None else "?"
+        self._warn_failure("refused %s from %s (role %r, id %r): not a message a %s may send to the %s; "
+                           "closing the connection", _type_name(msg_type), self.peer_name, self.peer_role, peer_id,
+                           self.peer_role or "peer", endpoint, kind="refused message", always_limit=True)
+        self.close(f"refused {_type_name(msg_type)} from a {self.peer_role}")
 
     def _start_liveness(self) -> None:
         if self._liveness.timeout_s > 0 and self.transport is not None:
@@ -643,6 +741,7 @@ async def connect(
     server_hostname: str | None = None,
     counters: Counters | None = None,
     liveness: Liveness = DEFAULT_LIVENESS,
+    routes: Routes | None = None,
 ) -> Connection:
     """Opens a TCP connection (TLS with ``ssl``: ``tls.client_context``, checking the server's
     certificate for ``server_hostname``, ``tls.server_name(topology)``) and completes the
@@ -656,7 +755,8 @@ async def connect(
 
     def factory() -> Connection:
         return Connection(handler, secret, client_role=role, client_id=peer_id, peer_name=peer,
-                          max_frame=max_frame, log=log, counters=counters, tls=ssl, liveness=liveness)
+                          max_frame=max_frame, log=log, counters=counters, tls=ssl, liveness=liveness,
+                          routes=routes)
 
     if ssl is None:
         _, conn = await asyncio.wait_for(loop.create_connection(factory, host, port), timeout)
@@ -698,6 +798,7 @@ async def serve(
     tls_handshake_timeout: float = 10.0,
     limits: GuardLimits = DEFAULT_LIMITS,
     liveness: Liveness = DEFAULT_LIVENESS,
+    routes: Routes | None = None,
 ) -> asyncio.Server:
     """Accepts connections; with ``ssl`` (``tls.server_context``) each one is upgraded to TLS
     first (the module docstring says how), and one whose TLS handshake does not complete within
@@ -708,7 +809,7 @@ async def serve(
         lambda: Connection(handler_factory(), secret, server_role=role, max_frame=max_frame,
                            log=log, counters=counters, tls=ssl,
                            tls_handshake_timeout=min(tls_handshake_timeout, limits.handshake_deadline_s),
-                           guard=guard, fail_log=fail_log, liveness=liveness),
+                           guard=guard, fail_log=fail_log, liveness=liveness, routes=routes),
         host, port)
 
 
@@ -728,6 +829,7 @@ async def serve_unix(
     max_frame: int = DEFAULT_MAX_FRAME,
     limits: GuardLimits = DEFAULT_LIMITS,
     liveness: Liveness = DEFAULT_LIVENESS,
+    routes: Routes | None = None,
 ) -> asyncio.Server:
     """Like ``serve``, on a Unix domain socket (a container's instances to its stream manager:
     no TCP stack on the way). The handshake is the same; the file is made private (0600)."""
@@ -739,7 +841,8 @@ async def serve_unix(
     guard, fail_log = PortGuard(limits), RateLimitedLog(log, limits.log_interval_s)
     server = await loop.create_unix_server(
         lambda: Connection(handler_factory(), secret, server_role=role, max_frame=max_frame, peer_name=path,
-                           log=log, counters=counters, guard=guard, fail_log=fail_log, liveness=liveness),
+                           log=log, counters=counters, guard=guard, fail_log=fail_log, liveness=liveness,
+                           routes=routes),
         path)
     os.chmod(path, 0o600)
     return server
@@ -756,13 +859,14 @@ async def connect_unix(
     timeout: float = 5.0,
     max_frame: int = DEFAULT_MAX_FRAME,
     liveness: Liveness = DEFAULT_LIVENESS,
+    routes: Routes | None = None,
 ) -> Connection:
     """Like ``connect``, to a Unix domain socket."""
     loop = asyncio.get_running_loop()
     _, conn = await asyncio.wait_for(
         loop.create_unix_connection(
             lambda: Connection(handler, secret, client_role=role, client_id=peer_id, peer_name=path,
-                               max_frame=max_frame, log=log, liveness=liveness),
+                               max_frame=max_frame, log=log, liveness=liveness, routes=routes),
             path),
         timeout)
     return await _authenticated(conn, timeout)
