@@ -7,13 +7,14 @@ The windowed operators are in window_components.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from heron_py.api.bolt.bolt import Bolt
+from heron_py.api.metrics import IMetric
 from heron_py.api.spout.spout import Spout
 from heron_py.api.state.stateful_component import StatefulComponent
 from heron_py.api.stream import Stream
+from heron_py.api.streamlet import chain as chain_mod
 from heron_py.api.streamlet import functions
 from heron_py.api.streamlet.context import Context
 
@@ -25,6 +26,13 @@ FUNCTION = "function"  # heronpy's key names
 OPERATOR = "operator"
 GENERATOR = "generator"
 SINK = "sink"
+# a fused task's operators (graph.fuse): kinds and streamlet names, comma-separated, in order
+FUSED_KINDS = "streamlet.fused.kinds"
+FUSED_NAMES = "streamlet.fused.names"
+FUSED_FUNCTION_PREFIX = "streamlet.fused.function."
+# per operator: elements in and out, user metrics of the task that runs it
+METRIC_PREFIX = "streamlet-op/"
+METRIC_BUCKET_S = 10
 
 
 class ContextImpl(Context):
@@ -104,45 +112,184 @@ class GeneratorSpout(StreamletSpout, StatefulComponent):
             self.emit([value], stream=OUTPUT_STREAM)
 
 
-class MapBolt(StreamletBolt):
+class ChainMetric(IMetric):
+    """One operator's count of elements in or out since the last read (a user metric of the
+    task that runs it: a fused task keeps each operator's counts)."""
+
+    def __init__(self, counts: list[int], index: int) -> None:
+        self.counts = counts
+        self.index = index
+        self.last = counts[index]
+
+    def rebind(self, counts: list[int]) -> None:
+        self.counts, self.last = counts, counts[self.index]
+
+    def get_value_and_reset(self) -> int:
+        now = self.counts[self.index]
+        v, self.last = now - self.last, now
+        return v
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+class ChainBolt(StreamletBolt):
+    """The element operators of one task (chain.py) over each received batch.
+
+    Untracked input (at most once, or tuples no spout tracks) comes through
+    ``heron_process_batch``: the host hands it the whole batch and emits what it returns in
+    one call. Tracked input comes through ``process``, one tuple at a time: its outputs are
+    anchored to it and it is acked, or failed when an operator raised on it."""
+
+    heron_batch_stream = OUTPUT_STREAM
+    _ops_kind = ""  # a single-operator bolt's kind; FusedBolt reads its operators from its config
+
     def initialize(self, config: dict[str, Any], context: Any) -> None:
-        self._fn = self._load(config, context, FUNCTION)
+        self._component = str(context.get_component_id())
+        self._sinks: list[Any] = []
+        ops = self._read_ops(config, context)
+        self.chain = chain_mod.Chain(ops)
+        self._names = [op.name for op in ops]
+        self._kinds = [op.kind for op in ops]
+        self._failed = 0
+        self._failed_now = False
+        self._register_metrics(context)
+
+    def _read_ops(self, config: dict[str, Any], context: Any) -> list[chain_mod.Op]:
+        kind = self._ops_kind
+        if kind == chain_mod.PASS:
+            return [chain_mod.Op(kind, self._component, None)]
+        if kind == chain_mod.LOG:
+            return [self._log_op(self._component)]
+        if kind == chain_mod.SINK:
+            return [self._sink_op(self._component, self._load(config, context, SINK), context)]
+        return [chain_mod.Op(kind, self._component, self._load(config, context, FUNCTION))]
+
+    def _log_op(self, name: str) -> chain_mod.Op:
+        info = self.logger.info
+
+        def log(element: Any) -> None:
+            info(str(element))
+
+        return chain_mod.Op(chain_mod.LOG, name, log)
+
+    def _sink_op(self, name: str, sink: Any, context: Any) -> chain_mod.Op:
+        sink.setup(ContextImpl(context, None, self))
+        self._sinks.append(sink)
+        return chain_mod.Op(chain_mod.SINK, name, sink.put)
+
+    def _register_metrics(self, context: Any) -> None:
+        """Per operator, elements in and out (``streamlet-op/NAME/in|out``). A restore makes a
+        new component on the same context, whose metrics stay registered: they are rebound."""
+        registered = getattr(context, "registered_metrics", {})
+        chain = self.chain
+        for i, name in enumerate(self._names):
+            for what, counts in (("in", chain.counts_in), ("out", chain.counts_out)):
+                key = f"{METRIC_PREFIX}{name}/{what}"
+                old = registered.get(key, (None,))[0]
+                if isinstance(old, ChainMetric):
+                    old.rebind(counts)
+                else:
+                    context.register_metric(key, ChainMetric(counts, i), METRIC_BUCKET_S)
+
+    def _on_error(self, index: int, element: Any, error: Exception) -> None:
+        """One log line naming the operator, its function, the error and the element."""
+        self._failed += 1
+        self._failed_now = True
+        kind = self._kinds[index]
+        what = {chain_mod.FLATMAP: "flat_map", chain_mod.SINK: "to_sink"}.get(kind, kind)
+        self.logger.error("streamlet '%s' (%s): %s_function raised %s: %s for element %s; %s",
+                          self._names[index], what, what, type(error).__name__, error, _short(element),
+                          self._error_outcome)
+
+    _error_outcome = "failing its source tuple"
+
+    def heron_process_batch(self, values: list[Any]) -> tuple[list[Any], int]:
+        """(the outputs to emit on ``heron_batch_stream``, as one-value tuples; how many inputs
+        failed). Nothing is tracked here, so a failed element is logged, counted and dropped."""
+        self._error_outcome = "dropped (its tuple is not tracked)"
+        before = self._failed
+        outs = self.chain.run(list(map(_first, values)), self._on_error)
+        failed = self._failed - before
+        if not self.chain.emits:
+            return [], failed
+        # inputs that failed are only counted: the others are "acked" by the host
+        return list(zip(outs)), failed  # zip of one list: one-value tuples, made in C
 
     def process(self, tup: Any) -> None:
-        self.emit([self._fn(tup.values[0])], stream=OUTPUT_STREAM)
+        self._error_outcome = "failing its source tuple"
+        self._failed_now = False
+        outs = self.chain.run([tup.values[0]], self._on_error)
+        if self._failed_now:
+            self.fail(tup)
+            return
+        emit = self.emit
+        for v in outs:
+            emit([v], stream=OUTPUT_STREAM, anchors=[tup])
         self.ack(tup)
 
+    def cleanup(self) -> None:
+        """The host calls a bolt's cleanup when the task closes: a sink's cleanup goes with it."""
+        for sink in self._sinks:
+            sink.cleanup()
 
-class FlatMapBolt(StreamletBolt):
+
+def _first(values: Any) -> Any:
+    return values[0]
+
+
+class MapBolt(ChainBolt):
+    _ops_kind = chain_mod.MAP
+
+
+class FlatMapBolt(ChainBolt):
     """Emits each element of an iterable result, or the result itself when it is not iterable
     (heronpy's rule: a returned str is iterable, so it is emitted character by character)."""
 
-    def initialize(self, config: dict[str, Any], context: Any) -> None:
-        self._fn = self._load(config, context, FUNCTION)
-
-    def process(self, tup: Any) -> None:
-        result = self._fn(tup.values[0])
-        for value in (result if isinstance(result, Iterable) else [result]):
-            self.emit([value], stream=OUTPUT_STREAM)
-        self.ack(tup)
+    _ops_kind = chain_mod.FLATMAP
 
 
-class FilterBolt(StreamletBolt):
-    def initialize(self, config: dict[str, Any], context: Any) -> None:
-        self._fn = self._load(config, context, FUNCTION)
-
-    def process(self, tup: Any) -> None:
-        if self._fn(tup.values[0]):
-            self.emit([tup.values[0]], stream=OUTPUT_STREAM)
-        self.ack(tup)
+class FilterBolt(ChainBolt):
+    _ops_kind = chain_mod.FILTER
 
 
-class PassBolt(StreamletBolt):
+class PassBolt(ChainBolt):
     """Forwards every element: repartition, clone and union (the grouping does the work)."""
 
-    def process(self, tup: Any) -> None:
-        self.emit([tup.values[0]], stream=OUTPUT_STREAM)
-        self.ack(tup)
+    _ops_kind = chain_mod.PASS
+
+
+class FusedBolt(ChainBolt):
+    """Several streamlets' operators in one task (graph.fuse): the config lists them in order
+    (``FUSED_KINDS``, ``FUSED_NAMES``, and ``FUSED_FUNCTION_PREFIX + index`` for each one's
+    packed function, or a sink's object)."""
+
+    def _read_ops(self, config: dict[str, Any], context: Any) -> list[chain_mod.Op]:
+        kinds = str(config.get(FUSED_KINDS, "")).split(",")
+        names = str(config.get(FUSED_NAMES, "")).split(",")
+        if len(kinds) != len(names):
+            raise ValueError(f"streamlet component '{self._component}': config {FUSED_KINDS} and {FUSED_NAMES} "
+                             f"must list as many operators, found {len(kinds)} and {len(names)}")
+        ops: list[chain_mod.Op] = []
+        for i, (kind, name) in enumerate(zip(kinds, names, strict=True)):
+            key = f"{FUSED_FUNCTION_PREFIX}{i}"
+            if kind == chain_mod.PASS:
+                ops.append(chain_mod.Op(kind, name, None))
+            elif kind == chain_mod.LOG:
+                ops.append(self._log_op(name))
+            elif kind == chain_mod.SINK:
+                ops.append(self._sink_op(name, self._load(config, context, key), context))
+            else:
+                ops.append(chain_mod.Op(kind, name, self._load(config, context, key)))
+        return ops
+
+
+class FusedSinkBolt(FusedBolt):
+    """A fused chain that ends in a consume, log or sink: it declares no output."""
+
+    outputs = []
 
 
 class TransformBolt(StreamletBolt, StatefulComponent):
@@ -165,38 +312,18 @@ class TransformBolt(StreamletBolt, StatefulComponent):
         self.ack(tup)
 
 
-class LogBolt(StreamletBolt):
+class LogBolt(ChainBolt):
     """Logs str(element) at INFO, one line each, in the task's log (heronpy's log())."""
 
     outputs = []
-
-    def process(self, tup: Any) -> None:
-        self.logger.info(str(tup.values[0]))
-        self.ack(tup)
+    _ops_kind = chain_mod.LOG
 
 
-class ConsumeBolt(StreamletBolt):
+class ConsumeBolt(ChainBolt):
     outputs = []
-
-    def initialize(self, config: dict[str, Any], context: Any) -> None:
-        self._fn = self._load(config, context, FUNCTION)
-
-    def process(self, tup: Any) -> None:
-        self._fn(tup.values[0])
-        self.ack(tup)
+    _ops_kind = chain_mod.CONSUME
 
 
-class SinkBolt(StreamletBolt):
+class SinkBolt(ChainBolt):
     outputs = []
-
-    def initialize(self, config: dict[str, Any], context: Any) -> None:
-        self._sink = self._load(config, context, SINK)
-        self._sink.setup(ContextImpl(context, None, self))
-
-    def process(self, tup: Any) -> None:
-        self._sink.put(tup.values[0])
-        self.ack(tup)
-
-    def cleanup(self) -> None:
-        """The host calls a bolt's cleanup when the task closes: the sink's cleanup goes with it."""
-        self._sink.cleanup()
+    _ops_kind = chain_mod.SINK
