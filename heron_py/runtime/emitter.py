@@ -356,6 +356,52 @@ class Emitter:
             self.flush()
         return sent
 
+    def emit_many(self, values_list: Sequence[Sequence[Any]], stream: str) -> None:
+        """Untracked emits of many tuples on one stream, in order: what ``emit`` per tuple does,
+        with the stream's lookups and checks made once (a batch-processing bolt's outputs)."""
+        edges = self._edges.get(stream)
+        if edges is None or stream in self._direct:
+            for values in values_list:
+                self.emit(values, stream, None, False)  # raises for an undeclared stream
+            return
+        nfields = self._nfields[stream]
+        pending = self.pending
+        hot = self.hot
+        batch_size = self.batch_size
+        chooses = [e.router.choose for e in edges if e.router is not None]
+        single = chooses[0] if len(chooses) == 1 else None
+        count = self._count
+        for values in values_list:
+            if len(values) != nfields:
+                self._check(values, stream)  # raises
+            row = (stream, values)
+            for choose in (chooses if single is None else ()):
+                for t in choose(values):
+                    if hot:
+                        self._seal(t)
+                    lst = pending.get(t)
+                    if lst is None:
+                        pending[t] = [row]
+                    else:
+                        lst.append(row)
+            if single is not None:
+                for t in single(values):
+                    if hot:
+                        self._seal(t)
+                    lst = pending.get(t)
+                    if lst is None:
+                        pending[t] = [row]
+                    else:
+                        lst.append(row)
+            count += 1
+            if count >= batch_size:
+                self._count = count
+                self.flush()
+                count = 0
+        self._count = count
+        if stream != "default":
+            self.emitted_by_stream[stream] = self.emitted_by_stream.get(stream, 0) + len(values_list)
+
     def _fields_fast_path(self) -> _FastRoute | None:
         """(field index, field count, routing cache get, choose) when "default" has one consumer
         that routes by one field (fields grouping): the case the closures below inline."""

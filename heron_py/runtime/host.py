@@ -360,6 +360,10 @@ class BoltHost(ComponentHost):
         # one subscribed stream from a source: every row is on it, so no per-row count
         self._exec_key = {src: f"{src}/{s[0]}" for src, s in streams.items() if len(s) == 1}
         self._process: Callable[[HeronTuple], None] = self.user.process
+        # a bolt that takes a whole batch of untracked tuples at once (streamlet operators):
+        # heron_process_batch(values list) -> (values to emit on heron_batch_stream, failed count)
+        self._batch: Callable[[list[Any]], tuple[list[Any], int]] | None = None
+        self._batch_stream = "default"
         self.tick_s: float | None = None
 
     def initialize(self) -> None:
@@ -374,6 +378,14 @@ class BoltHost(ComponentHost):
             self._process = self._wrap_process()
         if self.hooks is not None:
             self._process = _timed(self._process, self.hooks)
+        # per-batch processing only where nothing must see each tuple: no hooks (execute and
+        # ack per tuple), no tap or serializer (each emitted value), no auto_* wrapper
+        batch = getattr(user, "heron_process_batch", None)
+        self._batch = None
+        if (callable(batch) and self.hooks is None and self.tap is None and self.encode is None
+                and not (user.auto_ack or user.auto_fail or user.auto_anchor)):
+            self._batch = batch
+            self._batch_stream = str(getattr(user, "heron_batch_stream", "default"))
 
     def _wrap_process(self) -> Callable[[HeronTuple], None]:
         """Storm's BasicBolt behaviour (auto_anchor, auto_ack, auto_fail) around process()."""
@@ -431,6 +443,9 @@ class BoltHost(ComponentHost):
             if vals:
                 k = f"{src_component}/default"
                 c.executed[k] = c.executed.get(k, 0) + len(vals)
+        if self._batch is not None and (self.reliability is None or not _tracked(rows, ids)):
+            self._run_batch(rows, vals, n)
+            return
         created = time.time()
         process = self._process
         # tuple.__new__ directly: the namedtuple constructor is a Python-level lambda
@@ -463,6 +478,27 @@ class BoltHost(ComponentHost):
         c.interval_s += dt
         c.interval_count += n
 
+    def _run_batch(self, rows: list[Any] | None, vals: list[Any] | None, n: int) -> None:
+        """The whole batch in one call of the bolt's heron_process_batch (no tuple is tracked:
+        nothing to anchor or ack per tuple); its outputs in one emit call. An input the bolt
+        failed is counted as failed, the others as acked."""
+        assert self._batch is not None
+        values = [r[1] for r in rows] if rows else []
+        if vals:
+            values.extend(vals)
+        t0 = time.perf_counter()
+        outs, failed = self._batch(values)
+        if outs:
+            self.emitter.emit_many(outs, self._batch_stream)
+        dt = time.perf_counter() - t0
+        m = self.metrics
+        m.acked += n - failed
+        m.failed += failed
+        c = self.counters
+        c.exec_total_s += dt
+        c.interval_s += dt
+        c.interval_count += n
+
     def tick(self) -> None:
         self.user.process_tick(TupleHelper.make_tick_tuple())
 
@@ -474,6 +510,16 @@ class BoltHost(ComponentHost):
         if callable(cleanup):
             cleanup()
         self.emitter.flush()
+
+
+def _tracked(rows: list[Any] | None, ids: Any) -> bool:
+    """Whether any tuple of a batch carries roots: hot values with ids, or a row with a third
+    item (an untracked row is (stream, values))."""
+    if ids is not None:
+        return len(ids) > 0
+    if not rows:
+        return False
+    return max(map(len, rows)) > 2
 
 
 def _age_ms(tup: Any) -> float:
