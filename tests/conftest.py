@@ -10,6 +10,35 @@ from tests.slurmcluster import slurm_cluster  # noqa: F401  (session fixture: a 
 collect_ignore = ["heron_examples", "multilang"]
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# pytest-xdist (`-n 2 --dist loadgroup`, as scripts/test.sh runs the suite): each test goes to a
+# worker with its group. Tests sharing a session-wide service run in one group, so it is started
+# once and never twice at the same time (one Slurm cluster: its namespaces and bridge have fixed
+# names; one ZooKeeper JVM; one SparkSession; RabbitMQ's nodes share the host's epmd); the chaos
+# runs, which load both cores, go together; every other test stays with its module, so a
+# module-scoped fixture (a running topology, a broker) is built once.
+_SHARED_FIXTURES = (("slurm_cluster", "slurm"), ("zk_server", "zookeeper"), ("spark", "spark"))
+
+
+def xdist_group_of(nodeid: str, fixturenames: tuple[str, ...] | list[str]) -> str:
+    """The group a test runs in under ``--dist loadgroup`` (pure: tests/unit/test_xdist_groups.py)."""
+    for fixture, group in _SHARED_FIXTURES:
+        if fixture in fixturenames:
+            return group
+    path = nodeid.split("::", 1)[0]
+    if path.startswith("tests/chaos/"):
+        return "chaos"
+    if "rabbitmq" in path:
+        return "rabbitmq"
+    if path.startswith("tests/spark/"):
+        return "spark"
+    return path
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(xdist_group_of(item.nodeid, item.fixturenames)))
 EXAMPLES = ROOT / "examples"
 # the examples import sibling modules (wc_common); tests import them the same way
 sys.path.insert(0, str(EXAMPLES))

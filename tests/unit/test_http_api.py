@@ -89,7 +89,7 @@ def test_plans_and_execution_state(master: FakeMaster) -> None:
     _, doc = _get(api, "/topologies/physicalplan")
     pp = doc["result"]
     assert (pp["spouts"], pp["bolts"]) == ({"numbers": [1]}, {"sink": [2, 3]})
-    assert pp["metricsmgrs"] == {"0": {"host": "h", "http_port": 99}} and pp["pplan_version"] == 3
+    assert pp["metricsmgrs"] == {"0": {"host": "h", "http_port": 99, "http_scheme": "http"}} and pp["pplan_version"] == 3
     assert _get(api, "/topologies/execution_state")[1]["result"] == master.status()
 
 
