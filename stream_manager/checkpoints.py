@@ -33,7 +33,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from heron_py.common.framing import MsgType, encode_frame
-from heron_py.common.net import Connection, parse
+from heron_py.common.net import Connection, Route, on, relay
 from proto import heron_py_pb2 as pb
 
 
@@ -44,7 +44,7 @@ class CheckpointRelay:
                  discard_held: Callable[[], int]) -> None:
         self.container = container
         self._log = log
-        self._to_master = to_master
+        self.to_master = to_master  # an instance's report is relayed as it came
         self._instances = instances
         self._instance = instance
         self._local_spouts = local_spouts
@@ -65,28 +65,33 @@ class CheckpointRelay:
         return False
 
     # --- from the master ---
-    def on_master_frame(self, msg_type: int, frame: bytes) -> None:
-        if msg_type == MsgType.START_CHECKPOINT:
-            for task in self._local_spouts():
-                conn = self._instance(task)
-                if conn is not None:
-                    conn.send(frame)
-        elif msg_type == MsgType.RESTORE_STATE:
-            msg = pb.RestoreState()
-            parse(msg, frame)
-            self._restore(msg, frame)
-        elif msg_type == MsgType.START_PROCESSING:
-            go = pb.StartProcessing()
-            parse(go, frame)
-            if go.restore_id != self.restore_id:
-                self._log.info("ignoring the start of restore %d: restore %d is newer", go.restore_id,
-                               self.restore_id)
-                return
-            self.restoring = False
-            for conn in self._instances():
-                conn.send(frame)
-            self._log.info("restore %d done everywhere: processing (%d old-run frames fenced off)",
-                           go.restore_id, self.fenced_frames)
+    def master_routes(self) -> list[Route]:
+        """The master's effectively-once commands, on the stream manager's link to it."""
+        return [relay("tmanager", MsgType.START_CHECKPOINT, self.start_checkpoint),
+                on("tmanager", MsgType.RESTORE_STATE, pb.RestoreState, self.on_restore),
+                on("tmanager", MsgType.START_PROCESSING, pb.StartProcessing, self.on_start_processing)]
+
+    def start_checkpoint(self, conn: Connection, frame: bytes) -> None:
+        """To the local spouts, as it came (they decode it)."""
+        for task in self._local_spouts():
+            dest = self._instance(task)
+            if dest is not None:
+                dest.send(frame)
+
+    def on_restore(self, conn: Connection, msg: pb.RestoreState) -> None:
+        self._restore(msg, encode_frame(MsgType.RESTORE_STATE, msg.SerializeToString()))
+
+    def on_start_processing(self, conn: Connection, go: pb.StartProcessing) -> None:
+        if go.restore_id != self.restore_id:
+            self._log.info("ignoring the start of restore %d: restore %d is newer", go.restore_id,
+                           self.restore_id)
+            return
+        self.restoring = False
+        frame = encode_frame(MsgType.START_PROCESSING, go.SerializeToString())
+        for dest in self._instances():
+            dest.send(frame)
+        self._log.info("restore %d done everywhere: processing (%d old-run frames fenced off)",
+                       go.restore_id, self.fenced_frames)
 
     def _restore(self, msg: pb.RestoreState, frame: bytes) -> None:
         if msg.restore_id <= self.restore_id:
@@ -115,19 +120,14 @@ class CheckpointRelay:
             container=self.container, restore_id=self.restore_id).SerializeToString())
 
     # --- from instances and peers ---
-    def on_instance_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
-        """CHECKPOINT_SAVED or STATE_RESTORED from a local instance: to the master."""
-        if msg_type == MsgType.STATE_RESTORED:
-            msg = pb.StateRestored()
-            parse(msg, frame)
-            ident = conn.identity
-            if ident is not None and msg.ok and str(msg.task_id) == ident.peer_id:
-                self._fences[conn] = max(self._fences.get(conn, 0), msg.restore_id)
-        self._to_master(frame)
+    def on_state_restored(self, conn: Connection, msg: pb.StateRestored) -> None:
+        """An instance restored: its connection's fence moves on; the report goes to the master."""
+        ident = conn.identity
+        if ident is not None and msg.ok and str(msg.task_id) == ident.peer_id:
+            self._fences[conn] = max(self._fences.get(conn, 0), msg.restore_id)
+        self.to_master(encode_frame(MsgType.STATE_RESTORED, msg.SerializeToString()))
 
-    def on_peer_fence(self, conn: Connection, frame: bytes) -> None:
-        msg = pb.RestoreFence()
-        parse(msg, frame)
+    def on_peer_fence(self, conn: Connection, msg: pb.RestoreFence) -> None:
         ident = conn.identity
         if ident is None or ident.peer_id != str(msg.container):
             self._log.warning("a restore fence for container %d on the connection of %s; ignored", msg.container,
@@ -154,6 +154,6 @@ class CheckpointRelay:
             return False
         self._rollback_asked = rid
         self._log.warning("effectively once: %s; asking the master to roll back the run of restore %d", reason, rid)
-        self._to_master(encode_frame(MsgType.ROLLBACK_REQUEST, pb.RollbackRequest(
+        self.to_master(encode_frame(MsgType.ROLLBACK_REQUEST, pb.RollbackRequest(
             container=self.container, restore_id=rid, reason=reason).SerializeToString()))
         return True

@@ -13,12 +13,12 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from heron_py.common.framing import CHECKPOINT_COMMANDS, MsgType, encode_frame
-from heron_py.common.net import BaseHandler, Connection, connect, parse
+from heron_py.common.framing import MsgType, encode_frame
+from heron_py.common.net import Connection, Route, Routed, Routes, connect, on
 from heron_py.common.reconnect import Unreachable, run_link
 from heron_py.common.tls import PeerTls
 from heron_py.common.tmlink import LocationFollower, connect_master
@@ -29,34 +29,41 @@ HEARTBEAT_S = 1.0
 Sleep = Callable[[float], Awaitable[None]]
 
 
-class _MasterHandler(BaseHandler):
-    def __init__(self, on_pplan: Callable[[bytes], None], log: logging.Logger,
-                 on_checkpoint: Callable[[int, bytes], None] | None = None) -> None:
-        self._on_pplan = on_pplan
-        self._on_checkpoint = on_checkpoint
-        self._log = log
+def master_routes(on_pplan: Callable[[bytes], None], log: logging.Logger,
+                  more: Iterable[Route] = ()) -> Routes:
+    """What the master may send on our link to it: the plan, the answer to our registration,
+    and ``more`` (effectively once's commands, ``CheckpointRelay.master_routes``)."""
 
-    def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
-        if msg_type in CHECKPOINT_COMMANDS and self._on_checkpoint is not None:
-            self._on_checkpoint(msg_type, frame)
-        elif msg_type == MsgType.NEW_PHYSICAL_PLAN:
-            msg = pb.NewPhysicalPlan()
-            parse(msg, frame)
-            self._on_pplan(msg.pplan_json)
-        elif msg_type == MsgType.REGISTER_STMGR_RESPONSE:
-            resp = pb.RegisterStmgrResponse()
-            parse(resp, frame)
-            if not resp.ok:
-                self._log.error("topology master refused registration: %s", resp.error)
+    def registered(conn: Connection, resp: pb.RegisterStmgrResponse) -> None:
+        if not resp.ok:
+            log.error("topology master refused registration: %s", resp.error)
+
+    return Routes("stmgr's master link", [
+        on("tmanager", MsgType.NEW_PHYSICAL_PLAN, pb.NewPhysicalPlan, lambda conn, m: on_pplan(m.pplan_json)),
+        on("tmanager", MsgType.REGISTER_STMGR_RESPONSE, pb.RegisterStmgrResponse, registered),
+        *more])
+
+
+class MasterChannel:
+    """The registered connection to the master, for those who report to it (the checkpoint
+    relay): made before the link, so neither needs the other to exist first."""
+
+    def __init__(self) -> None:
+        self.conn: Connection | None = None  # while registered
+
+    def send(self, frame: bytes) -> None:
+        """A report for the master (an instance's checkpoint report); dropped while not registered,
+        as the master then restores anyway."""
+        if self.conn is not None:
+            self.conn.send(frame)
 
 
 class MasterLink:
     def __init__(self, *, topology: str, container: int, host: str, secret: bytes, state: StateManager,
-                 log: logging.Logger, max_frame: int, on_pplan: Callable[[bytes], None],
+                 log: logging.Logger, max_frame: int, routes: Routes, channel: MasterChannel,
                  instance_infos: Callable[[], list[pb.InstanceInfo]], metrics: Callable[[], pb.StmgrMetrics],
-                 sleep: Sleep = asyncio.sleep, tls: PeerTls | None = None,
-                 on_checkpoint: Callable[[int, bytes], None] | None = None) -> None:
-        self.conn: Connection | None = None  # while registered
+                 sleep: Sleep = asyncio.sleep, tls: PeerTls | None = None) -> None:
+        self.channel = channel
         self._tls = tls
         self.port = 0  # ours, set once we listen
         self._topology = topology
@@ -66,7 +73,7 @@ class MasterLink:
         self._state = state
         self._log = log
         self._max_frame = max_frame
-        self._handler = _MasterHandler(on_pplan, log, on_checkpoint)
+        self._handler = Routed(routes)
         self._instance_infos = instance_infos
         self._metrics = metrics
         self._sleep = sleep
@@ -96,7 +103,7 @@ class MasterLink:
     async def _session(self, conn: Connection) -> None:
         follow, loc = self._follow, self._loc
         assert follow is not None and loc is not None
-        self.conn = conn
+        self.channel.conn = conn
         try:
             conn.send_msg(MsgType.REGISTER_STMGR_REQUEST, pb.RegisterStmgrRequest(
                 container=self._container, host=self._host, port=self.port, pid=os.getpid(),
@@ -108,11 +115,11 @@ class MasterLink:
             self._log.info("topology master moved; reconnecting")
             conn.close("topology master moved")
         finally:
-            self.conn = None
+            self.channel.conn = None
 
     def heartbeat(self, *, with_metrics: bool) -> None:
         """Also sent at once when an instance becomes ready, so the master learns it now."""
-        conn = self.conn
+        conn = self.channel.conn
         if conn is None:
             return
         hb = pb.StmgrHeartbeat(container=self._container, instances=self._instance_infos())
@@ -120,15 +127,9 @@ class MasterLink:
             hb.metrics.CopyFrom(self._metrics())
         conn.send_msg(MsgType.STMGR_HEARTBEAT, hb)
 
-    def send(self, frame: bytes) -> None:
-        """A report for the master (an instance's checkpoint report); dropped while not registered,
-        as the master then restores anyway."""
-        if self.conn is not None:
-            self.conn.send(frame)
-
     def close(self, reason: str) -> None:
-        if self.conn is not None:
-            self.conn.close(reason)
+        if self.channel.conn is not None:
+            self.channel.conn.close(reason)
 
 
 class MetricsLink:
@@ -156,7 +157,8 @@ class MetricsLink:
             port = int(json.loads(self._mm_file.read_text())["port"])
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise Unreachable(f"metrics manager not found in {self._mm_file} yet ({e!r}); retrying") from e
-        return await connect(self._host, port, BaseHandler(), self._secret, role="stmgr",
+        # the metrics manager sends nothing back: any frame from it is refused
+        return await connect(self._host, port, Routed(Routes("stmgr's metrics link", ())), self._secret, role="stmgr",
                              peer_id=str(self._container), log=self._log, max_frame=self._max_frame)
 
     async def _session(self, conn: Connection) -> None:

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from heron_py.common.config import MB, ConfigError, StreamManagerConfig, effectively_once, max_frame_bytes
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
-from heron_py.common.framing import CHECKPOINT_REPORTS, DEFAULT_MAX_FRAME, MsgType, batch_src, encode_frame
+from heron_py.common.framing import DEFAULT_MAX_FRAME, MsgType, batch_src, encode_frame, frame_type
 from heron_py.common.guard import RateLimitedLog
-from heron_py.common.net import BaseHandler, Connection, Counters, parse, serve, serve_unix
+from heron_py.common.net import BaseHandler, Connection, Counters, Routed, Routes, on, on_raw, relay, serve, serve_unix
 from heron_py.common.tls import PeerTls
 from heron_py.planner.model import PhysicalPlan
 from heron_py.scheduler.paths import bind_stmgr_socket, release_stmgr_socket
@@ -37,7 +37,7 @@ from stream_manager.checkpoints import CheckpointRelay
 from stream_manager.clique import Clique
 from stream_manager.forwarder import DropReason, Forwarder
 from stream_manager.instances import LocalInstances
-from stream_manager.links import MasterLink, MetricsLink
+from stream_manager.links import MasterChannel, MasterLink, MetricsLink, master_routes
 from stream_manager.metrics import StreamManagerMetrics
 from stream_manager.routing import RoutingTable
 
@@ -81,7 +81,7 @@ class StreamManager(DaemonBase):
         self.bp = BackpressureState(clock=time.monotonic)
         self.instances = LocalInstances(log)
         self.clique = Clique(container=container, secret=secret, log=log, max_frame=max_frame, tls=tls,
-                             handler=lambda c: _PeerOut(self, c),
+                             handler=lambda c: _PeerOut(self, peer_routes, c),
                              on_connected=lambda c, conn: self.forwarder.release(ConnKey.stmgr(c), conn),
                              spawn=self._spawn,
                              backpressure_cause=lambda: describe(self.bp.slow) if self.bp.local else None,
@@ -89,6 +89,7 @@ class StreamManager(DaemonBase):
         self.forwarder = Forwarder(_Destinations(self.instances, self.clique),
                                    on_ack_batch=lambda frame: self.acks.on_ack_batch(frame), log=log)
         self.forwarder.routing = RoutingTable(container)
+        peer_routes = _peer_out_routes(self.forwarder)
         self.forwarder.on_held = self.on_writing  # held frames count toward backpressure
         self.forwarder.on_loss = lambda reason: self.data_lost(f"frames dropped ({reason.value})")
         self.effectively_once = False  # the plan's mode (set with each plan)
@@ -96,15 +97,16 @@ class StreamManager(DaemonBase):
         self.metrics = StreamManagerMetrics(
             container=container, bp=self.bp, forwarder=self.forwarder, acks=self.acks, instances=self.instances,
             clique=self.clique, counters=self.counters, spouts_held=self.spouts_held)
-        self.master = MasterLink(topology=topology, container=container, host=host, secret=secret, state=state, tls=tls,
-                                 log=log, max_frame=max_frame, on_pplan=self.on_new_pplan,
-                                 instance_infos=self.instances.infos, metrics=self.metrics.for_master,
-                                 on_checkpoint=lambda t, f: self.ckpt.on_master_frame(t, f))
-        self.ckpt = CheckpointRelay(container, log, to_master=self.master.send,
+        channel = MasterChannel()
+        self.ckpt = CheckpointRelay(container, log, to_master=channel.send,
                                     instances=lambda: list(self.instances.conns.values()),
                                     instance=self.instances.get,
                                     local_spouts=lambda: self.forwarder.routing.local_spouts,
                                     peers=self.clique.connections, discard_held=self.forwarder.discard_old_run)
+        self.master = MasterLink(topology=topology, container=container, host=host, secret=secret, state=state, tls=tls,
+                                 log=log, max_frame=max_frame, channel=channel,
+                                 routes=master_routes(self.on_new_pplan, log, self.ckpt.master_routes()),
+                                 instance_infos=self.instances.infos, metrics=self.metrics.for_master)
         # the metrics manager is always in this container, on loopback
         self.metrics_link = MetricsLink(mm_file=port_file.parent / "metricsmgr.json", host=LOOPBACK,
                                         container=container,
@@ -115,10 +117,12 @@ class StreamManager(DaemonBase):
     async def start(self) -> None:
         self._begin()
         assert self._stopped is not None
+        inbound = _Inbound(self)  # stateless: one handler and one routing table for every connection
+        routes = inbound.routes()
         try:
-            self._server = await serve(self.host, 0, lambda: _Inbound(self), self._secret, role="stmgr",
+            self._server = await serve(self.host, 0, lambda: inbound, self._secret, role="stmgr",
                                        log=self.log, counters=self.counters, max_frame=self._max_frame,
-                                       ssl=self._tls.server if self._tls else None)
+                                       ssl=self._tls.server if self._tls else None, routes=routes)
         except OSError as e:
             raise FatalError(f"stream manager of container {self.container}: cannot listen on "
                              f"{self.host}: {e}") from e
@@ -126,8 +130,9 @@ class StreamManager(DaemonBase):
         # the container's instances come through a Unix socket (no TCP stack on the way)
         sock = self._sock_path = bind_stmgr_socket(self._port_file)
         try:
-            self._local_server = await serve_unix(sock, lambda: _Inbound(self), self._secret, role="stmgr",
-                                                  log=self.log, counters=self.counters, max_frame=self._max_frame)
+            self._local_server = await serve_unix(sock, lambda: inbound, self._secret, role="stmgr",
+                                                  log=self.log, counters=self.counters, max_frame=self._max_frame,
+                                                  routes=routes)
         except OSError as e:
             raise FatalError(f"stream manager of container {self.container}: cannot listen on {sock}: {e}") from e
         write_atomically(self._port_file, str(self.port))
@@ -262,60 +267,68 @@ class StreamManager(DaemonBase):
 
 
 class _Inbound(BaseHandler):
-    """Handler of an accepted connection: a local instance or a peer stream manager."""
+    """Accepted connections, a local instance's or a peer stream manager's: the lifecycle of
+    each, and the routes of what each role may send (built once, at start; a message a role may
+    not send is refused by the connection itself, counted as ``__bad-frames/role``)."""
 
     def __init__(self, sm: StreamManager) -> None:
         self.sm = sm
 
-    def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
+    def routes(self) -> Routes:
+        sm, ckpt = self.sm, self.sm.ckpt
+        return Routes("stmgr", [
+            # the hot path: raw frames, routed on their header (never decoded here)
+            on_raw("instance", MsgType.TUPLE_BATCH, self.instance_batch),
+            on_raw("instance", MsgType.CKPT_MARKER, self.instance_batch),
+            on_raw("instance", MsgType.ACK_BATCH, self.instance_acks),
+            on_raw("stmgr", MsgType.TUPLE_BATCH, self.peer_batch),
+            on_raw("stmgr", MsgType.CKPT_MARKER, self.peer_batch),
+            on_raw("stmgr", MsgType.ACK_BATCH, lambda conn, frame: sm.forwarder.route(frame)),
+            on("instance", MsgType.REGISTER_INSTANCE_REQUEST, pb.RegisterInstanceRequest, self.register),
+            on("instance", MsgType.INSTANCE_METRICS, pb.InstanceMetrics,
+               lambda conn, m: sm.instances.metrics.__setitem__(m.task_id, m)),
+            on("instance", MsgType.INSTANCE_READY, pb.InstanceReady,
+               lambda conn, m: sm.instance_ready(m.task_id, m.pid)),
+            relay("instance", MsgType.CHECKPOINT_SAVED, lambda conn, frame: ckpt.to_master(frame)),
+            on("instance", MsgType.STATE_RESTORED, pb.StateRestored, ckpt.on_state_restored),
+            on("stmgr", MsgType.RESTORE_FENCE, pb.RestoreFence, ckpt.on_peer_fence),
+            on("stmgr", MsgType.STMGR_HELLO, pb.StmgrHello, lambda conn, m: None),
+            on("stmgr", MsgType.BACKPRESSURE, pb.BackPressure, lambda conn, m: sm.on_peer_backpressure(m)),
+        ])
+
+    def instance_batch(self, conn: Connection, frame: bytes) -> None:
+        """A tuple batch or marker of a local instance: only its registered task's own."""
         sm = self.sm
-        if msg_type == MsgType.TUPLE_BATCH or msg_type == MsgType.ACK_BATCH or msg_type == MsgType.CKPT_MARKER:
-            # a batch comes from the registered instance whose task is its source, or from a peer
-            # stream manager; an authenticated connection of any other role or task sends none
-            ident = conn.identity
-            if (conn.context is None or batch_src(frame) != conn.context) if ident is None or \
-                    ident.role != "stmgr" else False:
-                sm.refuse_batch(conn, msg_type, frame)
-                return
-            if msg_type != MsgType.ACK_BATCH and sm.ckpt.restore_id and not sm.ckpt.admits(conn):
-                sm.forwarder.drop(DropReason.OLD_RUN, frame)  # the run a restore rolled back
-                return
-            sm.forwarder.route(frame)
-            return
-        ident = conn.identity
-        assert ident is not None
-        if msg_type == MsgType.REGISTER_INSTANCE_REQUEST and ident.role == "instance":
-            req = pb.RegisterInstanceRequest()
-            parse(req, frame)
-            if str(req.task_id) != ident.peer_id or (not sm.forwarder.routing.is_local(req.task_id)
-                                                     and sm.pplan is not None):
-                error = f"task {req.task_id} does not run in container {sm.container}"
-                conn.send_msg(MsgType.REGISTER_INSTANCE_RESPONSE, pb.RegisterInstanceResponse(ok=False, error=error))
-                conn.close(f"refused registration: {error}")
-                return
-            sm.register_instance(conn, req)
-        elif msg_type == MsgType.INSTANCE_METRICS and ident.role == "instance":
-            m = pb.InstanceMetrics()
-            parse(m, frame)
-            sm.instances.metrics[m.task_id] = m
-        elif msg_type == MsgType.INSTANCE_READY and ident.role == "instance":
-            msg = pb.InstanceReady()
-            parse(msg, frame)
-            sm.instance_ready(msg.task_id, msg.pid)
-        elif msg_type in CHECKPOINT_REPORTS and ident.role == "instance":
-            sm.ckpt.on_instance_frame(conn, msg_type, frame)
-        elif msg_type == MsgType.RESTORE_FENCE and ident.role == "stmgr":
-            sm.ckpt.on_peer_fence(conn, frame)
-        elif msg_type == MsgType.STMGR_HELLO and ident.role == "stmgr":
-            pass
-        elif msg_type == MsgType.BACKPRESSURE and ident.role == "stmgr":
-            bp = pb.BackPressure()
-            parse(bp, frame)
-            sm.on_peer_backpressure(bp)
+        if conn.context is None or batch_src(frame) != conn.context:
+            sm.refuse_batch(conn, frame_type(frame), frame)
+        elif sm.ckpt.restore_id and not sm.ckpt.admits(conn):
+            sm.forwarder.drop(DropReason.OLD_RUN, frame)  # the run a restore rolled back
         else:
-            sm.log.warning("unexpected message type %d from %s (%s); dropping the connection",
-                           msg_type, conn.peer_name, ident.role)
-            conn.close(f"unexpected message type {msg_type} from a {ident.role}")
+            sm.forwarder.route(frame)
+
+    def instance_acks(self, conn: Connection, frame: bytes) -> None:
+        if conn.context is None or batch_src(frame) != conn.context:
+            self.sm.refuse_batch(conn, MsgType.ACK_BATCH, frame)
+        else:
+            self.sm.forwarder.route(frame)  # acks pass the fence: they only resolve roots
+
+    def peer_batch(self, conn: Connection, frame: bytes) -> None:
+        sm = self.sm
+        if sm.ckpt.restore_id and not sm.ckpt.admits(conn):
+            sm.forwarder.drop(DropReason.OLD_RUN, frame)
+        else:
+            sm.forwarder.route(frame)
+
+    def register(self, conn: Connection, req: pb.RegisterInstanceRequest) -> None:
+        sm, ident = self.sm, conn.identity
+        assert ident is not None
+        if str(req.task_id) != ident.peer_id or (not sm.forwarder.routing.is_local(req.task_id)
+                                                 and sm.pplan is not None):
+            error = f"task {req.task_id} does not run in container {sm.container}"
+            conn.send_msg(MsgType.REGISTER_INSTANCE_RESPONSE, pb.RegisterInstanceResponse(ok=False, error=error))
+            conn.close(f"refused registration: {error}")
+            return
+        sm.register_instance(conn, req)
 
     def on_writing(self, conn: Connection, paused: bool) -> None:
         if isinstance(conn.context, int):
@@ -337,14 +350,19 @@ class _Inbound(BaseHandler):
         self.sm.instance_lost(conn)
 
 
-class _PeerOut(BaseHandler):
-    def __init__(self, sm: StreamManager, container: int) -> None:
+def _peer_out_routes(forwarder: Forwarder) -> Routes:
+    """What a peer may send back on our connection to it: batches only (peers send their own
+    data on their own connections; these are kept for a peer that does otherwise)."""
+    route = lambda conn, frame: forwarder.route(frame)  # noqa: E731
+    return Routes("stmgr's outbound link", [on_raw("stmgr", MsgType.TUPLE_BATCH, route),
+                                            on_raw("stmgr", MsgType.ACK_BATCH, route)])
+
+
+class _PeerOut(Routed):
+    def __init__(self, sm: StreamManager, routes: Routes, container: int) -> None:
+        super().__init__(routes)
         self.sm = sm
         self.container = container
-
-    def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
-        if msg_type in (MsgType.TUPLE_BATCH, MsgType.ACK_BATCH):  # peers send on their own connections
-            self.sm.forwarder.route(frame)
 
     def on_writing(self, conn: Connection, paused: bool) -> None:
         self.sm.on_writing(ConnKey.stmgr(self.container), paused)

@@ -60,10 +60,12 @@ class StreamManagerMetrics:
         # connections refused before authentication (issue 18: shed at the caps, past the deadline)
         counters["__connections-shed"] = self._counters.shed
         counters["__handshake-timeouts"] = self._counters.handshake_timeouts
-        # frames refused after authentication: a wrong tag, a batch from the wrong role or task;
+        # frames refused after authentication: a wrong tag, a batch from the wrong role or task, a
+        # message type the sender's role may not send;
         # and peers aborted for silence (frozen, or gone with their host)
         counters["__bad-frames/auth"] = self._counters.bad_frame_auth
         counters["__bad-frames/source"] = self._counters.bad_frame_source
+        counters["__bad-frames/role"] = self._counters.bad_frame_role  # a message its role may not send (net.Routes)
         counters["__silent-peers"] = self._counters.silent_peers
         for reason, n in self._fwd.drops.items():  # every reason, zeros too: a drop is never silent
             counters[f"__dropped-tuples/{reason.value}"] = n

@@ -36,6 +36,8 @@ from heron_py.runtime.host import HostOptions, make_host
 from heron_py.runtime.stateful import Phase, StatefulTask, downstream_tasks, upstream_tasks
 from heron_py.testing import Harness
 from proto import heron_py_pb2 as pb
+from heron_py.common.net import Routes
+from heron_py.common.wire import decode_as
 from stream_manager.checkpoints import CheckpointRelay
 
 LOG = logging.getLogger("test")
@@ -242,6 +244,7 @@ def test_unstateful_bolt_reports_an_empty_save_and_a_corrupt_checkpoint_is_repor
 class _Conn:
     def __init__(self, role: str, peer_id: str) -> None:
         self.identity = PeerIdentity(role, peer_id)
+        self.peer_name = f"{role} {peer_id}"
         self.sent: list[bytes] = []
 
     def send(self, frame: bytes) -> None:
@@ -267,6 +270,20 @@ def _frame(msg_type: int, msg) -> bytes:
     return encode_frame(msg_type, msg.SerializeToString())
 
 
+def _from_master(relay: CheckpointRelay, msg_type: int, frame: bytes) -> None:
+    """A master's command, through the routes the relay gives the stream manager's master link."""
+    Routes("stmgr's master link", relay.master_routes()).table("tmanager")[msg_type](_Conn("tmanager", ""), frame)
+
+
+def _from_instance(relay: CheckpointRelay, conn: _Conn, msg_type: int, frame: bytes) -> None:
+    assert msg_type == MsgType.STATE_RESTORED
+    relay.on_state_restored(conn, decode_as(pb.StateRestored, msg_type, frame))
+
+
+def _fence(relay: CheckpointRelay, conn: _Conn, frame: bytes) -> None:
+    relay.on_peer_fence(conn, decode_as(pb.RestoreFence, MsgType.RESTORE_FENCE, frame))
+
+
 def _types(conn: _Conn) -> Iterator[int]:
     return (frame_type(f) for f in conn.sent)
 
@@ -276,7 +293,7 @@ def test_relay_fences_each_connection_until_its_own_marker_of_the_restore():
     relay = r.relay
     inst, peer_in = r.instances[4], _Conn("stmgr", "1")
     assert relay.admits(inst) and relay.admits(peer_in)  # no restore yet: nothing is fenced
-    relay.on_master_frame(MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(
+    _from_master(relay, MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(
         restore_id=10, checkpoint_id=4, reason="test")))
     assert r.discarded == 1 and relay.restoring
     assert list(_types(r.peers[0])) == [MsgType.RESTORE_FENCE]
@@ -284,13 +301,13 @@ def test_relay_fences_each_connection_until_its_own_marker_of_the_restore():
     assert not relay.admits(inst) and not relay.admits(peer_in) and relay.fenced_frames == 2
     # the instance's StateRestored is its fence (and goes on to the master)
     restored = _frame(MsgType.STATE_RESTORED, pb.StateRestored(restore_id=10, task_id=4, ok=True))
-    relay.on_instance_frame(inst, MsgType.STATE_RESTORED, restored)
+    _from_instance(relay, inst, MsgType.STATE_RESTORED, restored)
     assert relay.admits(inst) and r.to_master == [restored]
     # a peer's fence counts only on that peer's own connection
-    relay.on_peer_fence(_Conn("stmgr", "2"), _frame(MsgType.RESTORE_FENCE, pb.RestoreFence(container=1,
+    _fence(relay, _Conn("stmgr", "2"), _frame(MsgType.RESTORE_FENCE, pb.RestoreFence(container=1,
                                                                                            restore_id=10)))
     assert not relay.admits(peer_in)
-    relay.on_peer_fence(peer_in, _frame(MsgType.RESTORE_FENCE, pb.RestoreFence(container=1, restore_id=10)))
+    _fence(relay, peer_in, _frame(MsgType.RESTORE_FENCE, pb.RestoreFence(container=1, restore_id=10)))
     assert relay.admits(peer_in)
     # a closed connection's fence goes with it: a successor starts fenced again
     relay.on_closed(peer_in)
@@ -305,13 +322,13 @@ def test_fences_are_per_connection_so_an_old_connection_closing_late_takes_nothi
     r = _Relay()
     relay = r.relay
     old = r.instances[4]
-    relay.on_master_frame(MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(
+    _from_master(relay, MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(
         restore_id=10, checkpoint_id=4, reason="test")))
     new = _Conn("instance", "4")
     r.instances[4] = new
     relay.on_instance_registered(new, 4)
     assert list(_types(new)) == [MsgType.RESTORE_STATE]  # mid-restore: told to restore on it too
-    relay.on_instance_frame(new, MsgType.STATE_RESTORED, _frame(MsgType.STATE_RESTORED, pb.StateRestored(
+    _from_instance(relay, new, MsgType.STATE_RESTORED, _frame(MsgType.STATE_RESTORED, pb.StateRestored(
         restore_id=10, task_id=4, ok=True)))
     relay.on_closed(old)  # the old socket's close arrives late
     assert relay.admits(new) and not relay.admits(old)
@@ -323,10 +340,10 @@ def test_lost_in_flight_data_asks_the_master_to_roll_back_once_per_run():
     r = _Relay()
     relay = r.relay
     assert not relay.loss("before any restore")  # nothing runs yet: the first restore comes anyway
-    relay.on_master_frame(MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(
+    _from_master(relay, MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(
         restore_id=10, checkpoint_id=4, reason="test")))
     assert not relay.loss("during the restore")  # that run is being replaced
-    relay.on_master_frame(MsgType.START_PROCESSING, _frame(MsgType.START_PROCESSING,
+    _from_master(relay, MsgType.START_PROCESSING, _frame(MsgType.START_PROCESSING,
                                                            pb.StartProcessing(restore_id=10)))
     r.to_master.clear()
     assert relay.loss("the connection of instance task 4 closed")
@@ -336,9 +353,9 @@ def test_lost_in_flight_data_asks_the_master_to_roll_back_once_per_run():
     msg = pb.RollbackRequest()
     msg.ParseFromString(req[6:])
     assert (msg.container, msg.restore_id, msg.reason) == (0, 10, "the connection of instance task 4 closed")
-    relay.on_master_frame(MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(
+    _from_master(relay, MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(
         restore_id=11, checkpoint_id=4, reason="rollback")))
-    relay.on_master_frame(MsgType.START_PROCESSING, _frame(MsgType.START_PROCESSING,
+    _from_master(relay, MsgType.START_PROCESSING, _frame(MsgType.START_PROCESSING,
                                                            pb.StartProcessing(restore_id=11)))
     assert relay.loss("frames dropped (held-overflow)")  # a new run: asked again
 
@@ -347,24 +364,24 @@ def test_relay_commands_late_instances_and_stale_restores():
     r = _Relay()
     relay = r.relay
     start = _frame(MsgType.START_CHECKPOINT, pb.StartCheckpoint(checkpoint_id=2))
-    relay.on_master_frame(MsgType.START_CHECKPOINT, start)
+    _from_master(relay, MsgType.START_CHECKPOINT, start)
     assert r.instances[3].sent == [start] and r.instances[4].sent == []  # spouts only
     assert relay.fence_frame() is None
     restore = _frame(MsgType.RESTORE_STATE, pb.RestoreState(restore_id=20, checkpoint_id=0))
-    relay.on_master_frame(MsgType.RESTORE_STATE, restore)
+    _from_master(relay, MsgType.RESTORE_STATE, restore)
     late = _Conn("instance", "5")
     relay.on_instance_registered(late, 5)
     assert late.sent == [restore]  # mid-restore: a new instance is told at once
     fence = pb.RestoreFence()
     fence.ParseFromString(relay.fence_frame()[6:])
     assert (fence.container, fence.restore_id) == (0, 20)
-    relay.on_master_frame(MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(restore_id=19)))
+    _from_master(relay, MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(restore_id=19)))
     assert relay.restore_id == 20 and r.discarded == 1  # an older restore is ignored
-    relay.on_master_frame(MsgType.START_PROCESSING, _frame(MsgType.START_PROCESSING, pb.StartProcessing(
+    _from_master(relay, MsgType.START_PROCESSING, _frame(MsgType.START_PROCESSING, pb.StartProcessing(
         restore_id=19)))
     assert relay.restoring
     go = _frame(MsgType.START_PROCESSING, pb.StartProcessing(restore_id=20))
-    relay.on_master_frame(MsgType.START_PROCESSING, go)
+    _from_master(relay, MsgType.START_PROCESSING, go)
     assert not relay.restoring and r.instances[4].sent[-1] == go
     late2 = _Conn("instance", "6")
     relay.on_instance_registered(late2, 6)
