@@ -16,12 +16,12 @@ import json
 import logging
 import queue
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 from heron_py.checkpoint.storage import LocalFsStorage, checkpoint_root
-from heron_py.common.config import InstanceConfig, StatefulConfig, effectively_once
+from heron_py.common.config import ConfigError, InstanceConfig, Key, Kind, StatefulConfig, effectively_once
 from heron_py.common.package import load_main
 from heron_py.planner.model import PhysicalPlan
 from heron_py.runtime.host import BoltHost, ComponentHost, HostOptions, SpoutHost, jsonl_observer, make_host
@@ -34,6 +34,38 @@ from instance.queues import InItem, InKind, Outbox, QueueBytes
 SPOUT_CALLS = 64
 # a bolt takes at most this many more queued batches before it looks at the clock again
 BOLT_BATCHES = 8
+# A spout whose next_tuple emits nothing waits before calling it again, on its inbound queue
+# (an ack, a plan or a wake ends the wait at once): 1 ms at first, as Storm's sleep strategy,
+# doubling while next_tuple stays empty, up to IDLE_WAIT_MAX_S (Storm 2's progressive wait).
+# An idle spout so wakes ~20 times a second, not 1000; a spout polling a source of its own
+# in next_tuple sees at most IDLE_WAIT_MAX_S more latency after a quiet spell.
+IDLE_WAIT_MIN_S = 0.001
+IDLE_WAIT_MAX_S = 0.05
+# the longest the execution thread sleeps on its inbound queue: a SIGTERM's handler only sets
+# a flag (it cannot safely touch a queue's lock), so the loop looks at the flag this often
+STOP_CHECK_S = 0.25
+# spout timers: user metrics every USER_METRICS_S, pending tuples' expiry every EXPIRE_S
+USER_METRICS_S = 0.5
+EXPIRE_S = 1.0
+
+# heron_py.instance.shutdown.drain.secs: the time from a SIGTERM (or the task's end) within
+# which the component is closed and the outbound queue is sent to the stream manager; what is
+# not sent by then is counted in __dropped-tuples/shutdown. Below the executor's 5 s grace
+# before SIGKILL, so the count and the last metrics report get out. Not in the config table
+# (heron_py/common/config.py) yet: read here with the table's parser and error format.
+SHUTDOWN_DRAIN = Key("heron_py.instance.shutdown.drain.secs", Kind.FLOAT, 3.0, 0.0, unit="seconds",
+                     doc="at a task's stop, the time to close the component and send what it emitted to the "
+                         "stream manager; what is not sent by then is dropped and counted "
+                         "(__dropped-tuples/shutdown)")
+
+
+def shutdown_drain_secs(config: Mapping[str, Any], task_id: int, component: str) -> float:
+    """The task's drain time from its topology's config; one error line naming the task."""
+    try:
+        secs: float = SHUTDOWN_DRAIN.parse(config)
+    except ConfigError as e:
+        raise ConfigError(f"task {task_id} ({component}): {e}") from None
+    return secs
 
 
 def set_gc_threshold(cfg: InstanceConfig) -> None:
@@ -67,10 +99,16 @@ class TaskRunner:
         self._log = log
         self._clock = clock
         self.stopping = False
+        self.drain_s: float = SHUTDOWN_DRAIN.default  # the topology's, once its plan came
+        self.wakeups = 0  # returns from a blocking wait on the inbound queue (tests count them)
+        outbox.queue.on_room = self._room
 
     def stop(self) -> None:
+        """SIGTERM's handler (on this thread, between two bytecodes of the loop): sets flags
+        only. The loop ends within STOP_CHECK_S, closes the component, and the outbox drains
+        until the deadline set here."""
         self.stopping = True
-        self.outbox.stopping = True
+        self.outbox.begin_drain(self.drain_s)
 
     def _wait_for_plan(self) -> PhysicalPlan | None:
         while not self.stopping:
@@ -87,6 +125,7 @@ class TaskRunner:
         plan = self._wait_for_plan()
         if plan is None:
             return 0
+        self.drain_s = shutdown_drain_secs(plan.topology.config, self.task_id, self.component)
         load_main(self._package_dir)
         host = make_host(plan, self.task_id, self.outbox.send, HostOptions(clock=self._clock, wake=self._wake))
         set_gc_threshold(host.config)
@@ -103,6 +142,7 @@ class TaskRunner:
             else:
                 assert isinstance(host, BoltHost)
                 BoltLoop(self, host).run()
+            self.close(host)
         finally:
             if capture is not None:
                 capture.close()
@@ -153,6 +193,17 @@ class TaskRunner:
         path.parent.mkdir(parents=True, exist_ok=True)
         return path.open("a", encoding="utf-8")
 
+    def close(self, host: ComponentHost) -> None:
+        """The task's end, in heronpy's order: a spout still active is deactivated, then the
+        component closes (a bolt's cleanup) and the emitter's last batches are flushed to the
+        outbox. The drain to the stream manager follows (instance/main.py)."""
+        self.outbox.begin_drain(self.drain_s)  # the task may end without a stop() (tests)
+        if isinstance(host, SpoutHost) and host.active:
+            host.user.deactivate()
+            host.active = False
+        host.close()
+        self._log.info("task %d (%s) closed", self.task_id, self.component)
+
     def _wake(self) -> None:
         """Called from a component's own thread; a full queue means the task thread is busy
         and will poll anyway."""
@@ -161,10 +212,20 @@ class TaskRunner:
         except queue.Full:
             pass
 
+    def _room(self) -> None:
+        """The gateway took a flush while a spout waited for room (OutQueue.want_room): wake
+        it through its inbound queue. On the gateway thread; a full queue wakes it anyway."""
+        try:
+            self._in.put_nowait((InKind.ROOM, None))
+        except queue.Full:
+            pass
+
     def on_item(self, host: ComponentHost, kind: InKind, payload: Any) -> None:
         """Any inbound item other than a bolt's batch (the bolt loop handles those inline)."""
         if kind is InKind.WAKE:
             host.poll()
+        elif kind is InKind.ROOM:
+            pass  # the loop pushes its held frames next
         elif kind is InKind.PPLAN:
             host.set_plan(PhysicalPlan.from_dict(json.loads(payload)))
         elif kind is InKind.ACKS and isinstance(host, SpoutHost):
@@ -186,80 +247,118 @@ class TaskRunner:
         elif kind is InKind.START and rt.start_processing(payload):
             self._log.info("task %d processing (restore %d done everywhere)", self.task_id, payload)
 
-    def drain(self, host: ComponentHost, block_s: float) -> None:
-        """Handles what is queued, waiting up to ``block_s`` for the first item."""
-        get = self._in.get
+    def drain(self, host: ComponentHost, block_s: float) -> bool:
+        """Handles what is queued, waiting up to ``block_s`` (at most STOP_CHECK_S) for the
+        first item on the queue's own condition; True when an item came."""
         try:
-            kind, payload = get(timeout=block_s) if block_s > 0 else self._in.get_nowait()
+            if block_s > 0:
+                kind, payload = self._in.get(timeout=min(block_s, STOP_CHECK_S))
+                self.wakeups += 1
+            else:
+                kind, payload = self._in.get_nowait()
         except queue.Empty:
-            return
+            if block_s > 0:
+                self.wakeups += 1
+            return False
         while True:
             self.on_item(host, kind, payload)
             try:
                 kind, payload = self._in.get_nowait()
             except queue.Empty:
-                return
+                return True
 
 
 _CHECKPOINT_ITEMS = frozenset((InKind.MARKER, InKind.CKPT_START, InKind.RESTORE, InKind.START))
 
 
 class SpoutLoop:
+    """Calls next_tuple while the topology is active, there is room for more pending tuples
+    and the outbound queue takes the output. Otherwise it sleeps on its inbound queue until
+    an item (acks, a plan, ROOM from the gateway, a component's WAKE) or its next timer."""
+
     def __init__(self, runner: TaskRunner, host: SpoutHost) -> None:
         self.runner = runner
         self.host = host
         self.clock = runner._clock
         self.interval = host.config.flush_interval_s
         self.last_flush = self.clock()
+        now = self.clock()
+        self.next_check = self.next_user = now
+        self.idle_wait = IDLE_WAIT_MIN_S
+
+    def _until_timer(self, now: float) -> float:
+        """Seconds to the next timer: expiry, user metrics, a component's heron_poll."""
+        due = min(self.next_check, self.next_user) - now
+        poll_s = self.host.poll_s
+        return max(0.0, due if poll_s is None else min(due, poll_s))
+
+    def _timers(self, now: float) -> None:
+        host, runner = self.host, self.runner
+        if now >= self.next_user:
+            self.next_user = now + USER_METRICS_S
+            host.collect_user_metrics(now)
+        host.acks_due()
+        if now >= self.next_check:
+            self.next_check = now + EXPIRE_S
+            host.expire()
+            if host.reliability is not None:
+                host.metrics.log_if_changed(runner._log, host.reliability)
 
     def run(self) -> None:
         runner, host, clock = self.runner, self.host, self.clock
         outbox = runner.outbox
         host.start()
-        next_check = next_user = clock()
         poll_s = host.poll_s
         while not runner.stopping:
-            runner.drain(host, block_s=0.0 if host.active else min(0.05, poll_s or 0.05))
+            if host.active:
+                runner.drain(host, block_s=0.0)
+            else:  # deactivated: nothing to do until a plan (or a timer)
+                host.flush()
+                runner.drain(host, block_s=self._until_timer(clock()))
             if poll_s is not None:
                 host.poll()
-            now = clock()
-            if now >= next_user:
-                next_user = now + 0.5
-                host.collect_user_metrics(now)
-            host.acks_due()
-            if now >= next_check:
-                next_check = now + 1.0
-                host.expire()
-                if host.reliability is not None:
-                    host.metrics.log_if_changed(runner._log, host.reliability)
-            if outbox.held and not outbox.push_held():
-                # the outbound queue is full (backpressure): no next_tuple until it drains
-                t0 = clock()
-                runner.drain(host, block_s=0.001)
-                outbox.time_blocked_s += clock() - t0
+            self._timers(clock())
+            if outbox.held and not self._push_held():
                 continue
             if host.active and (runner.stateful is None or runner.stateful.processing):
                 self._produce()
             else:
                 host.flush()
-        host.close()
+
+    def _push_held(self) -> bool:
+        """Backpressure: the outbound queue is full, so no next_tuple until the held frames
+        went out. Sleeps until the gateway takes a flush (ROOM) or a timer; True when nothing
+        is held any more."""
+        runner, outbox, clock = self.runner, self.runner.outbox, self.clock
+        outbox.queue.want_room()  # armed before the last look: a take in between still wakes us
+        if outbox.push_held():
+            return True
+        t0 = clock()
+        runner.drain(self.host, block_s=self._until_timer(t0))
+        outbox.time_blocked_s += clock() - t0
+        return False
 
     def _produce(self) -> None:
         host, runner = self.host, self.runner
         if host.room() <= 0:
-            # topology.max.spout.pending reached: wait for acks, do not call next_tuple
+            # topology.max.spout.pending reached: no next_tuple until acks (or expiry) free room
             host.flush()
             self.last_flush = self.clock()
-            runner.drain(host, block_s=0.001)
+            runner.drain(host, block_s=self._until_timer(self.last_flush))
             return
         emitted = host.next_tuples(SPOUT_CALLS, self.interval)
         now = self.clock()
         if not emitted:
-            # nothing to emit: flush what we have and wait a little (Storm's 1 ms sleep)
+            # nothing to emit: flush what we have, then wait (progressively longer) for input
             host.flush()
             self.last_flush = now
-            runner.drain(host, block_s=0.001)
-        elif now - self.last_flush >= self.interval:
+            if runner.drain(host, block_s=min(self.idle_wait, self._until_timer(now))):
+                self.idle_wait = IDLE_WAIT_MIN_S
+            else:
+                self.idle_wait = min(self.idle_wait * 2, IDLE_WAIT_MAX_S)
+            return
+        self.idle_wait = IDLE_WAIT_MIN_S
+        if now - self.last_flush >= self.interval:
             host.flush()
             self.last_flush = now
 
@@ -337,4 +436,3 @@ class BoltLoop:
             if now >= next_metrics:
                 next_metrics = now + 10.0
                 host.metrics.log_if_changed(runner._log, None)
-        host.close()

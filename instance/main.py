@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import queue
 import signal
 import sys
@@ -14,10 +15,13 @@ from types import FrameType
 from heron_py.checkpoint.storage import checkpoint_key_beside
 from heron_py.common.config import InstanceConfig
 from heron_py.common.daemon import setup_logging
-from instance.execution import TaskRunner
-from instance.gateway import Gateway, GatewayConfig, MetricsLink
+from instance.execution import SHUTDOWN_DRAIN, TaskRunner
+from instance.gateway import Gateway, GatewayConfig, GatewayState, MetricsLink
 from instance.metrics import TaskReports
-from instance.queues import InItem, Outbox, QueueBytes
+from instance.queues import InItem, Outbox, OutQueue, QueueBytes
+
+# the last metrics report (with __dropped-tuples/shutdown) may take this long to go out
+LAST_REPORT_S = 0.5
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     # the queues exist before the physical plan arrives, so their bounds come from the
     # executor, which read them from the topology's config
     inbound: queue.Queue[InItem] = queue.Queue(maxsize=args.in_queue_batches)
-    outbound: queue.Queue[list[bytes]] = queue.Queue(maxsize=args.out_queue_batches)
+    outbound = OutQueue(args.out_queue_batches, args.out_queue_bytes)
     in_bytes, out_bytes = QueueBytes(args.in_queue_bytes), QueueBytes(args.out_queue_bytes)
     cfg = GatewayConfig(task_id=args.task_id, component=args.component, secret=args.secret_file.read_bytes(),
                         sm_port_file=args.sm_port_file, max_frame=InstanceConfig.max_frame, sm_host=args.sm_host,
@@ -74,6 +78,11 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     gateway.start()
+    # The order of a task's end: (1) a SIGTERM sets the stop flag and the drain's deadline;
+    # (2) the execution loop ends and closes the component (deactivate, close or cleanup) and
+    # flushes its emitter (TaskRunner.close); (3) the outbound queue drains to the stream
+    # manager until the deadline (shutdown_drain); (4) the last metrics report, with what was
+    # dropped; (5) the gateway stops and closes its connections.
     try:
         code = runner.run()
     except Exception:
@@ -82,8 +91,33 @@ def main(argv: list[str] | None = None) -> int:
         trace = traceback.format_exc()
         log.error("task %d (%s) died: %s", args.task_id, args.component, trace)
         reports.record_exception(trace)
-        gateway.report_now(timeout=2.0)
         code = 1
+    shutdown_drain(outbox, gateway, runner.drain_s, log, f"task {args.task_id} ({args.component})")
+    gateway.report_now(timeout=LAST_REPORT_S)
     gateway.stop()
     sys.stdout.flush()
     return code
+
+
+def shutdown_drain(outbox: Outbox, gateway: Gateway, drain_s: float, log: logging.Logger, who: str) -> int:
+    """Sends what the task emitted to the stream manager, within ``drain_s`` of the stop
+    (the outbox's deadline); counts and logs (one line) what could not go. Returns the
+    number of tuples dropped."""
+    outbox.begin_drain(drain_s)  # kept if a SIGTERM set it earlier
+    outbox.drain(link_up=lambda: gateway.state is GatewayState.RUNNING, unsent=lambda: _unsent_bytes(gateway) > 0)
+    if outbox.dropped_frames:
+        log.warning("%s: shutdown dropped %d tuples (%d frames) not sent to the stream manager within "
+                    "%s = %gs (__dropped-tuples/shutdown)", who, outbox.dropped_tuples, outbox.dropped_frames,
+                    SHUTDOWN_DRAIN.name, drain_s)
+    return outbox.dropped_tuples
+
+
+def _unsent_bytes(gateway: Gateway) -> int:
+    """Bytes the gateway's connection to the stream manager has not written to its socket yet.
+    Reads the gateway's connection, which it does not expose (the report asks for a
+    ``Gateway.unsent_bytes``); two ints read across threads, a stale value only delays."""
+    conn = getattr(gateway, "_conn", None)
+    if conn is None or not conn.is_open:
+        return 0
+    n: int = conn.write_buffer_size()
+    return n

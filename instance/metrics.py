@@ -65,6 +65,9 @@ class TaskReports:
         gauges: dict[str, float] = {
             "__in-queue-batches": self._in.qsize(), "__out-queue-batches": self._outbox.qsize(),
             "__in-queue-bytes": self._in_bytes.depth, "__out-queue-bytes": self._outbox.bytes.depth}
+        # what a stop could not send to the stream manager within its drain time (the last
+        # report carries it; instance/main.py shutdown_drain)
+        counters["__dropped-tuples/shutdown"] = self._outbox.dropped_tuples
         doc: dict[str, Any] = {"kind": "instance", "task": self.task_id, "component": self.component,
                                "time": time.time(), "counters": counters, "gauges": gauges,
                                "process": process_gauges(), "user": {},

@@ -1,8 +1,10 @@
 """The two bounded one-way queues between the gateway thread and the execution thread.
 
 Inbound (gateway -> execution) carries ``(InKind, payload)`` items; outbound (execution ->
-gateway) carries lists of encoded frames, one list per flush. Each queue is bounded in items
-by ``queue.Queue`` and in bytes by a ``QueueBytes`` pair of counters.
+gateway) carries lists of encoded frames, one list per flush. The inbound queue is bounded in
+items by ``queue.Queue`` and in bytes by a ``QueueBytes`` pair of counters. The outbound queue
+is an ``OutQueue``: it is bounded in items and bytes under its own lock, so a sender waiting
+for room sleeps on the queue's condition and is woken by the gateway's take, not by a timer.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ import collections
 import enum
 import queue
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
+
+from heron_py.common.framing import MsgType, batch_count, frame_type
 
 
 class InKind(enum.Enum):
@@ -20,6 +24,7 @@ class InKind(enum.Enum):
     ACKS = "acks"  # an ACK_RESULT frame for this spout
     PPLAN = "pplan"  # a physical plan (JSON bytes)
     WAKE = "wake"  # a component's own input arrived (heron_poll): poll now
+    ROOM = "room"  # the outbound queue has room again: a spout's held frames can go
     # effectively once (heron_py/runtime/stateful.py)
     MARKER = "marker"  # a CKPT_MARKER frame, in order with the batches
     CKPT_START = "checkpoint"  # a spout: save now (payload: checkpoint id)
@@ -28,6 +33,11 @@ class InKind(enum.Enum):
 
 
 InItem = tuple[InKind, Any]
+
+# A blocked sender looks at its stop deadline at least this often. It is only a safety net:
+# room wakes the sender through the queue's condition (a signal handler cannot notify a
+# condition safely: the interrupted thread may hold its lock).
+SAFETY_WAIT_S = 0.25
 
 
 class QueueBytes:
@@ -44,14 +54,124 @@ class QueueBytes:
         return self.put - self.taken
 
 
+class OutQueue(queue.Queue[list[bytes]]):
+    """The outbound queue: at most ``maxsize`` flushes and ``max_bytes`` bytes (one flush
+    always fits, however large). Its byte depth is kept under the queue's own lock, so a
+    sender that ``offer``s with a timeout waits on ``not_full``, which every take notifies.
+
+    ``on_room``, when armed with ``want_room``, is called once (on the taking thread, outside
+    the lock) after the next take: a spout that waits on its inbound queue is woken by it."""
+
+    def __init__(self, maxsize: int, max_bytes: int) -> None:
+        super().__init__(maxsize)
+        self.max_bytes = max_bytes
+        self.depth_bytes = 0  # guarded by self.mutex
+        self.on_room: Callable[[], None] | None = None
+        self._room_wanted = False
+        self.room_signals = 0  # on_room calls (tests count wake-ups with it)
+        self.waits = 0  # times an offer slept on the condition
+
+    # queue.Queue's storage hooks, called with self.mutex held
+    def _init(self, maxsize: int) -> None:
+        self.queue: collections.deque[list[bytes]] = collections.deque()
+        self._sizes: collections.deque[int] = collections.deque()
+
+    def _put(self, item: list[bytes]) -> None:
+        self._append(item, sum(map(len, item)))
+
+    def _append(self, item: list[bytes], size: int) -> None:
+        self.queue.append(item)
+        self._sizes.append(size)
+        self.depth_bytes += size
+
+    def _get(self) -> list[bytes]:
+        self.depth_bytes -= self._sizes.popleft()
+        return self.queue.popleft()
+
+    def _fits(self, size: int) -> bool:
+        n = len(self.queue)
+        if not n:
+            return True
+        return (self.maxsize <= 0 or n < self.maxsize) and self.depth_bytes + size <= self.max_bytes
+
+    def offer(self, frames: list[bytes], size: int, timeout: float = 0.0) -> bool:
+        """Puts ``frames`` (``size`` bytes) if there is room, waiting up to ``timeout`` for it;
+        False when there was none."""
+        with self.not_full:
+            if not self._fits(size):
+                if timeout <= 0:
+                    return False
+                end = time.monotonic() + timeout
+                while not self._fits(size):
+                    left = end - time.monotonic()
+                    if left <= 0:
+                        return False
+                    self.waits += 1
+                    self.not_full.wait(left)
+            self._append(frames, size)
+            self.unfinished_tasks += 1
+            self.not_empty.notify()
+            return True
+
+    def get(self, block: bool = True, timeout: float | None = None) -> list[bytes]:
+        item = super().get(block, timeout)  # get_nowait comes here too
+        if self._room_wanted:
+            self._room_wanted = False
+            cb = self.on_room
+            if cb is not None:
+                self.room_signals += 1
+                cb()
+        return item
+
+    def want_room(self) -> None:
+        """Arms ``on_room`` for the next take. Arm before the last look for room, so a take
+        between the look and the wait still wakes the waiter."""
+        self._room_wanted = True
+
+    def wait_empty(self, timeout: float) -> bool:
+        """Waits until the gateway took everything (or ``timeout``); True when empty."""
+        end = time.monotonic() + timeout
+        with self.not_full:
+            while self.queue:
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                self.not_full.wait(left)
+            return True
+
+    def take_all(self) -> list[list[bytes]]:
+        """Empties the queue (what could not be sent at shutdown), for counting."""
+        out: list[list[bytes]] = []
+        while True:
+            try:
+                out.append(super().get_nowait())
+            except queue.Empty:
+                return out
+
+
+def tuples_in(flushes: Iterable[list[bytes]]) -> tuple[int, int]:
+    """(tuples in TUPLE_BATCH frames, frames) of some flushes: what a drop loses."""
+    tuples = frames = 0
+    for flush in flushes:
+        for f in flush:
+            frames += 1
+            if frame_type(f) == MsgType.TUPLE_BATCH:
+                tuples += batch_count(f)
+    return tuples, frames
+
+
 class Outbox:
     """The execution thread's end of the outbound queue.
 
     A bolt's flush waits for room (that is how backpressure reaches a bolt); a spout never
     blocks inside ``emit``: what does not fit is held here, and the spout loop stops calling
-    ``next_tuple`` until it has gone out (``push_held``)."""
+    ``next_tuple`` until it has gone out (``push_held``).
 
-    def __init__(self, out: queue.Queue[list[bytes]], out_bytes: QueueBytes, wake: Callable[[], None], *,
+    At shutdown (``begin_drain``) a send still waits for room, but only until the drain's
+    deadline; a flush that misses it is dropped and counted (``dropped_tuples``), never lost
+    silently."""
+
+    def __init__(self, out: OutQueue, out_bytes: QueueBytes, wake: Callable[[], None], *,
                  clock: Callable[[], float] = time.monotonic, hold: bool = False) -> None:
         self._out = out
         self.bytes = out_bytes
@@ -60,20 +180,30 @@ class Outbox:
         self.hold = hold  # a spout's outbox holds; set once the component is known
         self.held: list[list[bytes]] = []
         self.time_blocked_s = 0.0
-        self.stopping = False
+        self.deadline: float | None = None  # set by begin_drain: sends give up after it
+        self.dropped_tuples = 0
+        self.dropped_frames = 0
+
+    @property
+    def queue(self) -> OutQueue:
+        return self._out
 
     def qsize(self) -> int:
         return self._out.qsize()
 
-    def try_put(self, frames: list[bytes], size: int) -> bool:
-        b = self.bytes
-        if b.depth + size > b.limit and self._out.qsize():
-            return False  # over the byte bound (one item always fits, however large)
-        try:
-            self._out.put_nowait(frames)
-        except queue.Full:
+    def begin_drain(self, seconds: float) -> None:
+        """Shutdown: from now on a send waits at most until ``seconds`` from now."""
+        if self.deadline is None:
+            self.deadline = self._clock() + seconds
+
+    def _left(self) -> float:
+        d = self.deadline
+        return float("inf") if d is None else d - self._clock()
+
+    def try_put(self, frames: list[bytes], size: int, timeout: float = 0.0) -> bool:
+        if not self._out.offer(frames, size, timeout):
             return False
-        b.put += size
+        self.bytes.put += size
         return True
 
     def send(self, frames: list[bytes]) -> None:
@@ -96,18 +226,54 @@ class Outbox:
         return True
 
     def _send_blocking(self, frames: list[bytes]) -> None:
-        """Waits for room (the gateway is behind or the stream manager stopped reading us);
-        stays stoppable."""
+        """Waits for room (the gateway is behind or the stream manager stopped reading us):
+        asleep on the queue's condition, which the gateway's take notifies."""
         size = sum(len(f) for f in frames)
         if not self.try_put(frames, size):
             t0 = self._clock()
-            while not self.try_put(frames, size):
+            self._wake()  # the gateway may not know there is something to take
+            while True:
+                left = self._left()
+                if left <= 0:
+                    self._drop([frames])
+                    break
+                if self.try_put(frames, size, min(left, SAFETY_WAIT_S)):
+                    break
                 self._wake()
-                if self.stopping:
-                    return
-                time.sleep(0.001)
             self.time_blocked_s += self._clock() - t0
         self._wake()
+
+    def drain(self, *, link_up: Callable[[], bool] = lambda: True,
+              unsent: Callable[[], bool] = lambda: False) -> bool:
+        """Shutdown, after the component's last flush: moves held frames out and waits until
+        the gateway took everything and wrote it (``unsent`` false), up to the deadline or until
+        the link is down (``link_up`` false: nothing more can go). What is left then is dropped
+        and counted. True when everything went.
+
+        The queue's waits wake on the gateway's takes; ``unsent`` (the socket's own buffer) and
+        ``link_up`` have no condition to wait on, so they are looked at every SAFETY_WAIT_S (and
+        every 10 ms for the last bytes in the socket's buffer)."""
+        out = self._out
+        while self.held and self._left() > 0 and link_up():
+            frames = self.held[0]
+            if self.try_put(frames, sum(map(len, frames)), min(self._left(), SAFETY_WAIT_S)):
+                self.held.pop(0)
+            self._wake()
+        while not self.held and self._left() > 0 and link_up():
+            if out.wait_empty(min(self._left(), SAFETY_WAIT_S)):
+                break
+            self._wake()
+        while not self.held and not out.qsize() and self._left() > 0 and link_up() and unsent():
+            time.sleep(min(0.01, max(0.0, self._left())))
+        lost = self.held + out.take_all()
+        self.held = []
+        self._drop(lost)
+        return not lost
+
+    def _drop(self, flushes: list[list[bytes]]) -> None:
+        tuples, frames = tuples_in(flushes)
+        self.dropped_tuples += tuples
+        self.dropped_frames += frames
 
 
 class Inbox:
