@@ -31,6 +31,8 @@ class Builder:
         self._sources.append(streamlet)
         return streamlet
 
-    def build(self, bldr: TopologyBuilder) -> None:
-        """Adds every streamlet's spout or bolt to ``bldr`` (heronpy's signature)."""
-        graph.add_to(bldr, self._sources)
+    def build(self, bldr: TopologyBuilder, *, fusion: bool = False) -> None:
+        """Adds every streamlet's spout or bolt to ``bldr`` (heronpy's signature). With
+        ``fusion`` (heron-py's), the stateless operators between two repartitions run in one
+        task (graph.fuse)."""
+        graph.add_to(bldr, self._sources, fusion=fusion)

@@ -212,7 +212,7 @@ class ChainBolt(StreamletBolt):
         self._error_outcome = "dropped (its tuple is not tracked)"
         before = self._failed
         outs = self.chain.run(list(map(_first, values)), self._on_error)
-        failed = self._failed - before
+        failed = min(self._failed - before, len(values))  # a flat_map's outputs may fail apart
         if not self.chain.emits:
             return [], failed
         # inputs that failed are only counted: the others are "acked" by the host

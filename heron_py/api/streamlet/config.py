@@ -9,6 +9,9 @@ from heron_py.api import api_constants
 from heron_py.api.streamlet.errors import StreamletError
 from heron_py.api.streamlet.resources import Resources
 
+# heron-py's: run the stateless operators between two repartitions in one task (graph.fuse)
+FUSION = "streamlet.fusion"
+
 
 class DeliverySemantics(enum.IntEnum):
     # heronpy's Config.ATMOST_ONCE etc. were the ints 1, 2, 3; an IntEnum still equals them
@@ -55,6 +58,14 @@ class Config:
                                  f"found {type(resources).__name__}")
         self._api_config[api_constants.TOPOLOGY_CONTAINER_CPU_REQUESTED] = resources.get_cpu()
         self._api_config[api_constants.TOPOLOGY_CONTAINER_RAM_REQUESTED] = resources.get_ram()
+
+    def set_fusion(self, fusion: Any) -> None:
+        """heron-py's addition: with True, consecutive map, flat_map, filter, consume, log and
+        to_sink streamlets of one parallelism, each the only reader of the one before, run in
+        one task (one component named "a__b__c"), per batch, without a hop between them."""
+        if not isinstance(fusion, bool):
+            raise StreamletError(f"Config.set_fusion: expected True or False, found {fusion!r}")
+        self._api_config[FUSION] = fusion
 
     def set_user_config(self, key: str, value: Any) -> None:
         self._api_config[key] = value

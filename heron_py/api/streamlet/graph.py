@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from heron_py.api.component.component_spec import GlobalStreamId
+from heron_py.api.streamlet import chain, functions
 from heron_py.api.streamlet import components as comp
-from heron_py.api.streamlet import functions
 from heron_py.api.streamlet.errors import StreamletError
+from heron_py.api.streamlet.stage import shuffle
 from heron_py.api.streamlet.streamlet import Streamlet
 from heron_py.api.topology import TopologyBuilder
 
@@ -60,7 +61,54 @@ def assign_names(streamlets: Sequence[Streamlet]) -> None:
             used.add(s._name)
 
 
-def _add(bldr: TopologyBuilder, s: Streamlet) -> None:
+# between the streamlet names in a fused component's name (a component name allows letters,
+# digits, '.', '_' and '-' only)
+FUSED_SEPARATOR = "__"
+# the operator kind (chain.py) of each streamlet bolt that a fused task can run
+_KINDS: dict[type, str] = {
+    comp.MapBolt: chain.MAP, comp.FlatMapBolt: chain.FLATMAP, comp.FilterBolt: chain.FILTER,
+    comp.PassBolt: chain.PASS, comp.ConsumeBolt: chain.CONSUME, comp.LogBolt: chain.LOG, comp.SinkBolt: chain.SINK,
+}
+# the ones that may run behind another operator in its task: element-wise, stateless, and
+# reading their input by shuffle (no partitioning of their own to keep)
+_FOLLOWERS = frozenset((chain.MAP, chain.FLATMAP, chain.FILTER, *chain.TAIL_KINDS))
+
+
+def _fuses_into_parent(s: Streamlet) -> bool:
+    """Whether ``s`` can run in its parent's task, on the elements the parent produced there.
+
+    Safe exactly when the unfused edge promised nothing a same-task hand-over breaks: ``s`` is
+    a stateless element operator reading by shuffle (so any task of ``s`` may get any element),
+    with the parent's parallelism, and it is the parent's only reader (a parent read by
+    several streamlets, as clone() makes, gives each of them every element: each keeps its own
+    task). A source's elements are not fused into the spout, and nothing fuses into a union
+    from its parents (a union reads two streamlets)."""
+    kind = _KINDS.get(s._stage.component)
+    if kind not in _FOLLOWERS or s._stage.grouping is not shuffle or len(s._parents) != 1:
+        return False
+    p = s._parents[0]
+    pkind = _KINDS.get(p._stage.component)
+    return (pkind is not None and pkind not in chain.TAIL_KINDS and len(p._children) == 1
+            and p._num_partitions == s._num_partitions)
+
+
+def fuse(streamlets: Sequence[Streamlet]) -> list[list[Streamlet]]:
+    """The streamlets (in order) grouped into the tasks they run in: each group is a head and
+    the streamlets fused behind it, in chain order."""
+    groups: list[list[Streamlet]] = []
+    group_of: dict[int, list[Streamlet]] = {}
+    for s in streamlets:
+        if _fuses_into_parent(s):
+            g = group_of[id(s._parents[0])]
+            g.append(s)
+        else:
+            g = [s]
+            groups.append(g)
+        group_of[id(s)] = g
+    return groups
+
+
+def _add(bldr: TopologyBuilder, s: Streamlet, component_of: dict[int, str]) -> None:
     name = str(s._name)
     stage = s._stage
     where = f"streamlet '{name}' ({stage.prefix})"
@@ -70,15 +118,52 @@ def _add(bldr: TopologyBuilder, s: Streamlet) -> None:
         bldr.add_spout(name, stage.component, par=s._num_partitions, config=config)
         return
     grouping = stage.grouping(where, packed)
-    inputs = {GlobalStreamId(str(p._name), comp.OUTPUT_STREAM): grouping for p in s._parents}
-    config[comp.PARENTS] = ",".join(str(p._name) for p in s._parents)
+    parents = [component_of[id(p)] for p in s._parents]
+    inputs = {GlobalStreamId(p, comp.OUTPUT_STREAM): grouping for p in parents}
+    config[comp.PARENTS] = ",".join(parents)
     bldr.add_bolt(name, stage.component, par=s._num_partitions, inputs=inputs, config=config)
 
 
-def add_to(bldr: TopologyBuilder, sources: Sequence[Streamlet]) -> None:
+def _add_fused(bldr: TopologyBuilder, group: list[Streamlet], component_of: dict[int, str]) -> None:
+    """One bolt for the group, named after its streamlets ("flatmap-1__map-1"), reading what
+    the head read the way the head read it; each operator's function is in its config."""
+    head = group[0]
+    name = FUSED_SEPARATOR.join(str(s._name) for s in group)
+    config: dict[str, Any] = {comp.FUSED_KINDS: ",".join(_KINDS[s._stage.component] for s in group),
+                              comp.FUSED_NAMES: ",".join(str(s._name) for s in group)}
+    head_packed: dict[str, bytes] = {}
+    for i, s in enumerate(group):
+        where = f"streamlet '{s._name}' ({s._stage.prefix})"
+        packed = {key: functions.pack(where, obj) for key, obj in s._stage.objects.items()}
+        if i == 0:
+            head_packed = packed
+        fn = packed.get(comp.FUNCTION, packed.get(comp.SINK))
+        if fn is not None and _KINDS[s._stage.component] != chain.PASS:
+            config[f"{comp.FUSED_FUNCTION_PREFIX}{i}"] = fn
+    assert head._stage.grouping is not None  # a source never heads a fused group
+    grouping = head._stage.grouping(f"streamlet '{head._name}' ({head._stage.prefix})", head_packed)
+    parents = [component_of[id(p)] for p in head._parents]
+    config[comp.PARENTS] = ",".join(parents)
+    ends = _KINDS[group[-1]._stage.component] in chain.TAIL_KINDS
+    bldr.add_bolt(name, comp.FusedSinkBolt if ends else comp.FusedBolt, par=head._num_partitions,
+                  inputs={GlobalStreamId(p, comp.OUTPUT_STREAM): grouping for p in parents}, config=config)
+
+
+def add_to(bldr: TopologyBuilder, sources: Sequence[Streamlet], *, fusion: bool = False) -> None:
+    """Adds a component per streamlet, or with ``fusion`` a component per group of streamlets
+    that run in one task (``fuse``)."""
     if not sources:
         raise StreamletError("Builder has no sources: add one with builder.new_source(...) before running it")
     streamlets = ordered(sources)
     assign_names(streamlets)
-    for s in streamlets:
-        _add(bldr, s)
+    groups = fuse(streamlets) if fusion else [[s] for s in streamlets]
+    component_of: dict[int, str] = {}
+    for g in groups:
+        name = FUSED_SEPARATOR.join(str(s._name) for s in g)
+        for s in g:
+            component_of[id(s)] = name
+    for g in groups:
+        if len(g) == 1:
+            _add(bldr, g[0], component_of)
+        else:
+            _add_fused(bldr, g, component_of)

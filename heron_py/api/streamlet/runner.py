@@ -7,7 +7,7 @@ from typing import Any
 
 from heron_py.api import submit_hook
 from heron_py.api.streamlet.builder import Builder
-from heron_py.api.streamlet.config import Config
+from heron_py.api.streamlet.config import FUSION, Config
 from heron_py.api.streamlet.errors import StreamletError
 from heron_py.api.topology import TopologyBuilder
 from heron_py.planner.model import TopologyDef
@@ -24,7 +24,10 @@ def build_topology(name: Any, config: Any, builder: Any) -> TopologyDef:
         raise StreamletError(f"Runner.run: builder must be a heronpy.streamlet.builder.Builder, "
                              f"found {type(builder).__name__}")
     bldr = TopologyBuilder(name=name)
-    builder.build(bldr)
+    fusion = config._api_config.get(FUSION, False)
+    if not isinstance(fusion, bool):
+        raise StreamletError(f"Runner.run: config {FUSION} must be True or False, found {fusion!r}")
+    builder.build(bldr, fusion=fusion)
     bldr.set_config(config._api_config)
     return bldr.build()
 
