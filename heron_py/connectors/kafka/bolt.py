@@ -2,19 +2,30 @@
 fields by the mapper, Storm's FieldNameBasedTupleToKafkaMapper: "key" and "message" by
 default; the topic is ``kafka.topic`` or the field ``kafka.topic.field``). At least once, the
 input is acked when the broker confirmed the record and failed on a delivery error; with
-``kafka.fire.and.forget`` it is acked at once. The producer is idempotent."""
+``kafka.fire.and.forget`` it is acked at once. The producer is idempotent.
+
+A producer that can no longer deliver (a fatal error, or a record timed out: the idempotent
+producer loops silently on a broker that lost its state, inflight.py) is replaced by a new
+one: every input still waiting for its report is failed first, so the spout replays it, and
+one line says why. Nothing is dropped silently."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from heron_py.api.bolt.bolt import Bolt
 from heron_py.connectors.common import LogThrottle, TupleFields, component_where
 from heron_py.connectors.kafka.config import BoltConfig, bolt_config
+from heron_py.connectors.kafka.inflight import InFlight, rebuild_reason
 from heron_py.connectors.kafka.spout import REQUIREMENT
 from heron_py.connectors.kafka.translators import serializer
+
+# the backstop past message.timeout.ms before inputs with no report at all count as lost
+# (librdkafka reports a timeout itself; this covers a producer that says nothing)
+BACKSTOP_GRACE_S = 5.0
 
 
 class KafkaBolt(Bolt):
@@ -25,8 +36,6 @@ class KafkaBolt(Bolt):
     clock: Callable[[], float] = time.monotonic
 
     def initialize(self, config: dict[str, Any], context: Any) -> None:
-        from confluent_kafka import Producer
-
         self.context = context
         self.where = component_where("kafka bolt", context)
         self.cfg: BoltConfig = bolt_config(config, self.where)
@@ -34,7 +43,17 @@ class KafkaBolt(Bolt):
         self.value_ser = serializer(self.where, "kafka.value.serializer", self.cfg.value_serializer)
         self.fields = TupleFields(context)  # a missing field is a null key/value (Storm's mapper)
         self.throttle = LogThrottle(self.clock, period_s=10.0)
-        self.producer = Producer({**self.cfg.client_config(), "error_cb": self._on_error})
+        self.inflight = InFlight()
+        self.backstop_s = self.cfg.message_timeout_ms / 1000.0 + BACKSTOP_GRACE_S
+        # set by callbacks, acted on after the producer's poll returns: the producer is never
+        # replaced from inside its own callback
+        self.rebuild_why: str | None = None
+        self.rebuilds = 0
+        self.producer = self._new_producer()
+
+    def _new_producer(self) -> Any:
+        from confluent_kafka import Producer
+        return Producer({**self.cfg.client_config(), "error_cb": self._on_error})
 
     def process(self, tup: Any) -> None:
         topic = (self.fields.get(tup, self.cfg.topic_field) if self.cfg.topic_field else None) or self.cfg.topic
@@ -45,28 +64,61 @@ class KafkaBolt(Bolt):
             return
         key = self.key_ser(self.fields.get(tup, self.cfg.key_field))
         value = self.value_ser(self.fields.get(tup, self.cfg.message_field))
-        cb = None if self.cfg.fire_and_forget else (lambda err, _msg, t=tup: self._delivered(err, t))
+        # fire and forget: acked now (id 0), yet its report still tells a wedged producer
+        ident = 0 if self.cfg.fire_and_forget else self.inflight.add(tup, self.clock())
+        cb = partial(self._delivered, ident)
         while True:
             try:
                 self.producer.produce(str(topic), value=value, key=key, on_delivery=cb)
                 break
             except BufferError:  # the client's queue is full: wait for deliveries
-                self.producer.poll(0.05)
+                self._poll(0.05)
         if self.cfg.fire_and_forget:
             self.ack(tup)
-        self.producer.poll(0)
+        self._poll(0)
 
-    def _delivered(self, err: Any, tup: Any) -> None:
+    def _delivered(self, ident: int, err: Any, _msg: Any) -> None:
+        tup = self.inflight.pop(ident) if ident else None
         if err is None:
-            self.ack(tup)
-        else:
+            if tup is not None:
+                self.ack(tup)
+            return
+        why = rebuild_reason(err.code(), err.fatal(), err.str())
+        if why is not None and self.rebuild_why is None:
+            self.rebuild_why = why
+        if tup is not None:  # None: failed already at a rebuild (its purge reports it again)
             self._on_error(err)
             self.fail(tup)
 
+    def _poll(self, timeout_s: float) -> None:
+        self.producer.poll(timeout_s)
+        if self.rebuild_why is None and self.inflight.overdue(self.clock(), self.backstop_s):
+            self.rebuild_why = f"no delivery report for over {self.backstop_s:g} s"
+        if self.rebuild_why is not None:
+            self._rebuild(self.rebuild_why)
+
     def heron_poll(self) -> None:
-        self.producer.poll(0)
+        self._poll(0)
+
+    def _rebuild(self, why: str) -> None:
+        """Fails every input still waiting (the spout replays them), then swaps in a new
+        producer. The old one's queue is purged: a record in flight may still land, so a
+        replay can write a copy (at least once), never a loss."""
+        old, self.producer = self.producer, self._new_producer()
+        self.rebuild_why = None
+        self.rebuilds += 1
+        waiting = self.inflight.take_all()
+        for tup in waiting:
+            self.fail(tup)
+        self.log(f"{self.where}: rebuilding the Kafka producer for {self.cfg.bootstrap_servers} "
+                 f"(rebuild {self.rebuilds}): {why}; failed {len(waiting)} inputs waiting for "
+                 f"delivery, the spout replays them", "warn")
+        old.purge()
+        old.flush(0)  # delivers the purge reports: their inputs were failed above, so ignored
 
     def _on_error(self, err: Any) -> None:
+        if err.fatal() and self.rebuild_why is None:  # error_cb runs inside poll(): acted on after
+            self.rebuild_why = f"fatal producer error: {err.str()}"
         line = f"{self.where}: kafka error on {self.cfg.bootstrap_servers}: {err}"
         if self.throttle.should_log(line):
             self.log(line, "warn")

@@ -130,11 +130,32 @@ class BoltConfig:
     key_serializer: str
     value_serializer: str
     producer: tuple[tuple[str, Any], ...]
+    # librdkafka's message.timeout.ms: a record not delivered by then is reported failed (and
+    # the bolt rebuilds its producer: inflight.py says why)
+    message_timeout_ms: int = 30_000
 
     def client_config(self) -> dict[str, Any]:
         # the idempotent producer: a retried send is never written twice
         return {"bootstrap.servers": self.bootstrap_servers, "enable.idempotence": True,
-                "linger.ms": 5, **dict(self.producer)}
+                "linger.ms": 5, **dict(self.producer), "message.timeout.ms": self.message_timeout_ms}
+
+
+_TIMEOUT_KEYS = ("message.timeout.ms", "delivery.timeout.ms")  # librdkafka's name and its alias
+
+
+def _message_timeout_ms(conf: dict[str, Any], where: str) -> int:
+    """``kafka.producer.message.timeout.ms`` (or its alias ``delivery.timeout.ms``) if set; else
+    the topology's message timeout: librdkafka's own default (300 s) would keep a wedged
+    producer's records, and the inputs' replays, waiting long after their tuple trees timed out."""
+    for k in _TIMEOUT_KEYS:
+        if PRODUCER_PREFIX + k in conf:
+            return opt_int(conf, where, PRODUCER_PREFIX + k, 30_000, 1)
+    v = conf.get("topology.message.timeout.secs", 30)
+    try:
+        secs = float(v)
+    except (TypeError, ValueError):
+        secs = 30.0  # the engine refuses a bad value with its own line before any task starts
+    return max(1, int(secs * 1000))
 
 
 def bolt_config(conf: dict[str, Any], where: str) -> BoltConfig:
@@ -152,5 +173,7 @@ def bolt_config(conf: dict[str, Any], where: str) -> BoltConfig:
         fire_and_forget=opt_bool(conf, where, "kafka.fire.and.forget", False),
         key_serializer=str(conf.get("kafka.key.serializer", "string")),
         value_serializer=str(conf.get("kafka.value.serializer", "string")),
-        producer=tuple(sorted(_passthrough(conf, PRODUCER_PREFIX).items())),
+        producer=tuple(sorted((k, v) for k, v in _passthrough(conf, PRODUCER_PREFIX).items()
+                              if k not in _TIMEOUT_KEYS)),
+        message_timeout_ms=_message_timeout_ms(conf, where),
     )
