@@ -1,0 +1,109 @@
+"""The shared word-count workload as a heronpy Streamlet program with fusion on, for
+bench/run.py: the same argv and the same files as bench/wc_topology.py, so its ``ours()``
+runs it by file name.
+
+    python bench/streamlet_wc.py N OUT_DIR on|off     (submitted by bench/run.py)
+
+source (sentences 0..N-1 of wc_common, one partition) → flat_map(str.split) (2 partitions)
+→ repartition(2, by a stable hash of the word) → to_sink(a counter), the last two fused
+into one task ("repartition-1__sink-1"). 2 containers. The source writes the wall time of
+its first sentence to OUT_DIR/spout-<task>; each counting task writes "total last_update_time"
+to OUT_DIR/count-<task> every 0.2 s and its counts (JSON) to count-<task>.counts, from a
+thread of its own (a sink gets no tick). Note: a Streamlet source emits untracked tuples
+(as heronpy's), so "on" changes the mode, not what is acked.
+"""
+
+import json
+import os
+import sys
+import threading
+import time
+import zlib
+from collections import Counter
+
+from heronpy.streamlet.builder import Builder
+from heronpy.streamlet.config import Config
+from heronpy.streamlet.generator import Generator
+from heronpy.streamlet.runner import Runner
+from heronpy.streamlet.sink import Sink
+
+
+class Sentences(Generator):
+    def __init__(self, n, out_dir):
+        self.n, self.out_dir = n, out_dir
+
+    def setup(self, context):
+        import wc_common  # the 11 MB pool: in the source's task only
+
+        self.pool, self.size = wc_common.POOL, wc_common.POOL_SIZE
+        self.i = 0
+        self.out = os.path.join(self.out_dir, f"spout-{context.get_task_id()}")
+        self.started = False
+
+    def get(self):
+        i = self.i
+        if i >= self.n:
+            return None
+        if not self.started:
+            self.started = True
+            with open(self.out, "w") as f:
+                f.write(repr(time.time()))
+        self.i = i + 1
+        return self.pool[i % self.size]
+
+
+def by_word(word, n):
+    """A hash every process agrees on (str's hash() differs between processes)."""
+    return zlib.crc32(word.encode()) % n
+
+
+class CountSink(Sink):
+    def __init__(self, out_dir):
+        self.out_dir = out_dir
+
+    def setup(self, context):
+        self.counts = Counter()
+        self.total = 0
+        self.last = 0.0
+        self.out = os.path.join(self.out_dir, f"count-{context.get_task_id()}")
+        threading.Thread(target=self._report, daemon=True).start()
+
+    def put(self, word):
+        self.counts[word] += 1
+        self.total += 1
+        self.last = time.time()  # as wc_topology.py's count bolt: the last word's time
+
+    def _report(self):
+        dumped = -1
+        while True:
+            time.sleep(0.2)
+            total, last = self.total, self.last
+            if total != dumped:
+                try:
+                    counts = dict(self.counts)  # the task's thread may grow it meanwhile
+                except RuntimeError:
+                    continue
+                if sum(counts.values()) != total:
+                    continue
+                with open(self.out + ".counts.tmp", "w") as f:
+                    json.dump(counts, f)
+                os.replace(self.out + ".counts.tmp", self.out + ".counts")
+                dumped = total
+            with open(self.out + ".tmp", "w") as f:
+                f.write(f"{total} {last!r}")
+            os.replace(self.out + ".tmp", self.out)
+
+
+if __name__ == "__main__":
+    n, out_dir, acking = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "on"
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+    builder = Builder()
+    builder.new_source(Sentences(n, out_dir)) \
+        .flat_map(str.split).set_num_partitions(2) \
+        .repartition(2, by_word).to_sink(CountSink(out_dir))
+    config = Config({"topology.max.spout.pending": 5000} if acking else {})
+    config.set_num_containers(2)
+    config.set_fusion(True)
+    if acking:
+        config.set_delivery_semantics(Config.ATLEAST_ONCE)
+    Runner().run("bench_wc", config, builder)
