@@ -5,6 +5,11 @@ process group; every process also carries the topology's id (and its container's
 its environment, which is how ``kill`` and ``restart`` find any process that escaped its
 group or outlived its executor (an executor killed with SIGKILL leaves its children running).
 
+A per-topology supervisor process (``heron_py/scheduler/supervisor.py``), started at launch
+and stopped first at ``kill``, relaunches a container whose executor died. Relaunches (the
+supervisor's, the master's relauncher's, ``heron-py restart``) hold the topology's scheduler
+lock (``flock`` of ``scheduler.lock`` in the topology's folder), so two never interleave.
+
 A stored pid is never trusted alone: pids are reused, so before a recorded executor is
 signalled its create time must match the one recorded at launch and its environment must
 carry the topology's id. A pid that fails the check belongs to some other process now: it is
@@ -13,6 +18,8 @@ logged and left alone.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import getpass
 import logging
 import os
@@ -20,6 +27,7 @@ import signal
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +43,9 @@ LOOPBACK = "127.0.0.1"
 STARTED_KEY = "executor_started"
 # one process reports the same create time every time; the slack only absorbs float rounding
 CREATE_TIME_SLACK_S = 0.05
+# the record's field with the supervisor's pid and create time
+SUPERVISOR_KEY = "supervisor"
+LOCK_FILE = "scheduler.lock"
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +158,79 @@ class LocalScheduler(Scheduler):
                                 "executors": {str(r.container): r.pid for r in launched},
                                 STARTED_KEY: {str(r.container): r.started for r in launched}}
         self.state.set_scheduler_location(name, info)
+        # after the record, which it reads: it exits at once if it finds another run's
+        info[SUPERVISOR_KEY] = self._launch_supervisor(name, topology_id)
+        self.state.set_scheduler_location(name, info)
         return info
+
+    def _launch_supervisor(self, name: str, topology_id: str) -> dict[str, float]:
+        paths = TopologyPaths.of(name, self.home)
+        env = dict(os.environ)
+        env[TOPOLOGY_ID_ENV] = topology_id  # kill finds it like any process of the topology
+        env.pop(CONTAINER_ENV, None)  # in no container: a container's restart must not stop it
+        env.pop("PYTHONPATH", None)
+        env["HERON_PY_HOME"] = str(paths.home)
+        with (paths.logs / "supervisor.log").open("ab") as out:
+            p = subprocess.Popen(
+                [sys.executable, "-m", "heron_py.scheduler.supervisor", "--topology", name,
+                 "--topology-id", topology_id, "--home", str(paths.home), "--host", self.host,
+                 *self.state_config.to_args()],
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=env, start_new_session=True, cwd=str(paths.root))
+        try:
+            started = psutil.Process(p.pid).create_time()
+        except psutil.NoSuchProcess:
+            started = 0.0
+        return {"pid": p.pid, "started": started}
+
+    @contextlib.contextmanager
+    def _lock(self, name: str) -> Iterator[None]:
+        """The topology's scheduler lock, across processes (the supervisor, the master, the CLI)."""
+        root = TopologyPaths.of(name, self.home).root
+        root.mkdir(parents=True, exist_ok=True)
+        with (root / LOCK_FILE).open("a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+    def dead_executors(self, name: str, topology_id: str) -> dict[int, int]:
+        """Container -> recorded pid of each executor of the running topology that is gone."""
+        info = self.state.get_scheduler_location(name) or {}
+        if str(info.get("topology_id", "")) != topology_id:
+            return {}
+        return {rec.container: rec.pid for rec in executor_records(info)
+                if self._verified("supervise", rec, topology_id, quiet=True) is None}
+
+    def relaunch_if_gone(self, name: str, container: int, pid: int) -> int | None:
+        """Relaunches ``container`` when the record still names executor ``pid`` and it is gone
+        (checked under the lock); returns the new executor's pid, or None when another relaunch
+        came first or the topology is gone."""
+        with self._lock(name):
+            info = dict(self.state.get_scheduler_location(name) or {})
+            topology_id = str(info.get("topology_id", ""))
+            rec = next((r for r in executor_records(info) if r.container == container), None)
+            if rec is None or rec.pid != pid or self._verified("supervise", rec, topology_id, quiet=True):
+                return None
+            packing = self.state.get_packing_plan(name)
+            if packing is None:
+                return None  # killed meanwhile
+            new = self._restart_locked(name, [container], packing.num_containers, 10.0)
+            return new.get(container)
+
+    def _stop_supervisor(self, info: dict[str, Any], action: str) -> None:
+        """Stops the topology's supervisor (SIGTERM, then SIGKILL) before its executors stop, so
+        it never takes their exit for a death to repair."""
+        sup = dict(info.get(SUPERVISOR_KEY) or {})
+        if not sup:
+            return
+        rec = ExecutorRecord(-1, int(sup.get("pid", 0)), float(sup["started"]) if sup.get("started") else None)
+        if rec.pid <= 0:
+            return
+        p = self._verified(action, rec, str(info.get("topology_id", "")), quiet=True)
+        if p is not None:
+            stop_processes([p], 5.0, action)
 
     def _launch_executor(self, name: str, k: int, topology_id: str) -> ExecutorRecord:
         paths = TopologyPaths.of(name, self.home)
@@ -223,6 +306,12 @@ class LocalScheduler(Scheduler):
         """Stops the executors of ``containers`` (with their children, and any process of those
         containers a dead executor left behind) and starts them again; ``num_containers`` may
         differ from before (an update that repacked)."""
+        with self._lock(name):
+            self._restart_locked(name, containers, num_containers, grace_s)
+
+    def _restart_locked(self, name: str, containers: list[int], num_containers: int, grace_s: float
+                        ) -> dict[int, int]:
+        """restart's body, under the lock; returns the new executors' pids by container."""
         info = dict(self.state.get_scheduler_location(name) or {})
         topology_id = str(info.get("topology_id", ""))
         records = {r.container: r for r in executor_records(info)}
@@ -236,6 +325,7 @@ class LocalScheduler(Scheduler):
         info["executors"] = {str(k): r.pid for k, r in sorted(records.items())}
         info[STARTED_KEY] = {str(k): r.started for k, r in sorted(records.items()) if r.started is not None}
         self.state.set_scheduler_location(name, info)
+        return {c: records[c].pid for c in containers if c in records}
 
     def containers(self, name: str) -> list[ContainerStatus]:
         info = self.state.get_scheduler_location(name) or {}
@@ -266,6 +356,9 @@ class LocalScheduler(Scheduler):
         info = self.state.get_scheduler_location(name) or {}
         topology_id = str(info.get("topology_id", ""))
         action = f"kill local '{name}'"
+        self._stop_supervisor(info, action)
+        # read again: the supervisor may have relaunched a container before it stopped
+        info = self.state.get_scheduler_location(name) or info
         executors = [p for rec in executor_records(info) if (p := self._verified(action, rec, topology_id))]
         signal_all(executors, signal.SIGTERM, action)
         ours = {p.pid for p in executors}
