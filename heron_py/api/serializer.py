@@ -8,7 +8,6 @@ topology can keep values in a format of its own (or refuse what msgpack cannot c
 
 from __future__ import annotations
 
-import importlib
 import pickle
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
@@ -16,6 +15,11 @@ from typing import Any
 
 import cloudpickle
 import msgpack
+
+# loading a named serializer is below the API (the planner checks it at submit); users and the
+# runtime import it from here as before
+from heron_py.common.serializer_loader import DEFAULT_NAMES as DEFAULT_NAMES
+from heron_py.common.serializer_loader import load_serializer as load_serializer
 
 
 class IHeronSerializer:
@@ -75,30 +79,7 @@ class MsgpackSerializer(IHeronSerializer):
 
 default_serializer = PythonSerializer()
 
-DEFAULT_NAMES = ("", "heronpy.api.serializer.PythonSerializer", "heron_py.api.serializer.PythonSerializer")
-
 ValueCodec = Callable[[Sequence[Any]], tuple[Any, ...]]
-
-
-def load_serializer(class_name: str, config: Any = None) -> IHeronSerializer | None:
-    """The serializer named by ``topology.serializer.classname``; None for heronpy's default,
-    whose effect (any picklable value travels) the batch pickling already has."""
-    if class_name in DEFAULT_NAMES:
-        return None
-    where = f"config topology.serializer.classname: '{class_name}'"
-    mod, _, name = class_name.rpartition(".")
-    if not mod:
-        raise ValueError(f"{where} is not a class path; expected 'module.Class'")
-    try:
-        cls = getattr(importlib.import_module(mod), name)
-    except (ImportError, AttributeError) as e:
-        raise ValueError(f"{where} cannot be imported ({e}); expected 'module.Class' of an "
-                         f"IHeronSerializer") from None
-    ser = cls()
-    if not (callable(getattr(ser, "serialize", None)) and callable(getattr(ser, "deserialize", None))):
-        raise ValueError(f"{where} has no serialize/deserialize methods; expected an IHeronSerializer")
-    ser.initialize(config)
-    return ser  # type: ignore[no-any-return]
 
 
 def value_codecs(ser: IHeronSerializer) -> tuple[ValueCodec, ValueCodec]:

@@ -541,7 +541,7 @@ def load_main(package_dir: Path) -> types.ModuleType:
     sys.modules[MAIN_ALIAS] = mod
     old_argv = sys.argv
     sys.argv = [str(main_file), *manifest.get("argv", [])]
-    from heron_py.api import submit_hook
+    from heron_py.common import submit_hook
 
     # a topology file may call build_and_submit() at module level; inside a container
     # that call must do nothing

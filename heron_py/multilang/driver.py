@@ -16,15 +16,17 @@ import tempfile
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from heron_py.api.topology_context import TopologyContext
 from heron_py.multilang import messages as m
 from heron_py.multilang.codec import encode
 from heron_py.multilang.errors import ProtocolError, ShellError
 from heron_py.multilang.process import Closed, ShellProcess
 from heron_py.multilang.session import Session, State
 from heron_py.multilang.setup import ShellConfig, handshake_conf, handshake_context
+
+if TYPE_CHECKING:  # annotations only: multilang is below the API it serves (api/shell.py)
+    from heron_py.api.topology_context import TopologyContext
 
 # while process() waits for room in the writer's queue it applies commands this often
 BLOCKED_POLL_S = 0.01

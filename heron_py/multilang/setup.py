@@ -13,11 +13,13 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from heron_py.api.topology_context import TopologyContext
 from heron_py.multilang.codec import DEFAULT_MAX_BYTES, LIMIT_KEY, check_serializer
 from heron_py.planner.model import GroupingKind
+
+if TYPE_CHECKING:  # annotations only: multilang is below the API it serves (api/shell.py)
+    from heron_py.api.topology_context import TopologyContext
 
 COMMAND_KEY = "heron_py.shell.command"
 SERIALIZER_KEY = "heron_py.shell.serializer"

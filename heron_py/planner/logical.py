@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from heron_py.common.config import SERIALIZER, ConfigError, check_topology_config
+from heron_py.common.serializer_loader import load_serializer
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.model import ComponentKind, GroupingKind, TopologyDef
 from heron_py.planner.requirements import check_requirements
@@ -116,8 +117,6 @@ def _check_serializer(config: Mapping[str, Any]) -> None:
     """A serializer class that cannot be loaded is refused at submit, not in every container."""
     name = SERIALIZER.parse(config)
     if name:
-        from heron_py.api.serializer import load_serializer  # the planner does not need the API otherwise
-
         try:
             load_serializer(name)
         except ValueError as e:
