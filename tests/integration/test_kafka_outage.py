@@ -8,7 +8,13 @@ processes and a real Kafka-protocol broker (Tansu):
   topic at least once; the spout's failed/retries metrics moved (what it had in flight timed
   out and was replayed);
 - the broker killed and restarted on the same port with empty memory (its topics gone): the
-  spout tasks stay up, log that the topic does not exist, and take it again once it is made.
+  spout tasks stay up, log that the topic does not exist, and take it again once it is made;
+  the KafkaBolts, whose idempotent producers the new broker does not know (it answers
+  UNKNOWN_PRODUCER_ID, which librdkafka retries silently), time their records out, rebuild
+  their producers and deliver every input made after the restart;
+- the broker frozen longer than the producer's message.timeout.ms (3 s) under a topology
+  timeout of 60 s: the bolts' waiting inputs fail (and are replayed) well before the topology
+  would time them out, and everything arrives after the thaw.
 """
 
 import json
@@ -65,9 +71,14 @@ def _spout_totals(home, name):
     return totals
 
 
-def _spout_logs(home, name):
+def _spout_logs(home, name, component="kafka"):
     logs = TopologyPaths.of(name, home).logs
-    return "".join(f.read_text(errors="replace") for f in logs.glob("container-*/kafka-*.log"))
+    return "".join(f.read_text(errors="replace") for f in logs.glob(f"container-*/{component}-*.log"))
+
+
+REBUILT = re.compile(r"kafka bolt 'sink' task \d+: rebuilding the Kafka producer for 127\.0\.0\.1:\d+ "
+                     r"\(rebuild \d+\): a record had no delivery report within message\.timeout\.ms "
+                     r"\(Local: Message timed out\); failed (\d+) inputs waiting for delivery, the spout replays them")
 
 
 def _check_lag_is_exported(home, name):
@@ -166,7 +177,6 @@ def test_broker_restarted_empty_the_spout_waits_for_its_topic(broker, heron_home
     try:
         wait_for(lambda: reader.poll() >= 100, 40, "the first 100 records out")
         reader.c.close()
-        # (the KafkaBolt's idempotent producer does not deliver to the new broker: not tested here)
         pids = _spout_pids(heron_home, run.name)
         broker.stop()
         broker.start()  # same port, empty memory: both topics are gone
@@ -174,7 +184,10 @@ def test_broker_restarted_empty_the_spout_waits_for_its_topic(broker, heron_home
         wait_for(lambda: line in _spout_logs(heron_home, run.name), 30, f"the spout to log {line!r}")
         time.sleep(3)  # a crash loop would show as new pids within this
         assert _spout_pids(heron_home, run.name) == pids, "a spout task restarted while its topic was missing"
+        broker.create_topic("gone-out", 1, exist_ok=True)
         broker.create_topic("gone-in", 2)
+        reader = OutputReader(broker.bootstrap, "gone-out")
+        reader.poll()
         broker.produce("gone-in", [(None, f"b{i}".encode()) for i in range(100)])
 
         def retaken():  # each task's partition assigned again after its "does not exist" line
@@ -184,9 +197,56 @@ def test_broker_restarted_empty_the_spout_waits_for_its_topic(broker, heron_home
                                            for t in texts)
         wait_for(retaken, 30, "both spout tasks to take the topic made again")
         assert _spout_pids(heron_home, run.name) == pids
+
+        # every input made after the restart is in the output at least once: the bolts' producers,
+        # unknown to the new broker, timed out (5 s, the topology's timeout), were rebuilt, and
+        # the failed inputs were replayed through the new ones
+        want = {f"B{i}" for i in range(100)}
+
+        def outputs():
+            reader.poll()
+            return want <= {v for vs in reader.got.values() for v in vs}
+        wait_for(outputs, 60, "every input made after the restart in the output topic")
+        rebuilt = REBUILT.findall(_spout_logs(heron_home, run.name, "sink"))
+        assert rebuilt, "no bolt logged a producer rebuild: the outputs came some other way"
     finally:
         try:
             reader.c.close()
         except RuntimeError:  # closed already, before the restart
             pass
+        kill_local(heron_home, run.name)
+
+
+def test_broker_frozen_past_the_producer_timeout_fails_and_replays(broker, heron_home):
+    """The bolts' waiting inputs fail when their records time out in the producer (3 s), not
+    when the topology would time them out (60 s here): the rebuild line shows while the broker
+    is still frozen, and every input is in the output after the thaw."""
+    n = 20_000
+    broker.create_topic("frz-in", 2)
+    broker.create_topic("frz-out", 1)
+    broker.produce("frz-in", [(None, f"f{i}".encode()) for i in range(n)])
+    reader = OutputReader(broker.bootstrap, "frz-out")
+    reader.poll()
+    run = run_local(TOPOLOGY, ["--bootstrap", broker.bootstrap, "--input", "frz-in", "--output", "frz-out",
+                               "--group", "frz"], home=heron_home, name="kfrozen", keep_running=True,
+                    properties={"kafka.producer.message.timeout.ms": "3000", "topology.message.timeout.secs": "60"})
+    try:
+        wait_for(lambda: reader.poll() > 200, 60, "200 records in the output topic")
+        broker.freeze()
+        frozen_at = time.monotonic()
+        try:
+            assert reader.poll() < n, "all records were out before the freeze: the test proves nothing"
+            found = wait_for(lambda: REBUILT.findall(_spout_logs(heron_home, run.name, "sink")), 15,
+                             "a bolt to fail its waiting inputs and rebuild its producer while the broker is frozen")
+            waited = time.monotonic() - frozen_at
+            assert waited < 20, f"the inputs failed only after {waited:.1f} s"
+            assert sum(int(c) for c in found) > 0, found
+        finally:
+            broker.thaw()
+        wait_for(lambda: reader.poll() >= n, 90, f"all {n} records in the output topic after the freeze")
+        want = {f"F{i}" for i in range(n)}
+        assert want <= {v for vs in reader.got.values() for v in vs}
+        print(f"rebuilds logged while frozen: {found}; {reader.records} output records for {n} inputs")
+    finally:
+        reader.c.close()
         kill_local(heron_home, run.name)
