@@ -187,9 +187,9 @@ def steady_cpu_us_per_word(samples: list[tuple[int, float]], words: int) -> floa
 
 
 def ours(n: int, acking: bool, home: Path, props: dict[str, str] | None = None,
-         python: str = sys.executable, where: Where = LOCAL) -> dict[str, Any]:
+         python: str = sys.executable, where: Where = LOCAL, program: str = "wc_topology.py") -> dict[str, Any]:
     out = Path(tempfile.mkdtemp(prefix="wc-", dir=home))
-    env, tid = _submit(home, "wc_topology.py", [str(n), str(out), "on" if acking else "off"], props, python, where)
+    env, tid = _submit(home, program, [str(n), str(out), "on" if acking else "off"], props, python, where)
     sampler = Sampler(tid)
     cpu = CpuMeter(tid)
     samples: list[tuple[int, float]] = []
@@ -344,6 +344,7 @@ def main() -> int:
     ap.add_argument("--sentences", type=int, default=300_000)
     ap.add_argument("--quick", action="store_true", help="CI smoke run: small N, one short latency run")
     ap.add_argument("--peers", action="store_true", help="also run bytewax (2 processes) and the PySpark RDD peer")
+    ap.add_argument("--streamlet", action="store_true", help="also run the Streamlet word count (--peers does)")
     ap.add_argument("--soak", type=float, default=120.0, help="seconds of the 50%%-of-peak run (RSS over time)")
     ap.add_argument("--no-latency", action="store_true")
     args = ap.parse_args()
@@ -354,6 +355,11 @@ def main() -> int:
     base = rows[0][1]["words_per_s"]
     for acking in (False, True):
         rows.append((f"heron-py word count, acking {'on' if acking else 'off'}", ours(n, acking, home)))
+    if args.peers or args.streamlet:
+        # the Streamlet word count (issue 39): source -> flat_map(str.split) -> by word -> count,
+        # its operators run per batch (bench/streamlet_wc.py)
+        rows.append(("heron-py Streamlet word count, acking off",
+                     ours(n, False, home, program="streamlet_wc.py")))
     if args.peers:
         py = peers_python()
         rows.append(("bytewax 0.21.1, 2 processes (peer)", peer(py, "bench_bytewax.py", ["--procs", "2"], n)))
