@@ -101,6 +101,14 @@ def on_raw(role: str, msg_type: MsgType, fn: FrameFn) -> Route:
     return Route(role, msg_type, fn)
 
 
+def relay(role: str, msg_type: MsgType, fn: FrameFn) -> Route:
+    """A protobuf message ``role`` may send that this endpoint passes on without reading it
+    (a stream manager relays an instance's CheckpointSaved to the master): not decoded here."""
+    if msg_type not in MESSAGES:
+        raise TypeError(f"route {role}/{msg_type.name}: a raw type; use on_raw()")
+    return Route(role, msg_type, fn)
+
+
 class Routes:
     """What each peer role may send to one endpoint, built once when it starts (Heron's stream
     manager installs its typed handlers per server the same way). A connection picks its
@@ -140,6 +148,17 @@ class BaseHandler:
 
     def on_writing(self, conn: Connection, paused: bool) -> None:
         pass
+
+
+class Routed(BaseHandler):
+    """A connecting side's handler whose frames go by ``routes`` (chosen by the server's
+    proven role); subclasses that override ``on_open`` call it first."""
+
+    def __init__(self, routes: Routes) -> None:
+        self.routes = routes
+
+    def on_open(self, conn: Connection) -> None:
+        conn.use_routes(self.routes)
 
 
 @dataclass(frozen=True)
@@ -543,6 +562,12 @@ class Connection(asyncio.Protocol):
         if not self.authenticated.done():
             self.authenticated.set_result(None)
         self.handler.on_open(self)
+
+    def use_routes(self, routes: Routes) -> None:
+        """Dispatches by ``routes`` from now on (a client's handler calls it from ``on_open``,
+        before any frame after the handshake is handed on)."""
+        self._routes = routes
+        self._route = routes.table(self.peer_role)
 
     def _refuse(self, msg_type: int) -> None:
         """A message the peer's role may not send here: counted, one line (rate-limited: a
