@@ -8,17 +8,19 @@ count) on 2-3 containers of the local scheduler, under a seeded schedule of faul
 - a TCP reset of every connection to a stream manager's or the master's port (``ss -K``);
 - the checkpoint folder full: the run's ``heron_py.checkpoint.root`` is a small tmpfs the
   checker mounts, fills with a file for 2-10 s, then frees (root only);
-- a ZooKeeper restart, with ``--zookeeper`` (the run then uses the ZooKeeper state manager).
-
-A master whose clock is behind is not injected: the engine has no clock hook, and restore and
-checkpoint ids no longer come from the wall clock (they come from the election epoch).
+- a ZooKeeper restart, with ``--zookeeper`` (the run then uses the ZooKeeper state manager);
+- a master whose clock is behind: the active master is killed with kill -9 and replaced by one
+  started under libfaketime with its wall clock 30-900 s behind (its executor held with SIGSTOP
+  until the replacement is active, so that the executor's own restart waits as a standby).
+  Drawn in place of half the kill -9 of the active master, from a random stream of its own, so
+  a seed's schedule is the same with or without libfaketime but for those faults.
 
 Each schedule runs to the end of the input and checks the counts of the newest complete
 checkpoint covering the whole input are exactly the plain Python count. It prints the seed,
 every fault with its time, and each fault's recovery time (until the next checkpoint completes
 after it). Exit code 1 when any schedule is not exact.
 
-    python -m tests.chaos.eo_checker --seed 1 --schedules 5 --duration 60
+    python -m tests.chaos.eo_checker --seed 1 --schedules 5 --duration 60 --out results.md
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import os
 import pickle
 import random
 import re
+import subprocess
 import sys
 import tempfile
 import threading
@@ -60,8 +63,13 @@ SPOUT, COUNT = "sentence", "count"
 ROLES = ("instance", "stmgr", "metricsmgr", "tmanager", "standby", "executor")
 # how often each kind is drawn, among the kinds this machine can make
 WEIGHTS = {"kill": 4, "stop": 3, "reset": 2, "disk_full": 2, "zk_restart": 1}
+# kinds drawn in place of another: a clock-behind master replaces a kill -9 of the master
+DERIVED = ("clock_behind",)
+KINDS = (*WEIGHTS, *DERIVED)
 STOP_S = (1.0, 15.0)
 FULL_S = (2.0, 10.0)
+SKEW_S = (30.0, 900.0)  # how far behind the replaced master's wall clock is
+CLOCK_SHARE = 0.5  # of the kill -9 of the active master, when the machine can set a clock back
 
 
 # --- pure: the schedule, recoveries and the exactness check ------------------------------------
@@ -77,10 +85,10 @@ class ScheduleConfig:
         if not self.roles or any(r not in ROLES for r in self.roles):
             raise ValueError(f"ScheduleConfig.roles: expected a non-empty subset of {list(ROLES)}, "
                              f"found {list(self.roles)}")
-        bad = [k for k in self.kinds if k not in WEIGHTS]
-        if bad or not self.kinds:
-            raise ValueError(f"ScheduleConfig.kinds: expected a non-empty subset of {sorted(WEIGHTS)}, "
-                             f"found {list(self.kinds)}")
+        bad = [k for k in self.kinds if k not in KINDS]
+        if bad or not [k for k in self.kinds if k in WEIGHTS]:
+            raise ValueError(f"ScheduleConfig.kinds: expected a non-empty subset of {sorted(KINDS)} with one of "
+                             f"{sorted(WEIGHTS)}, found {list(self.kinds)}")
         if self.duration <= self.gap[0]:
             raise ValueError(f"ScheduleConfig.duration: expected more than {self.gap[0]:g} s (the first gap), "
                              f"found {self.duration:g}")
@@ -89,16 +97,18 @@ class ScheduleConfig:
 @dataclass(frozen=True)
 class Fault:
     at: float  # seconds after the faults began
-    kind: str  # kill, stop, reset, disk_full, zk_restart
+    kind: str  # kill, stop, reset, disk_full, zk_restart, clock_behind
     role: str = ""  # the process kind of kill and stop; "stmgr" or "tmanager" for a reset
     pick: int = 0  # which one among the live processes (or ports) of the role, modulo their number
     hold_s: float = 0.0  # how long a stop or a full disk lasts
+    skew_s: float = 0.0  # how far behind a clock_behind master's wall clock is
 
     def describe(self) -> str:
         what = {"kill": f"kill -9 {self.role}", "stop": f"SIGSTOP {self.role} for {self.hold_s:.1f} s",
                 "reset": f"TCP reset of the links to a {self.role}",
                 "disk_full": f"checkpoint folder full for {self.hold_s:.1f} s",
-                "zk_restart": "ZooKeeper restart"}[self.kind]
+                "zk_restart": "ZooKeeper restart",
+                "clock_behind": f"kill -9 tmanager, replaced with its clock {self.skew_s:.0f} s behind"}[self.kind]
         return f"t={self.at:6.2f} s  {what}"
 
 
@@ -114,10 +124,11 @@ def schedule(seed: int, cfg: ScheduleConfig) -> Schedule:
     """The run a seed stands for: 2 or 3 containers, a standby master or not, and faults one
     after another (a stop or a full disk ends before the next fault starts)."""
     rng = random.Random(seed)
+    clock_rng = random.Random(f"clock-behind-{seed}")  # its own stream: the other faults stay the seed's
     containers = rng.choice((2, 3))
     standby = rng.random() < 0.5
     roles = [r for r in cfg.roles if standby or r != "standby"] or list(cfg.roles)
-    kinds = list(cfg.kinds)
+    kinds = [k for k in cfg.kinds if k in WEIGHTS]
     weights = [WEIGHTS[k] for k in kinds]
     faults: list[Fault] = []
     t = rng.uniform(*cfg.gap)
@@ -128,6 +139,9 @@ def schedule(seed: int, cfg: ScheduleConfig) -> Schedule:
             role = rng.choice(roles)
             hold = round(rng.uniform(*STOP_S), 1) if kind == "stop" else 0.0
             fault = Fault(round(t, 2), kind, role, pick, hold)
+            if (kind, role) == ("kill", "tmanager") and "clock_behind" in cfg.kinds \
+                    and clock_rng.random() < CLOCK_SHARE:
+                fault = Fault(round(t, 2), "clock_behind", role, pick, skew_s=round(clock_rng.uniform(*SKEW_S)))
         elif kind == "reset":
             fault = Fault(round(t, 2), kind, rng.choice(("stmgr", "stmgr", "tmanager")), pick)
         elif kind == "disk_full":
@@ -213,6 +227,7 @@ class Checker:
         self.storage = LocalFsStorage(disk.where if disk else home / "checkpoints")
         self.completions: list[tuple[float, int]] = []
         self.stopped: set[int] = set()
+        self.spawned: list[subprocess.Popen[bytes]] = []  # masters started with their clock behind
         self._done = threading.Event()
         self._watcher: threading.Thread | None = None
 
@@ -274,6 +289,8 @@ class Checker:
                 kill_local(self.home, self.name)
             finally:
                 self.state.close()
+                for proc in self.spawned:  # ended by kill (they carry the topology's id): reaped here
+                    proc.wait(10)
         for a, rec in zip(applied, recoveries([a.at for a in applied], self.completions), strict=True):
             a.recovery_s = rec
         problems: list[str] = []
@@ -350,6 +367,8 @@ class Checker:
             label, port = ports[fault.pick % len(ports)]
             n = eo_faults.reset_port(port)
             return Applied(fault, at, f"{label} port {port}: {n} connections reset")
+        if fault.kind == "clock_behind":
+            return self._clock_behind(fault, at)
         if fault.kind == "disk_full":
             assert self.disk is not None
             size = self.disk.fill()
@@ -383,6 +402,28 @@ class Checker:
         return Applied(fault, at, f"{p.label} pid {p.pid}")
 
 
+    def _clock_behind(self, fault: Fault, at: float) -> Applied:
+        lib = eo_faults.faketime_lib()
+        assert lib is not None, "clock_behind drawn without libfaketime"
+        old = int(self.es().get("tmanager", {}).get("pid") or 0)
+        if not old or not eo_faults.signal_pid(old, 0):
+            return Applied(fault, at, "no active master known (skipped)")
+        executor = eo_faults.parent_executor(old)
+        if executor is not None:
+            eo_faults.stop(executor)
+            self.stopped.add(executor)
+        try:
+            proc = eo_faults.master_with_clock_behind(old, lib, fault.skew_s, self.paths.logs)
+            self.spawned.append(proc)
+            became = _wait(lambda: int(self.es().get("tmanager", {}).get("pid") or 0) == proc.pid, 20.0, self.clock)
+        finally:
+            if executor is not None:
+                eo_faults.cont(executor)
+                self.stopped.discard(executor)
+        return Applied(fault, at, f"tmanager active pid {old}, replaced by pid {proc.pid} "
+                                  f"({'active' if became else 'NOT active within 20 s'})")
+
+
 def _wait(cond: Callable[[], Any], timeout: float, clock: Callable[[], float],
           stop: Callable[[], Any] | None = None) -> Any:
     """Polls ``cond`` until it returns something true (returned), ``stop`` returns something
@@ -412,10 +453,26 @@ def report(r: Result, log: Callable[[str], None] = print) -> None:
             log(f"  master: {line}")
 
 
+TABLE_HEADER = ("| seed | containers | standby | faults (time: fault on target, recovery) | result |\n"
+                "|---|---|---|---|---|\n")
+
+
+def markdown_row(r: dict[str, Any]) -> str:
+    """One schedule's table line, from a result as ``--json`` writes it (pure)."""
+    return markdown_rows([r]).splitlines()[-1] + "\n"
+
+
+def append_row(path: Path, r: dict[str, Any]) -> None:
+    """Appends a schedule's row to a markdown file (the header first, into a new or empty one)
+    and flushes it: a batch cut short keeps every row that ended."""
+    new = not path.exists() or path.stat().st_size == 0
+    with path.open("a") as f:
+        f.write((TABLE_HEADER if new else "") + markdown_row(r))
+
+
 def markdown_rows(rows: Sequence[dict[str, Any]]) -> str:
     """A markdown table of results as ``--json`` writes them (pure): one line per schedule."""
-    out = ["| seed | containers | standby | faults (time: fault on target, recovery) | result |",
-           "|---|---|---|---|---|"]
+    out = TABLE_HEADER.splitlines()
     for r in rows:
         faults = "; ".join(
             f"{a['at']:.1f} s: {Fault(**a['fault']).describe().split('s  ', 1)[1]} on {a['target']}, "
@@ -427,7 +484,7 @@ def markdown_rows(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def run_schedules(seeds: Sequence[int], duration: float, *, rate: float, zookeeper: bool,
-                  roles: tuple[str, ...] = ROLES, final_timeout: float = 300.0,
+                  roles: tuple[str, ...] = ROLES, final_timeout: float = 300.0, only: tuple[str, ...] = KINDS,
                   base: Path | None = None, log: Callable[[str], None] = print,
                   on_result: Callable[[Result], None] | None = None) -> list[Result]:
     """Runs each seed's schedule, one topology at a time, each under a fresh heron home."""
@@ -435,10 +492,9 @@ def run_schedules(seeds: Sequence[int], duration: float, *, rate: float, zookeep
     caps = eo_faults.Capabilities.probe(scratch)
     for note in caps.notes:
         log(f"note: {note}")
-    log("note: clock skew of the master is not injected (no clock hook; ids come from the election epoch)")
     kinds = ["kill", "stop"] + (["reset"] if caps.reset else []) + (["disk_full"] if caps.disk_full else []) \
-        + (["zk_restart"] if zookeeper else [])
-    cfg = ScheduleConfig(duration, tuple(kinds), roles=roles)
+        + (["zk_restart"] if zookeeper else []) + (["clock_behind"] if caps.clock_behind else [])
+    cfg = ScheduleConfig(duration, tuple(k for k in kinds if k in only), roles=roles)
     results: list[Result] = []
     for seed in seeds:
         home = scratch / f"seed-{seed}"
@@ -491,7 +547,13 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"the processes kill -9 and SIGSTOP pick from, comma-separated (default: {','.join(ROLES)})")
     ap.add_argument("--final-timeout", type=float, default=300.0,
                     help="seconds after the last fault for a checkpoint covering the whole input")
+    ap.add_argument("--kinds", default=",".join(KINDS),
+                    help=f"the fault kinds to draw from, among those this machine can make, comma-separated "
+                         f"(default: {','.join(KINDS)}); e.g. without clock_behind to replay a schedule of before")
     ap.add_argument("--json", type=Path, default=None, help="append each result as a JSON line here")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="append each schedule's markdown table row here as it ends (the header first, "
+                         "when the file is new or empty)")
     ap.add_argument("--markdown", type=Path, default=None,
                     help="only print the markdown table of the results in this --json file")
     args = ap.parse_args(argv)
@@ -500,8 +562,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     first = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 20)
     roles = tuple(r for r in args.roles.split(",") if r)
+    only = tuple(k for k in args.kinds.split(",") if k)
     try:
-        ScheduleConfig(args.duration, roles=roles)
+        ScheduleConfig(args.duration, kinds=only, roles=roles)
     except ValueError as e:
         ap.error(str(e))
 
@@ -509,9 +572,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.json is not None:
             with args.json.open("a") as f:
                 f.write(json.dumps(r.to_json()) + "\n")
+        if args.out is not None:
+            append_row(args.out, r.to_json())
 
     results = run_schedules(range(first, first + args.schedules), args.duration, rate=args.rate,
-                            zookeeper=args.zookeeper, roles=roles, final_timeout=args.final_timeout, on_result=save)
+                            zookeeper=args.zookeeper, roles=roles, final_timeout=args.final_timeout, only=only,
+                            on_result=save)
     bad = [r.seed for r in results if not r.exact]
     print(f"{len(results)} schedules, {len(results) - len(bad)} exact" + (f"; not exact: seeds {bad}" if bad else ""))
     return 1 if bad else 0

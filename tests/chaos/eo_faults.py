@@ -3,7 +3,8 @@
 Each injector acts on the real processes, sockets and file systems of one local topology:
 kill -9 and SIGSTOP/SIGCONT of a process found by its command line, a TCP reset of every
 connection to a daemon's port (``ss -K``), a checkpoint folder on a small tmpfs filled to the
-last byte and freed, a ZooKeeper restart. ``Capabilities.probe`` finds which of them work on
+last byte and freed, a ZooKeeper restart, a master whose clock is behind (libfaketime).
+``Capabilities.probe`` finds which of them work on
 this machine (root, ``mount``, ``ss -K`` on a real socket pair) so the schedule draws only
 faults that can be made, and says why the others are left out.
 """
@@ -17,6 +18,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +26,17 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
+# libfaketime (Debian's package faketime), where Debian and Ubuntu put it
+FAKETIME_LIBS = (Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"),
+                 Path("/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1"),
+                 Path("/usr/lib/faketime/libfaketime.so.1"))
+# what a process with its clock behind is named by in the checker's output and its log file
+CLOCK_BEHIND_LOG = "tmanager-clock-behind.log"
+# daemon variables a replacement must not inherit: the alive file is its executor's child's
+# (the executor's probe would read our touches as its child's), and a master never watches
+# its executor
+NOT_INHERITED = ("HERON_PY_ALIVE_FILE", "HERON_PY_EXECUTOR_PID", "LD_PRELOAD", "FAKETIME")
 
 # the module each daemon runs as (`python -m MODULE`), to the role the checker names it by
 MODULES = {"heron_py.scheduler.executor": "executor", "topology_master": "tmanager",
@@ -144,6 +157,59 @@ class FullDisk:
         subprocess.run(["umount", "-l", str(self.where)], check=False, capture_output=True)
 
 
+def faketime_lib() -> Path | None:
+    return next((p for p in FAKETIME_LIBS if p.is_file()), None)
+
+
+def clock_behind_env(env: dict[str, str], lib: Path, behind_s: float, package_dir: Path) -> dict[str, str]:
+    """The environment of a master started with its wall clock ``behind_s`` seconds behind
+    (pure). ``env`` is the replaced master's /proc environ, which for a forked daemon is its
+    executor's start environment (zygote.py): the package goes back on PYTHONPATH, as the
+    executor gives its children. The monotonic clock is left alone, as on a host whose clock
+    is merely set wrong."""
+    out = {k: v for k, v in env.items() if k not in NOT_INHERITED}
+    out["PYTHONPATH"] = os.pathsep.join([str(package_dir), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
+    out["PYTHONUNBUFFERED"] = "1"
+    out["LD_PRELOAD"] = str(lib)
+    out["FAKETIME"] = f"-{behind_s:g}s"
+    out["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
+    out["FAKETIME_NO_CACHE"] = "1"
+    return out
+
+
+def master_with_clock_behind(pid: int, lib: Path, behind_s: float, logs: Path) -> subprocess.Popen[bytes]:
+    """Replaces the master ``pid`` by one whose wall clock is ``behind_s`` behind: the same
+    command line, working folder and environment (plus libfaketime), started at once after a
+    kill -9 of the old one. The caller keeps the master's executor stopped meanwhile, so that
+    the replacement claims the location before the executor's restart of its own child does
+    (that one then waits as a standby). Its log is ``CLOCK_BEHIND_LOG`` in the container's
+    folder under ``logs``. The replacement is the caller's child: it reaps it."""
+    old = psutil.Process(pid)
+    cmd, env, cwd = old.cmdline(), old.environ(), old.cwd()
+    kill9(pid)
+    # the stopped executor cannot reap it: a zombie is gone for the location's owner check
+    deadline = time.monotonic() + 5.0
+    with contextlib.suppress(psutil.NoSuchProcess):
+        while old.status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+            time.sleep(0.02)
+    log_dir = logs / Path(cwd).name
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with (log_dir / CLOCK_BEHIND_LOG).open("ab") as out:
+        return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd,
+                                env=clock_behind_env(env, lib, behind_s, Path(cwd) / "package"))
+
+
+def parent_executor(pid: int) -> int | None:
+    """The executor whose child ``pid`` is (its parent, for a forked or started daemon)."""
+    try:
+        parent = psutil.Process(pid).parent()
+        if parent is not None and "heron_py.scheduler.executor" in " ".join(parent.cmdline()):
+            return parent.pid
+    except psutil.Error:
+        pass
+    return None
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """Which fault kinds can be made here, and a note for each that cannot."""
@@ -151,13 +217,35 @@ class Capabilities:
     reset: bool
     disk_full: bool
     notes: tuple[str, ...]
+    clock_behind: bool = False
 
     @staticmethod
     def probe(scratch: Path) -> Capabilities:
         notes: list[str] = []
         reset = _probe_reset(notes)
         disk = _probe_mount(scratch, notes)
-        return Capabilities(reset, disk, tuple(notes))
+        clock = _probe_faketime(notes)
+        return Capabilities(reset, disk, tuple(notes), clock)
+
+
+def _probe_faketime(notes: list[str]) -> bool:
+    """libfaketime must load and move Python's wall clock back."""
+    lib = faketime_lib()
+    if lib is None:
+        notes.append("master clock behind skipped: libfaketime is not installed (apt-get install faketime)")
+        return False
+    env = clock_behind_env(dict(os.environ), lib, 3600, Path("."))
+    out = subprocess.run([sys.executable, "-c", "import time; print(time.time())"], env=env,
+                         capture_output=True, text=True, check=False)
+    try:
+        behind = time.time() - float(out.stdout.strip())
+    except ValueError:
+        behind = 0.0
+    if not 3500 <= behind <= 3700:
+        notes.append(f"master clock behind skipped: {lib} did not set Python's clock back an hour "
+                     f"(found {behind:.0f} s; {out.stderr.strip()[:200]})")
+        return False
+    return True
 
 
 def _probe_reset(notes: list[str]) -> bool:

@@ -9,18 +9,24 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.chaos import eo_faults
 from tests.chaos.eo_checker import (
     FULL_S,
+    KINDS,
+    SKEW_S,
     STOP_S,
     WEIGHTS,
     Fault,
+    Schedule,
     ScheduleConfig,
     _one,
+    append_row,
     count_problems,
+    markdown_rows,
     recoveries,
     report,
     schedule,
@@ -63,8 +69,12 @@ def test_a_schedule_draws_only_the_kinds_this_machine_can_make() -> None:
 def test_a_bad_schedule_config_is_one_line() -> None:
     with pytest.raises(ValueError) as e:
         ScheduleConfig(60.0, ("kill", "clock_skew"))
-    assert str(e.value) == (f"ScheduleConfig.kinds: expected a non-empty subset of {sorted(WEIGHTS)}, "
-                            "found ['kill', 'clock_skew']")
+    assert str(e.value) == (f"ScheduleConfig.kinds: expected a non-empty subset of {sorted(KINDS)} with one of "
+                            f"{sorted(WEIGHTS)}, found ['kill', 'clock_skew']")
+    with pytest.raises(ValueError) as e:
+        ScheduleConfig(60.0, ("clock_behind",))
+    assert str(e.value) == (f"ScheduleConfig.kinds: expected a non-empty subset of {sorted(KINDS)} with one of "
+                            f"{sorted(WEIGHTS)}, found ['clock_behind']")
     with pytest.raises(ValueError) as e:
         ScheduleConfig(2.0)
     assert str(e.value) == "ScheduleConfig.duration: expected more than 3 s (the first gap), found 2"
@@ -72,6 +82,74 @@ def test_a_bad_schedule_config_is_one_line() -> None:
         ScheduleConfig(60.0, roles=("instance", "zygote"))
     assert str(e.value) == ("ScheduleConfig.roles: expected a non-empty subset of ['instance', 'stmgr', "
                             "'metricsmgr', 'tmanager', 'standby', 'executor'], found ['instance', 'zygote']")
+
+
+def test_a_clock_behind_master_replaces_half_the_master_kills_and_nothing_else() -> None:
+    """With libfaketime the schedule is the seed's as before but for some kill -9 of the master,
+    each drawn (from a stream of its own) to be a replacement with its clock behind."""
+    plain, skewed = ScheduleConfig(60.0, ALL), ScheduleConfig(60.0, (*ALL, "clock_behind"))
+    replaced = kept = 0
+    for seed in range(100):
+        a, b = schedule(seed, plain), schedule(seed, skewed)
+        assert (a.containers, a.standby, len(a.faults)) == (b.containers, b.standby, len(b.faults))
+        for x, y in zip(a.faults, b.faults, strict=True):
+            if x == y:
+                kept += (x.kind, x.role) == ("kill", "tmanager")
+                continue
+            assert (x.kind, x.role, y.kind, y.role) == ("kill", "tmanager", "clock_behind", "tmanager")
+            assert (x.at, x.pick) == (y.at, y.pick) and SKEW_S[0] <= y.skew_s <= SKEW_S[1]
+            replaced += 1
+    assert replaced >= 10 and kept >= 10, (replaced, kept)
+    assert schedule(7, skewed) == schedule(7, skewed)
+
+
+def test_the_markdown_rows_render_a_clock_behind_master(tmp_path: Path) -> None:
+    f = Fault(9.1, "clock_behind", "tmanager", 3, skew_s=412)
+    assert f.describe() == "t=  9.10 s  kill -9 tmanager, replaced with its clock 412 s behind"
+    row: dict[str, Any] = {
+        "seed": 101, "containers": 2, "standby": False, "exact": True, "checkpoint_id": 42, "problems": [],
+        "applied": [{"fault": {"at": 9.1, "kind": "clock_behind", "role": "tmanager", "pick": 3, "hold_s": 0.0,
+                                  "skew_s": 412}, "at": 9.12, "target": "tmanager active pid 7, replaced by pid 9 "
+                                  "(active)", "recovery_s": 2.5}]}
+    line = ("| 101 | 2 | no | 9.1 s: kill -9 tmanager, replaced with its clock 412 s behind on tmanager active pid 7, "
+            "replaced by pid 9 (active), 2.5 s | exact (checkpoint 42) |")
+    assert markdown_rows([row]).splitlines()[2] == line
+    # a row of before the field existed still renders
+    old = {**row, "applied": [{**row["applied"][0], "fault": {"at": 1.0, "kind": "kill", "role": "stmgr", "pick": 1,
+                                                              "hold_s": 0.0}}]}
+    assert "| 9.1 s: kill -9 stmgr on tmanager active pid 7" in markdown_rows([old])
+    out = tmp_path / "rows.md"
+    append_row(out, row)
+    append_row(out, old)
+    lines = out.read_text().splitlines()
+    assert lines[:2] == markdown_rows([]).splitlines() and lines[2] == line and len(lines) == 4
+
+
+def test_the_clock_behind_environment() -> None:
+    env = eo_faults.clock_behind_env({"HERON_PY_ALIVE_FILE": "/a", "HERON_PY_EXECUTOR_PID": "5", "PATH": "/bin",
+                                      "HERON_PY_TOPOLOGY_ID": "t-1", "HERON_PY_CONTAINER": "0"},
+                                     Path("/lib/libfaketime.so.1"), 300, Path("/c0/package"))
+    assert env == {"PATH": "/bin", "HERON_PY_TOPOLOGY_ID": "t-1", "HERON_PY_CONTAINER": "0",
+                   "PYTHONPATH": "/c0/package", "PYTHONUNBUFFERED": "1", "LD_PRELOAD": "/lib/libfaketime.so.1",
+                   "FAKETIME": "-300s", "FAKETIME_DONT_FAKE_MONOTONIC": "1", "FAKETIME_NO_CACHE": "1"}
+
+
+@pytest.mark.integration
+def test_a_master_with_its_clock_behind_takes_over_and_the_counts_are_exact(
+        heron_home: Path, caps: eo_faults.Capabilities, capsys: pytest.CaptureFixture[str]) -> None:
+    if not caps.clock_behind:
+        pytest.skip(next(n for n in caps.notes if "clock behind" in n))
+    sched = Schedule(9001, 2, False, (Fault(4.0, "clock_behind", "tmanager", 0, skew_s=600),))
+    with capsys.disabled():
+        print()
+        result = _one(heron_home, sched, 12.0, 300.0, caps, False, print, final_timeout=120.0)
+        report(result)
+    assert result.applied[0].target.endswith("(active)"), result.applied
+    assert result.exact, (result.problems, result.restores[-20:])
+    log = (heron_home / "topologies" / "eo9001" / "logs" / "container-0" / eo_faults.CLOCK_BEHIND_LOG).read_text()
+    # its log's times are its own clock's: 10 minutes behind the restores the checker saw
+    assert "is ACTIVE" in log and "every task restored" in log, log[-2000:]
+    assert [r for r in result.restores if "restore 1 to checkpoint" in r], result.restores
 
 
 def test_recovery_is_the_time_to_the_next_complete_checkpoint() -> None:
