@@ -53,7 +53,7 @@ from heron_py.checkpoint.failures import backoff_secs
 from heron_py.checkpoint.storage import CheckpointStorage, LocalFsStorage, checkpoint_root
 from heron_py.common.config import StatefulConfig, effectively_once
 from heron_py.common.framing import MsgType, encode_frame
-from heron_py.common.net import Connection, parse
+from heron_py.common.net import Connection
 from heron_py.planner.model import PackingPlan, TopologyDef
 from proto import heron_py_pb2 as pb
 
@@ -228,27 +228,26 @@ class CheckpointDriver:
         if c is not None and c.state is CoordinatorState.RESTORING and self._restore_frame is not None:
             conn.send(self._restore_frame)
 
-    def on_report(self, msg_type: int, frame: bytes) -> None:
-        """CHECKPOINT_SAVED or STATE_RESTORED from an instance, through its stream manager."""
+    def on_saved(self, saved: pb.CheckpointSaved) -> None:
+        """An instance saved its state (or failed to), through its stream manager."""
         c = self.coordinator
         if c is None or not self._may_act():
             return
-        now = self._clock()
-        if msg_type == MsgType.CHECKPOINT_SAVED:
-            saved = pb.CheckpointSaved()
-            parse(saved, frame)
-            if saved.failed:
-                self._apply(c.on_task_save_failed(saved.checkpoint_id, saved.task_id, saved.error))
-                return
-            self._apply(c.on_task_saved(saved.checkpoint_id, saved.task_id, saved.size_bytes,
-                                        saved.duration_secs, now))
-        elif msg_type == MsgType.STATE_RESTORED:
-            done = pb.StateRestored()
-            parse(done, frame)
-            n = done.restore_id - self._rid_base
-            if not 0 < n <= SEQ_MASK:
-                return  # another master's restore (an older epoch): not ours to count
-            self._apply(c.on_task_restored(n, done.task_id, done.ok, now, done.error))
+        if saved.failed:
+            self._apply(c.on_task_save_failed(saved.checkpoint_id, saved.task_id, saved.error))
+            return
+        self._apply(c.on_task_saved(saved.checkpoint_id, saved.task_id, saved.size_bytes,
+                                    saved.duration_secs, self._clock()))
+
+    def on_restored(self, done: pb.StateRestored) -> None:
+        """An instance restored, through its stream manager."""
+        c = self.coordinator
+        if c is None or not self._may_act():
+            return
+        n = done.restore_id - self._rid_base
+        if not 0 < n <= SEQ_MASK:
+            return  # another master's restore (an older epoch): not ours to count
+        self._apply(c.on_task_restored(n, done.task_id, done.ok, self._clock(), done.error))
 
     def operator_restore(self, checkpoint_id: int | None) -> tuple[bool, str]:
         """``heron-py restore NAME --checkpoint ID | --clean``: checked against the ids known to

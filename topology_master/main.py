@@ -21,15 +21,16 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from heron_py.checkpoint.storage import checkpoint_key_beside
 from heron_py.common.config import LOST_AFTER, RELAUNCH
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging
-from heron_py.common.framing import CHECKPOINT_REPORTS, DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType
+from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType
 from heron_py.common.handshake import http_token
-from heron_py.common.net import BaseHandler, Connection, Counters, parse, serve
+from heron_py.common.net import BaseHandler, Connection, Counters, Routes, on, on_raw, serve
 from heron_py.common.tls import PeerTls
 from heron_py.planner.model import PackingPlan, PhysicalPlan, TopologyDef, TopologyState
 from heron_py.scheduler.base import CONTAINER_ENV
@@ -128,9 +129,10 @@ class TopologyMaster(DaemonBase):
                                          own_container=int(own) if own and own.isdigit() else None)
             self._spawn(self.relauncher.run())
         try:
-            self._server = await serve(self.host, 0, lambda: _Handler(self), self._secret, role="tmanager",
+            handler = _Handler(self)  # stateless: one handler and one routing table for every connection
+            self._server = await serve(self.host, 0, lambda: handler, self._secret, role="tmanager",
                                        log=self._log, counters=self.counters, max_frame=self._max_frame,
-                                       ssl=self._tls.server if self._tls else None)
+                                       ssl=self._tls.server if self._tls else None, routes=handler.routes())
         except OSError as e:
             raise FatalError(f"topology master: cannot listen on {self.host}: {e}") from e
         self.port = self._server.sockets[0].getsockname()[1]
@@ -267,46 +269,46 @@ class TopologyMaster(DaemonBase):
 
 
 class _Handler(BaseHandler):
-    """Frames from the master's peers, by sender role: registrations and heartbeats from
-    stream managers, reports from metrics managers, commands from the CLI."""
+    """The master's peers, by role: registrations, heartbeats and effectively once's reports
+    from stream managers, reports from metrics managers, commands from the CLI. What a role
+    may send is its routes (built once, at start); anything else is refused by the connection
+    (counted, one line, closed)."""
 
     def __init__(self, tm: TopologyMaster) -> None:
         self.tm = tm
 
-    def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
+    def routes(self) -> Routes:
         tm = self.tm
-        ident = conn.identity
-        assert ident is not None
-        if msg_type == MsgType.REGISTER_STMGR_REQUEST and ident.role == "stmgr":
-            req = pb.RegisterStmgrRequest()
-            parse(req, frame)
-            tm.links.register(conn, req)
-            if tm.checkpoints is not None and tm.active and tm.links.conns.get(req.container) is conn:
-                tm.checkpoints.greet(conn)
-            self._instances_changed(f"stream manager {req.container} registered")
-        elif msg_type == MsgType.STMGR_HEARTBEAT and ident.role == "stmgr":
-            hb = pb.StmgrHeartbeat()
-            parse(hb, frame)
-            tm.links.heartbeat(conn, hb)
-            self._instances_changed(f"stream manager {hb.container} reported")
-        elif msg_type in CHECKPOINT_REPORTS and ident.role == "stmgr":
-            if tm.checkpoints is not None and tm.active:
-                tm.checkpoints.on_report(msg_type, frame)
-        elif msg_type == MsgType.ROLLBACK_REQUEST and ident.role == "stmgr":
-            if tm.checkpoints is not None and tm.active:
-                req3 = pb.RollbackRequest()
-                parse(req3, frame)
-                tm.checkpoints.on_rollback_request(req3.container, req3.restore_id, req3.reason)
-        elif msg_type == MsgType.METRICS_REPORT and ident.role == "metricsmgr":
-            self._metrics_report(conn, frame)
-        elif msg_type == MsgType.ADMIN_REQUEST and ident.role == "cli":
-            req2 = pb.AdminRequest()
-            parse(req2, frame)
-            conn.send_msg(MsgType.ADMIN_RESPONSE, tm.admin.handle(req2.command))
-        else:
-            tm._log.warning("unexpected message type %d from %s (%s); dropping the connection",
-                            msg_type, conn.peer_name, ident.role)
-            conn.close(f"unexpected message type {msg_type} from a {ident.role}")
+        return Routes("tmanager", [
+            on("stmgr", MsgType.REGISTER_STMGR_REQUEST, pb.RegisterStmgrRequest, self._register),
+            on("stmgr", MsgType.STMGR_HEARTBEAT, pb.StmgrHeartbeat, self._heartbeat),
+            on("stmgr", MsgType.CHECKPOINT_SAVED, pb.CheckpointSaved,
+               lambda conn, m: self._checkpoints(lambda c: c.on_saved(m))),
+            on("stmgr", MsgType.STATE_RESTORED, pb.StateRestored,
+               lambda conn, m: self._checkpoints(lambda c: c.on_restored(m))),
+            on("stmgr", MsgType.ROLLBACK_REQUEST, pb.RollbackRequest, lambda conn, m: self._checkpoints(
+                lambda c: c.on_rollback_request(m.container, m.restore_id, m.reason))),
+            on_raw("metricsmgr", MsgType.METRICS_REPORT, self._metrics_report),
+            on("cli", MsgType.ADMIN_REQUEST, pb.AdminRequest,
+               lambda conn, m: conn.send_msg(MsgType.ADMIN_RESPONSE, tm.admin.handle(m.command))),
+        ])
+
+    def _register(self, conn: Connection, req: pb.RegisterStmgrRequest) -> None:
+        tm = self.tm
+        tm.links.register(conn, req)
+        if tm.checkpoints is not None and tm.active and tm.links.conns.get(req.container) is conn:
+            tm.checkpoints.greet(conn)
+        self._instances_changed(f"stream manager {req.container} registered")
+
+    def _heartbeat(self, conn: Connection, hb: pb.StmgrHeartbeat) -> None:
+        self.tm.links.heartbeat(conn, hb)
+        self._instances_changed(f"stream manager {hb.container} reported")
+
+    def _checkpoints(self, act: Callable[[CheckpointDriver], None]) -> None:
+        """Effectively once's reports count only on the active master that drives checkpoints."""
+        tm = self.tm
+        if tm.checkpoints is not None and tm.active:
+            act(tm.checkpoints)
 
     def _metrics_report(self, conn: Connection, frame: bytes) -> None:
         try:

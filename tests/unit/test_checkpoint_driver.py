@@ -21,7 +21,7 @@ import pytest
 
 from heron_py.checkpoint.coordinator import CoordinatorConfig
 from heron_py.checkpoint.storage import CheckpointStorage, LocalFsStorage
-from heron_py.common.framing import HEADER, MsgType, encode_frame
+from heron_py.common.framing import HEADER, MsgType
 from heron_py.common.net import parse
 from proto import heron_py_pb2 as pb
 from topology_master.checkpoints import CheckpointDriver
@@ -63,13 +63,12 @@ class Harness:
 
     def restored(self, restore_id: int, ok: bool = True, error: str = "") -> None:
         for t in TASKS:
-            self.driver.on_report(MsgType.STATE_RESTORED, encode_frame(MsgType.STATE_RESTORED, pb.StateRestored(
-                restore_id=restore_id, task_id=t, ok=ok, error=error).SerializeToString()))
+            self.driver.on_restored(pb.StateRestored(restore_id=restore_id, task_id=t, ok=ok, error=error))
 
     def saved(self, checkpoint_id: int, tasks: tuple[int, ...] = tuple(TASKS)) -> None:
         for t in tasks:
-            self.driver.on_report(MsgType.CHECKPOINT_SAVED, encode_frame(MsgType.CHECKPOINT_SAVED, pb.CheckpointSaved(
-                checkpoint_id=checkpoint_id, task_id=t, size_bytes=10, duration_secs=0.001).SerializeToString()))
+            self.driver.on_saved(pb.CheckpointSaved(checkpoint_id=checkpoint_id, task_id=t, size_bytes=10,
+                                                    duration_secs=0.001))
 
     async def processing(self) -> int:
         """Answers the newest restore for every task; returns its wire id once processing starts."""
