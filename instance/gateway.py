@@ -25,8 +25,8 @@ from typing import Any
 from heron_py.common.alive import beat
 from heron_py.common.config import ConfigError, max_frame_bytes
 from heron_py.common.daemon import new_event_loop
-from heron_py.common.framing import CHECKPOINT_COMMANDS, MsgType, encode_frame
-from heron_py.common.net import BaseHandler, Connection, connect, connect_unix, parse
+from heron_py.common.framing import MsgType, encode_frame
+from heron_py.common.net import Connection, Routed, Routes, connect, connect_unix, on, on_raw
 from heron_py.common.reconnect import Unreachable, run_link
 from heron_py.scheduler.paths import stmgr_socket
 from instance.queues import Inbox, InItem, InKind, QueueBytes
@@ -37,19 +37,28 @@ WRITE_HIGH = 1 << 20
 WRITE_LOW = 256 << 10
 
 
-def _checkpoint_command(msg_type: int, frame: bytes) -> InItem:
-    """The master's effectively-once command (through our stream manager) as an inbound item."""
-    if msg_type == MsgType.START_CHECKPOINT:
-        start = pb.StartCheckpoint()
-        parse(start, frame)
-        return (InKind.CKPT_START, start.checkpoint_id)
-    if msg_type == MsgType.RESTORE_STATE:
-        restore = pb.RestoreState()
-        parse(restore, frame)
-        return (InKind.RESTORE, (restore.restore_id, restore.checkpoint_id))
-    go = pb.StartProcessing()
-    parse(go, frame)
-    return (InKind.START, go.restore_id)
+def _routes(gw: Gateway) -> Routes:
+    """What our stream manager may send us; anything else is refused by the connection
+    (counted, one line, closed). Batches, acks and markers go to the inbox as they came."""
+    deliver = gw.inbox.deliver
+    return Routes("instance", [
+        on_raw("stmgr", MsgType.TUPLE_BATCH, lambda conn, frame: deliver((InKind.BATCH, frame))),
+        on_raw("stmgr", MsgType.ACK_RESULT, lambda conn, frame: deliver((InKind.ACKS, frame))),
+        on_raw("stmgr", MsgType.CKPT_MARKER, lambda conn, frame: deliver((InKind.MARKER, frame))),
+        # the master's effectively-once commands, through our stream manager
+        on("stmgr", MsgType.START_CHECKPOINT, pb.StartCheckpoint,
+           lambda conn, m: deliver((InKind.CKPT_START, m.checkpoint_id))),
+        on("stmgr", MsgType.RESTORE_STATE, pb.RestoreState,
+           lambda conn, m: deliver((InKind.RESTORE, (m.restore_id, m.checkpoint_id)))),
+        on("stmgr", MsgType.START_PROCESSING, pb.StartProcessing,
+           lambda conn, m: deliver((InKind.START, m.restore_id))),
+        on("stmgr", MsgType.REGISTER_INSTANCE_RESPONSE, pb.RegisterInstanceResponse, gw.on_registered),
+        on("stmgr", MsgType.NEW_PHYSICAL_PLAN, pb.NewPhysicalPlan,
+           lambda conn, m: _plan(gw.inbox, conn, m.pplan_json, gw.log)),
+    ])
+
+
+_NOTHING = Routes("instance's metrics link", ())
 
 
 class GatewayState(enum.Enum):
@@ -81,7 +90,7 @@ class MetricsLink:
         self._report = report
         self._interval = interval_s
         self._mm_file = mm_file
-        self._log = log
+        self.log = log
         self._conn: Connection | None = None
         self.sent = threading.Event()
 
@@ -92,7 +101,7 @@ class MetricsLink:
             self.sent.set()
 
     async def run(self, stop: asyncio.Event) -> None:
-        await run_link("metrics manager", self._connect, self._session, stop=stop, log=self._log, retry_s=1.0)
+        await run_link("metrics manager", self._connect, self._session, stop=stop, log=self.log, retry_s=1.0)
 
     async def _connect(self) -> Connection:
         cfg = self._cfg
@@ -100,8 +109,9 @@ class MetricsLink:
             port = int(json.loads(self._mm_file.read_text())["port"])
         except (OSError, ValueError, KeyError) as e:
             raise Unreachable(f"metrics manager not started yet ({e}); retrying") from None
-        return await connect(cfg.host, port, BaseHandler(), cfg.secret, role="instance", peer_id=str(cfg.task_id),
-                             log=self._log, max_frame=cfg.max_frame)
+        # the metrics manager sends nothing back: any frame from it is refused
+        return await connect(cfg.host, port, Routed(_NOTHING), cfg.secret, role="instance", peer_id=str(cfg.task_id),
+                             log=self.log, max_frame=cfg.max_frame)
 
     async def _session(self, conn: Connection) -> None:
         self._conn = conn
@@ -113,7 +123,7 @@ class MetricsLink:
             self._conn = None
 
 
-class Gateway(BaseHandler):
+class Gateway(Routed):
     def __init__(self, cfg: GatewayConfig, *, inbound: queue.Queue[InItem], outbound: queue.Queue[list[bytes]],
                  in_bytes: QueueBytes, out_bytes: QueueBytes, log: logging.Logger,
                  metrics: Callable[[], pb.InstanceMetrics] | None = None,
@@ -122,7 +132,7 @@ class Gateway(BaseHandler):
         self.state = GatewayState.CONNECTING
         self._out = outbound
         self.out_bytes = out_bytes
-        self._log = log
+        self.log = log
         self._metrics = metrics
         self.metrics_link = metrics_link
         self._conn: Connection | None = None
@@ -131,6 +141,7 @@ class Gateway(BaseHandler):
         self._ready = False
         self.inbox = Inbox(inbound, in_bytes, pause=lambda: self._reading(False), resume=lambda: self._reading(True),
                            call_later=lambda s, f: self._loop.call_later(s, f) if self._loop else None)
+        super().__init__(_routes(self))
         self._thread = threading.Thread(target=self._run, name="gateway", daemon=True)
         self.started = threading.Event()
 
@@ -183,7 +194,7 @@ class Gateway(BaseHandler):
         mm_task = asyncio.ensure_future(self.metrics_link.run(self._stop)) if self.metrics_link else None
         alive = asyncio.ensure_future(beat())  # the executor's liveness probe (heron_py/common/alive.py)
         try:
-            await run_link("stream manager", self._connect, self._session, stop=self._stop, log=self._log)
+            await run_link("stream manager", self._connect, self._session, stop=self._stop, log=self.log)
         finally:
             alive.cancel()
             if mm_task is not None:
@@ -199,9 +210,9 @@ class Gateway(BaseHandler):
             raise Unreachable(f"stream manager not reachable yet ({e}); retrying") from None
         if cfg.unix_socket:
             return await connect_unix(stmgr_socket(cfg.sm_port_file), self, cfg.secret, role="instance",
-                                      peer_id=str(cfg.task_id), log=self._log, max_frame=cfg.max_frame)
+                                      peer_id=str(cfg.task_id), log=self.log, max_frame=cfg.max_frame)
         return await connect(cfg.sm_host, port, self, cfg.secret, role="instance", peer_id=str(cfg.task_id),
-                             log=self._log, max_frame=cfg.max_frame)
+                             log=self.log, max_frame=cfg.max_frame)
 
     async def _session(self, conn: Connection) -> None:
         """One connection to the stream manager: register, then report metrics every second
@@ -220,37 +231,18 @@ class Gateway(BaseHandler):
             self._conn = None
             self.state = GatewayState.CONNECTING
 
-    # FrameHandler
-    def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
-        if msg_type == MsgType.TUPLE_BATCH:
-            self.inbox.deliver((InKind.BATCH, frame))
-        elif msg_type == MsgType.ACK_RESULT:
-            self.inbox.deliver((InKind.ACKS, frame))
-        elif msg_type == MsgType.CKPT_MARKER:
-            self.inbox.deliver((InKind.MARKER, frame))
-        elif msg_type in CHECKPOINT_COMMANDS:
-            self.inbox.deliver(_checkpoint_command(msg_type, frame))
-        elif msg_type == MsgType.REGISTER_INSTANCE_RESPONSE:
-            resp = pb.RegisterInstanceResponse()
-            parse(resp, frame)
-            if not resp.ok:
-                self._log.error("stream manager refused registration: %s", resp.error)
-                conn.close(f"registration refused: {resp.error}")
-                return
-            self.state = GatewayState.RUNNING
-            self._drain_out()
-            if resp.pplan_json:
-                _use_plan_frame_limit(conn, resp.pplan_json, self._log)
-                self.inbox.deliver((InKind.PPLAN, resp.pplan_json))
-            if self._ready:
-                self._send_ready()
-        elif msg_type == MsgType.NEW_PHYSICAL_PLAN:
-            msg = pb.NewPhysicalPlan()
-            parse(msg, frame)
-            _use_plan_frame_limit(conn, msg.pplan_json, self._log)
-            self.inbox.deliver((InKind.PPLAN, msg.pplan_json))
-        else:
-            self._log.warning("unexpected message type %d from stream manager; ignored", msg_type)
+    # FrameHandler (what else the stream manager sends goes by _routes)
+    def on_registered(self, conn: Connection, resp: pb.RegisterInstanceResponse) -> None:
+        if not resp.ok:
+            self.log.error("stream manager refused registration: %s", resp.error)
+            conn.close(f"registration refused: {resp.error}")
+            return
+        self.state = GatewayState.RUNNING
+        self._drain_out()
+        if resp.pplan_json:
+            _plan(self.inbox, conn, resp.pplan_json, self.log)
+        if self._ready:
+            self._send_ready()
 
     def on_writing(self, conn: Connection, paused: bool) -> None:
         # the stream manager stopped reading us (backpressure): stop moving frames from the
@@ -280,6 +272,12 @@ class Gateway(BaseHandler):
         conn = self._conn
         if conn is not None and conn.is_open and self.state is GatewayState.RUNNING:
             conn.send_msg(MsgType.INSTANCE_READY, pb.InstanceReady(task_id=self.cfg.task_id, pid=os.getpid()))
+
+
+def _plan(inbox: Inbox, conn: Connection, pplan_json: bytes, log: logging.Logger) -> None:
+    """A physical plan: its frame limit applies to the link at once; the plan goes to the task."""
+    _use_plan_frame_limit(conn, pplan_json, log)
+    inbox.deliver((InKind.PPLAN, pplan_json))
 
 
 def _use_plan_frame_limit(conn: Connection, pplan_json: bytes, log: logging.Logger) -> None:

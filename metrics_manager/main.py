@@ -28,7 +28,7 @@ from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_
 from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType, encode_frame
 from heron_py.common.handshake import scrape_token
 from heron_py.common.logrotate import LogCaps, rotate_by_rename
-from heron_py.common.net import BaseHandler, Connection, Counters, serve
+from heron_py.common.net import BaseHandler, Connection, Counters, Routed, Routes, on_raw, serve
 from heron_py.common.reconnect import run_link
 from heron_py.common.tls import PeerTls
 from heron_py.common.tmlink import LocationFollower, connect_master
@@ -99,8 +99,10 @@ class MetricsManager(DaemonBase):
         except ConfigError as e:
             raise FatalError(str(e)) from e
         try:
-            self._server = await serve(self.host, 0, lambda: _Inbound(self), self._secret, role="metricsmgr",
-                                       log=self._log, counters=self.counters, max_frame=self._max_frame)
+            handler = BaseHandler()  # no lifecycle to follow: a report stands alone
+            self._server = await serve(self.host, 0, lambda: handler, self._secret, role="metricsmgr",
+                                       log=self._log, counters=self.counters, max_frame=self._max_frame,
+                                       routes=_routes(self))
         except OSError as e:
             raise FatalError(f"metrics manager of container {self.container}: cannot listen on {self.host}: {e}") from e
         self.port = self._server.sockets[0].getsockname()[1]
@@ -201,7 +203,7 @@ class MetricsManager(DaemonBase):
 
     async def _tm_connect(self) -> Connection:
         assert self._follow is not None
-        conn, self._tm_loc = await connect_master(self._follow, _TmHandler(), self._secret, role="metricsmgr",
+        conn, self._tm_loc = await connect_master(self._follow, Routed(_TM_ROUTES), self._secret, role="metricsmgr",
                                                   peer_id=str(self.container), log=self._log,
                                                   max_frame=self._max_frame, tls=self._tls)
         return conn
@@ -215,22 +217,19 @@ class MetricsManager(DaemonBase):
         conn.close("topology master moved")
 
 
-class _Inbound(BaseHandler):
-    def __init__(self, mm: MetricsManager) -> None:
-        self.mm = mm
+def _routes(mm: MetricsManager) -> Routes:
+    """Reports come from the container's instances and its stream manager; any other message,
+    or any role, is refused by the connection (counted, one line, closed)."""
 
-    def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
-        ident = conn.identity
-        if msg_type == MsgType.METRICS_REPORT and ident is not None and ident.role in ("instance", "stmgr"):
-            self.mm.on_report(bytes(frame[HEADER_SIZE:]), conn.peer_name)
-        else:
-            self.mm._log.warning("unexpected message type %d from %s; dropping the connection", msg_type,
-                                 conn.peer_name)
-            conn.close(f"unexpected message type {msg_type}")
+    def report(conn: Connection, frame: bytes) -> None:
+        mm.on_report(bytes(frame[HEADER_SIZE:]), conn.peer_name)
+
+    return Routes("metricsmgr", [on_raw("instance", MsgType.METRICS_REPORT, report),
+                                 on_raw("stmgr", MsgType.METRICS_REPORT, report)])
 
 
-class _TmHandler(BaseHandler):
-    pass
+# the master sends nothing on the metrics manager's link to it
+_TM_ROUTES = Routes("metricsmgr's master link", ())
 
 
 def main(argv: list[str] | None = None) -> int:

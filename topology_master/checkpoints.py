@@ -228,26 +228,20 @@ class CheckpointDriver:
         if c is not None and c.state is CoordinatorState.RESTORING and self._restore_frame is not None:
             conn.send(self._restore_frame)
 
-    def on_saved(self, saved: pb.CheckpointSaved) -> None:
-        """An instance saved its state (or failed to), through its stream manager."""
+    def on_report(self, msg: pb.CheckpointSaved | pb.StateRestored) -> None:
+        """An instance saved its state (or failed to), or restored, through its stream manager."""
         c = self.coordinator
         if c is None or not self._may_act():
             return
-        if saved.failed:
-            self._apply(c.on_task_save_failed(saved.checkpoint_id, saved.task_id, saved.error))
-            return
-        self._apply(c.on_task_saved(saved.checkpoint_id, saved.task_id, saved.size_bytes,
-                                    saved.duration_secs, self._clock()))
-
-    def on_restored(self, done: pb.StateRestored) -> None:
-        """An instance restored, through its stream manager."""
-        c = self.coordinator
-        if c is None or not self._may_act():
-            return
-        n = done.restore_id - self._rid_base
-        if not 0 < n <= SEQ_MASK:
-            return  # another master's restore (an older epoch): not ours to count
-        self._apply(c.on_task_restored(n, done.task_id, done.ok, self._clock(), done.error))
+        if isinstance(msg, pb.StateRestored):
+            n = msg.restore_id - self._rid_base
+            if 0 < n <= SEQ_MASK:  # else another master's restore (an older epoch): not ours to count
+                self._apply(c.on_task_restored(n, msg.task_id, msg.ok, self._clock(), msg.error))
+        elif msg.failed:
+            self._apply(c.on_task_save_failed(msg.checkpoint_id, msg.task_id, msg.error))
+        else:
+            self._apply(c.on_task_saved(msg.checkpoint_id, msg.task_id, msg.size_bytes, msg.duration_secs,
+                                        self._clock()))
 
     def operator_restore(self, checkpoint_id: int | None) -> tuple[bool, str]:
         """``heron-py restore NAME --checkpoint ID | --clean``: checked against the ids known to

@@ -283,9 +283,9 @@ class _Handler(BaseHandler):
             on("stmgr", MsgType.REGISTER_STMGR_REQUEST, pb.RegisterStmgrRequest, self._register),
             on("stmgr", MsgType.STMGR_HEARTBEAT, pb.StmgrHeartbeat, self._heartbeat),
             on("stmgr", MsgType.CHECKPOINT_SAVED, pb.CheckpointSaved,
-               lambda conn, m: self._checkpoints(lambda c: c.on_saved(m))),
+               lambda conn, m: self._checkpoints(lambda c: c.on_report(m))),
             on("stmgr", MsgType.STATE_RESTORED, pb.StateRestored,
-               lambda conn, m: self._checkpoints(lambda c: c.on_restored(m))),
+               lambda conn, m: self._checkpoints(lambda c: c.on_report(m))),
             on("stmgr", MsgType.ROLLBACK_REQUEST, pb.RollbackRequest, lambda conn, m: self._checkpoints(
                 lambda c: c.on_rollback_request(m.container, m.restore_id, m.reason))),
             on_raw("metricsmgr", MsgType.METRICS_REPORT, self._metrics_report),

@@ -12,7 +12,7 @@ from typing import Any
 from heron_py.common.daemon import run_until_complete
 from heron_py.common.framing import MsgType
 from heron_py.common.handshake import HandshakeError, http_token
-from heron_py.common.net import BaseHandler, Connection, connect, parse
+from heron_py.common.net import Connection, Routed, Routes, connect, on
 from heron_py.common.tls import PeerTls, TlsMaterial, https_client_context, tls_client_args
 from heron_py.state import StateManager
 from proto import heron_py_pb2 as pb
@@ -22,14 +22,15 @@ class AdminError(Exception):
     pass
 
 
-class _Reply(BaseHandler):
+class _Reply(Routed):
+    """The master's one answer; anything else it sends is refused by the connection."""
+
     def __init__(self) -> None:
+        super().__init__(Routes("cli", [on("tmanager", MsgType.ADMIN_RESPONSE, pb.AdminResponse, self._answer)]))
         self.future: asyncio.Future[pb.AdminResponse] = asyncio.get_running_loop().create_future()
 
-    def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
-        if msg_type == MsgType.ADMIN_RESPONSE and not self.future.done():
-            resp = pb.AdminResponse()
-            parse(resp, frame)
+    def _answer(self, conn: Connection, resp: pb.AdminResponse) -> None:
+        if not self.future.done():
             self.future.set_result(resp)
 
     def on_close(self, conn: Connection) -> None:

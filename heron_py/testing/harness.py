@@ -41,6 +41,7 @@ from heron_py.common.framing import (
     encode_batch_frame,
     frame_type,
 )
+from heron_py.common.wire import decode_as
 from heron_py.planner.logical import validate
 from heron_py.planner.model import ComponentKind, PhysicalPlan, StmgrLocation, TopologyDef, TopologyState
 from heron_py.planner.packing import round_robin
@@ -539,8 +540,7 @@ class Harness:
             elif kind == MsgType.CHECKPOINT_SAVED:
                 self._on_saved(f)
             elif kind == MsgType.STATE_RESTORED:
-                msg = pb.StateRestored()
-                msg.ParseFromString(f[6:])
+                msg = decode_as(pb.StateRestored, kind, f, "an in-process task")
                 if not msg.ok:
                     raise AssertionError(f"task {msg.task_id} could not restore: {msg.error}")
         return moved
@@ -650,8 +650,7 @@ class Harness:
         return cid
 
     def _on_saved(self, frame: bytes) -> None:
-        msg = pb.CheckpointSaved()
-        msg.ParseFromString(frame[6:])
+        msg = decode_as(pb.CheckpointSaved, MsgType.CHECKPOINT_SAVED, frame, "an in-process task")
         saved = self._saved.get(msg.checkpoint_id)
         if saved is None or msg.failed:
             return  # a checkpoint of a run rolled back, or one that failed: never complete

@@ -63,11 +63,11 @@ class Harness:
 
     def restored(self, restore_id: int, ok: bool = True, error: str = "") -> None:
         for t in TASKS:
-            self.driver.on_restored(pb.StateRestored(restore_id=restore_id, task_id=t, ok=ok, error=error))
+            self.driver.on_report(pb.StateRestored(restore_id=restore_id, task_id=t, ok=ok, error=error))
 
     def saved(self, checkpoint_id: int, tasks: tuple[int, ...] = tuple(TASKS)) -> None:
         for t in tasks:
-            self.driver.on_saved(pb.CheckpointSaved(checkpoint_id=checkpoint_id, task_id=t, size_bytes=10,
+            self.driver.on_report(pb.CheckpointSaved(checkpoint_id=checkpoint_id, task_id=t, size_bytes=10,
                                                     duration_secs=0.001))
 
     async def processing(self) -> int:
