@@ -33,7 +33,6 @@ from google.protobuf.message import DecodeError, Message
 from heron_py.common.frameauth import TAG_SIZE, FrameMac
 from heron_py.common.framing import (
     DEFAULT_MAX_FRAME,
-    HEADER_SIZE,
     FrameAuthError,
     FrameDecoder,
     FrameError,
@@ -836,11 +835,6 @@ async def serve(
                            tls_handshake_timeout=min(tls_handshake_timeout, limits.handshake_deadline_s),
                            guard=guard, fail_log=fail_log, liveness=liveness, routes=routes),
         host, port)
-
-
-def parse(msg: object, frame: bytes) -> None:
-    """Parses a protobuf control message from a frame (payload after the header)."""
-    msg.ParseFromString(frame[HEADER_SIZE:])  # type: ignore[attr-defined]
 
 
 async def serve_unix(

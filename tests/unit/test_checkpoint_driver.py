@@ -22,7 +22,7 @@ import pytest
 from heron_py.checkpoint.coordinator import CoordinatorConfig
 from heron_py.checkpoint.storage import CheckpointStorage, LocalFsStorage
 from heron_py.common.framing import HEADER, MsgType
-from heron_py.common.net import parse
+from heron_py.common.wire import decode
 from proto import heron_py_pb2 as pb
 from topology_master.checkpoints import CheckpointDriver
 
@@ -55,10 +55,7 @@ class Harness:
         for f in self.sent:
             _, t = HEADER.unpack_from(f)
             if t == msg_type:
-                msg = {MsgType.RESTORE_STATE: pb.RestoreState, MsgType.START_CHECKPOINT: pb.StartCheckpoint,
-                       MsgType.START_PROCESSING: pb.StartProcessing}[MsgType(t)]()
-                parse(msg, f)
-                out.append(msg)
+                out.append(decode(t, f, "the driver"))
         return out
 
     def restored(self, restore_id: int, ok: bool = True, error: str = "") -> None:
