@@ -18,7 +18,7 @@ the write of its batch was confirmed, and failed when the write failed.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -92,7 +92,7 @@ class OffsetTracker:
         return len(self.emitted) + len(self.acked)
 
 
-@dataclass
+@dataclass(slots=True)  # one per record in flight: slots make it smaller and quicker to build
 class _Pending(Generic[P]):
     partition: P
     offset: int
@@ -164,6 +164,34 @@ class ReplayableSource(Generic[P]):
         self.pending[key] = _Pending(partition, offset, record)
         self.stats.emitted += 1
         return key
+
+    def emitted_many(self, partition: P, records: Sequence[tuple[int, Any]]) -> list[tuple[P, int] | None]:
+        """``emitted`` for a batch of one partition's ``(offset, record)`` pairs, with the
+        tracker lookup, the high-water mark and the stats done once per batch instead of once
+        per record (a Kafka poll hands over hundreds of records of a partition at once). The
+        ids are in the records' order; None marks a stale record, as ``emitted`` does."""
+        t = self.trackers.get(partition)
+        if t is None:
+            return [None] * len(records)
+        committed, acked, in_flight, pending = t.committed, t.acked, t.emitted, self.pending
+        ids: list[tuple[P, int] | None] = []
+        append = ids.append
+        top = t.fetched
+        n = 0
+        for offset, record in records:
+            key = (partition, offset)
+            if offset < committed or key in pending or offset in acked:
+                append(None)
+                continue
+            in_flight.add(offset)
+            if offset >= top:
+                top = offset + 1
+            pending[key] = _Pending(partition, offset, record)
+            append(key)
+            n += 1
+        t.fetched = top
+        self.stats.emitted += n
+        return ids
 
     def ack(self, msg_id: tuple[P, int]) -> bool:
         """True if the id was pending (a late ack of a revoked partition is ignored)."""

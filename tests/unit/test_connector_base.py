@@ -106,6 +106,26 @@ def test_stale_emits_and_late_acks_are_ignored():
     assert src.emitted("q", 0, None) is None  # not assigned
 
 
+def test_emitted_many_is_emitted_per_record_in_one_pass():
+    """A batch gives the same ids, pending records, fetched mark and stats as one emitted()
+    call per record, stale ones (below the commit, already in flight, acked) included."""
+    one, many = ReplayableSource(), ReplayableSource()
+    for s in (one, many):
+        s.assign("p", 10)
+        s.emitted("p", 12, "r12")  # in flight before the batch
+        s.emitted("p", 13, "r13")
+        s.ack(("p", 13))  # acked, not committed
+    batch = [(9, "r9"), (10, "r10"), (12, "r12"), (13, "r13"), (11, "r11"), (15, "r15")]
+    assert many.emitted_many("p", batch) == [one.emitted("p", o, r) for o, r in batch]
+    assert many.emitted_many("p", batch)[1] is None  # all stale the second time
+    assert {k: (v.offset, v.record) for k, v in many.pending.items()} == \
+        {k: (v.offset, v.record) for k, v in one.pending.items()}
+    assert many.trackers["p"].fetched == one.trackers["p"].fetched == 16
+    assert many.trackers["p"].emitted == one.trackers["p"].emitted
+    assert many.stats == one.stats
+    assert many.emitted_many("gone", [(1, "x"), (2, "y")]) == [None, None]  # not assigned
+
+
 def test_positions_restore_and_unknown_start():
     src = ReplayableSource()
     src.assign("p", -1)  # earliest/latest: learned from the first record
