@@ -6,7 +6,9 @@ with the reason printed."""
 
 from __future__ import annotations
 
+import datetime
 import itertools
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -150,6 +152,18 @@ def test_a_master_with_its_clock_behind_takes_over_and_the_counts_are_exact(
     # its log's times are its own clock's: 10 minutes behind the restores the checker saw
     assert "is ACTIVE" in log and "every task restored" in log, log[-2000:]
     assert [r for r in result.restores if "restore 1 to checkpoint" in r], result.restores
+    # the executor's own restart of the master found the location held and waits as a standby
+    main_log = (heron_home / "topologies" / "eo9001" / "logs" / "container-0" / "tmanager.log").read_text()
+    standby = re.search(r"^(\S+ \S+) .*standby: the topology master's location is held", main_log, re.M)
+    assert standby is not None, main_log[-2000:]
+    started = re.match(r"(\S+ \S+) ", log)
+    assert started is not None
+    behind = (_when(standby.group(1)) - _when(started.group(1))).total_seconds()
+    assert 540 <= behind <= 660, behind  # started about when the standby began waiting, 600 s earlier by its clock
+
+
+def _when(stamp: str) -> datetime.datetime:
+    return datetime.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f")
 
 
 def test_recovery_is_the_time_to_the_next_complete_checkpoint() -> None:
