@@ -16,9 +16,10 @@ import re
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+from heron_py.common.config import ConfigError, StatefulConfig, effectively_once
 from heron_py.common.handshake import scrape_token
 from heron_py.scheduler import kube_render as kr
 from heron_py.scheduler.base import ContainerStatus, Scheduler, SchedulerError
@@ -242,6 +243,10 @@ class KubernetesScheduler(Scheduler):
 
     def launch(self, name: str, num_containers: int) -> dict[str, Any]:
         o = self.options
+        topology = self.state.get_topology(name)
+        problem = checkpoint_root_problem(name, topology.config if topology is not None else {})
+        if problem is not None:
+            raise SchedulerError(problem)  # before any call: submit then removes what it stored
         kr.check_image(o.image)  # before any call: a bad name is the user's to fix, not the cluster's
         topology_id = f"{name}-{uuid.uuid4().hex[:12]}"
         docs = kr.render_all(self.kube_topology(name, topology_id), o, self.material(name))
@@ -289,6 +294,29 @@ class KubernetesScheduler(Scheduler):
         # a container without a pod (being made anew, or unschedulable and not yet created) is "gone"
         n = max([packing.num_containers if packing is not None else 0, *(k + 1 for k in found)])
         return [found.get(k) or ContainerStatus(k, "gone", "", kr.pod_name(name, k)) for k in range(n)]
+
+
+def checkpoint_root_problem(name: str, config: Mapping[str, Any]) -> str | None:
+    """Why an EFFECTIVELY_ONCE topology cannot run on these pods (pure); None when it can, or
+    when it is in another mode. The master completes a checkpoint by reading every task's file
+    and the instances restore from files other pods may have written: the root must be one
+    folder all pods share. Each pod's heron home (``kube_render.HOME``) is an emptyDir of its
+    own, lost with the pod, so the default root (``checkpoints/`` in it) never is."""
+    if not effectively_once(config):
+        return None
+    try:
+        root = StatefulConfig.from_config(config).root
+    except ConfigError as e:
+        return f"kubernetes scheduler: topology '{name}': {e}"
+    home = PurePosixPath(kr.HOME)
+    path = PurePosixPath(root)
+    if root and path.is_absolute() and path != home and home not in path.parents:
+        return None
+    found = "it unset" if not root else (f"'{root}', inside each pod's own {kr.HOME}" if path.is_absolute()
+                                         else f"'{root}', a relative path")
+    return (f"kubernetes scheduler: topology '{name}' is EFFECTIVELY_ONCE, whose checkpoints must be in one "
+            f"folder every pod shares (each pod's {kr.HOME} is its own emptyDir, lost with the pod); expected "
+            f"heron_py.checkpoint.root set to the absolute mount path of a volume shared by every pod, found {found}")
 
 
 def options_from_record(info: Mapping[str, Any]) -> kr.KubeOptions:
