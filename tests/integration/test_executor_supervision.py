@@ -32,7 +32,7 @@ def test_kill_9_of_container_0s_executor_is_relaunched_exact_and_kill_leaves_not
     try:
         info = _state().get_scheduler_location(name)
         assert _state().get_packing_plan(name).num_containers == 2
-        assert "true" != str(_state().get_topology(name).config.get("topology.tmanager.standby", "false")).lower()
+        assert str(_state().get_topology(name).config.get("topology.tmanager.standby", "false")).lower() != "true"
         topology_id = info["topology_id"]
         sup_pid = int(info[SUPERVISOR_KEY]["pid"])
         assert "heron_py.scheduler.supervisor" in " ".join(psutil.Process(sup_pid).cmdline())
