@@ -39,12 +39,14 @@ class Clique:
                  spawn: Callable[[Coroutine[Any, Any, None]], None],
                  backpressure_cause: Callable[[], str | None], tls: PeerTls | None = None,
                  fence: Callable[[], bytes | None] = lambda: None,
-                 connect: Callable[..., Coroutine[Any, Any, Connection]] = connect) -> None:
+                 connect: Callable[..., Coroutine[Any, Any, Connection]] = connect,
+                 peers: dict[int, Connection] | None = None) -> None:
         """``handler(c)`` is the handler of the connection to container c; ``on_connected``
         runs once it is up (held frames go out); ``backpressure_cause()`` is not None while
-        we are in backpressure, so a peer that connects late is told at once."""
+        we are in backpressure, so a peer that connects late is told at once. ``peers``: the
+        dict of the connections up, shared with their readers (the forwarder's destinations)."""
         self.container = container
-        self.peers: dict[int, Connection] = {}
+        self.peers: dict[int, Connection] = peers if peers is not None else {}
         self._connecting: set[int] = set()
         self._locations: dict[int, StmgrLocation] = {}
         self._limits: tuple[int, int] | None = None

@@ -72,8 +72,8 @@ class Destinations(Protocol):
 
 
 class Forwarder:
-    def __init__(self, destinations: Destinations, *, on_ack_batch: Callable[[bytes], None],
-                 log: logging.Logger, max_held: int = MAX_HELD_FRAMES,
+    def __init__(self, destinations: Destinations, *, log: logging.Logger,
+                 on_ack_batch: Callable[[bytes], None] = lambda frame: None, max_held: int = MAX_HELD_FRAMES,
                  max_unplanned_bytes: int = MAX_UNPLANNED_BYTES, max_held_bytes: int = MAX_HELD_BYTES,
                  max_held_total_bytes: int = MAX_HELD_TOTAL_BYTES) -> None:
         self.routing = RoutingTable(container=-1)
@@ -88,7 +88,9 @@ class Forwarder:
         self.unplanned: collections.deque[bytes] = collections.deque()  # before the first plan
         self.unplanned_bytes = 0
         self._dests = destinations
-        self._on_ack_batch = on_ack_batch
+        # an ack batch for one of our spouts goes to the ack tracker, which sends its results back
+        # through this forwarder: the composition root (wiring.py) closes that one cycle here
+        self.on_ack_batch = on_ack_batch
         self._log = log
         self._max_held = max_held
         self._max_unplanned = max_unplanned_bytes
@@ -133,7 +135,7 @@ class Forwarder:
         if routing.is_local(dest):
             if ftype == MsgType.ACK_BATCH:
                 if routing.is_local_spout(dest):
-                    self._on_ack_batch(frame)
+                    self.on_ack_batch(frame)
                 else:  # acks go to the root's spout; anything else is a peer's bug
                     self.drop(DropReason.NOT_A_SPOUT, frame)
                     self._log.warning("dropping an ack batch for task %d, which is not a spout", dest)

@@ -17,125 +17,80 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 from pathlib import Path
 
 from heron_py.common.config import MB, ConfigError, StreamManagerConfig, effectively_once, max_frame_bytes
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
 from heron_py.common.framing import DEFAULT_MAX_FRAME, MsgType, batch_src, encode_frame, frame_type
 from heron_py.common.guard import RateLimitedLog
-from heron_py.common.net import BaseHandler, Connection, Counters, Routed, Routes, on, on_raw, relay, serve, serve_unix
+from heron_py.common.net import BaseHandler, Connection, Routes, on, on_raw, relay, serve, serve_unix
 from heron_py.common.tls import PeerTls
 from heron_py.planner.model import PhysicalPlan
 from heron_py.scheduler.paths import bind_stmgr_socket, release_stmgr_socket
 from heron_py.state import StateManager
 from heron_py.state import config as statecfg
 from proto import heron_py_pb2 as pb
-from stream_manager.acking import AckService
-from stream_manager.backpressure import Action, BackpressureState, ConnKey, describe
-from stream_manager.checkpoints import CheckpointRelay
-from stream_manager.clique import Clique
-from stream_manager.forwarder import DropReason, Forwarder
-from stream_manager.instances import LocalInstances
-from stream_manager.links import MasterChannel, MasterLink, MetricsLink, master_routes
-from stream_manager.metrics import StreamManagerMetrics
+from stream_manager.backpressure import Action, ConnKey, describe
+from stream_manager.forwarder import DropReason
 from stream_manager.routing import RoutingTable
+from stream_manager.wiring import Site, build
 
 LOOPBACK = "127.0.0.1"
 
 
-class _Destinations:
-    """The forwarder's view of our connections."""
-
-    def __init__(self, instances: LocalInstances, clique: Clique) -> None:
-        self._instances = instances
-        self._clique = clique
-
-    def instance(self, task: int) -> Connection | None:
-        return self._instances.get(task)
-
-    def peer(self, container: int) -> Connection | None:
-        return self._clique.get(container)
-
-
 class StreamManager(DaemonBase):
+    """The lifecycle (listen, run the links, stop) and the decisions that touch several parts;
+    the parts themselves are built by ``wiring.build``."""
+
     def __init__(self, *, topology: str, container: int, secret: bytes, state: StateManager,
                  port_file: Path, log: logging.Logger, host: str = "127.0.0.1",
                  max_frame: int = DEFAULT_MAX_FRAME, tls: PeerTls | None = None) -> None:
+        self.site = Site(topology=topology, container=container, host=host, secret=secret, state=state,
+                         port_file=port_file, log=log, max_frame=max_frame, tls=tls)
         self.topology = topology
         self.container = container
         self.host = host
         self.port = 0
         self.log = log
-        self._secret = secret
-        self._port_file = port_file
-        self._max_frame = max_frame
-        self._tls = tls  # TLS between hosts (heron.network.tls.enabled); None: HMAC handshake only
         self._server: asyncio.Server | None = None
         self._local_server: asyncio.Server | None = None
         self._sock_path = ""
-        self.counters = Counters()
         self.refuse_log = RateLimitedLog(log)
         self.pplan: PhysicalPlan | None = None
         self.config = StreamManagerConfig()  # replaced by each physical plan's
-        self.bp = BackpressureState(clock=time.monotonic)
-        self.instances = LocalInstances(log)
-        self.clique = Clique(container=container, secret=secret, log=log, max_frame=max_frame, tls=tls,
-                             handler=lambda c: _PeerOut(self, peer_routes, c),
-                             on_connected=lambda c, conn: self.forwarder.release(ConnKey.stmgr(c), conn),
-                             spawn=self._spawn,
-                             backpressure_cause=lambda: describe(self.bp.slow) if self.bp.local else None,
-                             fence=lambda: self.ckpt.fence_frame())
-        self.forwarder = Forwarder(_Destinations(self.instances, self.clique),
-                                   on_ack_batch=lambda frame: self.acks.on_ack_batch(frame), log=log)
-        self.forwarder.routing = RoutingTable(container)
-        peer_routes = _peer_out_routes(self.forwarder)
-        self.forwarder.on_held = self.on_writing  # held frames count toward backpressure
-        self.forwarder.on_loss = lambda reason: self.data_lost(f"frames dropped ({reason.value})")
         self.effectively_once = False  # the plan's mode (set with each plan)
-        self.acks = AckService(send=self.forwarder.send_to_task, log=log)
-        self.metrics = StreamManagerMetrics(
-            container=container, bp=self.bp, forwarder=self.forwarder, acks=self.acks, instances=self.instances,
-            clique=self.clique, counters=self.counters, spouts_held=self.spouts_held)
-        channel = MasterChannel()
-        self.ckpt = CheckpointRelay(container, log, to_master=channel.send,
-                                    instances=lambda: list(self.instances.conns.values()),
-                                    instance=self.instances.get,
-                                    local_spouts=lambda: self.forwarder.routing.local_spouts,
-                                    peers=self.clique.connections, discard_held=self.forwarder.discard_old_run)
-        self.master = MasterLink(topology=topology, container=container, host=host, secret=secret, state=state, tls=tls,
-                                 log=log, max_frame=max_frame, channel=channel,
-                                 routes=master_routes(self.on_new_pplan, log, self.ckpt.master_routes()),
-                                 instance_infos=self.instances.infos, metrics=self.metrics.for_master)
-        # the metrics manager is always in this container, on loopback
-        self.metrics_link = MetricsLink(mm_file=port_file.parent / "metricsmgr.json", host=LOOPBACK,
-                                        container=container,
-                                        secret=secret, log=log, max_frame=max_frame, report=self.metrics.report,
-                                        interval=lambda: self.config.metrics_interval_s)
+        parts = self.parts = build(self.site, self, self._spawn)
+        self.counters, self.bp, self.instances = parts.counters, parts.bp, parts.instances
+        self.forwarder, self.acks, self.ckpt, self.clique = parts.forwarder, parts.acks, parts.ckpt, parts.clique
+        self.metrics, self.master, self.metrics_link = parts.metrics, parts.master, parts.metrics_link
+
+    def metrics_interval(self) -> float:
+        return self.config.metrics_interval_s
 
     # --- lifecycle ---
     async def start(self) -> None:
         self._begin()
         assert self._stopped is not None
+        site = self.site
         inbound = _Inbound(self)  # stateless: one handler and one routing table for every connection
         routes = inbound.routes()
         try:
-            self._server = await serve(self.host, 0, lambda: inbound, self._secret, role="stmgr",
-                                       log=self.log, counters=self.counters, max_frame=self._max_frame,
-                                       ssl=self._tls.server if self._tls else None, routes=routes)
+            self._server = await serve(self.host, 0, lambda: inbound, site.secret, role="stmgr",
+                                       log=self.log, counters=self.counters, max_frame=site.max_frame,
+                                       ssl=site.tls.server if site.tls else None, routes=routes)
         except OSError as e:
             raise FatalError(f"stream manager of container {self.container}: cannot listen on "
                              f"{self.host}: {e}") from e
         self.port = self.master.port = self._server.sockets[0].getsockname()[1]
         # the container's instances come through a Unix socket (no TCP stack on the way)
-        sock = self._sock_path = bind_stmgr_socket(self._port_file)
+        sock = self._sock_path = bind_stmgr_socket(site.port_file)
         try:
-            self._local_server = await serve_unix(sock, lambda: inbound, self._secret, role="stmgr",
-                                                  log=self.log, counters=self.counters, max_frame=self._max_frame,
+            self._local_server = await serve_unix(sock, lambda: inbound, site.secret, role="stmgr",
+                                                  log=self.log, counters=self.counters, max_frame=site.max_frame,
                                                   routes=routes)
         except OSError as e:
             raise FatalError(f"stream manager of container {self.container}: cannot listen on {sock}: {e}") from e
-        write_atomically(self._port_file, str(self.port))
+        write_atomically(site.port_file, str(self.port))
         self.log.info("stream manager of container %d listening on %s:%d and %s", self.container, self.host,
                       self.port, sock)
         self._spawn(self.master.run(self._stopped))
@@ -149,7 +104,7 @@ class StreamManager(DaemonBase):
             if server is not None:
                 server.close()
         if self._local_server is not None:
-            release_stmgr_socket(self._port_file, self._sock_path)
+            release_stmgr_socket(self.site.port_file, self._sock_path)
         self.instances.close("stream manager stopping")
         self.clique.close("stream manager stopping")
         self.master.close("stream manager stopping")
@@ -241,23 +196,6 @@ class StreamManager(DaemonBase):
         self.forwarder.release(ConnKey.task(task), conn)
         self.log.info("instance task %d (%s, pid %d) registered", task, req.component, req.pid)
 
-    def refuse_batch(self, conn: Connection, msg_type: int, frame: bytes) -> None:
-        """A batch from a connection that may not send it: counted (``__bad-frames/source``),
-        logged at a bounded rate, and the connection closed (a task sends only its own)."""
-        self.counters.bad_frames += 1
-        self.counters.bad_frame_source += 1
-        ident = conn.identity
-        who = f"{ident.role} {ident.peer_id}" if ident is not None else "an unauthenticated peer"
-        task = f"registered as task {conn.context}" if conn.context is not None else "not registered"
-        self.refuse_log.warning("refused a %s from %s (%s, %s) with source task %d; closing the connection",
-                                MsgType(msg_type).name, conn.peer_name, who, task, batch_src(frame),
-                                kind="refused batch")
-        conn.close("a batch it may not send")
-
-    def instance_ready(self, task_id: int, pid: int) -> None:
-        self.instances.ready[task_id] = pid
-        self.master.heartbeat(with_metrics=False)
-
     def instance_lost(self, conn: Connection) -> None:
         task = self.instances.remove(conn)
         if task is not None:
@@ -275,7 +213,7 @@ class _Inbound(BaseHandler):
         self.sm = sm
 
     def routes(self) -> Routes:
-        sm, ckpt = self.sm, self.sm.ckpt
+        sm, ckpt, fwd = self.sm, self.sm.ckpt, self.sm.forwarder
         return Routes("stmgr", [
             # the hot path: raw frames, routed on their header (never decoded here)
             on_raw("instance", MsgType.TUPLE_BATCH, self.instance_batch),
@@ -283,12 +221,11 @@ class _Inbound(BaseHandler):
             on_raw("instance", MsgType.ACK_BATCH, self.instance_acks),
             on_raw("stmgr", MsgType.TUPLE_BATCH, self.peer_batch),
             on_raw("stmgr", MsgType.CKPT_MARKER, self.peer_batch),
-            on_raw("stmgr", MsgType.ACK_BATCH, lambda conn, frame: sm.forwarder.route(frame)),
+            on_raw("stmgr", MsgType.ACK_BATCH, lambda conn, frame: fwd.route(frame)),
             on("instance", MsgType.REGISTER_INSTANCE_REQUEST, pb.RegisterInstanceRequest, self.register),
             on("instance", MsgType.INSTANCE_METRICS, pb.InstanceMetrics,
                lambda conn, m: sm.instances.metrics.__setitem__(m.task_id, m)),
-            on("instance", MsgType.INSTANCE_READY, pb.InstanceReady,
-               lambda conn, m: sm.instance_ready(m.task_id, m.pid)),
+            on("instance", MsgType.INSTANCE_READY, pb.InstanceReady, self.instance_ready),
             relay("instance", MsgType.CHECKPOINT_SAVED, lambda conn, frame: ckpt.to_master(frame)),
             on("instance", MsgType.STATE_RESTORED, pb.StateRestored, ckpt.on_state_restored),
             on("stmgr", MsgType.RESTORE_FENCE, pb.RestoreFence, ckpt.on_peer_fence),
@@ -300,7 +237,7 @@ class _Inbound(BaseHandler):
         """A tuple batch or marker of a local instance: only its registered task's own."""
         sm = self.sm
         if conn.context is None or batch_src(frame) != conn.context:
-            sm.refuse_batch(conn, frame_type(frame), frame)
+            self.refuse_batch(conn, frame_type(frame), frame)
         elif sm.ckpt.restore_id and not sm.ckpt.admits(conn):
             sm.forwarder.drop(DropReason.OLD_RUN, frame)  # the run a restore rolled back
         else:
@@ -308,7 +245,7 @@ class _Inbound(BaseHandler):
 
     def instance_acks(self, conn: Connection, frame: bytes) -> None:
         if conn.context is None or batch_src(frame) != conn.context:
-            self.sm.refuse_batch(conn, MsgType.ACK_BATCH, frame)
+            self.refuse_batch(conn, MsgType.ACK_BATCH, frame)
         else:
             self.sm.forwarder.route(frame)  # acks pass the fence: they only resolve roots
 
@@ -318,6 +255,24 @@ class _Inbound(BaseHandler):
             sm.forwarder.drop(DropReason.OLD_RUN, frame)
         else:
             sm.forwarder.route(frame)
+
+    def refuse_batch(self, conn: Connection, msg_type: int, frame: bytes) -> None:
+        """A batch from a connection that may not send it: counted (``__bad-frames/source``),
+        logged at a bounded rate, and the connection closed (a task sends only its own)."""
+        sm = self.sm
+        sm.counters.bad_frames += 1
+        sm.counters.bad_frame_source += 1
+        ident = conn.identity
+        who = f"{ident.role} {ident.peer_id}" if ident is not None else "an unauthenticated peer"
+        task = f"registered as task {conn.context}" if conn.context is not None else "not registered"
+        sm.refuse_log.warning("refused a %s from %s (%s, %s) with source task %d; closing the connection",
+                                MsgType(msg_type).name, conn.peer_name, who, task, batch_src(frame),
+                                kind="refused batch")
+        conn.close("a batch it may not send")
+
+    def instance_ready(self, conn: Connection, msg: pb.InstanceReady) -> None:
+        self.sm.instances.ready[msg.task_id] = msg.pid
+        self.sm.master.heartbeat(with_metrics=False)  # the master learns it now
 
     def register(self, conn: Connection, req: pb.RegisterInstanceRequest) -> None:
         sm, ident = self.sm, conn.identity
@@ -348,27 +303,6 @@ class _Inbound(BaseHandler):
                 self.sm.apply(self.sm.bp.peer_stop(peer))
             return
         self.sm.instance_lost(conn)
-
-
-def _peer_out_routes(forwarder: Forwarder) -> Routes:
-    """What a peer may send back on our connection to it: batches only (peers send their own
-    data on their own connections; these are kept for a peer that does otherwise)."""
-    route = lambda conn, frame: forwarder.route(frame)  # noqa: E731
-    return Routes("stmgr's outbound link", [on_raw("stmgr", MsgType.TUPLE_BATCH, route),
-                                            on_raw("stmgr", MsgType.ACK_BATCH, route)])
-
-
-class _PeerOut(Routed):
-    def __init__(self, sm: StreamManager, routes: Routes, container: int) -> None:
-        super().__init__(routes)
-        self.sm = sm
-        self.container = container
-
-    def on_writing(self, conn: Connection, paused: bool) -> None:
-        self.sm.on_writing(ConnKey.stmgr(self.container), paused)
-
-    def on_close(self, conn: Connection) -> None:
-        self.sm.peer_lost(self.container, conn)
 
 
 def main(argv: list[str] | None = None) -> int:
