@@ -13,7 +13,7 @@ executors, so it never restarts one after a kill; it also exits on its own once 
 record is gone or names another run (another submit under the name). A dead executor is
 relaunched whole with the scheduler's ``restart`` of that container (which first stops the
 processes the dead executor left, such as container 0's master), under the topology's
-scheduler lock shared with the master's relauncher, after a backoff that doubles from 0.5 s to
+scheduler lock shared with the master's relauncher, after a backoff that doubles from 1.5 s to
 10 s and resets once the executor stayed up for 30 s. Each restart is a line in
 ``logs/supervisor.log``.
 
@@ -39,7 +39,9 @@ from heron_py.common.daemon import setup_logging
 from heron_py.state import StateManager, StateManagerError, open_state
 from heron_py.state import config as statecfg
 
-BACKOFF_MIN_S = 0.5
+# the first wait lets the dead executor's children notice it (alive.BEAT_S) and stop on their own,
+# so a relaunch rarely has to stop them
+BACKOFF_MIN_S = 1.5
 BACKOFF_MAX_S = 10.0
 STABLE_S = 30.0  # an executor up this long has recovered: its next death restarts at the minimum
 TICK_S = 0.5

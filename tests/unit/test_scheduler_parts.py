@@ -79,21 +79,21 @@ def test_preflight_refuses_localfs_and_missing_tools(monkeypatch):
 
 
 def test_supervisor_restart_book_backs_off_and_resets():
-    """The supervisor's rule (heron_py/scheduler/supervisor.py): a dead executor waits 0.5 s, the
+    """The supervisor's rule (heron_py/scheduler/supervisor.py): a dead executor waits 1.5 s, the
     wait doubles while it keeps dying young (up to 10 s), resets once it stayed up 30 s, and a
     container someone else relaunched is forgotten."""
     from heron_py.scheduler.supervisor import RestartBook
 
     book = RestartBook()
     assert book.due({0}, 100.0) == []  # seen dead: its backoff starts
-    assert book.due({0, 1}, 100.4) == []
-    assert book.due({0, 1}, 100.5) == [0]
-    book.relaunched(0, 100.5)
-    assert book.due({1}, 100.9) == [1]
-    book.relaunched(1, 100.9)
-    # container 0 dies again at once: 1 s, then 2 s, ... up to 10 s
+    assert book.due({0, 1}, 101.4) == []
+    assert book.due({0, 1}, 101.5) == [0]
+    book.relaunched(0, 101.5)
+    assert book.due({1}, 102.8) == [] and book.due({1}, 102.9) == [1]  # seen dead at 101.4
+    book.relaunched(1, 102.9)
+    # container 0 dies again at once: 3 s, then 6 s, ... up to 10 s
     waits = []
-    now = 101.0
+    now = 102.0
     for _ in range(6):
         book.due({0}, now)
         due_at = book.slots[0].due_at
@@ -102,13 +102,13 @@ def test_supervisor_restart_book_backs_off_and_resets():
         assert book.due({0}, due_at - 0.01) == [] and book.due({0}, due_at) == [0]
         book.relaunched(0, due_at)
         now = due_at + 1.0
-    assert waits == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+    assert waits == [3.0, 6.0, 10.0, 10.0, 10.0, 10.0]
     # up 30 s: back to the minimum
-    assert book.due({0}, now + 30.0) == [] and book.slots[0].backoff == 0.5
+    assert book.due({0}, now + 30.0) == [] and book.slots[0].backoff == 1.5
     # alive again before its turn (the master's relauncher came first): forgotten
     book.due(set(), now + 30.1)
     assert book.slots[0].due_at is None
     # a relaunch that raised is retried after the next backoff
     book.due({1}, 200.0)
-    book.failed(1, 200.5)
-    assert book.due({1}, 200.9) == [] and book.due({1}, 201.5) == [1]
+    book.failed(1, 201.5)
+    assert book.due({1}, 204.4) == [] and book.due({1}, 204.5) == [1]
