@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
+from heron_py.api.bolt.bolt import Bolt
+from heron_py.api.spout.spout import Spout
 from heron_py.common.framing import MsgType, encode_batch_frame
 from heron_py.common.net import BaseHandler, Connection, Routes, connect, on, on_raw
 from heron_py.state.localfs import LocalFsStateManager
@@ -18,6 +21,14 @@ from proto import heron_py_pb2 as pb
 from stream_manager.main import StreamManager
 
 SECRET = b"s" * 32
+
+
+class _Spout(Spout):  # a topology for the master to serve; never run
+    pass
+
+
+class _Bolt(Bolt):
+    pass
 LOG = logging.getLogger("test-role-routes")
 
 
@@ -30,13 +41,13 @@ class _Closed(BaseHandler):
             self.closed.set_result(None)
 
 
-async def _with_sm(tmp: Path, body):  # type: ignore[no-untyped-def]
+async def _with_sm(tmp: Path, body: Callable[[StreamManager], Awaitable[None]]) -> None:
     sm = StreamManager(topology="t", container=0, secret=SECRET, state=LocalFsStateManager(tmp / "state"),
                        port_file=tmp / "c0" / "stmgr.port", log=logging.getLogger("stmgr[0]"))
     (tmp / "c0").mkdir()
     await sm.start()
     try:
-        return await body(sm)
+        await body(sm)
     finally:
         sm.stop()
 
@@ -117,3 +128,53 @@ def test_routes_refuse_a_wrong_class_or_a_type_routed_twice_at_start() -> None:
         Routes("stmgr", [r, r])
     assert Routes("stmgr", [r]).allows("instance", MsgType.TUPLE_BATCH)
     assert not Routes("stmgr", [r]).allows("metricsmgr", MsgType.TUPLE_BATCH)
+
+
+def test_the_master_refuses_a_cli_command_from_a_metrics_manager_and_answers_the_cli(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from heron_py.api.topology import TopologyBuilder
+    from heron_py.planner.packing import round_robin
+    from topology_master.main import TopologyMaster
+
+    b = TopologyBuilder("t")
+    b.add_bolt("b", _Bolt, par=1, inputs=[b.add_spout("s", _Spout, par=1)])
+    topo = b.build()
+    state = LocalFsStateManager(tmp_path / "state")
+    state.set_topology(topo, SECRET)
+    state.set_packing_plan("t", round_robin(topo, 1))
+
+    class _Answer(BaseHandler):
+        def __init__(self) -> None:
+            self.got = asyncio.get_running_loop().create_future()
+
+        def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
+            if not self.got.done():
+                self.got.set_result(msg_type)
+
+    async def body() -> None:
+        tm = TopologyMaster(topology="t", secret=SECRET, state=state, log=logging.getLogger("tmanager"),
+                            home=tmp_path / "home")
+        await tm.start()
+        try:
+            admin = pb.AdminRequest(command="status").SerializeToString()
+            from heron_py.common.framing import encode_frame
+
+            with caplog.at_level(logging.WARNING, logger="tmanager"):
+                closed = _Closed()
+                conn = await connect("127.0.0.1", tm.port, closed, SECRET, role="metricsmgr", peer_id="0", log=LOG)
+                conn.send(encode_frame(MsgType.ADMIN_REQUEST, admin))
+                await asyncio.wait_for(closed.closed, 5)
+            assert tm.counters.bad_frame_role == 1
+            [line] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("refused ")]
+            assert line.endswith("(role 'metricsmgr', id '0'): not a message a metricsmgr may send to the "
+                                 "tmanager; closing the connection")
+            answer = _Answer()
+            cli = await connect("127.0.0.1", tm.port, answer, SECRET, role="cli", peer_id="cli", log=LOG)
+            cli.send(encode_frame(MsgType.ADMIN_REQUEST, admin))
+            assert await asyncio.wait_for(answer.got, 5) == MsgType.ADMIN_RESPONSE
+            assert tm.counters.bad_frame_role == 1
+            cli.close()
+        finally:
+            tm.stop()
+
+    asyncio.run(body())
