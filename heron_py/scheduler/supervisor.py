@@ -204,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
                 break
         except StateManagerError as e:
             log.warning("state manager: %s; retrying", e)  # a ZooKeeper outage: wait it out
+        except Exception:  # a supervisor that died of one odd error would leave the topology unsupervised
+            log.exception("supervisor pass failed; trying again")
         time.sleep(TICK_S)
     log.info("supervisor of topology '%s' stopped", args.topology)
     state.close()
