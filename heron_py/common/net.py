@@ -34,15 +34,14 @@ from heron_py.common.frameauth import TAG_SIZE, FrameMac
 from heron_py.common.framing import (
     DEFAULT_MAX_FRAME,
     FrameAuthError,
-    FrameDecoder,
     FrameError,
     MsgType,
     encode_frame,
 )
 from heron_py.common.guard import DEFAULT_LIMITS, Admission, GuardLimits, PortGuard, RateLimitedLog
-from heron_py.common.handshake import ClientHandshake, HandshakeError, PeerIdentity, ServerHandshake
+from heron_py.common.handshake import HandshakeError, PeerIdentity
+from heron_py.common.session import Session, Silence, Step
 from heron_py.common.wire import MESSAGES, RAW, WireError, decode_as
-from proto import heron_py_pb2 as pb
 
 
 def _type_name(msg_type: int) -> str:
@@ -296,11 +295,10 @@ class Connection(asyncio.Protocol):
         self._admitted = False  # counted by the guard: released once, on connection_lost
         self._source = ""  # the peer's address, for the guard
         self._deadline: asyncio.TimerHandle | None = None
-        self._decoder = self._new_decoder(peer_name)
-        self._server_hs: ServerHandshake | None = None
-        self._client_hs: ClientHandshake | None = None
-        if server_role is None:
-            self._client_hs = ClientHandshake(secret, client_role, client_id, peer_name)
+        # the protocol (handshake, decoder, limits, keys) is the sans-I/O session; this class moves bytes
+        self.session = Session(secret, server_role=server_role, client_role=client_role, client_id=client_id,
+                               peer=peer_name, max_frame=max_frame, pre_auth_max=self._limits.pre_auth_max_frame)
+        self._decoder = self.session.decoder  # fed directly once open: the hot path
         self.context: object = None  # what the handler attaches (e.g. task id)
         self.writing_paused = False
         self.close_reason: str | None = None  # why we closed it (None: open, or the peer closed)
@@ -320,8 +318,7 @@ class Connection(asyncio.Protocol):
         self._tx: FrameMac | None = None
         self._liveness = liveness
         self._live_timer: asyncio.TimerHandle | None = None
-        self._live_seen = (0, 0)  # bytes in and out at the last heartbeat tick
-        self._silent_s = 0.0
+        self._silence: Silence | None = None  # the liveness rule, once open
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -333,7 +330,8 @@ class Connection(asyncio.Protocol):
         self._source = str(peer[0]) if isinstance(peer, tuple) and peer else self.peer_name
         if peer and self.peer_name == "peer":
             self.peer_name = f"{peer[0]}:{peer[1]}"
-            self._decoder = self._new_decoder(self.peer_name)
+            self.session.rename(self.peer_name)
+            self._decoder = self.session.decoder
         if self._server_role is not None and not self._admit(tr):
             return
         if self._tls_pending:
@@ -346,11 +344,6 @@ class Connection(asyncio.Protocol):
             loop.call_soon(self._tls_hand_over, tr)  # runs after the task's first step
             return
         self._start_server_handshake()
-
-    def _new_decoder(self, peer: str) -> FrameDecoder:
-        # the peer's handshake frames: ClientHello to a server; ServerHello and ServerAuth to a client
-        return FrameDecoder(peer, self._max_frame, pre_auth_frames=1 if self._server_role is not None else 2,
-                            pre_auth_max=self._limits.pre_auth_max_frame, authenticated=True)
 
     def _admit(self, tr: asyncio.Transport) -> bool:
         """An accepted connection: shed at once over the port's caps, else given a deadline."""
@@ -422,8 +415,7 @@ class Connection(asyncio.Protocol):
     def _start_server_handshake(self) -> None:
         assert self.transport is not None
         if self._server_role is not None:
-            self._server_hs = ServerHandshake(self._secret, self._server_role, self.peer_name)
-            self.transport.write(self._server_hs.start())
+            self.transport.write(self.session.hello())
 
     async def _start_tls(self, raw: asyncio.Transport) -> None:
         assert self._tls is not None
@@ -471,7 +463,15 @@ class Connection(asyncio.Protocol):
 
     def _feed(self, data: bytes) -> None:
         try:
-            frames = self._decoder.feed(data)
+            if self.state is ConnState.OPEN:
+                frames = self._decoder.feed(data)  # the hot path: the session's decoder, directly
+            elif self.state is ConnState.HANDSHAKE:
+                step = self.session.receive(data)
+                if not self._handshake_step(step):
+                    return
+                frames = list(step.frames)
+            else:
+                return
         except FrameAuthError as e:
             # never decoded; aborted, not closed: nothing more is read from or written to it
             self._counters.bad_frames += 1
@@ -487,72 +487,49 @@ class Connection(asyncio.Protocol):
                 self._warn_failure("%s", e)
             self.close(f"bad frame: {e}")
             return
+        except HandshakeError as e:
+            self._handshake_failed(e)
+            return
         for msg_type, frame in frames:
-            if self.state is ConnState.OPEN:
-                if msg_type == MsgType.LINK_PING:
-                    continue  # a heartbeat: its arrival was the point
-                try:
-                    route = self._route
-                    if route is None:
-                        self.handler.on_frame(self, msg_type, frame)
-                    else:
-                        fn = route.get(msg_type)
-                        if fn is None:
-                            self._refuse(msg_type)
-                            return
-                        fn(self, frame)
-                except WireError as e:
-                    self._counters.bad_frames += 1
-                    self._log.warning("dropping connection: %s", e)
-                    self.close(f"unparsable {_type_name(msg_type)} frame")
-                    return
-                except (DecodeError, struct.error) as e:
-                    self._counters.bad_frames += 1
-                    self._log.warning("dropping connection: %s sent a %s frame that does not parse: %s",
-                                      self.peer_name, _type_name(msg_type), e)
-                    self.close(f"unparsable {_type_name(msg_type)} frame")
-                    return
-            elif self.state is ConnState.HANDSHAKE:
-                self._handshake_step(msg_type, frame)
-                if self.is_open and self._decoder.buffered:
-                    # the decoder stopped at the handshake's end; the frames after it are tagged
-                    self._feed(b"")
-                    return
-            else:
+            if self.state is not ConnState.OPEN:
+                return
+            if msg_type == MsgType.LINK_PING:
+                continue  # a heartbeat: its arrival was the point
+            try:
+                route = self._route
+                if route is None:
+                    self.handler.on_frame(self, msg_type, frame)
+                else:
+                    fn = route.get(msg_type)
+                    if fn is None:
+                        self._refuse(msg_type)
+                        return
+                    fn(self, frame)
+            except WireError as e:
+                self._counters.bad_frames += 1
+                self._log.warning("dropping connection: %s", e)
+                self.close(f"unparsable {_type_name(msg_type)} frame")
+                return
+            except (DecodeError, struct.error) as e:
+                self._counters.bad_frames += 1
+                self._log.warning("dropping connection: %s sent a %s frame that does not parse: %s",
+                                  self.peer_name, _type_name(msg_type), e)
+                self.close(f"unparsable {_type_name(msg_type)} frame")
                 return
         if self._decoder.failed is not None and self.is_open:
             self._feed(b"")  # a frame after these failed its tag: raised now, after the good ones
 
-    def _handshake_step(self, msg_type: int, frame: bytes) -> None:
+    def _handshake_step(self, step: Step) -> bool:
+        """Writes the session's handshake replies; opens the connection when the handshake ended
+        (the frames after it are then fed). False: nothing more to do with this read."""
         assert self.transport is not None
-        try:
-            if self._server_hs is not None:
-                self.transport.write(self._server_hs.on_frame(msg_type, frame))
-                self.identity = self._server_hs.identity
-            else:
-                assert self._client_hs is not None
-                reply = self._client_hs.on_frame(msg_type, frame)
-                if reply is not None:
-                    self.transport.write(reply)
-                    return
-        except HandshakeError as e:
-            self._counters.auth_failures += 1
-            self._warn_failure("dropping connection: %s", e)
-            if self._server_hs is not None:
-                self.transport.write(encode_frame(MsgType.AUTH_FAILED,
-                                                  pb.AuthFailed(reason="authentication failed").SerializeToString()))
-            if not self.authenticated.done():
-                self.authenticated.set_exception(e)
-                if self._server_role is not None:
-                    self.authenticated.exception()  # nobody awaits it on this side: logged above instead
-            self.close(f"handshake failed: {e}")
-            return
-        hs = self._server_hs if self._server_hs is not None else self._client_hs
-        assert hs is not None and hs.keys is not None
-        self._tx = FrameMac(hs.keys.send)
-        self._decoder.mac = FrameMac(hs.keys.recv)
-        self.peer_role = self.identity.role if self.identity is not None else \
-            self._client_hs.server_role if self._client_hs is not None else ""
+        for reply in step.replies:
+            self.transport.write(reply)
+        self.identity = self.session.identity
+        if step.opened is None:
+            return True
+        self._tx = step.opened.send_mac
+        self.peer_role = step.opened.peer_role
         if self._routes is not None:
             self._route = self._routes.table(self.peer_role)
         self.state = ConnState.OPEN
@@ -561,6 +538,23 @@ class Connection(asyncio.Protocol):
         if not self.authenticated.done():
             self.authenticated.set_result(None)
         self.handler.on_open(self)
+        if step.more and self.is_open:
+            self._feed(b"")  # the decoder stopped at the handshake's end; the frames after it are tagged
+            return False
+        return True
+
+    def _handshake_failed(self, e: HandshakeError) -> None:
+        assert self.transport is not None
+        self._counters.auth_failures += 1
+        self._warn_failure("dropping connection: %s", e)
+        refusal = self.session.refusal()
+        if refusal is not None:
+            self.transport.write(refusal)
+        if not self.authenticated.done():
+            self.authenticated.set_exception(e)
+            if self._server_role is not None:
+                self.authenticated.exception()  # nobody awaits it on this side: logged above instead
+        self.close(f"handshake failed: {e}")
 
     def use_routes(self, routes: Routes) -> None:
         """Dispatches by ``routes`` from now on (a client's handler calls it from ``on_open``,
@@ -582,34 +576,31 @@ class Connection(asyncio.Protocol):
         self.close(f"refused {_type_name(msg_type)} from a {self.peer_role}")
 
     def _start_liveness(self) -> None:
-        if self._liveness.timeout_s > 0 and self.transport is not None:
+        lv = self._liveness
+        if lv.timeout_s > 0 and self.transport is not None:
             set_tcp_keepalive(self.transport)
-            self._live_seen = (self.bytes_in, self.bytes_out)
-            self._live_timer = self._loop.call_later(self._liveness.interval_s, self._live_tick)
+            self._silence = Silence(lv.interval_s, lv.timeout_s, self.bytes_in, self.bytes_out)
+            self._live_timer = self._loop.call_later(lv.interval_s, self._live_tick)
 
     def _live_tick(self) -> None:
-        """Every interval: a ping when we sent nothing, an abort when the peer sent nothing for
-        the timeout while we were reading (paused reading is our own backpressure, not silence)."""
+        """Every interval, the session's liveness rule (``session.Silence``): a ping when we sent
+        nothing, an abort when the peer sent nothing for the timeout while we were reading."""
         self._live_timer = None
-        tr = self.transport
-        if self.state is not ConnState.OPEN or tr is None or tr.is_closing():
+        tr, silence = self.transport, self._silence
+        if self.state is not ConnState.OPEN or tr is None or tr.is_closing() or silence is None:
             return
-        lv = self._liveness
-        seen_in, seen_out = self._live_seen
-        if self.bytes_in != seen_in or not tr.is_reading():
-            self._silent_s = 0.0
-        else:
-            self._silent_s += lv.interval_s
-            if self._silent_s >= lv.timeout_s:
-                self._counters.silent_peers += 1
-                self._log.warning("dropping connection: %s sent nothing for %g s (frozen, or its host is gone)",
-                                  self.peer_name, self._silent_s)
-                self.abort(f"silent for {self._silent_s:g} s")
-                return
-        if self.bytes_out == seen_out and not self.writing_paused:
+        verdict = silence.tick(self.bytes_in, self.bytes_out, reading=tr.is_reading(),
+                               writing_paused=self.writing_paused)
+        if verdict.abort:
+            self._counters.silent_peers += 1
+            self._log.warning("dropping connection: %s sent nothing for %g s (frozen, or its host is gone)",
+                              self.peer_name, verdict.silent_s)
+            self.abort(f"silent for {verdict.silent_s:g} s")
+            return
+        if verdict.ping:
             self.send(_PING)
-        self._live_seen = (self.bytes_in, self.bytes_out)
-        self._live_timer = self._loop.call_later(lv.interval_s, self._live_tick)
+        silence.mark(self.bytes_in, self.bytes_out)
+        self._live_timer = self._loop.call_later(self._liveness.interval_s, self._live_tick)
 
     def _handshake_done(self) -> None:
         if self._deadline is not None:
@@ -667,7 +658,7 @@ class Connection(asyncio.Protocol):
         """The largest frame this connection accepts from now on (the topology's
         heron_py.network.max.frame.bytes, once the plan that carries it is known)."""
         self._max_frame = max_frame
-        self._decoder.max_frame = max_frame
+        self.session.set_max_frame(max_frame)
 
     def set_write_limits(self, high: int, low: int) -> None:
         if self.transport is not None:
