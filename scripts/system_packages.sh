@@ -25,6 +25,8 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || need+=(iproute2)
 # a host that vanishes without FIN or RST is made by iptables DROP rules inside a namespace
 command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || need+=(iptables)
+# a master whose clock is behind (the effectively-once fault checker, tests/chaos): libfaketime
+[ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || need+=(faketime)
 # installation compiles the hot-path modules with Cython (heron_py/hotpath.py): a C compiler
 # and the headers of the Python that runs heron-py (without them it installs pure Python)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)

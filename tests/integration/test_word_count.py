@@ -49,9 +49,10 @@ def test_one_process_per_task_and_kill_leaves_nothing(heron_home):
         cmd = p.cmdline()
         modules[cmd[cmd.index("-m") + 1]] += 1
     # 5 tasks (1 spout, 2 split, 2 count), 2 containers, each with a stream manager, a
-    # metrics manager and the fork server its daemons were forked from
+    # metrics manager and the fork server its daemons were forked from; the topology's supervisor
     assert modules == {"instance": 5, "stream_manager": 2, "metrics_manager": 2, "topology_master": 1,
-                       "heron_py.scheduler.executor": 2, "heron_py.scheduler.zygote": 2}
+                       "heron_py.scheduler.executor": 2, "heron_py.scheduler.zygote": 2,
+                       "heron_py.scheduler.supervisor": 1}
     # forked, yet each daemon's parent is its container's executor (a child subreaper)
     executors = {p.pid for p in procs if "heron_py.scheduler.executor" in p.cmdline()}
     daemons = [p for p in procs if {"instance", "stream_manager", "metrics_manager", "topology_master"}
@@ -95,7 +96,7 @@ def test_without_the_fork_server_every_daemon_is_started_on_its_own(heron_home):
     state = LocalFsStateManager(heron_home)
     procs = LocalScheduler.topology_processes(state.get_scheduler_location(run.name)["topology_id"])
     assert _modules(procs) == {"instance": 5, "stream_manager": 2, "metrics_manager": 2, "topology_master": 1,
-                               "heron_py.scheduler.executor": 2}
+                               "heron_py.scheduler.executor": 2, "heron_py.scheduler.supervisor": 1}
     assert Counter(v[0] for v in run.values("count")) == expected
     kill_local(heron_home, run.name)
 

@@ -213,7 +213,8 @@ def test_word_count_over_tls(tls_zk: ZkServer, heron_home: Path, tmp_path: Path,
         for cmd in daemons:
             assert cmd[cmd.index("--zk-tls"):][:7] == tls_args, cmd
         assert Counter(cmd[cmd.index("-m") + 1] for cmd in daemons) == {
-            "heron_py.scheduler.executor": 2, "stream_manager": 2, "metrics_manager": 2, "topology_master": 1}
+            "heron_py.scheduler.executor": 2, "stream_manager": 2, "metrics_manager": 2, "topology_master": 1,
+            "heron_py.scheduler.supervisor": 1}
     finally:
         proc = run_cli(heron_home, "kill", "local", name, *tls_args)
         # the home fixture's own clean-up opens the state from the environment
