@@ -346,7 +346,8 @@ class SpoutLoop:
             self.last_flush = self.clock()
             runner.drain(host, block_s=self._until_timer(self.last_flush))
             return
-        emitted = host.next_tuples(SPOUT_CALLS, self.interval)
+        # an idle spout is probed with one next_tuple per wake-up, not a round of SPOUT_CALLS
+        emitted = host.next_tuples(SPOUT_CALLS if self.idle_wait <= IDLE_WAIT_MIN_S else 1, self.interval)
         now = self.clock()
         if not emitted:
             # nothing to emit: flush what we have, then wait (progressively longer) for input

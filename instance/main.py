@@ -18,7 +18,7 @@ from heron_py.common.daemon import setup_logging
 from instance.execution import SHUTDOWN_DRAIN, TaskRunner
 from instance.gateway import Gateway, GatewayConfig, GatewayState, MetricsLink
 from instance.metrics import TaskReports
-from instance.queues import InItem, Outbox, OutQueue, QueueBytes
+from instance.queues import InItem, Outbox, OutQueue, QueueBytes, WireMark
 
 # the last metrics report (with __dropped-tuples/shutdown) may take this long to go out
 LAST_REPORT_S = 0.5
@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     gateway = Gateway(cfg, inbound=inbound, outbound=outbound, in_bytes=in_bytes, out_bytes=out_bytes, log=log,
                       metrics=reports.message, metrics_link=link)
     wake.append(gateway.wake)
+    outbound.mark = lambda: wire_mark(gateway)
     runner = TaskRunner(task_id=args.task_id, component=args.component, package_dir=args.package_dir,
                         inbound=inbound, in_bytes=in_bytes, outbox=outbox, reports=reports,
                         mark_ready=gateway.mark_ready, log=log, topology=args.topology,
@@ -104,20 +105,22 @@ def shutdown_drain(outbox: Outbox, gateway: Gateway, drain_s: float, log: loggin
     (the outbox's deadline); counts and logs (one line) what could not go. Returns the
     number of tuples dropped."""
     outbox.begin_drain(drain_s)  # kept if a SIGTERM set it earlier
-    outbox.drain(link_up=lambda: gateway.state is GatewayState.RUNNING, unsent=lambda: _unsent_bytes(gateway) > 0)
+    outbox.drain(link_up=lambda: gateway.state is GatewayState.RUNNING)
     if outbox.dropped_frames:
-        log.warning("%s: shutdown dropped %d tuples (%d frames) not sent to the stream manager within "
-                    "%s = %gs (__dropped-tuples/shutdown)", who, outbox.dropped_tuples, outbox.dropped_frames,
-                    SHUTDOWN_DRAIN.name, drain_s)
+        log.warning("%s: shutdown dropped %d tuples (%d frames; %d tuples of them in the connection's unwritten "
+                    "bytes) not sent to the stream manager within %s = %gs (__dropped-tuples/shutdown)", who,
+                    outbox.dropped_tuples, outbox.dropped_frames, outbox.unwritten_tuples, SHUTDOWN_DRAIN.name,
+                    drain_s)
     return outbox.dropped_tuples
 
 
-def _unsent_bytes(gateway: Gateway) -> int:
-    """Bytes the gateway's connection to the stream manager has not written to its socket yet.
-    Reads the gateway's connection, which it does not expose (the report asks for a
-    ``Gateway.unsent_bytes``); two ints read across threads, a stale value only delays."""
+def wire_mark(gateway: Gateway) -> WireMark | None:
+    """Where the gateway's connection to the stream manager stands (queues.WireMark). It reads
+    the gateway's connection, which the gateway does not expose yet (the report asks for a
+    ``Gateway.wire_mark``). At a take it runs on the gateway's thread; at the drain's end on
+    ours, where the two ints may be a moment stale (the stop's count is taken after the queue
+    is empty, when only the gateway's own small messages still go)."""
     conn = getattr(gateway, "_conn", None)
     if conn is None or not conn.is_open:
-        return 0
-    n: int = conn.write_buffer_size()
-    return n
+        return None
+    return conn, conn.bytes_out, conn.write_buffer_size()

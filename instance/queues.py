@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from heron_py.common.frameauth import TAG_SIZE
 from heron_py.common.framing import MsgType, batch_count, frame_type
 
 
@@ -38,6 +39,51 @@ InItem = tuple[InKind, Any]
 # room wakes the sender through the queue's condition (a signal handler cannot notify a
 # condition safely: the interrupted thread may hold its lock).
 SAFETY_WAIT_S = 0.25
+
+# Where the connection to the stream manager stands: (the connection, as a token; bytes sent
+# to it in all; bytes of those not written to its socket yet), or None when there is none.
+WireMark = tuple[object, int, int]
+
+
+class WireLedger:
+    """The flushes the gateway handed to its connection that may not be written yet, with
+    their place in the connection's byte stream (``Connection.bytes_out`` before the send).
+    At a stop, the bytes the connection has not written are the end of that stream, so the
+    frames that end past the written point are known exactly, however the gateway's own
+    messages (metrics, pings) are interleaved. Flushes already written are forgotten at each
+    take, so the ledger holds about one socket buffer (the gateway's write mark) of them."""
+
+    def __init__(self) -> None:
+        # (connection, start offset, ((wire bytes, tuples) per frame), end offset)
+        self._flushes: collections.deque[tuple[object, int, tuple[tuple[int, int], ...], int]] = (
+            collections.deque())
+
+    def note(self, mark: WireMark, flush: list[bytes]) -> None:
+        conn, sent, unsent = mark
+        written = sent - unsent
+        q = self._flushes
+        while q and (q[0][0] is not conn or q[0][3] <= written):
+            q.popleft()  # written, or on a connection that is gone (its loss is not a stop's)
+        frames = tuple((len(f) + TAG_SIZE, tuples_in_frame(f)) for f in flush)
+        q.append((conn, sent, frames, sent + sum(w for w, _ in frames)))
+
+    def unwritten(self, mark: WireMark | None) -> tuple[int, int]:
+        """(tuples, frames) handed to the connection ``mark`` describes and not (wholly)
+        written: a frame cut short is lost as well."""
+        if mark is None:
+            return 0, 0
+        conn, sent, unsent = mark
+        written = sent - unsent
+        tuples = frames = 0
+        for c, start, flush, end in self._flushes:
+            if c is not conn or end <= written:
+                continue
+            for wire, n in flush:
+                start += wire
+                if start > written:
+                    tuples += n
+                    frames += 1
+        return tuples, frames
 
 
 class QueueBytes:
@@ -70,6 +116,10 @@ class OutQueue(queue.Queue[list[bytes]]):
         self._room_wanted = False
         self.room_signals = 0  # on_room calls (tests count wake-ups with it)
         self.waits = 0  # times an offer slept on the condition
+        # set by the instance: where the gateway's connection stands, read at each take (the
+        # gateway sends what it took right after taking it, on the same thread)
+        self.mark: Callable[[], WireMark | None] | None = None
+        self.ledger = WireLedger()
 
     # queue.Queue's storage hooks, called with self.mutex held
     def _init(self, maxsize: int) -> None:
@@ -115,6 +165,10 @@ class OutQueue(queue.Queue[list[bytes]]):
 
     def get(self, block: bool = True, timeout: float | None = None) -> list[bytes]:
         item = super().get(block, timeout)  # get_nowait comes here too
+        if self.mark is not None:
+            m = self.mark()
+            if m is not None:
+                self.ledger.note(m, item)
         if self._room_wanted:
             self._room_wanted = False
             cb = self.on_room
@@ -149,14 +203,18 @@ class OutQueue(queue.Queue[list[bytes]]):
                 return out
 
 
+def tuples_in_frame(frame: bytes) -> int:
+    """Tuples a frame carries: a TUPLE_BATCH's count; acks and markers carry none."""
+    return batch_count(frame) if frame_type(frame) == MsgType.TUPLE_BATCH else 0
+
+
 def tuples_in(flushes: Iterable[list[bytes]]) -> tuple[int, int]:
     """(tuples in TUPLE_BATCH frames, frames) of some flushes: what a drop loses."""
     tuples = frames = 0
     for flush in flushes:
         for f in flush:
             frames += 1
-            if frame_type(f) == MsgType.TUPLE_BATCH:
-                tuples += batch_count(f)
+            tuples += tuples_in_frame(f)
     return tuples, frames
 
 
@@ -181,8 +239,9 @@ class Outbox:
         self.held: list[list[bytes]] = []
         self.time_blocked_s = 0.0
         self.deadline: float | None = None  # set by begin_drain: sends give up after it
-        self.dropped_tuples = 0
+        self.dropped_tuples = 0  # in all: __dropped-tuples/shutdown
         self.dropped_frames = 0
+        self.unwritten_tuples = 0  # of them, handed to the connection but not written
 
     @property
     def queue(self) -> OutQueue:
@@ -243,16 +302,16 @@ class Outbox:
             self.time_blocked_s += self._clock() - t0
         self._wake()
 
-    def drain(self, *, link_up: Callable[[], bool] = lambda: True,
-              unsent: Callable[[], bool] = lambda: False) -> bool:
+    def drain(self, *, link_up: Callable[[], bool] = lambda: True) -> bool:
         """Shutdown, after the component's last flush: moves held frames out and waits until
-        the gateway took everything and wrote it (``unsent`` false), up to the deadline or until
-        the link is down (``link_up`` false: nothing more can go). What is left then is dropped
-        and counted. True when everything went.
+        the gateway took everything and its connection wrote it, up to the deadline or until
+        the link is down (``link_up`` false: nothing more can go). What is left then (held,
+        queued, or in the connection's unwritten bytes: ``queue.mark``) is dropped and
+        counted. True when everything went.
 
-        The queue's waits wake on the gateway's takes; ``unsent`` (the socket's own buffer) and
-        ``link_up`` have no condition to wait on, so they are looked at every SAFETY_WAIT_S (and
-        every 10 ms for the last bytes in the socket's buffer)."""
+        The queue's waits wake on the gateway's takes; the connection's buffer and ``link_up``
+        have no condition to wait on, so they are looked at every SAFETY_WAIT_S (and every
+        10 ms for the last bytes in the connection's buffer)."""
         out = self._out
         while self.held and self._left() > 0 and link_up():
             frames = self.held[0]
@@ -263,12 +322,21 @@ class Outbox:
             if out.wait_empty(min(self._left(), SAFETY_WAIT_S)):
                 break
             self._wake()
-        while not self.held and not out.qsize() and self._left() > 0 and link_up() and unsent():
+        while not self.held and not out.qsize() and self._left() > 0 and link_up() and self._unsent():
             time.sleep(min(0.01, max(0.0, self._left())))
         lost = self.held + out.take_all()
         self.held = []
         self._drop(lost)
-        return not lost
+        cut_tuples, cut_frames = out.ledger.unwritten(out.mark() if out.mark is not None else None)
+        self.unwritten_tuples += cut_tuples
+        self.dropped_tuples += cut_tuples
+        self.dropped_frames += cut_frames
+        return not (lost or cut_frames)
+
+    def _unsent(self) -> bool:
+        mark = self._out.mark
+        m = mark() if mark is not None else None
+        return m is not None and m[2] > 0
 
     def _drop(self, flushes: list[list[bytes]]) -> None:
         tuples, frames = tuples_in(flushes)
