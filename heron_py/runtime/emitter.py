@@ -369,23 +369,13 @@ class Emitter:
         hot = self.hot
         batch_size = self.batch_size
         chooses = [e.router.choose for e in edges if e.router is not None]
-        single = chooses[0] if len(chooses) == 1 else None
         count = self._count
         for values in values_list:
             if len(values) != nfields:
                 self._check(values, stream)  # raises
             row = (stream, values)
-            for choose in (chooses if single is None else ()):
+            for choose in chooses:  # one router per consuming component
                 for t in choose(values):
-                    if hot:
-                        self._seal(t)
-                    lst = pending.get(t)
-                    if lst is None:
-                        pending[t] = [row]
-                    else:
-                        lst.append(row)
-            if single is not None:
-                for t in single(values):
                     if hot:
                         self._seal(t)
                     lst = pending.get(t)

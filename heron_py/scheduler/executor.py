@@ -28,7 +28,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import IO
 
 from heron_py.checkpoint.storage import CHECKPOINT_KEY_FILE, checkpoint_root
@@ -38,6 +37,7 @@ from heron_py.common.config import FORK_SERVER, ConfigError, InstanceConfig, Sta
 from heron_py.common.daemon import setup_logging
 from heron_py.common.logrotate import CHECK_EVERY_S, LogCaps, logs_in, rotate_logs
 from heron_py.common.package import PackageError, unpack
+from heron_py.common.process import StopSignals
 from heron_py.scheduler.base import CONTAINER_ENV
 from heron_py.scheduler.forked import ForkedProcess, Zygote, ZygoteError, reap_orphans
 from heron_py.scheduler.hosts import HostError, resolve_host
@@ -438,17 +438,10 @@ def main(argv: list[str] | None = None) -> int:
         # container then shows as not running in heron-py status
         log.error("container %d cannot start: %s", args.container, e)
         return 2
-    stop_requested = False
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        nonlocal stop_requested
-        stop_requested = True
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    signals = StopSignals()
     ex.prepare()
     ex.start()
-    while not stop_requested:
+    while not signals.requested:
         ex.supervise_once()
         time.sleep(0.1)
     log.info("stopping container %d", args.container)

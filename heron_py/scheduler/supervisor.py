@@ -26,16 +26,15 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Protocol
 
 from heron_py.common.daemon import setup_logging
+from heron_py.common.process import StopSignals
 from heron_py.state import StateManager, StateManagerError, open_state
 from heron_py.state import config as statecfg
 
@@ -189,16 +188,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sched = LocalScheduler(state, args.home, state_config, host=args.host)
     sup = Supervisor(args.topology, args.topology_id, sched, log)
-    stop = False
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        nonlocal stop
-        stop = True
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    signals = StopSignals()
     log.info("supervising the executors of topology '%s' (%s)", args.topology, args.topology_id)
-    while not stop:
+    while not signals.requested:
         try:
             if not sup.tick():
                 break

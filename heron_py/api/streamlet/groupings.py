@@ -39,9 +39,8 @@ class KeyGrouping(ICustomGrouping):
         return [self.target_tasks[value_hash(key) % len(self.target_tasks)]]
 
 
-class RepartitionGrouping(ICustomGrouping):
-    """``fn(element, num_partitions)`` → a partition index or an iterable of them (taken
-    modulo the partition count, as heronpy)."""
+class _FunctionGrouping(ICustomGrouping):
+    """A grouping by a user function, cloudpickled into the plan and loaded in the task."""
 
     def __init__(self, operator: str, packed_fn: bytes) -> None:
         self.operator = operator
@@ -52,6 +51,11 @@ class RepartitionGrouping(ICustomGrouping):
     def prepare(self, context: Any, component: str, stream: str, target_tasks: list[int]) -> None:
         self.target_tasks = sorted(target_tasks)
         self._fn = loads_user_object(self.packed_fn)
+
+
+class RepartitionGrouping(_FunctionGrouping):
+    """``fn(element, num_partitions)`` → a partition index or an iterable of them (taken
+    modulo the partition count, as heronpy)."""
 
     def choose_tasks(self, values: Any) -> list[int]:
         n = len(self.target_tasks)
@@ -64,21 +68,11 @@ class RepartitionGrouping(ICustomGrouping):
         return [self.target_tasks[i % n] for i in indexes]
 
 
-class KeyFunctionGrouping(ICustomGrouping):
+class KeyFunctionGrouping(_FunctionGrouping):
     """Sends each element to the task ``key_fn(element)`` hashes to (the engine's stable hash),
     so every key lives in one task of a keyed operator. An element whose key function raises
     goes to the first task, whose bolt calls the function again and fails that tuple alone
     with one log line: raising here would stop the upstream task instead."""
-
-    def __init__(self, operator: str, packed_fn: bytes) -> None:
-        self.operator = operator
-        self.packed_fn = packed_fn
-        self.target_tasks: list[int] = []
-        self._fn: Any = None
-
-    def prepare(self, context: Any, component: str, stream: str, target_tasks: list[int]) -> None:
-        self.target_tasks = sorted(target_tasks)
-        self._fn = loads_user_object(self.packed_fn)
 
     def choose_tasks(self, values: Any) -> list[int]:
         tasks = self.target_tasks

@@ -165,6 +165,9 @@ class _KeyedBolt(StreamletBolt, StatefulComponent):
                 self.emit([(key, value)], stream=OUTPUT_STREAM)
 
 
+_FAILED = object()  # a key no user function returns
+
+
 class CountByKeyBolt(_KeyedBolt):
     """count_by_key: key -> how many inputs had it."""
 
@@ -190,22 +193,23 @@ class CountByKeyBolt(_KeyedBolt):
         self.ack(tup)
 
     def _process_tick(self, tup: Any) -> None:
-        try:
-            key = self._key_fn(tup.values[0])
-            self.values[key] = self.values.get(key, 0) + 1
-        except Exception as e:
-            self._bad(tup, "key_function", e)
-            return
-        self._hold(key, tup)
+        key = self._count(tup)
+        if key is not _FAILED:
+            self._hold(key, tup)
 
     def _process_final(self, tup: Any) -> None:
+        if self._count(tup) is not _FAILED:
+            self.ack(tup)
+
+    def _count(self, tup: Any) -> Any:
+        """Counts the input's key; its key, or _FAILED when the key function raised (the tuple is failed)."""
         try:
             key = self._key_fn(tup.values[0])
             self.values[key] = self.values.get(key, 0) + 1
         except Exception as e:
             self._bad(tup, "key_function", e)
-            return
-        self.ack(tup)
+            return _FAILED
+        return key
 
 
 class ReduceByKeyBolt(_KeyedBolt):
