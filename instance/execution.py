@@ -202,6 +202,7 @@ class TaskRunner:
             host.user.deactivate()
             host.active = False
         host.close()
+        host.flush()  # a spout's close() runs after the host's own flush: what it emits goes too
         self._log.info("task %d (%s) closed", self.task_id, self.component)
 
     def _wake(self) -> None:

@@ -194,13 +194,16 @@ class OutQueue(queue.Queue[list[bytes]]):
             return True
 
     def take_all(self) -> list[list[bytes]]:
-        """Empties the queue (what could not be sent at shutdown), for counting."""
-        out: list[list[bytes]] = []
-        while True:
-            try:
-                out.append(super().get_nowait())
-            except queue.Empty:
-                return out
+        """Empties the queue (what could not be sent at shutdown), for counting; not a take
+        by the gateway, so neither the ledger nor ``on_room`` hears of it."""
+        with self.not_full:
+            out = list(self.queue)
+            self.queue.clear()
+            self._sizes.clear()
+            self.depth_bytes = 0
+            self.unfinished_tasks = 0
+            self.not_full.notify_all()
+            return out
 
 
 def tuples_in_frame(frame: bytes) -> int:

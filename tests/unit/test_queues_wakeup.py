@@ -25,7 +25,7 @@ from heron_py.api.spout.spout import Spout
 from heron_py.api.stream import Grouping
 from heron_py.api.topology import TopologyBuilder
 from heron_py.common.framing import MsgType, encode_batch_frame, encode_frame
-from heron_py.common.package import MAIN_ALIAS
+from heron_py.common.serialization import MAIN_ALIAS
 from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
 from heron_py.planner.packing import round_robin
 from instance.execution import TaskRunner
