@@ -6,8 +6,9 @@
 - relay: a man in the middle forwards a real instance's handshake to the other container's
   stream manager and injects a TUPLE_BATCH whose pickle would create a file: the frame fails its
   tag, is never unpickled, and is counted; the counts stay exact;
-- source: an authenticated connection that is not the batch's source task (not registered, or
-  another role) has its batch refused and counted.
+- source: an authenticated instance connection that is not the batch's source task (not
+  registered) has its batch refused and counted (``__bad-frames/source``); another role's batch is
+  refused by the role routes (a metrics manager may not send batches: ``__bad-frames/role``).
 Afterwards every sentence is acked once and the counts equal a plain count."""
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def test_squatted_paths_a_relayed_handshake_and_foreign_batches_change_nothing(h
         assert "failed authentication (changed, replayed, reordered or injected)" in logs
         assert "refused a TUPLE_BATCH from 127.0.0.1" in logs
         assert f"(instance {in_1[0]}, not registered) with source task {in_1[0]}" in logs
-        assert "(metricsmgr 0, not registered) with source task 0" in logs
+        assert "(role 'metricsmgr', id '0'): not a message a metricsmgr may send to the stmgr" in logs
         assert all(os.stat(p).st_uid == NOBODY for p in squatted)  # untouched
     finally:
         kill_local(heron_home, NAME)
