@@ -46,6 +46,7 @@ from topology_master.health import ContainerHealth, HealthConfig
 from topology_master.http_api import Api, MetricsView
 from topology_master.http_server import HttpServer, serve_http
 from topology_master.plan_book import PlanBook
+from topology_master.plan_store import PlanStore
 from topology_master.relauncher import Relaunch, Relauncher
 from topology_master.stmgrs import StmgrLinks
 from topology_master.ui_actions import Actions, ActionsCli, detached_cli, scheduler_name
@@ -117,7 +118,9 @@ class TopologyMaster(DaemonBase):
         if self._ui_cli is not None:
             self.actions = Actions(self, self.topology, packing.num_containers, self._log, self._ui_cli)
         self.book = PlanBook(self.topology, topo, packing)
-        self.links = StmgrLinks(self.book, is_active=lambda: self.active, store_plan=self._store_plan,
+        plans = PlanStore(topology=self.topology, book=self.book, state=self._state, worker=self._worker,
+                          loop=loop, changed=self._write_execution_state, log=self._log)
+        self.links = StmgrLinks(self.book, is_active=lambda: self.active, store_plan=plans.store,
                                 state_changed=self._write_execution_state, log=self._log)
         config = {**topo.config}
         if self._relaunch is not None and RELAUNCH.parse(config):
@@ -257,9 +260,6 @@ class TopologyMaster(DaemonBase):
         if self.checkpoints is not None:
             doc["checkpoints"] = self.checkpoints.status()
         return doc
-
-    def _store_plan(self, plan: PhysicalPlan) -> None:
-        self._worker.put_latest("pplan", lambda: self._state.set_physical_plan(self.topology, plan))
 
     def _write_execution_state(self) -> None:
         if not self.active:

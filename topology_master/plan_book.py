@@ -47,6 +47,20 @@ class PlanBook:
     run_state: TopologyState = TopologyState.RUNNING
     version: int = 0  # of the last plan pushed (or of the stored plan a master took over)
     pplan: PhysicalPlan | None = None
+    # the newest plan the state manager holds, and why the last write failed (if it did): a
+    # master taking over adopts the stored plan's run state, so a state not stored yet is not
+    # in effect for good (a deactivate would be undone by a failover)
+    stored_version: int = 0
+    store_error: str | None = None
+
+    def plan_stored(self, version: int) -> None:
+        self.stored_version = max(self.stored_version, version)
+        if version >= self.version:
+            self.store_error = None
+
+    def plan_store_failed(self, version: int, error: str) -> None:
+        if version >= self.stored_version:
+            self.store_error = error
 
     @property
     def complete(self) -> bool:
@@ -88,6 +102,8 @@ class PlanBook:
         if stored is not None and stored.version > self.version:
             self.run_state = stored.state
             self.version = stored.version
+        if stored is not None:
+            self.stored_version = max(self.stored_version, stored.version)
         self.version = max(self.version, epoch_base(epoch))
 
     def next_plan(self) -> PhysicalPlan:
@@ -121,6 +137,10 @@ class PlanBook:
             return f"the stream managers of containers {which} are not registered; the plan goes out when they register"
         if self.pplan is None or self.pplan.state is not self.run_state:
             return "no physical plan carrying it was pushed yet"
+        if self.stored_version < self.pplan.version:
+            why = f" (its write failed: {self.store_error})" if self.store_error else ""
+            return (f"plan v{self.pplan.version} carrying it is not in the state manager yet{why}; a master "
+                    f"taking over would not keep it")
         return None
 
     def status(self, *, tmanager: dict[str, Any], auth_failures: int, bad_frames: int,

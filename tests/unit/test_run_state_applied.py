@@ -18,14 +18,22 @@ class _Master:
 
     active = True
 
-    def __init__(self, book):
+    def __init__(self, book, store_fails=None):
         self.book = book
+        self.store_fails = store_fails
 
     def set_run_state(self, state):
         change = self.book.set_run_state(state)
         if change.push_plan:
-            self.book.next_plan()
+            self._push()
         return change.message
+
+    def _push(self):
+        plan = self.book.next_plan()
+        if self.store_fails:
+            self.book.plan_store_failed(plan.version, self.store_fails)
+        else:
+            self.book.plan_stored(plan.version)  # main.py: the state manager's write went through
 
     def status(self):
         return self.book.status(tmanager={}, auth_failures=0, bad_frames=0, metricsmgrs={})
@@ -44,10 +52,38 @@ def test_with_every_stream_manager_registered_it_is_applied():
     book = _book(2)
     book.register(_loc(0))
     book.register(_loc(1))
-    book.next_plan()
+    book.plan_stored(book.next_plan().version)
     resp = AdminCommands(_Master(book), pid=1).handle("deactivate")
     assert resp.message == "topology 't' is now PAUSED; applied on every stream manager"
     assert json.loads(resp.status_json)["applied_state"] == "PAUSED"
+
+
+def test_a_state_whose_plan_write_failed_is_pending_and_says_why():
+    """A deactivate pushed to the stream managers but not stored would be undone by a master
+    taking over (it adopts the stored plan's state): it is not reported applied."""
+    book = _book(2)
+    book.register(_loc(0))
+    book.register(_loc(1))
+    book.plan_stored(book.next_plan().version)
+    resp = AdminCommands(_Master(book, store_fails="ConnectionLoss"), pid=1).handle("deactivate")
+    reason = ("plan v2 carrying it is not in the state manager yet (its write failed: ConnectionLoss); a master "
+              "taking over would not keep it")
+    assert resp.message == f"topology 't' is now PAUSED; pending: {reason}"
+    assert json.loads(resp.status_json)["pending_reason"] == reason
+    # the write is retried with the next plan; once stored, it is in effect
+    book.plan_stored(book.next_plan().version)
+    assert book.pending_reason() is None
+
+
+def test_a_master_taking_over_counts_the_stored_plan_as_stored():
+    book = _book(2)
+    stored = _book(2)
+    stored.register(_loc(0))
+    stored.register(_loc(1))
+    stored.run_state = TopologyState.PAUSED
+    plan = stored.next_plan()
+    book.adopt(plan, epoch=2)
+    assert (book.run_state, book.stored_version) == (TopologyState.PAUSED, plan.version)
 
 
 class _Clock:
@@ -72,7 +108,7 @@ def _sender(book, register_after_polls=None):
                 raise AdminError("topology master not reachable")  # a failover: asked again
             if register_after_polls is not None and polls[0] >= register_after_polls and 1 not in book.stmgrs:
                 book.register(_loc(1))
-                book.next_plan()  # what the master does when the last stream manager registers
+                book.plan_stored(book.next_plan().version)  # what the master does when the last one registers
         return master.handle(command)
 
     return send
