@@ -31,11 +31,11 @@ from heron_py.common.logrotate import LogCaps, rotate_by_rename
 from heron_py.common.net import BaseHandler, Connection, Counters, Routed, Routes, on_raw, serve
 from heron_py.common.reconnect import run_link
 from heron_py.common.tls import PeerTls
-from heron_py.common.tmlink import LocationFollower, connect_master
 from heron_py.scheduler.hosts import is_loopback
 from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import StateManager, TManagerLocation
 from heron_py.state import config as statecfg
+from heron_py.state.tmlink import LocationFollower, connect_master
 from metrics_manager.http import MetricsHttp, serve_metrics
 from metrics_manager.store import MetricsStore, ReportError, parse_report
 

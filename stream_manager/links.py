@@ -21,8 +21,8 @@ from heron_py.common.framing import MsgType, encode_frame
 from heron_py.common.net import Connection, Route, Routed, Routes, connect, on
 from heron_py.common.reconnect import Unreachable, run_link
 from heron_py.common.tls import PeerTls
-from heron_py.common.tmlink import LocationFollower, connect_master
 from heron_py.state import StateManager, TManagerLocation
+from heron_py.state.tmlink import LocationFollower, connect_master
 from proto import heron_py_pb2 as pb
 
 HEARTBEAT_S = 1.0

@@ -47,10 +47,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 RANK = {sub: i for i, layer in enumerate(LAYERS) for sub in layer}
 # imports against the layers, each with its reason; none may be added without one
-LAYER_ALLOWANCES: dict[tuple[str, str], str] = {
-    ("heron_py/common/tmlink.py", "heron_py.state"): "the master link follows the location in the state "
-    "store; it moves to heron_py/state/ once the stream manager's wiring (issue 40) has landed",
-}
+LAYER_ALLOWANCES: dict[tuple[str, str], str] = {}
 # heron_py's classes and functions over the limits, each with its ceiling and reason
 HERON_PY_ALLOWANCES: dict[tuple[str, str], int] = {
     # hot path: one object per connection or task, whose methods are the per-frame, per-tuple calls
