@@ -30,7 +30,7 @@ from heron_py.state import LocalFsStateManager
 from heron_py.testing.local import kill_local
 from tests.integration.test_reliability import _all_acked, _check_exact, _start
 from tests.support import wait_for as _wait
-from tests.unit.test_frame_auth import Mitm
+from tests.unit.common.test_frame_auth import Mitm
 
 pytestmark = pytest.mark.integration
 NAME = "rwc_wire_attacks"

@@ -1,0 +1,442 @@
+"""Effectively once, the runtime parts without processes: a task's StatefulTask over a real
+component host and checkpoint storage (heron_py/runtime/stateful.py), and the stream manager's
+CheckpointRelay with its per-connection fences (stream_manager/checkpoints.py)."""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+
+from heron_py.api.bolt.bolt import Bolt
+from heron_py.api.spout.spout import Spout
+from heron_py.api.state.stateful_component import StatefulComponent
+from heron_py.api.stream import Grouping
+from heron_py.api.topology import TopologyBuilder
+from heron_py.checkpoint.storage import LocalFsStorage
+from heron_py.common.framing import (
+    BATCH_HEADER,
+    BODY_OFFSET,
+    HEADER_SIZE,
+    MsgType,
+    decode_marker,
+    encode_batch_frame,
+    encode_frame,
+    encode_marker,
+    frame_type,
+)
+from heron_py.common.handshake import PeerIdentity
+from heron_py.common.net import Routes
+from heron_py.common.serialization import dumps_batch, loads_batch
+from heron_py.common.wire import decode_as
+from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
+from heron_py.planner.packing import round_robin
+from heron_py.runtime.host import HostOptions, make_host
+from heron_py.runtime.stateful import Phase, StatefulTask, downstream_tasks, upstream_tasks
+from heron_py.testing import Harness
+from proto import heron_py_pb2 as pb
+from stream_manager.checkpoints import CheckpointRelay
+
+LOG = logging.getLogger("test")
+
+
+class Letters(Spout, StatefulComponent):
+    outputs = ["w"]
+
+    def init_state(self, stateful_state):
+        self.state = stateful_state
+        self.pos = stateful_state.get("pos") or 0
+
+    def pre_save(self, checkpoint_id):
+        self.state.put("pos", self.pos)
+
+    def initialize(self, config, context):
+        self.inits = getattr(self, "inits", 0) + 1
+
+    def next_tuple(self):
+        self.emit(["abcdefgh"[self.pos % 8]])
+        self.pos += 1
+
+    def activate(self):
+        self.active = True
+
+    def close(self):
+        self.closed = True
+
+
+class Count(Bolt, StatefulComponent):
+    outputs = ["w", "n"]
+
+    def init_state(self, stateful_state):
+        self.state = stateful_state
+        self.counts = Counter(dict(stateful_state.enumerate()))
+        self.saved_ids = getattr(self, "saved_ids", [])
+
+    def pre_save(self, checkpoint_id):
+        self.saved_ids.append(checkpoint_id)
+        for k, v in self.counts.items():
+            self.state.put(k, v)
+
+    def initialize(self, config, context):
+        pass
+
+    def process(self, tup):
+        self.counts[tup.values[0]] += 1
+        self.emit([tup.values[0], self.counts[tup.values[0]]])
+
+
+class Plain(Bolt):
+    outputs = []
+
+    def process(self, tup):
+        pass
+
+
+def _plan() -> PhysicalPlan:
+    b = TopologyBuilder("eo")
+    s = b.add_spout("letters", Letters, par=2)
+    c = b.add_bolt("count", Count, par=1, inputs={s: Grouping.SHUFFLE})
+    b.add_bolt("sink", Plain, par=2, inputs={c: Grouping.fields("w")})
+    b.set_config({"topology.reliability.mode": "EFFECTIVELY_ONCE"})
+    topo = b.build()
+    return PhysicalPlan(topo, round_robin(topo, 1), (StmgrLocation(0, "h", 1, 2),), TopologyState.RUNNING, 1)
+
+
+class _Task:
+    """One task: its host, its StatefulTask and what it sent, split by kind."""
+
+    def __init__(self, plan: PhysicalPlan, component: str, storage: LocalFsStorage, i: int = 0) -> None:
+        self.task_id = plan.packing.tasks_of(component)[i]
+        self.sent: list[bytes] = []
+        self.host = make_host(plan, self.task_id, self.sent.extend, HostOptions())
+        self.rt = StatefulTask(self.host, storage, "eo", self.sent.extend, align_bytes=1 << 20, log=LOG)
+
+    def take(self, kind: int) -> list[bytes]:
+        out = [f for f in self.sent if frame_type(f) == kind]
+        self.sent[:] = [f for f in self.sent if frame_type(f) != kind]
+        return out
+
+    def report(self, kind: int, msg: type) -> list:
+        out = []
+        for f in self.take(kind):
+            m = msg()
+            m.ParseFromString(f[6:])
+            out.append(m)
+        return out
+
+
+@pytest.fixture
+def storage(tmp_path) -> LocalFsStorage:
+    return LocalFsStorage(tmp_path / "ckpt")
+
+
+def test_channels_from_the_plan():
+    plan = _plan()
+    spouts = plan.packing.tasks_of("letters")
+    count = plan.packing.tasks_of("count")[0]
+    assert upstream_tasks(plan, "count") == sorted(spouts)
+    assert downstream_tasks(plan, "letters") == [count]
+    assert downstream_tasks(plan, "count") == sorted(plan.packing.tasks_of("sink"))
+    assert downstream_tasks(plan, "sink") == []
+
+
+def test_first_restore_calls_init_state_before_initialize_and_reports(storage):
+    spout = _Task(_plan(), "letters", storage)
+    assert spout.rt.phase is Phase.WAITING_RESTORE and not hasattr(spout.host.user, "pos")
+    spout.rt.restore(7, 0)
+    assert spout.host.user.pos == 0 and spout.host.user.inits == 1
+    [done] = spout.report(MsgType.STATE_RESTORED, pb.StateRestored)
+    assert (done.restore_id, done.task_id, done.ok) == (7, spout.task_id, True)
+    assert spout.rt.phase is Phase.RESTORED and not spout.rt.processing
+    assert not spout.rt.start_processing(6) and spout.rt.start_processing(7) and spout.rt.processing
+
+
+def test_spout_saves_then_sends_markers_behind_its_tuples_and_restores_its_position(storage):
+    plan = _plan()
+    spout = _Task(plan, "letters", storage)
+    spout.rt.restore(1, 0)
+    spout.rt.start_processing(1)
+    spout.sent.clear()
+    for _ in range(5):
+        spout.host.next_tuples(1)
+    spout.rt.start_checkpoint(3)
+    kinds = [frame_type(f) for f in spout.sent]
+    # the save report (for the master), then the five tuples (one batch) ahead of the marker
+    assert kinds == [MsgType.CHECKPOINT_SAVED, MsgType.TUPLE_BATCH, MsgType.CKPT_MARKER]
+    count = plan.packing.tasks_of("count")[0]
+    assert decode_marker(spout.sent[2]) == (spout.task_id, 3)
+    assert BATCH_HEADER.unpack_from(spout.sent[2], HEADER_SIZE)[0] == count
+    spout.sent.clear()
+    spout.rt.start_checkpoint(3)  # a duplicate start changes nothing
+    assert spout.sent == []
+    storage.mark_complete("eo", 3)
+    for _ in range(4):
+        spout.host.next_tuples(1)
+    assert spout.host.user.pos == 9
+    old = spout.host.user
+    spout.host.start()
+    spout.rt.restore(2, 3)  # rolled back: the position of checkpoint 3, not processing until the start
+    # as Heron's instance: the component closed and made anew (init_state, initialize, activate)
+    new = spout.host.user
+    assert new is not old and old.closed and new.active and not hasattr(new, "closed")
+    assert new.pos == 5 and new.inits == 1 and not spout.rt.processing
+
+
+def _batch(dest: int, src: int, letters: str) -> bytes:
+    return encode_batch_frame(dest, src, dumps_batch([("default", [x]) for x in letters]), count=len(letters))
+
+
+def test_bolt_aligns_markers_saves_a_consistent_cut_and_rolls_back(storage):
+    plan = _plan()
+    bolt = _Task(plan, "count", storage)
+    s1, s2 = plan.packing.tasks_of("letters")
+    me = bolt.task_id
+    bolt.rt.restore(1, 0)
+    bolt.rt.start_processing(1)
+    bolt.rt.on_batch(_batch(me, s1, "aa"))
+    bolt.rt.on_marker(encode_marker(me, s1, 5))
+    bolt.rt.on_batch(_batch(me, s1, "bbb"))  # after s1's marker: held, not in checkpoint 5
+    bolt.rt.on_batch(_batch(me, s2, "c"))  # before s2's marker: in checkpoint 5
+    assert bolt.host.user.counts == Counter(a=2, c=1)
+    assert bolt.take(MsgType.CHECKPOINT_SAVED) == []
+    bolt.rt.on_marker(encode_marker(me, s2, 5))
+    [saved] = bolt.report(MsgType.CHECKPOINT_SAVED, pb.CheckpointSaved)
+    assert (saved.checkpoint_id, saved.task_id) == (5, me) and saved.size_bytes > 0
+    markers = bolt.take(MsgType.CKPT_MARKER)
+    assert sorted(BATCH_HEADER.unpack_from(m, HEADER_SIZE)[0] for m in markers) == downstream_tasks(plan, "count")
+    assert bolt.host.user.counts == Counter(a=2, c=1, b=3)  # the held batch, processed after the save
+    assert bolt.host.user.saved_ids == ["5"]  # heronpy passes the id as a string
+    storage.mark_complete("eo", 5)
+    assert pickle.loads(storage.load("eo", 5, me)) == {"a": 2, "c": 1}
+    bolt.host.flush()
+    bolt.sent.clear()
+    bolt.rt.on_batch(_batch(me, s2, "zz"))
+    old = bolt.host.user
+    bolt.rt.restore(2, 5)
+    assert bolt.host.user is not old and bolt.host.user.counts == Counter(a=2, c=1)
+    bolt.host.flush()
+    assert [frame_type(f) for f in bolt.sent] == [MsgType.STATE_RESTORED]  # nothing of the old run
+    bolt.rt.on_batch(_batch(me, s1, "q"))  # input after the restore reaches the new component
+    assert bolt.host.user.counts == Counter(a=2, c=1, q=1) and "q" not in old.counts
+
+
+def test_unstateful_bolt_reports_an_empty_save_and_a_corrupt_checkpoint_is_reported(storage, tmp_path):
+    plan = _plan()
+    sink = _Task(plan, "sink", storage)
+    count = plan.packing.tasks_of("count")[0]
+    sink.rt.restore(1, 0)
+    sink.rt.on_marker(encode_marker(sink.task_id, count, 2))
+    [saved] = sink.report(MsgType.CHECKPOINT_SAVED, pb.CheckpointSaved)
+    assert saved.size_bytes == 0 and sink.take(MsgType.CKPT_MARKER) == []  # no downstream
+    bolt = _Task(plan, "count", storage)
+    storage.save("eo", 9, bolt.task_id, b"not a pickle")
+    storage.mark_complete("eo", 9)
+    bolt.rt.restore(4, 9)
+    [done] = bolt.report(MsgType.STATE_RESTORED, pb.StateRestored)
+    assert not done.ok and done.error.startswith("UnpicklingError: ")
+    assert bolt.rt.phase is Phase.WAITING_RESTORE
+
+
+# --- the stream manager's relay ---
+class _Conn:
+    def __init__(self, role: str, peer_id: str) -> None:
+        self.identity = PeerIdentity(role, peer_id)
+        self.peer_name = f"{role} {peer_id}"
+        self.sent: list[bytes] = []
+
+    def send(self, frame: bytes) -> None:
+        self.sent.append(frame)
+
+
+class _Relay:
+    def __init__(self) -> None:
+        self.instances = {3: _Conn("instance", "3"), 4: _Conn("instance", "4")}
+        self.peers = [_Conn("stmgr", "1")]
+        self.to_master: list[bytes] = []
+        self.discarded = 0
+        self.relay = CheckpointRelay(0, LOG, to_master=self.to_master.append,
+                                     instances=lambda: list(self.instances.values()), instance=self.instances.get,
+                                     local_spouts=lambda: [3], peers=lambda: self.peers, discard_held=self._discard)
+
+    def _discard(self) -> int:
+        self.discarded += 1
+        return 0
+
+
+def _frame(msg_type: int, msg) -> bytes:
+    return encode_frame(msg_type, msg.SerializeToString())
+
+
+def _from_master(relay: CheckpointRelay, msg_type: int, frame: bytes) -> None:
+    """A master's command, through the routes the relay gives the stream manager's master link."""
+    Routes("stmgr's master link", relay.master_routes()).table("tmanager")[msg_type](_Conn("tmanager", ""), frame)
+
+
+def _from_instance(relay: CheckpointRelay, conn: _Conn, msg_type: int, frame: bytes) -> None:
+    assert msg_type == MsgType.STATE_RESTORED
+    relay.on_state_restored(conn, decode_as(pb.StateRestored, msg_type, frame))
+
+
+def _fence(relay: CheckpointRelay, conn: _Conn, frame: bytes) -> None:
+    relay.on_peer_fence(conn, decode_as(pb.RestoreFence, MsgType.RESTORE_FENCE, frame))
+
+
+def _types(conn: _Conn) -> Iterator[int]:
+    return (frame_type(f) for f in conn.sent)
+
+
+def test_relay_fences_each_connection_until_its_own_marker_of_the_restore():
+    r = _Relay()
+    relay = r.relay
+    inst, peer_in = r.instances[4], _Conn("stmgr", "1")
+    assert relay.admits(inst) and relay.admits(peer_in)  # no restore yet: nothing is fenced
+    _from_master(relay, MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(
+        restore_id=10, checkpoint_id=4, reason="test")))
+    assert r.discarded == 1 and relay.restoring
+    assert list(_types(r.peers[0])) == [MsgType.RESTORE_FENCE]
+    assert all(list(_types(c)) == [MsgType.RESTORE_STATE] for c in r.instances.values())
+    assert not relay.admits(inst) and not relay.admits(peer_in) and relay.fenced_frames == 2
+    # the instance's StateRestored is its fence (and goes on to the master)
+    restored = _frame(MsgType.STATE_RESTORED, pb.StateRestored(restore_id=10, task_id=4, ok=True))
+    _from_instance(relay, inst, MsgType.STATE_RESTORED, restored)
+    assert relay.admits(inst) and r.to_master == [restored]
+    # a peer's fence counts only on that peer's own connection
+    _fence(relay, _Conn("stmgr", "2"), _frame(MsgType.RESTORE_FENCE, pb.RestoreFence(container=1,
+                                                                                           restore_id=10)))
+    assert not relay.admits(peer_in)
+    _fence(relay, peer_in, _frame(MsgType.RESTORE_FENCE, pb.RestoreFence(container=1, restore_id=10)))
+    assert relay.admits(peer_in)
+    # a closed connection's fence goes with it: a successor starts fenced again
+    relay.on_closed(peer_in)
+    peer_again = _Conn("stmgr", "1")
+    assert not relay.admits(peer_again)
+
+
+def test_fences_are_per_connection_so_an_old_connection_closing_late_takes_nothing():
+    """Issue 37, hole 2: an instance whose socket dropped registers again on a new connection
+    and restores there; the old connection's close, reported after that, must not remove the
+    new connection's fence (keyed by (role, id) it did, and its frames were dropped for good)."""
+    r = _Relay()
+    relay = r.relay
+    old = r.instances[4]
+    _from_master(relay, MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(
+        restore_id=10, checkpoint_id=4, reason="test")))
+    new = _Conn("instance", "4")
+    r.instances[4] = new
+    relay.on_instance_registered(new, 4)
+    assert list(_types(new)) == [MsgType.RESTORE_STATE]  # mid-restore: told to restore on it too
+    _from_instance(relay, new, MsgType.STATE_RESTORED, _frame(MsgType.STATE_RESTORED, pb.StateRestored(
+        restore_id=10, task_id=4, ok=True)))
+    relay.on_closed(old)  # the old socket's close arrives late
+    assert relay.admits(new) and not relay.admits(old)
+
+
+def test_lost_in_flight_data_asks_the_master_to_roll_back_once_per_run():
+    """Issue 37, hole 1: a data-path connection that closed or a counted drop would make the
+    loss permanent at the next checkpoint: the relay asks for a rollback of the current run."""
+    r = _Relay()
+    relay = r.relay
+    assert not relay.loss("before any restore")  # nothing runs yet: the first restore comes anyway
+    _from_master(relay, MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(
+        restore_id=10, checkpoint_id=4, reason="test")))
+    assert not relay.loss("during the restore")  # that run is being replaced
+    _from_master(relay, MsgType.START_PROCESSING, _frame(MsgType.START_PROCESSING,
+                                                           pb.StartProcessing(restore_id=10)))
+    r.to_master.clear()
+    assert relay.loss("the connection of instance task 4 closed")
+    assert not relay.loss("the connection to stream manager 1 closed")  # once per run
+    [req] = r.to_master
+    assert frame_type(req) == MsgType.ROLLBACK_REQUEST
+    msg = pb.RollbackRequest()
+    msg.ParseFromString(req[6:])
+    assert (msg.container, msg.restore_id, msg.reason) == (0, 10, "the connection of instance task 4 closed")
+    _from_master(relay, MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(
+        restore_id=11, checkpoint_id=4, reason="rollback")))
+    _from_master(relay, MsgType.START_PROCESSING, _frame(MsgType.START_PROCESSING,
+                                                           pb.StartProcessing(restore_id=11)))
+    assert relay.loss("frames dropped (held-overflow)")  # a new run: asked again
+
+
+def test_relay_commands_late_instances_and_stale_restores():
+    r = _Relay()
+    relay = r.relay
+    start = _frame(MsgType.START_CHECKPOINT, pb.StartCheckpoint(checkpoint_id=2))
+    _from_master(relay, MsgType.START_CHECKPOINT, start)
+    assert r.instances[3].sent == [start] and r.instances[4].sent == []  # spouts only
+    assert relay.fence_frame() is None
+    restore = _frame(MsgType.RESTORE_STATE, pb.RestoreState(restore_id=20, checkpoint_id=0))
+    _from_master(relay, MsgType.RESTORE_STATE, restore)
+    late = _Conn("instance", "5")
+    relay.on_instance_registered(late, 5)
+    assert late.sent == [restore]  # mid-restore: a new instance is told at once
+    fence = pb.RestoreFence()
+    fence.ParseFromString(relay.fence_frame()[6:])
+    assert (fence.container, fence.restore_id) == (0, 20)
+    _from_master(relay, MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(restore_id=19)))
+    assert relay.restore_id == 20 and r.discarded == 1  # an older restore is ignored
+    _from_master(relay, MsgType.START_PROCESSING, _frame(MsgType.START_PROCESSING, pb.StartProcessing(
+        restore_id=19)))
+    assert relay.restoring
+    go = _frame(MsgType.START_PROCESSING, pb.StartProcessing(restore_id=20))
+    _from_master(relay, MsgType.START_PROCESSING, go)
+    assert not relay.restoring and r.instances[4].sent[-1] == go
+    late2 = _Conn("instance", "6")
+    relay.on_instance_registered(late2, 6)
+    assert late2.sent == []
+
+
+def test_marker_frames_round_trip():
+    f = encode_marker(7, 3, 2**40)
+    assert decode_marker(f) == (3, 2**40) and BATCH_HEADER.unpack_from(f, HEADER_SIZE)[0] == 7
+    assert len(f) == BODY_OFFSET + 8
+    assert loads_batch(dumps_batch([("default", [1])])) == [("default", [1])]
+
+
+# --- the semantics, end to end through heron_py.testing.Harness (the tests above check the
+# runtime's internals: phases, frame order, alignment, the relay's fences; they stay as they are)
+def _letters(counts: Counter, pos: int, start: int = 0) -> Counter:
+    counts.update("abcdefgh"[i % 8] for i in range(start, pos))
+    return counts
+
+
+def test_harness_rollback_restores_the_spouts_positions_and_the_counts_exactly():
+    b = TopologyBuilder("eo")
+    s = b.add_spout("letters", Letters, par=2)
+    c = b.add_bolt("count", Count, par=1, inputs={s: Grouping.SHUFFLE})
+    b.add_bolt("sink", Plain, par=2, inputs={c: Grouping.fields("w")})
+    b.set_config({"topology.reliability.mode": "EFFECTIVELY_ONCE",
+                  "topology.stateful.checkpoint.interval.secs": "1000"})
+    h = Harness(b, max_spout_calls=16)  # Letters never ends: 16 next_tuple calls per run
+    h.run()
+    assert [h.component("letters", i).pos for i in range(2)] == [8, 8]
+    assert h.component("count").counts == Counter(dict.fromkeys("abcdefgh", 2))
+    cid = h.checkpoint()  # saved at once by the spouts (positions 8), then 16 more calls run
+    assert h.component("count").saved_ids == [str(cid)]
+    assert h.component("count").counts == Counter(dict.fromkeys("abcdefgh", 4))
+    h.kill_at("count", 0, 33)  # its next tuple
+    r = h.run()
+    count_task = _plan().packing.tasks_of("count")[0]  # the same components, the same packing
+    assert r.kills == [f"task {count_task} of 'count' killed: kill_at its tuple 33"]
+    assert r.restores == [cid]
+    # exactly once: the checkpoint's counts (8 letters from each spout) plus what each restored
+    # spout emitted since its restored position 8, nothing of the rolled-back run
+    expected = Counter(dict.fromkeys("abcdefgh", 2))
+    for i in range(2):
+        letters = h.component("letters", i)
+        assert letters.inits == 1  # a new component, initialized once after its restore
+        _letters(expected, letters.pos, 8)
+    assert h.component("count").counts == expected
+    assert sum(expected.values()) > 16  # the run went on after the restore
+
+
+def test_harness_a_crash_before_any_checkpoint_completed_is_a_clean_start():
+    h = Harness(_plan().topology, max_spout_calls=4)
+    h.kill_at("count", 0, 1)
+    r = h.run()
+    assert r.checkpoints == [] and r.restores == [0]  # no checkpoint yet: a clean start
+    assert all(h.component("letters", i).inits == 1 for i in range(2))
+    positions = [h.component("letters", i).pos for i in range(2)]
+    assert h.component("count").counts == _letters(_letters(Counter(), positions[0]), positions[1])
