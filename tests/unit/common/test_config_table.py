@@ -1,6 +1,7 @@
 """The engine's config table (heron_py/common/config.py): defaults, parsing of heronpy's stored
 strings and of restored Python values, and every error message verbatim."""
 
+
 import pytest
 
 from heron_py.api.stream import Grouping
@@ -92,6 +93,7 @@ def test_defaults():
 
 
 # --- stored strings and restored values -----------------------------------------------------
+
 
 USER = {
     "heron_py.instance.batch.size": 30,
@@ -409,3 +411,10 @@ def test_validate_refuses_a_bad_component_key_naming_topology_and_component():
     e = _validate_err(wc(split_config={"heron_py.instance.flush.when.idle": "sometimes"}))
     assert str(e) == ("topology 'wc': component 'split': config heron_py.instance.flush.when.idle: "
                       "expected true or false, found 'sometimes'")
+
+
+@pytest.mark.parametrize("value", ["0", -1, 0.0])
+def test_a_message_timeout_of_zero_or_less_is_refused_at_submit(value):
+    with pytest.raises(ConfigError) as e:
+        check_topology_config({"topology.message.timeout.secs": value}, {})
+    assert str(e.value) == f"config topology.message.timeout.secs: expected a number of seconds > 0, found {value!r}"

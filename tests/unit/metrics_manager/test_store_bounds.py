@@ -1,17 +1,10 @@
-"""Issue 18, defect 6: the metrics manager's exception store and seen ids, and the frames a
-stream manager holds for a down destination, are bounded in bytes, with counts of what went."""
+"""The metrics manager's exception store and its seen ids are bounded in bytes, with counts of
+what went (metrics_manager/store.py; issue 18, defect 6)."""
 
 import json
-import logging
 
-from heron_py.common.framing import MsgType, encode_batch_frame
 from metrics_manager import store as store_mod
 from metrics_manager.store import MetricsStore
-from stream_manager.backpressure import ConnKey
-from stream_manager.forwarder import DropReason, Forwarder
-from stream_manager.routing import RoutingTable
-from tests.unit.stream_manager.test_forwarder import FakeConn, FakeDestinations
-from tests.unit.stream_manager.test_routing import plan
 
 
 def _report(i, trace, eid):
@@ -51,21 +44,3 @@ def test_seen_ids_are_bounded_in_bytes_and_a_repeat_is_still_counted_once():
     assert rec["count"] == 20000
 
 
-def test_frames_held_for_a_down_task_are_bounded_in_bytes_and_counted():
-    dests = FakeDestinations()
-    fwd = Forwarder(dests, on_ack_batch=lambda f: None, log=logging.getLogger("t"), max_held_bytes=10_000,
-                    max_held_total_bytes=15_000)
-    fwd.set_routing(RoutingTable.build(plan(), 0))
-    big = encode_batch_frame(3, 1, b"z" * 3000, MsgType.TUPLE_BATCH, 10)
-    for _ in range(10):  # task 3 is down: 30 KB of frames, few enough for the count bound
-        fwd.route(big)
-    assert fwd.held_bytes[ConnKey.task(3)] <= 10_000 and len(fwd.held[ConnKey.task(3)]) == 3
-    assert fwd.drops[DropReason.HELD_OVERFLOW] == 70
-    # a second destination: the total bound takes from the destination that grows
-    other = encode_batch_frame(2, 1, b"z" * 3000, MsgType.TUPLE_BATCH, 10)
-    for _ in range(3):
-        fwd.route(other)
-    assert fwd.held_total_bytes <= 15_000
-    conn = dests.instances[3] = FakeConn()
-    fwd.release(ConnKey.task(3), conn)
-    assert conn.sent == [big] * 3 and fwd.held_total_bytes == sum(len(f) for f in fwd.held[ConnKey.stmgr(1)])
