@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from heron_py.checkpoint.storage import LocalFsStorage, checkpoint_root
-from heron_py.common.config import ConfigError, InstanceConfig, Key, Kind, StatefulConfig, effectively_once
+from heron_py.common.config import SHUTDOWN_DRAIN, ConfigError, InstanceConfig, StatefulConfig, effectively_once
 from heron_py.common.package import load_main
 from heron_py.planner.model import PhysicalPlan
 from heron_py.runtime.host import BoltHost, ComponentHost, HostOptions, SpoutHost, jsonl_observer, make_host
@@ -48,15 +48,10 @@ STOP_CHECK_S = 0.25
 USER_METRICS_S = 0.5
 EXPIRE_S = 1.0
 
-# heron_py.instance.shutdown.drain.secs: the time from a SIGTERM (or the task's end) within
-# which the component is closed and the outbound queue is sent to the stream manager; what is
-# not sent by then is counted in __dropped-tuples/shutdown. Below the executor's 5 s grace
-# before SIGKILL, so the count and the last metrics report get out. Not in the config table
-# (heron_py/common/config.py) yet: read here with the table's parser and error format.
-SHUTDOWN_DRAIN = Key("heron_py.instance.shutdown.drain.secs", Kind.FLOAT, 3.0, 0.0, unit="seconds",
-                     doc="at a task's stop, the time to close the component and send what it emitted to the "
-                         "stream manager; what is not sent by then is dropped and counted "
-                         "(__dropped-tuples/shutdown)")
+# heron_py.instance.shutdown.drain.secs (the config table): the time from a SIGTERM (or the
+# task's end) within which the component is closed and the outbound queue is sent to the stream
+# manager; what is not sent by then is counted in __dropped-tuples/shutdown. Below the
+# executor's 5 s grace before SIGKILL, so the count and the last metrics report get out.
 
 
 def shutdown_drain_secs(config: Mapping[str, Any], task_id: int, component: str) -> float:

@@ -135,7 +135,7 @@ class Gateway(Routed):
         self.log = log
         self._metrics = metrics
         self.metrics_link = metrics_link
-        self._conn: Connection | None = None
+        self.conn: Connection | None = None  # to the stream manager while open; the shutdown drain reads it
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._ready = False
@@ -217,7 +217,7 @@ class Gateway(Routed):
     async def _session(self, conn: Connection) -> None:
         """One connection to the stream manager: register, then report metrics every second
         (frames flow through on_frame and _drain_out meanwhile)."""
-        self._conn = conn
+        self.conn = conn
         try:
             conn.set_write_limits(WRITE_HIGH, WRITE_LOW)
             self.state = GatewayState.REGISTERING
@@ -228,7 +228,7 @@ class Gateway(Routed):
                 if self._metrics is not None and conn.is_open and self.state is GatewayState.RUNNING:
                     conn.send_msg(MsgType.INSTANCE_METRICS, self._metrics())
         finally:
-            self._conn = None
+            self.conn = None
             self.state = GatewayState.CONNECTING
 
     # FrameHandler (what else the stream manager sends goes by _routes)
@@ -251,12 +251,12 @@ class Gateway(Routed):
             self._drain_out()
 
     def _reading(self, on: bool) -> None:
-        conn = self._conn
+        conn = self.conn
         if conn is not None:
             conn.resume_reading() if on else conn.pause_reading()
 
     def _drain_out(self) -> None:
-        conn = self._conn
+        conn = self.conn
         if conn is None or not conn.is_open or self.state is not GatewayState.RUNNING:
             return  # frames stay queued (bounded) until the stream manager is back
         while not conn.writing_paused:
@@ -269,7 +269,7 @@ class Gateway(Routed):
 
     def _send_ready(self) -> None:
         self._ready = True
-        conn = self._conn
+        conn = self.conn
         if conn is not None and conn.is_open and self.state is GatewayState.RUNNING:
             conn.send_msg(MsgType.INSTANCE_READY, pb.InstanceReady(task_id=self.cfg.task_id, pid=os.getpid()))
 

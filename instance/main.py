@@ -13,9 +13,9 @@ from pathlib import Path
 from types import FrameType
 
 from heron_py.checkpoint.storage import checkpoint_key_beside
-from heron_py.common.config import InstanceConfig
+from heron_py.common.config import SHUTDOWN_DRAIN, InstanceConfig
 from heron_py.common.daemon import setup_logging
-from instance.execution import SHUTDOWN_DRAIN, TaskRunner
+from instance.execution import TaskRunner
 from instance.gateway import Gateway, GatewayConfig, GatewayState, MetricsLink
 from instance.metrics import TaskReports
 from instance.queues import InItem, Outbox, OutQueue, QueueBytes, WireMark
@@ -115,12 +115,11 @@ def shutdown_drain(outbox: Outbox, gateway: Gateway, drain_s: float, log: loggin
 
 
 def wire_mark(gateway: Gateway) -> WireMark | None:
-    """Where the gateway's connection to the stream manager stands (queues.WireMark). It reads
-    the gateway's connection, which the gateway does not expose yet (the report asks for a
-    ``Gateway.wire_mark``). At a take it runs on the gateway's thread; at the drain's end on
-    ours, where the two ints may be a moment stale (the stop's count is taken after the queue
-    is empty, when only the gateway's own small messages still go)."""
-    conn = getattr(gateway, "_conn", None)
+    """Where the gateway's connection to the stream manager stands (queues.WireMark). At a take
+    it runs on the gateway's thread; at the drain's end on ours, where the two ints may be a
+    moment stale (the stop's count is taken after the queue is empty, when only the gateway's
+    own small messages still go)."""
+    conn = gateway.conn
     if conn is None or not conn.is_open:
         return None
     return conn, conn.bytes_out, conn.write_buffer_size()

@@ -176,6 +176,11 @@ LOST_AFTER = _key("heron.tmanager.container.lost.secs", Kind.FLOAT, 20.0, 1.0, u
 STMGRS = _key("topology.stmgrs", Kind.INT, 1, 1, doc="containers (one stream manager each)")
 STANDBY = _key("topology.tmanager.standby", Kind.BOOL, False, doc="a standby master in the last container")
 
+SHUTDOWN_DRAIN = _key("heron_py.instance.shutdown.drain.secs", Kind.FLOAT, 3.0, 0.0, unit="seconds",
+                      doc="at a task's stop, the time to close the component and send what it emitted to the "
+                          "stream manager; what is not sent by then is dropped and counted "
+                          "(__dropped-tuples/shutdown)")
+
 # --- logs (heron_py/common/logrotate.py): Heron's names first, heron-py's spellings as aliases ---
 LOG_MAX_MB = _key("heron.logging.maximum.size.mb", Kind.FLOAT, 100.0, positive=True, unit="MB",
                   doc="a daemon's or task's log (and metrics.jsonl) is rotated past this size")
@@ -330,6 +335,7 @@ def check_topology_config(topology_config: Mapping[str, Any],
     STANDBY.parse(topology_config)
     RELAUNCH.parse(topology_config)
     LOST_AFTER.parse(topology_config)
+    SHUTDOWN_DRAIN.parse(topology_config)
     from heron_py.common.logrotate import LogCaps  # logrotate imports this module
 
     LogCaps.from_config(topology_config)

@@ -35,7 +35,7 @@ def _pss_mb(topology_id):
     return sum(p.memory_full_info().pss for p in procs) / 2**20
 
 
-NUM_PROCESSES = 13
+NUM_PROCESSES = 14  # with the topology's supervisor (heron_py/scheduler/supervisor.py)
 BOUND_MB = NUM_PROCESSES * PROCESS_MB + GROWTH_BOUND_MB
 
 
