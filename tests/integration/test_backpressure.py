@@ -18,7 +18,7 @@ from tests.integration.test_cli import cli
 pytestmark = pytest.mark.integration
 
 PAYLOAD = 10_000  # bytes per tuple, distinct per tuple: the byte bounds are real bounds
-# The bound on all topology processes together (13: 2 executors, 2 fork servers, 2 stream
+# The bound on all topology processes together (14: a supervisor, 2 executors, 2 fork servers, 2 stream
 # managers, 2 metrics managers, 1 master, 4 tasks), in PSS (forked processes share pages, which
 # RSS would count once per process): 25 MB each on average for an idle process with our modules
 # loaded (17-30 MB measured: executors and fork servers 17-19, daemons 15-17, tasks 28-30),
