@@ -34,7 +34,7 @@ from heron_py.api.tuple import HeronTuple, Tuple, TupleHelper
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.model import GroupingKind
 from heron_py.planner.packing import round_robin
-from tests.unit.topo_fixtures import Counter, Splitter, TwoStreams, WordSpout
+from tests.fakes import Counter, Splitter, TwoStreams, WordSpout
 
 HERONPY_MODULES = [
     "heronpy.api.api_constants", "heronpy.api.bolt.bolt", "heronpy.api.bolt.base_bolt",
@@ -202,9 +202,9 @@ def test_groupings_compare_as_in_heronpy():
     assert g.kind is GroupingKind.CUSTOM and type(pickle.loads(g.custom.data)).__name__ == "ModGrouping"
     assert Grouping.custom_serialized(g.custom.data) == g
     with pytest.raises(TopologyError) as e:
-        Grouping.custom("tests.unit.topo_fixtures.Nope")  # a module without it
-    assert str(e.value) == ("custom grouping 'tests.unit.topo_fixtures.Nope' cannot be imported (module "
-                            "'tests.unit.topo_fixtures' has no attribute 'Nope'); expected 'module.Class' naming "
+        Grouping.custom("tests.fakes.Nope")  # a module without it
+    assert str(e.value) == ("custom grouping 'tests.fakes.Nope' cannot be imported (module "
+                            "'tests.fakes' has no attribute 'Nope'); expected 'module.Class' naming "
                             "an ICustomGrouping class at module level")
 
 

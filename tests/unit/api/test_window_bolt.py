@@ -16,6 +16,7 @@ from heron_py.common.serialization import dumps_batch
 from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
 from heron_py.planner.packing import round_robin
 from heron_py.runtime.host import BoltHost, make_host
+from tests.fakes import ManualClock
 
 
 class Numbers(Spout):
@@ -46,12 +47,6 @@ class Tumbling(Recording, TumblingWindowBolt):
     pass
 
 
-class Clock:
-    def __init__(self, now=1000.0):
-        self.now = now
-
-    def __call__(self):
-        return self.now
 
 
 def _host(bolt, config):
@@ -62,7 +57,7 @@ def _host(bolt, config):
     plan = PhysicalPlan(topo, round_robin(topo, 1), (StmgrLocation(0, "h", 1, 2),), TopologyState.RUNNING, 1)
     host = make_host(plan, plan.packing.tasks_of("win")[0], [].extend)
     assert isinstance(host, BoltHost)
-    clock = Clock()
+    clock = ManualClock(1000.0)
     host.user.clock = clock
     host.initialize()
     return host, clock, plan.packing.tasks_of("numbers")[0]

@@ -23,7 +23,7 @@ from heron_py.common.config import (
 from heron_py.common.config_codec import restore_config, sanitize_config
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.logical import validate
-from tests.unit.topo_fixtures import Counter, Splitter, WordSpout
+from tests.fakes import Counter, Splitter, WordSpout
 
 HIGH = "heron.streammgr.network.backpressure.highwatermark.mb"
 LOW = "heron.streammgr.network.backpressure.lowwatermark.mb"

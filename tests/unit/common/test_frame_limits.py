@@ -10,6 +10,7 @@ from heron_py.common.config import ConfigError, max_frame_bytes
 from heron_py.common.framing import BODY_OFFSET, FrameDecoder, MsgType, batch_count, frame_type
 from heron_py.common.serialization import loads_batch
 from heron_py.runtime.emitter import EmitError, Emitter
+from tests.fakes import FakeConn
 from tests.unit.runtime.test_emitter import _no_custom, main_plan
 
 LIMIT = 4096
@@ -80,11 +81,6 @@ def test_the_configured_limit_is_one_value_with_one_error():
     assert str(e.value) == "config heron_py.network.max.frame.bytes: expected an integer >= 1024, found 10"
 
 
-class _Conn:
-    max_frame = 16 * 1024 * 1024
-
-    def set_max_frame(self, n):
-        self.max_frame = n
 
 
 def test_an_instance_link_takes_the_frame_limit_from_the_plan():
@@ -93,7 +89,7 @@ def test_an_instance_link_takes_the_frame_limit_from_the_plan():
 
     from instance.gateway import _use_plan_frame_limit
 
-    conn = _Conn()
+    conn = FakeConn()
     plan = {"topology": {"name": "t", "components": [], "config": {"heron_py.network.max.frame.bytes": 8192}}}
     _use_plan_frame_limit(conn, json.dumps(plan).encode(), logging.getLogger("t"))
     assert conn.max_frame == 8192

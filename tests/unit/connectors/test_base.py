@@ -6,6 +6,7 @@ import random
 from heron_py.connectors.base import AckedSink, BatchPolicy, OffsetTracker, ReplayableSource, RetryPolicy
 from heron_py.connectors.common import Reconnect
 from heron_py.connectors.sink import SinkLoop
+from tests.fakes import ManualClock
 
 
 def test_commit_only_up_to_the_lowest_contiguous_acked_offset():
@@ -154,15 +155,9 @@ def test_acked_sink_batches_by_size_and_delay_and_maps_outcomes():
     assert sink.failed(bid2) == ["x"] and sink.confirmed(bid2) == []
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
-def _loop(clock: _Clock, down: list[bool]) -> tuple[SinkLoop[str, int], dict[str, list[object]]]:
+def _loop(clock: ManualClock, down: list[bool]) -> tuple[SinkLoop[str, int], dict[str, list[object]]]:
     """A SinkLoop over a system that is reachable unless ``down[0]``; records every callback."""
     seen: dict[str, list[object]] = {"written": [], "acked": [], "failed": [], "recovered": []}
     conn = Reconnect(RetryPolicy(initial_s=1.0, multiplier=2.0, max_delay_s=4.0))
@@ -187,7 +182,7 @@ def _loop(clock: _Clock, down: list[bool]) -> tuple[SinkLoop[str, int], dict[str
 
 
 def test_sink_loop_acks_after_the_write_fails_the_batch_and_backs_off_when_unreachable():
-    clock, down = _Clock(), [False]
+    clock, down = ManualClock(0.0), [False]
     loop, seen = _loop(clock, down)
     loop.add("a")
     assert seen["written"] == [] and loop.poll() is True  # one input, its delay not passed: idle
@@ -212,7 +207,7 @@ def test_sink_loop_acks_after_the_write_fails_the_batch_and_backs_off_when_unrea
 
 
 def test_sink_loop_drain_writes_the_buffer_even_in_a_backoff():
-    clock, down = _Clock(), [True]
+    clock, down = ManualClock(0.0), [True]
     loop, seen = _loop(clock, down)
     loop.add("a")
     loop.add("b")  # fails: backoff until 1.0

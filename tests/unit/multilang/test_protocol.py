@@ -12,6 +12,7 @@ from heron_py.multilang.codec import JsonDecoder, MsgpackDecoder, decoder, encod
 from heron_py.multilang.errors import ProtocolError
 from heron_py.multilang.session import Session, State
 from heron_py.multilang.setup import parse_command, spec_config, working_dir
+from tests.fakes import ManualClock
 
 TO_CHILD = [
     m.Setup({"topology.name": "t", "n": 3}, "/tmp/pids", {"taskid": 3, "task->component": {"3": "split"}}),
@@ -178,16 +179,10 @@ def test_values_json_cannot_carry_are_refused_with_a_clear_error():
         encode({"tuple": [object()]}, "json")
 
 
-class FakeClock:
-    def __init__(self):
-        self.t = 100.0
-
-    def __call__(self):
-        return self.t
 
 
 def test_bolt_session_tracks_inputs_heartbeats_and_timeout():
-    clock = FakeClock()
+    clock = ManualClock(100.0)
     s = Session(timeout_s=5.0, clock=clock, heartbeat_s=1.0)
     assert s.state is State.STARTING
     with pytest.raises(ProtocolError, match="sending a tuple in state starting; expected state ready"):
@@ -211,7 +206,7 @@ def test_bolt_session_tracks_inputs_heartbeats_and_timeout():
 
 
 def test_forced_heartbeat_is_sent_once_per_new_input():
-    s = Session(timeout_s=5.0, clock=FakeClock())
+    s = Session(timeout_s=5.0, clock=ManualClock(100.0))
     s.started(1)
     s.input_sent("x")
     assert s.heartbeat_due(force=True) is not None
@@ -221,7 +216,7 @@ def test_forced_heartbeat_is_sent_once_per_new_input():
 
 
 def test_spout_session_waits_for_sync():
-    s = Session(timeout_s=5.0, clock=FakeClock())
+    s = Session(timeout_s=5.0, clock=ManualClock(100.0))
     s.started(1)
     s.command_sent("next")
     assert s.state is State.WAITING and s.waiting_for == "next"
@@ -250,7 +245,7 @@ def test_commands_and_specs(tmp_path):
 def test_a_heartbeat_does_not_cover_tuples_still_queued_for_the_writer():
     # heartbeats jump ahead of queued tuples: its sync says nothing of those (the in-process
     # runner once finished with tuples still unread by the subprocess)
-    clock = FakeClock()
+    clock = ManualClock(100.0)
     s = Session(timeout_s=5.0, clock=clock, heartbeat_s=1.0)
     s.started(77)
     for i in range(5):

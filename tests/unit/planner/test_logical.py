@@ -14,7 +14,7 @@ from heron_py.planner.logical import validate
 from heron_py.planner.model import GroupingKind, TopologyDef
 from heron_py.planner.packing import round_robin
 from heron_py.testing import run_in_process
-from tests.unit.topo_fixtures import Counter, Splitter, TwoStreams, WordSpout
+from tests.fakes import Counter, Splitter, TwoStreams, WordSpout
 
 
 def wc(name="wc", count_grouping=None):

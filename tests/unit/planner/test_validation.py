@@ -11,7 +11,7 @@ from heron_py.api.topology import Topology, TopologyBuilder
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.logical import validate
 from heron_py.planner.model import TopologyDef
-from tests.unit.topo_fixtures import Counter, Splitter, TwoStreams, WordSpout
+from tests.fakes import Counter, Splitter, TwoStreams, WordSpout
 
 
 class Silent(WordSpout):
@@ -162,12 +162,12 @@ def test_class_paths_as_heronpy_strings():
     from heron_py.api.component.component_spec import HeronComponentSpec
 
     b = TopologyBuilder("wc")
-    b.add_spec(HeronComponentSpec("s", "tests.unit.topo_fixtures.WordSpout", True, 1, outputs=["word"]))
-    assert b.build().component("s").class_name == "tests.unit.topo_fixtures:WordSpout"
+    b.add_spec(HeronComponentSpec("s", "tests.fakes.WordSpout", True, 1, outputs=["word"]))
+    assert b.build().component("s").class_name == "tests.fakes:WordSpout"
     b = TopologyBuilder("wc")
-    b.add_spec(HeronComponentSpec("s", "tests.unit.topo_fixtures.NoSuchSpout", True, 1, outputs=["word"]))
-    assert _raises(b.build) == ("spout 's': class 'tests.unit.topo_fixtures.NoSuchSpout' cannot be imported "
-                                "(module 'tests.unit.topo_fixtures' has no attribute 'NoSuchSpout'); expected "
+    b.add_spec(HeronComponentSpec("s", "tests.fakes.NoSuchSpout", True, 1, outputs=["word"]))
+    assert _raises(b.build) == ("spout 's': class 'tests.fakes.NoSuchSpout' cannot be imported "
+                                "(module 'tests.fakes' has no attribute 'NoSuchSpout'); expected "
                                 "'module.Class'")
 
 

@@ -31,6 +31,7 @@ from heron_py.common.serialization import dumps_batch, loads_batch
 from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
 from heron_py.planner.packing import round_robin
 from heron_py.runtime.host import BoltHost, HostOptions, SpoutHost, make_host
+from tests.fakes import ManualClock
 
 
 class Numbers(Spout):
@@ -127,12 +128,6 @@ def _rows(frames, kind=MsgType.TUPLE_BATCH):
     return out
 
 
-class FakeClock:
-    def __init__(self):
-        self.now = 100.0
-
-    def __call__(self):
-        return self.now
 
 
 def test_bolt_host_calls_process_per_tuple_and_emits_frames_on_flush():
@@ -211,7 +206,7 @@ def _acking_spout(max_pending=None, clock=None):
     plan = _plan(config=cfg)
     frames = []
     host = make_host(plan, _task(plan, "numbers"), frames.extend,
-                     HostOptions(clock=clock or FakeClock(), rng=random.Random(1)))
+                     HostOptions(clock=clock or ManualClock(100.0), rng=random.Random(1)))
     assert isinstance(host, SpoutHost)
     host.initialize()
     host.start()
@@ -242,7 +237,7 @@ def test_ack_results_call_ack_or_fail_once_per_root():
 
 
 def test_spout_expires_roots_by_its_own_clock():
-    clock = FakeClock()
+    clock = ManualClock(100.0)
     host, _ = _acking_spout(clock=clock)
     host.next_tuples(2)
     clock.now += 10 * 1.5 + 0.5
@@ -285,7 +280,7 @@ def test_process_exception_propagates_without_auto_fail():
 def test_next_tuples_stops_when_its_time_budget_is_spent():
     # a spout that sleeps in next_tuple (ArrayLooper(sleep=1)) must not hold 64 sleeps of
     # emits back: the budget ends the round, so the runner flushes after each slow call
-    clock = FakeClock()
+    clock = ManualClock(100.0)
     plan = _plan(spout_config={"limit": 100})
     host = make_host(plan, _task(plan, "numbers"), [].extend, HostOptions(clock=clock))
     host.initialize()

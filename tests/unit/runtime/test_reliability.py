@@ -15,18 +15,11 @@ from heron_py.common.config import Mode, ReliabilityConfig
 from heron_py.common.framing import RESULT_ACKED, RESULT_FAILED, RESULT_TIMED_OUT
 from heron_py.runtime.reliability import LOCAL_TIMEOUT_FACTOR, LOCAL_TIMEOUT_SLACK_S, Reliability, TaskMetrics
 from heron_py.testing import EOF, Harness, TestSource
-
-
-class Clock:
-    def __init__(self, t=1000.0):
-        self.t = t
-
-    def __call__(self):
-        return self.t
+from tests.fakes import ManualClock
 
 
 def make(timeout_s=10.0, max_pending=None, seed=1):
-    clock = Clock()
+    clock = ManualClock(1000.0)
     rel = Reliability(timeout_s, max_pending, clock, rng=random.Random(seed))
     return rel, clock
 
@@ -47,7 +40,7 @@ def test_new_root_is_random_64_bit_and_never_zero():
         def getrandbits(self, k):
             return 0
 
-    assert Reliability(1.0, None, Clock(), rng=Zero()).new_root() == 1
+    assert Reliability(1.0, None, ManualClock(1000.0), rng=Zero()).new_root() == 1
 
 
 def test_new_root_is_deterministic_for_a_seeded_rng():
@@ -122,7 +115,7 @@ def test_outcomes_are_counted_and_only_acks_record_latency():
 
 def test_metrics_are_shared_when_given():
     metrics = TaskMetrics()
-    rel = Reliability(5.0, None, Clock(), metrics=metrics, rng=random.Random(0))
+    rel = Reliability(5.0, None, ManualClock(1000.0), metrics=metrics, rng=random.Random(0))
     assert rel.metrics is metrics
     rel.emitted(1, "a", 0)
     assert metrics.acked == 1
@@ -196,14 +189,14 @@ def test_room_with_max_pending():
 
 
 def test_from_config_is_none_at_most_once():
-    clock = Clock()
+    clock = ManualClock(1000.0)
     assert Reliability.from_config(ReliabilityConfig(), clock) is None
     assert Reliability.from_config(ReliabilityConfig.from_config({}), clock) is None
     assert Reliability.from_config(ReliabilityConfig(Mode.ATMOST_ONCE, 5.0, 10), clock) is None
 
 
 def test_from_config_at_least_once():
-    clock = Clock()
+    clock = ManualClock(1000.0)
     metrics = TaskMetrics()
     conf = ReliabilityConfig.from_config({"topology.reliability.mode": "ATLEAST_ONCE",
                                           "topology.message.timeout.secs": "7",

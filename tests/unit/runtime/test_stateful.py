@@ -39,6 +39,7 @@ from heron_py.runtime.stateful import Phase, StatefulTask, downstream_tasks, ups
 from heron_py.testing import Harness
 from proto import heron_py_pb2 as pb
 from stream_manager.checkpoints import CheckpointRelay
+from tests.fakes import FakeConn
 
 LOG = logging.getLogger("test")
 
@@ -241,20 +242,12 @@ def test_unstateful_bolt_reports_an_empty_save_and_a_corrupt_checkpoint_is_repor
 
 
 # --- the stream manager's relay ---
-class _Conn:
-    def __init__(self, role: str, peer_id: str) -> None:
-        self.identity = PeerIdentity(role, peer_id)
-        self.peer_name = f"{role} {peer_id}"
-        self.sent: list[bytes] = []
-
-    def send(self, frame: bytes) -> None:
-        self.sent.append(frame)
 
 
 class _Relay:
     def __init__(self) -> None:
-        self.instances = {3: _Conn("instance", "3"), 4: _Conn("instance", "4")}
-        self.peers = [_Conn("stmgr", "1")]
+        self.instances = {3: FakeConn(PeerIdentity("instance", "3")), 4: FakeConn(PeerIdentity("instance", "4"))}
+        self.peers = [FakeConn(PeerIdentity("stmgr", "1"))]
         self.to_master: list[bytes] = []
         self.discarded = 0
         self.relay = CheckpointRelay(0, LOG, to_master=self.to_master.append,
@@ -272,26 +265,27 @@ def _frame(msg_type: int, msg) -> bytes:
 
 def _from_master(relay: CheckpointRelay, msg_type: int, frame: bytes) -> None:
     """A master's command, through the routes the relay gives the stream manager's master link."""
-    Routes("stmgr's master link", relay.master_routes()).table("tmanager")[msg_type](_Conn("tmanager", ""), frame)
+    master = FakeConn(PeerIdentity("tmanager", ""))
+    Routes("stmgr's master link", relay.master_routes()).table("tmanager")[msg_type](master, frame)
 
 
-def _from_instance(relay: CheckpointRelay, conn: _Conn, msg_type: int, frame: bytes) -> None:
+def _from_instance(relay: CheckpointRelay, conn: FakeConn, msg_type: int, frame: bytes) -> None:
     assert msg_type == MsgType.STATE_RESTORED
     relay.on_state_restored(conn, decode_as(pb.StateRestored, msg_type, frame))
 
 
-def _fence(relay: CheckpointRelay, conn: _Conn, frame: bytes) -> None:
+def _fence(relay: CheckpointRelay, conn: FakeConn, frame: bytes) -> None:
     relay.on_peer_fence(conn, decode_as(pb.RestoreFence, MsgType.RESTORE_FENCE, frame))
 
 
-def _types(conn: _Conn) -> Iterator[int]:
+def _types(conn: FakeConn) -> Iterator[int]:
     return (frame_type(f) for f in conn.sent)
 
 
 def test_relay_fences_each_connection_until_its_own_marker_of_the_restore():
     r = _Relay()
     relay = r.relay
-    inst, peer_in = r.instances[4], _Conn("stmgr", "1")
+    inst, peer_in = r.instances[4], FakeConn(PeerIdentity("stmgr", "1"))
     assert relay.admits(inst) and relay.admits(peer_in)  # no restore yet: nothing is fenced
     _from_master(relay, MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(
         restore_id=10, checkpoint_id=4, reason="test")))
@@ -304,14 +298,14 @@ def test_relay_fences_each_connection_until_its_own_marker_of_the_restore():
     _from_instance(relay, inst, MsgType.STATE_RESTORED, restored)
     assert relay.admits(inst) and r.to_master == [restored]
     # a peer's fence counts only on that peer's own connection
-    _fence(relay, _Conn("stmgr", "2"), _frame(MsgType.RESTORE_FENCE, pb.RestoreFence(container=1,
+    _fence(relay, FakeConn(PeerIdentity("stmgr", "2")), _frame(MsgType.RESTORE_FENCE, pb.RestoreFence(container=1,
                                                                                            restore_id=10)))
     assert not relay.admits(peer_in)
     _fence(relay, peer_in, _frame(MsgType.RESTORE_FENCE, pb.RestoreFence(container=1, restore_id=10)))
     assert relay.admits(peer_in)
     # a closed connection's fence goes with it: a successor starts fenced again
     relay.on_closed(peer_in)
-    peer_again = _Conn("stmgr", "1")
+    peer_again = FakeConn(PeerIdentity("stmgr", "1"))
     assert not relay.admits(peer_again)
 
 
@@ -324,7 +318,7 @@ def test_fences_are_per_connection_so_an_old_connection_closing_late_takes_nothi
     old = r.instances[4]
     _from_master(relay, MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(
         restore_id=10, checkpoint_id=4, reason="test")))
-    new = _Conn("instance", "4")
+    new = FakeConn(PeerIdentity("instance", "4"))
     r.instances[4] = new
     relay.on_instance_registered(new, 4)
     assert list(_types(new)) == [MsgType.RESTORE_STATE]  # mid-restore: told to restore on it too
@@ -369,7 +363,7 @@ def test_relay_commands_late_instances_and_stale_restores():
     assert relay.fence_frame() is None
     restore = _frame(MsgType.RESTORE_STATE, pb.RestoreState(restore_id=20, checkpoint_id=0))
     _from_master(relay, MsgType.RESTORE_STATE, restore)
-    late = _Conn("instance", "5")
+    late = FakeConn(PeerIdentity("instance", "5"))
     relay.on_instance_registered(late, 5)
     assert late.sent == [restore]  # mid-restore: a new instance is told at once
     fence = pb.RestoreFence()
@@ -383,7 +377,7 @@ def test_relay_commands_late_instances_and_stale_restores():
     go = _frame(MsgType.START_PROCESSING, pb.StartProcessing(restore_id=20))
     _from_master(relay, MsgType.START_PROCESSING, go)
     assert not relay.restoring and r.instances[4].sent[-1] == go
-    late2 = _Conn("instance", "6")
+    late2 = FakeConn(PeerIdentity("instance", "6"))
     relay.on_instance_registered(late2, 6)
     assert late2.sent == []
 

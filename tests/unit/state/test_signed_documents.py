@@ -12,7 +12,7 @@ from heron_py.api.stream import Grouping
 from heron_py.api.topology import TopologyBuilder
 from heron_py.common.signing import CHECKPOINT_LABEL, document_problem, sign_document
 from heron_py.state import LocalFsStateManager, StateManagerError
-from tests.unit.topo_fixtures import Counter, WordSpout
+from tests.fakes import Counter, WordSpout
 
 
 def _topology():

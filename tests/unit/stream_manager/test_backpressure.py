@@ -10,18 +10,11 @@ import pytest
 from heron_py.common.frameauth import TAG_SIZE, FrameMac
 from heron_py.common.net import Connection
 from stream_manager.backpressure import Action, BackpressureState, ConnKey, ConnKind, describe
-
-
-class Clock:
-    def __init__(self):
-        self.t = 0.0
-
-    def __call__(self):
-        return self.t
+from tests.fakes import ManualClock
 
 
 def test_first_slow_connection_starts_last_drained_one_stops():
-    clock = Clock()
+    clock = ManualClock(0.0)
     bp = BackpressureState(clock)
     assert bp.connection_high(ConnKey.task(4)) == [Action.BROADCAST_START, Action.PAUSE_SPOUTS]
     clock.t = 1.0
@@ -34,7 +27,7 @@ def test_first_slow_connection_starts_last_drained_one_stops():
 
 
 def test_peer_backpressure_pauses_spouts_but_is_not_rebroadcast():
-    bp = BackpressureState(Clock())
+    bp = BackpressureState(ManualClock(0.0))
     assert bp.peer_start(2) == [Action.PAUSE_SPOUTS]
     assert bp.connection_high(ConnKey.task(3)) == [Action.BROADCAST_START]
     assert bp.connection_low(ConnKey.task(3)) == [Action.BROADCAST_STOP]
@@ -43,7 +36,7 @@ def test_peer_backpressure_pauses_spouts_but_is_not_rebroadcast():
 
 
 def test_a_peer_that_disconnects_in_backpressure_does_not_leave_us_stuck():
-    bp = BackpressureState(Clock())
+    bp = BackpressureState(ManualClock(0.0))
     bp.peer_start(1)
     bp.peer_start(2)
     assert bp.peer_stop(1) == []  # what the stream manager calls when peer 1's connection closes
@@ -115,7 +108,7 @@ async def test_transport_watermarks_have_hysteresis_no_flapping():
 
 
 def test_time_is_attributed_to_the_connection_that_caused_it():
-    clock = Clock()
+    clock = ManualClock(0.0)
     bp = BackpressureState(clock)
     bp.connection_high(ConnKey.task(4))
     clock.t = 2.0

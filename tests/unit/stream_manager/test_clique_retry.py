@@ -12,21 +12,7 @@ from heron_py.common.net import BaseHandler
 from heron_py.planner.model import StmgrLocation
 from stream_manager import clique as clique_mod
 from stream_manager.clique import Clique
-
-
-class FakeConn:
-    def __init__(self) -> None:
-        self.context: object = None
-        self.sent: list[bytes] = []
-
-    def send(self, frame: bytes) -> None:
-        self.sent.append(frame)
-
-    def send_msg(self, msg_type, msg) -> None:
-        self.sent.append(bytes(msg.SerializeToString()))
-
-    def set_write_limits(self, high: int, low: int) -> None:
-        pass
+from tests.fakes import FakeConn
 
 
 async def test_a_handshake_error_is_retried_with_backoff(monkeypatch, caplog) -> None:

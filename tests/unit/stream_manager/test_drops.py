@@ -12,8 +12,7 @@ from stream_manager.backpressure import BackpressureState, ConnKey
 from stream_manager.forwarder import DropReason, Forwarder
 from stream_manager.metrics import StreamManagerMetrics
 from stream_manager.routing import RoutingTable
-from tests.unit.stream_manager.test_forwarder import FakeConn, FakeDestinations
-from tests.unit.stream_manager.test_routing import plan
+from tests.fakes import FakeConn, FakeDestinations, word_count_plan
 
 LOG = logging.getLogger("test-sm-drops")
 
@@ -30,7 +29,7 @@ def test_frames_before_the_plan_are_held_and_routed_when_it_comes():
     fwd.route(local)
     fwd.route(remote)
     assert inst.sent == [] and fwd.dropped_tuples == 0 and fwd.held_frames() == 2
-    fwd.set_routing(RoutingTable.build(plan(), 0))
+    fwd.set_routing(RoutingTable.build(word_count_plan(), 0))
     assert inst.sent == [local]
     assert list(fwd.held[ConnKey.stmgr(1)]) == [remote]  # its peer is not connected yet
     assert fwd.dropped_tuples == 0 and fwd.unplanned_bytes == 0
@@ -49,7 +48,7 @@ def test_what_overflows_the_pre_plan_bound_is_dropped_and_counted_by_reason():
 def test_every_drop_reason_is_exported_as_dropped_tuples_with_a_reason_label():
     dests = FakeDestinations()
     fwd = Forwarder(dests, on_ack_batch=lambda f: None, log=LOG, max_held=1)
-    fwd.set_routing(RoutingTable.build(plan(), 0))
+    fwd.set_routing(RoutingTable.build(word_count_plan(), 0))
     fwd.route(batch(99, 2))  # unknown task
     fwd.route(batch(3, 5))
     fwd.route(batch(3, 6))  # task 3 is not connected: the first held batch is dropped
@@ -70,7 +69,7 @@ def test_frames_held_for_a_down_task_are_bounded_in_bytes_and_counted():
     dests = FakeDestinations()
     fwd = Forwarder(dests, on_ack_batch=lambda f: None, log=logging.getLogger("t"), max_held_bytes=10_000,
                     max_held_total_bytes=15_000)
-    fwd.set_routing(RoutingTable.build(plan(), 0))
+    fwd.set_routing(RoutingTable.build(word_count_plan(), 0))
     big = encode_batch_frame(3, 1, b"z" * 3000, MsgType.TUPLE_BATCH, 10)
     for _ in range(10):  # task 3 is down: 30 KB of frames, few enough for the count bound
         fwd.route(big)

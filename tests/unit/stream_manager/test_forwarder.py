@@ -7,42 +7,21 @@ from heron_py.common.framing import ACK_INIT, ACK_RECORD, MsgType, encode_batch_
 from stream_manager.backpressure import ConnKey
 from stream_manager.forwarder import Forwarder
 from stream_manager.routing import RoutingTable
-from tests.unit.stream_manager.test_routing import plan
+from tests.fakes import FakeConn, FakeDestinations, word_count_plan
 
 LOG = logging.getLogger("test-forwarder")
 
 
-class FakeConn:
-    def __init__(self):
-        self.writing_paused = False
-        self.sent = []
-        self.send_many_calls = 0
-
-    def send(self, frame):
-        self.sent.append(frame)
-
-    def send_many(self, frames):
-        self.send_many_calls += 1
-        self.sent.extend(frames)
 
 
-class FakeDestinations:
-    def __init__(self):
-        self.instances = {}
-        self.peers = {}
-
-    def instance(self, task):
-        return self.instances.get(task)
-
-    def peer(self, container):
-        return self.peers.get(container)
 
 
 def make(container=0, drop=False, max_held=4096):
     dests = FakeDestinations()
     acks = []
     fwd = Forwarder(dests, on_ack_batch=acks.append, log=LOG, max_held=max_held)
-    fwd.routing = RoutingTable.build(plan(), container)  # container 0: tasks 1 (spout), 3; container 1: 2, 4, 5
+    # container 0: tasks 1 (spout), 3; container 1: 2, 4, 5
+    fwd.routing = RoutingTable.build(word_count_plan(), container)
     fwd.drop_on_backpressure = drop
     return fwd, dests, acks
 

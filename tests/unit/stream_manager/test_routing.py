@@ -4,36 +4,12 @@ import dataclasses
 
 import pytest
 
-from heron_py.planner.model import (
-    ComponentDef,
-    ComponentKind,
-    PackingPlan,
-    PhysicalPlan,
-    PickledRef,
-    StmgrLocation,
-    TaskPlacement,
-    TopologyDef,
-    TopologyState,
-)
 from stream_manager.routing import RoutingTable
-
-
-def _component(name, kind, par):
-    return ComponentDef(name, kind, PickledRef(b""), f"m:{name}", par, (), ())
-
-
-def plan():
-    """spout "words" (tasks 1, 2), bolt "count" (tasks 3, 4, 5) over containers 0 and 1."""
-    topo = TopologyDef("wc", (_component("words", ComponentKind.SPOUT, 2),
-                              _component("count", ComponentKind.BOLT, 3)))
-    tasks = (TaskPlacement(1, "words", 0, 0), TaskPlacement(2, "words", 1, 1), TaskPlacement(3, "count", 0, 0),
-             TaskPlacement(4, "count", 1, 1), TaskPlacement(5, "count", 2, 1))
-    return PhysicalPlan(topo, PackingPlan(2, tasks),
-                        (StmgrLocation(0, "h", 1, 10), StmgrLocation(1, "h", 2, 11)), TopologyState.RUNNING, 1)
+from tests.fakes import word_count_plan
 
 
 def test_local_tasks_and_local_spouts_are_this_containers_own():
-    r0, r1 = RoutingTable.build(plan(), 0), RoutingTable.build(plan(), 1)
+    r0, r1 = RoutingTable.build(word_count_plan(), 0), RoutingTable.build(word_count_plan(), 1)
     assert r0.local_tasks == {1, 3} and r0.local_spouts == {1}
     assert r1.local_tasks == {2, 4, 5} and r1.local_spouts == {2}
     assert r1.is_local(4) and not r1.is_local(3)
@@ -41,7 +17,7 @@ def test_local_tasks_and_local_spouts_are_this_containers_own():
 
 
 def test_container_and_component_of_every_task():
-    r = RoutingTable.build(plan(), 0)
+    r = RoutingTable.build(word_count_plan(), 0)
     assert dict(r.container_of) == {1: 0, 2: 1, 3: 0, 4: 1, 5: 1}
     assert dict(r.component_of) == {1: "words", 2: "words", 3: "count", 4: "count", 5: "count"}
     assert r.container_for(4) == 1
@@ -49,13 +25,13 @@ def test_container_and_component_of_every_task():
 
 
 def test_a_container_the_plan_does_not_use_has_no_local_tasks():
-    r = RoutingTable.build(plan(), 7)
+    r = RoutingTable.build(word_count_plan(), 7)
     assert r.local_tasks == frozenset() and r.local_spouts == frozenset()
     assert r.container_for(1) == 0
 
 
 def test_the_table_cannot_be_changed():
-    r = RoutingTable.build(plan(), 0)
+    r = RoutingTable.build(word_count_plan(), 0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         r.local_tasks = frozenset({9})
     with pytest.raises(TypeError):

@@ -1,21 +1,13 @@
 """The topology master's rule for relaunching lost containers (topology_master/health.py)."""
 
+from tests.fakes import ManualClock
 from topology_master.health import ContainerHealth, HealthConfig
-
-
-class Clock:
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
-
 
 CFG = HealthConfig(lost_after_s=20, startup_grace_s=120, retry_after_s=60)
 
 
 def test_a_container_silent_past_the_limit_is_relaunched_once_per_retry_interval():
-    clock = Clock()
+    clock = ManualClock(1000.0)
     h = ContainerHealth(3, clock, CFG)
     h.seen([0, 1, 2])
     assert h.due() == []
@@ -33,7 +25,7 @@ def test_a_container_silent_past_the_limit_is_relaunched_once_per_retry_interval
 
 
 def test_a_relaunched_container_that_comes_back_is_healthy_again():
-    clock = Clock()
+    clock = ManualClock(1000.0)
     h = ContainerHealth(2, clock, CFG)
     h.seen([0, 1])
     clock.now += 25
@@ -47,7 +39,7 @@ def test_a_relaunched_container_that_comes_back_is_healthy_again():
 
 
 def test_containers_never_seen_get_the_startup_grace():
-    clock = Clock()
+    clock = ManualClock(1000.0)
     h = ContainerHealth(2, clock, CFG)
     assert h.due() == []  # this master starts watching now
     h.seen([0])

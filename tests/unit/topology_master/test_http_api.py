@@ -10,29 +10,14 @@ from typing import Any
 import pytest
 from aiohttp.http_exceptions import BadHttpMessage, BadStatusLine, LineTooLong
 
-from heron_py.planner.model import (
-    ComponentDef,
-    ComponentKind,
-    GroupingDef,
-    GroupingKind,
-    InputDef,
-    PickledRef,
-    StreamDef,
-    TopologyDef,
-)
 from heron_py.planner.packing import round_robin
+from tests.fakes import numbers_topology
 from topology_master.http_api import Api, MetricsView
 from topology_master.http_server import HttpServer, parse_error_answer, serve_http
 
 NOW = 1_700_000_000.0
 
 
-def _topology() -> TopologyDef:
-    spout = ComponentDef("numbers", ComponentKind.SPOUT, PickledRef(b""), "m:Numbers", 1, (),
-                         (StreamDef("default", ("n",)),))
-    bolt = ComponentDef("sink", ComponentKind.BOLT, PickledRef(b""), "m:Sink", 2,
-                        (InputDef("numbers", "default", GroupingDef(GroupingKind.FIELDS, ("n",))),), ())
-    return TopologyDef("t", (spout, bolt))
 
 
 class FakeMaster:
@@ -40,7 +25,7 @@ class FakeMaster:
 
     def __init__(self) -> None:
         self.topology = "t"
-        self._topo = _topology()
+        self._topo = numbers_topology()
         self._packing = round_robin(self._topo, 2)
         self.metrics = MetricsView(clock=lambda: NOW)
 

@@ -14,20 +14,15 @@ from heron_py.planner.model import (
     StreamDef,
     TopologyDef,
 )
+from tests.fakes import ManualClock
 from topology_master.metrics_windows import MetricsWindows, WindowError, fanout_of
 
 T0 = 1_700_000_000.0
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
 
 
-def _windows(clock: Clock) -> MetricsWindows:
+def _windows(clock: ManualClock) -> MetricsWindows:
     return MetricsWindows({"spout": "spout", "bolt": "bolt"}, {("spout", "default"): 2}, clock)
 
 
@@ -45,7 +40,7 @@ def _bolt(t: float, executed: int, mean_ms: float, task: int = 2) -> dict[str, A
 
 
 def test_first_report_counts_from_zero_so_early_emits_are_not_lost() -> None:
-    clock = Clock()
+    clock = ManualClock(T0)
     w = _windows(clock)
     w.observe(_spout(T0, emitted=1000, acked=900))
     clock.now = T0 + 5
@@ -61,7 +56,7 @@ def test_first_report_counts_from_zero_so_early_emits_are_not_lost() -> None:
 
 
 def test_increases_restarts_and_windows() -> None:
-    clock = Clock()
+    clock = ManualClock(T0)
     w = _windows(clock)
     w.observe(_spout(T0, 100, 100))
     w.observe(_spout(T0 + 700, 300, 300))  # +200, eleven minutes later
@@ -76,7 +71,7 @@ def test_increases_restarts_and_windows() -> None:
 
 
 def test_latencies_are_weighted_and_capacity_is_storms() -> None:
-    clock = Clock()
+    clock = ManualClock(T0)
     w = _windows(clock)
     w.observe(_bolt(T0, 0, 0.0))
     w.observe(_bolt(T0 + 100, 1000, 2.0))  # 2000 ms executing
@@ -93,7 +88,7 @@ def test_latencies_are_weighted_and_capacity_is_storms() -> None:
 
 
 def test_process_latency_is_the_acks_weighted_mean() -> None:
-    clock = Clock()
+    clock = ManualClock(T0)
     w = _windows(clock)
 
     def bolt(t: float, acked: int, mean_ms: float) -> dict[str, Any]:
@@ -114,7 +109,7 @@ def test_process_latency_is_the_acks_weighted_mean() -> None:
 
 
 def test_complete_latency_and_cpu() -> None:
-    clock = Clock()
+    clock = ManualClock(T0)
     w = _windows(clock)
     w.observe(_spout(T0, 100, 100, p50=10.0, cpu=1.0))
     w.observe(_spout(T0 + 10, 400, 400, p50=20.0, cpu=6.0))
@@ -125,7 +120,7 @@ def test_complete_latency_and_cpu() -> None:
 
 
 def test_memory_is_bounded_and_unknown_components_ignored() -> None:
-    clock = Clock()
+    clock = ManualClock(T0)
     w = _windows(clock)
     for i in range(20_000):  # 2 days of reports every 10 s
         w.observe(_spout(T0 + 10 * i, i, i))
@@ -139,7 +134,7 @@ def test_memory_is_bounded_and_unknown_components_ignored() -> None:
 def test_bad_window_is_one_clear_error() -> None:
     with pytest.raises(WindowError, match=r"^parameter window: expected one of 600, 10800, 86400, all "
                                           r"\(seconds, or all\), found '5'$"):
-        _windows(Clock()).component_rows("5")
+        _windows(ManualClock(T0)).component_rows("5")
 
 
 def test_fanout_counts_all_groupings_per_task() -> None:

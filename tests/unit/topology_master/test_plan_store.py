@@ -7,7 +7,7 @@ import logging
 
 from heron_py.planner.model import TopologyState
 from heron_py.state.localfs import LocalFsStateManager
-from tests.unit.topology_master.test_plan_book import _book, _loc
+from tests.fakes import plan_book, stmgr_location
 from topology_master.election import StateWorker
 from topology_master.plan_store import PlanStore
 
@@ -28,9 +28,9 @@ class FlakyState(LocalFsStateManager):
 
 
 async def test_a_failed_plan_write_is_pending_with_its_reason_then_retried_until_stored(tmp_path):
-    book = _book(2)
-    book.register(_loc(0))
-    book.register(_loc(1))
+    book = plan_book(2)
+    book.register(stmgr_location(0))
+    book.register(stmgr_location(1))
     state = FlakyState(tmp_path, fail=2)
     worker = StateWorker(logging.getLogger("test"))
     changes = []

@@ -6,20 +6,13 @@ from __future__ import annotations
 
 import logging
 
+from tests.fakes import ManualClock
 from topology_master.health import ContainerHealth, HealthConfig
 from topology_master.relauncher import Relauncher
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = 100.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
 def test_an_open_connection_without_heartbeats_is_lost_after_the_limit() -> None:
-    clock = Clock()
+    clock = ManualClock(100.0)
     health = ContainerHealth(2, clock, HealthConfig(lost_after_s=20.0, startup_grace_s=120.0, retry_after_s=60.0))
     heard = {0: clock.t, 1: clock.t}
     r = Relauncher(health, heard=lambda: heard, active=lambda: True, relaunch=lambda c: None,
@@ -42,7 +35,7 @@ def test_an_open_connection_without_heartbeats_is_lost_after_the_limit() -> None
 
 
 def test_an_older_heartbeat_time_never_moves_the_last_seen_back() -> None:
-    clock = Clock()
+    clock = ManualClock(100.0)
     health = ContainerHealth(1, clock)
     health.heard(0, 50.0)
     health.heard(0, 40.0)

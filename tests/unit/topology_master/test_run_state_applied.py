@@ -6,7 +6,7 @@ import json
 from heron_py.cli.admin import AdminError, run_state_command
 from heron_py.planner.model import TopologyState
 from proto import heron_py_pb2 as pb
-from tests.unit.topology_master.test_plan_book import _book, _loc
+from tests.fakes import ManualClock, plan_book, stmgr_location
 from topology_master.admin import AdminCommands
 
 PENDING = "the stream manager of container 1 is not registered; the plan goes out when it registers"
@@ -39,8 +39,8 @@ class _Master:
 
 
 def test_deactivate_with_a_stream_manager_unregistered_is_reported_pending_with_the_reason():
-    book = _book(2)
-    book.register(_loc(0))
+    book = plan_book(2)
+    book.register(stmgr_location(0))
     resp = AdminCommands(_Master(book), pid=1).handle("deactivate")
     assert resp.ok and resp.message == f"topology 't' is now PAUSED; pending: {PENDING}"
     doc = json.loads(resp.status_json)
@@ -48,9 +48,9 @@ def test_deactivate_with_a_stream_manager_unregistered_is_reported_pending_with_
 
 
 def test_with_every_stream_manager_registered_it_is_applied():
-    book = _book(2)
-    book.register(_loc(0))
-    book.register(_loc(1))
+    book = plan_book(2)
+    book.register(stmgr_location(0))
+    book.register(stmgr_location(1))
     book.plan_stored(book.next_plan().version)
     resp = AdminCommands(_Master(book), pid=1).handle("deactivate")
     assert resp.message == "topology 't' is now PAUSED; applied on every stream manager"
@@ -60,9 +60,9 @@ def test_with_every_stream_manager_registered_it_is_applied():
 def test_a_state_whose_plan_write_failed_is_pending_and_says_why():
     """A deactivate pushed to the stream managers but not stored would be undone by a master
     taking over (it adopts the stored plan's state): it is not reported applied."""
-    book = _book(2)
-    book.register(_loc(0))
-    book.register(_loc(1))
+    book = plan_book(2)
+    book.register(stmgr_location(0))
+    book.register(stmgr_location(1))
     book.plan_stored(book.next_plan().version)
     resp = AdminCommands(_Master(book, store_fails="ConnectionLoss"), pid=1).handle("deactivate")
     reason = ("plan v2 carrying it is not in the state manager yet (its write failed: ConnectionLoss); a master "
@@ -75,25 +75,16 @@ def test_a_state_whose_plan_write_failed_is_pending_and_says_why():
 
 
 def test_a_master_taking_over_counts_the_stored_plan_as_stored():
-    book = _book(2)
-    stored = _book(2)
-    stored.register(_loc(0))
-    stored.register(_loc(1))
+    book = plan_book(2)
+    stored = plan_book(2)
+    stored.register(stmgr_location(0))
+    stored.register(stmgr_location(1))
     stored.run_state = TopologyState.PAUSED
     plan = stored.next_plan()
     book.adopt(plan, epoch=2)
     assert (book.run_state, book.stored_version) == (TopologyState.PAUSED, plan.version)
 
 
-class _Clock:
-    def __init__(self):
-        self.t = 0.0
-
-    def __call__(self):
-        return self.t
-
-    def sleep(self, s):
-        self.t += s
 
 
 def _sender(book, register_after_polls=None):
@@ -106,7 +97,7 @@ def _sender(book, register_after_polls=None):
             if polls[0] == 2:
                 raise AdminError("topology master not reachable")  # a failover: asked again
             if register_after_polls is not None and polls[0] >= register_after_polls and 1 not in book.stmgrs:
-                book.register(_loc(1))
+                book.register(stmgr_location(1))
                 book.plan_stored(book.next_plan().version)  # what the master does when the last one registers
         return master.handle(command)
 
@@ -114,9 +105,9 @@ def _sender(book, register_after_polls=None):
 
 
 def test_the_cli_fails_with_the_reason_when_not_applied_within_wait():
-    book = _book(2)
-    book.register(_loc(0))
-    clock = _Clock()
+    book = plan_book(2)
+    book.register(stmgr_location(0))
+    clock = ManualClock(0.0)
     ok, text = run_state_command(None, "t", "deactivate", 2.0, send=_sender(book), clock=clock, sleep=clock.sleep)
     assert not ok
     assert text == (f"topology 't' is now PAUSED; pending: {PENDING}\n"
@@ -124,9 +115,9 @@ def test_the_cli_fails_with_the_reason_when_not_applied_within_wait():
 
 
 def test_the_cli_waits_until_the_state_is_applied():
-    book = _book(2)
-    book.register(_loc(0))
-    clock = _Clock()
+    book = plan_book(2)
+    book.register(stmgr_location(0))
+    clock = ManualClock(0.0)
     ok, text = run_state_command(None, "t", "deactivate", 10.0, send=_sender(book, register_after_polls=3),
                                  clock=clock, sleep=clock.sleep)
     assert ok and text.endswith("\ndeactivate of topology 't' applied on every stream manager")
@@ -138,4 +129,4 @@ def test_a_refused_command_fails_at_once():
         return pb.AdminResponse(ok=False, message="topology master pid 9 is a standby")
 
     assert run_state_command(None, "t", "activate", 5.0, send=send) == (False, "topology master pid 9 is a standby")
-    assert _book().set_run_state(TopologyState.RUNNING).changed is False
+    assert plan_book().set_run_state(TopologyState.RUNNING).changed is False

@@ -15,14 +15,7 @@ from heron_py.api.state.state import HashMapState
 from heron_py.connectors.base import ConnectorConfigError, ReplayableSource
 from heron_py.connectors.common import stable_owner
 from heron_py.connectors.files import FileTailGenerator, FileTailSpout, FolderReader, LinePositions, file_spout_config
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
+from tests.fakes import ManualClock
 
 
 class Context:
@@ -58,7 +51,7 @@ class Delegate:
         self.lines.append((message, level))
 
 
-def spout(folder, mode: str, clock: Clock, state: HashMapState | None = None, **conf: Any):
+def spout(folder, mode: str, clock: ManualClock, state: HashMapState | None = None, **conf: Any):
     d = Delegate()
     s = FileTailSpout(d)
     s.clock = clock
@@ -68,7 +61,7 @@ def spout(folder, mode: str, clock: Clock, state: HashMapState | None = None, **
     return s, d
 
 
-def pump(s, clock: Clock, n: int = 3) -> None:
+def pump(s, clock: ManualClock, n: int = 3) -> None:
     for _ in range(n):
         clock.t += 0.01
         s.next_tuple()
@@ -132,7 +125,7 @@ def test_at_least_once_commits_up_to_the_contiguous_acked_line_and_resumes_there
     data = tmp_path / "in"
     data.mkdir()
     (data / "a.txt").write_text("".join(f"line {i}\n" for i in range(10)))
-    clock = Clock()
+    clock = ManualClock(1000.0)
     s, d = spout(data, "ATLEAST_ONCE", clock)
     pump(s, clock)
     assert [e[0] for e in d.emitted] == [["a.txt", i, f"line {i}"] for i in range(10)]
@@ -164,7 +157,7 @@ def test_at_least_once_commits_up_to_the_contiguous_acked_line_and_resumes_there
 
 def test_effectively_once_positions_go_through_the_checkpoint(tmp_path):
     (tmp_path / "a.txt").write_text("a0\na1\na2\n")
-    clock = Clock()
+    clock = ManualClock(1000.0)
     state = HashMapState()
     s, d = spout(tmp_path, "EFFECTIVELY_ONCE", clock, state, **{"files.batch.lines": 2})
     s.next_tuple()  # the scan and the first 2 lines
@@ -248,7 +241,7 @@ def test_at_least_once_a_truncated_file_counts_its_lines_again_and_old_acks_are_
     data = tmp_path / "in"
     data.mkdir()
     (data / "a.txt").write_text("".join(f"line {i}\n" for i in range(5)))
-    clock = Clock()
+    clock = ManualClock(1000.0)
     s, d = spout(data, "ATLEAST_ONCE", clock)
     pump(s, clock)
     old = [e[1] for e in d.emitted]
@@ -271,7 +264,7 @@ def test_a_saved_position_of_another_file_under_the_name_is_not_used(tmp_path):
     data = tmp_path / "in"
     data.mkdir()
     (data / "a.txt").write_text("".join(f"line {i}\n" for i in range(5)))
-    clock = Clock()
+    clock = ManualClock(1000.0)
     s, d = spout(data, "ATLEAST_ONCE", clock)
     pump(s, clock)
     for e in d.emitted:
@@ -354,7 +347,7 @@ def test_an_unreadable_file_is_logged_once_and_the_others_go_on():
 
 def test_a_missing_folder_is_one_line_and_read_once_it_exists(tmp_path):
     data = tmp_path / "later"
-    clock = Clock()
+    clock = ManualClock(1000.0)
     s, d = spout(data, "ATLEAST_ONCE", clock)
     pump(s, clock, 5)
     line = f"file spout 'files' task 1: folder {data} does not exist; waiting for it"

@@ -1,0 +1,196 @@
+"""The tests' one set of fakes: a manual clock, a connection that records what is sent, the
+plan and topology builders the unit tests share, and small picklable components.
+
+Components live at module level so pickling finds them (the planner stores them by reference).
+Everything here is pure: no sockets, no threads, no real time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from heron_py.api.bolt.bolt import Bolt
+from heron_py.api.spout.spout import Spout
+from heron_py.api.stream import Stream
+from heron_py.common.handshake import PeerIdentity
+from heron_py.planner.model import (
+    ComponentDef,
+    ComponentKind,
+    GroupingDef,
+    GroupingKind,
+    InputDef,
+    PackingPlan,
+    PhysicalPlan,
+    PickledRef,
+    StmgrLocation,
+    StreamDef,
+    TaskPlacement,
+    TopologyDef,
+    TopologyState,
+)
+from heron_py.planner.packing import round_robin
+from heron_py.testing import ManualClock as _UserManualClock
+from topology_master.plan_book import PlanBook
+
+# --- time ------------------------------------------------------------------------------------
+
+
+class ManualClock(_UserManualClock):
+    """heron_py.testing's ManualClock (``t``, ``clock()``), which users get, with what the unit
+    tests also need: ``now`` (a name for ``t``), ``advance`` and ``sleep`` (the injected sleep
+    of code that polls: it moves the clock instead of waiting)."""
+
+    @property
+    def now(self) -> float:
+        return self.t
+
+    @now.setter
+    def now(self, value: float) -> None:
+        self.t = value
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+    def sleep(self, seconds: float) -> None:
+        self.t += seconds
+
+
+# --- connections -----------------------------------------------------------------------------
+
+
+class FakeConn:
+    """A daemon connection (heron_py.common.net's Connection) that records every frame sent,
+    in order; ``writing_paused`` is what the forwarder reads for backpressure."""
+
+    def __init__(self, identity: PeerIdentity | None = None) -> None:
+        self.identity = identity
+        self.peer_name = f"{identity.role} {identity.peer_id}" if identity else "fake"
+        self.context: object = None
+        self.writing_paused = False
+        self.max_frame = 16 * 1024 * 1024
+        self.sent: list[bytes] = []
+        self.send_many_calls = 0
+
+    def send(self, frame: bytes) -> None:
+        self.sent.append(frame)
+
+    def send_many(self, frames: Iterable[bytes]) -> None:
+        self.send_many_calls += 1
+        self.sent.extend(frames)
+
+    def send_msg(self, msg_type: object, msg: Any) -> None:
+        self.sent.append(bytes(msg.SerializeToString()))
+
+    def set_write_limits(self, high: int, low: int) -> None:
+        pass
+
+    def set_max_frame(self, n: int) -> None:
+        self.max_frame = n
+
+
+class FakeDestinations:
+    """Where the stream manager's forwarder sends: its instances by task, its peers by
+    container; a missing key is a destination that is down."""
+
+    def __init__(self) -> None:
+        self.instances: dict[int, FakeConn] = {}
+        self.peers: dict[int, FakeConn] = {}
+
+    def instance(self, task: int) -> FakeConn | None:
+        return self.instances.get(task)
+
+    def peer(self, container: int) -> FakeConn | None:
+        return self.peers.get(container)
+
+
+# --- plans -----------------------------------------------------------------------------------
+
+
+def component(name: str, kind: ComponentKind, par: int, inputs: Iterable[InputDef] = (),
+              outputs: Iterable[StreamDef] = (), class_name: str | None = None) -> ComponentDef:
+    """A component of a plan that is never run: its class reference is empty."""
+    return ComponentDef(name, kind, PickledRef(b""), class_name or f"m:{name}", par, tuple(inputs), tuple(outputs))
+
+
+def grouped(source: str, stream: str, kind: GroupingKind, fields: Iterable[str] = ()) -> InputDef:
+    return InputDef(source, stream, GroupingDef(kind, tuple(fields)))
+
+
+def stmgr_location(container: int, port: int = 7000) -> StmgrLocation:
+    """Container ``container``'s stream manager on 127.0.0.1, port ``port + container``."""
+    return StmgrLocation(container, "127.0.0.1", port + container, 100 + container)
+
+
+def spout_bolt_topology(spout_par: int = 1, bolt_par: int = 3, name: str = "t") -> TopologyDef:
+    """Spout "s" and bolt "b", unconnected: what the master's rules need of a topology."""
+    return TopologyDef(name, (component("s", ComponentKind.SPOUT, spout_par, class_name="m:S"),
+                              component("b", ComponentKind.BOLT, bolt_par, class_name="m:B")))
+
+
+def numbers_topology() -> TopologyDef:
+    """Spout "numbers" (1 task, stream default ("n",)) into bolt "sink" (2 tasks, fields on n)."""
+    spout = component("numbers", ComponentKind.SPOUT, 1, outputs=(StreamDef("default", ("n",)),),
+                      class_name="m:Numbers")
+    by_n = grouped("numbers", "default", GroupingKind.FIELDS, ("n",))
+    sink = component("sink", ComponentKind.BOLT, 2, inputs=(by_n,), class_name="m:Sink")
+    return TopologyDef("t", (spout, sink))
+
+
+def word_count_plan() -> PhysicalPlan:
+    """Spout "words" (tasks 1, 2), bolt "count" (tasks 3, 4, 5) over containers 0 and 1:
+    container 0 holds tasks 1 and 3, container 1 holds 2, 4 and 5."""
+    topo = TopologyDef("wc", (component("words", ComponentKind.SPOUT, 2), component("count", ComponentKind.BOLT, 3)))
+    tasks = (TaskPlacement(1, "words", 0, 0), TaskPlacement(2, "words", 1, 1), TaskPlacement(3, "count", 0, 0),
+             TaskPlacement(4, "count", 1, 1), TaskPlacement(5, "count", 2, 1))
+    return PhysicalPlan(topo, PackingPlan(2, tasks),
+                        (StmgrLocation(0, "h", 1, 10), StmgrLocation(1, "h", 2, 11)), TopologyState.RUNNING, 1)
+
+
+def physical_plan(topo: TopologyDef, containers: int = 1, version: int = 1) -> PhysicalPlan:
+    """``topo`` packed round robin, running, with a stream manager per container on localhost."""
+    stmgrs = tuple(StmgrLocation(c, "localhost", 0, 0) for c in range(containers))
+    return PhysicalPlan(topo, round_robin(topo, containers), stmgrs, TopologyState.RUNNING, version)
+
+
+# --- components (module level: picklable) ----------------------------------------------------
+
+
+class WordSpout(Spout):
+    outputs = ["word"]
+
+    def initialize(self, config: dict[str, Any], context: Any) -> None:
+        self.words = list(config.get("words", "a b c d e f g h").split())
+        self.i = 0
+
+    def next_tuple(self) -> None:
+        if self.i < len(self.words):
+            self.emit([self.words[self.i]])
+            self.i += 1
+
+
+class Splitter(Bolt):
+    outputs = ["word"]
+
+    def process(self, tup: Any) -> None:
+        for w in tup.values[0].split():
+            self.emit([w])
+
+
+class Counter(Bolt):
+    outputs = ["word", "count"]
+
+    def initialize(self, config: dict[str, Any], context: Any) -> None:
+        self.counts: dict[Any, int] = {}
+
+    def process(self, tup: Any) -> None:
+        self.counts[tup.values[0]] = self.counts.get(tup.values[0], 0) + 1
+
+
+class TwoStreams(Spout):
+    outputs = [Stream(["n"], name="evens"), Stream(["n", "label"], name="odds")]
+
+
+def plan_book(containers: int = 2) -> PlanBook:
+    """The master's plan book for ``spout_bolt_topology()`` packed over ``containers``."""
+    topo = spout_bolt_topology()
+    return PlanBook("t", topo, round_robin(topo, containers))
