@@ -37,7 +37,7 @@ from heron_py.planner.packing import round_robin
 from instance.execution import shutdown_drain_secs
 from proto import heron_py_pb2 as pb
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SECRET = b"s" * 32
 TUPLE_BYTES = 8 << 10  # 8 KiB a tuple, one tuple a frame: megabytes queue up behind a slow reader
 BURST = 3000  # 24 MiB: more than the socket buffers hold, so the outbound queue backs up
