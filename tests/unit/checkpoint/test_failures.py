@@ -1,4 +1,5 @@
-"""Issue 37, hole 5: the checkpoint failure manager, and which restore errors are transient."""
+"""The checkpoint failure manager (heron_py/checkpoint/failures.py), and which restore errors are
+transient (issue 37, hole 5)."""
 
 from __future__ import annotations
 

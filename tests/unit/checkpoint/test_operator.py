@@ -1,5 +1,6 @@
-"""Issue 37: ``heron-py restore NAME --checkpoint ID | --clean``: the parser, the admin wire and
-the master's answer (AdminCommands over a small master that holds a real checkpoint driver)."""
+"""``heron-py restore NAME --checkpoint ID | --clean``: the parser, the admin wire and the
+master's answer (AdminCommands over a small master that holds a real checkpoint driver;
+issue 37)."""
 
 from __future__ import annotations
 

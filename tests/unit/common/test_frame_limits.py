@@ -1,6 +1,6 @@
-"""Issue 18, defect 3: batches are bounded in bytes below heron_py.network.max.frame.bytes,
-every decoder uses the configured limit, and a tuple too large for any frame is refused
-with one clear error."""
+"""Batches are bounded in bytes below heron_py.network.max.frame.bytes, every decoder uses the
+configured limit, and a tuple too large for any frame is refused with one clear error (issue
+18, defect 3)."""
 
 import random
 

@@ -1,3 +1,7 @@
+"""Frames (heron_py/common/framing.py): any chunking of the byte stream decodes to the same
+frames; an oversized frame is refused from its header alone, an unknown type or a short
+length is refused; a batch frame is routed on its header."""
+
 import struct
 
 import pytest

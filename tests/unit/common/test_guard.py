@@ -1,5 +1,6 @@
-"""Issue 18, defect 5: limits before authentication: a handshake deadline, a small pre-auth
-frame limit, a connection cap per port, rate-limited logging of failed handshakes."""
+"""Limits before authentication (heron_py/common/guard.py): a handshake deadline, a small
+pre-auth frame limit, a connection cap per port, rate-limited logging of failed handshakes
+(issue 18, defect 5)."""
 
 import asyncio
 import logging

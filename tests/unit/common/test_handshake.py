@@ -1,3 +1,7 @@
+"""The secret handshake (heron_py/common/handshake.py) as two state machines over frames: the
+same secret authenticates both sides; a wrong secret, a server without it, data before
+authentication and a replayed hello each fail."""
+
 import itertools
 
 import pytest

@@ -1,6 +1,6 @@
-"""Issue 18, defect 4: a stream manager without a plan holds (bounded) what its instances
-send and routes it when the plan comes; every drop that can still happen is exported as
-``__dropped-tuples/<reason>``."""
+"""A stream manager without a plan holds (bounded) what its instances send and routes it when
+the plan comes; every drop that can still happen is exported as ``__dropped-tuples/<reason>``
+(issue 18, defect 4)."""
 
 import logging
 from types import SimpleNamespace

@@ -1,6 +1,6 @@
-"""Issue 37, hole 4 and part of 7: restore and checkpoint ids come from the master's election
-epoch (``epoch << 32 | n``), never the wall clock; a new master never reuses a checkpoint id
-an older master's tasks may still be saving into."""
+"""Restore and checkpoint ids come from the master's election epoch (``epoch << 32 | n``), never
+the wall clock; a new master never reuses a checkpoint id an older master's tasks may still be
+saving into (issue 37, hole 4 and part of 7)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Issue 18, defect 8: plan versions never go backwards across masters, even when the last
-plan a master pushed never reached the state manager before it died."""
+"""Plan versions never go backwards across masters, even when the last plan a master pushed
+never reached the state manager before it died (issue 18, defect 8)."""
 
 import threading
 

@@ -1,5 +1,5 @@
-"""Issue 18, defect 9: activate/deactivate say whether the state is in effect on every stream
-manager or pending (and why), and the CLI fails when it is not applied within --wait."""
+"""Activate/deactivate say whether the state is in effect on every stream manager or pending
+(and why), and the CLI fails when it is not applied within --wait (issue 18, defect 9)."""
 
 import json
 
