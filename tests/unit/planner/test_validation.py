@@ -1,5 +1,5 @@
 """Every user mistake in a topology ends in one message (what, where, expected, found),
-asserted verbatim. Complements test_api_planner.py."""
+asserted verbatim. Complements test_logical.py."""
 
 from dataclasses import replace
 

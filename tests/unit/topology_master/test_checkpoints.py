@@ -1,6 +1,6 @@
 """The topology master's checkpoint driver (issue 37) on a real event loop, real storage (a full
 tmpfs where the test can mount one) and its real I/O thread; the stream managers are replaced by
-the list of frames it sends. The harness is shared with test_restore_ids.py."""
+the list of frames it sends. The harness is shared with test_checkpoint_ids.py."""
 
 from __future__ import annotations
 
