@@ -13,7 +13,7 @@
     python scripts/gen_reference.py           # rewrite the pages
     python scripts/gen_reference.py --check   # exit 1, naming each stale page, when one differs
 
-tests/unit/test_docs_reference.py runs the check, and scripts/docs.sh runs it before
+tests/unit/project/test_docs_reference.py runs the check, and scripts/docs.sh runs it before
 `mkdocs build --strict`. Rendering is pure (source text in, Markdown out); only ``main``
 reads and writes files.
 """

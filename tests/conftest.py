@@ -21,7 +21,7 @@ _SHARED_FIXTURES = (("slurm_cluster", "slurm"), ("zk_server", "zookeeper"), ("sp
 
 
 def xdist_group_of(nodeid: str, fixturenames: tuple[str, ...] | list[str]) -> str:
-    """The group a test runs in under ``--dist loadgroup`` (pure: tests/unit/test_xdist_groups.py)."""
+    """The group a test runs in under ``--dist loadgroup`` (pure: tests/unit/project/test_xdist_groups.py)."""
     for fixture, group in _SHARED_FIXTURES:
         if fixture in fixturenames:
             return group
@@ -35,6 +35,7 @@ def xdist_group_of(nodeid: str, fixturenames: tuple[str, ...] | list[str]) -> st
     return path
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the marker into the node id
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("xdist_group") is None:

@@ -13,14 +13,12 @@ from heron_py.api.stream import Stream
 from heron_py.api.tuple import HeronTuple
 from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import LocalFsStateManager
+from heron_py.testing import ManualClock
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
+def Clock() -> ManualClock:
+    """The connectors' tests start their clock at 1000 s."""
+    return ManualClock(1000.0)
 
 
 class _Comp:

@@ -29,30 +29,13 @@ from heron_py.planner.model import (
     TopologyState,
 )
 from heron_py.planner.packing import round_robin
-from heron_py.testing import ManualClock as _UserManualClock
+from heron_py.testing import ManualClock
 from topology_master.plan_book import PlanBook
 
 # --- time ------------------------------------------------------------------------------------
 
 
-class ManualClock(_UserManualClock):
-    """heron_py.testing's ManualClock (``t``, ``clock()``), which users get, with what the unit
-    tests also need: ``now`` (a name for ``t``), ``advance`` and ``sleep`` (the injected sleep
-    of code that polls: it moves the clock instead of waiting)."""
-
-    @property
-    def now(self) -> float:
-        return self.t
-
-    @now.setter
-    def now(self, value: float) -> None:
-        self.t = value
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
-
-    def sleep(self, seconds: float) -> None:
-        self.t += seconds
+__all__ = ["ManualClock"]  # users' clock (heron_py.testing): t, clock(), now, advance, sleep
 
 
 # --- connections -----------------------------------------------------------------------------

@@ -21,7 +21,7 @@ Limits, because the port is open to anything that can reach the host:
 
 aiohttp answers parse errors itself: always 400, as HTTP/1.0, with its parser's wording.
 ``_Protocol.handle_error`` replaces those answers with ours; it is the one place that leans
-on aiohttp internals (tests/unit/test_http_api.py pins the behaviour).
+on aiohttp internals (tests/unit/topology_master/test_http_api.py pins the behaviour).
 """
 
 from __future__ import annotations

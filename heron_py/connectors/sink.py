@@ -9,7 +9,7 @@ The bolt brings what differs: ``write`` (the batch to the system; raises when it
 result goes to ``confirmed``), ``confirmed`` (ack, or fail an input the system refused),
 ``failed`` (fail the inputs, log the error, ``Reconnect.failed``) and ``recovered`` (one line
 when a write succeeded after an outage). No I/O here and an injected clock, so the loop is tested
-without a server (tests/unit/test_connector_base.py).
+without a server (tests/unit/connectors/test_base.py).
 
 Also the pieces the sink bolts shared as private copies: the counters metric and the line that
 names a bad input."""

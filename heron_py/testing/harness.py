@@ -56,13 +56,29 @@ START_TIME = 1_000_000.0  # the clock's first reading: a fixed epoch, so window 
 
 
 class ManualClock:
-    """The harness's clock: it moves only when the harness advances it."""
+    """The harness's clock: it moves only when told to. Also a clock to inject into code under
+    test (``clock()`` reads it; ``advance`` and ``sleep`` move it; ``sleep`` stands in for the
+    injected sleep of code that polls, so a test waits for nothing)."""
 
     def __init__(self, start: float = START_TIME) -> None:
         self.t = start
 
     def __call__(self) -> float:
         return self.t
+
+    @property
+    def now(self) -> float:
+        return self.t
+
+    @now.setter
+    def now(self, value: float) -> None:
+        self.t = value
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+    def sleep(self, seconds: float) -> None:
+        self.t += seconds
 
 
 class MemoryStorage(CheckpointStorage):

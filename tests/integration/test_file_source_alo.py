@@ -9,7 +9,7 @@ after the write. One topology for the module:
 - a file truncated in place and a file replaced by a new one (renamed over it) mid-run: one log
   line each, asserted verbatim, the new content read from its start, the topology going on;
 - an unreadable file (permissions): one log line, the other files going on (skipped as root:
-  permissions do not deny root; tests/unit/test_file_source.py covers it in a setuid child)."""
+  permissions do not deny root; tests/unit/connectors/files/test_file_source.py covers it in a setuid child)."""
 
 from __future__ import annotations
 
