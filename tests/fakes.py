@@ -29,13 +29,10 @@ from heron_py.planner.model import (
     TopologyState,
 )
 from heron_py.planner.packing import round_robin
-from heron_py.testing import ManualClock
+from heron_py.testing import ManualClock as ManualClock  # users' clock: t, clock(), now, advance, sleep
 from topology_master.plan_book import PlanBook
 
 # --- time ------------------------------------------------------------------------------------
-
-
-__all__ = ["ManualClock"]  # users' clock (heron_py.testing): t, clock(), now, advance, sleep
 
 
 # --- connections -----------------------------------------------------------------------------
