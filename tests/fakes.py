@@ -32,9 +32,6 @@ from heron_py.planner.packing import round_robin
 from heron_py.testing import ManualClock as ManualClock  # users' clock: t, clock(), now, advance, sleep
 from topology_master.plan_book import PlanBook
 
-# --- time ------------------------------------------------------------------------------------
-
-
 # --- connections -----------------------------------------------------------------------------
 
 
