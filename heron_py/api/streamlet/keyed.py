@@ -125,10 +125,13 @@ class _KeyedBolt(StreamletBolt, StatefulComponent):
         context.register_metric(METRIC_BAD, self._bad_inputs, METRIC_BUCKET_S)
 
     def _bad(self, tup: Any, what: str, error: Exception) -> None:
-        self.logger.error("%s: %s raised %s: %s for element %s; failing its source tuple", self._where, what,
-                          type(error).__name__, error, _short(tup.values[0]))
-        self._bad_inputs.incr()
+        self._bad_element(tup.values[0], what, error, "failing its source tuple")
         self.fail(tup)
+
+    def _bad_element(self, element: Any, what: str, error: Exception, outcome: str) -> None:
+        self.logger.error("%s: %s raised %s: %s for element %s; %s", self._where, what, type(error).__name__, error,
+                          _short(element), outcome)
+        self._bad_inputs.incr()
 
     def _hold(self, key: Any, tup: Any) -> None:
         if not self._hold_inputs:
@@ -191,6 +194,34 @@ class CountByKeyBolt(_KeyedBolt):
             return
         self.emit([(key, n)], stream=OUTPUT_STREAM, anchors=[tup])
         self.ack(tup)
+
+    heron_batch_stream = OUTPUT_STREAM
+
+    def heron_process_batch(self, values: list[Any]) -> tuple[list[Any], int]:
+        """A batch of untracked inputs (the host calls this only when no tuple of the batch is
+        tracked): every key counted in one pass over the batch, no tuple object per input.
+        Update mode returns the (key, count) pairs to emit at once; tick mode marks the keys
+        changed; final mode only counts. Returns (outputs as one-value tuples, inputs failed)."""
+        key_fn, counts, changed = self._key_fn, self.values, self._changed
+        get = counts.get
+        update, tick = self._mode == EMIT_UPDATE, self._mode == EMIT_TICK
+        out: list[Any] = []
+        append = out.append
+        failed = 0
+        for row in values:
+            try:
+                key = key_fn(row[0])
+                n = get(key, 0) + 1
+                counts[key] = n
+            except Exception as e:  # the user's key function, or an unhashable key
+                self._bad_element(row[0], "key_function", e, "dropped (its tuple is not tracked)")
+                failed += 1
+                continue
+            if update:
+                append(((key, n),))
+            elif tick and key not in changed:  # a key already changed keeps the inputs it holds
+                changed[key] = _UNHELD
+        return out, failed
 
     def _process_tick(self, tup: Any) -> None:
         key = self._count(tup)

@@ -340,3 +340,37 @@ def test_compiles_to_one_keyed_bolt_with_the_parents_partitions():
     comp = topo.component("countbykey-1")
     assert comp.par == 2
     assert comp.config[keyed.EMIT] == "tick" and comp.config[keyed.TICK_SECS] == "1.0"
+
+
+def test_untracked_batches_are_counted_in_one_pass_and_a_bad_key_drops_only_its_element(caplog):
+    """Acking off, a received batch goes to count_by_key's heron_process_batch (no tuple per
+    input): the counts are those of the per-tuple path, and a key function that raises drops
+    only that element, with one line."""
+    def key_or_raise(word):
+        if word == "boom":
+            raise ValueError("no key for boom")
+        return word
+
+    b = Builder()
+    b.new_source(Items([*TEXT, "boom cat"])).flat_map(str.split).count_by_key(key_or_raise).log()
+    calls = []
+    real = keyed.CountByKeyBolt.heron_process_batch
+
+    def spy(self, values):
+        calls.append(len(values))
+        return real(self, values)
+
+    keyed.CountByKeyBolt.heron_process_batch = spy
+    try:
+        with caplog.at_level(logging.ERROR):
+            r = run(b, ["log-1"])
+    finally:
+        keyed.CountByKeyBolt.heron_process_batch = real
+    assert calls and sum(calls) == len(WORDS) + 2  # every word went through the batch path
+    final = {}
+    for w, n in pairs(r, "log-1"):
+        final[w] = max(n, final.get(w, 0))
+    assert final == dict(collections.Counter([*WORDS, "cat"]))
+    lines = [rec.getMessage() for rec in caplog.records if "key_function raised" in rec.getMessage()]
+    assert lines == ["streamlet 'countbykey-1' (count_by_key): key_function raised ValueError: no key for boom for "
+                     "element 'boom'; dropped (its tuple is not tracked)"]
