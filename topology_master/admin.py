@@ -25,6 +25,7 @@ class AdminCommands:
     def __init__(self, master: MasterControl, pid: int) -> None:
         self.master = master
         self.pid = pid
+        self.last_run_state_message = ""
 
     def handle(self, command: str) -> pb.AdminResponse:
         m = self.master
@@ -52,10 +53,17 @@ class AdminCommands:
         return pb.AdminResponse(ok=ok, message=message, status_json=json.dumps(self.master.status()).encode())
 
     def _set_run_state(self, state: TopologyState) -> pb.AdminResponse:
-        """Says what really happened: applied (every stream manager has a plan with the state)
-        or pending with the reason; the status rides along so the CLI can wait for it."""
-        message = self.master.set_run_state(state)
+        """Says what really happened: applied (every stream manager has a plan with the state,
+        and the state manager holds it) or pending with the reason; the status rides along so
+        the CLI can wait for it."""
+        self.last_run_state_message = self.master.set_run_state(state)
+        return self.run_state_answer()
+
+    def run_state_answer(self) -> pb.AdminResponse:
+        """The answer to the last activate/deactivate as things stand now (main.py asks again
+        once the plan carrying the state is stored)."""
         doc = self.master.status()
         pending = doc.get("pending_reason")
+        message = self.last_run_state_message
         message += f"; pending: {pending}" if pending else "; applied on every stream manager"
         return pb.AdminResponse(ok=True, message=message, status_json=json.dumps(doc).encode())

@@ -55,6 +55,10 @@ from topology_master.ui_actions import Actions, ActionsCli, detached_cli, schedu
 EXIT_STEPPED_DOWN = 3
 
 
+# an activate/deactivate is answered once the plan carrying it is stored, or after this long
+ADMIN_STORE_WAIT_S = 3.0
+
+
 class TopologyMaster(DaemonBase):
     """The daemon: it wires the listeners, the election and the state writes to its
     collaborators (PlanBook: the rules; StmgrLinks: the stream managers' connections;
@@ -101,6 +105,7 @@ class TopologyMaster(DaemonBase):
         self._packing: PackingPlan
         self.book: PlanBook
         self.links: StmgrLinks
+        self.plans: PlanStore | None = None
 
     async def start(self) -> None:
         self._begin()
@@ -118,9 +123,9 @@ class TopologyMaster(DaemonBase):
         if self._ui_cli is not None:
             self.actions = Actions(self, self.topology, packing.num_containers, self._log, self._ui_cli)
         self.book = PlanBook(self.topology, topo, packing)
-        plans = PlanStore(topology=self.topology, book=self.book, state=self._state, worker=self._worker,
-                          loop=loop, changed=self._write_execution_state, log=self._log)
-        self.links = StmgrLinks(self.book, is_active=lambda: self.active, store_plan=plans.store,
+        self.plans = PlanStore(topology=self.topology, book=self.book, state=self._state, worker=self._worker,
+                               loop=loop, changed=self._write_execution_state, log=self._log)
+        self.links = StmgrLinks(self.book, is_active=lambda: self.active, store_plan=self.plans.store,
                                 state_changed=self._write_execution_state, log=self._log)
         config = {**topo.config}
         if self._relaunch is not None and RELAUNCH.parse(config):
@@ -278,7 +283,6 @@ class _Handler(BaseHandler):
         self.tm = tm
 
     def routes(self) -> Routes:
-        tm = self.tm
         return Routes("tmanager", [
             on("stmgr", MsgType.REGISTER_STMGR_REQUEST, pb.RegisterStmgrRequest, self._register),
             on("stmgr", MsgType.STMGR_HEARTBEAT, pb.StmgrHeartbeat, self._heartbeat),
@@ -289,9 +293,26 @@ class _Handler(BaseHandler):
             on("stmgr", MsgType.ROLLBACK_REQUEST, pb.RollbackRequest, lambda conn, m: self._checkpoints(
                 lambda c: c.on_rollback_request(m.container, m.restore_id, m.reason))),
             on_raw("metricsmgr", MsgType.METRICS_REPORT, self._metrics_report),
-            on("cli", MsgType.ADMIN_REQUEST, pb.AdminRequest,
-               lambda conn, m: conn.send_msg(MsgType.ADMIN_RESPONSE, tm.admin.handle(m.command))),
+            on("cli", MsgType.ADMIN_REQUEST, pb.AdminRequest, self._admin),
         ])
+
+    def _admin(self, conn: Connection, req: pb.AdminRequest) -> None:
+        tm = self.tm
+        before = tm.book.version
+        resp = tm.admin.handle(req.command)
+        plans = tm.plans
+        if tm.book.version == before or plans is None:
+            conn.send_msg(MsgType.ADMIN_RESPONSE, resp)
+            return
+
+        async def answer_once_stored(version: int) -> None:
+            # a run state is in effect for good only once its plan is stored (a master taking
+            # over adopts the stored one): the answer waits for the write, briefly
+            await plans.settled(version, timeout=ADMIN_STORE_WAIT_S)
+            if conn.is_open:
+                conn.send_msg(MsgType.ADMIN_RESPONSE, tm.admin.run_state_answer())
+
+        tm.spawn(answer_once_stored(tm.book.version))
 
     def _register(self, conn: Connection, req: pb.RegisterStmgrRequest) -> None:
         tm = self.tm

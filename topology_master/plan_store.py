@@ -29,6 +29,7 @@ class PlanStore:
         self._changed = changed  # the execution state says what became of the write
         self._log = log
         self._retry_s = retry_s
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []  # (version, settled)
 
     def store(self, plan: PhysicalPlan) -> None:
         """Queues the write (the state worker keeps only the newest plan queued)."""
@@ -43,13 +44,34 @@ class PlanStore:
 
         self._worker.put_latest("pplan", write)
 
+    async def settled(self, version: int, timeout: float) -> None:
+        """Returns once the write of plan ``version`` (or of a newer one) succeeded or failed,
+        or after ``timeout``: an answer that waits for it says what the state manager holds."""
+        if self._book.stored_version >= version:
+            return
+        fut: asyncio.Future[None] = self._loop.create_future()
+        self._waiters.append((version, fut))
+        try:
+            await asyncio.wait_for(asyncio.shield(fut), timeout)
+        except TimeoutError:
+            pass
+        finally:
+            self._waiters = [(v, f) for v, f in self._waiters if f is not fut]
+
+    def _wake(self, version: int) -> None:
+        for v, fut in self._waiters:
+            if v <= version and not fut.done():
+                fut.set_result(None)
+
     def _stored(self, plan: PhysicalPlan) -> None:
         self._book.plan_stored(plan.version)
         self._changed()
+        self._wake(plan.version)
 
     def _failed(self, plan: PhysicalPlan, error: str) -> None:
         self._book.plan_store_failed(plan.version, error)
         self._changed()
+        self._wake(plan.version)
         if self._book.pplan is plan:  # a newer plan has its own write queued
             self._log.warning("physical plan v%d not stored (%s); trying again in %g s", plan.version, error,
                               self._retry_s)

@@ -39,6 +39,13 @@ class DaemonBase:
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         self._tasks.append(asyncio.ensure_future(coro))
 
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """A short task of a collaborator (one answer to send): cancelled at stop like the
+        daemon's own, and forgotten once it is done."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.append(task)
+        task.add_done_callback(self._tasks.remove)
+
     async def wait(self) -> int:
         assert self._stopped is not None
         await self._stopped.wait()
