@@ -6,12 +6,17 @@ Everything here is pure: no sockets, no threads, no real time."""
 
 from __future__ import annotations
 
+import collections
+import logging
+import random
 from collections.abc import Iterable
 from typing import Any
 
 from heron_py.api.bolt.bolt import Bolt
 from heron_py.api.spout.spout import Spout
 from heron_py.api.stream import Stream
+from heron_py.api.streamlet.generator import Generator
+from heron_py.common.framing import MsgType, batch_dest, frame_type
 from heron_py.common.handshake import PeerIdentity
 from heron_py.planner.model import (
     ComponentDef,
@@ -29,7 +34,9 @@ from heron_py.planner.model import (
     TopologyState,
 )
 from heron_py.planner.packing import round_robin
+from heron_py.runtime.host import HostOptions, SpoutHost, make_host
 from heron_py.testing import ManualClock as ManualClock  # users' clock: t, clock(), now, advance, sleep
+from stream_manager.acking import AckService
 from topology_master.plan_book import PlanBook
 
 # --- connections -----------------------------------------------------------------------------
@@ -171,3 +178,68 @@ def plan_book(containers: int = 2) -> PlanBook:
     """The master's plan book for ``spout_bolt_topology()`` packed over ``containers``."""
     topo = spout_bolt_topology()
     return PlanBook("t", topo, round_robin(topo, containers))
+
+
+# --- in-process pipelines ------------------------------------------------------------------
+
+
+class Items(Generator):
+    """A Streamlet source that emits its items once, then nothing (so an in-process run ends)."""
+
+    def __init__(self, items: Any) -> None:
+        self.items = list(items)
+
+    def setup(self, context: Any) -> None:
+        self.left = list(self.items)
+
+    def get(self) -> Any:
+        return self.left.pop(0) if self.left else None
+
+
+class HostPipeline:
+    """Every task's host of a physical plan, in this process: TUPLE_BATCH frames go to their
+    task, ACK_BATCH frames to the stream manager's real acker (AckService) and its results to
+    the spout, as the stream managers route them. ``spout`` names the component ``pump`` calls
+    next_tuple on."""
+
+    def __init__(self, plan: PhysicalPlan, spout: str) -> None:
+        self.plan = plan
+        self.spout = spout
+        self.frames: collections.deque[bytes] = collections.deque()
+        self.hosts: dict[int, Any] = {t.task_id: make_host(plan, t.task_id, self.frames.extend,
+                                                     HostOptions(rng=random.Random(1)))
+                      for t in plan.packing.tasks}
+        for h in self.hosts.values():
+            h.initialize()
+            if isinstance(h, SpoutHost):
+                h.start()
+        self.acker = AckService(lambda task, frame: self.hosts[task].on_results(frame), logging.getLogger("test"))
+
+    def users(self, component: str) -> list[Any]:
+        return [self.hosts[t].user for t in self.plan.packing.tasks_of(component)]
+
+    def host(self, component: str) -> Any:
+        [t] = self.plan.packing.tasks_of(component)
+        return self.hosts[t]
+
+    def pump(self, spout_calls: int = 0) -> None:
+        """``spout_calls`` next_tuple calls on each spout task, then every frame delivered until
+        none is left."""
+        for t in self.plan.packing.tasks_of(self.spout):
+            self.hosts[t].next_tuples(spout_calls)
+        while True:
+            for h in self.hosts.values():
+                h.flush()
+            if not self.frames:
+                return
+            while self.frames:
+                f = self.frames.popleft()
+                if frame_type(f) == MsgType.TUPLE_BATCH:
+                    self.hosts[batch_dest(f)].process_frame(f)
+                elif frame_type(f) == MsgType.ACK_BATCH:
+                    self.acker.on_ack_batch(f)
+
+    def tick(self, component: str) -> None:
+        for t in self.plan.packing.tasks_of(component):
+            self.hosts[t].tick()
+        self.pump()

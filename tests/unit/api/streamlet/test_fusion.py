@@ -5,9 +5,7 @@ tuple when an operator raises."""
 
 from __future__ import annotations
 
-import collections
 import logging
-import random
 from collections import Counter
 
 import pytest
@@ -19,28 +17,15 @@ from heron_py.api.streamlet import components as comp
 from heron_py.api.streamlet.builder import Builder
 from heron_py.api.streamlet.config import Config
 from heron_py.api.streamlet.errors import StreamletError
-from heron_py.api.streamlet.generator import Generator
 from heron_py.api.streamlet.runner import build_topology
 from heron_py.api.topology import TopologyBuilder
-from heron_py.common.framing import MsgType, batch_dest, frame_type
 from heron_py.planner.model import GroupingKind, PhysicalPlan, StmgrLocation, TopologyState
 from heron_py.planner.packing import round_robin
-from heron_py.runtime.host import HostOptions, SpoutHost, make_host
 from heron_py.testing import run_in_process
-from stream_manager.acking import AckService
+from tests.fakes import HostPipeline, Items
 
 LOG = logging.getLogger("test")
 
-
-class Items(Generator):
-    def __init__(self, items):
-        self.items = list(items)
-
-    def setup(self, context):
-        self.left = list(self.items)
-
-    def get(self):
-        return self.left.pop(0) if self.left else None
 
 
 def config(fusion):
@@ -227,46 +212,9 @@ def fused_plan(mode):
     return PhysicalPlan(topo, round_robin(topo, 1), (StmgrLocation(0, "h", 1, 2),), TopologyState.RUNNING, 1)
 
 
-class Pipeline:
-    """Every task's host; tuple frames to their task, ack frames to the acker, its results to
-    the spout (as the stream manager routes them)."""
-
-    def __init__(self, plan):
-        self.plan = plan
-        self.frames = collections.deque()
-        self.hosts = {t.task_id: make_host(plan, t.task_id, self.frames.extend, HostOptions(rng=random.Random(1)))
-                      for t in plan.packing.tasks}
-        for h in self.hosts.values():
-            h.initialize()
-            if isinstance(h, SpoutHost):
-                h.start()
-        self.acker = AckService(lambda task, frame: self.hosts[task].on_results(frame), LOG)
-
-    def users(self, component):
-        return [self.hosts[t].user for t in self.plan.packing.tasks_of(component)]
-
-    def host(self, component):
-        [t] = self.plan.packing.tasks_of(component)
-        return self.hosts[t]
-
-    def pump(self, spout_calls):
-        for t in self.plan.packing.tasks_of("lines"):
-            self.hosts[t].next_tuples(spout_calls)
-        while True:
-            for h in self.hosts.values():
-                h.flush()
-            if not self.frames:
-                return
-            while self.frames:
-                f = self.frames.popleft()
-                if frame_type(f) == MsgType.TUPLE_BATCH:
-                    self.hosts[batch_dest(f)].process_frame(f)
-                elif frame_type(f) == MsgType.ACK_BATCH:
-                    self.acker.on_ack_batch(f)
-
 
 def test_at_least_once_a_raising_operator_fails_only_its_source_tuple(caplog):
-    p = Pipeline(fused_plan("ATLEAST_ONCE"))
+    p = HostPipeline(fused_plan("ATLEAST_ONCE"), "lines")
     with caplog.at_level(logging.ERROR):
         p.pump(spout_calls=10)
     [spout], [sink] = p.users("lines"), p.users("sink")
@@ -281,7 +229,7 @@ def test_at_least_once_a_raising_operator_fails_only_its_source_tuple(caplog):
 
 
 def test_at_most_once_the_batch_goes_through_in_one_call_and_a_raising_element_is_counted(caplog):
-    p = Pipeline(fused_plan("ATMOST_ONCE"))
+    p = HostPipeline(fused_plan("ATMOST_ONCE"), "lines")
     host = p.host("flatmap-1__map-1")
     assert host._batch is not None
     with caplog.at_level(logging.ERROR):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import collections
 import logging
 import pickle
-import random
 
 import pytest
 
@@ -20,36 +19,23 @@ from heron_py.api.streamlet.builder import Builder
 from heron_py.api.streamlet.components import OUTPUT_STREAM, StreamletBolt, StreamletSpout
 from heron_py.api.streamlet.config import Config
 from heron_py.api.streamlet.errors import StreamletError
-from heron_py.api.streamlet.generator import Generator
 from heron_py.api.streamlet.groupings import KeyFunctionGrouping
 from heron_py.api.streamlet.runner import build_topology
 from heron_py.api.topology import TopologyBuilder
 from heron_py.checkpoint.storage import LocalFsStorage
-from heron_py.common.framing import BODY_OFFSET, MsgType, batch_dest, encode_batch_frame, encode_marker, frame_type
+from heron_py.common.framing import BODY_OFFSET, MsgType, encode_batch_frame, encode_marker, frame_type
 from heron_py.common.serialization import dumps_batch, loads_batch
 from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
 from heron_py.planner.packing import round_robin
-from heron_py.runtime.host import HostOptions, SpoutHost, make_host
+from heron_py.runtime.host import HostOptions, make_host
 from heron_py.runtime.stateful import StatefulTask
 from heron_py.testing import run_in_process
-from stream_manager.acking import AckService
+from tests.fakes import HostPipeline, Items
 
 LOG = logging.getLogger("test")
 TEXT = ["the cat sat", "the dog sat on the cat", "a cat"]
 WORDS = [w for line in TEXT for w in line.split()]
 
-
-class Items(Generator):
-    """Emits its items once, then nothing (so an in-process run ends)."""
-
-    def __init__(self, items):
-        self.items = list(items)
-
-    def setup(self, context):
-        self.left = list(self.items)
-
-    def get(self):
-        return self.left.pop(0) if self.left else None
 
 
 def run(builder, capture, ticks=0):
@@ -157,47 +143,9 @@ def keyed_plan(emit="update", mode="ATLEAST_ONCE", par=2, bolt=keyed.CountByKeyB
     return PhysicalPlan(topo, round_robin(topo, 1), (StmgrLocation(0, "h", 1, 2),), TopologyState.RUNNING, 1)
 
 
-class Pipeline:
-    """Every task's host; TUPLE_BATCH frames to their task, ACK_BATCH frames to the acker and
-    its results to the spout, as the stream manager routes them."""
-
-    def __init__(self, plan):
-        self.plan = plan
-        self.frames = collections.deque()
-        self.hosts = {t.task_id: make_host(plan, t.task_id, self.frames.extend, HostOptions(rng=random.Random(1)))
-                      for t in plan.packing.tasks}
-        for h in self.hosts.values():
-            h.initialize()
-            if isinstance(h, SpoutHost):
-                h.start()
-        self.acker = AckService(lambda task, frame: self.hosts[task].on_results(frame), LOG)
-
-    def users(self, component):
-        return [self.hosts[t].user for t in self.plan.packing.tasks_of(component)]
-
-    def pump(self, spout_calls=0):
-        for t in self.plan.packing.tasks_of("words"):
-            self.hosts[t].next_tuples(spout_calls)
-        while True:
-            for h in self.hosts.values():
-                h.flush()
-            if not self.frames:
-                return
-            while self.frames:
-                f = self.frames.popleft()
-                if frame_type(f) == MsgType.TUPLE_BATCH:
-                    self.hosts[batch_dest(f)].process_frame(f)
-                elif frame_type(f) == MsgType.ACK_BATCH:
-                    self.acker.on_ack_batch(f)
-
-    def tick(self):
-        for t in self.plan.packing.tasks_of("count"):
-            self.hosts[t].tick()
-        self.pump()
-
 
 def test_update_mode_acks_each_source_tuple_through_the_operator_and_fails_a_bad_key_alone(caplog):
-    p = Pipeline(keyed_plan())
+    p = HostPipeline(keyed_plan(), "words")
     with caplog.at_level(logging.ERROR):
         p.pump(spout_calls=10)
     [spout], [sink] = p.users("words"), p.users("sink")
@@ -211,19 +159,19 @@ def test_update_mode_acks_each_source_tuple_through_the_operator_and_fails_a_bad
 
 
 def test_tick_mode_holds_the_source_tuples_until_the_tick_emits_their_keys():
-    p = Pipeline(keyed_plan(emit="tick"))
+    p = HostPipeline(keyed_plan(emit="tick"), "words")
     p.pump(spout_calls=10)
     [spout], [sink] = p.users("words"), p.users("sink")
     assert spout.acked == [] and spout.failed == [3] and sink.got == []
-    p.tick()
+    p.tick("count")
     assert sorted(spout.acked) == [0, 1, 2, 4, 5]
     assert sorted(sink.got) == [("a", 3), ("b", 1), ("c", 1)]
-    p.tick()
+    p.tick("count")
     assert len(sink.got) == 3  # nothing changed since
 
 
 def test_final_mode_acks_at_once_and_emits_every_key_when_the_task_closes():
-    p = Pipeline(keyed_plan(emit="final"))
+    p = HostPipeline(keyed_plan(emit="final"), "words")
     p.pump(spout_calls=10)
     [spout], [sink] = p.users("words"), p.users("sink")
     assert sorted(spout.acked) == [0, 1, 2, 4, 5] and sink.got == []
@@ -241,7 +189,7 @@ def test_reduce_fn_that_raises_fails_its_tuple_and_keeps_the_value(caplog):
 
     extra = {keyed.KEY_FUNCTION: functions.pack("test", lambda w: "all"),
              keyed.FUNCTION: functions.pack("test", add_unless_c)}
-    p = Pipeline(keyed_plan(bolt=keyed.ReduceByKeyBolt, par=1, extra=extra))
+    p = HostPipeline(keyed_plan(bolt=keyed.ReduceByKeyBolt, par=1, extra=extra), "words")
     with caplog.at_level(logging.ERROR):
         p.pump(spout_calls=10)
     [spout], [count] = p.users("words"), p.users("count")

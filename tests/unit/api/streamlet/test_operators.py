@@ -14,19 +14,7 @@ from heron_py.api.streamlet.transformoperator import TransformOperator
 from heron_py.api.streamlet.window import KeyedWindow, Window
 from heron_py.api.streamlet.windowconfig import WindowConfig
 from heron_py.testing import run_in_process
-
-
-class Items(Generator):
-    """Emits its items once, then nothing (so an in-process run ends)."""
-
-    def __init__(self, items):
-        self.items = list(items)
-
-    def setup(self, context):
-        self.left = list(self.items)
-
-    def get(self):
-        return self.left.pop(0) if self.left else None
+from tests.fakes import Items
 
 
 def run(builder, capture, ticks=0, **kw):
