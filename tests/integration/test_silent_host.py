@@ -175,8 +175,10 @@ def test_a_host_gone_silent_without_fin_or_rst_is_relaunched_and_its_backpressur
               f"at the cut, {_emitted(heron_home, name)} now); stream manager 0 "
               f"{'aborted a silent link' if 'sent nothing for' in stmgr0 else 'replaced the moved peer'}")
         assert requested_s <= LOST_AFTER_S + 5, f"relaunch requested {requested_s:.1f} s after the cut"
-        # the new container 1 receives again
-        new_sm = int((state.get_execution_state(name) or {})["stmgrs"]["1"]["pid"])
-        assert new_sm not in pids
+        # a new stream manager registers for container 1
+        def new_stmgr() -> bool:
+            sm = ((state.get_execution_state(name) or {}).get("stmgrs") or {}).get("1")
+            return sm is not None and int(sm["pid"]) not in pids
+        _wait(new_stmgr, 30, "a new stream manager of container 1 to register")
     finally:
         _cli(netns, heron_home, "kill", "local", name)
