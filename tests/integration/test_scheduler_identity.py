@@ -160,10 +160,11 @@ def test_restart_after_a_sigkilled_executor_leaves_one_stream_manager(heron_home
     assert info is not None
     tid = info["topology_id"]
     assert len(_stmgrs(tid, 1)) == 1
-    # the executor dies without a word: its children run on, orphans
+    # the executor dies without a word: its children are orphans until they see it gone and
+    # stop (within a second: alive.py); the supervisor relaunches the container only after that
     os.kill(int(info["executors"]["1"]), signal.SIGKILL)
     _wait(lambda: not psutil.pid_exists(int(info["executors"]["1"])), 10, "the executor to die")
-    assert len(_stmgrs(tid, 1)) == 1
+    assert len(_stmgrs(tid, 1)) <= 1
 
     proc = run_cli(heron_home, "restart", "local", name, "--container", "1")
     assert proc.returncode == 0, proc.stderr
