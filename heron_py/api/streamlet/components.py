@@ -7,6 +7,8 @@ The windowed operators are in window_components.py.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from heron_py.api.bolt.bolt import Bolt
@@ -16,6 +18,7 @@ from heron_py.api.state.stateful_component import StatefulComponent
 from heron_py.api.stream import Stream
 from heron_py.api.streamlet import chain as chain_mod
 from heron_py.api.streamlet import functions
+from heron_py.api.streamlet import source as source_mod
 from heron_py.api.streamlet.context import Context
 
 OUTPUT_STREAM = "output"
@@ -30,7 +33,7 @@ SINK = "sink"
 FUSED_KINDS = "streamlet.fused.kinds"
 FUSED_NAMES = "streamlet.fused.names"
 FUSED_FUNCTION_PREFIX = "streamlet.fused.function."
-# per operator: elements in and out, user metrics of the task that runs it
+# per operator: elements in, out and failed, user metrics of the task that runs it
 METRIC_PREFIX = "streamlet-op/"
 METRIC_BUCKET_S = 10
 
@@ -81,18 +84,109 @@ class StreamletBolt(Bolt):
         return functions.unpack(config, key, str(context.get_component_id()))
 
 
-class SupplierSpout(StreamletSpout):
-    """Emits what a function returns, once per call (None included, as heronpy)."""
+class SourceSpout(StreamletSpout):
+    """A source and the element operators fused behind it (graph.fuse; none without fusion).
+
+    Each ``next_tuple`` takes a batch of elements from the source (source.py: one C-level loop,
+    sized by ``BatchSizer``), runs the fused operators over it (chain.py) and emits what comes
+    out in one call. The tuples are untracked, as heronpy's sources' are: an element an
+    operator raises on is logged, counted (``streamlet-op/NAME/failed``) and dropped, and the
+    rest of the batch flows. An error of the source itself still ends the task, after what
+    the source gave before it went out."""
+
+    limits = source_mod.BatchLimits()
+    # how a batch is timed (the sizer's input); a test replaces it on the instance
+    clock: Callable[[], float] = staticmethod(time.perf_counter)
+
+    def _open(self, config: dict[str, Any], context: Any) -> Callable[[int, list[Any]], None]:
+        """The source's fill(n, out), once set up in this task."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement _open()")
 
     def initialize(self, config: dict[str, Any], context: Any) -> None:
-        self._supplier = functions.unpack(config, FUNCTION, str(context.get_component_id()))
+        self._component = str(context.get_component_id())
+        self._fill = self._open(config, context)
+        ops = fused_ops(config, self._component, lambda key: functions.unpack(config, key, self._component))
+        self.chain = chain_mod.Chain(ops) if ops else None
+        self._names = [op.name for op in ops]
+        self._kinds = [op.kind for op in ops]
+        self._failed = [0] * len(ops)
+        self._sizer = source_mod.BatchSizer(self.limits)
+        self._emit_batch: Callable[[list[Any]], None] | None = None
+        if self.chain is not None:
+            register_chain_metrics(context, self.chain, self._names, self._failed)
+
+    def _on_error(self, index: int, element: Any, error: Exception) -> None:
+        self._failed[index] += 1
+        log_op_error(self.logger, self._names[index], self._kinds[index], element, error,
+                     "dropped (its tuple is not tracked)")
 
     def next_tuple(self) -> None:
-        self.emit([self._supplier()], stream=OUTPUT_STREAM)
+        emit = self._emit_batch
+        if emit is None:  # hooks, a tap or a serializer are known only after initialize()
+            emit = self._emit_batch = batch_emit(self)
+        clock = self.clock
+        t0 = clock()
+        xs: list[Any] = []
+        try:
+            self._fill(self._sizer.size, xs)
+        except Exception:
+            self._send(xs, emit)  # what the source gave before its error goes out, as it did
+            raise
+        self._send(xs, emit)
+        self._sizer.observe(len(xs), clock() - t0)
+
+    def _send(self, xs: list[Any], emit: Callable[[list[Any]], None]) -> None:
+        if not xs:
+            return
+        outs = xs if self.chain is None else self.chain.run(xs, self._on_error)
+        if outs:
+            emit(list(zip(outs)))  # zip of one list: one-value tuples, made in C
 
 
-class GeneratorSpout(StreamletSpout, StatefulComponent):
-    """Emits what a Generator's get() returns, skipping None."""
+def batch_emit(spout: Spout) -> Callable[[list[Any]], None]:
+    """How a source spout emits a batch of one-value tuples on ``OUTPUT_STREAM``, untracked.
+
+    ``Emitter.emit_many`` (one call, the stream's checks once) when nothing needs to see each
+    emit: no task hooks, no tap (the batch runner's output capture), no serializer. The host
+    binds it as ``heron_emit_many`` where it supports that; until then it is reached through
+    our own delegate's host, with the same conditions. Otherwise one ``emit`` per tuple, which
+    passes every one of them through the delegate as before."""
+    bound = getattr(spout, "heron_emit_many", None)
+    if callable(bound):
+        many = bound
+    else:
+        host: Any = getattr(spout.delegate, "_host", None)
+        emitter = getattr(host, "emitter", None)
+        if emitter is None or host.hooks is not None or host.tap is not None or host.encode is not None:
+            emit = spout.emit
+
+            def each(rows: list[Any]) -> None:
+                for values in rows:
+                    emit(values, stream=OUTPUT_STREAM)
+
+            return each
+        many = emitter.emit_many
+
+    def emit_all(rows: list[Any]) -> None:
+        many(rows, OUTPUT_STREAM)
+
+    return emit_all
+
+
+class SupplierSpout(SourceSpout):
+    """Emits what a function returns, once per call (None included, as heronpy)."""
+
+    def _open(self, config: dict[str, Any], context: Any) -> Callable[[int, list[Any]], None]:
+        supplier = functions.unpack(config, FUNCTION, str(context.get_component_id()))
+
+        def fill(n: int, out: list[Any]) -> None:
+            source_mod.fill_supplier(supplier, n, out)
+
+        return fill
+
+
+class GeneratorSpout(SourceSpout, StatefulComponent):
+    """Emits what a Generator's get() returns; None means nothing right now (it ends the batch)."""
 
     _state: Any = None
 
@@ -102,14 +196,65 @@ class GeneratorSpout(StreamletSpout, StatefulComponent):
     def pre_save(self, checkpoint_id: str) -> None:
         """The Generator keeps its state in the State object itself."""
 
-    def initialize(self, config: dict[str, Any], context: Any) -> None:
+    def _open(self, config: dict[str, Any], context: Any) -> Callable[[int, list[Any]], None]:
         self._generator = functions.unpack(config, GENERATOR, str(context.get_component_id()))
         self._generator.setup(ContextImpl(context, self._state, self))
+        get = self._generator.get
 
-    def next_tuple(self) -> None:
-        value = self._generator.get()
-        if value is not None:
-            self.emit([value], stream=OUTPUT_STREAM)
+        def fill(n: int, out: list[Any]) -> None:
+            source_mod.fill_generator(get, n, out)
+
+        return fill
+
+
+def fused_ops(config: dict[str, Any], component: str, load: Callable[[str], Any],
+              make: Callable[[str, str, str], chain_mod.Op] | None = None) -> list[chain_mod.Op]:
+    """The operators a fused task's config lists (``FUSED_KINDS``, ``FUSED_NAMES``, each one's
+    packed function under ``FUSED_FUNCTION_PREFIX + index``), in order; none when it lists
+    none. ``make(kind, name, key)`` builds the ones a plain function does not (pass, log, sink)."""
+    kinds_s, names_s = str(config.get(FUSED_KINDS, "")), str(config.get(FUSED_NAMES, ""))
+    if not kinds_s and not names_s:
+        return []
+    kinds, names = kinds_s.split(","), names_s.split(",")
+    if len(kinds) != len(names):
+        raise ValueError(f"streamlet component '{component}': config {FUSED_KINDS} and {FUSED_NAMES} "
+                         f"must list as many operators, found {len(kinds)} and {len(names)}")
+    built = (chain_mod.PASS, chain_mod.LOG, chain_mod.SINK) if make is not None else ()
+    allowed = (*chain_mod.ELEMENT_KINDS, chain_mod.CONSUME, *built)
+    ops: list[chain_mod.Op] = []
+    for i, (kind, name) in enumerate(zip(kinds, names, strict=True)):
+        key = f"{FUSED_FUNCTION_PREFIX}{i}"
+        if kind not in allowed:
+            raise ValueError(f"streamlet component '{component}': config {FUSED_KINDS} operator {i} "
+                             f"('{name}'): expected one of {', '.join(allowed)}, found {kind!r}")
+        if kind in built:
+            assert make is not None
+            ops.append(make(kind, name, key))
+        else:
+            ops.append(chain_mod.Op(kind, name, load(key)))
+    return ops
+
+
+def register_chain_metrics(context: Any, chain: chain_mod.Chain, names: Sequence[str], failed: list[int]) -> None:
+    """Per operator, elements in, out and failed (``streamlet-op/NAME/in|out|failed``). A
+    restore makes a new component on the same context, whose metrics stay registered: they
+    are rebound."""
+    registered = getattr(context, "registered_metrics", {})
+    for i, name in enumerate(names):
+        for what, counts in (("in", chain.counts_in), ("out", chain.counts_out), ("failed", failed)):
+            key = f"{METRIC_PREFIX}{name}/{what}"
+            old = registered.get(key, (None,))[0]
+            if isinstance(old, ChainMetric):
+                old.rebind(counts)
+            else:
+                context.register_metric(key, ChainMetric(counts, i), METRIC_BUCKET_S)
+
+
+def log_op_error(logger: Any, name: str, kind: str, element: Any, error: Exception, outcome: str) -> None:
+    """One log line naming the operator, its function, the error and the element."""
+    what = {chain_mod.FLATMAP: "flat_map", chain_mod.SINK: "to_sink"}.get(kind, kind)
+    logger.error("streamlet '%s' (%s): %s_function raised %s: %s for element %s; %s",
+                 name, what, what, type(error).__name__, error, _short(element), outcome)
 
 
 class ChainMetric(IMetric):
@@ -154,8 +299,9 @@ class ChainBolt(StreamletBolt):
         self._names = [op.name for op in ops]
         self._kinds = [op.kind for op in ops]
         self._failed = 0
+        self._failed_by_op = [0] * len(ops)
         self._failed_now = False
-        self._register_metrics(context)
+        register_chain_metrics(context, self.chain, self._names, self._failed_by_op)
 
     def _read_ops(self, config: dict[str, Any], context: Any) -> list[chain_mod.Op]:
         kind = self._ops_kind
@@ -180,29 +326,11 @@ class ChainBolt(StreamletBolt):
         self._sinks.append(sink)
         return chain_mod.Op(chain_mod.SINK, name, sink.put)
 
-    def _register_metrics(self, context: Any) -> None:
-        """Per operator, elements in and out (``streamlet-op/NAME/in|out``). A restore makes a
-        new component on the same context, whose metrics stay registered: they are rebound."""
-        registered = getattr(context, "registered_metrics", {})
-        chain = self.chain
-        for i, name in enumerate(self._names):
-            for what, counts in (("in", chain.counts_in), ("out", chain.counts_out)):
-                key = f"{METRIC_PREFIX}{name}/{what}"
-                old = registered.get(key, (None,))[0]
-                if isinstance(old, ChainMetric):
-                    old.rebind(counts)
-                else:
-                    context.register_metric(key, ChainMetric(counts, i), METRIC_BUCKET_S)
-
     def _on_error(self, index: int, element: Any, error: Exception) -> None:
-        """One log line naming the operator, its function, the error and the element."""
         self._failed += 1
+        self._failed_by_op[index] += 1
         self._failed_now = True
-        kind = self._kinds[index]
-        what = {chain_mod.FLATMAP: "flat_map", chain_mod.SINK: "to_sink"}.get(kind, kind)
-        self.logger.error("streamlet '%s' (%s): %s_function raised %s: %s for element %s; %s",
-                          self._names[index], what, what, type(error).__name__, error, _short(element),
-                          self._error_outcome)
+        log_op_error(self.logger, self._names[index], self._kinds[index], element, error, self._error_outcome)
 
     _error_outcome = "failing its source tuple"
 
@@ -267,22 +395,17 @@ class FusedBolt(ChainBolt):
     packed function, or a sink's object)."""
 
     def _read_ops(self, config: dict[str, Any], context: Any) -> list[chain_mod.Op]:
-        kinds = str(config.get(FUSED_KINDS, "")).split(",")
-        names = str(config.get(FUSED_NAMES, "")).split(",")
-        if len(kinds) != len(names):
-            raise ValueError(f"streamlet component '{self._component}': config {FUSED_KINDS} and {FUSED_NAMES} "
-                             f"must list as many operators, found {len(kinds)} and {len(names)}")
-        ops: list[chain_mod.Op] = []
-        for i, (kind, name) in enumerate(zip(kinds, names, strict=True)):
-            key = f"{FUSED_FUNCTION_PREFIX}{i}"
+        def make(kind: str, name: str, key: str) -> chain_mod.Op:
             if kind == chain_mod.PASS:
-                ops.append(chain_mod.Op(kind, name, None))
-            elif kind == chain_mod.LOG:
-                ops.append(self._log_op(name))
-            elif kind == chain_mod.SINK:
-                ops.append(self._sink_op(name, self._load(config, context, key), context))
-            else:
-                ops.append(chain_mod.Op(kind, name, self._load(config, context, key)))
+                return chain_mod.Op(kind, name, None)
+            if kind == chain_mod.LOG:
+                return self._log_op(name)
+            return self._sink_op(name, self._load(config, context, key), context)
+
+        ops = fused_ops(config, self._component, lambda key: self._load(config, context, key), make)
+        if not ops:
+            raise ValueError(f"streamlet component '{self._component}': config {FUSED_KINDS}: expected "
+                             f"the fused operators, found none")
         return ops
 
 

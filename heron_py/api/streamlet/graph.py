@@ -72,24 +72,34 @@ _KINDS: dict[type, str] = {
 # the ones that may run behind another operator in its task: element-wise, stateless, and
 # reading their input by shuffle (no partitioning of their own to keep)
 _FOLLOWERS = frozenset((chain.MAP, chain.FLATMAP, chain.FILTER, *chain.TAIL_KINDS))
+# the sources whose spout runs the element operators fused behind it (SourceSpout): only
+# map, flat_map and filter; a consume, log or sink keeps a bolt of its own
+_SOURCES = (comp.GeneratorSpout, comp.SupplierSpout)
+_SOURCE_FOLLOWERS = frozenset(chain.ELEMENT_KINDS)
 
 
-def _fuses_into_parent(s: Streamlet) -> bool:
+def _fuses_into_parent(s: Streamlet, head: Streamlet | None = None) -> bool:
     """Whether ``s`` can run in its parent's task, on the elements the parent produced there.
 
     Safe exactly when the unfused edge promised nothing a same-task hand-over breaks: ``s`` is
     a stateless element operator reading by shuffle (so any task of ``s`` may get any element),
     with the parent's parallelism, and it is the parent's only reader (a parent read by
     several streamlets, as clone() makes, gives each of them every element: each keeps its own
-    task). A source's elements are not fused into the spout, and nothing fuses into a union
-    from its parents (a union reads two streamlets)."""
+    task). Behind a source (its spout) only map, flat_map and filter fuse, on the same terms:
+    with the source's parallelism, each source task's elements are then transformed in that
+    task instead of being shuffled to one of as many tasks, which the shuffle allowed. Nothing
+    fuses into a union from its parents (a union reads two streamlets). ``head`` is the first
+    streamlet of the parent's task (the parent itself when not given)."""
     kind = _KINDS.get(s._stage.component)
     if kind not in _FOLLOWERS or s._stage.grouping is not shuffle or len(s._parents) != 1:
         return False
     p = s._parents[0]
+    if len(p._children) != 1 or p._num_partitions != s._num_partitions:
+        return False
+    if (head or p)._stage.component in _SOURCES:
+        return kind in _SOURCE_FOLLOWERS
     pkind = _KINDS.get(p._stage.component)
-    return (pkind is not None and pkind not in chain.TAIL_KINDS and len(p._children) == 1
-            and p._num_partitions == s._num_partitions)
+    return pkind is not None and pkind not in chain.TAIL_KINDS
 
 
 def fuse(streamlets: Sequence[Streamlet]) -> list[list[Streamlet]]:
@@ -98,8 +108,8 @@ def fuse(streamlets: Sequence[Streamlet]) -> list[list[Streamlet]]:
     groups: list[list[Streamlet]] = []
     group_of: dict[int, list[Streamlet]] = {}
     for s in streamlets:
-        if _fuses_into_parent(s):
-            g = group_of[id(s._parents[0])]
+        g = group_of.get(id(s._parents[0])) if s._parents else None
+        if g is not None and _fuses_into_parent(s, g[0]):
             g.append(s)
         else:
             g = [s]
@@ -125,22 +135,29 @@ def _add(bldr: TopologyBuilder, s: Streamlet, component_of: dict[int, str]) -> N
 
 
 def _add_fused(bldr: TopologyBuilder, group: list[Streamlet], component_of: dict[int, str]) -> None:
-    """One bolt for the group, named after its streamlets ("flatmap-1__map-1"), reading what
-    the head read the way the head read it; each operator's function is in its config."""
+    """One component for the group, named after its streamlets ("flatmap-1__map-1"): a bolt
+    reading what the head read the way the head read it, or, headed by a source, the source's
+    spout running the rest. Each fused operator's function is in its config."""
     head = group[0]
     name = FUSED_SEPARATOR.join(str(s._name) for s in group)
-    config: dict[str, Any] = {comp.FUSED_KINDS: ",".join(_KINDS[s._stage.component] for s in group),
-                              comp.FUSED_NAMES: ",".join(str(s._name) for s in group)}
+    ops = group if head._stage.grouping is not None else group[1:]  # a source is no chain operator
+    config: dict[str, Any] = {comp.FUSED_KINDS: ",".join(_KINDS[s._stage.component] for s in ops),
+                              comp.FUSED_NAMES: ",".join(str(s._name) for s in ops)}
     head_packed: dict[str, bytes] = {}
-    for i, s in enumerate(group):
+    for i, s in enumerate(ops):
         where = f"streamlet '{s._name}' ({s._stage.prefix})"
         packed = {key: functions.pack(where, obj) for key, obj in s._stage.objects.items()}
-        if i == 0:
+        if s is head:
             head_packed = packed
         fn = packed.get(comp.FUNCTION, packed.get(comp.SINK))
         if fn is not None and _KINDS[s._stage.component] != chain.PASS:
             config[f"{comp.FUSED_FUNCTION_PREFIX}{i}"] = fn
-    assert head._stage.grouping is not None  # a source never heads a fused group
+    if head._stage.grouping is None:
+        where = f"streamlet '{head._name}' ({head._stage.prefix})"
+        source = {key: functions.pack(where, obj) for key, obj in head._stage.objects.items()}
+        bldr.add_spout(name, head._stage.component, par=head._num_partitions,
+                       config={**head._stage.settings, **source, **config})
+        return
     grouping = head._stage.grouping(f"streamlet '{head._name}' ({head._stage.prefix})", head_packed)
     parents = [component_of[id(p)] for p in head._parents]
     config[comp.PARENTS] = ",".join(parents)

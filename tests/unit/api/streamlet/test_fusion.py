@@ -46,13 +46,15 @@ def test_a_chain_between_repartitions_compiles_to_one_bolt_named_after_its_opera
     b.new_source(Items(SENTENCES)).flat_map(str.split).map(lambda w: (w, 1)).filter(lambda p: p[0] != "a") \
         .repartition(2, lambda p, n: len(p[0]) % n).map(lambda p: p[0]).consume(print)
     topo = build_topology("f", config(True), b)
+    # the source's spout runs the flat_map, map and filter (same parallelism, only reader)
     assert shape(topo) == [
-        ("generator-1", 1, []),
-        ("flatmap-1__map-1__filter-1", 1, [("generator-1", GroupingKind.SHUFFLE)]),
-        ("repartition-1__map-2__consume-1", 2, [("flatmap-1__map-1__filter-1", GroupingKind.CUSTOM)]),
+        ("generator-1__flatmap-1__map-1__filter-1", 1, []),
+        ("repartition-1__map-2__consume-1", 2, [("generator-1__flatmap-1__map-1__filter-1", GroupingKind.CUSTOM)]),
     ]
-    fused = topo.component("flatmap-1__map-1__filter-1")
+    fused = topo.component("generator-1__flatmap-1__map-1__filter-1")
     assert fused.outputs[0].name == comp.OUTPUT_STREAM
+    assert fused.config[comp.FUSED_KINDS] == "flatmap,map,filter"
+    assert fused.config[comp.FUSED_NAMES] == "flatmap-1,map-1,filter-1"
     assert topo.component("repartition-1__map-2__consume-1").outputs == ()
 
 
@@ -244,5 +246,6 @@ def test_at_most_once_the_batch_goes_through_in_one_call_and_a_raising_element_i
     metrics = {name: m.get_value_and_reset() for name, (m, _) in host.context.registered_metrics.items()
                if name.startswith(comp.METRIC_PREFIX)}
     assert metrics == {"streamlet-op/flatmap-1/in": 3, "streamlet-op/flatmap-1/out": 6,
-                       "streamlet-op/map-1/in": 6, "streamlet-op/map-1/out": 5}
+                       "streamlet-op/flatmap-1/failed": 0,
+                       "streamlet-op/map-1/in": 6, "streamlet-op/map-1/out": 5, "streamlet-op/map-1/failed": 1}
     assert user.chain.counts_out == [6, 5]
