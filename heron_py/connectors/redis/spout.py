@@ -279,26 +279,55 @@ class RedisStreamSpout(Spout):
             for raw_id, fields in entries:
                 self._emit_new(entry_id(raw_id), fields)
             return
-        # the at-least-once hot loop, _emit_new inlined: one entry's work is a decode, a
-        # ReplayableSource record and an emit
-        inflight, emitted, emit, stream = self.inflight, self.source.emitted, self.emit, self.cfg.stream
-        names, keys, counts = self.cfg.fields, self._keys, self.counts
+        if self.cursor is None:
+            self._emit_fresh(entries)
+            return
+        # our own pending history: an entry may still be in flight here (read again after a
+        # reconnect), so each goes through _emit_new's check
+        for raw_id, fields in entries:
+            self._emit_new(entry_id(raw_id), fields)
+
+    def _emit_fresh(self, entries: list[Any]) -> None:
+        """The at-least-once hot loop over a ``>`` read: one decode per entry, one
+        ReplayableSource pass for the whole read (``emitted_many``), one emit per entry."""
+        keys, inflight = self._keys, self.inflight
+        one = keys[0] if len(keys) == 1 else None  # the common case: one field, no dict, no call
+        seq, malformed = self.seq, 0
+        records: list[tuple[int, tuple[Any, list[Any]]]] = []
+        append = records.append
         for raw_id, fields in entries:
             eid = raw_id.decode("ascii") if type(raw_id) is bytes else str(raw_id)
-            if eid in inflight:
+            if eid in inflight:  # a group made again (lost, destroyed) hands out entries in flight here
                 continue
-            values, why = decode_flat(fields, names, keys)
-            counts["records"] += 1
-            if values is None:
-                self._malformed(eid, why)
-                continue
-            values.insert(0, eid)  # the row: id, then the fields
-            self.seq += 1
+            row: list[Any] | None = None
+            if one is not None and type(fields) is list and len(fields) == 2 and fields[0] == one:
+                v = fields[1]
+                try:
+                    row = [eid, v.decode("utf-8") if type(v) is bytes else str(v)]
+                except UnicodeDecodeError:
+                    pass  # decode_flat names the field
+            if row is None:
+                values, why = decode_flat(fields, self.cfg.fields, keys)
+                if values is None:
+                    malformed += 1
+                    self._malformed(eid, why)
+                    continue
+                values.insert(0, eid)  # the row: id, then the fields
+                row = values
+            seq += 1
             # the id as the server sent it goes back in the XACK (bytes: redis-py encodes nothing)
-            key = emitted(stream, self.seq, (raw_id, values))
+            append((seq, (raw_id, row)))
+        self.seq = seq
+        self.counts["records"] += len(records) + malformed
+        if not records:
+            return
+        ids = self.source.emitted_many(self.cfg.stream, records)
+        emit = self.emit
+        for (_seq, rec), key in zip(records, ids, strict=True):
             if key is not None:
-                inflight[eid] = key
-                emit(values, tup_id=key)
+                row = rec[1]
+                inflight[row[0]] = key
+                emit(row, tup_id=key)
 
     def _read_by_id(self) -> None:
         if self.last_id == "$":  # "after the newest entry", made concrete so a checkpoint holds an id
