@@ -3,8 +3,9 @@
 Every task is the engine's own component host (routing, groupings, batching, anchoring), driven
 by this module in place of the instance, the stream manager and the master:
 
-- acking (at least once): the XOR tracker of the stream managers, run here on the harness's
-  clock; ACK_RESULT frames go back to the spouts' hosts, which call ``ack``/``fail``;
+- acking (at least once): the stream managers' XOR tracker (``heron_py.runtime.acking``), run
+  here on the harness's clock (``ClockedTracker``: a root times out at exactly the message
+  timeout); ACK_RESULT frames go back to the spouts' hosts, which call ``ack``/``fail``;
 - effectively once: each task's ``StatefulTask`` (the instance's own code), checkpoints into
   an in-memory storage, markers routed behind the tuples, and the master's rollback after a crash;
 - time: one manual clock (``advance``); ticks, window bolts' clocks, message timeouts and
@@ -28,23 +29,12 @@ from typing import Any
 
 from heron_py.checkpoint.storage import DEFAULT_KEEP_LAST, CheckpointStorage, IncompleteCheckpointError
 from heron_py.common.config import ReliabilityConfig, StatefulConfig, effectively_once
-from heron_py.common.framing import (
-    ACK_FAIL,
-    ACK_RECORD,
-    BODY_OFFSET,
-    RESULT_ACKED,
-    RESULT_FAILED,
-    RESULT_RECORD,
-    RESULT_TIMED_OUT,
-    MsgType,
-    batch_dest,
-    encode_batch_frame,
-    frame_type,
-)
+from heron_py.common.framing import MsgType, batch_dest, frame_type
 from heron_py.common.wire import decode_as
 from heron_py.planner.logical import validate
 from heron_py.planner.model import ComponentKind, PhysicalPlan, StmgrLocation, TopologyDef, TopologyState
 from heron_py.planner.packing import round_robin
+from heron_py.runtime.acking import ClockedTracker
 from heron_py.runtime.host import BoltHost, ComponentHost, HostOptions, SpoutHost, make_host
 from heron_py.runtime.stateful import StatefulTask
 from heron_py.testing.inprocess import InProcessResult, Received
@@ -141,62 +131,6 @@ class HarnessResult(InProcessResult):
 
 
 @dataclass
-class _Root:
-    spout_task: int
-    value: int
-    deadline: float
-
-
-class AckTracker:
-    """The stream managers' XOR tracker, on an injected clock: ACK_BATCH frames in, resolved
-    roots out as ACK_RESULT frames per spout task. A root times out at exactly ``timeout_s``
-    after its first record (the stream managers' rotating map: between T and 1.5 T). Pure."""
-
-    def __init__(self, timeout_s: float, clock: Callable[[], float]) -> None:
-        self.timeout_s = timeout_s
-        self._clock = clock
-        self.roots: dict[int, _Root] = {}
-        self._results: dict[int, list[tuple[int, int]]] = {}
-
-    def on_ack_batch(self, frame: bytes) -> None:
-        spout_task = batch_dest(frame)
-        roots = self.roots
-        for kind, root, value in ACK_RECORD.iter_unpack(memoryview(frame)[BODY_OFFSET:]):
-            entry = roots.get(root)
-            if kind == ACK_FAIL:
-                if entry is not None:
-                    del roots[root]
-                    self._resolved(spout_task, RESULT_FAILED, root)
-                continue
-            if entry is None:
-                # the emitter merges a root's init and acks into one ACK record (XOR is XOR), so
-                # any record may open a root; a late ack of a resolved root opens one that times out
-                entry = roots[root] = _Root(spout_task, 0, self._clock() + self.timeout_s)
-            entry.value ^= value
-            if entry.value == 0:
-                del roots[root]
-                self._resolved(spout_task, RESULT_ACKED, root)
-
-    def _resolved(self, spout_task: int, outcome: int, root: int) -> None:
-        self._results.setdefault(spout_task, []).append((outcome, root))
-
-    def next_deadline(self) -> float | None:
-        return min((r.deadline for r in self.roots.values()), default=None)
-
-    def expire(self) -> None:
-        now = self._clock()
-        for root in [root for root, r in self.roots.items() if r.deadline <= now]:
-            self._resolved(self.roots.pop(root).spout_task, RESULT_TIMED_OUT, root)
-
-    def take_results(self) -> dict[int, bytes]:
-        """One ACK_RESULT frame per spout task, its roots in the order they resolved."""
-        results, self._results = self._results, {}
-        return {task: encode_batch_frame(task, 0, b"".join(RESULT_RECORD.pack(o, r) for o, r in records),
-                                         MsgType.ACK_RESULT, len(records))
-                for task, records in results.items()}
-
-
-@dataclass
 class _FailRule:
     component: str
     nth: int | None
@@ -259,7 +193,7 @@ class Harness:
         self._ledgers: dict[tuple[str, int], SourceLedger] = {}
         self._wire: collections.deque[bytes] = collections.deque()
         self._inbox: dict[int, collections.deque[bytes]] = {t.task_id: collections.deque() for t in packing.tasks}
-        self._tracker = AckTracker(self._reliability.timeout_s, self._clock)
+        self._tracker = ClockedTracker(self._reliability.timeout_s, self._clock)
         self._kills: dict[tuple[str, int], int] = {}  # (component, task index) -> nth tuple
         self._fails: list[_FailRule] = []
         self._restore_id = 0
@@ -691,7 +625,7 @@ class Harness:
                 if isinstance(t.host.user, TestSource) and not t.host.user.done and not t.host.user.paused]
 
     def _finished(self) -> bool:
-        return not self._tracker.roots and not self._pending_ids() and not self._sources_not_done()
+        return not self._tracker.pending and not self._pending_ids() and not self._sources_not_done()
 
     def _snapshot(self) -> HarnessResult:
         self.result.pending = self._pending_ids()

@@ -18,21 +18,7 @@ from heron_py.api.bolt.window_bolt import TumblingWindowBolt
 from heron_py.api.state.stateful_component import StatefulComponent
 from heron_py.api.stream import Grouping
 from heron_py.api.topology import TopologyBuilder
-from heron_py.common.framing import (
-    ACK_ACK,
-    ACK_FAIL,
-    ACK_RECORD,
-    BODY_OFFSET,
-    RESULT_ACKED,
-    RESULT_FAILED,
-    RESULT_RECORD,
-    RESULT_TIMED_OUT,
-    MsgType,
-    batch_dest,
-    encode_batch_frame,
-)
-from heron_py.testing import ABORT, EOF, PAUSE, Harness, ManualClock, Outcome, TestSource, run_in_process
-from heron_py.testing.harness import AckTracker
+from heron_py.testing import ABORT, EOF, PAUSE, Harness, Outcome, TestSource, run_in_process
 
 TIMEOUT = 30.0
 
@@ -375,29 +361,3 @@ def test_the_guides_worked_example_runs(tmp_path: Path) -> None:
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("guide_word_count", None)
-
-
-def test_ack_tracker_resolves_xor_trees_fails_and_times_out_at_t() -> None:
-    def batch(*records: tuple[int, int, int]) -> bytes:
-        body = b"".join(ACK_RECORD.pack(*r) for r in records)
-        return encode_batch_frame(7, 2, body, MsgType.ACK_BATCH, len(records))
-
-    def results(t: AckTracker) -> dict[int, list[tuple[int, int]]]:
-        return {task: list(RESULT_RECORD.iter_unpack(f[BODY_OFFSET:])) for task, f in t.take_results().items()
-                if batch_dest(f) == task}
-
-    clock = ManualClock(100.0)
-    t = AckTracker(30.0, clock)
-    t.on_ack_batch(batch((ACK_ACK, 1, 0b101), (ACK_ACK, 2, 0b11), (ACK_ACK, 3, 0b1)))  # the spout's inits
-    t.on_ack_batch(batch((ACK_ACK, 1, 0b100)))
-    assert results(t) == {} and t.next_deadline() == 130.0
-    t.on_ack_batch(batch((ACK_ACK, 1, 0b001), (ACK_FAIL, 2, 0)))
-    assert results(t) == {7: [(RESULT_ACKED, 1), (RESULT_FAILED, 2)]}
-    clock.t = 129.999
-    t.expire()
-    assert results(t) == {}
-    clock.t = 130.0
-    t.expire()
-    assert results(t) == {7: [(RESULT_TIMED_OUT, 3)]} and t.roots == {}
-    t.on_ack_batch(batch((ACK_ACK, 3, 0b1)))  # a late ack: a root no spout knows, that times out
-    assert list(t.roots) == [3] and t.next_deadline() == 160.0
