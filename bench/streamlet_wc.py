@@ -4,13 +4,16 @@ runs it by file name.
 
     python bench/streamlet_wc.py N OUT_DIR on|off     (submitted by bench/run.py)
 
-source (sentences 0..N-1 of wc_common, one partition) → flat_map(str.split) (2 partitions)
-→ repartition(2, by a stable hash of the word) → to_sink(a counter), the last two fused
-into one task ("repartition-1__sink-1"). 2 containers. The source writes the wall time of
-its first sentence to OUT_DIR/spout-<task>; each counting task writes "total last_update_time"
-to OUT_DIR/count-<task> every 0.2 s and its counts (JSON) to count-<task>.counts, from a
-thread of its own (a sink gets no tick). Note: a Streamlet source emits untracked tuples
-(as heronpy's), so "on" changes the mode, not what is acked.
+source (sentences 0..N-1 of wc_common, 2 partitions, each reading every second sentence from
+its partition index, as bytewax's peer's DynamicSource reads one partition per worker)
+→ flat_map(str.split) (2 partitions) → repartition(2, by a stable hash of the word) →
+to_sink(a counter). With fusion the flat_map runs in the source's task
+("generator-1__flatmap-1", over each batch the source takes: only the words cross the wire)
+and the sink in the repartition's ("repartition-1__sink-1"). 2 containers. Each source task
+writes the wall time of its first sentence to OUT_DIR/spout-<task>; each counting task writes
+"total last_update_time" to OUT_DIR/count-<task> every 0.2 s and its counts (JSON) to
+count-<task>.counts, from a thread of its own (a sink gets no tick). Note: a Streamlet source
+emits untracked tuples (as heronpy's), so "on" changes the mode, not what is acked.
 """
 
 import json
@@ -36,7 +39,9 @@ class Sentences(Generator):
         import wc_common  # the 11 MB pool: in the source's task only
 
         self.pool, self.size = wc_common.POOL, wc_common.POOL_SIZE
-        self.i = 0
+        # this partition's sentences: index, index + partitions, ...
+        self.i = context.get_partition_index()
+        self.step = context.get_num_partitions()
         self.out = os.path.join(self.out_dir, f"spout-{context.get_task_id()}")
         self.started = False
 
@@ -48,7 +53,7 @@ class Sentences(Generator):
             self.started = True
             with open(self.out, "w") as f:
                 f.write(repr(time.time()))
-        self.i = i + 1
+        self.i = i + self.step
         return self.pool[i % self.size]
 
 
@@ -98,8 +103,8 @@ if __name__ == "__main__":
     n, out_dir, acking = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "on"
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
     builder = Builder()
-    builder.new_source(Sentences(n, out_dir)) \
-        .flat_map(str.split).set_num_partitions(2) \
+    builder.new_source(Sentences(n, out_dir)).set_num_partitions(2) \
+        .flat_map(str.split) \
         .repartition(2, by_word).to_sink(CountSink(out_dir))
     config = Config({"topology.max.spout.pending": 5000} if acking else {})
     config.set_num_containers(2)

@@ -58,14 +58,17 @@ class RepartitionGrouping(_FunctionGrouping):
     modulo the partition count, as heronpy)."""
 
     def choose_tasks(self, values: Any) -> list[int]:
-        n = len(self.target_tasks)
+        tasks = self.target_tasks
+        n = len(tasks)
         chosen = self._fn(values[0], n)
+        if type(chosen) is int:  # the common answer, once per element: no ABC check, no loop
+            return [tasks[chosen % n]]
         indexes = list(chosen) if isinstance(chosen, Iterable) else [chosen]
         for i in indexes:
             if isinstance(i, bool) or not isinstance(i, int):
                 raise StreamletError(f"{self.operator}: the repartition function must return a partition index "
                                      f"(int) or a list of them, found {chosen!r} for element {values[0]!r}")
-        return [self.target_tasks[i % n] for i in indexes]
+        return [tasks[i % n] for i in indexes]
 
 
 class KeyFunctionGrouping(_FunctionGrouping):
