@@ -279,3 +279,27 @@ def test_a_tap_sees_every_tuple_of_a_batch():
     host = spout_host(Endless(), True, clock, tap=lambda stream, values: seen.append((stream, tuple(values))))
     n = sum(host.next_tuples(1) for _ in range(3))
     assert n == 14 and seen == [(comp.OUTPUT_STREAM, (w,)) for w in "ab" * 7]
+
+
+def test_a_batch_goes_out_in_one_emit_many_call():
+    clock = ManualClock()
+    host = spout_host(Endless(), True, clock)
+    calls: list[tuple[int, str]] = []
+    many = host.emitter.emit_many
+
+    def recording(rows: Any, stream: str) -> None:
+        calls.append((len(rows), stream))
+        many(rows, stream)
+
+    host.emitter.emit_many = recording  # before the first next_tuple, which picks the path
+    assert [host.next_tuples(1) for _ in range(3)] == [2, 4, 8]
+    assert calls == [(2, comp.OUTPUT_STREAM), (4, comp.OUTPUT_STREAM), (8, comp.OUTPUT_STREAM)]
+
+
+def test_the_hosts_heron_emit_many_is_used_when_bound():
+    clock = ManualClock()
+    host = spout_host(Endless(), True, clock)
+    got: list[Any] = []
+    host.user.heron_emit_many = lambda rows, stream: got.append((list(rows), stream))
+    host.next_tuples(1)
+    assert got == [([("a",), ("b",)], comp.OUTPUT_STREAM)] and host.emitter.emitted == 0
