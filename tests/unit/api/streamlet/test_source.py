@@ -303,3 +303,22 @@ def test_the_hosts_heron_emit_many_is_used_when_bound():
     host.user.heron_emit_many = lambda rows, stream: got.append((list(rows), stream))
     host.next_tuples(1)
     assert got == [([("a",), ("b",)], comp.OUTPUT_STREAM)] and host.emitter.emitted == 0
+
+
+class Pausing(Generator):
+    """Elements with None between them: "nothing right now", then more."""
+
+    def setup(self, context: Any) -> None:
+        self.left: list[Any] = ["a", None, "b c", None, None, "d"]
+
+    def get(self) -> Any:
+        return self.left.pop(0) if self.left else None
+
+
+def test_none_pauses_the_source_for_the_call_as_before_and_it_goes_on_at_the_next():
+    host = spout_host(Pausing(), True, ManualClock())
+    # a batch of 1: a; of 2: None first, nothing; "b c" then None: its two words; None first,
+    # nothing; d then None; nothing more. A None ends the call's batch and is not emitted
+    assert [host.next_tuples(1) for _ in range(6)] == [1, 0, 2, 0, 1, 0]
+    words = [v[0] for rows in host.emitter.pending_rows().values() for _stream, v in rows]
+    assert words == ["a", "b", "c", "d"]
