@@ -95,6 +95,9 @@ class SourceSpout(StreamletSpout):
     the source gave before it went out."""
 
     limits = source_mod.BatchLimits()
+    # Emitter.emit_many(rows, stream), set on the instance by a host that lets a spout emit a
+    # batch in one call (nothing needs to see each emit); None: see batch_emit
+    heron_emit_many: Callable[[list[Any], str], None] | None = None
     # how a batch is timed (the sizer's input); a test replaces it on the instance
     clock: Callable[[], float] = staticmethod(time.perf_counter)
 
