@@ -121,21 +121,25 @@ def _state(home: Path) -> str:
 
 async def _agreement(b: Browser, home: Path) -> None:
     """The page's all-time numbers against the CLI's totals, read between two page reads: the
-    CLI's value must lie between them, give or take one report interval of throughput."""
+    CLI's value must lie between them, give or take one report interval of throughput. The four
+    cells are read together (one refresh wait before, one after: the CLI reads sit between the
+    two page reads of each cell all the same), not one after another."""
     await b.eval("document.getElementById('window').value = 'all'; "
                  "document.getElementById('window').dispatchEvent(new Event('change')); true")
     slack = 2 * RATE  # one 1 s report interval, twice (the page and the CLI read at different moments)
-    for comp, col, metric in (("sentence", "emitted", "__emit-count/default"), ("sentence", "acked", "__ack-count"),
-                              ("split", "emitted", "__emit-count/default"), ("count", "acked", "__ack-count")):
+    cells = (("sentence", "emitted", "__emit-count/default"), ("sentence", "acked", "__ack-count"),
+             ("split", "emitted", "__emit-count/default"), ("count", "acked", "__ack-count"))
+    for comp, col, _ in cells:
         await b.wait(f"{_cell(comp, col)} > 0", 30, f"a non-zero {col} for {comp} on the page")
-        await asyncio.sleep(3.5)  # a refresh after the window changed
-        before = await b.eval(_cell(comp, col))
-        cli = await asyncio.to_thread(_cli_total, home, comp, metric)
-        await asyncio.sleep(3.5)
-        after = await b.eval(_cell(comp, col))
-        print(f"\n{comp} {col}: page {before}..{after}, heron-py metrics {cli}")
+    await asyncio.sleep(3.5)  # a refresh after the window changed
+    before = [await b.eval(_cell(comp, col)) for comp, col, _ in cells]
+    cli = [await asyncio.to_thread(_cli_total, home, comp, metric) for comp, _, metric in cells]
+    await asyncio.sleep(3.5)  # a refresh after the CLI's reads
+    after = [await b.eval(_cell(comp, col)) for comp, col, _ in cells]
+    for (comp, col, _), lo, total, hi in zip(cells, before, cli, after, strict=True):
+        print(f"\n{comp} {col}: page {lo}..{hi}, heron-py metrics {total}")
         factor = 10 if comp == "split" else 1  # ten words a sentence
-        assert before > 0 and before - slack * factor <= cli <= after + slack * factor
+        assert lo > 0 and lo - slack * factor <= total <= hi + slack * factor
 
 
 async def _session(chromium: str, tmp_path: Path, home: Path, page: str) -> None:
