@@ -241,7 +241,9 @@ class ClockedTracker:
     before a batch, a clock that moved opens a new generation (or, when the newest holds no live
     root, moves that generation's reading forward, so a clock that moves often without new roots
     adds none), and ``expire`` drops every generation opened ``timeout_s`` or more ago. The
-    generations so number the distinct readings with new roots within one timeout. Pure."""
+    generations so number the distinct readings with new roots within one timeout. A resolved
+    root is remembered for one timeout after it resolved (a late ack of it is ignored), as the
+    stream manager's done map does for at least T. Pure."""
 
     def __init__(self, timeout_s: float, clock: Callable[[], float]) -> None:
         if not timeout_s > 0:
