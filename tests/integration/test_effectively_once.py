@@ -256,14 +256,15 @@ def test_zookeeper_state_manager_kill_9_of_a_count_task_exact(heron_home, zk):
 
 def test_a_new_submit_resumes_from_the_last_checkpoint_unless_start_clean(heron_home):
     """Checkpoints outlive a kill (as in Heron): the same topology submitted again restores the
-    last completed checkpoint; with topology.stateful.start.clean it starts from empty state."""
+    last completed checkpoint; with topology.stateful.start.clean it starts from empty state.
+    Nothing is killed mid-run here, so the spouts are unpaced (rate 0): the input need not last."""
     name = "eo_resume"
-    run = _start(heron_home, name)
+    run = _start(heron_home, name, rate=0)
     try:
         first, _ = _finish_exact(heron_home, name)
     finally:
         kill_local(heron_home, name)
-    run = _start(heron_home, name)
+    run = _start(heron_home, name, rate=0)
     try:
         # the newest complete checkpoint: the one that covered the input, or one the first run
         # completed after it before the kill landed (checkpoints go on while the spouts are idle)
@@ -276,7 +277,7 @@ def test_a_new_submit_resumes_from_the_last_checkpoint_unless_start_clean(heron_
         assert second > first
     finally:
         kill_local(heron_home, run.name)
-    run = _start(heron_home, name, **{"topology.stateful.start.clean": "true"})
+    run = _start(heron_home, name, rate=0, **{"topology.stateful.start.clean": "true"})
     try:
         wait_for(lambda: "restore 1 to a clean start (topology start (topology.stateful.start.clean))"
                  in _logs(heron_home, name, "container-0/tmanager.log"), 60, "the clean start")
