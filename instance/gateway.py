@@ -260,6 +260,17 @@ class Gateway(Routed):
         if conn is None or not conn.is_open or self.state is not GatewayState.RUNNING:
             return  # frames stay queued (bounded) until the stream manager is back
         while not conn.writing_paused:
+            if conn.write_buffer_size() > WRITE_HIGH:  # asyncio pauses above it, too
+                # What this loop handed over reaches the transport, and its watermark, only at
+                # the connection's write later in this turn; until then writing_paused cannot
+                # turn. Come back after that write. Without this stop, an execution thread
+                # that refills the queue as fast as we take keeps this loop going, and all it
+                # emits piles up in the connection past every bound (issue 34: 800 MB from
+                # one spout in a second, then a minute and more of draining).
+                loop = self._loop
+                if loop is not None:
+                    loop.call_soon(self._drain_out)
+                return
             try:
                 frames = self._out.get_nowait()
             except queue.Empty:
