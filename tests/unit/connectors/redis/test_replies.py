@@ -6,6 +6,7 @@ CRLF, empty and binary values, values larger than a read, nulls, integers, maps 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ VALUES = [b"plain", b"", b"line one\r\nline two\r\n", b"\r\n", b"$5\r\n*2\r\n", 
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     s = redis_or_skip(tmp_path_factory.mktemp("redis"))
     c = s.client()
     pipe = c.pipeline(transaction=False)
@@ -70,7 +71,7 @@ def replies(c: Any, group: str) -> list[Any]:
 
 @pytest.mark.parametrize("protocol", [2, 3])
 @pytest.mark.parametrize("read_size", [65536, 7])
-def test_every_reply_reads_as_with_redis_py_s_parser(server, protocol, read_size):
+def test_every_reply_reads_as_with_redis_py_s_parser(server: Any, protocol: int, read_size: int) -> None:
     stock = client(server, False, protocol=protocol, socket_read_size=read_size)
     fast = client(server, True, protocol=protocol, socket_read_size=read_size)
     tag = f"{protocol}-{read_size}"
@@ -82,14 +83,14 @@ def test_every_reply_reads_as_with_redis_py_s_parser(server, protocol, read_size
     fast.close()
 
 
-def test_decoded_responses_are_left_to_redis_py(server):
+def test_decoded_responses_are_left_to_redis_py(server: Any) -> None:
     stock = client(server, False, decode_responses=True)
     fast = client(server, True, decode_responses=True)
     assert fast.xrange("s", count=3) == stock.xrange("s", count=3)
     assert isinstance(fast.xrange("s", count=1)[0][0], str)
 
 
-def test_the_spout_s_client_reads_with_it(server):
+def test_the_spout_s_client_reads_with_it(server: Any) -> None:
     from heron_py.connectors.redis import RedisStreamSpout
     from tests.connector_support import Clock, Context, make
 
