@@ -41,11 +41,11 @@ import wc_topology as wc  # noqa: E402
 
 from heron_py.common.config import InstanceConfig, Mode, ReliabilityConfig  # noqa: E402
 from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, MsgType, batch_count, batch_dest, frame_type  # noqa: E402
+from heron_py.runtime.acking import XorTracker  # noqa: E402
 from heron_py.runtime.host import BoltHost, HostOptions, SpoutHost, make_host  # noqa: E402
 from heron_py.spark.plan import plan_batch  # noqa: E402
 from heronpy.api.stream import Grouping  # noqa: E402
 from heronpy.api.topology import TopologyBuilder  # noqa: E402
-from stream_manager.acking import XorTracker  # noqa: E402
 
 
 def _bodies(frames: list[bytes], dests: set[int]) -> list[tuple[int, bytes]]:

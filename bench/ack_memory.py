@@ -13,7 +13,7 @@ import argparse
 import random
 import tracemalloc
 
-from stream_manager.acking import XorTracker
+from heron_py.runtime.acking import XorTracker
 
 
 def main() -> None:

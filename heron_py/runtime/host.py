@@ -231,6 +231,9 @@ class ComponentHost:
                 _bind_fast_emit(self.user, self.emitter, self.config.specialized_emit)
             elif self.config.specialized_emit:
                 _bind_tracked_fast_paths(self)
+            if self.is_spout and hasattr(type(self.user), "heron_emit_many"):
+                # an untracked batch in one call (Streamlet sources): nothing needs to see each emit
+                self.user.heron_emit_many = self.emitter.emit_many
 
     def start(self) -> None:
         self._set_active(self.plan.state is TopologyState.RUNNING)

@@ -161,7 +161,8 @@ def test_the_daemons_run_the_compiled_hot_path_unless_told_to_run_its_source(her
                 if role == "instance":
                     assert {built["instance.execution"], built["heron_py.runtime.emitter"]} <= mapped[pid], role
                 elif role == "stream_manager":
-                    assert {built["stream_manager.forwarder"], built["stream_manager.acking"]} <= mapped[pid], role
+                    assert {built["stream_manager.forwarder"], built["stream_manager.acking"],
+                            built["heron_py.runtime.acking"]} <= mapped[pid], role
         assert Counter(v[0] for v in run.values("count")) == expected
     finally:
         kill_local(heron_home, run.name)

@@ -151,24 +151,18 @@ def batch_emit(spout: Spout) -> Callable[[list[Any]], None]:
 
     ``Emitter.emit_many`` (one call, the stream's checks once) when nothing needs to see each
     emit: no task hooks, no tap (the batch runner's output capture), no serializer. The host
-    binds it as ``heron_emit_many`` where it supports that; until then it is reached through
-    our own delegate's host, with the same conditions. Otherwise one ``emit`` per tuple, which
-    passes every one of them through the delegate as before."""
+    binds it as ``heron_emit_many`` then (runtime/host.py). Otherwise one ``emit`` per tuple,
+    which passes every one of them through the delegate as before."""
     bound = getattr(spout, "heron_emit_many", None)
-    if callable(bound):
-        many = bound
-    else:
-        host: Any = getattr(spout.delegate, "_host", None)
-        emitter = getattr(host, "emitter", None)
-        if emitter is None or host.hooks is not None or host.tap is not None or host.encode is not None:
-            emit = spout.emit
+    if not callable(bound):  # hooks, a tap or a serializer: each emit is seen
+        emit = spout.emit
 
-            def each(rows: list[Any]) -> None:
-                for values in rows:
-                    emit(values, stream=OUTPUT_STREAM)
+        def each(rows: list[Any]) -> None:
+            for values in rows:
+                emit(values, stream=OUTPUT_STREAM)
 
-            return each
-        many = emitter.emit_many
+        return each
+    many = bound
 
     def emit_all(rows: list[Any]) -> None:
         many(rows, OUTPUT_STREAM)
