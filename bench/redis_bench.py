@@ -76,11 +76,11 @@ def spout_options(url: str) -> tuple[Any, int]:
 def bare(url: str, n: int, group: str = "bare", fast: bool = False) -> float:
     """The bare loop's entries/s; ``fast``: with the spout's own reply reader (replies.py), which
     isolates the engine's cost from the parser's."""
-    from heron_py.connectors.redis.replies import use_fast_replies
+    from heron_py.connectors.redis.replies import use_fast_protocol
 
     client, count = spout_options(url)
     if fast:
-        use_fast_replies(client)
+        use_fast_protocol(client)
     client.xgroup_create("bench", group, id="0")
     got, t0 = 0, time.perf_counter()
     while got < n:

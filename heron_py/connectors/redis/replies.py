@@ -12,9 +12,12 @@ integers, maps, pushes, nulls), and any element not wholly received yet (redis-p
 reads the socket, with its timeouts and errors). With hiredis installed redis-py uses hiredis,
 which is quicker still, and this reader is not used.
 
-It relies on two private names of redis-py (``redis._parsers._RESP2Parser``/``_RESP3Parser``
+``FastPacker`` does the same for the commands sent (one formatting per argument rather than
+redis-py's join of its whole buffer per argument: an XACK carries hundreds of ids).
+
+It relies on private names of redis-py (``redis._parsers._RESP2Parser``/``_RESP3Parser``
 and their socket buffer's ``_buffer`` BytesIO), present from redis-py 5 to 8; if they are
-missing ``fast_parser_class`` returns None and the client keeps redis-py's parser.
+missing ``use_fast_protocol`` leaves the client as redis-py makes it.
 """
 
 from __future__ import annotations
@@ -97,9 +100,52 @@ def fast_parser_class(protocol: int) -> type | None:
     return FastArrays
 
 
-def use_fast_replies(client: Any) -> bool:
-    """Makes ``client``'s connections (made from now on) read replies with the quicker reader;
-    False when it is not used (hiredis, or redis-py's internals differ)."""
+class FastPacker:
+    """redis-py's command packer (``command_packer``, a Connection option) for commands whose
+    arguments are all bytes, str or int, as the spout's are: one formatting per argument and one
+    join. redis-py's Python packer joins its buffer again for every argument (an XACK of 500 ids
+    is 500 of them); anything else (floats, memoryviews, bools) goes to redis-py's packer."""
+
+    def __init__(self, encoding: str = "utf-8", errors: str = "strict") -> None:
+        from redis import connection
+        from redis._parsers import encoders
+
+        mod: Any = connection  # redis-py is untyped
+        enc: Any = encoders
+        self.encoding, self.errors = encoding, errors
+        self._slow: Any = mod.PythonRespSerializer(6000, enc.Encoder(encoding, errors, False).encode)
+
+    def pack(self, *args: Any) -> list[bytes]:
+        name = args[0]
+        head = name.encode(self.encoding, self.errors) if type(name) is str else name
+        if type(head) is not bytes or b" " in head:  # "CONFIG GET": redis-py splits the name
+            return self._slow.pack(*args)  # type: ignore[no-any-return]
+        parts = [b"", b"$%d\r\n%b\r\n" % (len(head), head)]
+        append = parts.append
+        for a in args[1:]:
+            t = type(a)
+            if t is bytes:
+                append(b"$%d\r\n%b\r\n" % (len(a), a))
+            elif t is str:
+                b = a.encode(self.encoding, self.errors)
+                append(b"$%d\r\n%b\r\n" % (len(b), b))
+            elif t is int:
+                b = b"%d" % a
+                append(b"$%d\r\n%b\r\n" % (len(b), b))
+            else:
+                return self._slow.pack(*args)  # type: ignore[no-any-return]
+        parts[0] = b"*%d\r\n" % len(args)
+        return [b"".join(parts)]
+
+
+def use_fast_protocol(client: Any) -> bool:
+    """Makes ``client``'s connections (made from now on) read replies with the quicker reader
+    and pack commands with ``FastPacker``; False when neither is used (hiredis, or redis-py's
+    internals differ from what they expect)."""
+    import inspect
+
+    from redis.connection import AbstractConnection
+
     kwargs = client.connection_pool.connection_kwargs
     try:
         protocol = int(kwargs.get("protocol") or _default_protocol())
@@ -109,6 +155,8 @@ def use_fast_replies(client: Any) -> bool:
     if cls is None:
         return False
     kwargs["parser_class"] = cls
+    if "command_packer" in inspect.signature(AbstractConnection.__init__).parameters:
+        kwargs["command_packer"] = FastPacker(kwargs.get("encoding", "utf-8"), kwargs.get("encoding_errors", "strict"))
     return True
 
 

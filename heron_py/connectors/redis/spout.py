@@ -33,7 +33,7 @@ from heron_py.connectors.base import ReplayableSource
 from heron_py.connectors.common import LogThrottle, Reconnect, component_where, source_acking
 from heron_py.connectors.redis.config import REQUIREMENT, StreamSpoutConfig, stream_spout_config
 from heron_py.connectors.redis.errors import ErrorKind, classify, describe
-from heron_py.connectors.redis.replies import use_fast_replies
+from heron_py.connectors.redis.replies import use_fast_protocol
 
 Key = tuple[str, int]  # the ReplayableSource message id: (stream, emit sequence number)
 
@@ -154,7 +154,7 @@ class RedisStreamSpout(Spout):
         self.client.set_response_callback("XREADGROUP", _raw)
         # and read with the quicker array reader when redis-py has no hiredis (replies.py: redis-py's
         # own Python parser took about 10 us an entry, the largest part of the spout's time)
-        self.fast_replies = use_fast_replies(self.client)
+        self.fast_replies = use_fast_protocol(self.client)
         self._keys = tuple(f.encode("utf-8") for f in self.cfg.fields)
         self.source: ReplayableSource[str] = ReplayableSource(
             retry=self.cfg.retry, max_uncommitted=self.cfg.max_pending, on_give_up=self._gave_up)

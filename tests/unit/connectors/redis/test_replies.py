@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from heron_py.connectors.redis.replies import fast_parser_class, use_fast_replies
+from heron_py.connectors.redis.replies import FastPacker, fast_parser_class, use_fast_protocol
 from tests.redis_server import redis_or_skip
 
 VALUES = [b"plain", b"", b"line one\r\nline two\r\n", b"\r\n", b"$5\r\n*2\r\n", bytes(range(256)),
@@ -39,7 +39,7 @@ def client(server: Any, fast: bool, **kw: Any) -> Any:
     if fast:
         if fast_parser_class(3) is None:
             pytest.skip("hiredis is installed: redis-py uses it and the quicker reader is not used")
-        assert use_fast_replies(c)
+        assert use_fast_protocol(c)
     return c
 
 
@@ -59,7 +59,12 @@ def replies(c: Any, group: str) -> list[Any]:
     out.append(c.xpending("s", group))
     out.append([(g["pending"], g["consumers"]) for g in c.xinfo_groups("s") if g["name"] == group.encode()])
     out.append(c.xautoclaim("s", group, "d", 0, count=10)[1])
-    out.append((c.get("k"), c.get("missing"), c.incrby(f"counter-{group}", 5), c.ping()))
+    out.append((c.get("k"), c.get("missing"), c.incrby(f"counter-{group}", 5), c.ping(),
+                c.incrbyfloat(f"float-{group}", 1.5), c.execute_command("CONFIG GET", "databases"),
+                c.set(f"caf\u00e9-{group}", "\u2603 x\r\ny"), c.get(f"caf\u00e9-{group}")))
+    with pytest.raises(redis.DataError) as bad:
+        c.set("k", True)
+    out.append(str(bad.value))
     pipe = c.pipeline(transaction=False)
     pipe.get("k").lpush("k", "x").xlen("s")  # an error inside an array of replies
     out.append([repr(x) if isinstance(x, Exception) else x for x in pipe.execute(raise_on_error=False)])
@@ -76,11 +81,26 @@ def test_every_reply_reads_as_with_redis_py_s_parser(server: Any, protocol: int,
     fast = client(server, True, protocol=protocol, socket_read_size=read_size)
     tag = f"{protocol}-{read_size}"
     want, got = replies(stock, f"stock-{tag}"), replies(fast, f"fast-{tag}")
-    assert type(fast.connection_pool.get_connection()._parser).__name__.startswith("FastArrays")
-    assert want[-6]["pending"] == 320 and len(want) == 8 + 10  # 320 entries read 37 a time (9 reads), then none
+    conn = fast.connection_pool.get_connection()
+    assert type(conn._parser).__name__.startswith("FastArrays") and type(conn._command_packer) is FastPacker
+    assert want[-7]["pending"] == 320 and len(want) == 9 + 10  # 320 entries read 37 a time (9 reads), then none
     assert got == want
     stock.close()
     fast.close()
+
+
+@pytest.mark.parametrize("args", [
+    ("XACK", "s", "g", b"1-0", b"2-0", "3-0"), ("SET", b"k", "caf\u00e9 \u2603", 12), ("PING",),
+    (b"XREADGROUP", "GROUP", "g", "c", "COUNT", 500, "BLOCK", 50, "STREAMS", "s", ">"),
+    ("CONFIG GET", "port"), ("INCRBYFLOAT", "k", 1.5), ("SET", "k", b"v" * 10_000), ("SET", "k", -7)])
+def test_the_packer_sends_the_bytes_redis_py_would(args: tuple[Any, ...]) -> None:
+    from redis import connection
+    from redis._parsers import encoders
+
+    conn: Any = connection  # redis-py is untyped
+    enc: Any = encoders
+    want = b"".join(conn.PythonRespSerializer(6000, enc.Encoder("utf-8", "strict", False).encode).pack(*args))
+    assert b"".join(FastPacker().pack(*args)) == want
 
 
 def test_decoded_responses_are_left_to_redis_py(server: Any) -> None:
