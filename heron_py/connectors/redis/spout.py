@@ -326,12 +326,20 @@ class RedisStreamSpout(Spout):
         if not records:
             return
         ids = self.source.emitted_many(self.cfg.stream, records)
-        emit = self.emit
+        if type(self).emit is Spout.emit:
+            # emit not overridden: the host's own emit, one Python call fewer per entry
+            host_emit, stream = self.delegate.emit, Stream.DEFAULT_STREAM_ID
+            for (_seq, rec), key in zip(records, ids, strict=True):
+                if key is not None:
+                    row = rec[1]
+                    inflight[row[0]] = key
+                    host_emit(row, stream, None, None, False, key)
+            return
         for (_seq, rec), key in zip(records, ids, strict=True):
             if key is not None:
                 row = rec[1]
                 inflight[row[0]] = key
-                emit(row, tup_id=key)
+                self.emit(row, tup_id=key)
 
     def _read_by_id(self) -> None:
         if self.last_id == "$":  # "after the newest entry", made concrete so a checkpoint holds an id

@@ -2,7 +2,9 @@
 redis-server: every reply reads the same as with redis-py's own parser, for RESP2 and RESP3,
 with a normal and a tiny socket read size (7 bytes: nearly every element then arrives in
 pieces, so the hand-back to redis-py's code mid-array is exercised), including values holding
-CRLF, empty and binary values, values larger than a read, nulls, integers, maps and errors."""
+CRLF, empty and binary values, values larger than a read, nulls, integers, maps and errors;
+commands packed byte for byte as redis-py packs them; and the spout's batch read path, through
+the host's emit or a subclass's own emit."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from heron_py.connectors.redis import RedisStreamSpout
 from heron_py.connectors.redis.replies import FastPacker, fast_parser_class, use_fast_protocol
 from tests.redis_server import redis_or_skip
 
@@ -111,7 +114,6 @@ def test_decoded_responses_are_left_to_redis_py(server: Any) -> None:
 
 
 def test_the_spout_s_client_reads_with_it(server: Any) -> None:
-    from heron_py.connectors.redis import RedisStreamSpout
     from tests.connector_support import Clock, Context, make
 
     if fast_parser_class(3) is None:
@@ -124,4 +126,29 @@ def test_the_spout_s_client_reads_with_it(server: Any) -> None:
     assert type(s.client.connection_pool.get_connection()._parser).__name__.startswith("FastArrays")
     # the one value that is not UTF-8 (bytes 0 to 255) is malformed, 40 times
     assert s.counts["records"] == 320 and s.counts["malformed"] == 40 and len(s.inflight) == 280
+    s.close()
+
+
+class Recording(RedisStreamSpout):
+    """A user's subclass that overrides emit: the spout's batch path must go through it."""
+
+    def initialize(self, config: dict[str, Any], context: Any) -> None:
+        self.mine: list[tuple[list[Any], Any]] = []
+        super().initialize(config, context)
+
+    def emit(self, tup: Any, tup_id: Any = None, stream: str = "default", direct_task: int | None = None,
+             need_task_ids: bool = False) -> list[int] | None:
+        self.mine.append((list(tup), tup_id))
+        return super().emit(tup, tup_id=tup_id, stream=stream)
+
+
+def test_a_subclass_s_emit_still_sees_every_row(server: Any) -> None:
+    from tests.connector_support import Clock, Context, make
+
+    s, d = make(Recording, {"redis.url": server.url, "redis.stream": "s", "redis.group": "sub",
+                            "redis.create.group": True, "redis.block.ms": 0}, Clock(), Context("redis"))
+    for _ in range(3):
+        s.next_tuple()
+    assert len(s.mine) == 280 and s.mine == d.emitted
+    assert s.mine[0][0][1] == "plain" and s.mine[0][1] == ("s", 1)
     s.close()
