@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -65,7 +66,8 @@ def test_kills_recover_within_10_s_under_a_connection_flood(heron_home):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))  # inherited by every process of the topology
     try:
-        _start(heron_home, NAME, split_delay_ms=1.0, rate=300)
+        # 10 s of input at 600 sentences/s: the kills land a few seconds in (asserted below)
+        _start(heron_home, NAME, split_delay_ms=1.0, rate=600)
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     state = LocalFsStateManager(heron_home)
@@ -78,7 +80,17 @@ def test_kills_recover_within_10_s_under_a_connection_flood(heron_home):
         http_port = state.get_tmanager_location(NAME).http_port
         flood = subprocess.Popen([sys.executable, "-c", FLOOD, f"{sm0_port}:64", f"{http_port}:2000"],
                                  stdout=subprocess.PIPE, text=True)
-        time.sleep(3.0)  # the flood is in place
+        # the flood is in place once its first round made every connection (it prints how many it
+        # opened after each round); a fixed 3 s sleep waited longer than that takes
+        opened = [0]
+
+        def read_flood() -> None:
+            for line in flood.stdout or ():
+                opened[0] = int(line)
+
+        threading.Thread(target=read_flood, daemon=True).start()
+        _wait(lambda: opened[0] >= 64 + 2000, 15, "the flood's 2,064 connections")
+        assert not _all_acked(heron_home, NAME), "the run ended before the kills: the test proves nothing"
         packing = state.get_packing_plan(NAME)
         victim = next(t.task_id for t in packing.tasks_in(1) if t.component == "split")
         old_task_pid = int(es["instances"][str(victim)]["pid"])
