@@ -8,9 +8,14 @@ source's state and sought after a restore, exactly as the KafkaSpout's. The sour
 KafkaSpout itself, driven by the Generator: partitions, first-poll strategies, refresh,
 deserializers and metrics are the spout's.
 
-A Streamlet sink is acked when ``put`` returns, so the sink cannot hold an element until the
-broker confirmed it: it relies on the idempotent producer's retries, logs delivery errors and
-flushes on cleanup. For acks that follow the broker's confirmations use the KafkaBolt.
+A Streamlet sink is acked when ``put`` returns, so the sink cannot hold an element's tuple
+until the broker confirmed it. It keeps each record until its delivery report instead: a
+producer that can no longer deliver (a fatal error, or a record timed out: the idempotent
+producer loops silently on a broker that lost its state, inflight.py) is replaced, as the
+KafkaBolt's is, and every record still waiting is produced again through the new one (at
+least once: a record in flight may land twice). A record the broker refuses (too large, a
+topic it will not create) is counted and logged, not retried. It flushes on cleanup. For acks
+that follow the broker's confirmations use the KafkaBolt.
 """
 
 from __future__ import annotations
@@ -19,13 +24,16 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from heron_py.api.streamlet.context import Context
 from heron_py.api.streamlet.generator import Generator
 from heron_py.api.streamlet.sink import Sink
 from heron_py.connectors.base import ConnectorConfigError
+from heron_py.connectors.kafka.bolt import BACKSTOP_GRACE_S
 from heron_py.connectors.kafka.config import ProcessingGuarantee, bolt_config, spout_config
+from heron_py.connectors.kafka.inflight import InFlight, rebuild_reason
 from heron_py.connectors.kafka.spout import POSITIONS_KEY, KafkaSpout
 from heron_py.connectors.kafka.translators import serializer, translator
 
@@ -111,34 +119,78 @@ class KafkaSink(Sink):
                                        f"has no fields for kafka.topic.field), found {cfg.topic_field!r}")
 
     def setup(self, context: Context) -> None:
-        from confluent_kafka import Producer
-
         self.where = f"kafka sink task {context.get_task_id()}"
         self.cfg = bolt_config(self.config, self.where)
         self.key_ser = serializer(self.where, "kafka.key.serializer", self.cfg.key_serializer)
         self.value_ser = serializer(self.where, "kafka.value.serializer", self.cfg.value_serializer)
         self.errors = 0
         self._last_error = ("", 0.0)
-        self.producer = Producer({**self.cfg.client_config(), "error_cb": self._on_error})
+        self.clock: Callable[[], float] = time.monotonic
+        self.inflight = InFlight()  # (key, value) of each record until its delivery report
+        self.backstop_s = self.cfg.message_timeout_ms / 1000.0 + BACKSTOP_GRACE_S
+        # records whose report said the producer is wedged: produced again after the rebuild
+        self._again: list[tuple[bytes | None, bytes | None]] = []
+        self.rebuild_why: str | None = None  # set in callbacks, acted on after poll returns
+        self.rebuilds = 0
+        self.producer = self._new_producer()
+
+    def _new_producer(self) -> Any:
+        from confluent_kafka import Producer
+        return Producer({**self.cfg.client_config(), "error_cb": self._on_error})
 
     def put(self, element: Any) -> None:
-        assert self.cfg.topic is not None  # checked in __init__
         key = self.key_ser(self.key(element)) if self.key is not None else None
+        self._produce(key, self.value_ser(element))
+        self._poll(0)
+
+    def _produce(self, key: bytes | None, value: bytes | None) -> None:
+        assert self.cfg.topic is not None  # checked in __init__
+        cb = partial(self._delivered, self.inflight.add((key, value), self.clock()))
         while True:
             try:
-                self.producer.produce(self.cfg.topic, value=self.value_ser(element), key=key,
-                                      on_delivery=self._delivered)
-                break
+                self.producer.produce(self.cfg.topic, value=value, key=key, on_delivery=cb)
+                return
             except BufferError:  # the client's queue is full: wait for deliveries
                 self.producer.poll(0.05)
-        self.producer.poll(0)
 
-    def _delivered(self, err: Any, _msg: Any) -> None:
-        if err is not None:
-            self.errors += 1
-            self._on_error(err)
+    def _delivered(self, ident: int, err: Any, _msg: Any) -> None:
+        record = self.inflight.pop(ident)
+        if err is None or record is None:  # None: taken at a rebuild (its purge reports it)
+            return
+        why = rebuild_reason(err.code(), err.fatal(), err.str())
+        if why is not None:
+            if self.rebuild_why is None:
+                self.rebuild_why = why
+            self._again.append(record)
+            return
+        self.errors += 1
+        self._on_error(err)
+
+    def _poll(self, timeout_s: float) -> None:
+        self.producer.poll(timeout_s)
+        if self.rebuild_why is None and self.inflight.overdue(self.clock(), self.backstop_s):
+            self.rebuild_why = f"no delivery report for over {self.backstop_s:g} s"
+        if self.rebuild_why is not None:
+            self._rebuild(self.rebuild_why)
+
+    def _rebuild(self, why: str) -> None:
+        """Swaps in a new producer and produces every record still waiting through it. The old
+        one's queue is purged; its purge reports find their records taken already."""
+        old, self.producer = self.producer, self._new_producer()
+        self.rebuild_why = None
+        self.rebuilds += 1
+        waiting, self._again = self._again + self.inflight.take_all(), []
+        self.logger.warning(f"{self.where}: rebuilding the Kafka producer for {self.cfg.bootstrap_servers} "
+                            f"(rebuild {self.rebuilds}): {why}; producing the {len(waiting)} records still "
+                            f"waiting for delivery again")
+        old.purge()
+        old.flush(0)
+        for key, value in waiting:
+            self._produce(key, value)
 
     def _on_error(self, err: Any) -> None:
+        if err.fatal() and self.rebuild_why is None:  # error_cb runs inside poll(): acted on after
+            self.rebuild_why = f"fatal producer error: {err.str()}"
         line = f"{self.where}: kafka error on {self.cfg.bootstrap_servers}: {err}"
         now = time.monotonic()
         if line != self._last_error[0] or now - self._last_error[1] >= 10:
