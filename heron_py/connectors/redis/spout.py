@@ -222,9 +222,11 @@ class RedisStreamSpout(Spout):
             self.log(f"{self.where}: redis server {self.address} reachable again")
 
     def ack(self, tup_id: Any) -> None:
-        key: Key = (tup_id[0], tup_id[1])
-        p = self.source.pending.get(key)
-        if p is not None and self.source.ack(key):
+        # the engine hands back the id emitted (a tuple); another sequence is made one
+        key: Key = tup_id if type(tup_id) is tuple else (tup_id[0], tup_id[1])
+        source = self.source
+        p = source.pending.get(key)
+        if p is not None and source.ack(key):
             raw, row = p.record
             self.inflight.pop(row[0], None)
             self.to_xack.append(raw)
