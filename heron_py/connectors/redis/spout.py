@@ -69,6 +69,57 @@ def decode_flat(fields: Any, names: tuple[str, ...], keys: tuple[bytes, ...]) ->
     return decode_entry(fields, names)
 
 
+Record = tuple[int, tuple[Any, list[Any]]]  # (emit sequence number, (the entry id as read, the row))
+
+
+def fresh_rows(entries: list[Any], names: tuple[str, ...], keys: tuple[bytes, ...], inflight: dict[str, Key],
+               seq: int) -> tuple[list[Record], list[tuple[str, str]], int]:
+    """The records to emit of a ``>`` read's raw entries, numbered from ``seq + 1``; the
+    malformed ones (id, why); the last number. An entry in ``inflight`` is skipped (a group made
+    again, lost or destroyed, hands out entries in flight here). One field (the default) is read
+    inline: no dict, no call."""
+    one = keys[0] if len(keys) == 1 else None
+    records: list[Record] = []
+    bad: list[tuple[str, str]] = []
+    append = records.append
+    for raw_id, fields in entries:
+        eid = raw_id.decode("ascii") if type(raw_id) is bytes else str(raw_id)
+        if eid in inflight:
+            continue
+        row: list[Any] | None = None
+        if one is not None and type(fields) is list and len(fields) == 2 and fields[0] == one:
+            v = fields[1]
+            try:
+                row = [eid, v.decode("utf-8") if type(v) is bytes else str(v)]
+            except UnicodeDecodeError:
+                pass  # decode_flat names the field
+        if row is None:
+            values, why = decode_flat(fields, names, keys)
+            if values is None:
+                bad.append((eid, why))
+                continue
+            values.insert(0, eid)  # the row: id, then the fields
+            row = values
+        seq += 1
+        # the id as the server sent it goes back in the XACK (bytes: redis-py encodes nothing)
+        append((seq, (raw_id, row)))
+    return records, bad, seq
+
+
+def emit_rows(records: list[Record], ids: list[Key | None], inflight: dict[str, Key],
+              host_emit: Callable[..., Any] | None, emit: Callable[..., Any]) -> None:
+    """Emits each record ``emitted_many`` gave an id (None: stale), through the host's emit
+    when given (positional, as the host takes it), else the spout's ``emit``."""
+    for (_seq, rec), key in zip(records, ids, strict=True):
+        if key is not None:
+            row = rec[1]
+            inflight[row[0]] = key
+            if host_emit is not None:
+                host_emit(row, Stream.DEFAULT_STREAM_ID, None, None, False, key)
+            else:
+                emit(row, tup_id=key)
+
+
 def _raw_entries(resp: Any, stream: str) -> list[Any]:
     """The entries of the one stream read from a raw XREADGROUP reply: RESP3 a map
     {stream: entries}, RESP2 a list [[stream, entries]]; None when nothing was read."""
@@ -286,62 +337,21 @@ class RedisStreamSpout(Spout):
                 self._emit_new(entry_id(raw_id), fields)
             return
         if self.cursor is None:
-            self._emit_fresh(entries)
+            # the at-least-once hot path over a ">" read: one ReplayableSource pass for the read
+            records, bad, self.seq = fresh_rows(entries, self.cfg.fields, self._keys, self.inflight, self.seq)
+            for eid, why in bad:
+                self._malformed(eid, why)
+            self.counts["records"] += len(records) + len(bad)
+            if records:
+                ids = self.source.emitted_many(self.cfg.stream, records)
+                # emit not overridden: the host's own emit, one Python call fewer per entry
+                host_emit = self.delegate.emit if type(self).emit is Spout.emit else None
+                emit_rows(records, ids, self.inflight, host_emit, self.emit)
             return
         # our own pending history: an entry may still be in flight here (read again after a
         # reconnect), so each goes through _emit_new's check
         for raw_id, fields in entries:
             self._emit_new(entry_id(raw_id), fields)
-
-    def _emit_fresh(self, entries: list[Any]) -> None:
-        """The at-least-once hot loop over a ``>`` read: one decode per entry, one
-        ReplayableSource pass for the whole read (``emitted_many``), one emit per entry."""
-        keys, inflight = self._keys, self.inflight
-        one = keys[0] if len(keys) == 1 else None  # the common case: one field, no dict, no call
-        seq, malformed = self.seq, 0
-        records: list[tuple[int, tuple[Any, list[Any]]]] = []
-        append = records.append
-        for raw_id, fields in entries:
-            eid = raw_id.decode("ascii") if type(raw_id) is bytes else str(raw_id)
-            if eid in inflight:  # a group made again (lost, destroyed) hands out entries in flight here
-                continue
-            row: list[Any] | None = None
-            if one is not None and type(fields) is list and len(fields) == 2 and fields[0] == one:
-                v = fields[1]
-                try:
-                    row = [eid, v.decode("utf-8") if type(v) is bytes else str(v)]
-                except UnicodeDecodeError:
-                    pass  # decode_flat names the field
-            if row is None:
-                values, why = decode_flat(fields, self.cfg.fields, keys)
-                if values is None:
-                    malformed += 1
-                    self._malformed(eid, why)
-                    continue
-                values.insert(0, eid)  # the row: id, then the fields
-                row = values
-            seq += 1
-            # the id as the server sent it goes back in the XACK (bytes: redis-py encodes nothing)
-            append((seq, (raw_id, row)))
-        self.seq = seq
-        self.counts["records"] += len(records) + malformed
-        if not records:
-            return
-        ids = self.source.emitted_many(self.cfg.stream, records)
-        if type(self).emit is Spout.emit:
-            # emit not overridden: the host's own emit, one Python call fewer per entry
-            host_emit, stream = self.delegate.emit, Stream.DEFAULT_STREAM_ID
-            for (_seq, rec), key in zip(records, ids, strict=True):
-                if key is not None:
-                    row = rec[1]
-                    inflight[row[0]] = key
-                    host_emit(row, stream, None, None, False, key)
-            return
-        for (_seq, rec), key in zip(records, ids, strict=True):
-            if key is not None:
-                row = rec[1]
-                inflight[row[0]] = key
-                self.emit(row, tup_id=key)
 
     def _read_by_id(self) -> None:
         if self.last_id == "$":  # "after the newest entry", made concrete so a checkpoint holds an id

@@ -152,3 +152,16 @@ def test_a_subclass_s_emit_still_sees_every_row(server: Any) -> None:
     assert len(s.mine) == 280 and s.mine == d.emitted
     assert s.mine[0][0][1] == "plain" and s.mine[0][1] == ("s", 1)
     s.close()
+
+
+def test_fresh_rows_numbers_decodes_skips_and_names_the_malformed() -> None:
+    from heron_py.connectors.redis.spout import fresh_rows
+
+    entries = [[b"1-0", [b"value", b"a"]], [b"2-0", [b"value", b"\xff"]], [b"3-0", [b"other", b"x"]],
+               [b"4-0", [b"n", b"1", b"value", b"b"]], [b"5-0", [b"value", b"in flight"]], [b"6-0", None]]
+    records, bad, seq = fresh_rows(entries, ("value",), (b"value",), {"5-0": ("s", 1)}, 10)
+    assert records == [(11, (b"1-0", ["1-0", "a"])), (12, (b"4-0", ["4-0", "b"]))] and seq == 12
+    assert bad == [("2-0", "field b'value' is not UTF-8"), ("3-0", "expected fields ['value'], found ['other']"),
+                   ("6-0", "it has no fields (deleted)")]
+    two, _, _ = fresh_rows([[b"7-0", [b"n", b"1", b"value", b"c"]]], ("value", "n"), (b"value", b"n"), {}, 0)
+    assert two == [(1, (b"7-0", ["7-0", "c", "1"]))]
