@@ -12,10 +12,9 @@ The bare loop is held to what the spout must do, so the ratio is the engine's co
 built as the spout builds its own (``ServerConfig.client``: the same options), the spout's
 default XREADGROUP COUNT (``redis.batch.size``), each entry's id and value decoded to str (the
 spout emits str), and every entry XACKed, one XACK per read (the spout sends one XACK per loop
-for all acks that came in). It reads with redis-py as it is: without hiredis (redis-py's
-optional C parser) that is redis-py's Python parser, while the spout reads XREADGROUP's arrays
-with its own quicker reader (heron_py/connectors/redis/replies.py); with hiredis both use
-hiredis. The output names which."""
+for all acks that came in). Both read with redis-py as it is: with hiredis (redis-py's C
+parser, in the ``[redis]`` extra) when it is installed, else redis-py's Python parser. The
+output names which."""
 
 from __future__ import annotations
 
@@ -73,14 +72,9 @@ def spout_options(url: str) -> tuple[Any, int]:
     return cfg.server.client(), cfg.batch
 
 
-def bare(url: str, n: int, group: str = "bare", fast: bool = False) -> float:
-    """The bare loop's entries/s; ``fast``: with the spout's own reply reader (replies.py), which
-    isolates the engine's cost from the parser's."""
-    from heron_py.connectors.redis.replies import use_fast_protocol
-
+def bare(url: str, n: int, group: str = "bare") -> float:
+    """The bare loop's entries/s."""
     client, count = spout_options(url)
-    if fast:
-        use_fast_protocol(client)
     client.xgroup_create("bench", group, id="0")
     got, t0 = 0, time.perf_counter()
     while got < n:
@@ -98,8 +92,7 @@ def bare(url: str, n: int, group: str = "bare", fast: bool = False) -> float:
 def parser_name() -> str:
     from redis.utils import HIREDIS_AVAILABLE
 
-    return ("hiredis, in both loops" if HIREDIS_AVAILABLE else
-            "redis-py's Python parser in the bare loop, the spout's own reader (replies.py) in the spout")
+    return "hiredis, in both loops" if HIREDIS_AVAILABLE else "redis-py's Python parser, in both loops"
 
 
 def _group(client: Any) -> dict[str, Any] | None:
@@ -149,12 +142,10 @@ def main() -> None:
         client = server.client()
         fill(client, args.entries)
         b = bare(server.url, args.entries)
-        bf = bare(server.url, args.entries, "bare-fast", fast=True)
         s = spout(server, home, args.entries)
         print(f"redis-py {redis_version()}, reply parser: {parser_name()}")
         print(f"| entries | bare redis-py XREADGROUP/XACK loop (entries/s) | RedisStreamSpout at least once "
               f"(entries/s) | ratio |\n|---|---|---|---|\n| {args.entries} | {b:,.0f} | {s:,.0f} | {s / b:.2f}x |")
-        print(f"the bare loop with the spout's own reply reader: {bf:,.0f} entries/s (spout {s / bf:.2f}x of it)")
     finally:
         server.stop()
 

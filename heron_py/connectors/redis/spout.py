@@ -19,9 +19,10 @@ the topology. A server that is down, refuses the credentials or lacks the stream
 one line in the log (repeated at most every 10 s), retried with exponential backoff, and
 counted in the metric ``connection-errors``.
 
-Speed (issue 38): XREADGROUP's reply is taken raw (no dict per entry); without hiredis the
-client reads arrays and packs commands with ``replies.py``'s quicker reader and packer; a
-``>`` read's entries are decoded by ``fresh_rows`` and recorded in one ``emitted_many`` pass.
+Speed (issue 38): XREADGROUP's reply is taken raw (no dict per entry); redis-py parses replies
+with hiredis, its C parser, which the ``[redis]`` extra installs (without it redis-py's own
+Python parser is the largest part of the spout's time); a ``>`` read's entries are decoded by
+``fresh_rows`` and recorded in one ``emitted_many`` pass.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from heron_py.connectors.base import ReplayableSource
 from heron_py.connectors.common import LogThrottle, Reconnect, component_where, source_acking
 from heron_py.connectors.redis.config import REQUIREMENT, StreamSpoutConfig, stream_spout_config
 from heron_py.connectors.redis.errors import ErrorKind, classify, describe
-from heron_py.connectors.redis.replies import use_fast_protocol
 
 Key = tuple[str, int]  # the ReplayableSource message id: (stream, emit sequence number)
 
@@ -207,9 +207,6 @@ class RedisStreamSpout(Spout):
         # XREADGROUP's reply as the server sends it: redis-py's callback builds a dict per entry,
         # which decode_flat does not need (a third of the spout's time per entry, profiled)
         self.client.set_response_callback("XREADGROUP", _raw)
-        # and read with the quicker array reader when redis-py has no hiredis (replies.py: redis-py's
-        # own Python parser took about 10 us an entry, the largest part of the spout's time)
-        self.fast_replies = use_fast_protocol(self.client)
         self._keys = tuple(f.encode("utf-8") for f in self.cfg.fields)
         self.source: ReplayableSource[str] = ReplayableSource(
             retry=self.cfg.retry, max_uncommitted=self.cfg.max_pending, on_give_up=self._gave_up)
