@@ -26,7 +26,17 @@ from heron_py.common.alive import beat
 from heron_py.common.config import ConfigError, max_frame_bytes
 from heron_py.common.daemon import new_event_loop
 from heron_py.common.framing import MsgType, encode_frame
-from heron_py.common.net import Connection, Routed, Routes, connect, connect_unix, on, on_raw
+from heron_py.common.net import (
+    DEFAULT_LIVENESS,
+    Connection,
+    Liveness,
+    Routed,
+    Routes,
+    connect,
+    connect_unix,
+    on,
+    on_raw,
+)
 from heron_py.common.reconnect import Unreachable, run_link
 from heron_py.scheduler.paths import stmgr_socket
 from instance.queues import Inbox, InItem, InKind, QueueBytes
@@ -78,6 +88,9 @@ class GatewayConfig:
     host: str = "127.0.0.1"  # the container's metrics manager is always local, on loopback
     sm_host: str = "127.0.0.1"  # the stream manager's TCP address (when not on the Unix socket)
     unix_socket: bool = True  # the stream manager's Unix socket (heron_py.instance.unix.socket)
+    # both links' heartbeats: the topology's, from the executor's arguments (the links exist
+    # before the physical plan brings the config)
+    liveness: Liveness = DEFAULT_LIVENESS
 
 
 class MetricsLink:
@@ -111,7 +124,7 @@ class MetricsLink:
             raise Unreachable(f"metrics manager not started yet ({e}); retrying") from None
         # the metrics manager sends nothing back: any frame from it is refused
         return await connect(cfg.host, port, Routed(_NOTHING), cfg.secret, role="instance", peer_id=str(cfg.task_id),
-                             log=self.log, max_frame=cfg.max_frame)
+                             log=self.log, max_frame=cfg.max_frame, liveness=cfg.liveness)
 
     async def _session(self, conn: Connection) -> None:
         self._conn = conn
@@ -210,9 +223,10 @@ class Gateway(Routed):
             raise Unreachable(f"stream manager not reachable yet ({e}); retrying") from None
         if cfg.unix_socket:
             return await connect_unix(stmgr_socket(cfg.sm_port_file), self, cfg.secret, role="instance",
-                                      peer_id=str(cfg.task_id), log=self.log, max_frame=cfg.max_frame)
+                                      peer_id=str(cfg.task_id), log=self.log, max_frame=cfg.max_frame,
+                                      liveness=cfg.liveness)
         return await connect(cfg.sm_host, port, self, cfg.secret, role="instance", peer_id=str(cfg.task_id),
-                             log=self.log, max_frame=cfg.max_frame)
+                             log=self.log, max_frame=cfg.max_frame, liveness=cfg.liveness)
 
     async def _session(self, conn: Connection) -> None:
         """One connection to the stream manager: register, then report metrics every second

@@ -15,6 +15,7 @@ from types import FrameType
 from heron_py.checkpoint.storage import checkpoint_key_beside
 from heron_py.common.config import SHUTDOWN_DRAIN, InstanceConfig
 from heron_py.common.daemon import setup_logging
+from heron_py.common.net import DEFAULT_LIVENESS, Liveness
 from instance.execution import TaskRunner
 from instance.gateway import Gateway, GatewayConfig, GatewayState, MetricsLink
 from instance.metrics import TaskReports
@@ -42,6 +43,10 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--tcp", action="store_true", help="reach the stream manager over TCP, not its Unix socket")
     ap.add_argument("--metrics-interval", type=float, default=InstanceConfig.metrics_interval_s,
                     help="seconds between reports to the metrics manager (0: none)")
+    ap.add_argument("--heartbeat-interval", type=float, default=DEFAULT_LIVENESS.interval_s,
+                    help="heron_py.network.heartbeat.interval.secs of the links to the stream and metrics managers")
+    ap.add_argument("--heartbeat-timeout", type=float, default=DEFAULT_LIVENESS.timeout_s,
+                    help="heron_py.network.heartbeat.timeout.secs of those links (0: off)")
     return ap
 
 
@@ -55,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     in_bytes, out_bytes = QueueBytes(args.in_queue_bytes), QueueBytes(args.out_queue_bytes)
     cfg = GatewayConfig(task_id=args.task_id, component=args.component, secret=args.secret_file.read_bytes(),
                         sm_port_file=args.sm_port_file, max_frame=InstanceConfig.max_frame, sm_host=args.sm_host,
-                        unix_socket=not args.tcp)
+                        unix_socket=not args.tcp,
+                        liveness=Liveness(args.heartbeat_interval, args.heartbeat_timeout))
     wake: list[Callable[[], None]] = []
     outbox = Outbox(outbound, out_bytes, lambda: wake[0]())
     reports = TaskReports(args.task_id, args.component, inbound, in_bytes, outbox)

@@ -28,7 +28,7 @@ from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_
 from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType, encode_frame
 from heron_py.common.handshake import scrape_token
 from heron_py.common.logrotate import LogCaps, rotate_by_rename
-from heron_py.common.net import BaseHandler, Connection, Counters, Routed, Routes, on_raw, serve
+from heron_py.common.net import BaseHandler, Connection, Counters, Liveness, Routed, Routes, on_raw, serve
 from heron_py.common.reconnect import run_link
 from heron_py.common.tls import PeerTls
 from heron_py.scheduler.hosts import is_loopback
@@ -96,13 +96,14 @@ class MetricsManager(DaemonBase):
         try:  # reports and the master link use the topology's frame limit, like every daemon
             self._max_frame = max_frame_bytes(topo.config)
             self.log_caps = LogCaps.from_config(topo.config)
+            liveness = Liveness.from_config(topo.config)  # every report link's heartbeats
         except ConfigError as e:
             raise FatalError(str(e)) from e
         try:
             handler = BaseHandler()  # no lifecycle to follow: a report stands alone
             self._server = await serve(self.host, 0, lambda: handler, self._secret, role="metricsmgr",
                                        log=self._log, counters=self.counters, max_frame=self._max_frame,
-                                       routes=_routes(self))
+                                       routes=_routes(self), liveness=liveness)
         except OSError as e:
             raise FatalError(f"metrics manager of container {self.container}: cannot listen on {self.host}: {e}") from e
         self.port = self._server.sockets[0].getsockname()[1]
@@ -203,6 +204,7 @@ class MetricsManager(DaemonBase):
 
     async def _tm_connect(self) -> Connection:
         assert self._follow is not None
+        # the default heartbeats here: connect_master (heron_py/state/tmlink.py) takes no Liveness yet
         conn, self._tm_loc = await connect_master(self._follow, Routed(_TM_ROUTES), self._secret, role="metricsmgr",
                                                   peer_id=str(self.container), log=self._log,
                                                   max_frame=self._max_frame, tls=self._tls)

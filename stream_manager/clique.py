@@ -17,7 +17,7 @@ from typing import Any
 
 from heron_py.common.framing import MsgType, encode_frame
 from heron_py.common.handshake import HandshakeError
-from heron_py.common.net import Connection, FrameHandler, connect
+from heron_py.common.net import DEFAULT_LIVENESS, Connection, FrameHandler, Liveness, connect
 from heron_py.common.tls import PeerTls, tls_client_args
 from heron_py.planner.model import PhysicalPlan, StmgrLocation
 from proto import heron_py_pb2 as pb
@@ -38,6 +38,7 @@ class Clique:
                  on_connected: Callable[[int, Connection], None],
                  spawn: Callable[[Coroutine[Any, Any, None]], None],
                  backpressure_cause: Callable[[], str | None], tls: PeerTls | None = None,
+                 liveness: Liveness = DEFAULT_LIVENESS,
                  fence: Callable[[], bytes | None] = lambda: None,
                  connect: Callable[..., Coroutine[Any, Any, Connection]] = connect,
                  peers: dict[int, Connection] | None = None) -> None:
@@ -52,6 +53,7 @@ class Clique:
         self._limits: tuple[int, int] | None = None
         self._secret = secret
         self._tls = tls
+        self._liveness = liveness  # the topology's heartbeats, on every peer link
         self._log = log
         self._max_frame = max_frame
         self._handler = handler
@@ -99,7 +101,8 @@ class Clique:
                 try:
                     conn = await self._connect_fn(loc.host, loc.port, self._handler(container), self._secret,
                                                   role="stmgr", peer_id=str(self.container), log=self._log,
-                                                  max_frame=self._max_frame, **tls_client_args(self._tls))
+                                                  max_frame=self._max_frame, liveness=self._liveness,
+                                                  **tls_client_args(self._tls))
                 except (OSError, HandshakeError) as e:
                     # a HandshakeError too: an old port now answered by another daemon, or a peer
                     # mid-restart; giving up would leave its frames held until they overflow

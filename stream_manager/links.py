@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from heron_py.common.framing import MsgType, encode_frame
-from heron_py.common.net import Connection, Route, Routed, Routes, connect, on
+from heron_py.common.net import DEFAULT_LIVENESS, Connection, Liveness, Route, Routed, Routes, connect, on
 from heron_py.common.reconnect import Unreachable, run_link
 from heron_py.common.tls import PeerTls
 from heron_py.state import StateManager, TManagerLocation
@@ -95,6 +95,9 @@ class MasterLink:
 
     async def _connect(self) -> Connection:
         assert self._follow is not None
+        # the default heartbeats here: connect_master (heron_py/state/tmlink.py) takes no Liveness yet;
+        # the master's side of this link has the topology's, and our registration heartbeat goes every
+        # HEARTBEAT_S (1 s), so the master hears from us within any timeout it accepts
         conn, self._loc = await connect_master(self._follow, self._handler, self._secret, role="stmgr",
                                                peer_id=str(self._container), log=self._log,
                                                max_frame=self._max_frame, tls=self._tls)
@@ -137,7 +140,7 @@ class MetricsLink:
 
     def __init__(self, *, mm_file: Path, host: str, container: int, secret: bytes, log: logging.Logger,
                  max_frame: int, report: Callable[[], dict[str, Any]], interval: Callable[[], float],
-                 sleep: Sleep = asyncio.sleep) -> None:
+                 sleep: Sleep = asyncio.sleep, liveness: Liveness = DEFAULT_LIVENESS) -> None:
         self._mm_file = mm_file
         self._host = host
         self._container = container
@@ -146,6 +149,7 @@ class MetricsLink:
         self._max_frame = max_frame
         self._report = report
         self._interval = interval
+        self._liveness = liveness
         self._sleep = sleep
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -159,7 +163,8 @@ class MetricsLink:
             raise Unreachable(f"metrics manager not found in {self._mm_file} yet ({e!r}); retrying") from e
         # the metrics manager sends nothing back: any frame from it is refused
         return await connect(self._host, port, Routed(Routes("stmgr's metrics link", ())), self._secret, role="stmgr",
-                             peer_id=str(self._container), log=self._log, max_frame=self._max_frame)
+                             peer_id=str(self._container), log=self._log, max_frame=self._max_frame,
+                             liveness=self._liveness)
 
     async def _session(self, conn: Connection) -> None:
         while True:

@@ -17,13 +17,25 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 from heron_py.common.config import MB, ConfigError, StreamManagerConfig, effectively_once, max_frame_bytes
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
 from heron_py.common.framing import DEFAULT_MAX_FRAME, MsgType, batch_src, encode_frame, frame_type
 from heron_py.common.guard import RateLimitedLog
-from heron_py.common.net import BaseHandler, Connection, Routes, on, on_raw, relay, serve, serve_unix
+from heron_py.common.net import (
+    DEFAULT_LIVENESS,
+    BaseHandler,
+    Connection,
+    Liveness,
+    Routes,
+    on,
+    on_raw,
+    relay,
+    serve,
+    serve_unix,
+)
 from heron_py.common.tls import PeerTls
 from heron_py.planner.model import PhysicalPlan
 from heron_py.scheduler.paths import bind_stmgr_socket, release_stmgr_socket
@@ -44,9 +56,10 @@ class StreamManager(DaemonBase):
 
     def __init__(self, *, topology: str, container: int, secret: bytes, state: StateManager,
                  port_file: Path, log: logging.Logger, host: str = "127.0.0.1",
-                 max_frame: int = DEFAULT_MAX_FRAME, tls: PeerTls | None = None) -> None:
+                 max_frame: int = DEFAULT_MAX_FRAME, tls: PeerTls | None = None,
+                 liveness: Liveness = DEFAULT_LIVENESS) -> None:
         self.site = Site(topology=topology, container=container, host=host, secret=secret, state=state,
-                         port_file=port_file, log=log, max_frame=max_frame, tls=tls)
+                         port_file=port_file, log=log, max_frame=max_frame, tls=tls, liveness=liveness)
         self.topology = topology
         self.container = container
         self.host = host
@@ -77,7 +90,8 @@ class StreamManager(DaemonBase):
         try:
             self._server = await serve(self.host, 0, lambda: inbound, site.secret, role="stmgr",
                                        log=self.log, counters=self.counters, max_frame=site.max_frame,
-                                       ssl=site.tls.server if site.tls else None, routes=routes)
+                                       ssl=site.tls.server if site.tls else None, routes=routes,
+                                       liveness=site.liveness)
         except OSError as e:
             raise FatalError(f"stream manager of container {self.container}: cannot listen on "
                              f"{self.host}: {e}") from e
@@ -87,7 +101,7 @@ class StreamManager(DaemonBase):
         try:
             self._local_server = await serve_unix(sock, lambda: inbound, site.secret, role="stmgr",
                                                   log=self.log, counters=self.counters, max_frame=site.max_frame,
-                                                  routes=routes)
+                                                  routes=routes, liveness=site.liveness)
         except OSError as e:
             raise FatalError(f"stream manager of container {self.container}: cannot listen on {sock}: {e}") from e
         write_atomically(site.port_file, str(self.port))
@@ -311,14 +325,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port-file", type=Path, required=True)
     args = ap.parse_args(argv)
     log = setup_logging(f"stmgr[{args.container}]")
-    return statecfg.run_with_state(args, log, lambda state: StreamManager(
-        topology=args.topology, container=args.container, secret=args.secret_file.read_bytes(), state=state,
-        port_file=args.port_file, log=log, host=args.host, tls=PeerTls.load(args.tls_file, args.topology),
-        max_frame=_max_frame(state, args.topology)))
+
+    def make(state: StateManager) -> StreamManager:
+        links = _link_config(state, args.topology)
+        return StreamManager(topology=args.topology, container=args.container, secret=args.secret_file.read_bytes(),
+                             state=state, port_file=args.port_file, log=log, host=args.host,
+                             tls=PeerTls.load(args.tls_file, args.topology), max_frame=links.max_frame,
+                             liveness=links.liveness)
+
+    return statecfg.run_with_state(args, log, make)
 
 
-def _max_frame(state: StateManager, topology: str) -> int:
-    """The topology's frame limit, read before any connection: instances connect before
-    the plan comes, and their frames are checked against the same limit their emitters use."""
+@dataclass(frozen=True)
+class LinkConfig:
+    max_frame: int = DEFAULT_MAX_FRAME
+    liveness: Liveness = DEFAULT_LIVENESS
+
+
+def _link_config(state: StateManager, topology: str) -> LinkConfig:
+    """The topology's frame limit and heartbeats, read once before any connection: instances
+    connect before the plan comes, and their frames are checked against the same limit their
+    emitters use. Submit refuses bad values, so a ConfigError here is a definition written by
+    hand (or by an older version)."""
     topo = state.get_topology(topology)
-    return max_frame_bytes(topo.config) if topo is not None else DEFAULT_MAX_FRAME
+    if topo is None:
+        return LinkConfig()
+    return LinkConfig(max_frame_bytes(topo.config), Liveness.from_config(topo.config))

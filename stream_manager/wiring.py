@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from heron_py.common.framing import MsgType
-from heron_py.common.net import Connection, Counters, Routed, Routes, on_raw
+from heron_py.common.net import DEFAULT_LIVENESS, Connection, Counters, Liveness, Routed, Routes, on_raw
 from heron_py.common.tls import PeerTls
 from heron_py.state import StateManager
 from stream_manager.acking import AckService
@@ -63,6 +63,8 @@ class Site:
     log: logging.Logger
     max_frame: int
     tls: PeerTls | None  # TLS between hosts (heron.network.tls.enabled); None: HMAC handshake only
+    # heartbeats of every link it makes or accepts: the topology's, read once before it listens
+    liveness: Liveness = DEFAULT_LIVENESS
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,7 @@ def build(site: Site, events: Events, spawn: Callable[[Coroutine[Any, Any, None]
                            peers=lambda: list(peers.values()), discard_held=forwarder.discard_old_run)
     routes = peer_out_routes(forwarder)
     clique = Clique(container=container, secret=site.secret, log=log, max_frame=site.max_frame, tls=site.tls,
+                    liveness=site.liveness,
                     peers=peers, handler=lambda c: PeerOut(events, routes, c),
                     on_connected=lambda c, conn: forwarder.release(ConnKey.stmgr(c), conn), spawn=spawn,
                     backpressure_cause=lambda: describe(bp.slow) if bp.local else None, fence=ckpt.fence_frame)
@@ -153,6 +156,7 @@ def build(site: Site, events: Events, spawn: Callable[[Coroutine[Any, Any, None]
     # the metrics manager is always in this container, on loopback
     metrics_link = MetricsLink(mm_file=site.port_file.parent / "metricsmgr.json", host=LOOPBACK, container=container,
                                secret=site.secret, log=log, max_frame=site.max_frame, report=metrics.report,
+                               liveness=site.liveness,
                                interval=events.metrics_interval)
     return Parts(counters=counters, bp=bp, instances=instances, forwarder=forwarder, acks=acks, ckpt=ckpt,
                  clique=clique, metrics=metrics, master=master, metrics_link=metrics_link)

@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from heron_py.checkpoint.storage import checkpoint_key_beside
-from heron_py.common.config import LOST_AFTER, RELAUNCH
+from heron_py.common.config import LOST_AFTER, RELAUNCH, ConfigError
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging
 from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType
 from heron_py.common.handshake import http_token
-from heron_py.common.net import BaseHandler, Connection, Counters, Routes, on, on_raw, serve
+from heron_py.common.net import BaseHandler, Connection, Counters, Liveness, Routes, on, on_raw, serve
 from heron_py.common.tls import PeerTls
 from heron_py.planner.model import PackingPlan, PhysicalPlan, TopologyDef, TopologyState
 from heron_py.scheduler.base import CONTAINER_ENV
@@ -136,11 +136,16 @@ class TopologyMaster(DaemonBase):
                                          relaunch=self._relaunch, log=self._log,
                                          own_container=int(own) if own and own.isdigit() else None)
             self._spawn(self.relauncher.run())
+        try:  # the topology's heartbeats, once for every stream manager's and metrics manager's link
+            liveness = Liveness.from_config(config)
+        except ConfigError as e:
+            raise FatalError(f"topology master: {e}") from None
         try:
             handler = _Handler(self)  # stateless: one handler and one routing table for every connection
             self._server = await serve(self.host, 0, lambda: handler, self._secret, role="tmanager",
                                        log=self._log, counters=self.counters, max_frame=self._max_frame,
-                                       ssl=self._tls.server if self._tls else None, routes=handler.routes())
+                                       ssl=self._tls.server if self._tls else None, routes=handler.routes(),
+                                       liveness=liveness)
         except OSError as e:
             raise FatalError(f"topology master: cannot listen on {self.host}: {e}") from e
         self.port = self._server.sockets[0].getsockname()[1]

@@ -181,6 +181,19 @@ SHUTDOWN_DRAIN = _key("heron_py.instance.shutdown.drain.secs", Kind.FLOAT, 3.0, 
                           "stream manager; what is not sent by then is dropped and counted "
                           "(__dropped-tuples/shutdown)")
 
+# --- liveness (heron_py/common/net.py Liveness, heron_py/scheduler/executor.py) ---
+HEARTBEAT_INTERVAL = _key("heron_py.network.heartbeat.interval.secs", Kind.FLOAT, 2.0, positive=True, unit="seconds",
+                          doc="a daemon link with nothing sent for this long sends a heartbeat frame (LINK_PING); "
+                              "also how often the link checks its peer's silence")
+HEARTBEAT_TIMEOUT = _key("heron_py.network.heartbeat.timeout.secs", Kind.FLOAT, 10.0, 0.0, unit="seconds",
+                         doc="a daemon link whose peer sent nothing for this long while we were reading is aborted "
+                             "(a frozen process, a host gone without FIN or RST); 0 turns it off; must be more than "
+                             "twice heron_py.network.heartbeat.interval.secs (an idle peer pings every one to two "
+                             "intervals)")
+EXECUTOR_LIVENESS = _key("heron_py.executor.liveness.timeout.secs", Kind.FLOAT, 15.0, 0.0, unit="seconds",
+                         doc="the executor kills (SIGKILL) and restarts a child that has not touched its liveness "
+                             "file for this long (each touches it every second); 0 turns the probe off")
+
 # --- logs (heron_py/common/logrotate.py): Heron's names first, heron-py's spellings as aliases ---
 LOG_MAX_MB = _key("heron.logging.maximum.size.mb", Kind.FLOAT, 100.0, positive=True, unit="MB",
                   doc="a daemon's or task's log (and metrics.jsonl) is rotated past this size")
@@ -297,6 +310,27 @@ class StatefulConfig:
 
 
 @dataclass(frozen=True)
+class HeartbeatConfig:
+    """The daemon links' heartbeats: a ping after ``interval_s`` with nothing sent, an abort
+    after ``timeout_s`` of the peer's silence (0: never). Read once per daemon, from the
+    topology's config (``net.Liveness.from_config``)."""
+
+    interval_s: float = 2.0
+    timeout_s: float = 10.0
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> HeartbeatConfig:
+        interval, timeout = float(HEARTBEAT_INTERVAL.parse(cfg)), float(HEARTBEAT_TIMEOUT.parse(cfg))
+        # silence is counted in whole ticks of one interval, and a peer pings only after a whole
+        # tick with nothing sent, so up to two intervals pass between its frames on an idle link:
+        # a timeout of two intervals or less would drop healthy idle peers on any timer jitter
+        if 0 < timeout <= 2 * interval:
+            raise ConfigError(f"config {HEARTBEAT_TIMEOUT.name}: expected 0 (off) or more than twice "
+                              f"{HEARTBEAT_INTERVAL.name} ({2 * interval:g}), found {timeout:g}")
+        return cls(interval, timeout)
+
+
+@dataclass(frozen=True)
 class StreamManagerConfig:
     drop_on_backpressure: bool = False
     high_watermark: int = int(100.0 * MB)  # bytes
@@ -336,6 +370,8 @@ def check_topology_config(topology_config: Mapping[str, Any],
     RELAUNCH.parse(topology_config)
     LOST_AFTER.parse(topology_config)
     SHUTDOWN_DRAIN.parse(topology_config)
+    HeartbeatConfig.from_config(topology_config)
+    EXECUTOR_LIVENESS.parse(topology_config)
     from heron_py.common.logrotate import LogCaps  # logrotate imports this module
 
     LogCaps.from_config(topology_config)

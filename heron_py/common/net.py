@@ -24,12 +24,13 @@ import enum
 import logging
 import ssl as _ssl
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from google.protobuf.message import DecodeError, Message
 
+from heron_py.common.config import HeartbeatConfig
 from heron_py.common.frameauth import TAG_SIZE, FrameMac
 from heron_py.common.framing import (
     DEFAULT_MAX_FRAME,
@@ -168,6 +169,13 @@ class Liveness:
 
     interval_s: float = 2.0
     timeout_s: float = 10.0
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> Liveness:
+        """The topology's ``heron_py.network.heartbeat.*`` keys; a daemon builds this once and
+        hands the same value to every connect and serve (raises ConfigError on a bad value)."""
+        hb = HeartbeatConfig.from_config(cfg)
+        return cls(interval_s=hb.interval_s, timeout_s=hb.timeout_s)
 
 
 DEFAULT_LIVENESS = Liveness()

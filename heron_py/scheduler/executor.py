@@ -33,7 +33,14 @@ from typing import IO
 from heron_py.checkpoint.storage import CHECKPOINT_KEY_FILE, checkpoint_root
 from heron_py.common.alive import ALIVE_ENV, EXECUTOR_ENV, silent_for
 from heron_py.common.atomic import SweepTarget, atomic_write_bytes, atomic_write_text, sweep_temp_files
-from heron_py.common.config import FORK_SERVER, ConfigError, InstanceConfig, StatefulConfig
+from heron_py.common.config import (
+    EXECUTOR_LIVENESS,
+    FORK_SERVER,
+    ConfigError,
+    HeartbeatConfig,
+    InstanceConfig,
+    StatefulConfig,
+)
 from heron_py.common.daemon import setup_logging
 from heron_py.common.logrotate import CHECK_EVERY_S, LogCaps, logs_in, rotate_logs
 from heron_py.common.package import PackageError, unpack
@@ -50,9 +57,6 @@ BACKOFF_MIN_S = 0.5
 BACKOFF_MAX_S = 10.0
 STABLE_S = 30.0
 STANDBY_KEY = "topology.tmanager.standby"
-# a child that has not touched its liveness file for this long (frozen by SIGSTOP, a stuck event
-# loop) is killed with SIGKILL and restarted; its daemons touch it every second
-LIVENESS_TIMEOUT_S = 15.0
 
 
 @dataclass
@@ -81,7 +85,7 @@ class Executor:
     def __init__(self, *, topology: str, container: int, home: Path | None, log: logging.Logger,
                  clock: Callable[[], float] = time.monotonic, state_config: StateConfig | None = None,
                  host: str = "127.0.0.1", zygote: Zygote | None = None,
-                 wall: Callable[[], float] = time.time, liveness_timeout_s: float = LIVENESS_TIMEOUT_S,
+                 wall: Callable[[], float] = time.time, liveness_timeout_s: float | None = None,
                  log_check_s: float = CHECK_EVERY_S) -> None:
         self.topology = topology
         self.host = host  # what the container's daemons bind and advertise
@@ -92,7 +96,11 @@ class Executor:
         self.log = log
         self.clock = clock
         self.wall = wall
-        self.liveness_timeout_s = liveness_timeout_s
+        # a child that has not touched its liveness file for this long (frozen by SIGSTOP, a stuck
+        # event loop) is killed with SIGKILL and restarted (its daemons touch it every second); 0:
+        # never. Given here by a test, else the topology's, read in prepare()
+        self._liveness_given = liveness_timeout_s
+        self.liveness_timeout_s = float(EXECUTOR_LIVENESS.default if liveness_timeout_s is None else liveness_timeout_s)
         self.children: list[Child] = []
         self.stopping = False
         self.fork_server = False  # heron_py.executor.fork.server, read in prepare()
@@ -149,6 +157,9 @@ class Executor:
         assert topology is not None
         try:
             self.log_caps = LogCaps.from_config(topology.config)
+            heartbeat = HeartbeatConfig.from_config(topology.config)  # the instances' links get it as arguments
+            if self._liveness_given is None:
+                self.liveness_timeout_s = float(EXECUTOR_LIVENESS.parse(topology.config))
             ckpt_root = checkpoint_root(self.paths.home, StatefulConfig.from_config(topology.config).root)
         except ConfigError as e:
             raise SystemExit(f"executor {self.container}: topology '{self.topology}': {e}") from None
@@ -185,6 +196,8 @@ class Executor:
                  "--out-queue-bytes", str(icfg.out_queue_bytes),
                  "--metrics-interval", str(icfg.metrics_interval_s), "--sm-host", self.host,
                  "--checkpoint-root", str(ckpt_root),
+                 "--heartbeat-interval", str(heartbeat.interval_s),
+                 "--heartbeat-timeout", str(heartbeat.timeout_s),
                  *([] if icfg.unix_socket else ["--tcp"])],
                 logs / f"{t.component}-{t.task_id}.log"))
 
