@@ -23,7 +23,20 @@ pytestmark = pytest.mark.integration
 
 
 def test_a_stream_manager_frozen_with_sigstop_is_replaced_and_nothing_is_lost(heron_home):
-    run = _start(heron_home, "rwc_freeze_sm", split_delay_ms=1.0, rate=600)
+    # test_reliability's _start, with the liveness timeouts lowered (config keys since issue 34):
+    # the probe kills after 6 s of silence instead of 15, the links abort after 5 s instead of
+    # 10; the freeze is detected and repaired by the same code, sooner
+    from heron_py.testing import run_local
+    from tests.conftest import EXAMPLES
+    from tests.integration.test_reliability import TIMEOUT_S, N
+
+    run = run_local(EXAMPLES / "reliable_word_count.py",
+                    ["--sentences", str(N), "--timeout", str(TIMEOUT_S), "--split-delay-ms", "1.0", "--rate", "600"],
+                    home=heron_home, name="rwc_freeze_sm", capture=["count"], keep_running=True,
+                    properties={"topology.max.spout.pending": "200",
+                                "heron_py.executor.liveness.timeout.secs": "6",
+                                "heron_py.network.heartbeat.interval.secs": "1",
+                                "heron_py.network.heartbeat.timeout.secs": "5"})
     state = LocalFsStateManager(heron_home)
     frozen_pid = None
     try:
