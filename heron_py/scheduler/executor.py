@@ -25,10 +25,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from heron_py.checkpoint.storage import CHECKPOINT_KEY_FILE, checkpoint_root
 from heron_py.common.alive import ALIVE_ENV, EXECUTOR_ENV, silent_for
@@ -79,6 +79,15 @@ def next_backoff(current: float, uptime: float) -> float:
     if uptime >= STABLE_S:
         return BACKOFF_MIN_S
     return min(BACKOFF_MAX_S, current * 2)
+
+
+def _liveness(config: Mapping[str, Any], given: float | None) -> tuple[float, list[str]]:
+    """The probe's timeout (``given`` by a test, else the topology's) and, as the instances'
+    arguments, the links' heartbeats: an instance connects before the physical plan brings it the
+    config. Raises ConfigError."""
+    timeout = float(EXECUTOR_LIVENESS.parse(config)) if given is None else given
+    heartbeat = HeartbeatConfig.from_config(config)
+    return timeout, ["--heartbeat-interval", str(heartbeat.interval_s), "--heartbeat-timeout", str(heartbeat.timeout_s)]
 
 
 class Executor:
@@ -157,9 +166,7 @@ class Executor:
         assert topology is not None
         try:
             self.log_caps = LogCaps.from_config(topology.config)
-            heartbeat = HeartbeatConfig.from_config(topology.config)  # the instances' links get it as arguments
-            if self._liveness_given is None:
-                self.liveness_timeout_s = float(EXECUTOR_LIVENESS.parse(topology.config))
+            self.liveness_timeout_s, heartbeat_args = _liveness(topology.config, self._liveness_given)
             ckpt_root = checkpoint_root(self.paths.home, StatefulConfig.from_config(topology.config).root)
         except ConfigError as e:
             raise SystemExit(f"executor {self.container}: topology '{self.topology}': {e}") from None
@@ -192,12 +199,9 @@ class Executor:
                 [py, "-m", "instance", *common, "--task-id", str(t.task_id), "--component", t.component,
                  "--sm-port-file", str(self.port_file), "--package-dir", str(self.package_dir),
                  "--in-queue-batches", str(icfg.in_queue_batches), "--in-queue-bytes", str(icfg.in_queue_bytes),
-                 "--out-queue-batches", str(icfg.out_queue_batches),
-                 "--out-queue-bytes", str(icfg.out_queue_bytes),
+                 "--out-queue-batches", str(icfg.out_queue_batches), "--out-queue-bytes", str(icfg.out_queue_bytes),
                  "--metrics-interval", str(icfg.metrics_interval_s), "--sm-host", self.host,
-                 "--checkpoint-root", str(ckpt_root),
-                 "--heartbeat-interval", str(heartbeat.interval_s),
-                 "--heartbeat-timeout", str(heartbeat.timeout_s),
+                 "--checkpoint-root", str(ckpt_root), *heartbeat_args,
                  *([] if icfg.unix_socket else ["--tcp"])],
                 logs / f"{t.component}-{t.task_id}.log"))
 
