@@ -1,6 +1,9 @@
 """Metrics on real processes: the topology master's HTTP API (every endpoint, and a bolt's
 exception with its traceback), the metrics manager's Prometheus endpoint scraped by a real
-Prometheus server, and the web page rendered by headless Chromium."""
+Prometheus server, and the web page rendered by headless Chromium.
+
+The HTTP API and the web page only read a running boom topology: they share one, launched once
+for the module (``boom``); the Prometheus test runs its own word count (its exact emit count)."""
 
 import json
 import re
@@ -18,6 +21,7 @@ from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import LocalFsStateManager
 from heron_py.testing import run_local
 from tests.conftest import EXAMPLES
+from tests.integration._shared_topology import running
 from tests.support import Prometheus
 from tests.support import run_cli as _cli
 from tests.support import wait_for as _wait
@@ -26,8 +30,14 @@ pytestmark = pytest.mark.integration
 BOOM = Path(__file__).resolve().parent / "topologies" / "boom.py"
 
 
-
-
+@pytest.fixture(scope="module")
+def boom(tmp_path_factory):
+    """The module's boom topology (its home): 200000 numbers at about 1000 a second, so it runs
+    past every test that reads it; killed at the module's end."""
+    home = tmp_path_factory.mktemp("boom") / "heron-home"
+    home.mkdir()
+    with running(home, BOOM, ["200000"], name="boom"):
+        yield home
 
 
 def _get(base, path, **params):
@@ -44,8 +54,33 @@ def _base(home, name):
     return f"http://{loc.host}:{loc.http_port}"
 
 
-def test_http_api_every_endpoint_and_a_bolt_exception(heron_home):
-    run_local(BOOM, ["60000"], home=heron_home, name="boom", keep_running=True)  # runs for a minute
+def test_real_prometheus_scrapes_the_split_emit_count(heron_home, tmp_path):
+    n = 200_000  # the test's own count: the spout emits n sentences of 10 words each
+    run_local(EXAMPLES / "word_count.py", ["--sentences", str(n)], home=heron_home, name="wc_prom",
+              keep_running=True, properties={"topology.metrics.export.interval.secs": "1"})
+    base = _base(heron_home, "wc_prom")
+    _wait(lambda: len(_get(base, "/topologies/physicalplan")[1]["result"]["metricsmgrs"]) == 2, 30,
+          "both metrics managers")
+    proc = _cli(heron_home, "prometheus-config", "local", "wc_prom")
+    assert proc.returncode == 0, proc.stderr
+    targets = json.loads(proc.stdout)
+    assert targets[0]["labels"] == {"job": "heron-py", "heron_topology": "wc_prom"} and len(targets[0]["targets"]) == 2
+    (tmp_path / "targets.json").write_text(proc.stdout)
+    prom = Prometheus(tmp_path, "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                      "scrape_configs:\n  - job_name: heron-py\n    file_sd_configs:\n"
+                      f"      - files: ['{tmp_path / 'targets.json'}']\n        refresh_interval: 1s\n")
+    try:
+        expected = 10 * n
+        got = _wait(lambda: (v := prom.query('sum(heron_emit_count_total{component="split"})')) is not None
+                    and v >= 0.95 * expected and v, 90, "Prometheus to report the split bolt's emit count")
+        print(f"\nPrometheus: split emitted {got:,.0f}; the test expects {expected:,}")
+        assert abs(got - expected) <= 0.05 * expected
+    finally:
+        prom.close()
+
+
+def test_http_api_every_endpoint_and_a_bolt_exception(boom):
+    heron_home = boom
     base = _base(heron_home, "boom")
 
     def exceptions():
@@ -139,37 +174,11 @@ def test_http_api_every_endpoint_and_a_bolt_exception(heron_home):
         assert re.search(rf'^heron_user_parity\{{.*key="{key}".*task="[34]".*\}} \d', texts[0] + texts[1], re.M)
 
 
-def test_real_prometheus_scrapes_the_split_emit_count(heron_home, tmp_path):
-    n = 200_000  # the test's own count: the spout emits n sentences of 10 words each
-    run_local(EXAMPLES / "word_count.py", ["--sentences", str(n)], home=heron_home, name="wc_prom",
-              keep_running=True, properties={"topology.metrics.export.interval.secs": "1"})
-    base = _base(heron_home, "wc_prom")
-    _wait(lambda: len(_get(base, "/topologies/physicalplan")[1]["result"]["metricsmgrs"]) == 2, 30,
-          "both metrics managers")
-    proc = _cli(heron_home, "prometheus-config", "local", "wc_prom")
-    assert proc.returncode == 0, proc.stderr
-    targets = json.loads(proc.stdout)
-    assert targets[0]["labels"] == {"job": "heron-py", "heron_topology": "wc_prom"} and len(targets[0]["targets"]) == 2
-    (tmp_path / "targets.json").write_text(proc.stdout)
-    prom = Prometheus(tmp_path, "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                      "scrape_configs:\n  - job_name: heron-py\n    file_sd_configs:\n"
-                      f"      - files: ['{tmp_path / 'targets.json'}']\n        refresh_interval: 1s\n")
-    try:
-        expected = 10 * n
-        got = _wait(lambda: (v := prom.query('sum(heron_emit_count_total{component="split"})')) is not None
-                    and v >= 0.95 * expected and v, 90, "Prometheus to report the split bolt's emit count")
-        print(f"\nPrometheus: split emitted {got:,.0f}; the test expects {expected:,}")
-        assert abs(got - expected) <= 0.05 * expected
-    finally:
-        prom.close()
-
-
-def test_web_page_renders_in_headless_chromium(heron_home, tmp_path):
+def test_web_page_renders_in_headless_chromium(boom, tmp_path):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         pytest.fail("chromium is missing: apt-get install -y chromium (scripts/setup.sh does)")
-    run_local(BOOM, ["200000"], home=heron_home, name="boom_web", keep_running=True)
-    base = _base(heron_home, "boom_web")
+    base = _base(boom, "boom")
     # a few metrics reports, so the charts have points
     _wait(lambda: len(_get(base, "/topologies/metrics/timeline", component="numbers",
                            metricname="__emit-count/default")[1]["result"]["timeline"]

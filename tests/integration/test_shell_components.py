@@ -1,6 +1,8 @@
 """Shell components with real subprocesses: Storm's own storm.py and storm.js adapters
 (tests/multilang, unchanged), pystorm with msgpack framing, in process and on the local
-scheduler; subprocesses that break the protocol die with their stderr tail and are restarted."""
+scheduler; subprocesses that break the protocol die with their stderr tail and are restarted.
+On the local scheduler the healthy and the faulty split bolts run side by side in one topology
+(topologies/shell_all.py), launched once for the module."""
 
 import logging
 import sys
@@ -15,13 +17,14 @@ from heron_py.api.shell import ShellBolt, ShellSpout
 from heron_py.api.stream import Grouping
 from heron_py.api.topology import TopologyBuilder
 from heron_py.multilang.errors import ShellError
-from heron_py.testing import run_local
 from heron_py.testing.inprocess import run_in_process
+from tests.integration._shared_topology import running
 from tests.multilang.sentences import sentence
 
 pytestmark = pytest.mark.integration
 
 MULTILANG = Path(__file__).resolve().parent.parent / "multilang"
+TOPOLOGIES = Path(__file__).resolve().parent / "topologies"
 SHELL = {"heron_py.shell.cwd": str(MULTILANG)}
 WORD_FIELDS = ["word", "sid", "pos"]
 
@@ -111,29 +114,42 @@ def _complete(received, sources, want):
     return all(set(got.get(s, ())) >= want for s in sources)
 
 
-def test_word_count_on_the_local_scheduler(heron_home):
-    n = 200
-    want = expected_words(n)
-    sources = ("split", "split_js", "split_mp")
-    run = run_local(MULTILANG / "shell_topology.py", ["--sentences", str(n)], home=heron_home, containers=2,
-                    capture=["count"], until=lambda r: _complete(r, sources, want), timeout=120)
+HEALTHY, FAULTY = ("split", "split_js", "split_mp"), ("bad_nonjson", "bad_oversize", "bad_silent")
+SENTENCES = 200
+
+
+@pytest.fixture(scope="module")
+def shell_run(tmp_path_factory):
+    """One run on the local scheduler (2 containers) of the healthy split bolts and the faulty
+    ones side by side (topologies/shell_all.py), until every split bolt has passed on every
+    word; yields the run and the faulty bolts' marker folder."""
+    root = tmp_path_factory.mktemp("shell")
+    home, markers = root / "heron-home", root / "markers"
+    home.mkdir()
+    markers.mkdir()
+    want = expected_words(SENTENCES)
+    with running(home, TOPOLOGIES / "shell_all.py", ["--sentences", str(SENTENCES), "--faults", str(markers)],
+                 containers=2, capture=["count"], until=lambda r: _complete(r, HEALTHY + FAULTY, want),
+                 timeout=150) as run:
+        yield run, markers
+
+
+def test_word_count_on_the_local_scheduler(shell_run):
+    run, _ = shell_run
+    want = expected_words(SENTENCES)
     got = by_source((r["source"], r["values"]) for r in run.received["count"])
-    for s in sources:
+    for s in HEALTHY:
         assert set(got[s]) == want, s
 
 
-def test_broken_subprocesses_are_restarted_and_output_is_complete(heron_home, tmp_path):
-    n = 150
-    want = expected_words(n)
-    sources = ("bad_nonjson", "bad_oversize", "bad_silent")
-    run = run_local(MULTILANG / "shell_topology.py", ["--sentences", str(n), "--faults", str(tmp_path)],
-                    home=heron_home, containers=2, capture=["count"],
-                    until=lambda r: _complete(r, sources, want), timeout=150)
+def test_broken_subprocesses_are_restarted_and_output_is_complete(shell_run):
+    run, markers = shell_run
+    want = expected_words(SENTENCES)
     got = by_source((r["source"], r["values"]) for r in run.received["count"])
-    for s in sources:
+    for s in FAULTY:
         assert set(got[s]) == want, s  # at least once: every word, duplicates allowed
         mode = s.removeprefix("bad_")
-        assert (tmp_path / f"misbehaved-{mode}").exists()
-        logs = "".join(p.read_text(errors="replace") for p in heron_home.rglob(f"{s}-*.log"))
+        assert (markers / f"misbehaved-{mode}").exists()
+        logs = "".join(p.read_text(errors="replace") for p in run.home.rglob(f"{s}-*.log"))
         assert "multilang subprocess ['python3', 'misbehave.py']" in logs
         assert f"last 1 lines of its stderr:\n  about to misbehave: {mode}" in logs, s
