@@ -28,7 +28,17 @@ from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_
 from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType, encode_frame
 from heron_py.common.handshake import scrape_token
 from heron_py.common.logrotate import LogCaps, rotate_by_rename
-from heron_py.common.net import BaseHandler, Connection, Counters, Liveness, Routed, Routes, on_raw, serve
+from heron_py.common.net import (
+    DEFAULT_LIVENESS,
+    BaseHandler,
+    Connection,
+    Counters,
+    Liveness,
+    Routed,
+    Routes,
+    on_raw,
+    serve,
+)
 from heron_py.common.reconnect import run_link
 from heron_py.common.tls import PeerTls
 from heron_py.scheduler.hosts import is_loopback
@@ -65,6 +75,7 @@ class MetricsManager(DaemonBase):
         # endpoint binds the container's address, with the topology's token off loopback
         self.http_host = http_host
         self._tls = tls  # for the link to the topology master, which may be on another host
+        self._liveness = DEFAULT_LIVENESS  # the topology's, once start() read it
         self.http_scheme = "https" if tls is not None else "http"
         self.container = container
         self.host = host
@@ -96,7 +107,7 @@ class MetricsManager(DaemonBase):
         try:  # reports and the master link use the topology's frame limit, like every daemon
             self._max_frame = max_frame_bytes(topo.config)
             self.log_caps = LogCaps.from_config(topo.config)
-            liveness = Liveness.from_config(topo.config)  # every report link's heartbeats
+            liveness = self._liveness = Liveness.from_config(topo.config)  # every link's heartbeats
         except ConfigError as e:
             raise FatalError(str(e)) from e
         try:
@@ -204,10 +215,9 @@ class MetricsManager(DaemonBase):
 
     async def _tm_connect(self) -> Connection:
         assert self._follow is not None
-        # the default heartbeats here: connect_master (heron_py/state/tmlink.py) takes no Liveness yet
         conn, self._tm_loc = await connect_master(self._follow, Routed(_TM_ROUTES), self._secret, role="metricsmgr",
                                                   peer_id=str(self.container), log=self._log,
-                                                  max_frame=self._max_frame, tls=self._tls)
+                                                  max_frame=self._max_frame, tls=self._tls, liveness=self._liveness)
         return conn
 
     async def _tm_session(self, conn: Connection) -> None:

@@ -62,8 +62,10 @@ class MasterLink:
     def __init__(self, *, topology: str, container: int, host: str, secret: bytes, state: StateManager,
                  log: logging.Logger, max_frame: int, routes: Routes, channel: MasterChannel,
                  instance_infos: Callable[[], list[pb.InstanceInfo]], metrics: Callable[[], pb.StmgrMetrics],
-                 sleep: Sleep = asyncio.sleep, tls: PeerTls | None = None) -> None:
+                 sleep: Sleep = asyncio.sleep, tls: PeerTls | None = None,
+                 liveness: Liveness = DEFAULT_LIVENESS) -> None:
         self.channel = channel
+        self._liveness = liveness
         self._tls = tls
         self.port = 0  # ours, set once we listen
         self._topology = topology
@@ -95,12 +97,9 @@ class MasterLink:
 
     async def _connect(self) -> Connection:
         assert self._follow is not None
-        # the default heartbeats here: connect_master (heron_py/state/tmlink.py) takes no Liveness yet;
-        # the master's side of this link has the topology's, and our registration heartbeat goes every
-        # HEARTBEAT_S (1 s), so the master hears from us within any timeout it accepts
         conn, self._loc = await connect_master(self._follow, self._handler, self._secret, role="stmgr",
                                                peer_id=str(self._container), log=self._log,
-                                               max_frame=self._max_frame, tls=self._tls)
+                                               max_frame=self._max_frame, tls=self._tls, liveness=self._liveness)
         return conn
 
     async def _session(self, conn: Connection) -> None:

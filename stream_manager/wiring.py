@@ -150,7 +150,8 @@ def build(site: Site, events: Events, spawn: Callable[[Coroutine[Any, Any, None]
     metrics = StreamManagerMetrics(container=container, bp=bp, forwarder=forwarder, acks=acks, instances=instances,
                                    clique=clique, counters=counters, spouts_held=events.spouts_held)
     master = MasterLink(topology=site.topology, container=container, host=site.host, secret=site.secret,
-                        state=site.state, tls=site.tls, log=log, max_frame=site.max_frame, channel=channel,
+                        state=site.state, tls=site.tls, liveness=site.liveness, log=log, max_frame=site.max_frame,
+                        channel=channel,
                         routes=master_routes(events.on_new_pplan, log, ckpt.master_routes()),
                         instance_infos=instances.infos, metrics=metrics.for_master)
     # the metrics manager is always in this container, on loopback

@@ -11,7 +11,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from heron_py.common.net import Connection, FrameHandler, connect
+from heron_py.common.net import DEFAULT_LIVENESS, Connection, FrameHandler, Liveness, connect
 from heron_py.common.reconnect import Unreachable
 from heron_py.common.tls import PeerTls, tls_client_args
 from heron_py.state import StateManager, TManagerLocation
@@ -58,7 +58,8 @@ class LocationFollower:
 
 async def connect_master(follow: LocationFollower, handler: FrameHandler, secret: bytes, *, role: str, peer_id: str,
                          log: logging.Logger, max_frame: int,
-                         tls: PeerTls | None) -> tuple[Connection, TManagerLocation]:
+                         tls: PeerTls | None,
+                         liveness: Liveness = DEFAULT_LIVENESS) -> tuple[Connection, TManagerLocation]:
     """A connection to the active topology master: waits for a location, then connects (with
     TLS when the topology has it). A master that does not answer is ``Unreachable``: its node
     stays until its session expires, so the caller waits for a change or retries."""
@@ -66,7 +67,7 @@ async def connect_master(follow: LocationFollower, handler: FrameHandler, secret
         await follow.wait_change()
     try:
         conn = await connect(loc.host, loc.port, handler, secret, role=role, peer_id=peer_id, log=log,
-                             max_frame=max_frame, **tls_client_args(tls))
+                             max_frame=max_frame, liveness=liveness, **tls_client_args(tls))
     except OSError as e:
         raise Unreachable(f"topology master at {loc.host}:{loc.port} not reachable ({e}); "
                           f"waiting for a new location") from e

@@ -61,9 +61,6 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         kill_local(home, NAME)
 
 
-@pytest.mark.xfail(strict=True, reason="the links to the master (heron_py/state/tmlink.py connect_master) keep the "
-                                       "default 2 s interval: the master, at 2 s, drops the metrics managers' idle "
-                                       "links; fixed once connect_master takes a Liveness")
 def test_healthy_idle_links_are_kept(running: Path) -> None:
     """Every link, idle or not, hears from its peer within the configured timeout: for 5 s (2.5
     timeouts) no daemon drops a link of a healthy peer."""
