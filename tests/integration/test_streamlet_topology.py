@@ -1,5 +1,7 @@
-"""heronpy Streamlet programs on the local scheduler (real processes): one run per operator
-family, the log() lines they write, and the programs heron-py refuses at submit."""
+"""heronpy Streamlet programs on the local scheduler (real processes): every operator family
+(elements, windows, joins) in one program launched once for the module
+(topologies/streamlet_families.py), the log() lines they write, and the programs heron-py
+refuses at submit."""
 
 import re
 import subprocess
@@ -7,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from heron_py.cli.submit import load_topology_file
 from heron_py.scheduler.paths import TopologyPaths
-from heron_py.testing import run_local
-from heron_py.testing.local import kill_local
+from tests.integration._shared_topology import running
 from tests.support import run_cli, wait_for
 
 pytestmark = pytest.mark.integration
@@ -23,52 +25,69 @@ def _logs(home, name, component):
     return "".join(f.read_text() for f in logs.glob(f"container-*/{component}-*.log"))
 
 
-def test_element_operators(heron_home):
-    def enough(rec):
-        tagged = [v[0] for v in (r["values"] for r in rec["tagged"])]
-        return {"a", "b", "c", "7!"} <= set(tagged) and any(r["values"][0] == "7!" for r in rec["consume-1"])
-
-    run = run_local(TOPOLOGIES / "streamlet_elements.py", ["elements"], home=heron_home,
-                    capture=["tagged", "consume-1", "log-1"], until=enough, timeout=60, keep_running=True)
-    try:
-        wait_for(lambda: re.search(r"INFO.*\b[abc7!]+@[01]\b", _logs(heron_home, run.name, "log-1")), 30,
-                 "log() lines of the tagged elements")
-        tags = {v[0] for v in run.values("log-1")}
-        assert tags <= {f"{w}@{p}" for w in ("a", "b", "c", "7!") for p in (0, 1)}
-        assert "Traceback" not in _logs(heron_home, run.name, "*")
-    finally:
-        kill_local(heron_home, run.name)
+# the sinks of streamlet_families.py, by the names heronpy gives them (checked below)
+ELEMENTS, CLONE, COUNTS, TOTALS, JOINED, OUTER = "log-3", "consume-1", "log-1", "log-2", "log-4", "log-5"
+SINK_INPUTS = {ELEMENTS: "tagged", CLONE: "repartition-3", COUNTS: "counts", TOTALS: "total", JOINED: "joined",
+               OUTER: "outer"}
 
 
-def test_windowed_reduces(heron_home):
-    def enough(rec):
-        return len(rec["log-1"]) >= 8 and len(rec["log-2"]) >= 2
-
-    run = run_local(TOPOLOGIES / "streamlet_windows.py", ["windows"], home=heron_home,
-                    capture=["log-1", "log-2"], until=enough, timeout=60, keep_running=True)
-    try:
-        # a captured (KeyedWindow, count) is [its repr, count] in the JSON capture
-        counts = [v[0] for v in run.values("log-1")]
-        assert all(re.fullmatch(r"KeyedWindow \{key: \w+, window: Window \{start_time: \d+, end_time: \d+\}\}", kw)
-                   and n >= 1 for kw, n in counts), counts[:3]
-        assert {re.search(r"key: (\w+)", kw).group(1) for kw, _ in counts} <= {
-            "Mary", "Had", "a", "little", "lamb", "I", "Love", "You"}
-        totals = [v[0] for v in run.values("log-2")]
-        assert all(re.fullmatch(r"Window \{start_time: \d+, end_time: \d+\}", w) and n >= 1 for w, n in totals)
-        wait_for(lambda: "KeyedWindow {key: " in _logs(heron_home, run.name, "log-1"), 20, "log() of the counts")
-    finally:
-        kill_local(heron_home, run.name)
+def _elements_seen(rec):
+    tagged = [v[0] for v in (r["values"] for r in rec["tagged"])]
+    return {"a", "b", "c", "7!"} <= set(tagged) and any(r["values"][0] == "7!" for r in rec[CLONE])
 
 
-def test_join_and_outer_join(heron_home):
-    def enough(rec):
-        joined = {r["values"][0][1] for r in rec["log-1"]}
-        outer = {r["values"][0][1] for r in rec["log-2"]}
-        return "ac" in joined and "None+e" in outer
+def _windows_seen(rec):
+    return len(rec[COUNTS]) >= 8 and len(rec[TOTALS]) >= 2
 
-    run = run_local(TOPOLOGIES / "streamlet_join.py", ["join"], home=heron_home,
-                    capture=["log-1", "log-2"], until=enough, timeout=60)
-    joined = {(re.search(r"key: (\w+)", kw).group(1), v) for kw, v in (x[0] for x in run.values("log-1"))}
+
+def _joins_seen(rec):
+    joined = {r["values"][0][1] for r in rec[JOINED]}
+    outer = {r["values"][0][1] for r in rec[OUTER]}
+    return "ac" in joined and "None+e" in outer
+
+
+@pytest.fixture(scope="module")
+def families(tmp_path_factory):
+    """One run of every operator family (streamlet_families.py), until each family's sinks hold
+    what its test reads; killed at the module's end."""
+    home = tmp_path_factory.mktemp("streamlets") / "heron-home"
+    home.mkdir()
+    with running(home, TOPOLOGIES / "streamlet_families.py", ["families"], name="families",
+                 capture=["tagged", *SINK_INPUTS], timeout=90,
+                 until=lambda r: _elements_seen(r) and _windows_seen(r) and _joins_seen(r)) as run:
+        yield run
+
+
+def test_the_families_program_names_its_sinks_as_the_tests_read_them():
+    topo = load_topology_file(TOPOLOGIES / "streamlet_families.py", ["families"])
+    assert {sink: [i.component for i in topo.component(sink).inputs] for sink in SINK_INPUTS} == {
+        sink: [source] for sink, source in SINK_INPUTS.items()}
+
+
+def test_element_operators(families):
+    run, home = families, families.home
+    wait_for(lambda: re.search(r"INFO.*\b[abc7!]+@[01]\b", _logs(home, run.name, ELEMENTS)), 30,
+             "log() lines of the tagged elements")
+    tags = {v[0] for v in run.values(ELEMENTS)}
+    assert tags <= {f"{w}@{p}" for w in ("a", "b", "c", "7!") for p in (0, 1)}
+    assert "Traceback" not in _logs(home, run.name, "*")
+
+
+def test_windowed_reduces(families):
+    run, home = families, families.home
+    # a captured (KeyedWindow, count) is [its repr, count] in the JSON capture
+    counts = [v[0] for v in run.values(COUNTS)]
+    assert all(re.fullmatch(r"KeyedWindow \{key: \w+, window: Window \{start_time: \d+, end_time: \d+\}\}", kw)
+               and n >= 1 for kw, n in counts), counts[:3]
+    assert {re.search(r"key: (\w+)", kw).group(1) for kw, _ in counts} <= {
+        "Mary", "Had", "a", "little", "lamb", "I", "Love", "You"}
+    totals = [v[0] for v in run.values(TOTALS)]
+    assert all(re.fullmatch(r"Window \{start_time: \d+, end_time: \d+\}", w) and n >= 1 for w, n in totals)
+    wait_for(lambda: "KeyedWindow {key: " in _logs(home, run.name, COUNTS), 20, "log() of the counts")
+
+
+def test_join_and_outer_join(families):
+    joined = {(re.search(r"key: (\w+)", kw).group(1), v) for kw, v in (x[0] for x in families.values(JOINED))}
     assert joined <= {("key1", x + y) for x in "ab" for y in "cd"}
 
 

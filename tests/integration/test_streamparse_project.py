@@ -1,6 +1,9 @@
 """streamparse's own quickstart project (examples/streamparse/wordcount, unchanged) on
 the local scheduler: ``heron-py submit local topologies/NAME.py`` runs it, the counts are
-exact, and a pystorm bolt that raises is reported in its log and its task restarted."""
+exact, and a pystorm bolt that raises is reported in its log and its task restarted. The exact
+count and the crashing bolt run side by side in one topology (topologies/bounded_and_crashing.py,
+a heron-py addition like wordcount_bounded.py and crashing.py), launched once for the module;
+the unchanged quickstart file keeps its own launch."""
 
 import re
 import sys
@@ -12,7 +15,8 @@ import pytest
 
 from heron_py.scheduler.paths import TopologyPaths
 from heron_py.testing import run_local
-from heron_py.testing.local import kill_local, read_capture
+from heron_py.testing.local import read_capture
+from tests.integration._shared_topology import running
 from tests.support import wait_for
 
 pytestmark = pytest.mark.integration
@@ -36,15 +40,20 @@ def _expected():
     return Counter(words), totals
 
 
-def test_bounded_word_count_is_exact(heron_home):
-    run = run_local(PROJECT / "topologies" / "wordcount_bounded.py", home=heron_home, name="sp_wc",
-                    capture=["count_bolt", "sink"], until=lambda r: len(r["sink"]) >= N, timeout=90,
-                    keep_running=True)
-    try:
-        time.sleep(1.0)  # anything more (a duplicate) would show now
-        got = read_capture(heron_home / "capture" / run.name, ["count_bolt", "sink"])
-    finally:
-        kill_local(heron_home, run.name)
+@pytest.fixture(scope="module")
+def bounded_and_crashing(tmp_path_factory):
+    """The bounded word count and the crashing bolt, running until the sink has every count."""
+    home = tmp_path_factory.mktemp("streamparse") / "heron-home"
+    home.mkdir()
+    with running(home, PROJECT / "topologies" / "bounded_and_crashing.py", name="sp_wc",
+                 capture=["count_bolt", "sink"], until=lambda r: len(r["sink"]) >= N, timeout=90) as run:
+        yield run
+
+
+def test_bounded_word_count_is_exact(bounded_and_crashing):
+    run = bounded_and_crashing
+    time.sleep(1.0)  # anything more (a duplicate) would show now
+    got = read_capture(run.home / "capture" / run.name, ["count_bolt", "sink"])
     words, totals = _expected()
     assert Counter(r["values"][0] for r in got["count_bolt"]) == words
     assert len(got["sink"]) == N
@@ -64,16 +73,13 @@ def test_the_unchanged_quickstart_topology_runs(heron_home):
     assert re.search(r"counted \[[\d,]+\] words \[pid=\d+\]", log)
 
 
-def test_a_raising_pystorm_bolt_is_reported_and_restarted(heron_home):
-    run = run_local(PROJECT / "topologies" / "crashing.py", home=heron_home, name="sp_crash", keep_running=True)
-    try:
-        wait_for(lambda: re.search(r"crash_bolt-\d+ exited with code 1 after [\d.]+ s; restart 1",
-                                   _logs(heron_home, run.name, "executor-*.log")), 60, "a restart of crash_bolt")
-        log = _logs(heron_home, run.name, "container-*/crash_bolt-*.log")
-        assert "Exception in CrashingBolt.run()" in log
-        assert re.search(r"Python ValueError raised while processing Tuple Tuple\(id='\d+', "
-                         r"component='word_spout', stream='default', task=\d+, "
-                         r"values=Word_SpoutDefaultTuple\(word='zebra'\)\)", log)
-        assert "Traceback (most recent call last)" in log and "no zebras here" in log
-    finally:
-        kill_local(heron_home, run.name)
+def test_a_raising_pystorm_bolt_is_reported_and_restarted(bounded_and_crashing):
+    run = bounded_and_crashing
+    wait_for(lambda: re.search(r"crash_bolt-\d+ exited with code 1 after [\d.]+ s; restart 1",
+                               _logs(run.home, run.name, "executor-*.log")), 60, "a restart of crash_bolt")
+    log = _logs(run.home, run.name, "container-*/crash_bolt-*.log")
+    assert "Exception in CrashingBolt.run()" in log
+    assert re.search(r"Python ValueError raised while processing Tuple Tuple\(id='\d+', "
+                     r"component='word_spout', stream='default', task=\d+, "
+                     r"values=Word_SpoutDefaultTuple\(word='zebra'\)\)", log)
+    assert "Traceback (most recent call last)" in log and "no zebras here" in log
