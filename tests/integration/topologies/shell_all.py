@@ -14,7 +14,9 @@ ones see every word too, duplicates allowed."""
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from heron_py.api.shell import ShellBolt, ShellSpout
 from heronpy.api.bolt.bolt import Bolt
@@ -29,11 +31,11 @@ FAULTS = {"nonjson": {}, "oversize": {"heron_py.shell.max.message.bytes": 65536}
 
 
 class AckBolt(Bolt):
-    def process(self, tup):
+    def process(self, tup: Any) -> None:
         self.ack(tup)
 
 
-def _splits(faults, shell):
+def _splits(faults: str, shell: dict[str, Any]) -> dict[str, Any]:
     healthy = {"split": ShellBolt.spec(["python3", "splitsentence.py"], outputs=WORD_FIELDS, par=2, config=shell),
                "split_js": ShellBolt.spec(["node", "splitsentence.js"], outputs=WORD_FIELDS, config=shell),
                "split_mp": ShellBolt.spec([sys.executable, "split_pystorm.py"], outputs=WORD_FIELDS, config=shell,
@@ -45,7 +47,7 @@ def _splits(faults, shell):
     return {**healthy, **faulty}
 
 
-def build(argv):
+def build(argv: Sequence[str]) -> TopologyBuilder:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sentences", type=int, default=300)
     ap.add_argument("--faults", required=True, help="the folder the faulty bolts leave their marker files in")
@@ -55,7 +57,7 @@ def build(argv):
     spout = ShellSpout.spec(["python3", "sentencespout.py"], outputs=["sid", "sentence"], name="sentence",
                             config={**shell, "test.sentences": args.sentences})
     b.add_spec(spout)
-    inputs = {}
+    inputs: dict[Any, Any] = {}
     for name, spec in _splits(args.faults, shell).items():
         spec.name = name
         spec.inputs = {spout: Grouping.SHUFFLE}

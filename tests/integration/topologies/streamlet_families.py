@@ -14,6 +14,7 @@ elements, consume-1 their clone, log-4 the join, log-5 the outer join."""
 
 import sys
 import time
+from typing import Any
 
 from heronpy.connectors.mock.arraylooper import ArrayLooper
 from heronpy.streamlet.builder import Builder
@@ -24,26 +25,30 @@ from heronpy.streamlet.windowconfig import WindowConfig
 
 
 class Tag(TransformOperator):
-    def setup(self, context):
+    def setup(self, context: Any) -> None:
         self.context = context
 
-    def transform(self, tup):
+    def transform(self, tup: Any) -> None:
         self.context.emit(f"{tup.values[0]}@{self.context.get_partition_index()}")
 
 
-def elements(builder):
+def _seven() -> int:
+    time.sleep(0.01)  # paced, like the lines: an unpaced source floods the 2-core CI machine and every log
+    return 7
+
+
+def elements(builder: Builder) -> None:
     suffix = "!"  # a closure's variable: travels with the lambda through cloudpickle
     words = builder.new_source(ArrayLooper(["a b", "c"], sleep=0.01)).set_name("lines") \
         .flat_map(lambda line: line.split()).set_name("words")
-    # paced, like the lines: an unpaced source floods the 2-core CI machine and every log
-    numbers = builder.new_source(lambda: (time.sleep(0.01), 7)[1]).set_name("sevens").filter(lambda n: n == 7) \
+    numbers = builder.new_source(_seven).set_name("sevens").filter(lambda n: n == 7) \
         .map(lambda n: str(n) + suffix)
     first, second = words.union(numbers).set_name("both").repartition(2).clone(2)
     first.transform(Tag()).set_name("tagged").log()
     second.consume(lambda x: None)
 
 
-def windows(builder):
+def windows(builder: Builder) -> None:
     pairs = builder.new_source(ArrayLooper(["Mary Had a little lamb", "I Love You"], sleep=0.01)) \
         .flat_map(lambda line: line.split()) \
         .map(lambda word: (word, 1))
@@ -53,7 +58,7 @@ def windows(builder):
         .reduce_by_window(WindowConfig.create_tumbling_window(2), lambda x, y: x + y).set_name("total").log()
 
 
-def joins(builder):
+def joins(builder: Builder) -> None:
     source_1 = builder.new_source(ArrayLooper([["key1", "a"], ["key1", "b"]], sleep=0.2))
     source_2 = builder.new_source(ArrayLooper([["key1", "c"], ["key1", "d"], ["key2", "e"]], sleep=0.2))
     source_1.join(source_2, WindowConfig.create_sliding_window(2, 1), lambda x, y: x + y) \
