@@ -26,11 +26,12 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
 
@@ -46,6 +47,13 @@ CREATE_TIME_SLACK_S = 0.05
 # the record's field with the supervisor's pid and create time
 SUPERVISOR_KEY = "supervisor"
 LOCK_FILE = "scheduler.lock"
+# how often a stop looks whether the processes it signalled have exited: the waits below are
+# for processes that exit within a few hundred milliseconds, so a coarse poll is most of a stop
+EXIT_POLL_S = 0.02
+# after SIGKILL: the kernel ends a process at once, this only bounds a wait that cannot fail
+AFTER_KILL_S = 3.0
+
+P = TypeVar("P")
 
 log = logging.getLogger(__name__)
 
@@ -129,13 +137,43 @@ def signal_all(procs: list[psutil.Process], sig: int, action: str) -> None:
                              f"submitted the topology)")
 
 
+def exited(p: psutil.Process) -> bool:
+    """Whether ``p`` has ended: its pid is free or reused, or it is a zombie. A zombie has run its
+    exit and holds nothing but its process-table entry until its parent reaps it; the parent of
+    a topology's processes is whatever reaps orphans (``submit`` has exited), which in a container
+    without a real init can take seconds, and psutil.wait_procs waits for that reaping."""
+    try:
+        return not p.is_running() or p.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def wait_exited(procs: Sequence[P], timeout_s: float, has_exited: Callable[[P], bool], *,
+                clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+                poll_s: float = EXIT_POLL_S) -> list[P]:
+    """Waits until every process of ``procs`` has exited, or ``timeout_s``; returns those still
+    running (in their order). One wait for all of them, polled every ``poll_s``: a stop that
+    signalled them all at once waits as long as the slowest, not the sum. Pure but for the
+    injected ``has_exited``, ``clock`` and ``sleep``."""
+    deadline = clock() + timeout_s
+    alive = list(procs)
+    while True:
+        alive = [p for p in alive if not has_exited(p)]
+        left = deadline - clock()
+        if not alive or left <= 0:
+            return alive
+        sleep(min(poll_s, left))
+
+
 def stop_processes(procs: list[psutil.Process], grace_s: float, action: str) -> list[int]:
-    """SIGTERM, ``grace_s`` to exit, then SIGKILL; returns the pids that needed SIGKILL."""
+    """SIGTERM (with SIGCONT, so a stopped process handles it), ``grace_s`` to exit, then SIGKILL;
+    returns the pids that needed SIGKILL."""
     unique = list({p.pid: p for p in procs}.values())
     signal_all(unique, signal.SIGTERM, action)
-    _gone, alive = psutil.wait_procs(unique, timeout=grace_s)
+    signal_all(unique, signal.SIGCONT, action)
+    alive = wait_exited(unique, grace_s, exited)
     signal_all(alive, signal.SIGKILL, action)
-    psutil.wait_procs(alive, timeout=3)
+    wait_exited(alive, AFTER_KILL_S, exited)
     return [p.pid for p in alive]
 
 
@@ -220,8 +258,9 @@ class LocalScheduler(Scheduler):
             return new.get(container)
 
     def _stop_supervisor(self, info: dict[str, Any], action: str) -> None:
-        """Stops the topology's supervisor (SIGTERM, then SIGKILL) before its executors stop, so
-        it never takes their exit for a death to repair."""
+        """Stops the topology's supervisor (SIGTERM and SIGCONT, then SIGKILL) before its executors
+        stop, so it never takes their exit for a death to repair. It ends within a few
+        milliseconds of SIGTERM (its loop waits on the signal, not a sleep), so this wait is short."""
         sup = dict(info.get(SUPERVISOR_KEY) or {})
         if not sup:
             return
@@ -296,7 +335,7 @@ class LocalScheduler(Scheduler):
                 procs.extend(p.children(recursive=True))
             except psutil.NoSuchProcess:
                 pass
-        _gone, alive = psutil.wait_procs(procs, timeout=grace_s)
+        alive = wait_exited(procs, grace_s, exited)
         # what is left, and any process of these containers that outlived a dead executor: two
         # stream managers of one container must never run side by side
         orphans = [p for p in self.container_processes(topology_id, containers) if p.pid not in {q.pid for q in alive}]
@@ -374,7 +413,7 @@ class LocalScheduler(Scheduler):
             # a process stopped with SIGSTOP keeps SIGTERM pending until it runs again: continue
             # them all, so a frozen executor or daemon stops within the grace, not at SIGKILL
             signal_all(self.topology_processes(topology_id), signal.SIGCONT, action)
-        psutil.wait_procs([*executors, *orphans], timeout=grace_s)
+        wait_exited([*executors, *orphans], grace_s, exited)
         killed: list[int] = []
         if topology_id:
             # anything still alive (an executor that hung, a child that escaped): SIGKILL
@@ -384,5 +423,5 @@ class LocalScheduler(Scheduler):
                     break
                 signal_all(left, signal.SIGKILL, action)
                 killed.extend(p.pid for p in left)
-                psutil.wait_procs(left, timeout=3)
+                wait_exited(left, AFTER_KILL_S, exited)
         return killed

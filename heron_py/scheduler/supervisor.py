@@ -27,10 +27,12 @@ import argparse
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Protocol
 
 from heron_py.common.daemon import setup_logging
@@ -115,6 +117,25 @@ def reap_children() -> None:
             return
 
 
+class WakingStop(StopSignals):
+    """StopSignals whose wait between two passes ends at the signal: ``kill`` waits for this
+    process to exit before it stops the executors, and a plain sleep made it wait out the rest
+    of the tick (the handler runs, then the sleep goes on)."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        super().__init__()
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        super()._on_signal(signum, frame)
+        self._event.set()  # on the main thread, which then returns from its wait at once
+
+    def wait(self, timeout_s: float) -> bool:
+        """Sleeps ``timeout_s`` or until a stop is requested; whether one was."""
+        self._event.wait(timeout_s)
+        return self.requested
+
+
 class LocalSchedulerLike(Protocol):
     """What the supervisor needs of ``LocalScheduler`` (a protocol: tests can drive the loop
     with a scheduler of their own, and this module does not import local.py at load)."""
@@ -188,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sched = LocalScheduler(state, args.home, state_config, host=args.host)
     sup = Supervisor(args.topology, args.topology_id, sched, log)
-    signals = StopSignals()
+    signals = WakingStop()
     log.info("supervising the executors of topology '%s' (%s)", args.topology, args.topology_id)
     while not signals.requested:
         try:
@@ -198,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             log.warning("state manager: %s; retrying", e)  # a ZooKeeper outage: wait it out
         except Exception:  # a supervisor that died of one odd error would leave the topology unsupervised
             log.exception("supervisor pass failed; trying again")
-        time.sleep(TICK_S)
+        signals.wait(TICK_S)
     log.info("supervisor of topology '%s' stopped", args.topology)
     state.close()
     return 0
