@@ -40,14 +40,53 @@ def complete_lines(path: Path) -> list[str]:
     return path.read_bytes().decode("utf-8", errors="replace").split("\n")[:-1]
 
 
+def split_complete(data: bytes) -> tuple[list[bytes], int]:
+    """The whole lines of ``data`` (without their newlines) and how many bytes they take; a
+    half-written last line is not one of them and is read again with its rest. Pure."""
+    end = data.rfind(b"\n") + 1
+    return (data[:end - 1].split(b"\n") if end else []), end
+
+
+class CaptureReader:
+    """The capture files of ``components`` (``COMPONENT-TASK.jsonl``, appended to by the tasks),
+    read incrementally: each ``read`` parses only the whole lines appended since the last one,
+    so polling a run that captured 200,000 tuples costs what arrived since, not the 200,000.
+    A file that shrank was written anew (a rerun into the same folder) and is read from its start."""
+
+    def __init__(self, capture_dir: Path, components: Iterable[str]) -> None:
+        self.capture_dir = capture_dir
+        self.components = list(components)
+        self._offsets: dict[Path, int] = {}
+        self._rows: dict[Path, list[dict[str, Any]]] = {}
+        self.bytes_read = 0  # what all reads took from the files: tests check it grows by the appends only
+
+    def _read_file(self, f: Path) -> list[dict[str, Any]]:
+        rows = self._rows.setdefault(f, [])
+        offset = self._offsets.get(f, 0)
+        with f.open("rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size < offset:
+                rows.clear()
+                offset = 0
+            fh.seek(offset)
+            data = fh.read(size - offset)  # one read up to the size seen: a line cut there waits
+        self.bytes_read += len(data)
+        lines, used = split_complete(data)
+        rows.extend(json.loads(line.decode("utf-8", errors="replace")) for line in lines)
+        self._offsets[f] = offset + used
+        return rows
+
+    def read(self) -> dict[str, list[dict[str, Any]]]:
+        """Component -> every tuple captured so far, file by file (task order), each file's in order."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for c in self.components:
+            out[c] = [row for f in sorted(self.capture_dir.glob(f"{c}-*.jsonl")) for row in self._read_file(f)]
+        return out
+
+
 def read_capture(capture_dir: Path, components: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {}
-    for c in components:
-        rows: list[dict[str, Any]] = []
-        for f in sorted(capture_dir.glob(f"{c}-*.jsonl")):
-            rows.extend(json.loads(line) for line in complete_lines(f))
-        out[c] = rows
-    return out
+    """One read of the capture files; a caller that polls keeps a CaptureReader instead."""
+    return CaptureReader(capture_dir, components).read()
 
 
 def run_local(
@@ -89,10 +128,11 @@ def run_local(
         raise AssertionError(f"heron-py submit failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     topo_name = name or proc.stdout.split("'")[1]
     run = LocalRun(topo_name, home, submit_output=proc.stdout)
+    reader = CaptureReader(capture_dir, capture)
     try:
         deadline = time.monotonic() + timeout
         while True:
-            run.received = read_capture(capture_dir, capture)
+            run.received = reader.read()
             if until is None or until(run.received):
                 break
             if time.monotonic() > deadline:
