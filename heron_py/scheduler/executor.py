@@ -25,7 +25,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -57,6 +57,8 @@ BACKOFF_MIN_S = 0.5
 BACKOFF_MAX_S = 10.0
 STABLE_S = 30.0
 STANDBY_KEY = "topology.tmanager.standby"
+# the stop's second wave: the daemons, once the tasks are gone, have nothing left to wait for
+DAEMONS_GRACE_S = 2.0
 
 
 @dataclass
@@ -72,6 +74,16 @@ class Child:
     log_file: IO[bytes] | None = field(default=None, repr=False)
     alive_file: Path | None = None  # touched every second by the child (heron_py/common/alive.py)
     started_wall: float = 0.0  # time.time() at its start: the alive file's mtime is wall-clock
+    task: bool = False  # an instance (one task); else a daemon (master, stream or metrics manager)
+
+
+def stop_waves(children: list[Child]) -> tuple[list[Child], list[Child]]:
+    """The order of a container's stop (pure): the tasks first, then the daemons. A task's stop
+    drains what it emitted to its stream manager within heron_py.instance.shutdown.drain.secs,
+    then sends its last metrics report to the metrics manager: both must still run then. Stopped
+    together, a task waited out its drain deadline and the last report's timeout for daemons
+    already gone, and that report was lost."""
+    return [c for c in children if c.task], [c for c in children if not c.task]
 
 
 def next_backoff(current: float, uptime: float) -> float:
@@ -203,7 +215,7 @@ class Executor:
                  "--metrics-interval", str(icfg.metrics_interval_s), "--sm-host", self.host,
                  "--checkpoint-root", str(ckpt_root), *heartbeat_args,
                  *([] if icfg.unix_socket else ["--tcp"])],
-                logs / f"{t.component}-{t.task_id}.log"))
+                logs / f"{t.component}-{t.task_id}.log", task=True))
 
     def _sweep_temp_files(self, workdir: Path, checkpoints: Path) -> None:
         """The leftovers of writes a crash interrupted, in the folders this container writes: its
@@ -365,22 +377,15 @@ class Executor:
         # a crash (or a kill -9 of the executor) mid-write must not leave half a document
         atomic_write_text(path, json.dumps({c.name: c.restarts for c in self.children}))
 
-    def stop(self, grace_s: float = 5.0) -> None:
+    def stop(self, grace_s: float = 5.0, daemons_grace_s: float = DAEMONS_GRACE_S) -> None:
+        """Stops the tasks (``grace_s``, then SIGKILL), then the daemons (``daemons_grace_s``), in
+        the order of stop_waves: within ``kill``'s 10 s wait for the executor."""
         self.stopping = True
-        procs = [c.proc for c in self.children if c.proc is not None]
-        for p in procs:
-            try:
-                p.terminate()
-                os.kill(p.pid, signal.SIGCONT)  # a stopped child handles its SIGTERM only once continued
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + grace_s
-        for p in procs:
-            try:
-                p.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        tasks, daemons = stop_waves(self.children)
+        for wave, grace in ((tasks, grace_s), (daemons, daemons_grace_s)):
+            procs = [c.proc for c in wave if c.proc is not None]
+            self.log.info("stopping %s", ", ".join(c.name for c in wave if c.proc is not None) or "nothing")
+            _terminate_all(procs, grace)
         for c in self.children:
             if c.log_file is not None:
                 c.log_file.close()
@@ -389,6 +394,25 @@ class Executor:
             self.zygote = None
         if self._zygote_log is not None:
             self._zygote_log.close()
+
+
+def _terminate_all(procs: Sequence[subprocess.Popen[bytes] | ForkedProcess], grace_s: float) -> None:
+    """SIGTERM to all (and SIGCONT: a stopped child handles its SIGTERM only once continued),
+    one deadline for all, then SIGKILL for what is left. The children are this process's own, so
+    each wait reaps its child as soon as it exits."""
+    for p in procs:
+        try:
+            p.terminate()
+            os.kill(p.pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace_s
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
 
 
 def _with_room() -> None:

@@ -37,6 +37,7 @@ import psutil
 
 from heron_py.scheduler.base import CONTAINER_ENV, ContainerStatus, Scheduler, SchedulerError
 from heron_py.scheduler.paths import TOPOLOGY_ID_ENV, TopologyPaths
+from heron_py.scheduler.zygote import ROOM, ROOM_FLAG
 from heron_py.state import StateConfig, StateManager
 
 LOOPBACK = "127.0.0.1"
@@ -283,7 +284,11 @@ class LocalScheduler(Scheduler):
             p = subprocess.Popen(
                 [sys.executable, "-m", "heron_py.scheduler.executor", "--topology", name,
                  "--container", str(k), "--home", str(paths.home), "--host", self.host,
-                 *self.state_config.to_args()],
+                 *self.state_config.to_args(),
+                 # the room its fork server writes children's command lines in, last (the executor
+                 # shows what came before it); given here, the executor need not execute itself
+                 # again to get it (executor._with_room: one interpreter start and import less)
+                 ROOM_FLAG, "." * ROOM],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env=env, start_new_session=True, cwd=str(paths.root))
         try:

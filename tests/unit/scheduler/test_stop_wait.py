@@ -1,6 +1,6 @@
 """The local scheduler's stop: one wait for all the signalled processes (pure, on a manual clock),
-a zombie counted as exited, a stopped process ended within the grace, and the supervisor's wait
-between passes ended by SIGTERM (real processes and signals)."""
+a zombie counted as exited, a stopped process ended within the grace, the supervisor's wait
+between passes ended by SIGTERM (real processes and signals), and a container's stop order."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import psutil
 import pytest
 
+from heron_py.scheduler.executor import Child, stop_waves
 from heron_py.scheduler.local import exited, stop_processes, wait_exited
 from heron_py.scheduler.supervisor import WakingStop
 from heron_py.testing import ManualClock
@@ -106,3 +108,15 @@ def test_the_supervisors_wait_between_passes_ends_at_sigterm() -> None:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def test_a_container_stops_its_tasks_before_the_daemons_they_drain_and_report_to() -> None:
+    def child(name: str, task: bool = False) -> Child:
+        return Child(name, ["python", "-m", name], Path(f"/logs/{name}.log"), task=task)
+
+    children = [child("tmanager"), child("metricsmgr"), child("stmgr"), child("sentence-1", True),
+                child("split-3", True), child("tmanager-standby")]
+    tasks, daemons = stop_waves(children)
+    assert [c.name for c in tasks] == ["sentence-1", "split-3"]
+    assert [c.name for c in daemons] == ["tmanager", "metricsmgr", "stmgr", "tmanager-standby"]
+    assert stop_waves([]) == ([], [])
