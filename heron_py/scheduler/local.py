@@ -411,13 +411,14 @@ class LocalScheduler(Scheduler):
                 ours |= {c.pid for c in p.children(recursive=True)}
             except psutil.NoSuchProcess:
                 pass
+        # one scan of the process table serves both (it reads every process's environment)
+        everyone = self.topology_processes(topology_id) if topology_id else []
         # processes whose executor died (SIGKILL) have nobody to stop them: SIGTERM them too
-        orphans = [p for p in self.topology_processes(topology_id) if p.pid not in ours] if topology_id else []
+        orphans = [p for p in everyone if p.pid not in ours]
         signal_all(orphans, signal.SIGTERM, action)
-        if topology_id:
-            # a process stopped with SIGSTOP keeps SIGTERM pending until it runs again: continue
-            # them all, so a frozen executor or daemon stops within the grace, not at SIGKILL
-            signal_all(self.topology_processes(topology_id), signal.SIGCONT, action)
+        # a process stopped with SIGSTOP keeps SIGTERM pending until it runs again: continue
+        # them all, so a frozen executor or daemon stops within the grace, not at SIGKILL
+        signal_all(everyone, signal.SIGCONT, action)
         wait_exited([*executors, *orphans], grace_s, exited)
         killed: list[int] = []
         if topology_id:
