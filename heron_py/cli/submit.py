@@ -32,6 +32,9 @@ from heron_py.state import StateConfig, StateManager
 
 TOPOLOGY_STMGRS = "topology.stmgrs"
 TOPOLOGY_WORKERS = "topology.workers"  # Storm's
+# how often submit reads the execution state while it waits for every task: the master writes
+# it as soon as a task is ready, so the poll is the only lag, and one read costs a file or a znode
+READY_POLL_S = 0.05
 
 
 class SubmitError(Exception):
@@ -291,7 +294,7 @@ def wait_until_running(state: StateManager, name: str, num_tasks: int, wait_s: f
         ready = sum(1 for i in inst.values() if i.get("ready"))
         if ready == num_tasks:
             return
-        time.sleep(0.1)
+        time.sleep(READY_POLL_S)
     es = state.get_execution_state(name) or {}
     inst = es.get("instances", {})
     not_ready = sorted(int(t) for t, i in inst.items() if not i.get("ready"))
