@@ -19,7 +19,7 @@ from typing import Any
 from heron_py.api.bolt.bolt import Bolt
 from heron_py.connectors.common import LogThrottle, TupleFields, component_where
 from heron_py.connectors.kafka.config import BoltConfig, bolt_config
-from heron_py.connectors.kafka.inflight import InFlight, rebuild_reason
+from heron_py.connectors.kafka.inflight import InFlight, rebuild_after_poll, rebuild_reason
 from heron_py.connectors.kafka.spout import REQUIREMENT
 from heron_py.connectors.kafka.translators import serializer
 
@@ -92,10 +92,9 @@ class KafkaBolt(Bolt):
 
     def _poll(self, timeout_s: float) -> None:
         self.producer.poll(timeout_s)
-        if self.rebuild_why is None and self.inflight.overdue(self.clock(), self.backstop_s):
-            self.rebuild_why = f"no delivery report for over {self.backstop_s:g} s"
-        if self.rebuild_why is not None:
-            self._rebuild(self.rebuild_why)
+        why = rebuild_after_poll(self.rebuild_why, self.inflight, self.clock(), self.backstop_s)
+        if why is not None:
+            self._rebuild(why)
 
     def heron_poll(self) -> None:
         self._poll(0)

@@ -36,6 +36,14 @@ def rebuild_reason(code: int, fatal: bool, text: str) -> str | None:
     return None
 
 
+def rebuild_after_poll(why: str | None, waiting: InFlight, now: float, backstop_s: float) -> str | None:
+    """After a poll: the reason a callback set, else the backstop's when the oldest record has
+    had no report for ``backstop_s`` (a producer that reports nothing at all), else None."""
+    if why is None and waiting.overdue(now, backstop_s):
+        return f"no delivery report for over {backstop_s:g} s"
+    return why
+
+
 @dataclass
 class InFlight:
     """Inputs produced and not yet reported, by a sequence id the delivery callback carries.

@@ -33,7 +33,7 @@ from heron_py.api.streamlet.sink import Sink
 from heron_py.connectors.base import ConnectorConfigError
 from heron_py.connectors.kafka.bolt import BACKSTOP_GRACE_S
 from heron_py.connectors.kafka.config import ProcessingGuarantee, bolt_config, spout_config
-from heron_py.connectors.kafka.inflight import InFlight, rebuild_reason
+from heron_py.connectors.kafka.inflight import InFlight, rebuild_after_poll, rebuild_reason
 from heron_py.connectors.kafka.spout import POSITIONS_KEY, KafkaSpout
 from heron_py.connectors.kafka.translators import serializer, translator
 
@@ -168,10 +168,9 @@ class KafkaSink(Sink):
 
     def _poll(self, timeout_s: float) -> None:
         self.producer.poll(timeout_s)
-        if self.rebuild_why is None and self.inflight.overdue(self.clock(), self.backstop_s):
-            self.rebuild_why = f"no delivery report for over {self.backstop_s:g} s"
-        if self.rebuild_why is not None:
-            self._rebuild(self.rebuild_why)
+        why = rebuild_after_poll(self.rebuild_why, self.inflight, self.clock(), self.backstop_s)
+        if why is not None:
+            self._rebuild(why)
 
     def _rebuild(self, why: str) -> None:
         """Swaps in a new producer and produces every record still waiting through it. The old
