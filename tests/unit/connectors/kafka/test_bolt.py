@@ -61,3 +61,14 @@ def test_bad_message_timeout_is_one_line():
         bolt_config({**BASE, "kafka.producer.message.timeout.ms": "soon"}, W)
     assert str(e.value) == ("kafka bolt 'sink' task 3: config kafka.producer.message.timeout.ms: "
                             "expected an integer >= 1, found 'soon'")
+
+
+def test_after_a_poll_the_callbacks_reason_wins_then_the_backstop():
+    from heron_py.connectors.kafka.inflight import rebuild_after_poll
+
+    waiting = InFlight()
+    assert rebuild_after_poll(None, waiting, 100.0, 35.0) is None  # nothing waits
+    waiting.add("t1", 10.0)
+    assert rebuild_after_poll(None, waiting, 45.0, 35.0) is None  # waited 35 s: not over
+    assert rebuild_after_poll(None, waiting, 45.5, 35.0) == "no delivery report for over 35 s"
+    assert rebuild_after_poll("fatal producer error: x", waiting, 45.5, 35.0) == "fatal producer error: x"
