@@ -117,11 +117,13 @@ class TaskRunner:
         return None
 
     def run(self) -> int:
+        # the user's module first: its import (a topology file that builds data at import takes
+        # most of a task's start) overlaps the gateway's registration and the plan's push
+        load_main(self._package_dir)
         plan = self._wait_for_plan()
         if plan is None:
             return 0
         self.drain_s = shutdown_drain_secs(plan.topology.config, self.task_id, self.component)
-        load_main(self._package_dir)
         host = make_host(plan, self.task_id, self.outbox.send, HostOptions(clock=self._clock, wake=self._wake))
         set_gc_threshold(host.config)
         capture = self._open_capture(host.config)
