@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from heron_py.state import LocalFsStateManager
-from heron_py.testing.local import LocalRun, kill_local, read_capture, run_local
+from heron_py.testing.local import CaptureReader, LocalRun, kill_local, run_local
 
 Received = dict[str, list[dict[str, Any]]]
 
@@ -31,8 +31,9 @@ def wait_received(run: LocalRun, folder: Path, components: Sequence[str], until:
     """Reads the capture into ``run.received`` until ``until`` holds; AssertionError naming the
     topology and the tuples seen per component after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
+    reader = CaptureReader(folder, components)  # each poll parses only what was appended
     while True:
-        run.received = read_capture(folder, components)
+        run.received = reader.read()
         if until(run.received):
             return run.received
         if time.monotonic() > deadline:
