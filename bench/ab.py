@@ -5,6 +5,7 @@ property set to A and to B, alternating, next to the plain loop; prints each rat
     python bench/ab.py heron_py.instance.specialized.emit false true [--reps 2] [--sentences N]
     python bench/ab.py heron_py.instance.flush.when.idle false true --latency 10000
     python bench/ab.py --rev 17466cd [--reps 3]     # A = the engine at a git revision, B = this tree
+    python bench/ab.py --rev 17466cd --program streamlet_wc.py   # the same, the Streamlet word count
     python bench/ab.py KEY1,KEY2 A1,A2 B1,B2        # several properties switched together
 
 Each run also prints the peak PSS of the topology's processes, and every A/B the CPU the
@@ -71,6 +72,8 @@ def main() -> None:
     ap.add_argument("--sentences", type=int, default=300_000)
     ap.add_argument("--acking", action="store_true")
     ap.add_argument("--latency", type=float, default=0.0, metavar="RATE")
+    ap.add_argument("--program", default="wc_topology.py",
+                    help="with --rev: the bench program both sides run (streamlet_wc.py: the Streamlet word count)")
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="heron-ab-"))
     if args.rev:
@@ -120,7 +123,7 @@ def rev_ab(args: argparse.Namespace, home: Path) -> None:
     for _ in range(args.reps):
         bases.append(plain(args.sentences)["words_per_s"])
         for name, py in sides.items():
-            r = ours(args.sentences, args.acking, home, None, py)
+            r = ours(args.sentences, args.acking, home, None, py, program=args.program)
             res[name].append(r["words_per_s"])
             cpu[name].append(r["cpu_us_per_word"])
     base = statistics.median(bases)
