@@ -17,19 +17,16 @@ ruff check .
 # the docs site: the generated reference pages match the code, and mkdocs build --strict passes
 bash scripts/docs.sh
 mypy heron_py heronpy topology_master stream_manager instance metrics_manager
-# two workers (pytest-xdist): most of a topology test's time is waiting for processes; tests that
-# share a service (one Slurm cluster, one ZooKeeper) run in one group (tests/conftest.py); the
-# slowest tests' times are printed at the end
-XDIST=(-n "${HERON_PY_TEST_WORKERS:-2}" --dist loadgroup)
+# three workers (pytest-xdist) on this 2-core machine kind: most of a topology test's time is
+# waiting for processes, not CPU; tests that share a service (one Slurm cluster, one ZooKeeper)
+# run in one group (tests/conftest.py); the slowest tests' times are printed at the end
+XDIST=(-n "${HERON_PY_TEST_WORKERS:-3}" --dist loadgroup)
 python -m pytest -q -p no:cacheprovider --timeout 300 "${XDIST[@]}" --durations=25 "$@"
 if [ $# -eq 0 ]; then
-  # the pure-Python fallback of the compiled hot path (heron_py/hotpath.py): the unit tests and
-  # the integration tests of its semantics (exact counts, groupings, acking under kill -9),
-  # every process importing the .py files; the whole suite twice would not fit CI's 30 minutes
+  # the whole suite again on the pure-Python fallback of the compiled hot path
+  # (heron_py/hotpath.py): every process imports the .py files
   python -m heron_py.compiled
-  HERON_PY_PURE=1 python -m pytest -q -p no:cacheprovider --timeout 300 "${XDIST[@]}" tests/unit \
-    tests/integration/test_word_count.py tests/integration/test_groupings.py \
-    tests/integration/test_reliability.py
+  HERON_PY_PURE=1 python -m pytest -q -p no:cacheprovider --timeout 300 "${XDIST[@]}" --durations=10
 fi
 # the benchmark's smoke mode: our word count's checksum, acking off and on, and a short
 # latency run, so the benchmark cannot rot unnoticed (figures in --quick mode mean little)
