@@ -6,6 +6,7 @@ property set to A and to B, alternating, next to the plain loop; prints each rat
     python bench/ab.py heron_py.instance.flush.when.idle false true --latency 10000
     python bench/ab.py --rev 17466cd [--reps 3]     # A = the engine at a git revision, B = this tree
     python bench/ab.py --rev 17466cd --program streamlet_wc.py   # the same, the Streamlet word count
+    python bench/ab.py --no-mac [--acking]          # A = this tree with the frame MAC a no-op, B = this tree
     python bench/ab.py KEY1,KEY2 A1,A2 B1,B2        # several properties switched together
 
 Each run also prints the peak PSS of the topology's processes, and every A/B the CPU the
@@ -19,6 +20,11 @@ With ``--rev`` the revision is checked out in a temporary git worktree with a ve
 interpreter: the CLI, the executors and every daemon then run the old code. A revision that
 has the compiled hot path (heron_py/hotpath.py) gets its modules compiled in its worktree
 first, so both sides run as installed.
+
+With ``--no-mac`` A runs this tree under a bench-only interpreter (a venv beside this one) whose
+startup replaces ``FrameMac.tag`` and ``FrameMac.check`` (heron_py/common/frameauth.py) with
+no-ops in every process of the topology: the cost of authenticating every frame, alone. Nothing
+in the engine knows of it; a topology run that way has no frame integrity.
 """
 
 from __future__ import annotations
@@ -62,12 +68,38 @@ def checkout_python(rev: str) -> str:
     return str(py)
 
 
+_NO_MAC = """# bench/ab.py --no-mac: every frame's MAC a no-op (the cost of authentication, measured alone)
+from heron_py.common import frameauth
+
+_TAG = bytes(frameauth.TAG_SIZE)
+frameauth.FrameMac.tag = lambda self, frame: _TAG
+frameauth.FrameMac.check = lambda self, frame, tag: True
+"""
+
+
+def nomac_python() -> str:
+    """An interpreter that runs this tree with every frame's MAC a no-op: a venv whose only own
+    files are this tree's path first and a startup module that patches FrameMac."""
+    venv = Path(tempfile.gettempdir()) / "heron-py-ab-nomac" / "venv"
+    py = venv / "bin" / "python"
+    if not py.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    Path(site, "ab-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    Path(site, "00-ab-tree.pth").write_text(f"import sys; sys.path.insert(0, {str(ROOT)!r})\n")
+    Path(site, "_heron_ab_nomac.py").write_text(_NO_MAC)
+    Path(site, "zz-ab-nomac.pth").write_text("import _heron_ab_nomac\n")
+    return str(py)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("key", nargs="?")
     ap.add_argument("a", nargs="?")
     ap.add_argument("b", nargs="?")
     ap.add_argument("--rev", help="A: the engine at this git revision; B: the working tree")
+    ap.add_argument("--no-mac", action="store_true", help="A: this tree with every frame's MAC a no-op")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--sentences", type=int, default=300_000)
     ap.add_argument("--acking", action="store_true")
@@ -76,7 +108,7 @@ def main() -> None:
                     help="with --rev: the bench program both sides run (streamlet_wc.py: the Streamlet word count)")
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="heron-ab-"))
-    if args.rev:
+    if args.rev or args.no_mac:
         rev_ab(args, home)
         return
     if args.b is None:
@@ -115,8 +147,10 @@ def main() -> None:
 
 
 def rev_ab(args: argparse.Namespace, home: Path) -> None:
-    old = checkout_python(args.rev)
-    sides = {f"A {args.rev}": old, "B this tree": sys.executable}
+    if args.no_mac:
+        sides = {"A this tree, frame MAC a no-op": nomac_python(), "B this tree": sys.executable}
+    else:
+        sides = {f"A {args.rev}": checkout_python(args.rev), "B this tree": sys.executable}
     res: dict[str, list[float]] = {k: [] for k in sides}
     cpu: dict[str, list[float | None]] = {k: [] for k in sides}
     bases = []
