@@ -56,16 +56,22 @@ def checkout_python(rev: str) -> str:
         # this, A would run its .py files and the A/B would also measure the compilation
         subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=tree, check=True,
                        capture_output=True)
+    py, _ = tree_venv(venv, tree)
+    return py
+
+
+def tree_venv(venv: Path, tree: Path) -> tuple[str, str]:
+    """(interpreter, its site-packages folder) of a venv that runs ``tree`` with this venv's
+    packages: the tree first, then this venv's site-packages (a .pth line adds the folder, not
+    the editable finders in it)."""
     py = venv / "bin" / "python"
     if not py.exists():
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-        site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                              check=True, capture_output=True, text=True).stdout.strip()
-        # this venv's packages (a .pth line adds the folder, not the editable finders in it)...
-        Path(site, "ab-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-        # ...and the old tree first, ahead of them
-        Path(site, "00-ab-tree.pth").write_text(f"import sys; sys.path.insert(0, {str(tree)!r})\n")
-    return str(py)
+    site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    Path(site, "ab-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    Path(site, "00-ab-tree.pth").write_text(f"import sys; sys.path.insert(0, {str(tree)!r})\n")
+    return str(py), site
 
 
 _NO_MAC = """# bench/ab.py --no-mac: every frame's MAC a no-op (the cost of authentication, measured alone)
@@ -80,14 +86,7 @@ frameauth.FrameMac.check = lambda self, frame, tag: True
 def nomac_python() -> str:
     """An interpreter that runs this tree with every frame's MAC a no-op: a venv whose only own
     files are this tree's path first and a startup module that patches FrameMac."""
-    venv = Path(tempfile.gettempdir()) / "heron-py-ab-nomac" / "venv"
-    py = venv / "bin" / "python"
-    if not py.exists():
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          check=True, capture_output=True, text=True).stdout.strip()
-    Path(site, "ab-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    Path(site, "00-ab-tree.pth").write_text(f"import sys; sys.path.insert(0, {str(ROOT)!r})\n")
+    py, site = tree_venv(Path(tempfile.gettempdir()) / "heron-py-ab-nomac" / "venv", ROOT)
     Path(site, "_heron_ab_nomac.py").write_text(_NO_MAC)
     Path(site, "zz-ab-nomac.pth").write_text("import _heron_ab_nomac\n")
     return str(py)
