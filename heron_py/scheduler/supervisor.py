@@ -26,13 +26,14 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import select
+import signal
+import socket
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Protocol
 
 from heron_py.common.daemon import setup_logging
@@ -120,19 +121,32 @@ def reap_children() -> None:
 class WakingStop(StopSignals):
     """StopSignals whose wait between two passes ends at the signal: ``kill`` waits for this
     process to exit before it stops the executors, and a plain sleep made it wait out the rest
-    of the tick (the handler runs, then the sleep goes on)."""
+    of the tick (the handler runs, then the sleep goes on). The wait is a ``select`` on the
+    interpreter's signal wakeup fd, to which the C-level handler writes a byte: no lock is taken
+    in the handler (setting a threading.Event there could deadlock on the Event's own lock, held
+    by the very wait the signal interrupted)."""
 
     def __init__(self) -> None:
-        self._event = threading.Event()
         super().__init__()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._old_wakeup_fd = signal.set_wakeup_fd(self._wake_w.fileno(), warn_on_full_buffer=False)
 
-    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
-        super()._on_signal(signum, frame)
-        self._event.set()  # on the main thread, which then returns from its wait at once
+    def close(self) -> None:
+        """Gives the wakeup fd back (a process that goes on after its loop, as a test does)."""
+        signal.set_wakeup_fd(self._old_wakeup_fd)
+        self._wake_r.close()
+        self._wake_w.close()
 
     def wait(self, timeout_s: float) -> bool:
-        """Sleeps ``timeout_s`` or until a stop is requested; whether one was."""
-        self._event.wait(timeout_s)
+        """Sleeps ``timeout_s`` or until a signal arrives; whether a stop was requested."""
+        if not self.requested:
+            select.select([self._wake_r], [], [], timeout_s)
+            try:
+                self._wake_r.recv(512)  # drain: the next wait sleeps again
+            except BlockingIOError:
+                pass
         return self.requested
 
 

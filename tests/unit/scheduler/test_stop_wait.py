@@ -105,6 +105,7 @@ def test_the_supervisors_wait_between_passes_ends_at_sigterm() -> None:
         timer.join()
         assert took < 10.0, f"the wait went on {took:.2f} s after SIGTERM (a sleep would take 30 s)"
         assert stop.requested
+        stop.close()
     finally:
         for s, h in old.items():
             signal.signal(s, h)
