@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from heron_py.api.bolt.bolt import Bolt
@@ -174,12 +175,7 @@ class SupplierSpout(SourceSpout):
     """Emits what a function returns, once per call (None included, as heronpy)."""
 
     def _open(self, config: dict[str, Any], context: Any) -> Callable[[int, list[Any]], None]:
-        supplier = functions.unpack(config, FUNCTION, str(context.get_component_id()))
-
-        def fill(n: int, out: list[Any]) -> None:
-            source_mod.fill_supplier(supplier, n, out)
-
-        return fill
+        return partial(source_mod.fill_supplier, functions.unpack(config, FUNCTION, str(context.get_component_id())))
 
 
 class GeneratorSpout(SourceSpout, StatefulComponent):
@@ -196,12 +192,7 @@ class GeneratorSpout(SourceSpout, StatefulComponent):
     def _open(self, config: dict[str, Any], context: Any) -> Callable[[int, list[Any]], None]:
         self._generator = functions.unpack(config, GENERATOR, str(context.get_component_id()))
         self._generator.setup(ContextImpl(context, self._state, self))
-        get = self._generator.get
-
-        def fill(n: int, out: list[Any]) -> None:
-            source_mod.fill_generator(get, n, out)
-
-        return fill
+        return partial(source_mod.fill_generator, self._generator.get)
 
 
 def fused_ops(config: dict[str, Any], component: str, load: Callable[[str], Any],
