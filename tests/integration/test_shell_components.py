@@ -2,7 +2,7 @@
 (tests/multilang, unchanged), pystorm with msgpack framing, in process and on the local
 scheduler; subprocesses that break the protocol die with their stderr tail and are restarted.
 On the local scheduler the healthy and the faulty split bolts run side by side in one topology
-(topologies/shell_all.py), launched once for the module."""
+(tests/multilang/shell_topology.py --all), launched once for the module."""
 
 import logging
 import sys
@@ -24,7 +24,6 @@ from tests.multilang.sentences import sentence
 pytestmark = pytest.mark.integration
 
 MULTILANG = Path(__file__).resolve().parent.parent / "multilang"
-TOPOLOGIES = Path(__file__).resolve().parent / "topologies"
 SHELL = {"heron_py.shell.cwd": str(MULTILANG)}
 WORD_FIELDS = ["word", "sid", "pos"]
 
@@ -121,14 +120,15 @@ SENTENCES = 200
 @pytest.fixture(scope="module")
 def shell_run(tmp_path_factory):
     """One run on the local scheduler (2 containers) of the healthy split bolts and the faulty
-    ones side by side (topologies/shell_all.py), until every split bolt has passed on every
+    ones side by side (shell_topology.py --all), until every split bolt has passed on every
     word; yields the run and the faulty bolts' marker folder."""
     root = tmp_path_factory.mktemp("shell")
     home, markers = root / "heron-home", root / "markers"
     home.mkdir()
     markers.mkdir()
     want = expected_words(SENTENCES)
-    with running(home, TOPOLOGIES / "shell_all.py", ["--sentences", str(SENTENCES), "--faults", str(markers)],
+    args = ["--sentences", str(SENTENCES), "--faults", str(markers), "--all"]
+    with running(home, MULTILANG / "shell_topology.py", args,
                  containers=2, capture=["count"], until=lambda r: _complete(r, HEALTHY + FAULTY, want),
                  timeout=150) as run:
         yield run, markers

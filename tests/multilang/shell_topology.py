@@ -1,12 +1,15 @@
 """Shell components on the local scheduler (tests/integration/test_shell_components.py).
 
-    heron-py submit local tests/multilang/shell_topology.py -- --sentences 300 [--faults DIR]
+    heron-py submit local tests/multilang/shell_topology.py -- --sentences 300 [--faults DIR [--all]]
 
 A storm.py sentence spout emits (sid, sentence) with message ids, at least once. Without
 --faults, split bolts on storm.py (par 2), storm.js and pystorm (msgpack) each split every
 sentence into (word, sid, pos); with --faults DIR, three storm.py split bolts each break the
-protocol once (a non-JSON line, an over-size message, silence), leaving marker files in DIR.
-A Python bolt "count" acks every word; the test reads what it received.
+protocol once (a non-JSON line, an over-size message, silence), leaving marker files in DIR;
+with --all as well, the healthy and the faulty ones side by side (topology "shell_all", which
+the test launches once for its module: the faulty bolts' failed tuples are replayed to every
+split bolt, so the healthy ones see every word too, duplicates allowed). A Python bolt "count"
+acks every word; the test reads what it received.
 """
 
 import argparse
@@ -30,24 +33,29 @@ class AckBolt(Bolt):
 
 
 def _splits(args, shell):
-    if args.faults:
-        return {f"bad_{mode}": ShellBolt.spec(["python3", "misbehave.py"], outputs=WORD_FIELDS,
-                                              config={**shell, **extra, "test.misbehave": mode,
-                                                      "test.marker.dir": args.faults})
-                for mode, extra in FAULTS.items()}
-    return {"split": ShellBolt.spec(["python3", "splitsentence.py"], outputs=WORD_FIELDS, par=2, config=shell),
-            "split_js": ShellBolt.spec(["node", "splitsentence.js"], outputs=WORD_FIELDS, config=shell),
-            "split_mp": ShellBolt.spec([sys.executable, "split_pystorm.py"], outputs=WORD_FIELDS, config=shell,
-                                       serializer="msgpack")}
+    healthy = {"split": ShellBolt.spec(["python3", "splitsentence.py"], outputs=WORD_FIELDS, par=2, config=shell),
+               "split_js": ShellBolt.spec(["node", "splitsentence.js"], outputs=WORD_FIELDS, config=shell),
+               "split_mp": ShellBolt.spec([sys.executable, "split_pystorm.py"], outputs=WORD_FIELDS, config=shell,
+                                          serializer="msgpack")}
+    if not args.faults:
+        return healthy
+    faulty = {f"bad_{mode}": ShellBolt.spec(["python3", "misbehave.py"], outputs=WORD_FIELDS,
+                                            config={**shell, **extra, "test.misbehave": mode,
+                                                    "test.marker.dir": args.faults})
+              for mode, extra in FAULTS.items()}
+    return {**healthy, **faulty} if args.all else faulty
 
 
 def build(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--sentences", type=int, default=300)
     ap.add_argument("--faults", default="")
+    ap.add_argument("--all", action="store_true", help="with --faults: the healthy split bolts too")
     args = ap.parse_args(argv)
+    if args.all and not args.faults:
+        ap.error("--all needs --faults DIR (the folder the faulty bolts leave their marker files in)")
     shell = {"heron_py.shell.cwd": str(HERE)}
-    b = TopologyBuilder("shell_faults" if args.faults else "shell_word_count")
+    b = TopologyBuilder("shell_all" if args.all else "shell_faults" if args.faults else "shell_word_count")
     spout = ShellSpout.spec(["python3", "sentencespout.py"], outputs=["sid", "sentence"], name="sentence",
                             config={**shell, "test.sentences": args.sentences})
     b.add_spec(spout)
