@@ -1,11 +1,10 @@
 """The Streamlet operator families of tests/integration/test_streamlet_topology.py in one heronpy
 Streamlet program, so the module launches one topology instead of one per family (issue 40):
 
-- elements (as streamlet_elements.py): flat_map, map, filter, union, repartition, clone,
-  transform, consume and log;
-- windows (as streamlet_windows.py): heronpy's word-count streamlet (reduce_by_key_and_window
-  over a 4 s window sliding every 2 s) and a reduce_by_window;
-- joins (as streamlet_join.py): an inner and an outer join.
+- elements: flat_map, map, filter, union, repartition, clone, transform, consume and log;
+- windows: heronpy's word-count streamlet (reduce_by_key_and_window over a 4 s window sliding
+  every 2 s) and a reduce_by_window;
+- joins: heronpy's join example, an inner and an outer join.
 
 Each family reads its own sources, so one family's tuples never reach another's operators.
 heronpy numbers the unnamed sinks in the order it builds them (the test checks the names before
