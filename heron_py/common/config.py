@@ -311,15 +311,19 @@ class StatefulConfig:
 
 @dataclass(frozen=True)
 class HeartbeatConfig:
-    """The daemon links' heartbeats: a ping after ``interval_s`` with nothing sent, an abort
-    after ``timeout_s`` of the peer's silence (0: never). Read once per daemon, from the
-    topology's config (``net.Liveness.from_config``)."""
+    """The daemon links' heartbeats (``heron_py.common.net.Liveness`` is this class): once a
+    connection is open a LINK_PING goes out after ``interval_s`` with nothing sent, and a peer
+    from which nothing came for ``timeout_s`` while we were reading is aborted (a frozen process
+    or a host gone without FIN or RST sends nothing, and TCP alone would wait for its
+    retransmissions for about 15 minutes); ``timeout_s`` 0: never. A daemon reads it once from the
+    topology's config and hands the same value to every connect and serve."""
 
-    interval_s: float = 2.0
-    timeout_s: float = 10.0
+    interval_s: float = float(HEARTBEAT_INTERVAL.default)
+    timeout_s: float = float(HEARTBEAT_TIMEOUT.default)
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> HeartbeatConfig:
+        """The topology's ``heron_py.network.heartbeat.*`` keys; ConfigError on a bad value."""
         interval, timeout = float(HEARTBEAT_INTERVAL.parse(cfg)), float(HEARTBEAT_TIMEOUT.parse(cfg))
         # silence is counted in whole ticks of one interval, and a peer pings only after a whole
         # tick with nothing sent, so up to two intervals pass between its frames on an idle link:

@@ -24,7 +24,7 @@ import enum
 import logging
 import ssl as _ssl
 import struct
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -160,22 +160,10 @@ class Routed(BaseHandler):
         conn.use_routes(self.routes)
 
 
-@dataclass(frozen=True)
-class Liveness:
-    """Heartbeats of a connection once it is open: a LINK_PING goes out after ``interval_s``
-    with nothing sent, and a peer from which nothing came for ``timeout_s`` while we were
-    reading is aborted (a frozen process or a host gone without FIN or RST sends nothing, and
-    TCP alone would wait for its retransmissions for about 15 minutes). ``timeout_s`` 0: off."""
-
-    interval_s: float = 2.0
-    timeout_s: float = 10.0
-
-    @classmethod
-    def from_config(cls, cfg: Mapping[str, Any]) -> Liveness:
-        """The topology's ``heron_py.network.heartbeat.*`` keys; a daemon builds this once and
-        hands the same value to every connect and serve (raises ConfigError on a bad value)."""
-        hb = HeartbeatConfig.from_config(cfg)
-        return cls(interval_s=hb.interval_s, timeout_s=hb.timeout_s)
+# a connection's heartbeats: the topology's heron_py.network.heartbeat.* keys, one frozen value
+# per daemon (config.HeartbeatConfig: the ping after an interval with nothing sent, the abort of
+# a peer silent for the timeout)
+Liveness = HeartbeatConfig
 
 
 DEFAULT_LIVENESS = Liveness()
