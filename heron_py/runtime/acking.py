@@ -230,8 +230,6 @@ def result_frames(resolved: list[Resolved]) -> dict[int, bytes]:
     return {task: result_frame(task, recs) for task, recs in by_task.items()}
 
 
-
-
 class ClockedTracker:
     """``XorTracker`` on an injected clock, for a driver that stops time between its steps (the
     test harness): ACK_BATCH frames in, ACK_RESULT frames out per spout task, and a root times
