@@ -118,11 +118,16 @@ def fuse(streamlets: Sequence[Streamlet]) -> list[list[Streamlet]]:
     return groups
 
 
+def _packed(s: Streamlet) -> tuple[str, dict[str, bytes]]:
+    """How errors name ``s``, and its stage's objects (functions, a generator, a sink) packed."""
+    where = f"streamlet '{s._name}' ({s._stage.prefix})"
+    return where, {key: functions.pack(where, obj) for key, obj in s._stage.objects.items()}
+
+
 def _add(bldr: TopologyBuilder, s: Streamlet, component_of: dict[int, str]) -> None:
     name = str(s._name)
     stage = s._stage
-    where = f"streamlet '{name}' ({stage.prefix})"
-    packed = {key: functions.pack(where, obj) for key, obj in stage.objects.items()}
+    where, packed = _packed(s)
     config: dict[str, Any] = {**stage.settings, **packed}
     if stage.grouping is None:
         bldr.add_spout(name, stage.component, par=s._num_partitions, config=config)
@@ -143,22 +148,18 @@ def _add_fused(bldr: TopologyBuilder, group: list[Streamlet], component_of: dict
     ops = group if head._stage.grouping is not None else group[1:]  # a source is no chain operator
     config: dict[str, Any] = {comp.FUSED_KINDS: ",".join(_KINDS[s._stage.component] for s in ops),
                               comp.FUSED_NAMES: ",".join(str(s._name) for s in ops)}
-    head_packed: dict[str, bytes] = {}
+    packed = [_packed(s) for s in group]  # each streamlet's, in group order (ops are its tail)
     for i, s in enumerate(ops):
-        where = f"streamlet '{s._name}' ({s._stage.prefix})"
-        packed = {key: functions.pack(where, obj) for key, obj in s._stage.objects.items()}
-        if s is head:
-            head_packed = packed
-        fn = packed.get(comp.FUNCTION, packed.get(comp.SINK))
+        fns = packed[len(group) - len(ops) + i][1]
+        fn = fns.get(comp.FUNCTION, fns.get(comp.SINK))
         if fn is not None and _KINDS[s._stage.component] != chain.PASS:
             config[f"{comp.FUSED_FUNCTION_PREFIX}{i}"] = fn
+    head_where, head_packed = packed[0]
     if head._stage.grouping is None:
-        where = f"streamlet '{head._name}' ({head._stage.prefix})"
-        source = {key: functions.pack(where, obj) for key, obj in head._stage.objects.items()}
         bldr.add_spout(name, head._stage.component, par=head._num_partitions,
-                       config={**head._stage.settings, **source, **config})
+                       config={**head._stage.settings, **head_packed, **config})
         return
-    grouping = head._stage.grouping(f"streamlet '{head._name}' ({head._stage.prefix})", head_packed)
+    grouping = head._stage.grouping(head_where, head_packed)
     parents = [component_of[id(p)] for p in head._parents]
     config[comp.PARENTS] = ",".join(parents)
     ends = _KINDS[group[-1]._stage.component] in chain.TAIL_KINDS
