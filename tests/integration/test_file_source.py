@@ -33,14 +33,22 @@ LINES = 24_000  # over 6 files, 4 at the start and 2 appearing mid-run
 
 
 class Writer(threading.Thread):
+    """Writes the first two thirds of the lines over ``seconds``, then waits for ``resume`` before
+    the rest: however slow the machine, the files are still growing when the test kills tasks."""
+
     def __init__(self, folder: Path, seconds: float) -> None:
         super().__init__(daemon=True)
         self.folder, self.seconds = folder, seconds
         self.expected: Counter = Counter()
+        self.resume = threading.Event()
 
     def run(self) -> None:
         handles = {}
         for i in range(LINES):
+            if i == 2 * LINES // 3:
+                for h in handles.values():
+                    h.flush()
+                self.resume.wait(120)
             f = i % 6 if i >= LINES // 3 else i % 4  # f4 and f5 appear a third of the way in
             if f not in handles:
                 handles[f] = open(self.folder / f"f{f}.log", "a")  # noqa: SIM115 (closed below)
@@ -108,7 +116,7 @@ def test_effectively_once_count_is_exact_through_kill_9(heron_home, tmp_path):
         done = _checkpoints(heron_home, run.name)
         wait_for(lambda: _checkpoints(heron_home, run.name) >= done + 2, 40, "two checkpoints after the spout kill")
         os.kill(_pid(heron_home, run.name, "count"), signal.SIGKILL)
-        assert writer.is_alive(), "the files were complete before the kills: the test proves nothing"
+        writer.resume.set()  # the last third of the lines is written only now, after both kills
         _cid, counts = wait_for(lambda: _final(heron_home, run.name, folder, writer), 50,
                                "a completed checkpoint covering every file")
         assert sum(counts.values()) == 3 * LINES
@@ -120,4 +128,5 @@ def test_effectively_once_count_is_exact_through_kill_9(heron_home, tmp_path):
         assert len(re.findall(r"restore \d+ to checkpoint \d+ \(failure: ",
                               _logs(heron_home, run.name, "container-0/tmanager*.log"))) >= 2
     finally:
+        writer.resume.set()
         kill_local(heron_home, run.name)
