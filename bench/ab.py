@@ -153,9 +153,12 @@ def rev_ab(args: argparse.Namespace, home: Path) -> None:
     res: dict[str, list[float]] = {k: [] for k in sides}
     cpu: dict[str, list[float | None]] = {k: [] for k in sides}
     bases = []
-    for _ in range(args.reps):
+    for rep in range(args.reps):
         bases.append(plain(args.sentences)["words_per_s"])
-        for name, py in sides.items():
+        # A, B, then B, A: the side that runs second in a pair ran measurably slower on this
+        # machine (an A/A pair, both sides one tree, gave 0.92), so neither side always goes first
+        order = list(sides.items()) if rep % 2 == 0 else list(sides.items())[::-1]
+        for name, py in order:
             r = ours(args.sentences, args.acking, home, None, py, program=args.program)
             res[name].append(r["words_per_s"])
             cpu[name].append(r["cpu_us_per_word"])
