@@ -3,8 +3,7 @@
 Inbound frames go to the execution thread through a bounded queue (``Inbox``: when it is
 full the gateway stops reading the socket, TCP then pushes back to the stream manager, and a
 short timer retries). Outbound frames come from the execution thread through another bounded
-queue; the execution thread wakes us with ``call_soon_threadsafe`` after a flush unless a wake-up
-is already pending (one drain takes all the flushes put before it). Metrics
+queue; the execution thread wakes us with ``call_soon_threadsafe`` once per flush. Metrics
 reports go to the container's metrics manager on a connection of their own (``MetricsLink``),
 so they never wait behind tuples.
 """
@@ -152,9 +151,6 @@ class Gateway(Routed):
         self.conn: Connection | None = None  # to the stream manager while open; the shutdown drain reads it
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
-        # a wake-up handed to the loop and not yet run: the execution thread's wake() then
-        # needs no second one (each costs a write to the loop's self-pipe and a loop turn)
-        self._wake_pending = False
         self._ready = False
         self.inbox = Inbox(inbound, in_bytes, pause=lambda: self._reading(False), resume=lambda: self._reading(True),
                            call_later=lambda s, f: self._loop.call_later(s, f) if self._loop else None)
@@ -168,17 +164,9 @@ class Gateway(Routed):
         self.started.wait()
 
     def wake(self) -> None:
-        if self._wake_pending:
-            return  # the pending wake-up drains what was put before this call, too
         loop = self._loop
         if loop is not None and not loop.is_closed():
-            self._wake_pending = True
-            loop.call_soon_threadsafe(self._woken)
-
-    def _woken(self) -> None:
-        # cleared before the drain: whatever is put after this line gets a wake-up of its own
-        self._wake_pending = False
-        self._drain_out()
+            loop.call_soon_threadsafe(self._drain_out)
 
     def mark_ready(self) -> None:
         loop = self._loop
