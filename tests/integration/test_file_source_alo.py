@@ -144,17 +144,22 @@ def _words(out: Path) -> set[str]:
 
 
 class Writer(threading.Thread):
-    """Appends N lines to f0..f3.log over ~``seconds``; ``expected`` maps (file, line) to words."""
+    """Appends N lines to f0..f3.log, the first two thirds over ~``seconds``, then waits for
+    ``resume`` before the rest: however slow the machine, the files are still growing when the
+    test kills tasks. ``expected`` maps (file, line) to words."""
 
     def __init__(self, folder: Path, seconds: float) -> None:
         super().__init__(daemon=True)
         self.folder, self.seconds = folder, seconds
         self.expected: dict[tuple[str, int], list[str]] = {}
+        self.resume = threading.Event()
 
     def run(self) -> None:
         handles = {f: open(self.folder / f"f{f}.log", "a") for f in range(4)}  # noqa: SIM115 (closed below)
         numbers = dict.fromkeys(range(4), 0)
         for i in range(N):
+            if i == 2 * N // 3:  # a flush boundary (N is a multiple of 300): every line so far is in the files
+                self.resume.wait(120)
             f = i % 4
             words = [f"w{i % 97}", f"x{i % 13}", f"y{i}"]
             handles[f].write(" ".join(words) + "\n")
@@ -183,22 +188,24 @@ def _spout_log(home: Path) -> str:
 def test_kill_9_of_the_spout_and_of_the_sink_loses_nothing(topo: Run) -> None:
     writer = Writer(topo.folder, seconds=4)
     writer.start()
-    wait_for(lambda: _output(topo.out)[1] > 3000, 40, "1000 lines written")
-    os.kill(_pid(topo.home, NAME, "files"), signal.SIGKILL)
-    wait_for(lambda: _output(topo.out)[1] > 8000, 40, "2700 lines written")
-    os.kill(_pid(topo.home, NAME, "sink"), signal.SIGKILL)
-    assert writer.is_alive() or len(_output(topo.out)[0]) < 3 * N, \
-        "every line was done before the kills: the test proves nothing"
-    writer.join(30)
-    want = {(f, n, pos): w for (f, n), words in writer.expected.items() for pos, w in enumerate(words)}
-    wait_for(lambda: want.keys() <= _output(topo.out)[0].keys(), 60, f"all {len(want)} words written")
-    seen, total = _output(topo.out)
-    assert {k: seen[k] for k in want} == want  # at least once, and the right word at each place
-    assert seen.keys() == want.keys()  # nothing that was not written to a file
-    assert total > len(want)  # replays wrote some words twice; de-duplication made it exact
-    executor_log = _logs(topo.home, NAME, "executor-*.log")
-    assert re.search(r"files-\d+ exited with code -9", executor_log)
-    assert re.search(r"sink-\d+ exited with code -9", executor_log)
+    try:
+        wait_for(lambda: _output(topo.out)[1] > 3000, 40, "1000 lines written")
+        os.kill(_pid(topo.home, NAME, "files"), signal.SIGKILL)
+        wait_for(lambda: _output(topo.out)[1] > 8000, 40, "2700 lines written")
+        os.kill(_pid(topo.home, NAME, "sink"), signal.SIGKILL)
+        writer.resume.set()  # the last third of the lines is written only now, after both kills
+        writer.join(30)
+        want = {(f, n, pos): w for (f, n), words in writer.expected.items() for pos, w in enumerate(words)}
+        wait_for(lambda: want.keys() <= _output(topo.out)[0].keys(), 60, f"all {len(want)} words written")
+        seen, total = _output(topo.out)
+        assert {k: seen[k] for k in want} == want  # at least once, and the right word at each place
+        assert seen.keys() == want.keys()  # nothing that was not written to a file
+        assert total > len(want)  # replays wrote some words twice; de-duplication made it exact
+        executor_log = _logs(topo.home, NAME, "executor-*.log")
+        assert re.search(r"files-\d+ exited with code -9", executor_log)
+        assert re.search(r"sink-\d+ exited with code -9", executor_log)
+    finally:
+        writer.resume.set()
 
 
 def _write_lines(path: Path, prefix: str, n: int) -> list[str]:
