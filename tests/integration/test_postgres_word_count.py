@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import threading
 import time
 from pathlib import Path
 
@@ -47,13 +46,8 @@ def pg():
 
 
 class BadLines(Producer):
-    """The word count's lines, and every 2000 lines one with a word the table refuses. Publishes
-    the first two thirds paced over ~``seconds``, then waits for ``resume`` before the rest: however
-    slow the machine, lines are still to come when the test kills tasks or restarts the server."""
-
-    def __init__(self, server: RabbitMQServer, queue: str, seconds: float) -> None:
-        super().__init__(server, queue, seconds)
-        self.resume = threading.Event()
+    """The word count's lines, and every 2000 lines one with a word the table refuses; gated on
+    ``resume`` as Producer is."""
 
     def run(self) -> None:
         batch: list[tuple[str, bytes]] = []
