@@ -107,12 +107,18 @@ def task_logs(home: Path, name: str, pattern: str) -> str:
     return "".join(f.read_text() for f in TopologyPaths.of(name, home).logs.glob(pattern))
 
 
-def task_pid(home: Path, name: str, component: str) -> int:
-    """The pid of the first running task of ``component`` (to kill -9 it mid-run)."""
+def task_pids(home: Path, name: str, component: str) -> dict[int, int]:
+    """Task id → pid of each running task of ``component``, as the master last recorded them."""
     es = LocalFsStateManager(home).get_execution_state(name)
     if es is None:
         raise AssertionError(f"no execution state of topology {name}")
-    for _t, info in sorted(es["instances"].items()):
-        if info["component"] == component and info.get("pid"):
-            return int(info["pid"])
-    raise AssertionError(f"no {component} task")
+    return {int(t): int(info["pid"]) for t, info in es["instances"].items()
+            if info["component"] == component and info.get("pid")}
+
+
+def task_pid(home: Path, name: str, component: str) -> int:
+    """The pid of the first running task of ``component`` (to kill -9 it mid-run)."""
+    pids = task_pids(home, name, component)
+    if not pids:
+        raise AssertionError(f"no {component} task")
+    return pids[min(pids)]

@@ -14,9 +14,9 @@ from collections import defaultdict
 import pytest
 
 from heron_py.scheduler.paths import TopologyPaths
-from heron_py.state import LocalFsStateManager
 from heron_py.testing import run_local
 from heron_py.testing.local import kill_local
+from tests.connector_support import task_pid as _pid
 from tests.kafka_broker import broker_or_skip
 from tests.support import wait_for
 
@@ -25,14 +25,6 @@ pytestmark = pytest.mark.integration
 N = 50_000
 TOPOLOGY = os.path.join(os.path.dirname(__file__), "..", "kafka", "kafka_word_count.py")
 COMMIT = re.compile(r"committed (.*) at (\d+\.\d+)")
-
-
-def _pid(home, name, component, exclude=()):
-    es = LocalFsStateManager(home).get_execution_state(name)
-    for _t, info in sorted(es["instances"].items()):
-        if info["component"] == component and info["pid"] not in exclude:
-            return info["pid"]
-    raise AssertionError(f"no {component} task")
 
 
 def _counted(out):

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from heron_py.state import LocalFsStateManager
 from heron_py.testing import run_local
 from heron_py.testing.local import kill_local
+from tests.connector_support import task_pid as _pid
 from tests.kafka_broker import OutputReader, broker_or_skip
 from tests.support import wait_for
 
@@ -27,14 +27,6 @@ def broker(tmp_path_factory):
     b = broker_or_skip(tmp_path_factory.mktemp("tansu"))
     yield b
     b.stop()
-
-
-def _pid(home, name, component):
-    es = LocalFsStateManager(home).get_execution_state(name)
-    for _t, info in sorted(es["instances"].items()):
-        if info["component"] == component:
-            return info["pid"]
-    raise AssertionError(f"no {component} task")
 
 
 def test_kafka_to_kafka_at_least_once_with_a_bolt_killed(broker, heron_home):

@@ -14,13 +14,16 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
+from heron_py.scheduler.local import exited
 from heron_py.testing import run_local
 from heron_py.testing.local import kill_local
 from tests.conftest import EXAMPLES
 from tests.connector_support import task_logs as _logs
 from tests.connector_support import task_pid as _pid
+from tests.connector_support import task_pids as _pids
 from tests.redis_server import redis_or_skip
 from tests.support import wait_for
 
@@ -119,41 +122,24 @@ def _kill_a_spout_holding_entries(home: Path, name: str, server, stream: str) ->
     and the entries it held once dead (a dead task acknowledges nothing more). Under load a task
     can have everything acknowledged at the moment of the kill, which would prove nothing: then
     the task is killed again after its restart, up to three times."""
-    for _attempt in range(3):
-        def holder() -> tuple[str, int] | None:
-            for consumer, n in _consumer_pending(server, stream).items():
-                pid = _spout_pid(home, name, consumer)
-                if n > 0 and pid is not None:
-                    return consumer, pid
-            return None
+    def holder() -> tuple[int, int] | None:
+        pending = _consumer_pending(server, stream)
+        for task, pid in _pids(home, name, "spout").items():
+            if pending.get(f"spout-{task}", 0) > 0:  # the consumer is named after its task
+                return task, pid
+        return None
 
-        consumer, pid = wait_for(holder, 30, "a spout task holding unacknowledged entries")
+    for _attempt in range(3):
+        task, pid = wait_for(holder, 30, "a spout task holding unacknowledged entries")
+        consumer = f"spout-{task}"
+        proc = psutil.Process(pid)
         os.kill(pid, signal.SIGKILL)
-        wait_for(lambda p=pid: _dead(p), 10, f"spout task {pid} gone")
+        wait_for(lambda p=proc: exited(p), 10, f"spout task {pid} gone")
         held = _consumer_pending(server, stream).get(consumer, 0)
         if held > 0:
             return consumer, held
-        wait_for(lambda c=consumer, p=pid: _spout_pid(home, name, c) not in (None, p), 30, f"{consumer} restarted")
+        wait_for(lambda t=task, p=pid: _pids(home, name, "spout").get(t, p) != p, 30, f"{consumer} restarted")
     raise AssertionError("three spout kills found nothing pending: the test proves nothing")
-
-
-def _spout_pid(home: Path, name: str, consumer: str) -> int | None:
-    # the spout's consumer is named after its task ('spout-<task id>')
-    from heron_py.state import LocalFsStateManager
-
-    es = LocalFsStateManager(home).get_execution_state(name) or {"instances": {}}
-    for task, info in es["instances"].items():
-        if f"{info['component']}-{task}" == consumer and info.get("pid"):
-            return int(info["pid"])
-    return None
-
-
-def _dead(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1].startswith("Z")
-    except FileNotFoundError:
-        return True
 
 
 def test_kill_9_of_the_spout_and_of_the_sink_loses_nothing(heron_home, server):

@@ -145,12 +145,12 @@ def _add_fused(bldr: TopologyBuilder, group: list[Streamlet], component_of: dict
     spout running the rest. Each fused operator's function is in its config."""
     head = group[0]
     name = FUSED_SEPARATOR.join(str(s._name) for s in group)
-    ops = group if head._stage.grouping is not None else group[1:]  # a source is no chain operator
+    first_op = 0 if head._stage.grouping is not None else 1  # a source is no chain operator
+    ops = group[first_op:]
     config: dict[str, Any] = {comp.FUSED_KINDS: ",".join(_KINDS[s._stage.component] for s in ops),
                               comp.FUSED_NAMES: ",".join(str(s._name) for s in ops)}
-    packed = [_packed(s) for s in group]  # each streamlet's, in group order (ops are its tail)
-    for i, s in enumerate(ops):
-        fns = packed[len(group) - len(ops) + i][1]
+    packed = [_packed(s) for s in group]  # each streamlet's, in group order
+    for i, (s, (_where, fns)) in enumerate(zip(ops, packed[first_op:], strict=True)):
         fn = fns.get(comp.FUNCTION, fns.get(comp.SINK))
         if fn is not None and _KINDS[s._stage.component] != chain.PASS:
             config[f"{comp.FUSED_FUNCTION_PREFIX}{i}"] = fn
