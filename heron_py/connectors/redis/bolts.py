@@ -81,10 +81,10 @@ class RedisBatchBolt(Bolt):
         """The subclass's own options."""
 
     def prepare(self, tup: Any) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not implement prepare()")
 
     def queue(self, pipe: Any, args: Any) -> None:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not implement queue()")
 
     def written(self, tup: Any, args: Any, reply: Any) -> None:
         self.ack(tup)

@@ -49,21 +49,21 @@ class RedisDataTypeDescription:
 
 class RedisStoreMapper:
     def get_data_type_description(self) -> RedisDataTypeDescription:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not implement get_data_type_description()")
 
     def get_key_from_tuple(self, tup: Any) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not implement get_key_from_tuple()")
 
     def get_value_from_tuple(self, tup: Any) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not implement get_value_from_tuple()")
 
 
 class RedisLookupMapper(RedisStoreMapper):
     def to_tuple(self, tup: Any, value: Any) -> list[list[Any]]:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not implement to_tuple()")
 
     def declare_output_fields(self) -> list[str]:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not implement declare_output_fields()")
 
 
 class FieldNameMapper(RedisLookupMapper):

@@ -366,3 +366,15 @@ def test_effectively_once_reads_by_id_from_the_checkpoint(server, r):
     s2.next_tuple()
     assert [e[0] for e in d2.emitted] == [[ids[2], "v2"], [ids[3], "v3"]]
     assert r.xinfo_stream("s")["groups"] == 0  # no consumer group in this mode
+
+
+def test_a_mapper_missing_a_method_says_which() -> None:
+    from heron_py.connectors.redis.mappers import RedisLookupMapper
+
+    class HalfMapper(RedisLookupMapper):
+        def get_key_from_tuple(self, tup):  # type: ignore[no-untyped-def]
+            return tup
+
+    with pytest.raises(NotImplementedError) as e:
+        HalfMapper().to_tuple(None, None)
+    assert str(e.value) == "HalfMapper does not implement to_tuple()"
