@@ -2,6 +2,11 @@
 redis-server and the same stream (issue 38's goal: >= 0.7x). The lead runs it:
 
     .venv/bin/python bench/redis_bench.py [--entries 200000]
+    .venv/bin/python bench/redis_bench.py --rev REV [--reps 3]   # A/B: the spout at REV vs this tree
+
+With ``--rev`` the spout runs ``--reps`` times on each side, alternating which goes first (each run
+on a group of its own over the same entries), beside a bare loop per pair: A is the engine and
+connector at a git revision (a worktree, as ``bench/ab.py --rev`` makes it), B this tree.
 
 It XADDs the entries once, times a bare loop until all are read and acknowledged, then runs a topology
 RedisStreamSpout (par 1, ATLEAST_ONCE, so every entry is XACKed on its ack) -> a counting bolt
@@ -19,6 +24,9 @@ output names which."""
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -46,7 +54,7 @@ class Count(Bolt):
 
 b = TopologyBuilder("redis_bench")
 spout = RedisStreamSpout.spec(name="redis", par=1, config={"redis.url": sys.argv[1], "redis.stream": "bench",
-    "redis.group": "spout", "redis.create.group": True})
+    "redis.group": sys.argv[2], "redis.create.group": True})
 b.add_spec(spout)
 b.add_bolt("count", Count, par=1, inputs={spout: Grouping.SHUFFLE})
 b.set_config({"topology.stmgrs": 1, "topology.reliability.mode": "ATLEAST_ONCE",
@@ -95,35 +103,41 @@ def parser_name() -> str:
     return "hiredis, in both loops" if HIREDIS_AVAILABLE else "redis-py's Python parser, in both loops"
 
 
-def _group(client: Any) -> dict[str, Any] | None:
+def _group(client: Any, name: str) -> dict[str, Any] | None:
     for g in client.xinfo_groups("bench"):
-        if g["name"] in (b"spout", "spout"):
+        if g["name"] in (name.encode(), name):
             return dict(g)
     return None
 
 
-def spout(server: RedisServer, home: Path, n: int) -> float:
-    from heron_py.testing import run_local
-    from heron_py.testing.local import kill_local
-
+def spout(server: RedisServer, home: Path, n: int, group: str = "spout", python: str = sys.executable) -> float:
+    """The spout's entries/s on a group of its own, the topology submitted by ``python``'s CLI
+    (another interpreter runs another checkout: ``--rev``)."""
     client = server.client()
     f = home / "redis_bench_topology.py"
     f.write_text(TOPOLOGY)
-    run = run_local(f, [server.url], home=home, name="redis_bench", keep_running=True)
+    env = {**os.environ, "HERON_PY_HOME": str(home)}
+    env.pop("PYTHONPATH", None)
+    cli = [python, "-m", "heron_py.cli.main"]
+    # cwd: the interpreter must not import the tree it is started from (another checkout)
+    p = subprocess.run([*cli, "submit", "local", str(f), server.url, group], env=env, cwd=home,
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"redis bench: submit failed:\n{p.stdout}\n{p.stderr}")
     try:
         while True:
-            g = _group(client)
+            g = _group(client, group)
             if g is not None and (g.get("entries-read") or 0) > 0:
                 t0, r0 = time.perf_counter(), int(g["entries-read"])
                 break
             time.sleep(0.005)
         while True:
-            g = _group(client)
+            g = _group(client, group)
             if g is not None and g.get("lag") == 0 and g.get("pending") == 0:
                 return (n - r0) / (time.perf_counter() - t0)
             time.sleep(0.02)
     finally:
-        kill_local(home, run.name)
+        subprocess.run([*cli, "kill", "local", "redis_bench"], env=env, cwd=home, capture_output=True)
 
 
 def redis_version() -> str:
@@ -135,19 +149,42 @@ def redis_version() -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--entries", type=int, default=200_000)
+    ap.add_argument("--rev", help="A/B: A = the spout at this git revision, B = this tree")
+    ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="redis_bench"))
     server = RedisServer(home / "redis", appendonly=False)
     try:
         client = server.client()
         fill(client, args.entries)
+        print(f"redis-py {redis_version()}, reply parser: {parser_name()}")
+        if args.rev:
+            ab(server, home, args.entries, args.rev, args.reps)
+            return
         b = bare(server.url, args.entries)
         s = spout(server, home, args.entries)
-        print(f"redis-py {redis_version()}, reply parser: {parser_name()}")
         print(f"| entries | bare redis-py XREADGROUP/XACK loop (entries/s) | RedisStreamSpout at least once "
               f"(entries/s) | ratio |\n|---|---|---|---|\n| {args.entries} | {b:,.0f} | {s:,.0f} | {s / b:.2f}x |")
     finally:
         server.stop()
+
+
+def ab(server: RedisServer, home: Path, n: int, rev: str, reps: int) -> None:
+    from ab import checkout_python  # type: ignore[import-not-found]
+
+    sides = {"A": checkout_python(rev), "B": sys.executable}
+    got: dict[str, list[float]] = {"A": [], "B": []}
+    bares: list[float] = []
+    print(f"A = {rev}, B = this tree; {n} entries per run\n| rep | bare | A | B | B/A |\n|---|---|---|---|---|")
+    for rep in range(reps):
+        bares.append(bare(server.url, n, group=f"bare{rep}"))
+        for side in ("AB" if rep % 2 == 0 else "BA"):  # alternating: neither always runs first
+            got[side].append(spout(server, home, n, group=f"{side}{rep}", python=sides[side]))
+        print(f"| {rep + 1} | {bares[-1]:,.0f} | {got['A'][-1]:,.0f} | {got['B'][-1]:,.0f} | "
+              f"{got['B'][-1] / got['A'][-1]:.3f} |")
+    a, b, bb = statistics.median(got["A"]), statistics.median(got["B"]), statistics.median(bares)
+    print(f"medians: bare {bb:,.0f}, A {a:,.0f} ({a / bb:.2f}x bare), B {b:,.0f} ({b / bb:.2f}x bare); "
+          f"B/A {b / a:.3f}")
 
 
 if __name__ == "__main__":

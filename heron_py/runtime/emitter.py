@@ -392,6 +392,59 @@ class Emitter:
         if stream != "default":
             self.emitted_by_stream[stream] = self.emitted_by_stream.get(stream, 0) + len(values_list)
 
+    def emit_root_many(self, values_list: Sequence[Sequence[Any]], stream: str, roots: Sequence[int]) -> list[int]:
+        """``emit_root`` for each tuple of ``values_list`` with the root of the same index, in
+        order, on one stream: the stream's lookups and checks once per batch (a broker spout's
+        read of hundreds of records). Returns the XOR of each tuple's copies (0: no copy sent)."""
+        edges = self._edges.get(stream)
+        if edges is None or stream in self._direct:
+            # an undeclared stream raises there; a direct one needs a task per tuple
+            return [self.emit_root(v, stream, None, False, r)[1] for v, r in zip(values_list, roots, strict=True)]
+        nfields = self._nfields[stream]
+        for values in values_list:  # all checked before any is sent: a refused batch sends nothing
+            if len(values) != nfields:
+                self._check(values, stream)  # raises
+        chooses = [e.router.choose for e in edges if e.router is not None]
+        me = self.task_id
+        rand = self._rand
+        pending = self.pending
+        hot = self.hot
+        batch_size = self.batch_size
+        count = self._count
+        xors: list[int] = []
+        append = xors.append
+        for values, root in zip(values_list, roots, strict=True):
+            xor = 0
+            for choose in chooses:  # one router per consuming component
+                for t in choose(values):
+                    k = rand(64) or 1
+                    xor ^= k
+                    row = (stream, values, ((me, root, k),))
+                    if hot:
+                        self._seal(t)
+                    lst = pending.get(t)
+                    if lst is None:
+                        pending[t] = [row]
+                    else:
+                        lst.append(row)
+            if xor:
+                # ack_record(me, ACK_INIT, root, xor) inlined; a flush below replaces _acks
+                merged = self._acks.get(me)
+                if merged is None:
+                    self._acks[me] = {root: xor}
+                else:
+                    merged[root] = merged.get(root, 0) ^ xor
+            append(xor)
+            count += 1
+            if count >= batch_size:
+                self._count = count
+                self.flush()
+                count = 0
+        self._count = count
+        if stream != "default":
+            self.emitted_by_stream[stream] = self.emitted_by_stream.get(stream, 0) + len(values_list)
+        return xors
+
     def _fields_fast_path(self) -> _FastRoute | None:
         """(field index, field count, routing cache get, choose) when "default" has one consumer
         that routes by one field (fields grouping): the case the closures below inline."""

@@ -192,6 +192,7 @@ class ComponentHost:
         # heron_poll(); the runner calls it on the task's thread at least every poll_s
         self.poll_s: float | None = None
         self._poll: Callable[[], None] | None = None
+        self._ack_many: Callable[[list[Any]], None] | None = None
 
     def _new_user(self) -> Any:
         comp = self.plan.topology.component(self.component)
@@ -234,6 +235,10 @@ class ComponentHost:
             if self.is_spout and hasattr(type(self.user), "heron_emit_many"):
                 # an untracked batch in one call (Streamlet sources): nothing needs to see each emit
                 self.user.heron_emit_many = self.emitter.emit_many
+        # a spout that takes its acks a list at a time (broker spouts: one call per result
+        # frame, not per id), when no hook must see each ack
+        ack_many = getattr(self.user, "heron_ack_many", None)
+        self._ack_many = ack_many if self.is_spout and self.hooks is None and callable(ack_many) else None
 
     def start(self) -> None:
         self._set_active(self.plan.state is TopologyState.RUNNING)
@@ -313,7 +318,12 @@ class SpoutHost(ComponentHost):
     def acks_due(self) -> None:
         """Acks tuples whose tree completed at emit (no consumer took a copy)."""
         if self.reliability is not None:
-            for tup_id in self.reliability.take_immediate():
+            done = self.reliability.take_immediate()
+            if self._ack_many is not None:
+                if done:
+                    self._ack_many(done)
+                return
+            for tup_id in done:
                 self.user.ack(tup_id)
                 if self.hooks is not None:
                     self.hooks.spout_ack(tup_id, 0.0)
@@ -331,6 +341,26 @@ class SpoutHost(ComponentHost):
         rel = self.reliability
         if rel is None:
             self.log.warning("spout task %d got ack results in at-most-once mode; ignored", self.task_id)
+            return
+        ack_many = self._ack_many
+        if ack_many is not None:
+            # the acked ids handed over in one call; a fail is delivered in its place in the
+            # frame's order (the acks before it first)
+            acked: list[Any] = []
+            unknown = rel.UNKNOWN
+            for outcome, root in RESULT_RECORD.iter_unpack(memoryview(frame)[BODY_OFFSET:]):
+                tup_id = rel.resolve(root, outcome)
+                if tup_id is unknown:
+                    continue
+                if outcome == RESULT_ACKED:
+                    acked.append(tup_id)
+                else:
+                    if acked:
+                        ack_many(acked)
+                        acked = []
+                    self.user.fail(tup_id)
+            if acked:
+                ack_many(acked)
             return
         for outcome, root in RESULT_RECORD.iter_unpack(memoryview(frame)[BODY_OFFSET:]):
             tup_id = rel.resolve(root, outcome)
@@ -611,6 +641,16 @@ def _bind_tracked_fast_paths(host: ComponentHost) -> None:
             return sent
 
         user.emit = spout_emit  # type: ignore[method-assign]
+        if hasattr(type(user), "heron_emit_tracked_many"):
+            emit_root_many, emitted_many = emitter.emit_root_many, rel.emitted_many
+
+            def emit_tracked_many(rows: Sequence[Sequence[Any]], tup_ids: Sequence[Any],
+                                  stream: str = "default") -> None:
+                # each row with the message id of the same index: emit(row, tup_id=...) per row
+                roots = [new_root() for _ in tup_ids]
+                emitted_many(roots, tup_ids, emit_root_many(rows, stream, roots))
+
+            user.heron_emit_tracked_many = emit_tracked_many
     elif isinstance(user, Bolt):
         if type(user).emit is Bolt.emit:
             def slow(tup: Sequence[Any], stream: str, anchors: Any, direct_task: int | None,

@@ -13,7 +13,7 @@ import collections
 import logging
 import os
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +93,17 @@ class Reliability:
             self.metrics.acked += 1
         else:
             self.pending[root] = (tup_id, self.clock())
+
+    def emitted_many(self, roots: Sequence[int], tup_ids: Sequence[Any], xors: Sequence[int]) -> None:
+        """``emitted`` for a batch (``Emitter.emit_root_many``'s XORs), with one clock read."""
+        now = self.clock()
+        pending = self.pending
+        for root, tup_id, xor in zip(roots, tup_ids, xors, strict=True):
+            if xor == 0:
+                self._immediate.append(tup_id)
+                self.metrics.acked += 1
+            else:
+                pending[root] = (tup_id, now)
 
     def take_immediate(self) -> list[Any]:
         out, self._immediate = self._immediate, []

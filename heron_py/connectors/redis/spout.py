@@ -111,9 +111,23 @@ def fresh_rows(entries: list[Any], names: tuple[str, ...], keys: tuple[bytes, ..
 
 
 def emit_rows(records: list[Record], ids: list[Key | None], inflight: dict[str, Key],
-              host_emit: Callable[..., Any] | None, emit: Callable[..., Any]) -> None:
-    """Emits each record ``emitted_many`` gave an id (None: stale), through the host's emit
-    when given (positional, as the host takes it), else the spout's ``emit``."""
+              host_emit: Callable[..., Any] | None, emit: Callable[..., Any],
+              emit_many: Callable[[list[Any], list[Key]], None] | None = None) -> None:
+    """Emits each record ``emitted_many`` gave an id (None: stale): all in one call of the
+    host's batch emit when given, else through the host's emit (positional, as the host takes
+    it), else the spout's ``emit``."""
+    if emit_many is not None:
+        rows: list[Any] = []
+        keys: list[Key] = []
+        for (_seq, rec), key in zip(records, ids, strict=True):
+            if key is not None:
+                row = rec[1]
+                inflight[row[0]] = key
+                rows.append(row)
+                keys.append(key)
+        if rows:
+            emit_many(rows, keys)
+        return
     for (_seq, rec), key in zip(records, ids, strict=True):
         if key is not None:
             row = rec[1]
@@ -159,6 +173,9 @@ class RedisStreamSpout(Spout):
     outputs = ["id", "value"]
     requirements = [REQUIREMENT]
     clock: Callable[[], float] = time.monotonic
+    # bound by the engine's host when nothing needs to see each emit (no hook, no tap): a
+    # read's tuples with their message ids in one call (runtime/host.py)
+    heron_emit_tracked_many: Callable[[list[Any], list[Key]], None] | None = None
 
     @classmethod
     def spec(cls, name: str | None = None, par: int = 1, config: dict[str, Any] | None = None,
@@ -252,8 +269,8 @@ class RedisStreamSpout(Spout):
         try:
             if not self.group_ready:
                 self._create_group()
-            self._flush_acks()
             if not self.active:
+                self._flush_acks()
                 time.sleep(0.01)
                 return
             for msg_id, rec in self.source.due_retries(now):
@@ -265,7 +282,8 @@ class RedisStreamSpout(Spout):
                 self.source.committed(self.source.commits())  # keeps may_emit's count to what is in flight
                 self._next_commit = now + 1.0
             if self.source.may_emit(self.cfg.stream):
-                self._read()
+                self._read()  # a read of new entries carries the XACK of the acks due
+            self._flush_acks()
         except Exception as e:
             self._on_error(e, now)
             return
@@ -282,6 +300,14 @@ class RedisStreamSpout(Spout):
             raw, row = p.record
             self.inflight.pop(row[0], None)
             self.to_xack.append(raw)
+
+    def heron_ack_many(self, tup_ids: list[Any]) -> None:
+        """``ack`` for a result frame's acked ids at once (the engine calls it instead of ``ack``
+        per id when no hook must see each ack)."""
+        inflight_pop, to_xack = self.inflight.pop, self.to_xack
+        for raw, row in self.source.ack_many([k if type(k) is tuple else (k[0], k[1]) for k in tup_ids]):
+            inflight_pop(row[0], None)
+            to_xack.append(raw)
 
     def fail(self, tup_id: Any) -> None:
         key: Key = (tup_id[0], tup_id[1])
@@ -320,6 +346,16 @@ class RedisStreamSpout(Spout):
         if self.cursor is not None:
             resp = self.client.xreadgroup(self.cfg.group, self.cfg.consumer, {self.cfg.stream: self.cursor},
                                           count=count)
+        elif self.to_xack:
+            # the acks due and the next read in one round trip (XACK first: the server runs a
+            # pipeline's commands in order), instead of one round trip each
+            ids = self.to_xack
+            pipe = self.client.pipeline(transaction=False)
+            pipe.xack(self.cfg.stream, self.cfg.group, *ids)
+            pipe.xreadgroup(self.cfg.group, self.cfg.consumer, {self.cfg.stream: ">"}, count=count,
+                            block=self.cfg.block_ms or None)
+            _acked, resp = pipe.execute()
+            self._xacked(ids)
         else:
             resp = self.client.xreadgroup(self.cfg.group, self.cfg.consumer, {self.cfg.stream: ">"}, count=count,
                                           block=self.cfg.block_ms or None)
@@ -347,7 +383,7 @@ class RedisStreamSpout(Spout):
                 ids = self.source.emitted_many(self.cfg.stream, records)
                 # emit not overridden: the host's own emit, one Python call fewer per entry
                 host_emit = self.delegate.emit if type(self).emit is Spout.emit else None
-                emit_rows(records, ids, self.inflight, host_emit, self.emit)
+                emit_rows(records, ids, self.inflight, host_emit, self.emit, self.heron_emit_tracked_many)
             return
         # our own pending history: an entry may still be in flight here (read again after a
         # reconnect), so each goes through _emit_new's check
@@ -427,7 +463,11 @@ class RedisStreamSpout(Spout):
         if self.to_xack:
             ids = self.to_xack
             self.client.xack(self.cfg.stream, self.cfg.group, *ids)
-            self.to_xack = [] if ids is self.to_xack else self.to_xack[len(ids):]
+            self._xacked(ids)
+
+    def _xacked(self, ids: list[str | bytes]) -> None:
+        """``ids`` (the list ``to_xack`` was) are XACKed: what was added since stays due."""
+        self.to_xack = [] if ids is self.to_xack else self.to_xack[len(ids):]
 
     # --- errors and metrics ----------------------------------------------------------------------
     def _on_error(self, e: Exception, now: float) -> None:
