@@ -215,3 +215,21 @@ def test_sink_loop_drain_writes_the_buffer_even_in_a_backoff():
     down[0] = False
     loop.drain()
     assert seen["written"] == [["c"]] and seen["acked"] == ["c"] and seen["failed"] == ["a", "b"]
+
+
+def test_ack_many_is_ack_per_id_and_returns_the_acked_records():
+    one, many = ReplayableSource(), ReplayableSource()
+    for s in (one, many):
+        s.assign("p", 0)
+        s.assign("q", 0)
+        for o in range(4):
+            s.emitted("p", o, f"p{o}")
+        s.emitted("q", 0, "q0")
+    ids = [("p", 2), ("q", 0), ("p", 0), ("p", 2), ("p", 9)]  # a duplicate and an unknown id
+    assert many.ack_many(ids) == ["p2", "q0", "p0"]
+    assert [one.ack(k) for k in ids] == [True, True, True, False, False]
+    assert many.pending.keys() == one.pending.keys() == {("p", 1), ("p", 3)}
+    for part in ("p", "q"):
+        assert (many.trackers[part].acked, many.trackers[part].emitted) == \
+            (one.trackers[part].acked, one.trackers[part].emitted)
+    assert many.stats.acked == one.stats.acked == 3

@@ -162,6 +162,34 @@ def test_emit_root_ids_are_independent_of_the_root_and_differ_per_emit():
     assert em.acks[1] == {1: x1 ^ x2}
 
 
+@pytest.mark.parametrize("stream, rows", [("default", [["a"], ["b"], ["a"], ["c"], ["d"]]),
+                                          ("other", [[1, 2], [3, 4], [5, 6], [7, 8]])])
+def test_emit_root_many_is_emit_root_per_tuple(stream, rows):
+    """The batch form: the same routes, copy ids, XORs, merged ack records, frames (a flush
+    in the middle at the batch size included) and counts as one emit_root per tuple."""
+    one, one_frames = make_emitter(main_plan(), 1, batch_size=3, seed=7)
+    many, many_frames = make_emitter(main_plan(), 1, batch_size=3, seed=7)
+    roots = [11, 12, 13, 14, 15][:len(rows)]
+    xors_one = [one.emit_root(v, stream, None, False, r)[1] for v, r in zip(rows, roots)]
+    assert many.emit_root_many(rows, stream, roots) == xors_one
+    assert many.pending_rows() == one.pending_rows()
+    assert many.acks == one.acks
+    assert (many.emitted, many.emitted_by_stream) == (one.emitted, one.emitted_by_stream)
+    assert decode(many_frames) == decode(one_frames) and len(many_frames) > 0  # the flush at 3
+    one.flush()
+    many.flush()
+    assert decode(many_frames) == decode(one_frames)
+
+
+def test_emit_root_many_refuses_a_bad_tuple_before_sending_any():
+    em, frames = make_emitter(main_plan(), 1)
+    with pytest.raises(EmitError, match="emitted 2 values on stream 'default', which declares 1 fields"):
+        em.emit_root_many([["a"], ["b", "c"]], "default", [1, 2])
+    assert em.pending_rows() == {} and em.acks == {} and em.emitted == 0
+    with pytest.raises(EmitError, match="which it does not declare"):
+        em.emit_root_many([["a"]], "nope", [1])
+
+
 def test_emit_root_is_deterministic_for_a_seeded_rng():
     a, _ = make_emitter(main_plan(), 1, seed=42)
     b, _ = make_emitter(main_plan(), 1, seed=42)

@@ -64,6 +64,31 @@ class Numbers(Spout):
         self.calls.append("close")
 
 
+class BatchNumbers(Numbers):
+    """Emits three tuples a call, in one call when the host binds the batch emit; takes its
+    acks a list at a time."""
+
+    heron_emit_tracked_many = None
+
+    def initialize(self, config, context):
+        super().initialize(config, context)
+        self.ack_calls = []
+
+    def next_tuple(self):
+        rows = [[self.n + i] for i in range(3)]
+        ids = [f"id{self.n + i}" for i in range(3)]
+        self.n += 3
+        if self.heron_emit_tracked_many is not None:
+            self.heron_emit_tracked_many(rows, ids)
+        else:
+            for row, tup_id in zip(rows, ids):
+                self.emit(row, tup_id=tup_id)
+
+    def heron_ack_many(self, tup_ids):
+        self.ack_calls.append(list(tup_ids))
+        self.acked.extend(tup_ids)
+
+
 class Double(Bolt):
     outputs = ["n"]
 
@@ -100,9 +125,9 @@ class Sink(Bolt):
         pass
 
 
-def _plan(config=None, bolt=Double, spout_config=None, state=TopologyState.RUNNING):
+def _plan(config=None, bolt=Double, spout_config=None, state=TopologyState.RUNNING, spout=None):
     b = TopologyBuilder("t")
-    s = b.add_spout("numbers", Numbers, par=1, config=spout_config or {})
+    s = b.add_spout("numbers", spout or Numbers, par=1, config=spout_config or {})
     d = b.add_bolt("double", bolt, par=2, inputs={s: Grouping.SHUFFLE})
     b.add_bolt("sink", Sink, par=1, inputs={d: Grouping.fields("n")})
     if config:
@@ -234,6 +259,47 @@ def test_ack_results_call_ack_or_fail_once_per_root():
     assert host.user.acked == ["id0"]  # the late duplicate for root 0 is ignored
     assert host.user.failed == ["id1", "id2"]  # Storm calls fail() for a time-out too
     assert (host.metrics.acked, host.metrics.failed, host.metrics.timed_out) == (1, 1, 1)
+
+
+def _batch_spout(config):
+    plan = _plan(config={"topology.reliability.mode": "ATLEAST_ONCE", **config}, spout=BatchNumbers)
+    frames = []
+    host = make_host(plan, _task(plan, "numbers"), frames.extend,
+                     HostOptions(clock=ManualClock(100.0), rng=random.Random(1)))
+    host.initialize()
+    host.start()
+    return host, frames
+
+
+def test_a_batch_spout_emits_in_one_call_and_gets_a_frames_acks_in_one_call_fails_in_place():
+    host, frames = _batch_spout({})
+    assert host.user.heron_emit_tracked_many is not None  # bound: no hook, no tap
+    assert host.next_tuples(2) == 6  # two next_tuple calls, three tuples each
+    host.flush()
+    assert sorted(r[1] for _, _, rows in _rows(frames) for r in rows) == [[n] for n in range(6)]  # 2 tasks
+    roots = [r[1] for _, _, rows in _rows(frames, MsgType.ACK_BATCH) for r in rows]
+    assert len(roots) == 6 and len(host.reliability.pending) == 6
+    body = b"".join([RESULT_RECORD.pack(RESULT_ACKED, roots[0]), RESULT_RECORD.pack(RESULT_ACKED, roots[1]),
+                     RESULT_RECORD.pack(RESULT_FAILED, roots[2]), RESULT_RECORD.pack(RESULT_ACKED, roots[3]),
+                     RESULT_RECORD.pack(RESULT_ACKED, roots[1]), RESULT_RECORD.pack(RESULT_TIMED_OUT, roots[4])])
+    host.on_results(encode_batch_frame(host.task_id, 0, body, MsgType.ACK_RESULT, 6))
+    # the acks before a fail come first, in one call; a late duplicate (root 1 again) is dropped
+    assert host.user.ack_calls == [["id0", "id1"], ["id3"]]
+    assert host.user.failed == ["id2", "id4"]
+    assert (host.metrics.acked, host.metrics.failed, host.metrics.timed_out) == (3, 1, 1)
+    assert host.room() == (1 << 30) and len(host.reliability.pending) == 1
+
+
+def test_a_hook_gets_each_emit_and_ack_of_a_batch_spout():
+    host, frames = _batch_spout({"topology.auto.task.hooks": "tests.unit.runtime.test_hooks.CountingHook"})
+    assert host.user.heron_emit_tracked_many is None  # not bound: the hook sees each emit
+    host.next_tuples(1)
+    host.flush()
+    roots = [r[1] for _, _, rows in _rows(frames, MsgType.ACK_BATCH) for r in rows]
+    body = b"".join(RESULT_RECORD.pack(RESULT_ACKED, r) for r in roots)
+    host.on_results(encode_batch_frame(host.task_id, 0, body, MsgType.ACK_RESULT, 3))
+    assert host.user.ack_calls == [] and host.user.acked == ["id0", "id1", "id2"]  # ack() per id
+    assert host.hooks is not None
 
 
 def test_spout_expires_roots_by_its_own_clock():
