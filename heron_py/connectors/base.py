@@ -92,6 +92,9 @@ class OffsetTracker:
         return len(self.emitted) + len(self.acked)
 
 
+_NO_PARTITION: Any = object()  # equal to no partition
+
+
 @dataclass(slots=True)  # one per record in flight: slots make it smaller and quicker to build
 class _Pending(Generic[P]):
     partition: P
@@ -208,11 +211,21 @@ class ReplayableSource(Generic[P]):
         pending, trackers = self.pending, self.trackers
         out: list[Any] = []
         append = out.append
+        tracker: OffsetTracker | None = None
+        partition: Any = _NO_PARTITION
         for key in msg_ids:
             p = pending.pop(key, None)
             if p is None:
                 continue
-            trackers[p.partition].add_acked(p.offset)
+            if p.partition != partition:  # ids come in runs of one partition: one lookup per run
+                partition = p.partition
+                tracker = trackers[partition]
+            assert tracker is not None
+            off = p.offset
+            # tracker.add_acked(off), inlined
+            tracker.emitted.discard(off)
+            if off >= tracker.committed:
+                tracker.acked.add(off)
             append(p.record)
         self.stats.acked += len(out)
         return out

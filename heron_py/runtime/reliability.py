@@ -129,6 +129,31 @@ class Reliability:
             self.metrics.timed_out += 1
         return tup_id
 
+    def resolve_acked_run(self, records: Sequence[tuple[int, int]], i: int, acked: list[Any]) -> int:
+        """``resolve`` for ``records[i:]`` (a result frame's (outcome, root) records) while they
+        are acks, with one clock read: the message ids of the roots still pending are appended
+        to ``acked``. Returns the index of the first record that is not an ack (the length when
+        none is), which the caller resolves with ``resolve``."""
+        n = len(records)
+        now = self.clock()
+        pending_pop = self.pending.pop
+        latency = self.metrics.latencies_ms.append
+        append = acked.append
+        before = len(acked)
+        while i < n:
+            outcome, root = records[i]
+            if outcome != RESULT_ACKED:
+                break
+            entry = pending_pop(root, None)
+            if entry is not None:
+                tup_id, t0 = entry
+                self.last_latency_ms = ms = (now - t0) * 1000.0
+                latency(ms)
+                append(tup_id)
+            i += 1
+        self.metrics.acked += len(acked) - before
+        return i
+
     def expire(self) -> list[Any]:
         """Message ids of roots older than the local timeout; they leave ``pending``."""
         limit = self.clock() - (self.timeout_s * LOCAL_TIMEOUT_FACTOR + LOCAL_TIMEOUT_SLACK_S)

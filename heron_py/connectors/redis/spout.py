@@ -305,7 +305,7 @@ class RedisStreamSpout(Spout):
         """``ack`` for a result frame's acked ids at once (the engine calls it instead of ``ack``
         per id when no hook must see each ack)."""
         inflight_pop, to_xack = self.inflight.pop, self.to_xack
-        for raw, row in self.source.ack_many([k if type(k) is tuple else (k[0], k[1]) for k in tup_ids]):
+        for raw, row in self.source.ack_many(tup_ids):  # the ids as emitted: (stream, sequence number)
             inflight_pop(row[0], None)
             to_xack.append(raw)
 

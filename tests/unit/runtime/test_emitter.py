@@ -170,7 +170,7 @@ def test_emit_root_many_is_emit_root_per_tuple(stream, rows):
     one, one_frames = make_emitter(main_plan(), 1, batch_size=3, seed=7)
     many, many_frames = make_emitter(main_plan(), 1, batch_size=3, seed=7)
     roots = [11, 12, 13, 14, 15][:len(rows)]
-    xors_one = [one.emit_root(v, stream, None, False, r)[1] for v, r in zip(rows, roots)]
+    xors_one = [one.emit_root(v, stream, None, False, r)[1] for v, r in zip(rows, roots, strict=True)]
     assert many.emit_root_many(rows, stream, roots) == xors_one
     assert many.pending_rows() == one.pending_rows()
     assert many.acks == one.acks
@@ -182,7 +182,7 @@ def test_emit_root_many_is_emit_root_per_tuple(stream, rows):
 
 
 def test_emit_root_many_refuses_a_bad_tuple_before_sending_any():
-    em, frames = make_emitter(main_plan(), 1)
+    em, _frames = make_emitter(main_plan(), 1)
     with pytest.raises(EmitError, match="emitted 2 values on stream 'default', which declares 1 fields"):
         em.emit_root_many([["a"], ["b", "c"]], "default", [1, 2])
     assert em.pending_rows() == {} and em.acks == {} and em.emitted == 0

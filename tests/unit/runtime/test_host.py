@@ -81,7 +81,7 @@ class BatchNumbers(Numbers):
         if self.heron_emit_tracked_many is not None:
             self.heron_emit_tracked_many(rows, ids)
         else:
-            for row, tup_id in zip(rows, ids):
+            for row, tup_id in zip(rows, ids, strict=True):
                 self.emit(row, tup_id=tup_id)
 
     def heron_ack_many(self, tup_ids):

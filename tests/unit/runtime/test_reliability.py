@@ -113,6 +113,39 @@ def test_outcomes_are_counted_and_only_acks_record_latency():
     assert list(rel.pending) == [6]
 
 
+def test_resolve_acked_run_resolves_acks_up_to_the_first_other_outcome():
+    rel, clock = make()
+    for root in range(1, 6):
+        rel.emitted(root, f"m{root}", root)
+    clock.t += 0.004
+    records = [(RESULT_ACKED, 1), (RESULT_ACKED, 9), (RESULT_ACKED, 2), (RESULT_FAILED, 3), (RESULT_ACKED, 4),
+               (RESULT_ACKED, 1)]
+    acked = []
+    assert rel.resolve_acked_run(records, 0, acked) == 3  # stops at the fail; root 9 is unknown
+    assert acked == ["m1", "m2"]
+    assert rel.resolve(3, RESULT_FAILED) == "m3"
+    acked = []
+    assert rel.resolve_acked_run(records, 4, acked) == 6  # the late duplicate of root 1 is dropped
+    assert acked == ["m4"]
+    m = rel.metrics
+    assert (m.acked, m.failed) == (3, 1)
+    assert list(m.latencies_ms) == [pytest.approx(4.0)] * 3 and rel.last_latency_ms == pytest.approx(4.0)
+    assert list(rel.pending) == [5]
+    assert rel.resolve_acked_run(records, 6, acked) == 6 and acked == ["m4"]
+
+
+def test_emitted_many_is_emitted_per_root():
+    one, _ = make()
+    many, _ = make()
+    roots, ids, xors = [1, 2, 3], ["a", "b", "c"], [7, 0, 9]
+    for r, t, x in zip(roots, ids, xors, strict=True):
+        one.emitted(r, t, x)
+    many.emitted_many(roots, ids, xors)
+    assert many.pending == one.pending and list(many.pending) == [1, 3]
+    assert many.take_immediate() == one.take_immediate() == ["b"]  # XOR 0: no copy sent, acked at once
+    assert many.metrics.acked == one.metrics.acked == 1
+
+
 def test_metrics_are_shared_when_given():
     metrics = TaskMetrics()
     rel = Reliability(5.0, None, ManualClock(1000.0), metrics=metrics, rng=random.Random(0))
