@@ -632,28 +632,7 @@ def _bind_tracked_fast_paths(host: ComponentHost) -> None:
     assert rel is not None
     delegate = user.delegate
     if isinstance(user, Spout) and type(user).emit is Spout.emit:
-        em, emit_root, new_root, emitted = emitter.emit, emitter.emit_root, rel.new_root, rel.emitted
-
-        def spout_emit(tup: Sequence[Any], tup_id: Any = None, stream: str = "default",
-                       direct_task: int | None = None, need_task_ids: bool = False) -> list[int] | None:
-            if tup_id is None:
-                return em(tup, stream, direct_task, need_task_ids)
-            root = new_root()
-            sent, xor = emit_root(tup, stream, direct_task, need_task_ids, root)
-            emitted(root, tup_id, xor)
-            return sent
-
-        user.emit = spout_emit  # type: ignore[method-assign]
-        if hasattr(type(user), "heron_emit_tracked_many"):
-            emit_root_many, emitted_many = emitter.emit_root_many, rel.emitted_many
-
-            def emit_tracked_many(rows: Sequence[Sequence[Any]], tup_ids: Sequence[Any],
-                                  stream: str = "default") -> None:
-                # each row with the message id of the same index: emit(row, tup_id=...) per row
-                roots = [new_root() for _ in tup_ids]
-                emitted_many(roots, tup_ids, emit_root_many(rows, stream, roots))
-
-            user.heron_emit_tracked_many = emit_tracked_many
+        _bind_spout_fast_paths(user, emitter, rel)
     elif isinstance(user, Bolt):
         if type(user).emit is Bolt.emit:
             def slow(tup: Sequence[Any], stream: str, anchors: Any, direct_task: int | None,
@@ -681,3 +660,30 @@ def _bind_tracked_fast_paths(host: ComponentHost) -> None:
                     acked_append(acked_ids(roots, av) if av else roots)
 
             user.ack = ack  # type: ignore[method-assign]
+
+
+def _bind_spout_fast_paths(user: Any, emitter: Emitter, rel: Reliability) -> None:
+    """A spout's emit with a message id, two calls fewer; and its batch emit when it declares
+    ``heron_emit_tracked_many``."""
+    em, emit_root, new_root, emitted = emitter.emit, emitter.emit_root, rel.new_root, rel.emitted
+
+    def spout_emit(tup: Sequence[Any], tup_id: Any = None, stream: str = "default",
+                   direct_task: int | None = None, need_task_ids: bool = False) -> list[int] | None:
+        if tup_id is None:
+            return em(tup, stream, direct_task, need_task_ids)
+        root = new_root()
+        sent, xor = emit_root(tup, stream, direct_task, need_task_ids, root)
+        emitted(root, tup_id, xor)
+        return sent
+
+    user.emit = spout_emit
+    if hasattr(type(user), "heron_emit_tracked_many"):
+        emit_root_many, emitted_many = emitter.emit_root_many, rel.emitted_many
+
+        def emit_tracked_many(rows: Sequence[Sequence[Any]], tup_ids: Sequence[Any],
+                              stream: str = "default") -> None:
+            # each row with the message id of the same index: emit(row, tup_id=...) per row
+            roots = [new_root() for _ in tup_ids]
+            emitted_many(roots, tup_ids, emit_root_many(rows, stream, roots))
+
+        user.heron_emit_tracked_many = emit_tracked_many

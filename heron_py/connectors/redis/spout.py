@@ -349,13 +349,14 @@ class RedisStreamSpout(Spout):
         elif self.to_xack:
             # the acks due and the next read in one round trip (XACK first: the server runs a
             # pipeline's commands in order), instead of one round trip each
-            ids = self.to_xack
+            due = self.to_xack
             pipe = self.client.pipeline(transaction=False)
-            pipe.xack(self.cfg.stream, self.cfg.group, *ids)
+            pipe.xack(self.cfg.stream, self.cfg.group, *due)
             pipe.xreadgroup(self.cfg.group, self.cfg.consumer, {self.cfg.stream: ">"}, count=count,
                             block=self.cfg.block_ms or None)
             _acked, resp = pipe.execute()
-            self._xacked(ids)
+            # what was added to to_xack meanwhile stays due
+            self.to_xack = [] if due is self.to_xack else self.to_xack[len(due):]
         else:
             resp = self.client.xreadgroup(self.cfg.group, self.cfg.consumer, {self.cfg.stream: ">"}, count=count,
                                           block=self.cfg.block_ms or None)
@@ -463,11 +464,7 @@ class RedisStreamSpout(Spout):
         if self.to_xack:
             ids = self.to_xack
             self.client.xack(self.cfg.stream, self.cfg.group, *ids)
-            self._xacked(ids)
-
-    def _xacked(self, ids: list[str | bytes]) -> None:
-        """``ids`` (the list ``to_xack`` was) are XACKed: what was added since stays due."""
-        self.to_xack = [] if ids is self.to_xack else self.to_xack[len(ids):]
+            self.to_xack = [] if ids is self.to_xack else self.to_xack[len(ids):]
 
     # --- errors and metrics ----------------------------------------------------------------------
     def _on_error(self, e: Exception, now: float) -> None:

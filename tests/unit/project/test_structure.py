@@ -53,7 +53,7 @@ HERON_PY_ALLOWANCES: dict[tuple[str, str], int] = {
     # hot path: one object per connection or task, whose methods are the per-frame, per-tuple calls
     ("heron_py/common/net.py", "Connection"): 34,
     ("heron_py/common/net.py", "__init__"): 76,
-    ("heron_py/runtime/emitter.py", "Emitter"): 26,
+    ("heron_py/runtime/emitter.py", "Emitter"): 27,
     ("heron_py/runtime/emitter.py", "__init__"): 85,
     # interfaces: one method per stored document kind (plans, state, secrets, TLS, locks, ...)
     ("heron_py/state/base.py", "StateManager"): 35,
@@ -62,7 +62,7 @@ HERON_PY_ALLOWANCES: dict[tuple[str, str], int] = {
     # user-facing components: heronpy's Spout interface (open, next_tuple, ack, fail, activate,
     # deactivate, state hooks, close) plus each connector's own options and metrics
     ("heron_py/connectors/kafka/spout.py", "KafkaSpout"): 31,
-    ("heron_py/connectors/redis/spout.py", "RedisStreamSpout"): 21,
+    ("heron_py/connectors/redis/spout.py", "RedisStreamSpout"): 22,  # and the engine's batch ack hook
     ("heron_py/connectors/rabbitmq/spout.py", "RabbitMQSpout"): 17,
     # the users' test harness: its public controls are its methods
     ("heron_py/testing/harness.py", "Harness"): 38,
