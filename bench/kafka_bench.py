@@ -1,15 +1,26 @@
 """The KafkaSpout's records/s against a bare confluent-kafka consumer loop, on the same Tansu
 broker and topic (issue 35's goal: >= 0.8x). The lead runs it:
 
-    .venv/bin/python bench/kafka_bench.py [--records 200000]
+    .venv/bin/python bench/kafka_bench.py [--records 200000] [--guarantee AT_LEAST_ONCE]
+    .venv/bin/python bench/kafka_bench.py --rev REV [--reps 3] [--guarantee AT_LEAST_ONCE]   # A/B
 
 It produces the records once, times a bare loop (assign, consume until all are read), then runs
-a topology KafkaSpout (par 1, acking off) -> a counting bolt on the local scheduler and times
-until the group's committed offsets reach the log end."""
+a topology KafkaSpout (par 1, NO_GUARANTEE by default: acking off) -> a counting bolt (which acks)
+on the local scheduler, on a consumer group of its own, and times from the group's first commit
+until its committed offsets reach the log end (submit and the group's join are not counted; the
+spout commits every 200 ms). With ``AT_LEAST_ONCE`` the topology acks and a record is committed
+once its tuple is acked.
+
+With ``--rev`` the spout runs ``--reps`` times on each side, alternating which goes first, beside
+a bare loop per pair: A is the engine and connector at a git revision (a worktree, as
+``bench/ab.py --rev`` makes it), B this tree."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,14 +43,17 @@ class Count(Bolt):
         self.n = 0
     def process(self, tup):
         self.n += 1
+        self.ack(tup)
 
+guarantee = sys.argv[3]
 b = TopologyBuilder("kafka_bench")
 spout = KafkaSpout.spec(name="kafka", par=1, config={"kafka.bootstrap.servers": sys.argv[1],
-    "kafka.topics": ["bench"], "kafka.group.id": "bench", "kafka.processing.guarantee": "NO_GUARANTEE",
+    "kafka.topics": ["bench"], "kafka.group.id": sys.argv[2], "kafka.processing.guarantee": guarantee,
     "kafka.offset.commit.period.ms": 200})
 b.add_spec(spout)
 b.add_bolt("count", Count, par=1, inputs={spout: Grouping.SHUFFLE})
-b.set_config({"topology.stmgrs": 1})
+b.set_config({"topology.stmgrs": 1, "topology.max.spout.pending": 5000,
+              "topology.reliability.mode": "ATLEAST_ONCE" if guarantee == "AT_LEAST_ONCE" else "ATMOST_ONCE"})
 b.build_and_submit()
 '''
 
@@ -56,26 +70,56 @@ def bare(bootstrap: str, n: int) -> float:
     return n / dt
 
 
-def spout(broker: TansuBroker, home: Path, n: int) -> float:
-    from heron_py.testing import run_local
-    from heron_py.testing.local import kill_local
+def spout(broker: TansuBroker, home: Path, n: int, group: str = "bench", guarantee: str = "NO_GUARANTEE",
+          python: str = sys.executable) -> float:
+    """The spout's records/s on a consumer group of its own, the topology submitted by
+    ``python``'s CLI (another interpreter runs another checkout: ``--rev``)."""
     f = home / "kafka_bench_topology.py"
     f.write_text(TOPOLOGY)
-    t0 = time.perf_counter()
-    run = run_local(f, [broker.bootstrap], home=home, name="kafka_bench", keep_running=True)
-    t_sub = time.perf_counter()
+    env = {**os.environ, "HERON_PY_HOME": str(home)}
+    env.pop("PYTHONPATH", None)
+    cli = [python, "-m", "heron_py.cli.main"]
+    # cwd: the interpreter must not import the tree it is started from (another checkout)
+    p = subprocess.run([*cli, "submit", "local", str(f), broker.bootstrap, group, guarantee], env=env, cwd=home,
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"kafka bench: submit failed:\n{p.stdout}\n{p.stderr}")
     try:
-        while broker.committed("bench", "bench").get(0, -1) < n:
-            time.sleep(0.05)
-        return n / (time.perf_counter() - t_sub)
+        while (r0 := broker.committed(group, "bench").get(0, -1)) <= 0:
+            time.sleep(0.02)
+        t0 = time.perf_counter()
+        while (r := broker.committed(group, "bench").get(0, -1)) < n:
+            time.sleep(0.02)
+        return (r - r0) / (time.perf_counter() - t0)
     finally:
-        kill_local(home, run.name)
-        print(f"(submit took {t_sub - t0:.1f} s, not counted)")
+        subprocess.run([*cli, "kill", "local", "kafka_bench"], env=env, cwd=home, capture_output=True)
+
+
+def ab(broker: TansuBroker, home: Path, n: int, rev: str, reps: int, guarantee: str) -> None:
+    from ab import checkout_python  # type: ignore[import-not-found]
+
+    sides = {"A": checkout_python(rev), "B": sys.executable}
+    got: dict[str, list[float]] = {"A": [], "B": []}
+    bares: list[float] = []
+    print(f"A = {rev}, B = this tree; {n} records per run, {guarantee}\n| rep | bare | A | B | B/A |\n"
+          f"|---|---|---|---|---|")
+    for rep in range(reps):
+        bares.append(bare(broker.bootstrap, n))
+        for side in ("AB" if rep % 2 == 0 else "BA"):  # alternating: neither always runs first
+            got[side].append(spout(broker, home, n, f"{side}{rep}", guarantee, sides[side]))
+        print(f"| {rep + 1} | {bares[-1]:,.0f} | {got['A'][-1]:,.0f} | {got['B'][-1]:,.0f} | "
+              f"{got['B'][-1] / got['A'][-1]:.3f} |")
+    a, b, bb = statistics.median(got["A"]), statistics.median(got["B"]), statistics.median(bares)
+    print(f"medians: bare {bb:,.0f}, A {a:,.0f} ({a / bb:.2f}x bare), B {b:,.0f} ({b / bb:.2f}x bare); "
+          f"B/A {b / a:.3f}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--guarantee", default="NO_GUARANTEE", choices=["NO_GUARANTEE", "AT_MOST_ONCE", "AT_LEAST_ONCE"])
+    ap.add_argument("--rev", help="A/B: A = the spout at this git revision, B = this tree")
+    ap.add_argument("--reps", type=int, default=3)
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="kafka_bench"))
     broker = TansuBroker(home)
@@ -83,9 +127,12 @@ def main() -> None:
         broker.create_topic("bench", 1)
         broker.produce("bench", [(None, f"record {i} " .encode() + b"x" * 80) for i in range(args.records)],
                        partition=0)
+        if args.rev:
+            ab(broker, home, args.records, args.rev, args.reps, args.guarantee)
+            return
         b = bare(broker.bootstrap, args.records)
-        s = spout(broker, home, args.records)
-        print(f"| records | bare confluent-kafka loop (records/s) | KafkaSpout (records/s) | ratio |\n"
+        s = spout(broker, home, args.records, guarantee=args.guarantee)
+        print(f"| records | bare confluent-kafka loop (records/s) | KafkaSpout {args.guarantee} (records/s) | ratio |\n"
               f"|---|---|---|---|\n| {args.records} | {b:,.0f} | {s:,.0f} | {s / b:.2f}x |")
     finally:
         broker.stop()

@@ -91,6 +91,32 @@ def newest_completed(saved: dict[int, dict[TP, int]], completed: set[int]) -> in
     return max(done) if done else None
 
 
+def record_values(translator: Any, key_de: Any, value_de: Any, strings: bool) -> Callable[[Any], list[Any]] | None:
+    """A record's values on the default stream for the built-in translators (what most
+    topologies use: no translate() call, no (stream, values) result; ``strings``: both
+    deserializers are the string one, decoded inline); None for a user's translator, which
+    picks the stream or skips a record."""
+    if type(translator) is RecordTranslator and strings:
+        def values(m: Any) -> list[Any]:
+            k, v = m.key(), m.value()
+            return [m.topic(), m.partition(), m.offset(), None if k is None else k.decode("utf-8", "replace"),
+                    None if v is None else v.decode("utf-8", "replace")]
+    elif type(translator) is RecordTranslator:
+        def values(m: Any) -> list[Any]:
+            t = m.topic()
+            return [t, m.partition(), m.offset(), key_de(t, m.key()), value_de(t, m.value())]
+    elif type(translator) is ValueRecordTranslator and strings:
+        def values(m: Any) -> list[Any]:
+            v = m.value()
+            return [None if v is None else v.decode("utf-8", "replace")]
+    elif type(translator) is ValueRecordTranslator:
+        def values(m: Any) -> list[Any]:
+            return [value_de(m.topic(), m.value())]
+    else:
+        return None
+    return values
+
+
 class KafkaSpout(Spout):
     """Configured by the component's config (``kafka.*``, see docs/connectors/kafka.md)."""
 
@@ -101,6 +127,10 @@ class KafkaSpout(Spout):
     outputs = ["topic", "partition", "offset", "key", "value"]
     requirements = [REQUIREMENT]
     clock: Callable[[], float] = time.monotonic
+    # bound by the engine's host when nothing needs to see each emit (no hook, no tap): a poll's
+    # tuples in one call, untracked (heron_emit_many) or with their message ids (runtime/host.py)
+    heron_emit_many: Callable[[list[Any], str], None] | None = None
+    heron_emit_tracked_many: Callable[[list[Any], list[Any]], None] | None = None
 
     @classmethod
     def spec(cls, name: str | None = None, par: int = 1, config: dict[str, Any] | None = None,
@@ -130,6 +160,11 @@ class KafkaSpout(Spout):
         self.translator = translator(self.where, self.cfg.translator, self.cfg.topics)
         self.key_de = deserializer(self.where, "kafka.key.deserializer", self.cfg.key_deserializer)
         self.value_de = deserializer(self.where, "kafka.value.deserializer", self.cfg.value_deserializer)
+        strings = (JAVA_DESERIALIZERS.get(self.cfg.key_deserializer, self.cfg.key_deserializer) == "string" and
+                   JAVA_DESERIALIZERS.get(self.cfg.value_deserializer, self.cfg.value_deserializer) == "string")
+        self._row = record_values(self.translator, self.key_de, self.value_de, strings)
+        # the batch emits only when the class keeps the API's emit (an override sees each emit)
+        self._batch_row = self._row if type(self).emit is Spout.emit else None
         tasks = sorted(context.get_component_tasks(comp) or [context.get_task_id()])
         self.index, self.tasks = tasks.index(context.get_task_id()), len(tasks)
         # tracking needs the engine's acking: without it ids are never acked and commits would stall
@@ -251,6 +286,11 @@ class KafkaSpout(Spout):
     def ack(self, tup_id: Any) -> None:
         self.source.ack(self._key(tup_id))
 
+    def heron_ack_many(self, tup_ids: list[Any]) -> None:
+        """``ack`` for a result frame's acked ids at once (the engine calls it instead of ``ack``
+        per id when no hook must see each ack); the ids as emitted: ((topic, partition), offset)."""
+        self.source.ack_many(tup_ids)
+
     def fail(self, tup_id: Any) -> None:
         self.source.fail(self._key(tup_id), self.clock())
 
@@ -310,9 +350,13 @@ class KafkaSpout(Spout):
             t = trackers.get(tp)
             if t is not None and end > t.fetched:
                 t.fetched = end  # with nothing in flight, next_commit() is this position
-        emit = self._emit_record or self._make_record_emitter()
-        for m in good:
-            emit(m, None)
+        row = self._batch_row
+        if row is not None and self.heron_emit_many is not None:
+            self.heron_emit_many(list(map(row, good)), Stream.DEFAULT_STREAM_ID)
+        else:
+            emit = self._emit_record or self._make_record_emitter()
+            for m in good:
+                emit(m, None)
         self._records += len(good)
 
     def _seek(self, offsets: dict[TP, int]) -> None:
@@ -326,14 +370,21 @@ class KafkaSpout(Spout):
 
     def _drain(self) -> None:
         emit = self._emit_record or self._make_record_emitter()
+        row = self._batch_row
+        emit_many = self.heron_emit_tracked_many
+        tracked_rows = row if emit_many is not None else None
         for tp, buf in self.buffers.items():
             if not buf:
                 continue
             if self.checkpointed:
                 n = len(buf)
-                while buf:
-                    m = buf.popleft()
-                    emit(m, None)
+                m = buf[-1]
+                if row is not None and self.heron_emit_many is not None:
+                    self.heron_emit_many(list(map(row, buf)), Stream.DEFAULT_STREAM_ID)
+                    buf.clear()
+                else:
+                    while buf:
+                        emit(buf.popleft(), None)
                 self.positions[tp] = m.offset() + 1
                 self._records += n
                 continue
@@ -355,40 +406,30 @@ class KafkaSpout(Spout):
                 else:
                     batch = [buf.popleft() for _ in range(room)]
                 ids = source.emitted_many(tp, [(m.offset(), m) for m in batch])
-                for m, msg_id in zip(batch, ids, strict=True):
-                    if msg_id is not None:
-                        emit(m, msg_id)
-                        n += 1
+                if tracked_rows is not None and emit_many is not None:
+                    # the batch's fresh records in one call (a stale one has no id)
+                    fresh = [(m, msg_id) for m, msg_id in zip(batch, ids, strict=True) if msg_id is not None]
+                    if fresh:
+                        emit_many([tracked_rows(m) for m, _ in fresh], [msg_id for _, msg_id in fresh])
+                    n += len(fresh)
+                else:
+                    for m, msg_id in zip(batch, ids, strict=True):
+                        if msg_id is not None:
+                            emit(m, msg_id)
+                            n += 1
                 room = source.max_uncommitted - t.uncommitted()
             self._records += n
 
     def _make_record_emitter(self) -> Callable[[Any, Any], None]:
-        """The per-record step, specialised for the built-in translators (what most topologies
-        use): they skip the translate() call and its (stream, values) result. A user's
-        translator goes through ``_translate_emit``."""
-        kde, vde, emit = self.key_de, self.value_de, self.emit
+        """The per-record step (when the batch emits are not bound: a hook or a tap sees each
+        emit): the built-in translators' row, else the user's translator (``_translate_emit``)."""
+        row, emit = self._row, self.emit
         fn: Callable[[Any, Any], None]
-        strings = (JAVA_DESERIALIZERS.get(self.cfg.key_deserializer, self.cfg.key_deserializer) == "string" and
-                   JAVA_DESERIALIZERS.get(self.cfg.value_deserializer, self.cfg.value_deserializer) == "string")
-        if type(self.translator) is RecordTranslator and strings:
-            # the defaults (string key and value) inline: two calls fewer per record
-            def fn(m: Any, msg_id: Any) -> None:
-                k, v = m.key(), m.value()
-                emit([m.topic(), m.partition(), m.offset(), None if k is None else k.decode("utf-8", "replace"),
-                      None if v is None else v.decode("utf-8", "replace")], tup_id=msg_id)
-        elif type(self.translator) is RecordTranslator:
-            def fn(m: Any, msg_id: Any) -> None:
-                t = m.topic()
-                emit([t, m.partition(), m.offset(), kde(t, m.key()), vde(t, m.value())], tup_id=msg_id)
-        elif type(self.translator) is ValueRecordTranslator and strings:
-            def fn(m: Any, msg_id: Any) -> None:
-                v = m.value()
-                emit([None if v is None else v.decode("utf-8", "replace")], tup_id=msg_id)
-        elif type(self.translator) is ValueRecordTranslator:
-            def fn(m: Any, msg_id: Any) -> None:
-                emit([vde(m.topic(), m.value())], tup_id=msg_id)
-        else:
+        if row is None:
             fn = self._translate_emit
+        else:
+            def fn(m: Any, msg_id: Any) -> None:
+                emit(row(m), tup_id=msg_id)
         self._emit_record = fn
         return fn
 
