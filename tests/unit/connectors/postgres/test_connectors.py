@@ -222,14 +222,23 @@ def test_a_query_over_the_timeout_fails_its_input_with_one_line(pg):
 def test_streamlet_sink_through_an_in_process_topology(pg, table):
     from heron_py.api.streamlet.builder import Builder
     from heron_py.api.streamlet.config import Config
+    from heron_py.api.streamlet.generator import Generator
     from heron_py.api.streamlet.runner import build_topology
     from heron_py.connectors.postgres import PostgresSink
     from heron_py.testing import run_in_process
 
-    words = ["a", "b", "a", "c", "a"]
+    class Words(Generator):
+        """Five words, then None: the source ends (a supplier's None would be an element, and the
+        run would go on to run_in_process's call limit: 59 s in CI)."""
+
+        def setup(self, context):
+            self.it = iter(["a", "b", "a", "c", "a"])
+
+        def get(self):
+            return next(self.it, None)
+
     b = Builder()
-    it = iter(words)
-    b.new_source(lambda: next(it, None)).filter(lambda w: w is not None).map(lambda w: {"word": w, "n": 1}) \
+    b.new_source(Words()).map(lambda w: {"word": w, "n": 1}) \
         .to_sink(PostgresSink(pg.url, "t", on_conflict="update", conflict_columns=["word"]))
     run_in_process(build_topology("t", Config(), b), idle_calls=20)
     assert pg.execute("SELECT word, n FROM t ORDER BY word") == [("a", 1), ("b", 1), ("c", 1)]
