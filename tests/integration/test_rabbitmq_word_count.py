@@ -145,6 +145,10 @@ def test_kill_9_of_the_spout_and_of_the_sink_loses_nothing(heron_home, server):
     try:
         producer.start()
         wait_for(lambda: out.drain() > 3000, 40, "1000 lines published")
+        # the kill must catch lines the spout holds unacknowledged (the broker redelivers them):
+        # under load the topology can keep up with the producer, and a kill between deliveries
+        # would prove nothing (a CI run saw no replay at all)
+        held = wait_for(lambda: max(0, server.depth("lines1")[1]), 30, "the spout to hold unacknowledged lines")
         os.kill(_pid(heron_home, run.name, "spout"), signal.SIGKILL)
         wait_for(lambda: out.drain() > 6000, 40, "2000 lines published")
         os.kill(_pid(heron_home, run.name, "sink"), signal.SIGKILL)
@@ -157,7 +161,9 @@ def test_kill_9_of_the_spout_and_of_the_sink_loses_nothing(heron_home, server):
         executor_log = _logs(heron_home, run.name, "executor-*.log")
         assert re.search(r"spout-\d+ exited with code -9", executor_log)
         assert re.search(r"sink-\d+ exited with code -9", executor_log)
-        assert out.total > want  # replays published some words twice; de-duplication made it exact
+        # the replays may or may not have published words twice (a line redelivered before its
+        # words went out is published once); de-duplication makes it exact either way
+        print(f"the spout held {held} lines unacknowledged at its kill; {out.total - want} words published twice")
         spout_log = _logs(heron_home, run.name, "container-*/spout-*.log")
         for mid in producer.malformed:
             pattern = (rf"message {mid} \(delivery tag \d+\) of queue 'lines1' is malformed: its body is not UTF-8 "
