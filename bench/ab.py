@@ -5,6 +5,7 @@ property set to A and to B, alternating, next to the plain loop; prints each rat
     python bench/ab.py heron_py.instance.specialized.emit false true [--reps 2] [--sentences N]
     python bench/ab.py heron_py.instance.flush.when.idle false true --latency 10000
     python bench/ab.py --rev 17466cd [--reps 3]     # A = the engine at a git revision, B = this tree
+    python bench/ab.py --rev fade6e1 --rev-b 911843e   # A and B both revisions: one change alone
     python bench/ab.py --rev 17466cd --program streamlet_wc.py   # the same, the Streamlet word count
     python bench/ab.py --no-mac [--acking]          # A = this tree with the frame MAC a no-op, B = this tree
     python bench/ab.py KEY1,KEY2 A1,A2 B1,B2        # several properties switched together
@@ -98,6 +99,8 @@ def main() -> None:
     ap.add_argument("a", nargs="?")
     ap.add_argument("b", nargs="?")
     ap.add_argument("--rev", help="A: the engine at this git revision; B: the working tree")
+    ap.add_argument("--rev-b", help="with --rev: B is the engine at this git revision instead of the working "
+                    "tree (one change measured alone, without what came after it)")
     ap.add_argument("--no-mac", action="store_true", help="A: this tree with every frame's MAC a no-op")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--sentences", type=int, default=300_000)
@@ -149,9 +152,11 @@ def rev_ab(args: argparse.Namespace, home: Path) -> None:
     if args.no_mac:
         sides = {"A this tree, frame MAC a no-op": nomac_python(), "B this tree": sys.executable}
     else:
-        sides = {f"A {args.rev}": checkout_python(args.rev), "B this tree": sys.executable}
+        b_side = (f"B {args.rev_b}", checkout_python(args.rev_b)) if args.rev_b else ("B this tree", sys.executable)
+        sides = {f"A {args.rev}": checkout_python(args.rev), b_side[0]: b_side[1]}
     res: dict[str, list[float]] = {k: [] for k in sides}
     cpu: dict[str, list[float | None]] = {k: [] for k in sides}
+    roles: dict[str, list[dict[str, float | None]]] = {k: [] for k in sides}
     bases = []
     for rep in range(args.reps):
         bases.append(plain(args.sentences)["words_per_s"])
@@ -162,8 +167,10 @@ def rev_ab(args: argparse.Namespace, home: Path) -> None:
             r = ours(args.sentences, args.acking, home, None, py, program=args.program)
             res[name].append(r["words_per_s"])
             cpu[name].append(r["cpu_us_per_word"])
+            roles[name].append(r.get("cpu_us_per_word_by_role", {}))
     base = statistics.median(bases)
     print(f"\nplain loop {base:,.0f} words/s (median of {args.reps})")
+    _print_roles(roles)
     for name, xs in res.items():
         m = statistics.median(xs)
         print(f"{name}: {m:,.0f} words/s = {m / base:.3f}x plain  (runs: {', '.join(f'{x:,.0f}' for x in xs)})")
@@ -171,6 +178,20 @@ def rev_ab(args: argparse.Namespace, home: Path) -> None:
     ma, mb = (statistics.median(x) for x in res.values())
     print(f"B/A = {mb / ma:.3f}")
     _print_cpu_ratio(*cpu.values())
+
+
+def _print_roles(roles: dict[str, list[dict[str, float | None]]]) -> None:
+    """CPU per word by process role (all tasks of a component summed), median over the runs, per
+    side, and B/A: which process a change made cheaper or dearer."""
+    (na, ra), (nb, rb) = roles.items()
+    names = sorted({k for run in ra + rb for k in run})
+    if not names:
+        return
+    print(f"CPU us/word by role: {na} | {nb} | B/A")
+    for k in names:
+        a, b = _median_cpu([x.get(k) for x in ra]), _median_cpu([x.get(k) for x in rb])
+        ratio = f"{b / a:.3f}" if a and b else "-"
+        print(f"  {k:>24}: {a or 0:.3f} | {b or 0:.3f} | {ratio}")
 
 
 def _median_cpu(xs: list[float | None]) -> float | None:

@@ -165,16 +165,27 @@ class CpuMeter:
         self._procs: list[psutil.Process] | None = None
 
     def total(self) -> float:
+        return sum(self.by_role().values())
+
+    def by_role(self) -> dict[str, float]:
+        """CPU seconds per process role (an instance by component, a stream manager, the master,
+        ...: Sampler._role with the task and pid left out, so that runs compare)."""
         if self._procs is None:
-            self._procs = LocalScheduler.topology_processes(self.tid)
-        s = 0.0
-        for p in self._procs:
+            self._procs = [(p, _role_kind(Sampler._role(p))) for p in LocalScheduler.topology_processes(self.tid)]
+        out: dict[str, float] = {}
+        for p, role in self._procs:
             try:
                 t = p.cpu_times()
             except psutil.Error:
                 continue
-            s += t.user + t.system
-        return s
+            out[role] = out.get(role, 0.0) + t.user + t.system
+        return out
+
+
+def _role_kind(role: str) -> str:
+    """'instance split-3' -> 'split', 'stmgr 0' -> 'stmgr', 'topology_master 123' -> 'topology_master'."""
+    kind, _, rest = role.partition(" ")
+    return rest.rsplit("-", 1)[0] if kind == "instance" else kind
 
 
 def steady_cpu_us_per_word(samples: list[tuple[int, float]], words: int) -> float | None:
@@ -193,6 +204,7 @@ def ours(n: int, acking: bool, home: Path, props: dict[str, str] | None = None,
     sampler = Sampler(tid)
     cpu = CpuMeter(tid)
     samples: list[tuple[int, float]] = []
+    role_samples: list[tuple[int, dict[str, float]]] = []
     total = 0
     deadline = time.monotonic() + 600
     counts: list[list[str]] = []
@@ -202,7 +214,9 @@ def ours(n: int, acking: bool, home: Path, props: dict[str, str] | None = None,
             counts = count_progress(out)
             total = sum(int(c[0]) for c in counts)
             if total:  # every process of the topology runs once words are counted
-                samples.append((total, cpu.total()))
+                roles = cpu.by_role()
+                samples.append((total, sum(roles.values())))
+                role_samples.append((total, roles))
             if total >= 10 * n:
                 break
         start = min(float(f.read_text()) for f in out.glob("spout-*"))
@@ -224,7 +238,10 @@ def ours(n: int, acking: bool, home: Path, props: dict[str, str] | None = None,
         raise SystemExit(f"bench: counted {total} words, expected {10 * n}")
     return {"words_per_s": 10 * n / (end - start), "t_run": end - start, "rss": sampler.peak_rss,
             "pss": sampler.peak_pss, "checksum": wc_common.checksum(dict(merged)),
-            "cpu_us_per_word": steady_cpu_us_per_word(samples, 10 * n)}
+            "cpu_us_per_word": steady_cpu_us_per_word(samples, 10 * n),
+            "cpu_us_per_word_by_role": {
+                r: steady_cpu_us_per_word([(w, roles.get(r, 0.0)) for w, roles in role_samples], 10 * n)
+                for r in (role_samples[-1][1] if role_samples else {})}}
 
 
 def _quantiles(fine: Counter[int], coarse: Counter[int], n: int, mx: float, qs: list[float]) -> list[float]:

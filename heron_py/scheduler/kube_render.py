@@ -247,7 +247,7 @@ def state_args(cfg: StateConfig) -> list[str]:
     """The state manager's arguments inside a pod: the submitter's ZooKeeper, and the
     credential where the pod's command put it (never the submitter's own file path)."""
     return ["--state-manager", "zookeeper", "--zk", cfg.zk, "--zk-session-timeout", f"{cfg.session_timeout_s:g}",
-            "--zk-auth-file", f"{HOME}/zk.auth"]
+            *cfg.connect_args(), "--zk-auth-file", f"{HOME}/zk.auth"]
 
 
 def pod_command(kt: KubeTopology) -> list[str]:

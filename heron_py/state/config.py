@@ -37,6 +37,7 @@ from heron_py.state.base import StateManager, StateManagerError
 ENV_KIND = "HERON_PY_STATE_MANAGER"
 ENV_ZK = "HERON_PY_ZK"
 ENV_ZK_SESSION = "HERON_PY_ZK_SESSION_TIMEOUT"
+ENV_ZK_CONNECT = "HERON_PY_ZK_CONNECT_TIMEOUT"
 ENV_ZK_AUTH_FILE = "HERON_PY_ZK_AUTH_FILE"
 ENV_ZK_TLS = "HERON_PY_ZK_TLS"
 ENV_ZK_CA_FILE = "HERON_PY_ZK_CA_FILE"
@@ -81,7 +82,13 @@ class StateConfig:
             return ["--state-manager", "localfs"]
         auth = ["--zk-auth-file", self.zk_auth_file] if self.zk_auth_file else []
         return ["--state-manager", "zookeeper", "--zk", self.zk,
-                "--zk-session-timeout", f"{self.session_timeout_s:g}", *auth, *self.tls_args()]
+                "--zk-session-timeout", f"{self.session_timeout_s:g}", *self.connect_args(), *auth, *self.tls_args()]
+
+    def connect_args(self) -> list[str]:
+        """The connect timeout as arguments, when it is not the default (children wait as long)."""
+        if self.connect_timeout_s == DEFAULT_CONNECT_TIMEOUT_S:
+            return []
+        return ["--zk-connect-timeout", f"{self.connect_timeout_s:g}"]
 
     def tls_args(self) -> list[str]:
         """The TLS settings as arguments; none when TLS is off (the files cannot be set then)."""
@@ -135,6 +142,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                    help=f"ZooKeeper ensemble for --state-manager zookeeper (default: ${ENV_ZK})")
     g.add_argument("--zk-session-timeout", default=None, metavar="SECONDS",
                    help=f"ZooKeeper session timeout (default {DEFAULT_SESSION_TIMEOUT_S:g} s)")
+    g.add_argument("--zk-connect-timeout", default=None, metavar="SECONDS",
+                   help=f"how long a command or daemon waits to reach ZooKeeper before it fails (default "
+                        f"${ENV_ZK_CONNECT}, or {DEFAULT_CONNECT_TIMEOUT_S:g} s)")
     g.add_argument("--zk-auth-file", default=None, metavar="PATH",
                    help=f"ZooKeeper digest credential USER:PASSWORD, mode 0600, created if missing (default: "
                         f"${ENV_ZK_AUTH_FILE}, or $HERON_PY_HOME/{ZK_AUTH_FILE_NAME})")
@@ -179,6 +189,7 @@ def resolve(args: argparse.Namespace | None = None, env: Mapping[str, str] | Non
     kind, kind_where = pick("state_manager", ENV_KIND, "state_manager")
     zk, zk_where = pick("zk", ENV_ZK, "zk")
     session, session_where = pick("zk_session_timeout", ENV_ZK_SESSION, "session_timeout_s")
+    connect, connect_where = pick("zk_connect_timeout", ENV_ZK_CONNECT, "connect_timeout_s")
     auth_file, _ = pick("zk_auth_file", ENV_ZK_AUTH_FILE, "zk_auth_file")
     if kind is None:
         kind = "zookeeper" if zk else "localfs"
@@ -191,10 +202,11 @@ def resolve(args: argparse.Namespace | None = None, env: Mapping[str, str] | Non
                                 f"(or ${ENV_ZK}), found none")
     hosts, root = parse_zk(zk, zk_where)
     timeout = _positive(session, session_where) if session else DEFAULT_SESSION_TIMEOUT_S
+    connect_s = _positive(connect, connect_where) if connect else DEFAULT_CONNECT_TIMEOUT_S
     # absolute: the path is handed to children that may run in another folder
     auth = str(Path(auth_file).expanduser().absolute()) if auth_file else ""
     return StateConfig(kind="zookeeper", zk_hosts=hosts, zk_root=root, session_timeout_s=timeout,
-                       zk_auth_file=auth, **_tls_settings(pick))
+                       connect_timeout_s=connect_s, zk_auth_file=auth, **_tls_settings(pick))
 
 
 def _tls_settings(pick: Callable[[str, str, str], tuple[str | None, str]]) -> dict[str, Any]:

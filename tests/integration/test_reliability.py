@@ -88,6 +88,11 @@ def test_kill_9_of_a_bolt_instance_loses_nothing(heron_home):
         _wait(lambda: len(read_capture(heron_home / "capture" / run.name, ["count"])["count"]) > 2000, 30,
               "the run to get going")
         task, pid = _pid_of(heron_home, run.name, "split")
+        # frozen first, so that the kill finds tuples in it for certain: the shuffle keeps sending
+        # it half the sentences (up to max pending) into its socket and queues, and a kill -9 loses
+        # them all (a CI run under load killed a split that had just caught up: 0 replays)
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(1.0)
         os.kill(pid, signal.SIGKILL)
         assert not _all_acked(heron_home, run.name), "the run ended before the kill: the test proves nothing"
         _wait(lambda: _all_acked(heron_home, run.name), 90, "every sentence acked after the kill")
