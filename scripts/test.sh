@@ -24,13 +24,17 @@ XDIST=(-n "${HERON_PY_TEST_WORKERS:-3}" --dist loadgroup)
 python -m pytest -q -p no:cacheprovider --timeout 300 "${XDIST[@]}" --durations=25 "$@"
 if [ $# -eq 0 ]; then
   # the pure-Python fallback of the compiled hot path (heron_py/hotpath.py): the unit tests and
-  # the integration tests of its semantics (exact counts, groupings, acking under kill -9), every
-  # process importing the .py files. The whole suite on the fallback passes too (13m54s on three
-  # workers, measured 2026-11-26), but twice the whole suite would not fit CI's 30 minutes
+  # the integration tests of its semantics (exact counts, groupings, acking under kill -9,
+  # backpressure's bounds, effectively once's barriers and restores, the Streamlet operators run
+  # per batch and fused, windows), every process importing the .py files. The whole suite on the
+  # fallback passes too (13m54s on three workers, measured 2026-11-26), but the compiled suite
+  # keeps both cores busy (98 % of CPU, vmstat), so twice the whole suite would not fit CI's 30 minutes
   python -m heron_py.compiled
   HERON_PY_PURE=1 python -m pytest -q -p no:cacheprovider --timeout 300 "${XDIST[@]}" tests/unit \
     tests/integration/test_word_count.py tests/integration/test_groupings.py \
-    tests/integration/test_reliability.py
+    tests/integration/test_reliability.py tests/integration/test_backpressure.py \
+    tests/integration/test_effectively_once.py tests/integration/test_streamlet_topology.py \
+    tests/integration/test_streamlet_fusion.py tests/integration/test_window_topology.py
 fi
 # the benchmark's smoke mode: our word count's checksum, acking off and on, and a short
 # latency run, so the benchmark cannot rot unnoticed (figures in --quick mode mean little)
