@@ -6,8 +6,9 @@ common case allocates nothing.
 
 from __future__ import annotations
 
+import itertools
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from heron_py.common.stable_hash import stable_hash, value_hash
@@ -128,16 +129,49 @@ class _Custom:
         self._custom = custom
         self._targets = frozenset(targets)
         self._sorted = sorted(targets)
+        # a grouping of ours may choose for a whole batch in one call (the Streamlet ones)
+        many = getattr(custom, "choose_tasks_many", None)
+        self._many: Callable[[Sequence[Sequence[Any]]], list[Sequence[int]]] | None = (
+            many if callable(many) else None)
 
     def choose(self, values: Sequence[Any]) -> Sequence[int]:
         chosen = self._custom.choose_tasks(values)
         for t in chosen:
             if t not in self._targets:
-                raise RoutingError(
-                    f"custom grouping {type(self._custom).__name__} chose task {t!r}, which is not one of "
-                    f"the subscribed tasks {self._sorted}"
-                )
+                raise RoutingError(self._not_subscribed(t))
         return chosen  # type: ignore[no-any-return]
+
+    def choose_many(self, values_list: Sequence[Sequence[Any]]) -> list[Sequence[int]]:
+        """``choose`` for each of a batch's values, in one call of the grouping's
+        ``choose_tasks_many`` when it has one; every chosen task checked in one set operation."""
+        many = self._many
+        if many is None:
+            choose = self.choose
+            return [choose(v) for v in values_list]
+        chosen = many(values_list)
+        if len(chosen) != len(values_list):
+            raise RoutingError(f"custom grouping {type(self._custom).__name__} chose for {len(chosen)} tuples "
+                               f"of a batch of {len(values_list)}")
+        if not self._targets.issuperset(itertools.chain.from_iterable(chosen)):
+            for tasks in chosen:
+                for t in tasks:
+                    if t not in self._targets:
+                        raise RoutingError(self._not_subscribed(t))
+        return chosen
+
+    def _not_subscribed(self, t: Any) -> str:
+        return (f"custom grouping {type(self._custom).__name__} chose task {t!r}, which is not one of "
+                f"the subscribed tasks {self._sorted}")
+
+
+def choose_many(router: Router, values_list: Sequence[Sequence[Any]]) -> list[Sequence[int]]:
+    """The tasks chosen for each of a batch's values, in order: the router's own batch choice
+    when it has one (a custom grouping's ``choose_tasks_many``), else ``choose`` per values."""
+    many = getattr(router, "choose_many", None)
+    if many is not None:
+        return many(values_list)  # type: ignore[no-any-return]
+    choose = router.choose
+    return [choose(v) for v in values_list]
 
 
 def check_direct(task: Any, target_tasks: Sequence[int]) -> None:

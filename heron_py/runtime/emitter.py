@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
@@ -27,7 +27,7 @@ from heron_py.common.framing import (
     encode_batch_frame,
 )
 from heron_py.common.serialization import body_rows, dumps_batch, dumps_body
-from heron_py.planner.grouping import FieldsRouter, Router, check_direct, make_router
+from heron_py.planner.grouping import FieldsRouter, Router, check_direct, choose_many, make_router
 from heron_py.planner.model import GroupingKind, PhysicalPlan
 
 # (field index, field count, routing cache get, choose): what the fast emit closures inline
@@ -55,6 +55,20 @@ def acked_ids(roots: Any, ack_val: int) -> Any:
     if not ack_val:
         return roots
     return tuple([(rt, rid, v ^ ack_val) for (rt, rid, v) in roots])
+
+
+def _choose_each(values_list: Sequence[Sequence[Any]], nfields: int,
+                 chooses: list[Callable[[Sequence[Any]], Sequence[int]]],
+                 check: Callable[[Sequence[Any]], Any]) -> Iterator[Sequence[int]]:
+    """Each tuple's tasks over every consumer, checked (``check`` raises the stream's error)
+    and chosen one tuple at a time, so the tuples before a bad one are emitted first."""
+    for values in values_list:
+        if len(values) != nfields:
+            check(values)
+        if len(chooses) == 1:
+            yield chooses[0](values)
+        else:
+            yield [t for choose in chooses for t in choose(values)]
 
 
 @dataclass
@@ -365,24 +379,35 @@ class Emitter:
                 self.emit(values, stream, None, False)  # raises for an undeclared stream
             return
         nfields = self._nfields[stream]
+        routers = [e.router for e in edges if e.router is not None]
+        chosen: Iterable[Sequence[int]] | None = None
+        if len(routers) == 1:
+            # one consumer (a repartition, a keyed operator): its tasks for the whole batch in
+            # one call, then one loop that only appends. A grouping that raises is asked again
+            # per tuple, so what went out before the bad tuple goes out as it did
+            try:
+                chosen = choose_many(routers[0], values_list)
+            except Exception:
+                chosen = None
+        if chosen is None:
+            chosen = _choose_each(values_list, nfields, [r.choose for r in routers], lambda v: self._check(v, stream))
+        # each tuple appended to the tasks chosen for it, in order
         pending = self.pending
         hot = self.hot
         batch_size = self.batch_size
-        chooses = [e.router.choose for e in edges if e.router is not None]
         count = self._count
-        for values in values_list:
+        for values, tasks in zip(values_list, chosen, strict=True):
             if len(values) != nfields:
                 self._check(values, stream)  # raises
             row = (stream, values)
-            for choose in chooses:  # one router per consuming component
-                for t in choose(values):
-                    if hot:
-                        self._seal(t)
-                    lst = pending.get(t)
-                    if lst is None:
-                        pending[t] = [row]
-                    else:
-                        lst.append(row)
+            for t in tasks:
+                if hot:
+                    self._seal(t)
+                lst = pending.get(t)
+                if lst is None:
+                    pending[t] = [row]
+                else:
+                    lst.append(row)
             count += 1
             if count >= batch_size:
                 self._count = count

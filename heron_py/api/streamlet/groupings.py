@@ -3,7 +3,7 @@ module-level class) with its user function already cloudpickled."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from heron_py.api.custom_grouping import ICustomGrouping
@@ -57,6 +57,22 @@ class RepartitionGrouping(_FunctionGrouping):
     """``fn(element, num_partitions)`` → a partition index or an iterable of them (taken
     modulo the partition count, as heronpy)."""
 
+    def choose_tasks_many(self, values_list: Sequence[Any]) -> list[Sequence[int]]:
+        """``choose_tasks`` for a batch (the engine's emit of a source's or a fused chain's
+        batch): the function once per element in one loop, a prebuilt one-task tuple for the
+        common int answer, ``choose_tasks`` for any other answer (its checks and errors)."""
+        tasks = self.target_tasks
+        n = len(tasks)
+        fn = self._fn
+        one = [(t,) for t in tasks]
+        choose = self.choose_tasks
+        out: list[Sequence[int]] = []
+        append = out.append
+        for values in values_list:
+            chosen = fn(values[0], n)
+            append(one[chosen % n] if type(chosen) is int else choose(values))
+        return out
+
     def choose_tasks(self, values: Any) -> list[int]:
         tasks = self.target_tasks
         n = len(tasks)
@@ -83,3 +99,19 @@ class KeyFunctionGrouping(_FunctionGrouping):
             return [tasks[value_hash(self._fn(values[0])) % len(tasks)]]
         except Exception:
             return [tasks[0]]
+
+    def choose_tasks_many(self, values_list: Sequence[Any]) -> list[Sequence[int]]:
+        """``choose_tasks`` for a batch, in one loop (an element whose key function raises goes
+        to the first task, as there)."""
+        tasks = self.target_tasks
+        n = len(tasks)
+        fn = self._fn
+        one = [(t,) for t in tasks]
+        out: list[Sequence[int]] = []
+        append = out.append
+        for values in values_list:
+            try:
+                append(one[value_hash(fn(values[0])) % n])
+            except Exception:
+                append(one[0])
+        return out

@@ -1,0 +1,140 @@
+"""Emitter.emit_many's batch routing: one consumer's tasks chosen for the whole batch in one
+call (a custom grouping's ``choose_tasks_many``, the Streamlet repartition and key groupings),
+the same tuples to the same tasks as one ``emit`` each, and a grouping that raises still
+emits the tuples before the bad one, as the per-tuple path did."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from heron_py.api.streamlet import functions
+from heron_py.api.streamlet.groupings import KeyFunctionGrouping, RepartitionGrouping
+from heron_py.planner.grouping import RoutingError, choose_many, make_router
+from heron_py.planner.model import ComponentKind, GroupingDef, GroupingKind, InputDef, PickledRef, StreamDef
+from heron_py.runtime.emitter import Emitter
+from tests.unit.runtime.test_emitter import _comp, _plan
+
+TARGETS = [4, 7, 9]
+
+
+def custom_plan() -> Any:
+    """s (task 1) -> b (tasks 2, 3, 4; a custom grouping on default)."""
+    s = _comp("s", ComponentKind.SPOUT, 1, outputs=[StreamDef("default", ("n",))])
+    b = _comp("b", ComponentKind.BOLT, 3, inputs=[
+        InputDef("s", "default", GroupingDef(GroupingKind.CUSTOM, (), PickledRef(b"g")))])
+    return _plan([s, b])
+
+
+class Mod:
+    """Task 2 + n % 3, per tuple and per batch; ``raise_at`` makes one value raise."""
+
+    def __init__(self, raise_at: int | None = None, many: bool = True) -> None:
+        self.targets: list[int] = []
+        self.raise_at = raise_at
+        self.batch_calls = 0
+        if not many:
+            self.choose_tasks_many = None
+
+    def prepare(self, context: Any, component: str, stream: str, targets: list[int]) -> None:
+        self.targets = sorted(targets)
+
+    def choose_tasks(self, values: Any) -> list[int]:
+        if values[0] == self.raise_at:
+            raise ValueError(f"no task for {values[0]}")
+        return [self.targets[values[0] % 3]]
+
+    def choose_tasks_many(self, values_list: Any) -> list[list[int]]:
+        self.batch_calls += 1
+        return [self.choose_tasks(v) for v in values_list]
+
+
+def emitter_with(grouping: Mod) -> Emitter:
+    return Emitter(custom_plan(), 1, 10_000, lambda frames: None, custom_loader=lambda data: grouping,
+                   prepare_custom=lambda g, *a: g.prepare(None, *a), rng=random.Random(0))
+
+
+@pytest.mark.parametrize("many", [True, False])
+def test_a_batch_goes_where_one_emit_each_sends_it(many: bool) -> None:
+    values = [[n] for n in range(50)]
+    batch, each = Mod(many=many), Mod(many=many)
+    a, b = emitter_with(batch), emitter_with(each)
+    a.emit_many(values, "default")
+    for v in values:
+        b.emit(v, "default", None, False)
+    assert a.pending_rows() == b.pending_rows()
+    assert {t: [r[1][0] for r in rows] for t, rows in a.pending_rows().items()} == {
+        2: list(range(0, 50, 3)), 3: list(range(1, 50, 3)), 4: list(range(2, 50, 3))}
+    assert batch.batch_calls == (1 if many else 0) and a.emitted == 50
+
+
+def test_a_grouping_that_raises_emits_the_tuples_before_the_bad_one() -> None:
+    g = Mod(raise_at=7)
+    em = emitter_with(g)
+    with pytest.raises(ValueError) as e:
+        em.emit_many([[n] for n in range(10)], "default")
+    assert str(e.value) == "no task for 7"
+    assert g.batch_calls == 1  # asked for the batch first, then tuple by tuple
+    assert sorted(r[1][0] for rows in em.pending_rows().values() for r in rows) == list(range(7))
+
+
+def test_a_batch_choice_is_checked_against_the_subscribed_tasks() -> None:
+    class Wrong:
+        def choose_tasks(self, values: Any) -> list[int]:
+            return [4]
+
+        def choose_tasks_many(self, values_list: Any) -> list[list[int]]:
+            return [[4]] * (len(values_list) - 1) + [[5]]
+
+    class Short(Wrong):
+        def choose_tasks_many(self, values_list: Any) -> list[list[int]]:
+            return [[4]]
+
+    r = make_router(GroupingDef(GroupingKind.CUSTOM), target_tasks=TARGETS, local_tasks=frozenset(),
+                    field_indices=(), custom=Wrong())
+    with pytest.raises(RoutingError) as e:
+        choose_many(r, [[1], [2]])
+    assert str(e.value) == "custom grouping Wrong chose task 5, which is not one of the subscribed tasks [4, 7, 9]"
+    short = make_router(GroupingDef(GroupingKind.CUSTOM), target_tasks=TARGETS, local_tasks=frozenset(),
+                        field_indices=(), custom=Short())
+    with pytest.raises(RoutingError) as e:
+        choose_many(short, [[1], [2]])
+    assert str(e.value) == "custom grouping Short chose for 1 tuples of a batch of 2"
+    # a router without a batch choice: choose per values
+    fields = make_router(GroupingDef(GroupingKind.FIELDS, ("w",)), target_tasks=TARGETS, local_tasks=frozenset(),
+                         field_indices=(0,))
+    assert choose_many(fields, [["a"], ["b"]]) == [fields.choose(["a"]), fields.choose(["b"])]
+
+
+def by_len_or_list(element: Any, n: int) -> Any:
+    return [0, 2] if element == "both" else len(element)
+
+
+def test_streamlet_groupings_choose_a_batch_as_they_choose_each() -> None:
+    rep = RepartitionGrouping("repartition-1", functions.pack("t", by_len_or_list))
+    rep.prepare(None, "c", "s", TARGETS)
+    rows = [["a"], ["bb"], ["both"], ["cccc"], [""]]
+    assert [list(t) for t in rep.choose_tasks_many(rows)] == [rep.choose_tasks(r) for r in rows] == [
+        [7], [9], [4, 9], [7], [4]]
+
+    def key_or_raise(element: Any) -> Any:
+        if element == "boom":
+            raise KeyError(element)
+        return element
+
+    key = KeyFunctionGrouping("count-1", functions.pack("t", key_or_raise))
+    key.prepare(None, "c", "s", TARGETS)
+    rows = [["a"], ["boom"], ["b"], ["a"]]
+    assert [list(t) for t in key.choose_tasks_many(rows)] == [key.choose_tasks(r) for r in rows]
+    assert list(key.choose_tasks_many([["boom"]])[0]) == [4]  # the first task, as choose_tasks
+
+
+def test_a_bad_repartition_answer_is_the_per_tuple_error() -> None:
+    rep = RepartitionGrouping("repartition-1", functions.pack("t", lambda element, n: "x"))
+    rep.prepare(None, "c", "s", TARGETS)
+    with pytest.raises(Exception) as e:
+        rep.choose_tasks_many([["a"]])
+    assert str(e.value) == ("repartition-1: the repartition function must return a partition index (int) or a "
+                            "list of them, found 'x' for element 'a'")
