@@ -25,12 +25,10 @@ from pathlib import Path
 from types import ModuleType
 
 # The per-tuple paths of the instance (emit, routing, encoding, the receive loop, the queues
-# and the gateway; the Streamlet API's per-batch operator loops and its groupings' batch choice) and of the stream manager (forwarding, the XOR tracker, which lives in
+# and the gateway) and of the stream manager (forwarding, the XOR tracker, which lives in
 # heron_py.runtime.acking since the test harness runs it too, its ack service, the links and
 # backpressure). Measured in bench/RESULTS.md.
 MODULES: tuple[str, ...] = (
-    "heron_py.api.streamlet.chain",
-    "heron_py.api.streamlet.groupings",
     "heron_py.common.framing",
     "heron_py.common.serialization",
     "heron_py.planner.grouping",
