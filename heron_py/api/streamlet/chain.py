@@ -99,10 +99,12 @@ def _expand(results: list[Any], out: list[Any], on_error: Callable[[Any, Excepti
 
 
 def _apply_each(fn: Callable[[Any], Any], xs: Sequence[Any], on_error: Callable[[Any, Exception], None]) -> None:
-    """fn(x) for its effect (consume, log, sink), every element once: ``_apply_map``'s C loop
-    into a list thrown away (no Python step and no try block per element; an element fn
-    raises on is reported and the loop goes on after it)."""
-    _apply_map(fn, xs, [], on_error)
+    """fn(x) for its effect (consume, log, sink), every element once."""
+    for x in xs:
+        try:
+            fn(x)
+        except Exception as e:
+            on_error(x, e)
 
 
 class Chain:
