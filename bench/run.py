@@ -198,9 +198,11 @@ def steady_cpu_us_per_word(samples: list[tuple[int, float]], words: int) -> floa
 
 
 def ours(n: int, acking: bool, home: Path, props: dict[str, str] | None = None,
-         python: str = sys.executable, where: Where = LOCAL, program: str = "wc_topology.py") -> dict[str, Any]:
+         python: str = sys.executable, where: Where = LOCAL, program: str = "wc_topology.py",
+         program_args: tuple[str, ...] = ()) -> dict[str, Any]:
     out = Path(tempfile.mkdtemp(prefix="wc-", dir=home))
-    env, tid = _submit(home, program, [str(n), str(out), "on" if acking else "off"], props, python, where)
+    env, tid = _submit(home, program, [str(n), str(out), "on" if acking else "off", *program_args], props, python,
+                       where)
     sampler = Sampler(tid)
     cpu = CpuMeter(tid)
     samples: list[tuple[int, float]] = []
@@ -377,6 +379,9 @@ def main() -> int:
         # its operators run per batch (bench/streamlet_wc.py)
         rows.append(("heron-py Streamlet word count, acking off",
                      ours(n, False, home, program="streamlet_wc.py")))
+        # the same with the engine's keyed count: flat_map -> count_by_key -> a latest-count sink
+        rows.append(("heron-py Streamlet word count, count_by_key, acking off",
+                     ours(n, False, home, program="streamlet_wc.py", program_args=("keyed",))))
     if args.peers:
         py = peers_python()
         rows.append(("bytewax 0.21.1, 2 processes (peer)", peer(py, "bench_bytewax.py", ["--procs", "2"], n)))

@@ -2,7 +2,7 @@
 bench/run.py: the same argv and the same files as bench/wc_topology.py, so its ``ours()``
 runs it by file name.
 
-    python bench/streamlet_wc.py N OUT_DIR on|off     (submitted by bench/run.py)
+    python bench/streamlet_wc.py N OUT_DIR on|off [keyed]    (submitted by bench/run.py)
 
 source (sentences 0..N-1 of wc_common, 2 partitions, each reading every second sentence from
 its partition index, as bytewax's peer's DynamicSource reads one partition per worker)
@@ -12,8 +12,11 @@ to_sink(a counter). With fusion the flat_map runs in the source's task
 and the sink in the repartition's ("repartition-1__sink-1"). 2 containers. Each source task
 writes the wall time of its first sentence to OUT_DIR/spout-<task>; each counting task writes
 "total last_update_time" to OUT_DIR/count-<task> every 0.2 s and its counts (JSON) to
-count-<task>.counts, from a thread of its own (a sink gets no tick). Note: a Streamlet source
-emits untracked tuples (as heronpy's), so "on" changes the mode, not what is acked.
+count-<task>.counts, from a thread of its own (a sink gets no tick).
+With "keyed": flat_map → count_by_key(word, emit="tick", every 50 ms) → to_sink(a sink keeping
+the latest count per word): the issue's shape, the engine's keyed count instead of a user's
+counter (bytewax's peer counts with count_final). Note: a Streamlet source emits untracked
+tuples (as heronpy's), so "on" changes the mode, not what is acked.
 """
 
 import json
@@ -99,13 +102,39 @@ class CountSink(Sink):
             os.replace(self.out + ".tmp", self.out)
 
 
+class TotalSink(CountSink):
+    """The keyed shape's sink: (word, count so far) pairs from count_by_key's ticks, the latest
+    per word kept; the same files as CountSink (the total is the sum of the latest counts)."""
+
+    def put(self, pair):
+        word, n = pair
+        self.total += n - self.counts[word]
+        self.counts[word] = n
+        self.last = time.time()  # when the count that completed the total reached the sink
+
+
+def word(w):
+    return w
+
+
+def by_pair_key(pair, n):
+    """A (word, count) pair's sink task: every update of one word reaches the same sink."""
+    return by_word(pair[0], n)
+
+
 if __name__ == "__main__":
     n, out_dir, acking = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "on"
+    keyed = sys.argv[4:5] == ["keyed"]
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
     builder = Builder()
-    builder.new_source(Sentences(n, out_dir)).set_num_partitions(2) \
-        .flat_map(str.split) \
-        .repartition(2, by_word).to_sink(CountSink(out_dir))
+    words = builder.new_source(Sentences(n, out_dir)).set_num_partitions(2).flat_map(str.split)
+    if keyed:
+        # the issue's shape: the engine's keyed count (per batch), which emits the keys that
+        # changed every 50 ms; each word's updates go to one sink task, which keeps its latest count
+        words.count_by_key(word, emit="tick", tick_secs=0.05).set_num_partitions(2) \
+            .repartition(2, by_pair_key).to_sink(TotalSink(out_dir))
+    else:
+        words.repartition(2, by_word).to_sink(CountSink(out_dir))
     config = Config({"topology.max.spout.pending": 5000} if acking else {})
     config.set_num_containers(2)
     config.set_fusion(True)
