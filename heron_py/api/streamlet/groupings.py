@@ -46,10 +46,12 @@ class _FunctionGrouping(ICustomGrouping):
         self.operator = operator
         self.packed_fn = packed_fn
         self.target_tasks: list[int] = []
+        self._one: list[tuple[int]] = []  # a one-task answer per target, built once: the batch choices reuse them
         self._fn: Any = None
 
     def prepare(self, context: Any, component: str, stream: str, target_tasks: list[int]) -> None:
         self.target_tasks = sorted(target_tasks)
+        self._one = [(t,) for t in self.target_tasks]
         self._fn = loads_user_object(self.packed_fn)
 
 
@@ -61,10 +63,9 @@ class RepartitionGrouping(_FunctionGrouping):
         """``choose_tasks`` for a batch (the engine's emit of a source's or a fused chain's
         batch): the function once per element in one loop, a prebuilt one-task tuple for the
         common int answer, ``choose_tasks`` for any other answer (its checks and errors)."""
-        tasks = self.target_tasks
-        n = len(tasks)
+        one = self._one
+        n = len(one)
         fn = self._fn
-        one = [(t,) for t in tasks]
         choose = self.choose_tasks
         out: list[Sequence[int]] = []
         append = out.append
@@ -103,10 +104,9 @@ class KeyFunctionGrouping(_FunctionGrouping):
     def choose_tasks_many(self, values_list: Sequence[Any]) -> list[Sequence[int]]:
         """``choose_tasks`` for a batch, in one loop (an element whose key function raises goes
         to the first task, as there)."""
-        tasks = self.target_tasks
-        n = len(tasks)
+        one = self._one
+        n = len(one)
         fn = self._fn
-        one = [(t,) for t in tasks]
         out: list[Sequence[int]] = []
         append = out.append
         for values in values_list:
