@@ -7,6 +7,7 @@ property set to A and to B, alternating, next to the plain loop; prints each rat
     python bench/ab.py --rev 17466cd [--reps 3]     # A = the engine at a git revision, B = this tree
     python bench/ab.py --rev fade6e1 --rev-b 911843e   # A and B both revisions: one change alone
     python bench/ab.py --rev 17466cd --program streamlet_wc.py   # the same, the Streamlet word count
+    python bench/ab.py --rev HEAD --program streamlet_wc.py --program-arg keyed   # its count_by_key shape
     python bench/ab.py --no-mac [--acking]          # A = this tree with the frame MAC a no-op, B = this tree
     python bench/ab.py KEY1,KEY2 A1,A2 B1,B2        # several properties switched together
 
@@ -108,6 +109,8 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.0, metavar="RATE")
     ap.add_argument("--program", default="wc_topology.py",
                     help="with --rev: the bench program both sides run (streamlet_wc.py: the Streamlet word count)")
+    ap.add_argument("--program-arg", action="append", default=[],
+                    help="an argument after the program's own three (streamlet_wc.py's 'keyed')")
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="heron-ab-"))
     if args.rev or args.no_mac:
@@ -164,7 +167,8 @@ def rev_ab(args: argparse.Namespace, home: Path) -> None:
         # machine (an A/A pair, both sides one tree, gave 0.92), so neither side always goes first
         order = list(sides.items()) if rep % 2 == 0 else list(sides.items())[::-1]
         for name, py in order:
-            r = ours(args.sentences, args.acking, home, None, py, program=args.program)
+            r = ours(args.sentences, args.acking, home, None, py, program=args.program,
+                     program_args=tuple(args.program_arg))
             res[name].append(r["words_per_s"])
             cpu[name].append(r["cpu_us_per_word"])
             roles[name].append(r.get("cpu_us_per_word_by_role", {}))

@@ -44,19 +44,23 @@ class Op:
     fn: Callable[[Any], Any] | None  # None for PASS; a LOG's is its logging call
 
 
-def _apply_map(fn: Callable[[Any], Any], xs: Sequence[Any], out: list[Any], on_error: Callable[[Any, Exception],
-               None]) -> None:
-    """out += [fn(x) for x in xs], in C, skipping (and reporting) the elements fn raises on."""
+def apply_map(fn: Callable[[Any], Any], xs: Sequence[Any], out: list[Any], on_error: Callable[[Any, Exception],
+              None]) -> list[int]:
+    """out += [fn(x) for x in xs], in C, skipping (and reporting) the elements fn raises on.
+    Returns the indexes in ``xs`` of those skipped elements (usually none)."""
     start, n = 0, len(xs)
+    skipped: list[int] = []
     while start < n:
         before = len(out)
         try:
             out.extend(map(fn, islice(xs, start, None)) if start else map(fn, xs))
-            return
+            break
         except Exception as e:  # a user function: what it raises is its element's
             bad = start + len(out) - before
             on_error(xs[bad], e)
+            skipped.append(bad)
             start = bad + 1
+    return skipped
 
 
 def _apply_filter(fn: Callable[[Any], Any], xs: Sequence[Any], out: list[Any],
@@ -149,12 +153,12 @@ class Chain:
 
             nxt: list[Any] = []
             if kind == MAP:
-                _apply_map(fn, cur, nxt, report)
+                apply_map(fn, cur, nxt, report)
             elif kind == FILTER:
                 _apply_filter(fn, cur, nxt, report)
             elif kind == FLATMAP:
                 results: list[Any] = []
-                _apply_map(fn, cur, results, report)
+                apply_map(fn, cur, results, report)
                 _expand(results, nxt, report)
             else:
                 _apply_each(fn, cur, report)

@@ -13,12 +13,12 @@ from functools import partial
 from typing import Any
 
 from heron_py.api.bolt.bolt import Bolt
-from heron_py.api.metrics import IMetric
+from heron_py.api.metrics import CountMetric, IMetric
 from heron_py.api.spout.spout import Spout
 from heron_py.api.state.stateful_component import StatefulComponent
 from heron_py.api.stream import Stream
 from heron_py.api.streamlet import chain as chain_mod
-from heron_py.api.streamlet import functions
+from heron_py.api.streamlet import combine, functions
 from heron_py.api.streamlet import source as source_mod
 from heron_py.api.streamlet.context import Context
 
@@ -118,6 +118,17 @@ class SourceSpout(StreamletSpout):
         self._emit_batch: Callable[[list[Any]], None] | None = None
         if self.chain is not None:
             register_chain_metrics(context, self.chain, self._names, self._failed)
+        # count_by_key's combiner (combine.py): this task counts each batch's keys for it
+        self._count_key: Callable[[Any], Any] | None = None
+        if config.get(combine.COMBINE_KEY_FUNCTION):
+            self._count_key = functions.unpack(config, combine.COMBINE_KEY_FUNCTION, self._component)
+            self._count_where = str(config.get(combine.COMBINE_WHERE, self._component))
+            self._count_bad = task_counter(context, combine.METRIC_BAD)
+
+    def _on_count_error(self, element: Any, error: Exception) -> None:
+        combine.log_bad_element(self.logger, self._count_where, "key_function", element, error,
+                                "dropped (its tuple is not tracked)")
+        self._count_bad.incr()
 
     def _on_error(self, index: int, element: Any, error: Exception) -> None:
         self._failed[index] += 1
@@ -143,6 +154,8 @@ class SourceSpout(StreamletSpout):
         if not xs:
             return
         outs = xs if self.chain is None else self.chain.run(xs, self._on_error)
+        if outs and self._count_key is not None:
+            outs = combine.count_keys(self._count_key, outs, self._on_count_error)
         if outs:
             emit(list(zip(outs)))  # zip of one list: one-value tuples, made in C
 
@@ -223,6 +236,18 @@ def fused_ops(config: dict[str, Any], component: str, load: Callable[[str], Any]
     return ops
 
 
+def task_counter(context: Any, name: str) -> CountMetric:
+    """The task's CountMetric ``name``, registered at its first use; a restore makes a new
+    component on the same context, whose metrics stay registered, and it takes that one over."""
+    registered = getattr(context, "registered_metrics", {})
+    metric = registered.get(name, (None,))[0]
+    if isinstance(metric, CountMetric):
+        return metric
+    metric = CountMetric()
+    context.register_metric(name, metric, METRIC_BUCKET_S)
+    return metric
+
+
 def register_chain_metrics(context: Any, chain: chain_mod.Chain, names: Sequence[str], failed: list[int]) -> None:
     """Per operator, elements in, out and failed (``streamlet-op/NAME/in|out|failed``). A
     restore makes a new component on the same context, whose metrics stay registered: they
@@ -242,7 +267,7 @@ def log_op_error(logger: Any, name: str, kind: str, element: Any, error: Excepti
     """One log line naming the operator, its function, the error and the element."""
     what = {chain_mod.FLATMAP: "flat_map", chain_mod.SINK: "to_sink"}.get(kind, kind)
     logger.error("streamlet '%s' (%s): %s_function raised %s: %s for element %s; %s",
-                 name, what, what, type(error).__name__, error, _short(element), outcome)
+                 name, what, what, type(error).__name__, error, combine.short(element), outcome)
 
 
 class ChainMetric(IMetric):
@@ -261,11 +286,6 @@ class ChainMetric(IMetric):
         now = self.counts[self.index]
         v, self.last = now - self.last, now
         return v
-
-
-def _short(value: Any, limit: int = 200) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 class ChainBolt(StreamletBolt):

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from heron_py.api.component.component_spec import GlobalStreamId
-from heron_py.api.streamlet import chain, functions
+from heron_py.api.stream import Grouping
+from heron_py.api.streamlet import chain, combine, functions, groupings, keyed
 from heron_py.api.streamlet import components as comp
 from heron_py.api.streamlet.errors import StreamletError
 from heron_py.api.streamlet.stage import shuffle
@@ -124,22 +125,53 @@ def _packed(s: Streamlet) -> tuple[str, dict[str, bytes]]:
     return where, {key: functions.pack(where, obj) for key, obj in s._stage.objects.items()}
 
 
-def _add(bldr: TopologyBuilder, s: Streamlet, component_of: dict[int, str]) -> None:
+def combiners(groups: Sequence[list[Streamlet]]) -> dict[int, Streamlet]:
+    """The count_by_key streamlets whose input a source's task counts per batch first
+    (keyed.count_keys), by the id of the last streamlet of that task: a count_by_key emitting
+    on ticks or at the end (never per element) whose only input is a source's task, of which
+    it is the only reader."""
+    out: dict[int, Streamlet] = {}
+    for g in groups:
+        last = g[-1]
+        if g[0]._stage.component not in _SOURCES or len(last._children) != 1:
+            continue
+        c = last._children[0]
+        if (c._stage.component is keyed.CountByKeyBolt and len(c._parents) == 1
+                and c._stage.settings.get(keyed.EMIT) in (keyed.EMIT_TICK, keyed.EMIT_FINAL)):
+            out[id(last)] = c
+    return out
+
+
+def _combiner_config(c: Streamlet) -> dict[str, Any]:
+    """What the source's task needs to count for ``c``: its key function, and its name as the
+    counting bolt's own error lines give it."""
+    _where, packed = _packed(c)
+    return {combine.COMBINE_KEY_FUNCTION: packed[keyed.KEY_FUNCTION],
+            combine.COMBINE_WHERE: f"streamlet '{c._name}' ({keyed.CountByKeyBolt.OPERATOR})"}
+
+
+def _add(bldr: TopologyBuilder, s: Streamlet, component_of: dict[int, str], extra: dict[str, Any],
+         combined: bool = False) -> None:
     name = str(s._name)
     stage = s._stage
     where, packed = _packed(s)
-    config: dict[str, Any] = {**stage.settings, **packed}
+    config: dict[str, Any] = {**stage.settings, **packed, **extra}
     if stage.grouping is None:
         bldr.add_spout(name, stage.component, par=s._num_partitions, config=config)
         return
-    grouping = stage.grouping(where, packed)
+    if combined:  # (key, count) pairs from the combiner: routed by that key, to the task key_fn's would reach
+        config[combine.COMBINED] = True
+        grouping = Grouping.custom(groupings.KeyGrouping(where))
+    else:
+        grouping = stage.grouping(where, packed)
     parents = [component_of[id(p)] for p in s._parents]
     inputs = {GlobalStreamId(p, comp.OUTPUT_STREAM): grouping for p in parents}
     config[comp.PARENTS] = ",".join(parents)
     bldr.add_bolt(name, stage.component, par=s._num_partitions, inputs=inputs, config=config)
 
 
-def _add_fused(bldr: TopologyBuilder, group: list[Streamlet], component_of: dict[int, str]) -> None:
+def _add_fused(bldr: TopologyBuilder, group: list[Streamlet], component_of: dict[int, str],
+               extra: dict[str, Any]) -> None:
     """One component for the group, named after its streamlets ("flatmap-1__map-1"): a bolt
     reading what the head read the way the head read it, or, headed by a source, the source's
     spout running the rest. Each fused operator's function is in its config."""
@@ -148,7 +180,7 @@ def _add_fused(bldr: TopologyBuilder, group: list[Streamlet], component_of: dict
     first_op = 0 if head._stage.grouping is not None else 1  # a source is no chain operator
     ops = group[first_op:]
     config: dict[str, Any] = {comp.FUSED_KINDS: ",".join(_KINDS[s._stage.component] for s in ops),
-                              comp.FUSED_NAMES: ",".join(str(s._name) for s in ops)}
+                              comp.FUSED_NAMES: ",".join(str(s._name) for s in ops), **extra}
     packed = [_packed(s) for s in group]  # each streamlet's, in group order
     for i, (s, (_where, fns)) in enumerate(zip(ops, packed[first_op:], strict=True)):
         fn = fns.get(comp.FUNCTION, fns.get(comp.SINK))
@@ -169,7 +201,7 @@ def _add_fused(bldr: TopologyBuilder, group: list[Streamlet], component_of: dict
 
 def add_to(bldr: TopologyBuilder, sources: Sequence[Streamlet], *, fusion: bool = False) -> None:
     """Adds a component per streamlet, or with ``fusion`` a component per group of streamlets
-    that run in one task (``fuse``)."""
+    that run in one task (``fuse``), and the count_by_key combiners (``combiners``)."""
     if not sources:
         raise StreamletError("Builder has no sources: add one with builder.new_source(...) before running it")
     streamlets = ordered(sources)
@@ -180,8 +212,12 @@ def add_to(bldr: TopologyBuilder, sources: Sequence[Streamlet], *, fusion: bool 
         name = FUSED_SEPARATOR.join(str(s._name) for s in g)
         for s in g:
             component_of[id(s)] = name
+    combining = combiners(groups) if fusion else {}
+    combined = {id(c) for c in combining.values()}
     for g in groups:
+        c = combining.get(id(g[-1]))
+        extra = _combiner_config(c) if c is not None else {}
         if len(g) == 1:
-            _add(bldr, g[0], component_of)
+            _add(bldr, g[0], component_of, extra, combined=id(g[0]) in combined)
         else:
-            _add_fused(bldr, g, component_of)
+            _add_fused(bldr, g, component_of, extra)

@@ -30,13 +30,31 @@ class KeyGrouping(ICustomGrouping):
     def __init__(self, operator: str) -> None:
         self.operator = operator
         self.target_tasks: list[int] = []
+        self._one: list[tuple[int]] = []
 
     def prepare(self, context: Any, component: str, stream: str, target_tasks: list[int]) -> None:
         self.target_tasks = sorted(target_tasks)
+        self._one = [(t,) for t in self.target_tasks]
 
     def choose_tasks(self, values: Any) -> list[int]:
         key = key_of(self.operator, values[0])
         return [self.target_tasks[value_hash(key) % len(self.target_tasks)]]
+
+    def choose_tasks_many(self, values_list: Sequence[Any]) -> list[Sequence[int]]:
+        """``choose_tasks`` for a batch (a combiner's (key, count) pairs): a 2-tuple's key
+        hashed in one loop, anything else through ``choose_tasks`` (its checks and errors)."""
+        one = self._one
+        n = len(one)
+        choose = self.choose_tasks
+        out: list[Sequence[int]] = []
+        append = out.append
+        for values in values_list:
+            pair = values[0]
+            if type(pair) is tuple and len(pair) == 2:
+                append(one[value_hash(pair[0]) % n])
+            else:
+                append(choose(values))
+        return out
 
 
 class _FunctionGrouping(ICustomGrouping):

@@ -22,6 +22,14 @@ at ``pre_save``, so a restored tick-mode task emits them at its next tick.
 
 A key or reduce function that raises, or a key that is not hashable, fails that input tuple
 alone, with one log line naming the operator, the function, the error and the element.
+
+The combiner (``count_keys``, with fusion): a count_by_key in "tick" or "final" mode whose only
+input is a source's task has that task count each batch's keys before the exchange and send one
+(key, count) pair per key and batch instead of every element, as Spark's reduceByKey combines on
+the map side. Those modes emit per key, never per element, so what reaches downstream is the
+same; "update" mode keeps a tuple per element (each element's own update is what it emits). The
+counting task is then told its input is combined (``COMBINED``) and adds each pair's count. A
+key function that raises there is logged by the source's task, with the same line.
 """
 
 from __future__ import annotations
@@ -29,10 +37,11 @@ from __future__ import annotations
 from typing import Any
 
 from heron_py.api import api_constants
-from heron_py.api.metrics import CountMetric, IMetric
+from heron_py.api.metrics import IMetric
 from heron_py.api.state.state import State
 from heron_py.api.state.stateful_component import StatefulComponent
-from heron_py.api.streamlet.components import FUNCTION, OUTPUT_STREAM, StreamletBolt
+from heron_py.api.streamlet.combine import COMBINED, METRIC_BAD, log_bad_element
+from heron_py.api.streamlet.components import FUNCTION, OUTPUT_STREAM, StreamletBolt, task_counter
 from heron_py.common.config import ReliabilityConfig
 
 KEY_FUNCTION = "key_function"
@@ -51,7 +60,6 @@ DEFAULT_TICK_SECS = 1.0
 
 # the task's metrics: keys held now, and inputs failed by the user's functions
 METRIC_KEYS = "streamlet-keyed-keys"
-METRIC_BAD = "streamlet-keyed-failed-inputs"
 METRIC_BUCKET_S = 10
 
 _MISSING = object()
@@ -66,11 +74,6 @@ class KeyCountMetric(IMetric):
 
     def get_value_and_reset(self) -> int:
         return len(self.values)
-
-
-def _short(value: Any, limit: int = 200) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 class _KeyedBolt(StreamletBolt, StatefulComponent):
@@ -115,22 +118,18 @@ class _KeyedBolt(StreamletBolt, StatefulComponent):
         stay registered; the new one takes them over (the key count then reads its dict)."""
         registered = getattr(context, "registered_metrics", {})
         keys = registered.get(METRIC_KEYS, (None,))[0]
-        bad = registered.get(METRIC_BAD, (None,))[0]
-        if isinstance(keys, KeyCountMetric) and isinstance(bad, CountMetric):
+        if isinstance(keys, KeyCountMetric):
             keys.values = values
-            self._bad_inputs = bad
-            return
-        self._bad_inputs = CountMetric()
-        context.register_metric(METRIC_KEYS, KeyCountMetric(values), METRIC_BUCKET_S)
-        context.register_metric(METRIC_BAD, self._bad_inputs, METRIC_BUCKET_S)
+        else:
+            context.register_metric(METRIC_KEYS, KeyCountMetric(values), METRIC_BUCKET_S)
+        self._bad_inputs = task_counter(context, METRIC_BAD)
 
     def _bad(self, tup: Any, what: str, error: Exception) -> None:
         self._bad_element(tup.values[0], what, error, "failing its source tuple")
         self.fail(tup)
 
     def _bad_element(self, element: Any, what: str, error: Exception, outcome: str) -> None:
-        self.logger.error("%s: %s raised %s: %s for element %s; %s", self._where, what, type(error).__name__, error,
-                          _short(element), outcome)
+        log_bad_element(self.logger, self._where, what, element, error, outcome)
         self._bad_inputs.incr()
 
     def _hold(self, key: Any, tup: Any) -> None:
@@ -175,9 +174,15 @@ class CountByKeyBolt(_KeyedBolt):
     """count_by_key: key -> how many inputs had it."""
 
     OPERATOR = "count_by_key"
+    _combined = False
 
     def initialize(self, config: dict[str, Any], context: Any) -> None:
         super().initialize(config, context)
+        # (key, count) pairs from the source's combiner instead of elements (graph.py)
+        self._combined = str(config.get(COMBINED, "false")).lower() == "true"  # the plan's config is text
+        if self._combined and self._mode == EMIT_UPDATE:
+            raise ValueError(f"{self._where}: a combined input needs emit 'tick' or 'final' (update mode emits per "
+                             f"element), found emit {self._mode!r}")
         if self._mode == EMIT_TICK:
             self.process = self._process_tick  # type: ignore[method-assign]
         elif self._mode == EMIT_FINAL:
@@ -205,6 +210,13 @@ class CountByKeyBolt(_KeyedBolt):
         key_fn, counts, changed = self._key_fn, self.values, self._changed
         get = counts.get
         update, tick = self._mode == EMIT_UPDATE, self._mode == EMIT_TICK
+        if self._combined:  # (key, count) pairs, counted by the source's task (never update mode)
+            for row in values:
+                key, m = row[0]
+                counts[key] = get(key, 0) + m
+                if tick and key not in changed:
+                    changed[key] = _UNHELD
+            return [], 0
         out: list[Any] = []
         append = out.append
         failed = 0
@@ -234,6 +246,10 @@ class CountByKeyBolt(_KeyedBolt):
 
     def _count(self, tup: Any) -> Any:
         """Counts the input's key; its key, or _FAILED when the key function raised (the tuple is failed)."""
+        if self._combined:
+            key, m = tup.values[0]
+            self.values[key] = self.values.get(key, 0) + m
+            return key
         try:
             key = self._key_fn(tup.values[0])
             self.values[key] = self.values.get(key, 0) + 1

@@ -1,0 +1,62 @@
+"""count_by_key's combiner: a source's task counts each batch's keys before the exchange.
+
+A count_by_key in "tick" or "final" mode whose only input is a source's task (graph.combiners,
+with fusion) has that task send one (key, count) pair per key and batch instead of every
+element, as Spark's reduceByKey combines on the map side: the routing, the emit and the
+pickling are then per key, not per element. Those two modes emit per key, never per element,
+so downstream sees the same; "update" mode keeps a tuple per element. The counting task is told
+its input is combined (``COMBINED``) and adds each pair's count (keyed.py). Pure, apart from the
+one log line a bad element gets.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from heron_py.api.streamlet.chain import apply_map
+
+# on the counting stage: its input is (key, count) pairs from a combiner
+COMBINED = "streamlet.keyed.combined"
+# on the source's task: the count_by_key's packed key function, and how its errors name it
+COMBINE_KEY_FUNCTION = "streamlet.keyed.combine.key_function"
+COMBINE_WHERE = "streamlet.keyed.combine.where"
+# a keyed operator's task metric: the elements its functions raised on (the source's task
+# counts there what its combiner dropped)
+METRIC_BAD = "streamlet-keyed-failed-inputs"
+
+
+def short(value: Any, limit: int = 200) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def log_bad_element(logger: Any, where: str, what: str, element: Any, error: Exception, outcome: str) -> None:
+    """The one line a keyed operator logs for an element its function raised on."""
+    logger.error("%s: %s raised %s: %s for element %s; %s", where, what, type(error).__name__, error, short(element),
+                 outcome)
+
+
+def count_keys(key_fn: Callable[[Any], Any], elements: Sequence[Any],
+               on_error: Callable[[Any, Exception], None]) -> list[tuple[Any, int]]:
+    """count_by_key's combiner: how many of ``elements`` have each ``key_fn(element)``, as
+    (key, count) pairs in the order the keys first appear. ``key_fn`` is called once per
+    element, in one C-level loop (chain.apply_map); an element it raises on, or whose key is not
+    hashable, goes to ``on_error(element, error)`` and is not counted. Pure."""
+    keys: list[Any] = []
+    skipped = apply_map(key_fn, elements, keys, on_error)
+    try:
+        return list(Counter(keys).items())
+    except TypeError:  # an unhashable key (a list, a dict): counted one by one to name its element
+        pass
+    if skipped:
+        dropped = set(skipped)
+        elements = [x for i, x in enumerate(elements) if i not in dropped]
+    counts: dict[Any, int] = {}
+    for element, key in zip(elements, keys, strict=True):
+        try:
+            counts[key] = counts.get(key, 0) + 1
+        except TypeError as e:
+            on_error(element, e)
+    return list(counts.items())

@@ -1,0 +1,208 @@
+"""count_by_key's combiner (heron_py/api/streamlet/combine.py, graph.combiners): which programs
+get it, what the source's task then sends, that the counts come out as without it, and the one
+line an element whose key function raises gets in the source's task."""
+
+from __future__ import annotations
+
+import collections
+import logging
+import pickle
+
+import pytest
+
+from heron_py.api.streamlet import combine, keyed
+from heron_py.api.streamlet.builder import Builder
+from heron_py.api.streamlet.config import Config
+from heron_py.api.streamlet.groupings import KeyFunctionGrouping, KeyGrouping
+from heron_py.api.streamlet.runner import build_topology
+from heron_py.planner.model import GroupingKind
+from heron_py.testing import run_in_process
+from tests.fakes import Items
+
+TEXT = ["the cat sat", "the dog sat on the cat", "a cat", "", "on and on"]
+WORDS = [w for line in TEXT for w in line.split()]
+
+
+def config(fusion):
+    c = Config()
+    c.set_fusion(fusion)
+    return c
+
+
+def key_or_raise(word):
+    if word == "dog":
+        raise ValueError("no key for dog")
+    return word
+
+
+# --- count_keys, pure -----------------------------------------------------------------------------
+
+def test_count_keys_counts_in_first_appearance_order_calling_the_key_function_once_per_element():
+    calls = []
+
+    def key(w):
+        calls.append(w)
+        return w.upper()
+
+    errors = []
+    assert combine.count_keys(key, WORDS, lambda x, e: errors.append(x)) == [
+        ("THE", 3), ("CAT", 3), ("SAT", 2), ("DOG", 1), ("ON", 3), ("A", 1), ("AND", 1)]
+    assert calls == WORDS and errors == []
+
+
+def test_count_keys_skips_an_element_whose_key_function_raises_and_reports_it_once():
+    errors = []
+    got = combine.count_keys(key_or_raise, WORDS, lambda x, e: errors.append((x, str(e))))
+    assert dict(got) == dict(collections.Counter(w for w in WORDS if w != "dog"))
+    assert errors == [("dog", "no key for dog")]
+
+
+def test_count_keys_reports_an_unhashable_key_with_its_element_and_counts_the_rest():
+    errors = []
+    elements = ["a", "b", "list", "a", "dog", "list"]
+
+    def key(x):
+        if x == "dog":
+            raise ValueError("no key for dog")
+        return [x] if x == "list" else x
+
+    got = combine.count_keys(key, elements, lambda x, e: errors.append((x, type(e).__name__, str(e))))
+    assert got == [("a", 2), ("b", 1)]
+    assert errors == [("dog", "ValueError", "no key for dog"), ("list", "TypeError", "unhashable type: 'list'"),
+                      ("list", "TypeError", "unhashable type: 'list'")]
+
+
+# --- which programs combine -----------------------------------------------------------------------
+
+def program(emit, *, fusion=True, clone=False, repartition=False):
+    b = Builder()
+    words = b.new_source(Items(TEXT)).flat_map(str.split)
+    if repartition:
+        words = words.repartition(2)
+    if clone:
+        words, other = words.clone(2)
+        other.log()
+    words.count_by_key(lambda w: w, emit=emit).set_num_partitions(2).log()
+    return build_topology("t", config(fusion), b)
+
+
+@pytest.mark.parametrize("emit", ["tick", "final"])
+def test_a_source_task_combines_for_a_count_by_key_that_emits_per_key(emit):
+    topo = program(emit)
+    source = topo.component("generator-1__flatmap-1")
+    count = topo.component("countbykey-1")
+    assert source.config[combine.COMBINE_WHERE] == "streamlet 'countbykey-1' (count_by_key)"
+    assert combine.COMBINE_KEY_FUNCTION in source.config
+    assert count.config[combine.COMBINED] == "true"
+    [inp] = count.inputs
+    assert inp.grouping.kind is GroupingKind.CUSTOM and type(pickle.loads(inp.grouping.custom.data)) is KeyGrouping
+
+
+@pytest.mark.parametrize("case", [dict(emit="update"), dict(emit="tick", fusion=False),
+                                  dict(emit="tick", clone=True), dict(emit="final", repartition=True)],
+                         ids=["update mode", "fusion off", "a clone reads the source too",
+                              "a repartition between"])
+def test_no_combiner_where_it_would_change_what_is_seen_or_is_not_asked_for(case):
+    topo = program(**case)
+    count = topo.component("countbykey-1")
+    assert combine.COMBINED not in count.config
+    assert all(combine.COMBINE_KEY_FUNCTION not in c.config for c in topo.components)
+    [inp] = count.inputs
+    assert type(pickle.loads(inp.grouping.custom.data)) is KeyFunctionGrouping
+
+
+# --- runs in process ------------------------------------------------------------------------------
+
+def counts_of(emit, fusion, key=lambda w: w, text=TEXT):
+    b = Builder()
+    b.new_source(Items(text * 20)).set_num_partitions(2).flat_map(str.split) \
+        .count_by_key(key, emit=emit).set_num_partitions(3).set_name("count").log()
+    r = run_in_process(build_topology("t", config(fusion), b), capture=["log-1"])
+    latest: dict[str, int] = {}
+    for rec in r.received["log-1"]:
+        k, n = rec.values[0]
+        assert n > latest.get(k, 0)  # a key's counts only grow
+        latest[k] = n
+    return latest, r
+
+
+@pytest.mark.parametrize("emit", ["tick", "final"])
+def test_combined_counts_equal_the_uncombined_ones_and_each_key_is_counted_in_one_task(emit):
+    combined, r = counts_of(emit, True)
+    plain, _ = counts_of(emit, False)
+    # each of the 2 source tasks emits every item (Items is per task)
+    assert combined == plain == {w: 40 * c for w, c in collections.Counter(WORDS).items()}
+    counters = [c for c in r.components.values() if isinstance(c, keyed.CountByKeyBolt)]
+    assert len(counters) == 3 and all(c._combined for c in counters)
+    held = [set(c.values) for c in counters]
+    assert sum(map(len, held)) == len(set(WORDS))  # no key in two tasks
+
+
+def test_a_key_function_that_raises_drops_its_element_with_one_line_from_the_source_task(caplog):
+    with caplog.at_level(logging.ERROR):
+        got, _ = counts_of("final", True, key=key_or_raise, text=["the dog sat"])
+    assert got == {"the": 40, "sat": 40}
+    lines = [rec.getMessage() for rec in caplog.records if "key_function raised" in rec.getMessage()]
+    assert lines == ["streamlet 'count' (count_by_key): key_function raised ValueError: no key for dog for element "
+                     "'dog'; dropped (its tuple is not tracked)"] * 40
+
+
+def test_a_counting_task_refuses_a_combined_input_in_update_mode():
+    bolt = keyed.CountByKeyBolt(None)
+
+    class Ctx:
+        registered_metrics: dict = {}
+
+        def get_component_id(self):
+            return "count"
+
+        def register_metric(self, *a):
+            pass
+
+    bolt._load = lambda config, context, key: (lambda w: w)
+    with pytest.raises(ValueError) as e:
+        bolt.initialize({keyed.EMIT: "update", combine.COMBINED: True}, Ctx())
+    assert str(e.value) == ("streamlet 'count' (count_by_key): a combined input needs emit 'tick' or 'final' "
+                            "(update mode emits per element), found emit 'update'")
+
+
+# --- effectively once: a counting task fed (key, count) pairs checkpoints and rolls back exactly ---
+
+@pytest.mark.parametrize("emit", ["tick", "final"])
+def test_a_combined_count_restored_from_a_checkpoint_continues_exactly(tmp_path, emit):
+    from heron_py.checkpoint.storage import LocalFsStorage
+    from heron_py.common.framing import encode_marker
+    from heron_py.runtime.host import HostOptions, make_host
+    from heron_py.runtime.stateful import StatefulTask
+    from tests.unit.api.streamlet.test_keyed import LOG, _batch, _emitted, keyed_plan
+
+    plan = keyed_plan(emit=emit, mode="EFFECTIVELY_ONCE", par=1, extra={combine.COMBINED: "true"})
+    storage = LocalFsStorage(tmp_path / "ckpt")
+    me = plan.packing.tasks_of("count")[0]
+    src = plan.packing.tasks_of("words")[0]
+    sent = []
+    host = make_host(plan, me, sent.extend, HostOptions())
+    task = StatefulTask(host, storage, "k", sent.extend, align_bytes=1 << 20, log=LOG)
+    task.restore(1, 0)
+    task.start_processing(1)
+    task.on_batch(_batch(me, src, [("a", 2), ("b", 1)]))
+    task.on_batch(_batch(me, src, [("c", 4), ("a", 1)]))
+    task.on_marker(encode_marker(me, src, 5))
+    storage.mark_complete("k", 5)
+    saved = pickle.loads(storage.load("k", 5, me))
+    assert saved[keyed.VALUES] == {"a": 3, "b": 1, "c": 4}
+    task.on_batch(_batch(me, src, [("a", 10), ("z", 1)]))  # after the checkpoint: rolled back below
+    assert host.user.values == {"a": 13, "b": 1, "c": 4, "z": 1}
+    task.restore(2, 5)
+    task.start_processing(2)
+    assert host.user.values == {"a": 3, "b": 1, "c": 4}
+    host.flush()
+    sent.clear()
+    task.on_batch(_batch(me, src, [("a", 2)]))
+    if emit == "tick":
+        host.tick()
+        host.flush()
+        assert sorted(_emitted(sent)) == [("a", 5), ("b", 1), ("c", 4)]  # every key changed since the start
+    else:
+        host.close()
+        assert sorted(_emitted(sent)) == [("a", 5), ("b", 1), ("c", 4)]
