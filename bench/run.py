@@ -382,6 +382,9 @@ def main() -> int:
         # the same with the engine's keyed count: flat_map -> count_by_key -> a latest-count sink
         rows.append(("heron-py Streamlet word count, count_by_key, acking off",
                      ours(n, False, home, program="streamlet_wc.py", program_args=("keyed",))))
+        # and with a repartition by word before the count_by_key, as the issue words the shape
+        rows.append(("heron-py Streamlet word count, repartition + count_by_key, acking off",
+                     ours(n, False, home, program="streamlet_wc.py", program_args=("keyed-repartition",))))
     if args.peers:
         py = peers_python()
         rows.append(("bytewax 0.21.1, 2 processes (peer)", peer(py, "bench_bytewax.py", ["--procs", "2"], n)))

@@ -74,14 +74,17 @@ def test_count_keys_reports_an_unhashable_key_with_its_element_and_counts_the_re
 
 # --- which programs combine -----------------------------------------------------------------------
 
-def program(emit, *, fusion=True, clone=False, repartition=False):
+def program(emit, *, fusion=True, clone=False, repartition=False, window=False):
     b = Builder()
     words = b.new_source(Items(TEXT)).flat_map(str.split)
     if repartition:
         words = words.repartition(2)
-    if clone:
-        words, other = words.clone(2)
-        other.log()
+    if window:
+        from heron_py.api.streamlet.windowconfig import WindowConfig
+        words = words.map(lambda w: (w, 1)) \
+            .reduce_by_key_and_window(WindowConfig.create_tumbling_window(1), lambda a, c: a + c)
+    if clone:  # a second reader of the source's task (it would see pairs instead of words)
+        words.log()
     words.count_by_key(lambda w: w, emit=emit).set_num_partitions(2).log()
     return build_topology("t", config(fusion), b)
 
@@ -99,9 +102,10 @@ def test_a_source_task_combines_for_a_count_by_key_that_emits_per_key(emit):
 
 
 @pytest.mark.parametrize("case", [dict(emit="update"), dict(emit="tick", fusion=False),
-                                  dict(emit="tick", clone=True), dict(emit="final", repartition=True)],
-                         ids=["update mode", "fusion off", "a clone reads the source too",
-                              "a repartition between"])
+                                  dict(emit="tick", clone=True), dict(emit="final", window=True),
+                                  dict(emit="tick", repartition=True)],
+                         ids=["update mode", "fusion off", "a second reader of the source's task",
+                              "a windowed operator before it", "a repartition between (measured: no gain there)"])
 def test_no_combiner_where_it_would_change_what_is_seen_or_is_not_asked_for(case):
     topo = program(**case)
     count = topo.component("countbykey-1")
@@ -113,10 +117,12 @@ def test_no_combiner_where_it_would_change_what_is_seen_or_is_not_asked_for(case
 
 # --- runs in process ------------------------------------------------------------------------------
 
-def counts_of(emit, fusion, key=lambda w: w, text=TEXT):
+def counts_of(emit, fusion, key=lambda w: w, text=TEXT, repartition=False):
     b = Builder()
-    b.new_source(Items(text * 20)).set_num_partitions(2).flat_map(str.split) \
-        .count_by_key(key, emit=emit).set_num_partitions(3).set_name("count").log()
+    words = b.new_source(Items(text * 20)).set_num_partitions(2).flat_map(str.split)
+    if repartition:
+        words = words.repartition(2, lambda w, n: len(w) % n)
+    words.count_by_key(key, emit=emit).set_num_partitions(3).set_name("count").log()
     r = run_in_process(build_topology("t", config(fusion), b), capture=["log-1"])
     latest: dict[str, int] = {}
     for rec in r.received["log-1"]:
@@ -126,14 +132,15 @@ def counts_of(emit, fusion, key=lambda w: w, text=TEXT):
     return latest, r
 
 
+@pytest.mark.parametrize("repartition", [False, True], ids=["combined", "a repartition between: not combined"])
 @pytest.mark.parametrize("emit", ["tick", "final"])
-def test_combined_counts_equal_the_uncombined_ones_and_each_key_is_counted_in_one_task(emit):
-    combined, r = counts_of(emit, True)
-    plain, _ = counts_of(emit, False)
+def test_combined_counts_equal_the_uncombined_ones_and_each_key_is_counted_in_one_task(emit, repartition):
+    combined, r = counts_of(emit, True, repartition=repartition)
+    plain, _ = counts_of(emit, False, repartition=repartition)
     # each of the 2 source tasks emits every item (Items is per task)
     assert combined == plain == {w: 40 * c for w, c in collections.Counter(WORDS).items()}
     counters = [c for c in r.components.values() if isinstance(c, keyed.CountByKeyBolt)]
-    assert len(counters) == 3 and all(c._combined for c in counters)
+    assert len(counters) == 3 and all(c._combined is not repartition for c in counters)
     held = [set(c.values) for c in counters]
     assert sum(map(len, held)) == len(set(WORDS))  # no key in two tasks
 
