@@ -7,6 +7,7 @@ The windowed operators are in window_components.py.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -85,6 +86,10 @@ class StreamletBolt(Bolt):
         return functions.unpack(config, key, str(context.get_component_id()))
 
 
+# a combining source's batches may hold this many times the usual elements (SourceSpout)
+COMBINED_BATCH_FACTOR = 4
+
+
 class SourceSpout(StreamletSpout):
     """A source and the element operators fused behind it (graph.fuse; none without fusion).
 
@@ -114,16 +119,20 @@ class SourceSpout(StreamletSpout):
         self._names = [op.name for op in ops]
         self._kinds = [op.kind for op in ops]
         self._failed = [0] * len(ops)
-        self._sizer = source_mod.BatchSizer(self.limits)
         self._emit_batch: Callable[[list[Any]], None] | None = None
         if self.chain is not None:
             register_chain_metrics(context, self.chain, self._names, self._failed)
         # count_by_key's combiner (combine.py): this task counts each batch's keys for it
         self._count_key: Callable[[Any], Any] | None = None
+        limits = self.limits
         if config.get(combine.COMBINE_KEY_FUNCTION):
             self._count_key = functions.unpack(config, combine.COMBINE_KEY_FUNCTION, self._component)
             self._count_where = str(config.get(combine.COMBINE_WHERE, self._component))
             self._count_bad = task_counter(context, combine.METRIC_BAD)
+            # what a batch sends is a pair per distinct key, so a larger batch sends fewer
+            # pairs per element; the time target still bounds each next_tuple
+            limits = dataclasses.replace(limits, max_elements=limits.max_elements * COMBINED_BATCH_FACTOR)
+        self._sizer = source_mod.BatchSizer(limits)
 
     def _on_count_error(self, element: Any, error: Exception) -> None:
         combine.log_bad_element(self.logger, self._count_where, "key_function", element, error,

@@ -213,3 +213,15 @@ def test_a_combined_count_restored_from_a_checkpoint_continues_exactly(tmp_path,
     else:
         host.close()
         assert sorted(_emitted(sent)) == [("a", 5), ("b", 1), ("c", 4)]
+
+
+def test_a_combining_source_takes_larger_batches_the_others_the_usual():
+    from heron_py.api.streamlet.components import COMBINED_BATCH_FACTOR, SourceSpout
+
+    def sizers(emit):
+        _, r = counts_of(emit, True)
+        return {c._sizer.limits.max_elements for c in r.components.values() if isinstance(c, SourceSpout)}
+
+    usual = SourceSpout.limits.max_elements
+    assert sizers("final") == {usual * COMBINED_BATCH_FACTOR}
+    assert sizers("update") == {usual}
