@@ -127,8 +127,7 @@ def counts_of(emit, fusion, key=lambda w: w, text=TEXT, repartition=False):
     latest: dict[str, int] = {}
     for rec in r.received["log-1"]:
         k, n = rec.values[0]
-        assert n > latest.get(k, 0)  # a key's counts only grow
-        latest[k] = n
+        latest[k] = max(n, latest.get(k, 0))  # log() is shuffled over 3 tasks: updates may pass each other
     return latest, r
 
 
