@@ -109,6 +109,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--program", default="wc_topology.py",
                     help="the bench program to profile (streamlet_wc.py: the Streamlet word count)")
+    ap.add_argument("--program-arg", action="append", default=[],
+                    help="an argument after the program's own three (streamlet_wc.py's 'keyed')")
     ap.add_argument("--cpu-only", action="store_true", help="no py-spy: CPU per thread only (no sampling overhead)")
     ap.add_argument("--native", action="store_true",
                     help="py-spy --native: C frames too, where the compiled hot-path modules' functions show")
@@ -124,7 +126,8 @@ def main() -> int:
     out = a.out or home / "profiles"
     out.mkdir(parents=True, exist_ok=True)
     wc_out = Path(tempfile.mkdtemp(prefix="wc-", dir=home))
-    env, tid = _submit(home, a.program, [str(a.sentences), str(wc_out), "on" if a.acking else "off"])
+    env, tid = _submit(home, a.program, [str(a.sentences), str(wc_out), "on" if a.acking else "off",
+                                         *a.program_arg])
     try:
         time.sleep(a.warmup)
         procs = {}
