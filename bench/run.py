@@ -385,6 +385,9 @@ def main() -> int:
         # and with a repartition by word before the count_by_key, as the issue words the shape
         rows.append(("heron-py Streamlet word count, repartition + count_by_key, acking off",
                      ours(n, False, home, program="streamlet_wc.py", program_args=("keyed-repartition",))))
+        # count_by_key in Heron's default "update" mode: a (word, count) pair per word to the sink
+        rows.append(("heron-py Streamlet word count, count_by_key updates, acking off",
+                     ours(n, False, home, program="streamlet_wc.py", program_args=("keyed-update",))))
     if args.peers:
         py = peers_python()
         rows.append(("bytewax 0.21.1, 2 processes (peer)", peer(py, "bench_bytewax.py", ["--procs", "2"], n)))

@@ -2,7 +2,7 @@
 bench/run.py: the same argv and the same files as bench/wc_topology.py, so its ``ours()``
 runs it by file name.
 
-    python bench/streamlet_wc.py N OUT_DIR on|off [keyed|keyed-repartition]    (submitted by bench/run.py)
+    python bench/streamlet_wc.py N OUT_DIR on|off [keyed|keyed-repartition|keyed-update]    (by bench/run.py)
 
 source (sentences 0..N-1 of wc_common, 2 partitions, each reading every second sentence from
 its partition index, as bytewax's peer's DynamicSource reads one partition per worker)
@@ -17,7 +17,8 @@ With "keyed": flat_map → count_by_key(word, emit="tick", every 50 ms) → to_s
 the latest count per word): the issue's shape, the engine's keyed count instead of a user's
 counter (bytewax's peer counts with count_final). With "keyed-repartition": flat_map →
 repartition(2, by word) → count_by_key → the same (not combined: the count_by_key does not read
-a source's task). Note: a Streamlet source emits untracked tuples (as heronpy's), so "on"
+a source's task). With "keyed-update": count_by_key in its default "update" mode (a pair per
+word to the sink). Note: a Streamlet source emits untracked tuples (as heronpy's), so "on"
 changes the mode, not what is acked.
 """
 
@@ -126,16 +127,19 @@ def by_pair_key(pair, n):
 
 if __name__ == "__main__":
     n, out_dir, acking = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "on"
-    keyed = sys.argv[4:5] in (["keyed"], ["keyed-repartition"])
+    shape = sys.argv[4] if len(sys.argv) > 4 else "sink"
+    keyed = shape in ("keyed", "keyed-repartition", "keyed-update")
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
     builder = Builder()
     words = builder.new_source(Sentences(n, out_dir)).set_num_partitions(2).flat_map(str.split)
     if keyed:
         # the issue's shape: the engine's keyed count (per batch), which emits the keys that
         # changed every 50 ms; each word's updates go to one sink task, which keeps its latest count
-        if sys.argv[4:5] == ["keyed-repartition"]:  # an explicit repartition by word first
+        if shape == "keyed-repartition":  # an explicit repartition by word first
             words = words.repartition(2, by_word)
-        words.count_by_key(word, emit="tick", tick_secs=0.05).set_num_partitions(2) \
+        # "keyed-update": Heron's default emit, a (word, count) update per word
+        emit = {"emit": "tick", "tick_secs": 0.05} if shape != "keyed-update" else {}
+        words.count_by_key(word, **emit).set_num_partitions(2) \
             .repartition(2, by_pair_key).to_sink(TotalSink(out_dir))
     else:
         words.repartition(2, by_word).to_sink(CountSink(out_dir))
