@@ -119,9 +119,11 @@ def main() -> None:
     if args.b is None:
         ap.error("expected KEY A B, or --rev REV")
     if args.latency:
+        keys = args.key.split(",")
         for rep in range(args.reps):
             for v in (args.a, args.b):
-                r = latency(args.latency, args.acking, home, 5, 15, 0, {args.key: v})["e2e"]
+                props = dict(zip(keys, v.split(","), strict=True))
+                r = latency(args.latency, args.acking, home, 5, 15, 0, props)["e2e"]
                 print(f"rep {rep} {args.key}={v}: p50 {r['p50_ms']:.2f} ms, p90 {r['p90_ms']:.2f} ms, "
                       f"p99 {r['p99_ms']:.2f} ms, max {r['max_ms']:.1f} ms", flush=True)
         return
