@@ -2,7 +2,7 @@
 bench/run.py: the same argv and the same files as bench/wc_topology.py, so its ``ours()``
 runs it by file name.
 
-    python bench/streamlet_wc.py N OUT_DIR on|off [keyed|keyed-repartition|keyed-update]    (by bench/run.py)
+    python bench/streamlet_wc.py N OUT_DIR on|off [keyed|keyed-repartition|keyed-update|reduce]
 
 source (sentences 0..N-1 of wc_common, 2 partitions, each reading every second sentence from
 its partition index, as bytewax's peer's DynamicSource reads one partition per worker)
@@ -18,7 +18,8 @@ the latest count per word): the issue's shape, the engine's keyed count instead 
 counter (bytewax's peer counts with count_final). With "keyed-repartition": flat_map →
 repartition(2, by word) → count_by_key → the same (not combined: the count_by_key does not read
 a source's task). With "keyed-update": count_by_key in its default "update" mode (a pair per
-word to the sink). Note: a Streamlet source emits untracked tuples (as heronpy's), so "on"
+word to the sink). With "reduce": map to (word, 1) → reduce_by_key(first, add, value_fn=second,
+emit every 50 ms) → the same sink. Note: a Streamlet source emits untracked tuples (as heronpy's), so "on"
 changes the mode, not what is acked.
 """
 
@@ -120,6 +121,22 @@ def word(w):
     return w
 
 
+def one(w):
+    return (w, 1)
+
+
+def first(pair):
+    return pair[0]
+
+
+def second(pair):
+    return pair[1]
+
+
+def add(a, b):
+    return a + b
+
+
 def by_pair_key(pair, n):
     """A (word, count) pair's sink task: every update of one word reaches the same sink."""
     return by_word(pair[0], n)
@@ -128,7 +145,7 @@ def by_pair_key(pair, n):
 if __name__ == "__main__":
     n, out_dir, acking = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "on"
     shape = sys.argv[4] if len(sys.argv) > 4 else "sink"
-    keyed = shape in ("keyed", "keyed-repartition", "keyed-update")
+    keyed = shape in ("keyed", "keyed-repartition", "keyed-update", "reduce")
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
     builder = Builder()
     words = builder.new_source(Sentences(n, out_dir)).set_num_partitions(2).flat_map(str.split)
@@ -139,8 +156,11 @@ if __name__ == "__main__":
             words = words.repartition(2, by_word)
         # "keyed-update": Heron's default emit, a (word, count) update per word
         emit = {"emit": "tick", "tick_secs": 0.05} if shape != "keyed-update" else {}
-        words.count_by_key(word, **emit).set_num_partitions(2) \
-            .repartition(2, by_pair_key).to_sink(TotalSink(out_dir))
+        if shape == "reduce":  # reduce_by_key over (word, 1) pairs, as a bytewax user writes it
+            counted = words.map(one).reduce_by_key(first, add, value_fn=second, **emit)
+        else:
+            counted = words.count_by_key(word, **emit)
+        counted.set_num_partitions(2).repartition(2, by_pair_key).to_sink(TotalSink(out_dir))
     else:
         words.repartition(2, by_word).to_sink(CountSink(out_dir))
     config = Config({"topology.max.spout.pending": 5000} if acking else {})

@@ -302,3 +302,42 @@ class ReduceByKeyBolt(_KeyedBolt):
             self._hold(key, tup)
         else:
             self.ack(tup)
+
+    heron_batch_stream = OUTPUT_STREAM
+
+    def heron_process_batch(self, values: list[Any]) -> tuple[list[Any], int]:
+        """A batch of untracked inputs (the host calls this only when no tuple of the batch is
+        tracked), folded in one loop with no tuple object per input, as ``process`` folds each:
+        update mode returns the (key, new value) pairs to emit, tick mode marks the keys changed,
+        final mode only folds. An input a function raises on is logged, counted and dropped.
+        Returns (outputs as one-value tuples, inputs failed)."""
+        key_fn, reduce_fn, value_fn = self._key_fn, self._reduce_fn, self._value_fn
+        store, changed = self.values, self._changed
+        get = store.get
+        update, tick = self._mode == EMIT_UPDATE, self._mode == EMIT_TICK
+        value_what = "reduce_function" if value_fn is None else "value_function or reduce_function"
+        out: list[Any] = []
+        append = out.append
+        failed = 0
+        for row in values:
+            element = row[0]
+            try:
+                key = key_fn(element)
+                old = get(key, _MISSING)
+            except Exception as e:  # the user's key function, or an unhashable key
+                self._bad_element(element, "key_function", e, "dropped (its tuple is not tracked)")
+                failed += 1
+                continue
+            try:
+                value = element if value_fn is None else value_fn(element)
+                new = value if old is _MISSING else reduce_fn(old, value)
+            except Exception as e:
+                self._bad_element(element, value_what, e, "dropped (its tuple is not tracked)")
+                failed += 1
+                continue
+            store[key] = new
+            if update:
+                append(((key, new),))
+            elif tick and key not in changed:  # a key already changed keeps the inputs it holds
+                changed[key] = _UNHELD
+        return out, failed

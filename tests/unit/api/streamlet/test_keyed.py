@@ -322,3 +322,47 @@ def test_untracked_batches_are_counted_in_one_pass_and_a_bad_key_drops_only_its_
     lines = [rec.getMessage() for rec in caplog.records if "key_function raised" in rec.getMessage()]
     assert lines == ["streamlet 'countbykey-1' (count_by_key): key_function raised ValueError: no key for boom for "
                      "element 'boom'; dropped (its tuple is not tracked)"]
+
+
+@pytest.mark.parametrize("emit", ["update", "tick", "final"])
+def test_untracked_batches_are_reduced_in_one_pass_and_a_bad_element_drops_only_itself(caplog, emit):
+    """reduce_by_key's heron_process_batch (acking off): the values are those of the per-tuple
+    fold, in order; a key or reduce function that raises drops only that element, one line each."""
+    def key(s):
+        if s == "boom":
+            raise ValueError("no key for boom")
+        return s[0]
+
+    def add(a, c):
+        if c == 13:
+            raise ArithmeticError("13 is unlucky")
+        return a + c
+
+    items = ["a1", "b20", "boom", "a300", "b13", "b4000", "a2"]
+    b = Builder()
+    b.new_source(Items(items)).reduce_by_key(key, add, value_fn=lambda s: int(s[1:]), emit=emit).log()
+    calls = []
+    real = keyed.ReduceByKeyBolt.heron_process_batch
+
+    def spy(self, values):
+        calls.append(len(values))
+        return real(self, values)
+
+    keyed.ReduceByKeyBolt.heron_process_batch = spy
+    try:
+        with caplog.at_level(logging.ERROR):
+            r = run(b, ["log-1"])
+    finally:
+        keyed.ReduceByKeyBolt.heron_process_batch = real
+    assert calls and sum(calls) == len(items)  # every element went through the batch path
+    got = pairs(r, "log-1")
+    if emit == "update":
+        assert got == [("a", 1), ("b", 20), ("a", 301), ("b", 4020), ("a", 303)]
+    else:
+        assert sorted(got) == [("a", 303), ("b", 4020)]
+    lines = [rec.getMessage() for rec in caplog.records if " raised " in rec.getMessage()]
+    assert lines == [
+        "streamlet 'reducebykey-1' (reduce_by_key): key_function raised ValueError: no key for boom for element "
+        "'boom'; dropped (its tuple is not tracked)",
+        "streamlet 'reducebykey-1' (reduce_by_key): value_function or reduce_function raised ArithmeticError: 13 is "
+        "unlucky for element 'b13'; dropped (its tuple is not tracked)"]
