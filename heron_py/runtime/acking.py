@@ -110,10 +110,14 @@ class XorTracker:
     def __init__(self, buckets: int = 3) -> None:
         RotatingMap.check(buckets)
         self._buckets = buckets
-        # per spout task: (live roots, roots resolved recently), keyed by the root alone, so a
-        # record costs no (task, root) key to build and hash. A late ack for a resolved root
-        # must not resurrect an entry (which would later time out and call fail() for a tuple
-        # that was already acked), hence the second map.
+        # per spout task: (live roots, roots failed or timed out recently), keyed by the root
+        # alone, so a record costs no (task, root) key to build and hash. After a fail or a
+        # timeout the rest of the tree's records still arrive; they must not resurrect an entry
+        # (which would time out later), hence the second map. An acked root needs no entry
+        # there: every key of its tree was XORed in twice, so no record of it is left to come
+        # (a user's second ack of one tuple is the exception: its entry times out unseen, since
+        # the spout no longer holds the root). At 40,000 roots/s that map would hold a million
+        # acked roots, 30 MB and a cache miss per lookup.
         self._tasks: dict[int, tuple[RotatingMap, RotatingMap]] = {}
 
     def _maps(self, spout_task: int) -> tuple[RotatingMap, RotatingMap]:
@@ -149,7 +153,6 @@ class XorTracker:
                         v = old ^ value
                         if v == 0:
                             del bucket[root]
-                            done[0][root] = 1
                             resolved.append((RESULT_ACKED, root))
                         else:
                             bucket[root] = v

@@ -108,7 +108,11 @@ def test_the_same_root_id_under_two_spout_tasks_is_two_roots():
     r = t.update(1, 7, 0xA)
     assert r is not None and (r.spout_task, r.root, r.outcome) == (1, 7, Outcome.ACKED)
     assert t.pending == 1
-    assert t.fail(1, 7) is None  # resolved already under task 1
+    # a fail after task 1's root was acked (a user's fail of a tuple it acked) is reported: the
+    # tracker keeps no acked roots (below), and the spout, which no longer holds it, ignores it
+    r = t.fail(1, 7)
+    assert r is not None and (r.spout_task, r.root, r.outcome) == (1, 7, Outcome.FAILED)
+    assert t.fail(1, 7) is None  # failed once: remembered
     assert t.update(2, 7, 0x1) is None  # task 2's root is live, now 0xB ^ 0x1
     assert t.rotate() == []
     [r] = t.rotate()
@@ -291,3 +295,25 @@ def test_clocked_tracker_matches_exact_deadlines_under_any_schedule(seed, nroots
         assert t.next_deadline() == (min(live) if live else None)
         assert t.pending == len(live)
     assert seen == expected and t.pending == 0
+
+
+def test_acked_roots_leave_nothing_behind_failed_and_timed_out_ones_are_remembered():
+    """The tracker's memory is its live roots plus those failed or timed out within a timeout:
+    an acked root's every key came in twice, so nothing of it is left to arrive and it is not
+    kept (a million acked roots would otherwise stay for a timeout)."""
+    t = XorTracker(buckets=3)
+    t.update(1, 6000, 0xE)
+    t.rotate(), t.rotate()
+    assert [r.root for r in t.rotate()] == [6000]  # timed out
+    for root in range(1, 1001):
+        t.update(1, root, root * 7919)
+    for root in range(1, 1001):
+        assert t.update(1, root, root * 7919) is not None  # acked
+    t.update(1, 5000, 0xF)
+    assert t.fail(1, 5000) is not None
+    live, done = t._tasks[1]
+    assert len(live) == 0 and set(done) == {5000, 6000}
+    # their late records are still ignored; a late record of an acked root makes an entry
+    # that times out like any other (the spout holds no such root and ignores the result)
+    assert t.update(1, 5000, 0x1) is None and t.update(1, 6000, 0x1) is None and t.pending == 0
+    assert t.update(1, 17, 0x1) is None and t.pending == 1
