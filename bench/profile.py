@@ -161,7 +161,7 @@ def main() -> int:
         dt = time.monotonic() - t0
         cpu = {role: _cpu_delta(before[role], _thread_cpu(pid), dt) for role, pid in procs.items()}
     finally:
-        _kill(env, "bench_wc")
+        _kill(env, env["HERON_PY_BENCH_TOPOLOGY"])  # the program's own name (bench_wc, bench_latency)
     if a.cpu_only:
         for role in sorted(cpu):
             print(f"== {role}: CPU {cpu[role]}")

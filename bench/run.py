@@ -141,6 +141,7 @@ def _submit(home: Path, script: str, args: list[str], props: dict[str, str] | No
     finally:
         state.close()
     env["HERON_PY_BENCH_CLUSTER"] = where.cluster
+    env["HERON_PY_BENCH_TOPOLOGY"] = name  # the name the program gave it, for _kill
     return env, tid
 
 
