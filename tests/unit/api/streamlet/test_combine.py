@@ -176,21 +176,10 @@ def test_a_counting_task_refuses_a_combined_input_in_update_mode():
 
 @pytest.mark.parametrize("emit", ["tick", "final"])
 def test_a_combined_count_restored_from_a_checkpoint_continues_exactly(tmp_path, emit):
-    from heron_py.checkpoint.storage import LocalFsStorage
     from heron_py.common.framing import encode_marker
-    from heron_py.runtime.host import HostOptions, make_host
-    from heron_py.runtime.stateful import StatefulTask
-    from tests.unit.api.streamlet.test_keyed import LOG, _batch, _emitted, keyed_plan
+    from tests.unit.api.streamlet.test_keyed import _batch, _emitted, stateful_count
 
-    plan = keyed_plan(emit=emit, mode="EFFECTIVELY_ONCE", par=1, extra={combine.COMBINED: "true"})
-    storage = LocalFsStorage(tmp_path / "ckpt")
-    me = plan.packing.tasks_of("count")[0]
-    src = plan.packing.tasks_of("words")[0]
-    sent = []
-    host = make_host(plan, me, sent.extend, HostOptions())
-    task = StatefulTask(host, storage, "k", sent.extend, align_bytes=1 << 20, log=LOG)
-    task.restore(1, 0)
-    task.start_processing(1)
+    host, task, storage, me, src, sent = stateful_count(tmp_path, emit, extra={combine.COMBINED: "true"})
     task.on_batch(_batch(me, src, [("a", 2), ("b", 1)]))
     task.on_batch(_batch(me, src, [("c", 4), ("a", 1)]))
     task.on_marker(encode_marker(me, src, 5))

@@ -220,9 +220,10 @@ def _emitted(frames):
     return out
 
 
-@pytest.mark.parametrize("emit", ["update", "tick"])
-def test_state_restored_from_a_checkpoint_continues_exactly(tmp_path, emit):
-    plan = keyed_plan(emit=emit, mode="EFFECTIVELY_ONCE", par=1)
+def stateful_count(tmp_path, emit, extra=None):
+    """The counting task of ``keyed_plan`` under effectively once, restored to a clean start and
+    processing: (host, StatefulTask, storage, its task id, the spout's, the frames it sent)."""
+    plan = keyed_plan(emit=emit, mode="EFFECTIVELY_ONCE", par=1, extra=extra)
     storage = LocalFsStorage(tmp_path / "ckpt")
     me = plan.packing.tasks_of("count")[0]
     src = plan.packing.tasks_of("words")[0]
@@ -231,6 +232,26 @@ def test_state_restored_from_a_checkpoint_continues_exactly(tmp_path, emit):
     task = StatefulTask(host, storage, "k", sent.extend, align_bytes=1 << 20, log=LOG)
     task.restore(1, 0)
     task.start_processing(1)
+    return host, task, storage, me, src, sent
+
+
+def batch_calls(monkeypatch, bolt, builder):
+    """Runs ``builder`` in process with ``bolt``'s heron_process_batch counted: (the run, the
+    size of each batch it was given)."""
+    calls = []
+    real = bolt.heron_process_batch
+
+    def spy(self, values):
+        calls.append(len(values))
+        return real(self, values)
+
+    monkeypatch.setattr(bolt, "heron_process_batch", spy)
+    return run(builder, ["log-1"]), calls
+
+
+@pytest.mark.parametrize("emit", ["update", "tick"])
+def test_state_restored_from_a_checkpoint_continues_exactly(tmp_path, emit):
+    host, task, storage, me, src, sent = stateful_count(tmp_path, emit)
     task.on_batch(_batch(me, src, ["a", "b", "a"]))
     if emit == "tick":
         host.tick()  # a and b emitted; then c changes before the checkpoint, unemitted
@@ -290,7 +311,7 @@ def test_compiles_to_one_keyed_bolt_with_the_parents_partitions():
     assert comp.config[keyed.EMIT] == "tick" and comp.config[keyed.TICK_SECS] == "1.0"
 
 
-def test_untracked_batches_are_counted_in_one_pass_and_a_bad_key_drops_only_its_element(caplog):
+def test_untracked_batches_are_counted_in_one_pass_and_a_bad_key_drops_only_its_element(caplog, monkeypatch):
     """Acking off, a received batch goes to count_by_key's heron_process_batch (no tuple per
     input): the counts are those of the per-tuple path, and a key function that raises drops
     only that element, with one line."""
@@ -301,19 +322,8 @@ def test_untracked_batches_are_counted_in_one_pass_and_a_bad_key_drops_only_its_
 
     b = Builder()
     b.new_source(Items([*TEXT, "boom cat"])).flat_map(str.split).count_by_key(key_or_raise).log()
-    calls = []
-    real = keyed.CountByKeyBolt.heron_process_batch
-
-    def spy(self, values):
-        calls.append(len(values))
-        return real(self, values)
-
-    keyed.CountByKeyBolt.heron_process_batch = spy
-    try:
-        with caplog.at_level(logging.ERROR):
-            r = run(b, ["log-1"])
-    finally:
-        keyed.CountByKeyBolt.heron_process_batch = real
+    with caplog.at_level(logging.ERROR):
+        r, calls = batch_calls(monkeypatch, keyed.CountByKeyBolt, b)
     assert calls and sum(calls) == len(WORDS) + 2  # every word went through the batch path
     final = {}
     for w, n in pairs(r, "log-1"):
@@ -325,7 +335,7 @@ def test_untracked_batches_are_counted_in_one_pass_and_a_bad_key_drops_only_its_
 
 
 @pytest.mark.parametrize("emit", ["update", "tick", "final"])
-def test_untracked_batches_are_reduced_in_one_pass_and_a_bad_element_drops_only_itself(caplog, emit):
+def test_untracked_batches_are_reduced_in_one_pass_and_a_bad_element_drops_only_itself(caplog, monkeypatch, emit):
     """reduce_by_key's heron_process_batch (acking off): the values are those of the per-tuple
     fold, in order; a key or reduce function that raises drops only that element, one line each."""
     def key(s):
@@ -341,19 +351,8 @@ def test_untracked_batches_are_reduced_in_one_pass_and_a_bad_element_drops_only_
     items = ["a1", "b20", "boom", "a300", "b13", "b4000", "a2"]
     b = Builder()
     b.new_source(Items(items)).reduce_by_key(key, add, value_fn=lambda s: int(s[1:]), emit=emit).log()
-    calls = []
-    real = keyed.ReduceByKeyBolt.heron_process_batch
-
-    def spy(self, values):
-        calls.append(len(values))
-        return real(self, values)
-
-    keyed.ReduceByKeyBolt.heron_process_batch = spy
-    try:
-        with caplog.at_level(logging.ERROR):
-            r = run(b, ["log-1"])
-    finally:
-        keyed.ReduceByKeyBolt.heron_process_batch = real
+    with caplog.at_level(logging.ERROR):
+        r, calls = batch_calls(monkeypatch, keyed.ReduceByKeyBolt, b)
     assert calls and sum(calls) == len(items)  # every element went through the batch path
     got = pairs(r, "log-1")
     if emit == "update":
