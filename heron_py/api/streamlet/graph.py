@@ -127,7 +127,7 @@ def _packed(s: Streamlet) -> tuple[str, dict[str, bytes]]:
 
 def combiners(groups: Sequence[list[Streamlet]]) -> dict[int, Streamlet]:
     """The count_by_key streamlets whose input a source's task counts per batch first
-    (keyed.count_keys), by the id of the last streamlet of that task: a count_by_key emitting
+    (combine.count_keys), by the id of the last streamlet of that task: a count_by_key emitting
     on ticks or at the end (never per element) whose only input is a source's task, of which
     it is the only reader."""
     out: dict[int, Streamlet] = {}

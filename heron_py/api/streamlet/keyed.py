@@ -23,13 +23,9 @@ at ``pre_save``, so a restored tick-mode task emits them at its next tick.
 A key or reduce function that raises, or a key that is not hashable, fails that input tuple
 alone, with one log line naming the operator, the function, the error and the element.
 
-The combiner (``count_keys``, with fusion): a count_by_key in "tick" or "final" mode whose only
-input is a source's task has that task count each batch's keys before the exchange and send one
-(key, count) pair per key and batch instead of every element, as Spark's reduceByKey combines on
-the map side. Those modes emit per key, never per element, so what reaches downstream is the
-same; "update" mode keeps a tuple per element (each element's own update is what it emits). The
-counting task is then told its input is combined (``COMBINED``) and adds each pair's count. A
-key function that raises there is logged by the source's task, with the same line.
+With fusion, a count_by_key in "tick" or "final" mode may get (key, count) pairs that a source's
+task counted per batch instead of elements (combine.py): told so by ``COMBINED``, it adds each
+pair's count.
 """
 
 from __future__ import annotations
