@@ -17,6 +17,7 @@ at each scan while the other files go on."""
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +27,30 @@ from heron_py.connectors.base import ReplayableSource
 from heron_py.connectors.common import stable_owner
 
 Position = tuple[int, int]  # (line number of the next line to read, its byte offset)
+
+# How many bytes before a saved position its fingerprint covers: enough that two different log
+# files rarely share them (a timestamp, a counter), few enough to read on every commit.
+FINGERPRINT_BYTES = 64
+
+
+def fingerprint_range(byte: int) -> tuple[int, int]:
+    """The (offset, length) of the bytes a position at ``byte`` is fingerprinted by: the last
+    ``FINGERPRINT_BYTES`` before it (fewer near the start)."""
+    start = max(0, byte - FINGERPRINT_BYTES)
+    return start, byte - start
+
+
+def fingerprint(data: bytes) -> str:
+    """A short digest of the bytes before a position, saved with it: an inode number can be
+    reused by the file that replaced the old one, the bytes just read rarely are."""
+    return hashlib.blake2b(data, digest_size=8).hexdigest()
+
+
+def read_fingerprint(fd: int, byte: int) -> str | None:
+    """The fingerprint of an open file's bytes before ``byte``, or None when it is shorter."""
+    start, n = fingerprint_range(byte)
+    data = os.pread(fd, n, start)
+    return fingerprint(data) if len(data) == n else None
 
 
 @dataclass(frozen=True)
@@ -210,6 +235,12 @@ class FolderReader:
         now holds another file), or None when it is not open."""
         h = self._handles.get(file)
         return os.fstat(h.fileno()).st_ino if h is not None else None
+
+    def fingerprint(self, file: str, byte: int) -> str | None:
+        """The fingerprint of the open file's bytes before ``byte`` (kept with a position, so a
+        restart can tell another file's content even under a reused inode), or None."""
+        h = self._handles.get(file)
+        return read_fingerprint(h.fileno(), byte) if h is not None else None
 
     def _close(self, file: str) -> None:
         h = self._handles.pop(file, None)

@@ -28,7 +28,7 @@ from heron_py.api.metrics import IMetric
 from heron_py.api.spout.spout import Spout
 from heron_py.connectors.base import ReplayableSource, RetryPolicy
 from heron_py.connectors.common import component_where, config_error, opt_int, opt_str, retry_policy, source_acking
-from heron_py.connectors.files.reader import FolderReader, LinePositions, Position
+from heron_py.connectors.files.reader import FolderReader, LinePositions, Position, read_fingerprint
 
 
 @dataclass(frozen=True)
@@ -189,22 +189,42 @@ class FileTailSpout(Spout):
             with open(self._pos_path(file), encoding="utf-8") as f:
                 d = json.load(f)
             pos = int(d["line"]), int(d["byte"])
+            ino = None if d.get("ino") is None else int(d["ino"])
+            tail = d.get("tail")
+            if tail is not None and not isinstance(tail, str):
+                raise TypeError(f"tail is {type(tail).__name__}, not a string")
         except FileNotFoundError:
             return 0, 0
         except (ValueError, KeyError, TypeError) as e:
             self.log(f"{self.where}: positions file {self._pos_path(file)} is unreadable ({e}); expected "
-                     f'{{"line": N, "byte": N}}; reading {file} from its start', "error")
+                     f'{{"line": N, "byte": N, "ino": N, "tail": "hex"}}; reading {file} from its start', "error")
             return 0, 0
-        try:
-            ino = os.stat(os.path.join(self.cfg.folder, file)).st_ino
-        except OSError:
-            ino = None
-        if d.get("ino") is not None and ino is not None and int(d["ino"]) != ino:
+        other = self._other_file(file, pos, ino, tail)
+        if other:
             # replaced while this task was down: the saved position is in another file's bytes
-            self.log(f"{self.where}: file {file} is not the file its saved position {pos} was read from (another "
-                     f"inode); reading it from its start", "warn")
+            self.log(f"{self.where}: file {file} is not the file its saved position {pos} was read from ({other}); "
+                     f"reading it from its start", "warn")
             return 0, 0
         return pos
+
+    def _other_file(self, file: str, pos: Position, ino: int | None, tail: str | None) -> str:
+        """Why the file now under ``file`` is not the one whose inode ``ino`` and bytes before
+        the position (``tail``, a fingerprint) were saved ("" when it is,
+        or cannot be told: a missing file, or a file shorter than the position, which the reader
+        treats as truncated)."""
+        try:
+            fd = os.open(os.path.join(self.cfg.folder, file), os.O_RDONLY)
+        except OSError:
+            return ""
+        try:
+            if ino is not None and ino != os.fstat(fd).st_ino:
+                return "another inode"
+            now = read_fingerprint(fd, pos[1])
+        finally:
+            os.close(fd)
+        if tail is not None and now is not None and now != tail:
+            return "other bytes before it"
+        return ""
 
     def _commit(self) -> None:
         done = self.lines.commit() if self.tracked else dict(self.reader.positions)
@@ -215,7 +235,8 @@ class FileTailSpout(Spout):
             path = self._pos_path(file)
             tmp = f"{path}.tmp-{os.getpid()}"
             with open(tmp, "w", encoding="utf-8") as f:
-                json.dump({"line": line, "byte": byte, "ino": self.reader.inode(file)}, f)
+                json.dump({"line": line, "byte": byte, "ino": self.reader.inode(file),
+                           "tail": self.reader.fingerprint(file, byte)}, f)
             os.replace(tmp, path)  # atomic: a crash leaves the old position or the new one
 
     def metrics_snapshot(self) -> dict[str, float]:

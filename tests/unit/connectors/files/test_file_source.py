@@ -15,6 +15,7 @@ from heron_py.api.state.state import HashMapState
 from heron_py.connectors.base import ConnectorConfigError, ReplayableSource
 from heron_py.connectors.common import stable_owner
 from heron_py.connectors.files import FileTailGenerator, FileTailSpout, FolderReader, LinePositions, file_spout_config
+from heron_py.connectors.files.reader import FINGERPRINT_BYTES, fingerprint
 from tests.fakes import ManualClock
 
 
@@ -150,7 +151,8 @@ def test_at_least_once_commits_up_to_the_contiguous_acked_line_and_resumes_there
         s2.ack(e[1])
     s2.close()
     assert json.loads((data / ".heron-py-positions" / "t-files" / "a.txt.pos").read_text()) == {
-        "line": 10, "byte": 70, "ino": (data / "a.txt").stat().st_ino}
+        "line": 10, "byte": 70, "ino": (data / "a.txt").stat().st_ino,
+        "tail": fingerprint((data / "a.txt").read_bytes()[70 - FINGERPRINT_BYTES:70])}
     m = s2.metrics_snapshot()
     assert m["acked"] == 7 and m["pending"] == 0 and m["lag-bytes"] == 0
 
@@ -270,15 +272,79 @@ def test_a_saved_position_of_another_file_under_the_name_is_not_used(tmp_path):
     for e in d.emitted:
         s.ack(e[1])
     s.close()
-    # replaced while no task ran: longer than the saved position, so only the inode tells
-    (data / "a.txt").unlink()
-    (data / "b.txt").write_text("keeps the old inode busy\n")
+    # replaced while no task ran: longer than the saved position, so only the inode tells (the old
+    # file is kept under another name, so its inode cannot be handed to the new one)
+    (data / "a.txt").rename(data / "kept.txt")
     (data / "a.txt").write_text("".join(f"other {i}\n" for i in range(9)))
     s2, d2 = spout(data, "ATLEAST_ONCE", clock, **{"files.pattern": "a.txt"})
     pump(s2, clock)
     assert [e[0][1] for e in d2.emitted] == list(range(9))
     assert ("file spout 'files' task 1: file a.txt is not the file its saved position (5, 35) was read from "
             "(another inode); reading it from its start", "warn") in d2.lines
+
+
+def test_a_file_rewritten_in_place_while_no_task_ran_is_read_from_its_start(tmp_path):
+    # the same inode (as when a deleted file's inode is reused by its replacement): only the bytes
+    # before the saved position tell that it holds other lines now
+    data = tmp_path / "in"
+    data.mkdir()
+    (data / "a.txt").write_text("".join(f"line {i}\n" for i in range(5)))
+    clock = ManualClock(1000.0)
+    s, d = spout(data, "ATLEAST_ONCE", clock)
+    pump(s, clock)
+    for e in d.emitted:
+        s.ack(e[1])
+    s.close()
+    ino = (data / "a.txt").stat().st_ino
+    with open(data / "a.txt", "r+") as f:
+        f.write("".join(f"LINE {i}\n" for i in range(9)))
+    assert (data / "a.txt").stat().st_ino == ino
+    s2, d2 = spout(data, "ATLEAST_ONCE", clock)
+    pump(s2, clock)
+    assert [e[0][2] for e in d2.emitted] == [f"LINE {i}" for i in range(9)]
+    assert ("file spout 'files' task 1: file a.txt is not the file its saved position (5, 35) was read from "
+            "(other bytes before it); reading it from its start", "warn") in d2.lines
+
+
+def test_a_file_appended_to_while_no_task_ran_goes_on_from_its_saved_position(tmp_path):
+    data = tmp_path / "in"
+    data.mkdir()
+    (data / "a.txt").write_text("".join(f"line {i}\n" for i in range(5)))
+    clock = ManualClock(1000.0)
+    s, d = spout(data, "ATLEAST_ONCE", clock)
+    pump(s, clock)
+    for e in d.emitted:
+        s.ack(e[1])
+    s.close()
+    with open(data / "a.txt", "a") as f:
+        f.write("line 5\nline 6\n")
+    s2, d2 = spout(data, "ATLEAST_ONCE", clock)
+    pump(s2, clock)
+    assert [e[0][1:] for e in d2.emitted] == [[5, "line 5"], [6, "line 6"]]
+    assert not [ln for ln in d2.lines if "saved position" in ln[0]]
+
+
+@pytest.mark.parametrize("content, why", [
+    ('{"line": "x", "byte": 0}', "invalid literal for int() with base 10: 'x'"),
+    ('{"line": 1, "byte": 7, "ino": "abc"}', "invalid literal for int() with base 10: 'abc'"),
+    ('{"line": 1, "byte": 7, "tail": 5}', "tail is int, not a string"),
+    ('[1, 7]', "list indices must be integers or slices, not str"),
+    ('{"line": 1', "Expecting ',' delimiter: line 1 column 11 (char 10)"),
+])
+def test_an_unreadable_positions_file_is_one_error_and_the_file_is_read_from_its_start(tmp_path, content, why):
+    data = tmp_path / "in"
+    data.mkdir()
+    (data / "a.txt").write_text("line 0\nline 1\n")
+    pos_dir = data / ".heron-py-positions" / "t-files"
+    pos_dir.mkdir(parents=True)
+    (pos_dir / "a.txt.pos").write_text(content)
+    clock = ManualClock(1000.0)
+    s, d = spout(data, "ATLEAST_ONCE", clock)
+    pump(s, clock)
+    assert [e[0][1] for e in d.emitted] == [0, 1]
+    assert [ln for ln in d.lines if ln[1] == "error"] == [
+        (f"file spout 'files' task 1: positions file {pos_dir / 'a.txt.pos'} is unreadable ({why}); expected "
+         '{"line": N, "byte": N, "ino": N, "tail": "hex"}; reading a.txt from its start', "error")]
 
 
 def _read_as_nobody(folder: str, between: Any) -> tuple[list[str], list[str], list[str]]:
