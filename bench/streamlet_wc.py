@@ -16,8 +16,9 @@ count-<task>.counts, from a thread of its own (a sink gets no tick).
 With "keyed": flat_map → count_by_key(word, emit="tick", every 50 ms) → to_sink(a sink keeping
 the latest count per word): the issue's shape, the engine's keyed count instead of a user's
 counter (bytewax's peer counts with count_final). With "keyed-repartition": flat_map →
-repartition(2, by word) → count_by_key → the same (not combined: the count_by_key does not read
-a source's task). With "keyed-update": count_by_key in its default "update" mode (a pair per
+repartition(2, by word) → count_by_key → the same (combined through the repartition: the
+source's task calls by_word and counts per (partition, word); the repartition's task forwards
+the triples). With "keyed-update": count_by_key in its default "update" mode (a pair per
 word to the sink). With "reduce": map to (word, 1) → reduce_by_key(first, add, value_fn=second,
 emit every 50 ms) → the same sink. Note: a Streamlet source emits untracked tuples (as heronpy's), so "on"
 changes the mode, not what is acked.

@@ -5,14 +5,23 @@ with fusion) has that task send one (key, count) pair per key and batch instead 
 element, as Spark's reduceByKey combines on the map side: the routing, the emit and the
 pickling are then per key, not per element. Those two modes emit per key, never per element,
 so downstream sees the same; "update" mode keeps a tuple per element. The counting task is told
-its input is combined (``COMBINED``) and adds each pair's count (keyed.py). Pure, apart from the
-one log line a bad element gets.
+its input is combined (``COMBINED``) and adds each pair's count (keyed.py).
+
+A repartition between them (the source's task its only input, the count_by_key its only
+reader, nothing fused behind it) is kept and still decides where each element goes: the
+source's task calls its partition function on every element, as the engine's grouping would,
+and counts per (partition, key), sending (key, count, partition) triples that
+``groupings.PartitionIndexGrouping`` delivers to that partition; the repartition's task
+forwards them and ``groupings.CombinedKeyGrouping`` routes them on by key. An element sent to
+two partitions is counted in both, as its two copies would be. Pure, apart from the one log
+line a bad element gets.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import Any
 
 from heron_py.api.streamlet.chain import apply_map
@@ -22,6 +31,11 @@ COMBINED = "streamlet.keyed.combined"
 # on the source's task: the count_by_key's packed key function, and how its errors name it
 COMBINE_KEY_FUNCTION = "streamlet.keyed.combine.key_function"
 COMBINE_WHERE = "streamlet.keyed.combine.where"
+# on the source's task, when a repartition with a partition function is between: that
+# function (packed), the repartition's task count, and how the repartition's errors name it
+COMBINE_PARTITIONER = "streamlet.keyed.combine.partitioner"
+COMBINE_PARTITIONS = "streamlet.keyed.combine.partitions"
+COMBINE_PARTITIONER_WHERE = "streamlet.keyed.combine.partitioner.where"
 # a keyed operator's task metric: the elements its functions raised on (the source's task
 # counts there what its combiner dropped)
 METRIC_BAD = "streamlet-keyed-failed-inputs"
@@ -60,3 +74,51 @@ def count_keys(key_fn: Callable[[Any], Any], elements: Sequence[Any],
         except TypeError as e:
             on_error(element, e)
     return list(counts.items())
+
+
+def route(choose_many: Callable[[list[Any]], Sequence[Sequence[int]]], choose: Callable[[Any], Sequence[int]],
+          elements: Sequence[Any]) -> tuple[Sequence[Sequence[int]], Exception | None]:
+    """Each element's partition indexes (a repartition grouping prepared over partitions
+    0..n-1: ``choose_many`` for the batch, ``choose`` for one row), and the error that stopped
+    the routing, if one did: then the elements before the bad one are routed, as the engine's
+    emit sends the tuples before a grouping's error."""
+    rows = list(zip(elements))
+    try:
+        return choose_many(rows), None
+    except Exception:
+        pass
+    out: list[Sequence[int]] = []
+    for row in rows:
+        try:
+            out.append(choose(row))
+        except Exception as e:
+            return out, e
+    return out, None
+
+
+def count_keys_routed(key_fn: Callable[[Any], Any], elements: Sequence[Any], routes: Sequence[Sequence[int]],
+                      on_error: Callable[[Any, Exception], None]) -> list[tuple[Any, int, int]]:
+    """``count_keys`` per (partition, key): (key, count, partition) triples, in the order the
+    (partition, key) pairs first appear, where ``routes[i]`` are the partitions of
+    ``elements[i]`` (an element in two partitions counted in each). ``key_fn`` is called once
+    per element; an element it raises on, or whose key is not hashable, goes to
+    ``on_error(element, error)`` and is not counted. Pure."""
+    keys: list[Any] = []
+    skipped = apply_map(key_fn, elements, keys, on_error)
+    if skipped:
+        dropped = set(skipped)
+        elements = [x for i, x in enumerate(elements) if i not in dropped]
+        routes = [r for i, r in enumerate(routes) if i not in dropped]
+    if routes and max(map(len, routes)) == 1 and min(map(len, routes)) == 1:
+        try:  # the usual: one partition per element, counted in C
+            return [(k, n, p) for (p, k), n in Counter(zip(map(itemgetter(0), routes), keys, strict=True)).items()]
+        except TypeError:  # an unhashable key: counted one by one below, to name its element
+            pass
+    counts: dict[tuple[int, Any], int] = {}
+    for element, key, parts in zip(elements, keys, routes, strict=True):
+        try:
+            for p in parts:
+                counts[p, key] = counts.get((p, key), 0) + 1
+        except TypeError as e:
+            on_error(element, e)
+    return [(k, n, p) for (p, k), n in counts.items()]

@@ -19,7 +19,7 @@ from heron_py.api.spout.spout import Spout
 from heron_py.api.state.stateful_component import StatefulComponent
 from heron_py.api.stream import Stream
 from heron_py.api.streamlet import chain as chain_mod
-from heron_py.api.streamlet import combine, functions
+from heron_py.api.streamlet import combine, functions, groupings
 from heron_py.api.streamlet import source as source_mod
 from heron_py.api.streamlet.context import Context
 
@@ -124,11 +124,18 @@ class SourceSpout(StreamletSpout):
             register_chain_metrics(context, self.chain, self._names, self._failed)
         # count_by_key's combiner (combine.py): this task counts each batch's keys for it
         self._count_key: Callable[[Any], Any] | None = None
+        self._router: groupings.RepartitionGrouping | None = None
         limits = self.limits
         if config.get(combine.COMBINE_KEY_FUNCTION):
             self._count_key = functions.unpack(config, combine.COMBINE_KEY_FUNCTION, self._component)
             self._count_where = str(config.get(combine.COMBINE_WHERE, self._component))
             self._count_bad = task_counter(context, combine.METRIC_BAD)
+            if config.get(combine.COMBINE_PARTITIONER):
+                # the repartition between: its function called here on each element (partitions 0..n-1)
+                self._router = groupings.RepartitionGrouping(str(config[combine.COMBINE_PARTITIONER_WHERE]),
+                                                             config[combine.COMBINE_PARTITIONER])
+                self._router.prepare(context, self._component, OUTPUT_STREAM,
+                                     list(range(int(config[combine.COMBINE_PARTITIONS]))))
             # what a batch sends is a pair per distinct key, so a larger batch sends fewer
             # pairs per element; the time target still bounds each next_tuple
             limits = dataclasses.replace(limits, max_elements=limits.max_elements * COMBINED_BATCH_FACTOR)
@@ -163,10 +170,17 @@ class SourceSpout(StreamletSpout):
         if not xs:
             return
         outs = xs if self.chain is None else self.chain.run(xs, self._on_error)
+        error: Exception | None = None
         if outs and self._count_key is not None:
-            outs = combine.count_keys(self._count_key, outs, self._on_count_error)
+            if self._router is None:
+                outs = combine.count_keys(self._count_key, outs, self._on_count_error)
+            else:
+                routes, error = combine.route(self._router.choose_tasks_many, self._router.choose_tasks, outs)
+                outs = combine.count_keys_routed(self._count_key, outs[:len(routes)], routes, self._on_count_error)
         if outs:
             emit(list(zip(outs)))  # zip of one list: one-value tuples, made in C
+        if error is not None:  # the repartition function's: after what it routed, as the engine's emit
+            raise error
 
 
 def batch_emit(spout: Spout) -> Callable[[list[Any]], None]:

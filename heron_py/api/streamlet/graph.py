@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from heron_py.api.component.component_spec import GlobalStreamId
@@ -11,7 +12,7 @@ from heron_py.api.streamlet import chain, combine, functions, groupings, keyed
 from heron_py.api.streamlet import components as comp
 from heron_py.api.streamlet.errors import StreamletError
 from heron_py.api.streamlet.stage import shuffle
-from heron_py.api.streamlet.streamlet import Streamlet
+from heron_py.api.streamlet.streamlet import PARTITIONER, Streamlet
 from heron_py.api.topology import TopologyBuilder
 
 
@@ -125,33 +126,67 @@ def _packed(s: Streamlet) -> tuple[str, dict[str, bytes]]:
     return where, {key: functions.pack(where, obj) for key, obj in s._stage.objects.items()}
 
 
-def combiners(groups: Sequence[list[Streamlet]]) -> dict[int, Streamlet]:
+@dataclass(frozen=True)
+class Combiner:
+    """A count_by_key whose input a source's task counts per batch first (combine.py), and the
+    repartition between them, if one is (its task forwards what the source's task counted)."""
+
+    count: Streamlet
+    through: Streamlet | None = None
+
+    @property
+    def partitioned(self) -> bool:
+        """Whether the source's task routes by the repartition's function: (key, count,
+        partition) triples then, not (key, count) pairs."""
+        return self.through is not None and PARTITIONER in self.through._stage.objects
+
+
+def _only_reader(s: Streamlet) -> Streamlet | None:
+    """The one streamlet reading ``s`` and nothing else, or None."""
+    if len(s._children) != 1:
+        return None
+    c = s._children[0]
+    return c if len(c._parents) == 1 else None
+
+
+def combiners(groups: Sequence[list[Streamlet]]) -> dict[int, Combiner]:
     """The count_by_key streamlets whose input a source's task counts per batch first
     (combine.count_keys), by the id of the last streamlet of that task: a count_by_key emitting
-    on ticks or at the end (never per element) whose only input is a source's task, of which
-    it is the only reader."""
-    out: dict[int, Streamlet] = {}
+    on ticks or at the end (never per element) that is the only reader of a source's task, or
+    of a repartition (alone in its task: nothing fused behind it) that is the only reader of a
+    source's task."""
+    alone = {id(g[0]) for g in groups if len(g) == 1}
+    out: dict[int, Combiner] = {}
     for g in groups:
         last = g[-1]
-        if g[0]._stage.component not in _SOURCES or len(last._children) != 1:
-            continue
-        c = last._children[0]
-        if (c._stage.component is keyed.CountByKeyBolt and len(c._parents) == 1
+        c = _only_reader(last) if g[0]._stage.component in _SOURCES else None
+        through = None
+        if c is not None and c._stage.component is comp.PassBolt and c._stage.prefix == "repartition" \
+                and id(c) in alone:
+            through, c = c, _only_reader(c)
+        if (c is not None and c._stage.component is keyed.CountByKeyBolt
                 and c._stage.settings.get(keyed.EMIT) in (keyed.EMIT_TICK, keyed.EMIT_FINAL)):
-            out[id(last)] = c
+            out[id(last)] = Combiner(c, through)
     return out
 
 
-def _combiner_config(c: Streamlet) -> dict[str, Any]:
-    """What the source's task needs to count for ``c``: its key function, and its name as the
-    counting bolt's own error lines give it."""
-    _where, packed = _packed(c)
-    return {combine.COMBINE_KEY_FUNCTION: packed[keyed.KEY_FUNCTION],
-            combine.COMBINE_WHERE: f"streamlet '{c._name}' ({keyed.CountByKeyBolt.OPERATOR})"}
+def _combiner_config(c: Combiner) -> dict[str, Any]:
+    """What the source's task needs to count for ``c``: the count_by_key's key function and its
+    name as the counting bolt's own error lines give it; the repartition's function, task
+    count and name, when it has a function."""
+    _where, packed = _packed(c.count)
+    out: dict[str, Any] = {combine.COMBINE_KEY_FUNCTION: packed[keyed.KEY_FUNCTION],
+                           combine.COMBINE_WHERE: f"streamlet '{c.count._name}' ({keyed.CountByKeyBolt.OPERATOR})"}
+    if c.partitioned:
+        assert c.through is not None
+        where, rep = _packed(c.through)
+        out.update({combine.COMBINE_PARTITIONER: rep[PARTITIONER],
+                    combine.COMBINE_PARTITIONS: c.through._num_partitions, combine.COMBINE_PARTITIONER_WHERE: where})
+    return out
 
 
 def _add(bldr: TopologyBuilder, s: Streamlet, component_of: dict[int, str], extra: dict[str, Any],
-         combined: bool = False) -> None:
+         combined: Combiner | None = None) -> None:
     name = str(s._name)
     stage = s._stage
     where, packed = _packed(s)
@@ -159,9 +194,13 @@ def _add(bldr: TopologyBuilder, s: Streamlet, component_of: dict[int, str], extr
     if stage.grouping is None:
         bldr.add_spout(name, stage.component, par=s._num_partitions, config=config)
         return
-    if combined:  # (key, count) pairs from the combiner: routed by that key, to the task key_fn's would reach
+    if combined is not None and combined.count is s:
+        # (key, count[, partition]) from the combiner: routed by that key, to the task key_fn's would reach
         config[combine.COMBINED] = True
-        grouping = Grouping.custom(groupings.KeyGrouping(where))
+        by_key = groupings.CombinedKeyGrouping if combined.partitioned else groupings.KeyGrouping
+        grouping = Grouping.custom(by_key(where))
+    elif combined is not None and combined.partitioned:  # the repartition between: partitioned at the source
+        grouping = Grouping.custom(groupings.PartitionIndexGrouping(where))
     else:
         grouping = stage.grouping(where, packed)
     parents = [component_of[id(p)] for p in s._parents]
@@ -213,11 +252,11 @@ def add_to(bldr: TopologyBuilder, sources: Sequence[Streamlet], *, fusion: bool 
         for s in g:
             component_of[id(s)] = name
     combining = combiners(groups) if fusion else {}
-    combined = {id(c) for c in combining.values()}
+    combined = {id(s): c for c in combining.values() for s in (c.count, c.through) if s is not None}
     for g in groups:
         c = combining.get(id(g[-1]))
         extra = _combiner_config(c) if c is not None else {}
         if len(g) == 1:
-            _add(bldr, g[0], component_of, extra, combined=id(g[0]) in combined)
+            _add(bldr, g[0], component_of, extra, combined=combined.get(id(g[0])))
         else:
             _add_fused(bldr, g, component_of, extra)

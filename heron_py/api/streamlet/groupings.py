@@ -57,6 +57,38 @@ class KeyGrouping(ICustomGrouping):
         return out
 
 
+class CombinedKeyGrouping(KeyGrouping):
+    """A combiner's (key, count, partition) triples (combine.py), from the repartition between
+    it and the count_by_key, to the task their key hashes to (as ``KeyGrouping`` sends a pair)."""
+
+    def choose_tasks(self, values: Any) -> list[int]:
+        return [self.target_tasks[value_hash(values[0][0]) % len(self.target_tasks)]]
+
+    def choose_tasks_many(self, values_list: Sequence[Any]) -> list[Sequence[int]]:
+        one = self._one
+        n = len(one)
+        return [one[value_hash(values[0][0]) % n] for values in values_list]
+
+
+class PartitionIndexGrouping(ICustomGrouping):
+    """A combiner's (key, count, partition) triples to the repartition's task of that index:
+    the source's task already called the repartition function on each element (combine.py)."""
+
+    def __init__(self, operator: str) -> None:
+        self.operator = operator
+        self._one: list[tuple[int]] = []
+
+    def prepare(self, context: Any, component: str, stream: str, target_tasks: list[int]) -> None:
+        self._one = [(t,) for t in sorted(target_tasks)]
+
+    def choose_tasks(self, values: Any) -> list[int]:
+        return list(self._one[values[0][2]])
+
+    def choose_tasks_many(self, values_list: Sequence[Any]) -> list[Sequence[int]]:
+        one = self._one
+        return [one[values[0][2]] for values in values_list]
+
+
 class _FunctionGrouping(ICustomGrouping):
     """A grouping by a user function, cloudpickled into the plan and loaded in the task."""
 

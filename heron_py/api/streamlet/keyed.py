@@ -206,9 +206,10 @@ class CountByKeyBolt(_KeyedBolt):
         key_fn, counts, changed = self._key_fn, self.values, self._changed
         get = counts.get
         update, tick = self._mode == EMIT_UPDATE, self._mode == EMIT_TICK
-        if self._combined:  # (key, count) pairs, counted by the source's task (never update mode)
+        if self._combined:  # (key, count[, partition]), counted by the source's task (never update mode)
             for row in values:
-                key, m = row[0]
+                c = row[0]
+                key, m = c[0], c[1]
                 counts[key] = get(key, 0) + m
                 if tick and key not in changed:
                     changed[key] = _UNHELD
@@ -243,7 +244,8 @@ class CountByKeyBolt(_KeyedBolt):
     def _count(self, tup: Any) -> Any:
         """Counts the input's key; its key, or _FAILED when the key function raised (the tuple is failed)."""
         if self._combined:
-            key, m = tup.values[0]
+            c = tup.values[0]
+            key, m = c[0], c[1]
             self.values[key] = self.values.get(key, 0) + m
             return key
         try:

@@ -13,7 +13,13 @@ import pytest
 from heron_py.api.streamlet import combine, keyed
 from heron_py.api.streamlet.builder import Builder
 from heron_py.api.streamlet.config import Config
-from heron_py.api.streamlet.groupings import KeyFunctionGrouping, KeyGrouping
+from heron_py.api.streamlet.groupings import (
+    CombinedKeyGrouping,
+    KeyFunctionGrouping,
+    KeyGrouping,
+    PartitionIndexGrouping,
+    RepartitionGrouping,
+)
 from heron_py.api.streamlet.runner import build_topology
 from heron_py.planner.model import GroupingKind
 from heron_py.testing import run_in_process
@@ -72,13 +78,52 @@ def test_count_keys_reports_an_unhashable_key_with_its_element_and_counts_the_re
                       ("list", "TypeError", "unhashable type: 'list'")]
 
 
+def test_count_keys_routed_counts_per_partition_and_key_an_element_in_two_partitions_in_each():
+    routes = [(0,), (1,), (0,), (0, 1), (1,)]
+    elements = ["a", "a", "a", "b", "dog"]
+    errors = []
+    got = combine.count_keys_routed(key_or_raise, elements, routes, lambda x, e: errors.append((x, str(e))))
+    assert got == [("a", 2, 0), ("a", 1, 1), ("b", 1, 0), ("b", 1, 1)]
+    assert errors == [("dog", "no key for dog")]
+    # one partition each: the C-level count, same answer
+    assert combine.count_keys_routed(str.upper, ["x", "y", "x"], [(1,), (0,), (1,)], None) == [
+        ("X", 2, 1), ("Y", 1, 0)]
+
+
+def test_count_keys_routed_reports_an_unhashable_key_with_its_element():
+    errors = []
+    got = combine.count_keys_routed(lambda x: [x] if x == "l" else x, ["a", "l", "a"], [(0,), (1,), (0,)],
+                                    lambda x, e: errors.append((x, str(e))))
+    assert got == [("a", 2, 0)]
+    assert errors == [("l", "unhashable type: 'list'")]
+
+
+def test_route_stops_at_the_element_a_repartition_function_fails_on_keeping_the_ones_before():
+    g = RepartitionGrouping("streamlet 'repartition-1' (repartition)", pickle.dumps(None))
+    g.prepare(None, "c", "output", [0, 1, 2])
+    g._fn = lambda w, n: "bad" if w == "dog" else len(w) % n
+    routes, error = combine.route(g.choose_tasks_many, g.choose_tasks, ["the", "a", "dog", "cat"])
+    assert [tuple(r) for r in routes] == [(0,), (1,)]
+    assert str(error) == ("streamlet 'repartition-1' (repartition): the repartition function must return a "
+                          "partition index (int) or a list of them, found 'bad' for element 'dog'")
+    g._fn = lambda w, n: [0, 2] if w == "a" else 1
+    routes, error = combine.route(g.choose_tasks_many, g.choose_tasks, ["the", "a"])
+    assert [list(r) for r in routes] == [[1], [0, 2]] and error is None
+
+
 # --- which programs combine -----------------------------------------------------------------------
 
-def program(emit, *, fusion=True, clone=False, repartition=False, window=False):
+def by_length(w, n):
+    return len(w) % n
+
+
+def program(emit, *, fusion=True, clone=False, repartition=False, window=False, behind=False, partitioner=None):
     b = Builder()
     words = b.new_source(Items(TEXT)).flat_map(str.split)
     if repartition:
-        words = words.repartition(2)
+        words = words.repartition(2, partitioner)
+        if behind:  # an operator fused behind the repartition: its task is no plain forward
+            words = words.map(str.upper)
     if window:
         from heron_py.api.streamlet.windowconfig import WindowConfig
         words = words.map(lambda w: (w, 1)) \
@@ -101,11 +146,35 @@ def test_a_source_task_combines_for_a_count_by_key_that_emits_per_key(emit):
     assert inp.grouping.kind is GroupingKind.CUSTOM and type(pickle.loads(inp.grouping.custom.data)) is KeyGrouping
 
 
+@pytest.mark.parametrize("partitioner", [None, by_length], ids=["shuffled", "by a function"])
+def test_a_source_task_combines_through_a_repartition_between_which_keeps_its_task(partitioner):
+    topo = program("tick", repartition=True, partitioner=partitioner)
+    source = topo.component("generator-1__flatmap-1")
+    rep = topo.component("repartition-1")
+    count = topo.component("countbykey-1")
+    assert source.config[combine.COMBINE_WHERE] == "streamlet 'countbykey-1' (count_by_key)"
+    assert count.config[combine.COMBINED] == "true"
+    [rin] = rep.inputs
+    [cin] = count.inputs
+    assert cin.component == "repartition-1"
+    if partitioner is None:  # shuffled pairs: the repartition's own grouping
+        assert combine.COMBINE_PARTITIONER not in source.config
+        assert rin.grouping.kind is GroupingKind.SHUFFLE
+        assert type(pickle.loads(cin.grouping.custom.data)) is KeyGrouping
+    else:  # the function called in the source's task: triples carry the partition
+        assert source.config[combine.COMBINE_PARTITIONS] == "2"
+        assert source.config[combine.COMBINE_PARTITIONER_WHERE] == "streamlet 'repartition-1' (repartition)"
+        assert type(pickle.loads(rin.grouping.custom.data)) is PartitionIndexGrouping
+        assert type(pickle.loads(cin.grouping.custom.data)) is CombinedKeyGrouping
+
+
 @pytest.mark.parametrize("case", [dict(emit="update"), dict(emit="tick", fusion=False),
                                   dict(emit="tick", clone=True), dict(emit="final", window=True),
-                                  dict(emit="tick", repartition=True)],
+                                  dict(emit="update", repartition=True, partitioner=by_length),
+                                  dict(emit="tick", repartition=True, partitioner=by_length, behind=True)],
                          ids=["update mode", "fusion off", "a second reader of the source's task",
-                              "a windowed operator before it", "a repartition between (measured: no gain there)"])
+                              "a windowed operator before it", "update mode behind a repartition",
+                              "an operator fused behind the repartition"])
 def test_no_combiner_where_it_would_change_what_is_seen_or_is_not_asked_for(case):
     topo = program(**case)
     count = topo.component("countbykey-1")
@@ -120,8 +189,8 @@ def test_no_combiner_where_it_would_change_what_is_seen_or_is_not_asked_for(case
 def counts_of(emit, fusion, key=lambda w: w, text=TEXT, repartition=False):
     b = Builder()
     words = b.new_source(Items(text * 20)).set_num_partitions(2).flat_map(str.split)
-    if repartition:
-        words = words.repartition(2, lambda w, n: len(w) % n)
+    if repartition:  # a function, or shuffled (None)
+        words = words.repartition(2, repartition if callable(repartition) else None)
     words.count_by_key(key, emit=emit).set_num_partitions(3).set_name("count").log()
     r = run_in_process(build_topology("t", config(fusion), b), capture=["log-1"])
     latest: dict[str, int] = {}
@@ -131,15 +200,23 @@ def counts_of(emit, fusion, key=lambda w: w, text=TEXT, repartition=False):
     return latest, r
 
 
-@pytest.mark.parametrize("repartition", [False, True], ids=["combined", "a repartition between: not combined"])
+def both_partitions_for_the(w, n):
+    return [0, 1] if w == "the" else len(w) % n
+
+
+@pytest.mark.parametrize("repartition", [False, by_length, True, both_partitions_for_the],
+                         ids=["combined", "through a repartition by a function", "through a shuffled repartition",
+                              "through a repartition sending 'the' to both partitions"])
 @pytest.mark.parametrize("emit", ["tick", "final"])
 def test_combined_counts_equal_the_uncombined_ones_and_each_key_is_counted_in_one_task(emit, repartition):
     combined, r = counts_of(emit, True, repartition=repartition)
     plain, _ = counts_of(emit, False, repartition=repartition)
-    # each of the 2 source tasks emits every item (Items is per task)
-    assert combined == plain == {w: 40 * c for w, c in collections.Counter(WORDS).items()}
+    # each of the 2 source tasks emits every item (Items is per task); a 'the' in two partitions twice
+    twice = 2 if repartition is both_partitions_for_the else 1
+    expected = {w: 40 * c * (twice if w == "the" else 1) for w, c in collections.Counter(WORDS).items()}
+    assert combined == plain == expected
     counters = [c for c in r.components.values() if isinstance(c, keyed.CountByKeyBolt)]
-    assert len(counters) == 3 and all(c._combined is not repartition for c in counters)
+    assert len(counters) == 3 and all(c._combined for c in counters)
     held = [set(c.values) for c in counters]
     assert sum(map(len, held)) == len(set(WORDS))  # no key in two tasks
 
@@ -151,6 +228,21 @@ def test_a_key_function_that_raises_drops_its_element_with_one_line_from_the_sou
     lines = [rec.getMessage() for rec in caplog.records if "key_function raised" in rec.getMessage()]
     assert lines == ["streamlet 'count' (count_by_key): key_function raised ValueError: no key for dog for element "
                      "'dog'; dropped (its tuple is not tracked)"] * 40
+
+
+def bad_partition_for_dog(w, n):
+    return "bad" if w == "dog" else len(w) % n
+
+
+@pytest.mark.parametrize("fusion", [True, False], ids=["combined", "uncombined"])
+def test_a_repartition_function_that_fails_ends_the_source_task_with_its_error_as_without_the_combiner(fusion):
+    b = Builder()
+    b.new_source(Items(["the cat", "a dog sat", "on"])).flat_map(str.split).repartition(2, bad_partition_for_dog) \
+        .count_by_key(lambda w: w, emit="final").set_name("count").log()
+    with pytest.raises(Exception) as e:
+        run_in_process(build_topology("t", config(fusion), b), capture=["log-1"])
+    assert ("streamlet 'repartition-1' (repartition): the repartition function must return a partition index "
+            "(int) or a list of them, found 'bad' for element 'dog'") in str(e.value)
 
 
 def test_a_counting_task_refuses_a_combined_input_in_update_mode():
