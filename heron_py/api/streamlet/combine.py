@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from operator import itemgetter
+from itertools import repeat
 from typing import Any
 
 from heron_py.api.streamlet.chain import apply_map
@@ -76,44 +76,63 @@ def count_keys(key_fn: Callable[[Any], Any], elements: Sequence[Any],
     return list(counts.items())
 
 
-def route(choose_many: Callable[[list[Any]], Sequence[Sequence[int]]], choose: Callable[[Any], Sequence[int]],
-          elements: Sequence[Any]) -> tuple[Sequence[Sequence[int]], Exception | None]:
-    """Each element's partition indexes (a repartition grouping prepared over partitions
-    0..n-1: ``choose_many`` for the batch, ``choose`` for one row), and the error that stopped
-    the routing, if one did: then the elements before the bad one are routed, as the engine's
-    emit sends the tuples before a grouping's error."""
-    rows = list(zip(elements))
+def route(fn: Callable[[Any, int], Any], n: int, indexes: Callable[[Any, Any], list[int]],
+          elements: Sequence[Any]) -> tuple[list[Any], bool, Exception | None]:
+    """Where a repartition over ``n`` partitions sends each element: (the routes, whether each
+    route is one int index rather than a list of them, the error that stopped the routing or
+    None). ``fn(element, n)`` is the user's function, called once per element in one C-level
+    ``map``; when every answer is an int they are the indexes (modulo ``n``), otherwise each
+    answer becomes a list of indexes by ``indexes(answer, element)`` (the grouping's checks and
+    errors). After an error, the routes of the elements before the bad one come with it, as the
+    engine's emit sends the tuples before a grouping's error (and, as there, the function is
+    called again on those one by one)."""
     try:
-        return choose_many(rows), None
+        answers = list(map(fn, elements, repeat(n)))
     except Exception:
-        pass
-    out: list[Sequence[int]] = []
-    for row in rows:
+        answers = []
+        for x in elements:
+            try:
+                answers.append(fn(x, n))
+            except Exception as e:
+                return _as_lists(answers, elements, indexes)[0], False, e
+    if not answers or set(map(type, answers)) == {int}:
+        if answers and (min(answers) < 0 or max(answers) >= n):
+            answers = [a % n for a in answers]
+        return answers, True, None
+    out, error = _as_lists(answers, elements, indexes)
+    return out, False, error
+
+
+def _as_lists(answers: list[Any], elements: Sequence[Any],
+              indexes: Callable[[Any, Any], list[int]]) -> tuple[list[Any], Exception | None]:
+    """Each answer as a list of indexes, up to the first one ``indexes`` refuses (its error)."""
+    out: list[Any] = []
+    for a, x in zip(answers, elements, strict=False):  # the answers may stop short of the elements
         try:
-            out.append(choose(row))
+            out.append(indexes(a, x))
         except Exception as e:
             return out, e
     return out, None
 
 
-def count_keys_routed(key_fn: Callable[[Any], Any], elements: Sequence[Any], routes: Sequence[Sequence[int]],
+def count_keys_routed(key_fn: Callable[[Any], Any], elements: Sequence[Any], routes: Sequence[Any], single: bool,
                       on_error: Callable[[Any, Exception], None]) -> list[tuple[Any, int, int]]:
     """``count_keys`` per (partition, key): (key, count, partition) triples, in the order the
-    (partition, key) pairs first appear, where ``routes[i]`` are the partitions of
-    ``elements[i]`` (an element in two partitions counted in each). ``key_fn`` is called once
-    per element; an element it raises on, or whose key is not hashable, goes to
-    ``on_error(element, error)`` and is not counted. Pure."""
+    (partition, key) pairs first appear, where ``routes[i]`` is the partition of
+    ``elements[i]`` (``single``) or a list of its partitions (an element in two partitions
+    counted in each). ``key_fn`` is called once per element; an element it raises on, or whose
+    key is not hashable, goes to ``on_error(element, error)`` and is not counted. Pure."""
     keys: list[Any] = []
     skipped = apply_map(key_fn, elements, keys, on_error)
     if skipped:
         dropped = set(skipped)
         elements = [x for i, x in enumerate(elements) if i not in dropped]
         routes = [r for i, r in enumerate(routes) if i not in dropped]
-    if routes and max(map(len, routes)) == 1 and min(map(len, routes)) == 1:
+    if single:
         try:  # the usual: one partition per element, counted in C
-            return [(k, n, p) for (p, k), n in Counter(zip(map(itemgetter(0), routes), keys, strict=True)).items()]
+            return [(k, n, p) for (p, k), n in Counter(zip(routes, keys, strict=True)).items()]
         except TypeError:  # an unhashable key: counted one by one below, to name its element
-            pass
+            routes = [(p,) for p in routes]
     counts: dict[tuple[int, Any], int] = {}
     for element, key, parts in zip(elements, keys, routes, strict=True):
         try:

@@ -180,8 +180,10 @@ class SourceSpout(StreamletSpout):
             if self._router is None:
                 outs = combine.count_keys(self._count_key, outs, self._on_count_error)
             else:
-                routes, error = combine.route(self._router.choose_tasks_many, self._router.choose_tasks, outs)
-                outs = combine.count_keys_routed(self._count_key, outs[:len(routes)], routes, self._on_count_error)
+                r = self._router
+                routes, single, error = combine.route(r.function(), len(r.target_tasks), r.indexes, outs)
+                outs = combine.count_keys_routed(self._count_key, outs[:len(routes)], routes, single,
+                                                 self._on_count_error)
         if outs:
             emit(list(zip(outs)))  # zip of one list: one-value tuples, made in C
         if error is not None:  # the repartition function's: after what it routed, as the engine's emit

@@ -3,7 +3,7 @@ module-level class) with its user function already cloudpickled."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from heron_py.api.custom_grouping import ICustomGrouping
@@ -130,12 +130,22 @@ class RepartitionGrouping(_FunctionGrouping):
         chosen = self._fn(values[0], n)
         if type(chosen) is int:  # the common answer, once per element: no ABC check, no loop
             return [tasks[chosen % n]]
-        indexes = list(chosen) if isinstance(chosen, Iterable) else [chosen]
+        return [tasks[i] for i in self.indexes(chosen, values[0])]
+
+    def indexes(self, chosen: Any, element: Any) -> list[int]:
+        """The partition indexes (0..n-1) of the function's answer ``chosen`` for ``element``,
+        or one error naming the operator, the answer and the element."""
+        indexes = list(chosen) if isinstance(chosen, Iterable) and not isinstance(chosen, (str, bytes)) else [chosen]
         for i in indexes:
             if isinstance(i, bool) or not isinstance(i, int):
                 raise StreamletError(f"{self.operator}: the repartition function must return a partition index "
-                                     f"(int) or a list of them, found {chosen!r} for element {values[0]!r}")
-        return [tasks[i % n] for i in indexes]
+                                     f"(int) or a list of them, found {chosen!r} for element {element!r}")
+        n = len(self.target_tasks)
+        return [i % n for i in indexes]
+
+    def function(self) -> Callable[[Any, int], Any]:
+        """The user's function, loaded in ``prepare``."""
+        return self._fn  # type: ignore[no-any-return]
 
 
 class KeyFunctionGrouping(_FunctionGrouping):

@@ -79,36 +79,64 @@ def test_count_keys_reports_an_unhashable_key_with_its_element_and_counts_the_re
 
 
 def test_count_keys_routed_counts_per_partition_and_key_an_element_in_two_partitions_in_each():
-    routes = [(0,), (1,), (0,), (0, 1), (1,)]
+    routes = [[0], [1], [0], [0, 1], [1]]
     elements = ["a", "a", "a", "b", "dog"]
     errors = []
-    got = combine.count_keys_routed(key_or_raise, elements, routes, lambda x, e: errors.append((x, str(e))))
+    got = combine.count_keys_routed(key_or_raise, elements, routes, False, lambda x, e: errors.append((x, str(e))))
     assert got == [("a", 2, 0), ("a", 1, 1), ("b", 1, 0), ("b", 1, 1)]
     assert errors == [("dog", "no key for dog")]
     # one partition each: the C-level count, same answer
-    assert combine.count_keys_routed(str.upper, ["x", "y", "x"], [(1,), (0,), (1,)], None) == [
-        ("X", 2, 1), ("Y", 1, 0)]
+    assert combine.count_keys_routed(str.upper, ["x", "y", "x"], [1, 0, 1], True, None) == [("X", 2, 1), ("Y", 1, 0)]
 
 
-def test_count_keys_routed_reports_an_unhashable_key_with_its_element():
+@pytest.mark.parametrize("single", [True, False])
+def test_count_keys_routed_reports_an_unhashable_key_with_its_element(single):
     errors = []
-    got = combine.count_keys_routed(lambda x: [x] if x == "l" else x, ["a", "l", "a"], [(0,), (1,), (0,)],
+    routes = [0, 1, 0] if single else [[0], [1], [0]]
+    got = combine.count_keys_routed(lambda x: [x] if x == "l" else x, ["a", "l", "a"], routes, single,
                                     lambda x, e: errors.append((x, str(e))))
     assert got == [("a", 2, 0)]
     assert errors == [("l", "unhashable type: 'list'")]
 
 
-def test_route_stops_at_the_element_a_repartition_function_fails_on_keeping_the_ones_before():
+def grouping(fn, n):
     g = RepartitionGrouping("streamlet 'repartition-1' (repartition)", pickle.dumps(None))
-    g.prepare(None, "c", "output", [0, 1, 2])
-    g._fn = lambda w, n: "bad" if w == "dog" else len(w) % n
-    routes, error = combine.route(g.choose_tasks_many, g.choose_tasks, ["the", "a", "dog", "cat"])
-    assert [tuple(r) for r in routes] == [(0,), (1,)]
+    g.prepare(None, "c", "output", list(range(n)))
+    g._fn = fn
+    return lambda elements: combine.route(g.function(), n, g.indexes, elements)
+
+
+def test_route_calls_the_function_once_per_element_and_takes_ints_modulo_the_partitions():
+    calls = []
+
+    def fn(w, n):
+        calls.append((w, n))
+        return len(w)
+
+    assert grouping(fn, 3)(["the", "a", "cats"]) == ([0, 1, 1], True, None)
+    assert calls == [("the", 3), ("a", 3), ("cats", 3)]
+    assert grouping(lambda w, n: [0, 2] if w == "a" else -1, 3)(["the", "a"]) == ([[2], [0, 2]], False, None)
+    assert grouping(fn, 3)([]) == ([], True, None)
+
+
+@pytest.mark.parametrize("fn, found", [(lambda w, n: "bad" if w == "dog" else len(w) % n, "'bad'"),
+                                       (lambda w, n: [True] if w == "dog" else [len(w) % n], "[True]")],
+                         ids=["a str", "a bool"])
+def test_route_stops_at_the_element_a_repartition_function_answers_badly_keeping_the_ones_before(fn, found):
+    routes, single, error = grouping(fn, 3)(["the", "a", "dog", "cat"])
+    assert routes == [[0], [1]] and not single
     assert str(error) == ("streamlet 'repartition-1' (repartition): the repartition function must return a "
-                          "partition index (int) or a list of them, found 'bad' for element 'dog'")
-    g._fn = lambda w, n: [0, 2] if w == "a" else 1
-    routes, error = combine.route(g.choose_tasks_many, g.choose_tasks, ["the", "a"])
-    assert [list(r) for r in routes] == [[1], [0, 2]] and error is None
+                          f"partition index (int) or a list of them, found {found} for element 'dog'")
+
+
+def test_route_stops_at_the_element_a_repartition_function_raises_on_keeping_the_ones_before():
+    def fn(w, n):
+        if w == "dog":
+            raise KeyError("dog")
+        return 1
+
+    routes, _single, error = grouping(fn, 3)(["the", "a", "dog", "cat"])
+    assert routes == [[1], [1]] and repr(error) == "KeyError('dog')"
 
 
 # --- which programs combine -----------------------------------------------------------------------
