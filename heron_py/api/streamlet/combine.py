@@ -31,6 +31,9 @@ COMBINED = "streamlet.keyed.combined"
 # on the source's task: the count_by_key's packed key function, and how its errors name it
 COMBINE_KEY_FUNCTION = "streamlet.keyed.combine.key_function"
 COMBINE_WHERE = "streamlet.keyed.combine.where"
+# on the source's task of a tick-mode count: how long one combined batch may take at most (a
+# quarter of the tick, so the combining delays an update by a fraction of the tick at most)
+COMBINE_MAX_BATCH_S = "streamlet.keyed.combine.max.batch.secs"
 # on the source's task, when a repartition with a partition function is between: that
 # function (packed), the repartition's task count, and how the repartition's errors name it
 COMBINE_PARTITIONER = "streamlet.keyed.combine.partitioner"

@@ -88,7 +88,7 @@ class StreamletBolt(Bolt):
 
 # a combining source's batches may hold this many times the usual elements, and take this many
 # times the usual time (SourceSpout)
-COMBINED_BATCH_FACTOR = 4
+COMBINED_BATCH_FACTOR = 8
 
 
 class SourceSpout(StreamletSpout):
@@ -139,11 +139,14 @@ class SourceSpout(StreamletSpout):
                                      list(range(int(config[combine.COMBINE_PARTITIONS]))))
             # what a batch sends is a pair per distinct key, so a larger batch sends fewer pairs
             # per element (2,000 words of the benchmark's 1,000-word vocabulary hold 854 keys,
-            # 10,000 hold 1,000). The time target grows too, or it caps the batch first: the
-            # counts wait at most that long longer, and they are emitted only on ticks or at the
-            # end anyway
+            # 20,000 hold 1,000). The time target grows too, or it caps the batch first: the
+            # counts are emitted only on ticks or at the end anyway, and a tick-mode count
+            # bounds the wait to a quarter of its tick
+            target = limits.target_s * COMBINED_BATCH_FACTOR
+            if config.get(combine.COMBINE_MAX_BATCH_S) is not None:
+                target = max(limits.target_s, min(target, float(config[combine.COMBINE_MAX_BATCH_S])))
             limits = dataclasses.replace(limits, max_elements=limits.max_elements * COMBINED_BATCH_FACTOR,
-                                         target_s=limits.target_s * COMBINED_BATCH_FACTOR)
+                                         target_s=target)
         self._sizer = source_mod.BatchSizer(limits)
 
     def _on_count_error(self, element: Any, error: Exception) -> None:

@@ -326,10 +326,18 @@ def test_a_combined_count_restored_from_a_checkpoint_continues_exactly(tmp_path,
 def test_a_combining_source_takes_larger_batches_the_others_the_usual():
     from heron_py.api.streamlet.components import COMBINED_BATCH_FACTOR, SourceSpout
 
-    def sizers(emit):
-        _, r = counts_of(emit, True)
-        return {c._sizer.limits.max_elements for c in r.components.values() if isinstance(c, SourceSpout)}
+    def limits(emit, tick_secs=None):
+        b = Builder()
+        settings = {"tick_secs": tick_secs} if tick_secs else {}
+        b.new_source(Items(TEXT)).flat_map(str.split).count_by_key(lambda w: w, emit=emit, **settings).log()
+        r = run_in_process(build_topology("t", config(True), b), capture=["log-1"])
+        return {(c._sizer.limits.max_elements, c._sizer.limits.target_s)
+                for c in r.components.values() if isinstance(c, SourceSpout)}
 
-    usual = SourceSpout.limits.max_elements
-    assert sizers("final") == {usual * COMBINED_BATCH_FACTOR}
-    assert sizers("update") == {usual}
+    usual = SourceSpout.limits
+    bigger = usual.max_elements * COMBINED_BATCH_FACTOR
+    assert limits("final") == {(bigger, usual.target_s * COMBINED_BATCH_FACTOR)}
+    assert limits("tick") == {(bigger, usual.target_s * COMBINED_BATCH_FACTOR)}  # a 1 s tick: 250 ms allowed
+    assert limits("tick", 0.02) == {(bigger, 0.005)}  # a quarter of the tick
+    assert limits("tick", 0.001) == {(bigger, usual.target_s)}  # never below the usual target
+    assert limits("update") == {(usual.max_elements, usual.target_s)}
