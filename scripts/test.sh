@@ -36,8 +36,9 @@ if [ $# -eq 0 ]; then
     tests/integration/test_effectively_once.py tests/integration/test_streamlet_topology.py \
     tests/integration/test_streamlet_fusion.py tests/integration/test_window_topology.py
 fi
-# the benchmark's smoke mode: our word count's checksum, acking off and on, and a short
-# latency run, so the benchmark cannot rot unnoticed (figures in --quick mode mean little)
+# the benchmark's smoke mode: our word count's checksum, acking off and on, the Streamlet word
+# counts' (the combiner's paths, in real processes) and a short latency run, so the benchmark
+# cannot rot unnoticed (figures in --quick mode mean little)
 if [ $# -eq 0 ]; then
-  python bench/run.py --quick
+  python bench/run.py --quick --streamlet
 fi
