@@ -3,7 +3,9 @@
 A batch body is a pickle of ``(rows, values, ids)``:
 
 * ``rows``: a list of rows ``(stream, values)`` or ``(stream, values, roots)`` (at least once:
-  ``roots`` is a tuple of ``(spout task, root id, tuple id)``), or None;
+  ``roots`` is a tuple of ``(spout task, root id, tuple id)``), or runs ``(stream, None, None,
+  [values, ...])``: untracked tuples of one stream in a row, the stream named once (a batch
+  emit's outputs: the Streamlet operators' "output" stream), or None;
 * ``values``: a list of value lists on the "default" stream, after the rows, or None; the hot
   emit paths append here, so a row costs no tuple at emit nor at encode;
 * ``ids``: None, or an ``array('Q')`` holding one ``(spout task, root id, tuple id)`` triple
@@ -65,8 +67,35 @@ def loads_batch(body: bytes | memoryview) -> list[Any]:
     return body_rows(*loads_body(body))
 
 
+# the length of a run in ``rows``: (stream, None, None, values list); a plain row has 2 items,
+# a tracked row 3
+RUN_LEN = 4
+
+
+def row_count(rows: list[Any]) -> int:
+    """The tuples ``rows`` hold: one per row, each run's values counted."""
+    if RUN_LEN not in set(map(len, rows)):
+        return len(rows)
+    return sum(len(r[3]) if len(r) == RUN_LEN else 1 for r in rows)
+
+
+def expand_runs(rows: list[Any]) -> list[Any]:
+    """``rows`` with each run as its ``(stream, values)`` rows."""
+    if RUN_LEN not in set(map(len, rows)):
+        return rows
+    out: list[Any] = []
+    for r in rows:
+        if len(r) == RUN_LEN:
+            stream = r[0]
+            out.extend((stream, v) for v in r[3])
+        else:
+            out.append(r)
+    return out
+
+
 def body_rows(rows: list[Any] | None, values: list[Any] | None, ids: array[int] | list[int] | None) -> list[Any]:
-    out = list(rows or ())
+    """Every tuple of a body as a row ``(stream, values[, roots])``, in order (runs expanded)."""
+    out = expand_runs(list(rows)) if rows else []
     if values:
         if ids is None:
             out.extend(("default", v) for v in values)

@@ -26,7 +26,7 @@ from heron_py.common.framing import (
     MsgType,
     encode_batch_frame,
 )
-from heron_py.common.serialization import body_rows, dumps_batch, dumps_body
+from heron_py.common.serialization import RUN_LEN, body_rows, dumps_batch, dumps_body, expand_runs, row_count
 from heron_py.planner.grouping import FieldsRouter, Router, check_direct, choose_many, make_router
 from heron_py.planner.model import GroupingKind, PhysicalPlan
 
@@ -207,7 +207,7 @@ class Emitter:
 
     def pending_rows(self) -> dict[int, list[Any]]:
         """What is pending per task as rows, in order (the tests' and tools' view)."""
-        out = {t: list(rows) for t, rows in self.pending.items() if rows}
+        out = {t: expand_runs(list(rows)) for t, rows in self.pending.items() if rows}
         for t, vals in self.hot.items():
             if vals:
                 out.setdefault(t, []).extend(body_rows(None, vals, self.hot_ids.get(t)))
@@ -391,31 +391,46 @@ class Emitter:
                 chosen = None
         if chosen is None:
             chosen = _choose_each(values_list, nfields, [r.choose for r in routers], lambda v: self._check(v, stream))
-        # each tuple appended to the tasks chosen for it, in order
-        pending = self.pending
-        hot = self.hot
+        # each tuple appended to the tasks chosen for it, in order, into a run of the stream's
+        # values per task (the stream named once per run on the wire, not per tuple)
+        runs: dict[int, list[Any]] = {}
+        run_for = self._run_for
         batch_size = self.batch_size
         count = self._count
         for values, tasks in zip(values_list, chosen, strict=True):
             if len(values) != nfields:
                 self._check(values, stream)  # raises
-            row = (stream, values)
             for t in tasks:
-                if hot:
-                    self._seal(t)
-                lst = pending.get(t)
-                if lst is None:
-                    pending[t] = [row]
-                else:
-                    lst.append(row)
+                run = runs.get(t)
+                if run is None:
+                    run = runs[t] = run_for(t, stream)
+                run.append(values)
             count += 1
             if count >= batch_size:
                 self._count = count
                 self.flush()
+                runs.clear()  # sent: the next tuples start new runs
                 count = 0
         self._count = count
         if stream != "default":
             self.emitted_by_stream[stream] = self.emitted_by_stream.get(stream, 0) + len(values_list)
+
+    def _run_for(self, task: int, stream: str) -> list[Any]:
+        """The values list of the run of ``stream`` that ends what is pending for ``task``: the
+        last one when it is that stream's, else a new one (after the task's hot values, which
+        become rows first, so the order of the task's tuples stays the emit order)."""
+        if self.hot:
+            self._seal(task)
+        lst = self.pending.get(task)
+        if lst is None:
+            lst = self.pending[task] = []
+        elif lst:
+            last = lst[-1]
+            if len(last) == RUN_LEN and last[0] == stream:
+                return last[3]  # type: ignore[no-any-return]
+        run: list[Any] = []
+        lst.append((stream, None, None, run))
+        return run
 
     def emit_root_many(self, values_list: Sequence[Sequence[Any]], stream: str, roots: Sequence[int]) -> list[int]:
         """``emit_root`` for each tuple of ``values_list`` with the root of the same index, in
@@ -622,7 +637,7 @@ class Emitter:
         split in halves by ``_encode_rows``."""
         body = dumps_body(rows, vals, None if ids is None else array("Q", ids))
         if len(body) <= self.max_body:
-            count = (len(rows) if rows else 0) + (len(vals) if vals else 0)
+            count = (row_count(rows) if rows else 0) + (len(vals) if vals else 0)
             frames.append(encode_batch_frame(dest, self.task_id, body, MsgType.TUPLE_BATCH, count))
         else:
             self._encode_rows(dest, body_rows(rows, vals, ids), frames, oversized)

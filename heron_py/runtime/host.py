@@ -32,7 +32,7 @@ from heron_py.api.tuple import HeronTuple, TrackedTuple, TupleHelper
 from heron_py.common.config import TICK, InstanceConfig, ReliabilityConfig, max_frame_bytes
 from heron_py.common.config_codec import restore_config
 from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, RESULT_ACKED, RESULT_RECORD
-from heron_py.common.serialization import body_rows, loads_body, loads_user_object
+from heron_py.common.serialization import RUN_LEN, body_rows, loads_body, loads_user_object, row_count
 from heron_py.planner.model import ComponentKind, PhysicalPlan, TopologyState
 from heron_py.runtime.emitter import Emitter, acked_ids
 from heron_py.runtime.hooks import Hooks, auto_hooks
@@ -465,20 +465,8 @@ class BoltHost(ComponentHost):
                 rows = [(r[0], decode(r[1]), *r[2:]) for r in rows]
             if self.observer is not None:
                 self.observer(src_component, src, rows)
-        n_rows = len(rows) if rows else 0
-        n = n_rows + (len(vals) if vals else 0)
+        n = self._count_received(src_component, rows, vals)
         c = self.counters
-        c.processed += n
-        key = self._exec_key.get(src_component)
-        if key is not None:
-            c.executed[key] = c.executed.get(key, 0) + n
-        else:
-            for row in rows or ():
-                k = f"{src_component}/{row[0]}"
-                c.executed[k] = c.executed.get(k, 0) + 1
-            if vals:
-                k = f"{src_component}/default"
-                c.executed[k] = c.executed.get(k, 0) + len(vals)
         if self._batch is not None and (self.reliability is None or not _tracked(rows, ids)):
             self._run_batch(rows, vals, n)
             return
@@ -491,7 +479,12 @@ class BoltHost(ComponentHost):
             cls = HeronTuple
             if rows:
                 for row in rows:
-                    process(new(cls, (None, src_component, row[0], src, row[1], created, None)))
+                    if len(row) == RUN_LEN:  # a run: untracked values of one stream
+                        stream = row[0]
+                        for v in row[3]:
+                            process(new(cls, (None, src_component, stream, src, v, created, None)))
+                    else:
+                        process(new(cls, (None, src_component, row[0], src, row[1], created, None)))
             if vals:
                 for v in vals:
                     process(new(cls, (None, src_component, "default", src, v, created, None)))
@@ -499,8 +492,13 @@ class BoltHost(ComponentHost):
             tracked = TrackedTuple
             if rows:
                 for row in rows:
-                    process(new(tracked, (None, src_component, row[0], src, row[1], created,
-                                          row[2] if len(row) > 2 else ())))
+                    if len(row) == RUN_LEN:  # a run: untracked values of one stream
+                        stream = row[0]
+                        for v in row[3]:
+                            process(new(tracked, (None, src_component, stream, src, v, created, ())))
+                    else:
+                        process(new(tracked, (None, src_component, row[0], src, row[1], created,
+                                              row[2] if len(row) > 2 else ())))
             if vals:
                 if ids is None:
                     for v in vals:
@@ -514,12 +512,40 @@ class BoltHost(ComponentHost):
         c.interval_s += dt
         c.interval_count += n
 
+    def _count_received(self, src_component: str, rows: list[Any] | None, vals: list[Any] | None) -> int:
+        """Counts a received batch's tuples as processed and executed (per source stream);
+        returns how many it holds."""
+        n = (row_count(rows) if rows else 0) + (len(vals) if vals else 0)
+        c = self.counters
+        c.processed += n
+        key = self._exec_key.get(src_component)
+        if key is not None:
+            c.executed[key] = c.executed.get(key, 0) + n
+            return n
+        for row in rows or ():
+            k = f"{src_component}/{row[0]}"
+            c.executed[k] = c.executed.get(k, 0) + (len(row[3]) if len(row) == RUN_LEN else 1)
+        if vals:
+            k = f"{src_component}/default"
+            c.executed[k] = c.executed.get(k, 0) + len(vals)
+        return n
+
     def _run_batch(self, rows: list[Any] | None, vals: list[Any] | None, n: int) -> None:
         """The whole batch in one call of the bolt's heron_process_batch (no tuple is tracked:
         nothing to anchor or ack per tuple); its outputs in one emit call. An input the bolt
         failed is counted as failed, the others as acked."""
         assert self._batch is not None
-        values = [r[1] for r in rows] if rows else []
+        if not rows:
+            values = []
+        elif len(rows) == 1 and len(rows[0]) == RUN_LEN:  # the usual batch emit's body: one run
+            values = rows[0][3]
+        else:
+            values = []
+            for r in rows:
+                if len(r) == RUN_LEN:
+                    values.extend(r[3])
+                else:
+                    values.append(r[1])
         if vals:
             values.extend(vals)
         t0 = time.perf_counter()
@@ -555,7 +581,7 @@ def _tracked(rows: list[Any] | None, ids: Any) -> bool:
         return len(ids) > 0
     if not rows:
         return False
-    return max(map(len, rows)) > 2
+    return 3 in set(map(len, rows))  # (stream, values, roots); a run has 4 items, untracked
 
 
 def _age_ms(tup: Any) -> float:

@@ -72,6 +72,25 @@ class _Metrics(IMetric):
         return self.spout.metrics_snapshot()
 
 
+def other_file(path: str, pos: Position, ino: int | None, tail: str | None) -> str:
+    """Why the file now at ``path`` is not the one whose inode ``ino`` and bytes before the
+    position (``tail``, a fingerprint) were saved ("" when it is, or cannot be told: a missing
+    file, or a file shorter than the position, which the reader treats as truncated)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return ""
+    try:
+        if ino is not None and ino != os.fstat(fd).st_ino:
+            return "another inode"
+        now = read_fingerprint(fd, pos[1])
+    finally:
+        os.close(fd)
+    if tail is not None and now is not None and now != tail:
+        return "other bytes before it"
+    return ""
+
+
 class FileTailSpout(Spout):
     """Configured by the component's config (``files.*``, see docs/connectors/files.md)."""
 
@@ -199,32 +218,13 @@ class FileTailSpout(Spout):
             self.log(f"{self.where}: positions file {self._pos_path(file)} is unreadable ({e}); expected "
                      f'{{"line": N, "byte": N, "ino": N, "tail": "hex"}}; reading {file} from its start', "error")
             return 0, 0
-        other = self._other_file(file, pos, ino, tail)
+        other = other_file(os.path.join(self.cfg.folder, file), pos, ino, tail)
         if other:
             # replaced while this task was down: the saved position is in another file's bytes
             self.log(f"{self.where}: file {file} is not the file its saved position {pos} was read from ({other}); "
                      f"reading it from its start", "warn")
             return 0, 0
         return pos
-
-    def _other_file(self, file: str, pos: Position, ino: int | None, tail: str | None) -> str:
-        """Why the file now under ``file`` is not the one whose inode ``ino`` and bytes before
-        the position (``tail``, a fingerprint) were saved ("" when it is,
-        or cannot be told: a missing file, or a file shorter than the position, which the reader
-        treats as truncated)."""
-        try:
-            fd = os.open(os.path.join(self.cfg.folder, file), os.O_RDONLY)
-        except OSError:
-            return ""
-        try:
-            if ino is not None and ino != os.fstat(fd).st_ino:
-                return "another inode"
-            now = read_fingerprint(fd, pos[1])
-        finally:
-            os.close(fd)
-        if tail is not None and now is not None and now != tail:
-            return "other bytes before it"
-        return ""
 
     def _commit(self) -> None:
         done = self.lines.commit() if self.tracked else dict(self.reader.positions)
