@@ -262,7 +262,9 @@ def test_at_least_once_a_truncated_file_counts_its_lines_again_and_old_acks_are_
     assert (pos["line"], pos["byte"]) == (2, 16)
 
 
-def test_a_saved_position_of_another_file_under_the_name_is_not_used(tmp_path):
+def read_five_lines_and_stop(tmp_path):
+    """A folder with a.txt of 5 lines, read and acked by a task that then closed: its position
+    (5, 35) saved. Returns (the folder, the clock)."""
     data = tmp_path / "in"
     data.mkdir()
     (data / "a.txt").write_text("".join(f"line {i}\n" for i in range(5)))
@@ -272,6 +274,11 @@ def test_a_saved_position_of_another_file_under_the_name_is_not_used(tmp_path):
     for e in d.emitted:
         s.ack(e[1])
     s.close()
+    return data, clock
+
+
+def test_a_saved_position_of_another_file_under_the_name_is_not_used(tmp_path):
+    data, clock = read_five_lines_and_stop(tmp_path)
     # replaced while no task ran: longer than the saved position, so only the inode tells (the old
     # file is kept under another name, so its inode cannot be handed to the new one)
     (data / "a.txt").rename(data / "kept.txt")
@@ -286,15 +293,7 @@ def test_a_saved_position_of_another_file_under_the_name_is_not_used(tmp_path):
 def test_a_file_rewritten_in_place_while_no_task_ran_is_read_from_its_start(tmp_path):
     # the same inode (as when a deleted file's inode is reused by its replacement): only the bytes
     # before the saved position tell that it holds other lines now
-    data = tmp_path / "in"
-    data.mkdir()
-    (data / "a.txt").write_text("".join(f"line {i}\n" for i in range(5)))
-    clock = ManualClock(1000.0)
-    s, d = spout(data, "ATLEAST_ONCE", clock)
-    pump(s, clock)
-    for e in d.emitted:
-        s.ack(e[1])
-    s.close()
+    data, clock = read_five_lines_and_stop(tmp_path)
     ino = (data / "a.txt").stat().st_ino
     with open(data / "a.txt", "r+") as f:
         f.write("".join(f"LINE {i}\n" for i in range(9)))
@@ -307,15 +306,7 @@ def test_a_file_rewritten_in_place_while_no_task_ran_is_read_from_its_start(tmp_
 
 
 def test_a_file_appended_to_while_no_task_ran_goes_on_from_its_saved_position(tmp_path):
-    data = tmp_path / "in"
-    data.mkdir()
-    (data / "a.txt").write_text("".join(f"line {i}\n" for i in range(5)))
-    clock = ManualClock(1000.0)
-    s, d = spout(data, "ATLEAST_ONCE", clock)
-    pump(s, clock)
-    for e in d.emitted:
-        s.ack(e[1])
-    s.close()
+    data, clock = read_five_lines_and_stop(tmp_path)
     with open(data / "a.txt", "a") as f:
         f.write("line 5\nline 6\n")
     s2, d2 = spout(data, "ATLEAST_ONCE", clock)
