@@ -138,3 +138,11 @@ def test_a_bad_repartition_answer_is_the_per_tuple_error() -> None:
         rep.choose_tasks_many([["a"]])
     assert str(e.value) == ("repartition-1: the repartition function must return a partition index (int) or a "
                             "list of them, found 'x' for element 'a'")
+
+
+def test_repartition_int_answers_out_of_range_are_taken_modulo_as_per_tuple() -> None:
+    rep = RepartitionGrouping("repartition-1", functions.pack("t", lambda element, n: element - 5))
+    rep.prepare(None, "c", "s", TARGETS)
+    rows = [[i] for i in range(12)]  # answers -5..6: negative and past the partition count
+    assert [list(t) for t in rep.choose_tasks_many(rows)] == [rep.choose_tasks(r) for r in rows]
+    assert rep.choose_tasks_many([]) == []
