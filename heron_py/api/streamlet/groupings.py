@@ -4,8 +4,6 @@ module-level class) with its user function already cloudpickled."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from itertools import repeat
-from operator import itemgetter
 from typing import Any
 
 from heron_py.api.custom_grouping import ICustomGrouping
@@ -113,22 +111,18 @@ class RepartitionGrouping(_FunctionGrouping):
 
     def choose_tasks_many(self, values_list: Sequence[Any]) -> list[Sequence[int]]:
         """``choose_tasks`` for a batch (the engine's emit of a source's or a fused chain's
-        batch): the function once per element in one C-level ``map``; when every answer is an
-        int, a prebuilt one-task tuple each (also by ``map``); otherwise each answer checked as
-        ``choose_tasks`` checks it (its errors). A function that raises raises here: the
-        engine then asks ``choose_tasks`` tuple by tuple, so the tuples before it go out."""
+        batch): the function once per element in one loop, a prebuilt one-task tuple for the
+        common int answer, ``choose_tasks`` for any other answer (its checks and errors)."""
         one = self._one
         n = len(one)
-        answers = list(map(self._fn, map(itemgetter(0), values_list), repeat(n)))
-        if not answers:
-            return []
-        if set(map(type, answers)) == {int}:
-            if min(answers) < 0 or max(answers) >= n:
-                answers = [a % n for a in answers]
-            return list(map(one.__getitem__, answers))
-        tasks = self.target_tasks
-        return [one[a % n] if type(a) is int else [tasks[i] for i in self.indexes(a, values[0])]
-                for a, values in zip(answers, values_list, strict=True)]
+        fn = self._fn
+        choose = self.choose_tasks
+        out: list[Sequence[int]] = []
+        append = out.append
+        for values in values_list:
+            chosen = fn(values[0], n)
+            append(one[chosen % n] if type(chosen) is int else choose(values))
+        return out
 
     def choose_tasks(self, values: Any) -> list[int]:
         tasks = self.target_tasks
