@@ -28,23 +28,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from connector_common import topology_head  # noqa: E402
 
 from tests.kafka_broker import TansuBroker  # noqa: E402
 
-TOPOLOGY = '''
-import sys
-from heron_py.connectors.kafka import KafkaSpout
-from heronpy.api.bolt.bolt import Bolt
-from heronpy.api.stream import Grouping
-from heronpy.api.topology import TopologyBuilder
-
-class Count(Bolt):
-    def initialize(self, config, context):
-        self.n = 0
-    def process(self, tup):
-        self.n += 1
-        self.ack(tup)
-
+TOPOLOGY = topology_head("from heron_py.connectors.kafka import KafkaSpout") + '''
 guarantee = sys.argv[3]
 b = TopologyBuilder("kafka_bench")
 spout = KafkaSpout.spec(name="kafka", par=1, config={"kafka.bootstrap.servers": sys.argv[1],

@@ -23,23 +23,13 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from connector_common import topology_head  # noqa: E402
 
 from tests.rabbitmq_server import RabbitMQServer  # noqa: E402
 
-TOPOLOGY = '''
-import sys
-from heron_py.connectors.rabbitmq import RabbitMQSpout
-from heronpy.api.bolt.bolt import Bolt
-from heronpy.api.stream import Grouping
-from heronpy.api.topology import TopologyBuilder
-
-class Count(Bolt):
-    def initialize(self, config, context):
-        self.n = 0
-    def process(self, tup):
-        self.n += 1
-        self.ack(tup)
-
+TOPOLOGY = topology_head("from heron_py.connectors.rabbitmq import RabbitMQSpout") + '''
 b = TopologyBuilder("rabbitmq_bench")
 spout = b.add_spout("rabbitmq", RabbitMQSpout, par=1, config={"rabbitmq.url": sys.argv[1],
                                                               "rabbitmq.queue": "bench-spout"})

@@ -35,23 +35,13 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from connector_common import topology_head  # noqa: E402
 
 from tests.redis_server import RedisServer  # noqa: E402
 
-TOPOLOGY = '''
-import sys
-from heron_py.connectors.redis import RedisStreamSpout
-from heronpy.api.bolt.bolt import Bolt
-from heronpy.api.stream import Grouping
-from heronpy.api.topology import TopologyBuilder
-
-class Count(Bolt):
-    def initialize(self, config, context):
-        self.n = 0
-    def process(self, tup):
-        self.n += 1
-        self.ack(tup)
-
+TOPOLOGY = topology_head("from heron_py.connectors.redis import RedisStreamSpout") + '''
 b = TopologyBuilder("redis_bench")
 spout = RedisStreamSpout.spec(name="redis", par=1, config={"redis.url": sys.argv[1], "redis.stream": "bench",
     "redis.group": sys.argv[2], "redis.create.group": True})
