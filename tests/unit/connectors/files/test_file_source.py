@@ -175,28 +175,31 @@ def test_effectively_once_positions_go_through_the_checkpoint(tmp_path):
     assert not (tmp_path / ".heron-py-positions").exists()  # nothing but the checkpoint keeps positions
 
 
+class OneTask:
+    """The topology context of a generator's only task (task 5 of "src")."""
+
+    def get_task_id(self):
+        return 5
+
+    def get_component_id(self):
+        return "src"
+
+    def get_component_tasks(self, c):
+        return [5]
+
+
 def test_file_tail_generator_keeps_positions_in_the_state(tmp_path):
     from heron_py.api.streamlet.components import ContextImpl
-
-    class Top:
-        def get_task_id(self):
-            return 5
-
-        def get_component_id(self):
-            return "src"
-
-        def get_component_tasks(self, c):
-            return [5]
 
     (tmp_path / "a.txt").write_text("x\ny\n")
     state = HashMapState()
     g = FileTailGenerator(str(tmp_path))
-    g.setup(ContextImpl(Top(), state, None))
+    g.setup(ContextImpl(OneTask(), state, None))
     assert [g.get(), g.get(), g.get()] == ["x", "y", None]
     assert state.get("positions") == {"a.txt": (2, 4)}
     (tmp_path / "a.txt").write_text("x\ny\nz\n")
     g2 = FileTailGenerator(str(tmp_path), with_position=True)
-    g2.setup(ContextImpl(Top(), state, None))  # a restore with that state
+    g2.setup(ContextImpl(OneTask(), state, None))  # a restore with that state
     assert g2.get() == ("a.txt", 2, "z")
 
 
@@ -204,19 +207,9 @@ def test_text_file_generator_still_works(tmp_path):
     from heron_py.api.connectors.textfiles.textfilesgenerator import TextFileGenerator
     from heron_py.api.streamlet.components import ContextImpl
 
-    class Top:
-        def get_task_id(self):
-            return 5
-
-        def get_component_id(self):
-            return "src"
-
-        def get_component_tasks(self, c):
-            return [5]
-
     (tmp_path / "a.txt").write_text("x\ny\n")
     g = TextFileGenerator(str(tmp_path / "*.txt"))
-    g.setup(ContextImpl(Top(), None, None))
+    g.setup(ContextImpl(OneTask(), None, None))
     assert [g.get(), g.get(), g.get()] == ["x\n", "y\n", None]
 
 
