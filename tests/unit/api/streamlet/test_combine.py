@@ -294,26 +294,30 @@ def test_a_counting_task_refuses_a_combined_input_in_update_mode():
 
 # --- effectively once: a counting task fed (key, count) pairs checkpoints and rolls back exactly ---
 
+@pytest.mark.parametrize("routed", [False, True], ids=["pairs", "triples through a repartition"])
 @pytest.mark.parametrize("emit", ["tick", "final"])
-def test_a_combined_count_restored_from_a_checkpoint_continues_exactly(tmp_path, emit):
+def test_a_combined_count_restored_from_a_checkpoint_continues_exactly(tmp_path, emit, routed):
     from heron_py.common.framing import encode_marker
     from tests.unit.api.streamlet.test_keyed import _batch, _emitted, stateful_count
 
+    def c(key, n):  # what reaches the count: (key, count), or (key, count, partition) through a repartition
+        return (key, n, len(key) % 2) if routed else (key, n)
+
     host, task, storage, me, src, sent = stateful_count(tmp_path, emit, extra={combine.COMBINED: "true"})
-    task.on_batch(_batch(me, src, [("a", 2), ("b", 1)]))
-    task.on_batch(_batch(me, src, [("c", 4), ("a", 1)]))
+    task.on_batch(_batch(me, src, [c("a", 2), c("b", 1)]))
+    task.on_batch(_batch(me, src, [c("c", 4), c("a", 1)]))
     task.on_marker(encode_marker(me, src, 5))
     storage.mark_complete("k", 5)
     saved = pickle.loads(storage.load("k", 5, me))
     assert saved[keyed.VALUES] == {"a": 3, "b": 1, "c": 4}
-    task.on_batch(_batch(me, src, [("a", 10), ("z", 1)]))  # after the checkpoint: rolled back below
+    task.on_batch(_batch(me, src, [c("a", 10), c("z", 1)]))  # after the checkpoint: rolled back below
     assert host.user.values == {"a": 13, "b": 1, "c": 4, "z": 1}
     task.restore(2, 5)
     task.start_processing(2)
     assert host.user.values == {"a": 3, "b": 1, "c": 4}
     host.flush()
     sent.clear()
-    task.on_batch(_batch(me, src, [("a", 2)]))
+    task.on_batch(_batch(me, src, [c("a", 2)]))
     if emit == "tick":
         host.tick()
         host.flush()
