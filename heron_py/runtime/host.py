@@ -32,7 +32,7 @@ from heron_py.api.tuple import HeronTuple, TrackedTuple, TupleHelper
 from heron_py.common.config import TICK, InstanceConfig, ReliabilityConfig, max_frame_bytes
 from heron_py.common.config_codec import restore_config
 from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, RESULT_ACKED, RESULT_RECORD
-from heron_py.common.serialization import RUN_LEN, body_rows, loads_body, loads_user_object, row_count
+from heron_py.common.serialization import RUN_LEN, body_rows, expand_runs, loads_body, loads_user_object, row_count
 from heron_py.planner.model import ComponentKind, PhysicalPlan, TopologyState
 from heron_py.runtime.emitter import Emitter, acked_ids
 from heron_py.runtime.hooks import Hooks, auto_hooks
@@ -540,12 +540,7 @@ class BoltHost(ComponentHost):
         elif len(rows) == 1 and len(rows[0]) == RUN_LEN:  # the usual batch emit's body: one run
             values = rows[0][3]
         else:
-            values = []
-            for r in rows:
-                if len(r) == RUN_LEN:
-                    values.extend(r[3])
-                else:
-                    values.append(r[1])
+            values = [r[1] for r in expand_runs(rows)]
         if vals:
             values.extend(vals)
         t0 = time.perf_counter()

@@ -55,6 +55,14 @@ def log_bad_element(logger: Any, where: str, what: str, element: Any, error: Exc
                  outcome)
 
 
+def _without(xs: Sequence[Any], skipped: list[int]) -> Sequence[Any]:
+    """``xs`` without the items at the indexes ``skipped`` (those whose key function raised)."""
+    if not skipped:
+        return xs
+    dropped = set(skipped)
+    return [x for i, x in enumerate(xs) if i not in dropped]
+
+
 def count_keys(key_fn: Callable[[Any], Any], elements: Sequence[Any],
                on_error: Callable[[Any, Exception], None]) -> list[tuple[Any, int]]:
     """count_by_key's combiner: how many of ``elements`` have each ``key_fn(element)``, as
@@ -67,11 +75,8 @@ def count_keys(key_fn: Callable[[Any], Any], elements: Sequence[Any],
         return list(Counter(keys).items())
     except TypeError:  # an unhashable key (a list, a dict): counted one by one to name its element
         pass
-    if skipped:
-        dropped = set(skipped)
-        elements = [x for i, x in enumerate(elements) if i not in dropped]
     counts: dict[Any, int] = {}
-    for element, key in zip(elements, keys, strict=True):
+    for element, key in zip(_without(elements, skipped), keys, strict=True):
         try:
             counts[key] = counts.get(key, 0) + 1
         except TypeError as e:
@@ -127,10 +132,7 @@ def count_keys_routed(key_fn: Callable[[Any], Any], elements: Sequence[Any], rou
     key is not hashable, goes to ``on_error(element, error)`` and is not counted. Pure."""
     keys: list[Any] = []
     skipped = apply_map(key_fn, elements, keys, on_error)
-    if skipped:
-        dropped = set(skipped)
-        elements = [x for i, x in enumerate(elements) if i not in dropped]
-        routes = [r for i, r in enumerate(routes) if i not in dropped]
+    elements, routes = _without(elements, skipped), _without(routes, skipped)
     if single:
         try:  # the usual: one partition per element, counted in C
             return [(k, n, p) for (p, k), n in Counter(zip(routes, keys, strict=True)).items()]

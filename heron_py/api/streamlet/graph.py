@@ -176,7 +176,7 @@ def _combiner_config(c: Combiner) -> dict[str, Any]:
     count and name, when it has a function."""
     _where, packed = _packed(c.count)
     out: dict[str, Any] = {combine.COMBINE_KEY_FUNCTION: packed[keyed.KEY_FUNCTION],
-                           combine.COMBINE_WHERE: f"streamlet '{c.count._name}' ({keyed.CountByKeyBolt.OPERATOR})"}
+                           combine.COMBINE_WHERE: keyed.CountByKeyBolt.where_of(str(c.count._name))}
     if c.count._stage.settings.get(keyed.EMIT) == keyed.EMIT_TICK:
         tick = float(c.count._stage.settings.get(keyed.TICK_SECS, keyed.DEFAULT_TICK_SECS))
         out[combine.COMBINE_MAX_BATCH_S] = tick / 4

@@ -87,8 +87,13 @@ class _KeyedBolt(StreamletBolt, StatefulComponent):
         if self._state is not None:
             self._state.put(CHANGED, list(self._changed))
 
+    @classmethod
+    def where_of(cls, name: str) -> str:
+        """How the operator's error lines name streamlet ``name`` (a combiner's too, graph.py)."""
+        return f"streamlet '{name}' ({cls.OPERATOR})"
+
     def initialize(self, config: dict[str, Any], context: Any) -> None:
-        self._where = f"streamlet '{context.get_component_id()}' ({self.OPERATOR})"
+        self._where = self.where_of(str(context.get_component_id()))
         self._key_fn = self._load(config, context, KEY_FUNCTION)
         self._mode = str(config.get(EMIT, EMIT_UPDATE))
         if self._mode == EMIT_TICK:

@@ -33,13 +33,6 @@ Position = tuple[int, int]  # (line number of the next line to read, its byte of
 FINGERPRINT_BYTES = 64
 
 
-def fingerprint_range(byte: int) -> tuple[int, int]:
-    """The (offset, length) of the bytes a position at ``byte`` is fingerprinted by: the last
-    ``FINGERPRINT_BYTES`` before it (fewer near the start)."""
-    start = max(0, byte - FINGERPRINT_BYTES)
-    return start, byte - start
-
-
 def fingerprint(data: bytes) -> str:
     """A short digest of the bytes before a position, saved with it: an inode number can be
     reused by the file that replaced the old one, the bytes just read rarely are."""
@@ -47,8 +40,10 @@ def fingerprint(data: bytes) -> str:
 
 
 def read_fingerprint(fd: int, byte: int) -> str | None:
-    """The fingerprint of an open file's bytes before ``byte``, or None when it is shorter."""
-    start, n = fingerprint_range(byte)
+    """The fingerprint of an open file's last ``FINGERPRINT_BYTES`` bytes before ``byte`` (fewer
+    near the start), or None when it is shorter."""
+    start = max(0, byte - FINGERPRINT_BYTES)
+    n = byte - start
     data = os.pread(fd, n, start)
     return fingerprint(data) if len(data) == n else None
 
