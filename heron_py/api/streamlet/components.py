@@ -180,13 +180,9 @@ class SourceSpout(StreamletSpout):
         outs = xs if self.chain is None else self.chain.run(xs, self._on_error)
         error: Exception | None = None
         if outs and self._count_key is not None:
-            if self._router is None:
-                outs = combine.count_keys(self._count_key, outs, self._on_count_error)
-            else:
-                r = self._router
-                routes, single, error = combine.route(r.function(), len(r.target_tasks), r.indexes, outs)
-                outs = combine.count_keys_routed(self._count_key, outs[:len(routes)], routes, single,
-                                                 self._on_count_error)
+            r = self._router
+            partitioner = None if r is None else (r.function(), len(r.target_tasks), r.indexes)
+            outs, error = combine.combined_counts(self._count_key, outs, self._on_count_error, partitioner)
         if outs:
             emit(list(zip(outs)))  # zip of one list: one-value tuples, made in C
         if error is not None:  # the repartition function's: after what it routed, as the engine's emit

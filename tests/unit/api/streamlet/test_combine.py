@@ -139,6 +139,95 @@ def test_route_stops_at_the_element_a_repartition_function_raises_on_keeping_the
     assert routes == [[1], [1]] and repr(error) == "KeyError('dog')"
 
 
+# --- combined_counts: once per distinct element where equal elements are one value ---------------
+
+def per_element(key_fn, elements, partitioner=None):
+    """The per-element path's answer (count_keys; route then count_keys_routed)."""
+    errors = []
+    if partitioner is None:
+        return combine.count_keys(key_fn, elements, lambda x, e: errors.append(x)), None, errors
+    fn, n, indexes = partitioner
+    routes, single, error = combine.route(fn, n, indexes, elements)
+    return combine.count_keys_routed(key_fn, elements[:len(routes)], routes, single,
+                                     lambda x, e: errors.append(x)), error, errors
+
+
+def checked(n):
+    g = RepartitionGrouping("streamlet 'repartition-1' (repartition)", pickle.dumps(None))
+    g.prepare(None, "c", "output", list(range(n)))
+    return g.indexes
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("shape", ["keys", "one partition", "a list of partitions"])
+def test_combined_counts_equal_the_per_element_ones_in_the_same_order(seed, shape):
+    import random
+    rng = random.Random(seed)
+    vocabulary = [f"w{i}" for i in range(rng.randint(1, 60))]
+    elements = [rng.choice(vocabulary) for _ in range(rng.randint(1, 400))]
+    partitioner = {"keys": None,
+                   "one partition": (lambda w, n: len(w) * 7 - 20, 3, checked(3)),
+                   "a list of partitions": (lambda w, n: [0, 2] if w.endswith("1") else [len(w) % n], 3,
+                                            checked(3))}[shape]
+    key = str.upper
+    assert combine.distinct_counts(key, elements, partitioner) is not None  # the distinct path ran
+    got = combine.combined_counts(key, elements, lambda x, e: pytest.fail(f"{x}: {e}"), partitioner)
+    want, error, errors = per_element(key, elements, partitioner)
+    assert got == (want, None) and error is None and errors == []
+
+
+def test_combined_counts_call_the_functions_once_per_distinct_element_in_first_appearance_order():
+    keyed, parted = [], []
+
+    def key(w):
+        keyed.append(w)
+        return w[0]
+
+    def part(w, n):
+        parted.append(w)
+        return len(w)
+
+    # "a" and "and" share a key and a partition: their counts add up
+    assert combine.combined_counts(key, WORDS, None, (part, 2, checked(2))) == (
+        [("t", 3, 1), ("c", 3, 1), ("s", 2, 1), ("d", 1, 1), ("o", 3, 0), ("a", 2, 1)], None)
+    distinct = ["the", "cat", "sat", "dog", "on", "a", "and"]
+    assert keyed == distinct and parted == distinct
+
+
+@pytest.mark.parametrize("elements", [[1, True, 1, 2], [1.0, 1, 2], [("a",), ("a",)], ["a", b"a"], []],
+                         ids=["int and bool", "float and int", "tuples", "str and bytes", "empty"])
+def test_combined_counts_go_per_element_where_equal_elements_may_differ(elements):
+    calls = []
+
+    def key(x):
+        calls.append(x)
+        return type(x).__name__
+
+    assert combine.distinct_counts(key, elements, None) is None
+    got = combine.combined_counts(key, elements, None)
+    assert got == (list(collections.Counter(type(x).__name__ for x in elements).items()), None)
+    assert calls == elements  # 1 and True are equal, yet their keys differ: each is asked
+
+
+def test_combined_counts_after_a_key_function_error_report_each_bad_element_as_per_element():
+    errors = []
+    elements = ["a", "dog", "b", "dog"]
+    got = combine.combined_counts(key_or_raise, elements, lambda x, e: errors.append((x, str(e))))
+    assert got == ([("a", 1), ("b", 1)], None)
+    assert errors == [("dog", "no key for dog"), ("dog", "no key for dog")]  # one line per element, as before
+
+
+def test_combined_counts_stop_at_the_element_a_repartition_function_answers_badly_as_per_element():
+    elements = ["the", "a", "the", "dog", "cat"]
+    def fn(w, n):
+        return "bad" if w == "dog" else len(w) % n
+
+    got, error = combine.combined_counts(str.upper, elements, None, (fn, 3, checked(3)))
+    assert got == [("THE", 2, 0), ("A", 1, 1)]
+    assert str(error) == ("streamlet 'repartition-1' (repartition): the repartition function must return a "
+                          "partition index (int) or a list of them, found 'bad' for element 'dog'")
+
+
 # --- which programs combine -----------------------------------------------------------------------
 
 def by_length(w, n):
