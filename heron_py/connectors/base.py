@@ -131,6 +131,12 @@ class ReplayableSource(Generic[P]):
 
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_uncommitted: int = 10_000_000
+    # a bound on records in flight (emitted, neither acked nor given up) per partition, for a
+    # source whose option says "in flight" (redis.max.pending, files.max.pending): an ack frees
+    # room at once. max_uncommitted (Storm's max.uncommitted.offsets) counts acked records too
+    # until ``committed``, so under it a source committing once a second emits at most that
+    # many records a second (the Redis spout was held to 100,000 entries/s so)
+    max_in_flight: int | None = None
     # (partition, offset, failures, record): called once the record is forgotten, so it gets the
     # record itself (a source acknowledges or rejects it in its system by what the record holds)
     on_give_up: Callable[[P, int, int, Any], None] | None = None
@@ -152,9 +158,14 @@ class ReplayableSource(Generic[P]):
 
     def may_emit(self, partition: P) -> bool:
         """Storm's rule: a partition stops emitting new records once ``max_uncommitted``
-        offsets past its commit point are outstanding (retries still go out)."""
+        offsets past its commit point are outstanding (retries still go out), or, with
+        ``max_in_flight``, once that many records are in flight."""
         t = self.trackers.get(partition)
-        return t is not None and t.uncommitted() < self.max_uncommitted
+        if t is None:
+            return False
+        if self.max_in_flight is not None and len(t.emitted) >= self.max_in_flight:
+            return False
+        return t.uncommitted() < self.max_uncommitted
 
     def emitted(self, partition: P, offset: int, record: Any) -> tuple[P, int] | None:
         """Records an emit; returns the message id, or None if the record is stale (below the

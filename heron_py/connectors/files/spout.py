@@ -129,7 +129,7 @@ class FileTailSpout(Spout):
         initial = from_checkpoint if self.mode == "EFFECTIVELY_ONCE" else self._load_position
         self.reader = FolderReader(self.cfg.folder, self.cfg.pattern, tasks.index(context.get_task_id()), len(tasks),
                                    self.cfg.encoding, self.log, self.where, initial, self._content_reset)
-        self.lines = LinePositions(ReplayableSource(retry=self.cfg.retry, max_uncommitted=self.cfg.max_pending,
+        self.lines = LinePositions(ReplayableSource(retry=self.cfg.retry, max_in_flight=self.cfg.max_pending,
                                                     on_give_up=self._gave_up))
         self.emitted_lines = 0
         self.active = True

@@ -226,7 +226,7 @@ class RedisStreamSpout(Spout):
         self.client.set_response_callback("XREADGROUP", _raw)
         self._keys = tuple(f.encode("utf-8") for f in self.cfg.fields)
         self.source: ReplayableSource[str] = ReplayableSource(
-            retry=self.cfg.retry, max_uncommitted=self.cfg.max_pending, on_give_up=self._gave_up)
+            retry=self.cfg.retry, max_in_flight=self.cfg.max_pending, on_give_up=self._gave_up)
         self.source.assign(self.cfg.stream, 0)
         self.inflight: dict[str, Key] = {}  # entry id → message id
         self.to_xack: list[str | bytes] = []  # entry ids to XACK at the next loop
@@ -279,7 +279,7 @@ class RedisStreamSpout(Spout):
                 self._claim()
                 self._next_claim = now + self.cfg.claim_period_s
             if now >= self._next_commit:
-                self.source.committed(self.source.commits())  # keeps may_emit's count to what is in flight
+                self.source.committed(self.source.commits())  # prunes the acked entries the tracker keeps
                 self._next_commit = now + 1.0
             if self.source.may_emit(self.cfg.stream):
                 self._read()  # a read of new entries carries the XACK of the acks due

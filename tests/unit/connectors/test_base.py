@@ -96,6 +96,24 @@ def test_max_uncommitted_stops_new_emits_until_a_commit():
     assert src.may_emit("p")
 
 
+def test_max_in_flight_frees_room_at_each_ack_without_a_commit():
+    src = ReplayableSource(max_in_flight=3)
+    src.assign("p", 0)
+    for off in range(3):
+        assert src.may_emit("p")
+        src.emitted("p", off, None)
+    assert not src.may_emit("p")
+    src.ack(("p", 1))  # acked out of order: the commit point stays at 0
+    assert src.may_emit("p") and src.commits() == {}
+    src.emitted("p", 3, None)
+    assert not src.may_emit("p")
+    src.fail(("p", 0), 0.0)  # failed and waiting for its retry: still in flight
+    assert not src.may_emit("p")
+    src.ack(("p", 0))
+    assert src.may_emit("p")
+    assert not src.may_emit("unknown")
+
+
 def test_stale_emits_and_late_acks_are_ignored():
     src = ReplayableSource()
     src.assign("p", 5)

@@ -157,6 +157,24 @@ def test_at_least_once_commits_up_to_the_contiguous_acked_line_and_resumes_there
     assert m["acked"] == 7 and m["pending"] == 0 and m["lag-bytes"] == 0
 
 
+def test_files_max_pending_bounds_the_lines_in_flight_and_an_ack_frees_room_before_any_commit(tmp_path):
+    data = tmp_path / "in"
+    data.mkdir()
+    (data / "a.txt").write_text("".join(f"line {i}\n" for i in range(12)))
+    clock = ManualClock(1000.0)
+    s, d = spout(data, "ATLEAST_ONCE", clock, **{"files.max.pending": 4, "files.batch.lines": 1})
+    pump(s, clock, 10)
+    assert [e[0][1] for e in d.emitted] == [0, 1, 2, 3]  # 4 in flight: no more
+    s.ack(d.emitted[2][1])  # out of order: the commit point (line 0) cannot move
+    pump(s, clock, 10)
+    assert [e[0][1] for e in d.emitted] == [0, 1, 2, 3, 4]  # the ack's room, within the commit period
+    for e in list(d.emitted):
+        s.ack(e[1])
+    pump(s, clock, 10)
+    assert [e[0][1] for e in d.emitted] == list(range(9))
+    assert s.metrics_snapshot()["pending"] == 4
+
+
 def test_effectively_once_positions_go_through_the_checkpoint(tmp_path):
     (tmp_path / "a.txt").write_text("a0\na1\na2\n")
     clock = ManualClock(1000.0)
