@@ -18,8 +18,10 @@ line a bad element gets.
 
 The source's task calls the key function (and the partition function) once per *distinct*
 element of a batch (``combined_counts``): a batch of 20,000 words holds about 1,000 distinct
-ones, so most of the per-element Python calls and the per-element count go (312 to 57 ns a word,
-measured on the benchmark's batch). That takes the functions to be deterministic, a function of
+ones, so most of the per-element Python calls and the per-element count go (312 to 68 ns a word
+through a repartition, 72 to 60 without, measured on the benchmark's batch; a batch of
+20,000 distinct strings costs 230 instead of 179 ns an element without a repartition, the
+same through one). That takes the functions to be deterministic, a function of
 the element alone, as Flink's key selectors must be; the counts that reach the count_by_key are
 the same either way, since it counts by key whatever partition an element took. It is done only
 where equal elements cannot be told apart (every element a ``str``, every one a ``bytes`` or
@@ -132,7 +134,12 @@ def distinct_counts(key_fn: Callable[[Any], Any], elements: Sequence[Any],
     distinct = list(seen)
     try:
         keys = list(map(key_fn, distinct))
+        # distinct keys (a key function that tells the elements apart, as the word count's
+        # does): the pairs are made in C, with no Python step per element
+        unique = len(set(keys)) == len(keys)
         if partitioner is None:
+            if unique:
+                return list(zip(keys, seen.values(), strict=True))
             counts: Counter[Any] = Counter()
             for key, c in zip(keys, seen.values(), strict=True):
                 counts[key] += c
@@ -141,6 +148,10 @@ def distinct_counts(key_fn: Callable[[Any], Any], elements: Sequence[Any],
         answers = list(map(fn, distinct, repeat(n)))
         routed: Counter[tuple[int, Any]] = Counter()
         if set(map(type, answers)) == {int}:
+            if unique:
+                if min(answers) < 0 or max(answers) >= n:
+                    answers = [a % n for a in answers]
+                return list(zip(keys, seen.values(), answers, strict=True))
             for p, key, c in zip(answers, keys, seen.values(), strict=True):
                 routed[p % n, key] += c
         else:
