@@ -1,7 +1,7 @@
 """The FileTailSpout's lines/s against a bare loop reading the same file (issue 38's goal for a
 source: >= 0.7x its bare loop). The lead runs it:
 
-    .venv/bin/python bench/files_bench.py [--lines 1000000] [--reps 3]
+    .venv/bin/python bench/files_bench.py [--lines 1000000]
     .venv/bin/python bench/files_bench.py --rev REV [--reps 3]   # A/B: the spout at REV vs this tree
 
 It writes one file of --lines lines (~90 bytes each) into a folder, times a bare loop that does
@@ -10,9 +10,9 @@ number, text) row the spout emits), then runs a topology FileTailSpout (par 1, A
 max spout pending 5000, its own defaults otherwise) -> ``Count``, a bolt that counts and acks
 each line and writes its count with the times of its first and last line every 0.1 s, on the
 local scheduler, and times from the first line counted to the last (submit and start are not
-counted). Each rep reads the file from its start (a fresh folder of positions). With ``--rev``
+counted). Each run reads the file from its start (a fresh folder of positions). With ``--rev``
 the spout runs at a git revision (a worktree, as ``bench/ab.py --rev`` makes it) and at this
-tree alternately, beside a bare loop per pair.
+tree alternately, beside a bare loop per pair (``connector_common.ab_against_bare``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
-from connector_common import topology_head  # noqa: E402
+from connector_common import ab_against_bare, topology_head  # noqa: E402
 
 TOPOLOGY = topology_head("import json, os, time\nfrom heron_py.connectors.files import FileTailSpout") + '''
 class Progress(Count):
@@ -121,32 +120,14 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="files_bench"))
     folder = home / "in"
     path = write_file(folder, args.lines)
-    sides = {"B": sys.executable}
+    what = f"{args.lines:,} lines of {path.stat().st_size // args.lines} bytes per run"
     if args.rev:
-        from ab import checkout_python  # type: ignore[import-not-found]
-
-        sides = {"A": checkout_python(args.rev), "B": sys.executable}
-    got: dict[str, list[float]] = {s: [] for s in sides}
-    bares: list[float] = []
-    names = " | ".join(sides)
-    print(f"{args.lines:,} lines of {path.stat().st_size // args.lines} bytes"
-          + (f"; A = {args.rev}, B = this tree" if args.rev else "")
-          + f"\n| rep | bare (lines/s) | {names} |" + ("" if not args.rev else " B/A |")
-          + "\n|---|---|" + "---|" * (len(sides) + (1 if args.rev else 0)))
-    for rep in range(args.reps):
-        bares.append(bare(path, args.lines))
-        order = sorted(sides) if rep % 2 == 0 else sorted(sides, reverse=True)  # neither always first
-        for side in order:
-            got[side].append(spout(folder, home, args.lines, f"{side}{rep}", sides[side]))
-        cells = " | ".join(f"{got[s][-1]:,.0f}" for s in sorted(sides))
-        ratio = f" | {got['B'][-1] / got['A'][-1]:.3f}" if args.rev else ""
-        print(f"| {rep + 1} | {bares[-1]:,.0f} | {cells}{ratio} |")
-    bb = statistics.median(bares)
-    parts = [f"bare {bb:,.0f}"] + [f"{s} {statistics.median(got[s]):,.0f} ({statistics.median(got[s]) / bb:.2f}x bare)"
-                                   for s in sorted(sides)]
-    if args.rev:
-        parts.append(f"B/A {statistics.median(got['B']) / statistics.median(got['A']):.3f}")
-    print("medians: " + ", ".join(parts))
+        ab_against_bare(args.rev, args.reps, what, lambda _rep: bare(path, args.lines),
+                        lambda side, rep, python: spout(folder, home, args.lines, f"{side}{rep}", python))
+        return
+    b, s = bare(path, args.lines), spout(folder, home, args.lines, "B")
+    print(f"{what}\n| bare read loop (lines/s) | FileTailSpout at least once (lines/s) | ratio |\n|---|---|---|\n"
+          f"| {b:,.0f} | {s:,.0f} | {s / b:.2f}x |")
 
 
 if __name__ == "__main__":

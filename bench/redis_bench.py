@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,7 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from connector_common import topology_head  # noqa: E402
+from connector_common import ab_against_bare, topology_head  # noqa: E402
 
 from tests.redis_server import RedisServer  # noqa: E402
 
@@ -160,21 +159,8 @@ def main() -> None:
 
 
 def ab(server: RedisServer, home: Path, n: int, rev: str, reps: int) -> None:
-    from ab import checkout_python  # type: ignore[import-not-found]
-
-    sides = {"A": checkout_python(rev), "B": sys.executable}
-    got: dict[str, list[float]] = {"A": [], "B": []}
-    bares: list[float] = []
-    print(f"A = {rev}, B = this tree; {n} entries per run\n| rep | bare | A | B | B/A |\n|---|---|---|---|---|")
-    for rep in range(reps):
-        bares.append(bare(server.url, n, group=f"bare{rep}"))
-        for side in ("AB" if rep % 2 == 0 else "BA"):  # alternating: neither always runs first
-            got[side].append(spout(server, home, n, group=f"{side}{rep}", python=sides[side]))
-        print(f"| {rep + 1} | {bares[-1]:,.0f} | {got['A'][-1]:,.0f} | {got['B'][-1]:,.0f} | "
-              f"{got['B'][-1] / got['A'][-1]:.3f} |")
-    a, b, bb = statistics.median(got["A"]), statistics.median(got["B"]), statistics.median(bares)
-    print(f"medians: bare {bb:,.0f}, A {a:,.0f} ({a / bb:.2f}x bare), B {b:,.0f} ({b / bb:.2f}x bare); "
-          f"B/A {b / a:.3f}")
+    ab_against_bare(rev, reps, f"{n} entries per run", lambda rep: bare(server.url, n, group=f"bare{rep}"),
+                    lambda side, rep, python: spout(server, home, n, group=f"{side}{rep}", python=python))
 
 
 if __name__ == "__main__":
