@@ -129,13 +129,16 @@ class StreamManager(DaemonBase):
         if self.pplan is not None and plan.version <= self.pplan.version:
             return  # a stale plan that arrived late
         self.pplan = plan
+        # the plan reaches the local instances before any frame held for them: an instance
+        # waiting for its first plan drops what comes before it (a spout's first batch, sent
+        # while this stream manager waited for the plan, was lost so at a topology's start)
+        self.instances.broadcast(encode_frame(
+            MsgType.NEW_PHYSICAL_PLAN, pb.NewPhysicalPlan(pplan_json=raw).SerializeToString()))
         self.forwarder.set_routing(RoutingTable.build(plan, self.container))  # routes frames held for it
         self._apply_config(plan)
         self.log.info("physical plan v%d: state %s, %d tasks, %d containers", plan.version, plan.state.value,
                       len(plan.packing.tasks), plan.packing.num_containers)
         self.clique.set_plan(plan)
-        self.instances.broadcast(encode_frame(
-            MsgType.NEW_PHYSICAL_PLAN, pb.NewPhysicalPlan(pplan_json=raw).SerializeToString()))
 
     def _apply_config(self, plan: PhysicalPlan) -> None:
         try:
