@@ -106,15 +106,31 @@ class TaskRunner:
         self.outbox.begin_drain(self.drain_s)
 
     def _wait_for_plan(self) -> PhysicalPlan | None:
+        """The first physical plan. What comes before it is kept, in order, for after it, as
+        Heron's instance keeps the tuples queued until it runs: the stream manager sends the
+        plan first (stream_manager/main.py), so only a misordered sender's items come here."""
+        early: list[InItem] = []
         while not self.stopping:
             try:
                 kind, payload = self._in.get(timeout=0.2)
             except queue.Empty:
                 continue
             if kind is InKind.PPLAN:
+                if early:
+                    self._log.warning("task %d: %d items arrived before the physical plan; handled after it",
+                                      self.task_id, len(early))
+                    self._requeue_first(early)
                 return PhysicalPlan.from_dict(json.loads(payload))
-            self._log.warning("dropping a %s item that arrived before the physical plan", kind.value)
+            early.append((kind, payload))
         return None
+
+    def _requeue_first(self, items: list[InItem]) -> None:
+        """Puts ``items`` back at the front of the inbound queue, in their order, ahead of what
+        the gateway queued since (under the queue's own lock, so nothing comes in between)."""
+        q = self._in
+        with q.mutex:
+            q.queue.extendleft(reversed(items))  # queue.Queue keeps its items in this deque
+            q.not_empty.notify()
 
     def run(self) -> int:
         # the user's module first: its import (a topology file that builds data at import takes
@@ -178,6 +194,8 @@ class TaskRunner:
             elif kind_ is InKind.RESTORE:
                 rt.restore(*payload)
             else:
+                if kind_ is InKind.BATCH:
+                    self.in_bytes.taken += len(payload)  # the gateway counted it in: out again
                 self._log.info("task %d: dropping a %s item that arrived before its restore", self.task_id,
                                kind_.value)
         return not self.stopping

@@ -250,3 +250,54 @@ def test_a_spout_held_by_backpressure_wakes_when_the_gateway_takes(stand_in_main
 def test_a_frame_counts_its_tuples_and_other_frames_none() -> None:
     ack = encode_batch_frame(1, 2, b"r" * 17, msg_type=MsgType.ACK_BATCH, count=1)
     assert tuples_in([[*_flush(9), ack, encode_frame(MsgType.INSTANCE_READY, b"")]]) == (9, 3)
+
+
+class Seen(Bolt):
+    """Records the first value of every tuple it processes, in order."""
+
+    outputs: list[str] = []
+    values: list[Any] = []
+
+    def process(self, tup: Any) -> None:
+        Seen.values.append(tup.values[0])
+
+
+def test_a_batch_that_comes_before_the_plan_is_processed_after_it_in_order(stand_in_main: None) -> None:
+    from heron_py.common.serialization import dumps_body
+
+    b = TopologyBuilder("early")
+    s = b.add_spout("spout", IdleSpout, par=1)
+    b.add_bolt("seen", Seen, par=1, inputs={s: Grouping.SHUFFLE})
+    topo = b.build()
+    plan = PhysicalPlan(topo, round_robin(topo, 1), (StmgrLocation(0, "h", 1, 2),), TopologyState.RUNNING, 1)
+    spout_task, task = plan.packing.tasks_of("spout")[0], plan.packing.tasks_of("seen")[0]
+    inbound: queue.Queue[InItem] = queue.Queue(maxsize=64)
+    in_bytes = QueueBytes(1 << 20)
+    outbox = Outbox(OutQueue(64, 1 << 20), QueueBytes(1 << 20), lambda: None)
+    runner = TaskRunner(task_id=task, component="seen", package_dir=Path("."), inbound=inbound, in_bytes=in_bytes,
+                        outbox=outbox, reports=TaskReports(task, "seen", inbound, in_bytes, outbox),
+                        mark_ready=lambda: None, log=logging.getLogger("test-early"))
+
+    def deliver(*values: int) -> None:  # as the gateway does
+        frame = encode_batch_frame(task, spout_task, dumps_body(None, [[v] for v in values], None),
+                                   MsgType.TUPLE_BATCH, len(values))
+        in_bytes.put += len(frame)
+        inbound.put((InKind.BATCH, frame))
+
+    Seen.values = []
+    deliver(1, 2)  # before the plan (a misordered sender): kept for after it
+    inbound.put((InKind.PPLAN, json.dumps(plan.to_dict()).encode()))
+    deliver(3)
+    thread = threading.Thread(target=runner.run, name="execution")
+    thread.start()
+    try:
+        ev = threading.Event()
+        for _ in range(500):
+            if len(Seen.values) >= 3:
+                break
+            ev.wait(0.01)
+    finally:
+        runner.stop()
+        thread.join(timeout=10)
+    assert Seen.values == [1, 2, 3]
+    assert in_bytes.put == in_bytes.taken  # every batch counted out once
