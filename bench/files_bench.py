@@ -36,7 +36,7 @@ class Progress(Count):
     """Count, writing "count, first, last" to a file on every tick (0.1 s)."""
     def initialize(self, config, context):
         super().initialize(config, context)
-        self.out, self.first, self.last = sys_argv_out, None, None
+        self.out, self.first, self.last = config["bench.progress"], None, None
     def process(self, tup):
         now = time.time()
         if self.first is None:
@@ -48,12 +48,11 @@ class Progress(Count):
             json.dump([self.n, self.first, self.last], f)
         os.replace(self.out + ".tmp", self.out)
 
-sys_argv_out = sys.argv[3]
 b = TopologyBuilder("files_bench")
 spout = b.add_spout("files", FileTailSpout, par=1, config={"files.dir": sys.argv[1],
                                                           "files.positions.dir": sys.argv[2]})
 b.add_bolt("count", Progress, par=1, inputs={spout: Grouping.SHUFFLE},
-           config={"topology.tick.tuple.freq.secs": 0.1})
+           config={"topology.tick.tuple.freq.secs": 0.1, "bench.progress": sys.argv[3]})
 b.set_config({"topology.stmgrs": 1, "topology.reliability.mode": "ATLEAST_ONCE",
               "topology.max.spout.pending": 5000})
 b.build_and_submit()

@@ -39,7 +39,7 @@ mono = time.monotonic
 
 class Hist:
     """A latency histogram, as the shared peers' LatRecorder keeps it: a list of 10 us buckets
-    below 1 s, 1 ms buckets above, the exact max. ``record`` is inlined in CountSink.process
+    below 1 s, 1 ms buckets above, the exact max. ``add``'s common case is inlined in CountSink.process
     (one list increment per update: the recorder's cost per word is part of what the sink
     task spends, and a Counter and a method call per word had cost the sink a quarter of its
     CPU). The mean comes from the buckets' midpoints (10 us resolution below 1 s)."""
@@ -179,10 +179,10 @@ class CountSink(Bolt):
             k = int(lat * FINE)
             if 0 <= k < FINE:
                 self.fine[k] += 1
+                if lat > self.hist.max:
+                    self.hist.max = lat
             else:
-                self.hist.add(lat)
-            if lat > self.hist.max:
-                self.hist.max = lat
+                self.hist.add(lat)  # above 1 s: a coarse bucket, and the max
         self.total += 1
         if self.acking:
             self.ack(tup)
