@@ -100,18 +100,25 @@ _WRITER = """
 import os, sys, time
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND)
 os.dup2(fd, 1)  # as the executor hands a child its log: stdout opened for appending
+cap = int(sys.argv[3])
 for i in range(int(sys.argv[2])):
     print(f"line {i:06d} " + "x" * 80, flush=True)
     if i % 50 == 0:
         time.sleep(0.005)
+    if i % 250 == 249:
+        # past the cap: wait (at most 20 s) until the parent has rotated, so a loaded machine that
+        # runs the parent's loop rarely still sees many rotations while the child writes
+        deadline = time.monotonic() + 20
+        while os.fstat(fd).st_size > cap and time.monotonic() < deadline:
+            time.sleep(0.001)
 """
 
 
 def test_a_child_appending_to_its_log_keeps_writing_after_rotation(tmp_path: Path) -> None:
     log = tmp_path / "task.log"
     caps = LogCaps(max_bytes=20_000, keep=50)
-    lines = 4000  # 4000 lines of 93 bytes: about 18 rotations at this cap
-    child = subprocess.Popen([sys.executable, "-c", _WRITER, str(log), str(lines)])
+    lines = 4000  # 4000 lines of 93 bytes: about 18 rotations at this cap, at least 15 (the child waits)
+    child = subprocess.Popen([sys.executable, "-c", _WRITER, str(log), str(lines), str(caps.max_bytes)])
     rotations = 0
     try:
         while child.poll() is None:
