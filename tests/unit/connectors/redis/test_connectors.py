@@ -133,6 +133,120 @@ def test_reads_acks_with_xack_and_replays_a_fail_with_backoff(server, r):
     assert m["acked"] == 5 and m["failed"] == 1 and m["retries"] == 1 and m["pending"] == 0 and m["lag"] == 0
 
 
+def test_a_full_read_is_followed_by_the_next_one_sent_ahead_with_the_acks_due(server, r):
+    r.xgroup_create("s", "g", id="0", mkstream=True)
+    ids = [r.xadd("s", {"value": f"v{i}"}).decode() for i in range(7)]
+    s, d = spout(server, Clock(), **{"redis.batch.size": 2})
+    pump(s, 1)  # our own pending history first (none), from id 0
+    pump(s, 1)  # entries 0, 1; entries 2, 3 asked for before they were emitted
+    assert [e[0][0] for e in d.emitted] == ids[:2]
+    assert s.ahead.sent and s.ahead.count == 2
+    assert r.xpending("s", "g")["pending"] == 4  # the server answered the read sent ahead already
+    for _v, tid in d.emitted:
+        s.ack(tid)
+    pump(s, 1)  # emits 2, 3; the read of 4, 5 carries the XACK of 0 and 1
+    assert s.ahead.due == [ids[0].encode(), ids[1].encode()] and s.to_xack == []
+    pump(s, 3)  # 4, 5 then 6 (a short read: nothing is sent behind it)
+    assert [e[0][0] for e in d.emitted] == ids
+    assert not s.ahead.sent
+    assert r.xpending("s", "g")["pending"] == 5
+    for _v, tid in d.emitted[2:]:
+        s.ack(tid)
+    pump(s, 1)
+    assert r.xpending("s", "g")["pending"] == 0
+
+
+def test_a_read_sent_ahead_waits_while_the_spout_is_deactivated(server, r):
+    r.xgroup_create("s", "g", id="0", mkstream=True)
+    ids = [r.xadd("s", {"value": f"v{i}"}).decode() for i in range(5)]
+    s, d = spout(server, Clock(), **{"redis.batch.size": 2})
+    pump(s, 2)
+    assert s.ahead.sent
+    s.deactivate()
+    pump(s, 3)
+    assert [e[0][0] for e in d.emitted] == ids[:2]  # nothing while deactivated
+    assert not s.ahead.sent and [e[0].decode() for e in s.held] == ids[2:4]
+    s.activate()
+    pump(s, 3)
+    assert [e[0][0] for e in d.emitted] == ids  # the held ones first, in order, once each
+
+
+def test_a_connection_cut_before_the_read_sent_ahead_ran_keeps_its_acks_due(server, r):
+    r.xgroup_create("s", "g", id="0", mkstream=True)
+    ids = [r.xadd("s", {"value": f"v{i}"}).decode() for i in range(6)]
+    clock = Clock()
+    s, d = spout(server, clock, **{"redis.batch.size": 2, "redis.reconnect.initial.ms": 100})
+    pump(s, 2)  # 0, 1 emitted; 2, 3 read ahead
+    s.ack(d.emitted[0][1])
+    s.ack(d.emitted[1][1])
+    r.client_pause(5000, all=False)  # write commands (XACK, XREADGROUP) wait: the next request is held
+    try:
+        pump(s, 1)  # 2, 3 emitted; XACK 0, 1 + the read of 4, 5 sent, not run
+        r.client_kill_filter(skipme=True)  # the spout's connections cut: the held request is dropped
+    finally:
+        r.client_unpause()
+    pump(s, 1)
+    assert s.metrics_snapshot()["connection-errors"] == 1
+    assert [t.decode() for t in s.to_xack] == ids[:2]  # due again: XACK is idempotent
+    clock.t += 0.2  # past the reconnect backoff
+    pump(s, 3)
+    assert [e[0][0] for e in d.emitted] == ids  # each once
+    assert [p["message_id"].decode() for p in r.xpending_range("s", "g", "-", "+", 10)] == ids[2:]
+    for _v, tid in d.emitted[2:]:
+        s.ack(tid)
+    pump(s, 1)
+    assert r.xpending("s", "g")["pending"] == 0
+
+
+def _ss_kill(port: int) -> None:
+    import subprocess
+
+    subprocess.run(["ss", "-K", "sport", "=", f":{port}"], capture_output=True, check=False)
+
+
+def test_a_reply_lost_with_its_connection_is_claimed_back(server, r):
+    import shutil
+
+    if shutil.which("ss") is None:
+        pytest.skip("needs ss (iproute2) to reset a socket")
+    r.xgroup_create("s", "g", id="0", mkstream=True)
+    ids = [r.xadd("s", {"value": f"v{i}"}).decode() for i in range(6)]
+    clock = Clock()
+    s, d = spout(server, clock, **{"redis.batch.size": 2, "redis.claim.idle.ms": 200, "redis.claim.period.ms": 100,
+                                   "redis.reconnect.initial.ms": 100})
+    pump(s, 3)  # 0..3 emitted; the read of 4, 5 sent ahead and answered: in the socket, not read
+    deadline = time.monotonic() + 5
+    while r.xpending("s", "g")["pending"] < 6 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    port = s.ahead.conn._sock.getsockname()[1]
+    _ss_kill(port)  # the spout's side reset: the reply in its receive buffer is gone
+    pump(s, 1)
+    if s.metrics_snapshot()["connection-errors"] != 1:
+        pytest.skip("ss -K could not destroy the socket on this kernel (CONFIG_INET_DIAG_DESTROY)")
+    assert [e[0][0] for e in d.emitted] == ids[:4]
+    time.sleep(0.25)  # 4 and 5 were handed to this consumer: idle past redis.claim.idle.ms
+    clock.t += 0.3
+    pump(s, 3)
+    assert [e[0][0] for e in d.emitted] == ids  # 4 and 5 claimed back, once each
+    for _v, tid in d.emitted:
+        s.ack(tid)
+    pump(s, 2)
+    assert r.xpending("s", "g")["pending"] == 0
+
+
+def test_closing_with_a_read_sent_ahead_leaves_its_entries_to_the_next_start(server, r):
+    r.xgroup_create("s", "g", id="0", mkstream=True)
+    ids = [r.xadd("s", {"value": f"v{i}"}).decode() for i in range(4)]
+    s1, d1 = spout(server, Clock(), **{"redis.batch.size": 2})
+    pump(s1, 2)
+    s1.ack(d1.emitted[0][1])
+    pump(s1, 1)  # 2, 3 emitted... and the XACK of 0 sent ahead
+    s1.close()
+    s2, d2 = spout(server, Clock(), **{"redis.batch.size": 2})
+    pump(s2, 4)
+    assert [e[0][0] for e in d2.emitted] == ids[1:]  # what was not acked, from the consumer's own list
+
+
 def test_a_restarted_task_reads_its_own_pending_entries_first(server, r):
     r.xgroup_create("s", "g", id="0", mkstream=True)
     ids = [r.xadd("s", {"value": f"v{i}"}).decode() for i in range(3)]
