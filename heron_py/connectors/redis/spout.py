@@ -172,7 +172,7 @@ def _hiredis_packer() -> Callable[[tuple[Any, ...]], bytes] | None:
         from hiredis import pack_command
     except ImportError:
         return None
-    return pack_command  # type: ignore[no-any-return]
+    return pack_command
 
 
 class ReadAhead:
