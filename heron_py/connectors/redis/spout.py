@@ -176,56 +176,66 @@ def _hiredis_packer() -> Callable[[tuple[Any, ...]], bytes] | None:
 
 
 class ReadAhead:
-    """One sent and not yet read request of ``[XACK,] XREADGROUP``, on a connection of its own
+    """One sent and not yet read request of ``[XACK,] XREADGROUP >``, on a connection of its own
     taken from the client's pool (redis-py's pipeline sends and reads in one call; this splits
     the two, so the spout emits a read while the server serves the next). Any error drops the
-    connection: a reply left unread on it would answer the next request."""
+    connection (a reply left unread on it would answer the next request) and puts the XACK the
+    request carried back among the acks due: XACK is idempotent."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, stream: str, group: str, consumer: str, block_ms: int) -> None:
         self.client = client
+        self.stream, self.group, self.consumer, self.block_ms = stream, group, consumer, block_ms
         self.conn: Any = None
         self.due: list[Any] = []  # the entry ids the sent XACK carries
         self.count = 0  # the COUNT asked
         self.sent = False
         self.pack = _hiredis_packer()
 
-    def send(self, stream: str, group: str, consumer: str, count: int, block_ms: int, due: list[Any]) -> None:
-        if self.conn is None:
-            self.conn = self.client.connection_pool.get_connection()
-        cmds: list[tuple[Any, ...]] = [("XACK", stream, group, *due)] if due else []
-        cmds.append(("XREADGROUP", "GROUP", group, consumer, "COUNT", count,
-                     *(("BLOCK", block_ms) if block_ms else ()), "STREAMS", stream, ">"))
+    def send(self, count: int, acks: list[Any]) -> None:
+        """Sends the XACK of ``acks`` (emptied: the acks that come in meanwhile wait for the next
+        request), then XREADGROUP COUNT ``count``: the server runs a connection's commands in
+        order, so the acks and the read share one round trip."""
+        due = acks[:]
+        del acks[:]
+        cmds: list[tuple[Any, ...]] = [("XACK", self.stream, self.group, *due)] if due else []
+        cmds.append(("XREADGROUP", "GROUP", self.group, self.consumer, "COUNT", count,
+                     *(("BLOCK", self.block_ms) if self.block_ms else ()), "STREAMS", self.stream, ">"))
+        self.due, self.count, self.sent = due, count, True
         try:
+            if self.conn is None:
+                self.conn = self.client.connection_pool.get_connection()
             pack = self.pack
             self.conn.send_packed_command([b"".join([pack(c) for c in cmds])] if pack is not None
                                           else self.conn.pack_commands(cmds))
         except BaseException:
-            self.drop()
+            self.cancel(acks)
             raise
-        self.due, self.count, self.sent = due, count, True
 
-    def take(self) -> Any:
-        """The XREADGROUP reply (raw) of the request sent."""
+    def take(self, acks: list[Any]) -> list[Any]:
+        """The entries of the read sent (the raw reply's)."""
         conn = self.conn
         try:
             if self.due:
                 conn.read_response()  # the XACK's count
             resp = conn.read_response()
         except BaseException:
-            self.drop()
+            self.cancel(acks)
             raise
         self.sent, self.due = False, []
-        return resp
+        return _raw_entries(resp, self.stream)
 
-    def drop(self) -> None:
-        """The connection is closed and given back to the pool; nothing stays sent."""
+    def cancel(self, acks: list[Any]) -> None:
+        """Nothing stays sent: the XACK sent is due again in ``acks``, the connection is closed and
+        given back to the pool (its entries stay in the consumer's pending list)."""
+        if self.sent:
+            acks[:0] = self.due
+        self.sent, self.due = False, []
         if self.conn is not None:
             conn, self.conn = self.conn, None
             try:
                 conn.disconnect()
             finally:
                 self.client.connection_pool.release(conn)
-        self.sent = False
 
 
 class _Metrics(IMetric):
@@ -300,7 +310,8 @@ class RedisStreamSpout(Spout):
         self.source.assign(self.cfg.stream, 0)
         self.inflight: dict[str, Key] = {}  # entry id → message id
         self.to_xack: list[str | bytes] = []  # entry ids to XACK at the next loop
-        self.ahead = ReadAhead(self.client)  # the next read, sent before this one is emitted
+        # the next read, sent before this one is emitted
+        self.ahead = ReadAhead(self.client, self.cfg.stream, self.cfg.group, self.cfg.consumer, self.cfg.block_ms)
         self.held: list[Any] = []  # entries read ahead while deactivated: emitted first at activation
         self.seq = 0
         self.recovered = 0
@@ -328,8 +339,7 @@ class RedisStreamSpout(Spout):
     def close(self) -> None:
         # a read sent ahead is not waited for: its entries stay pending for this consumer and
         # are read again first at the next start (XREADGROUP from 0), as any unacked entry is
-        self.to_xack[:0] = self.ahead.due if self.ahead.sent else []
-        self.ahead.drop()
+        self.ahead.cancel(self.to_xack)
         try:
             self._flush_acks()
         except Exception as e:  # closing: the entries stay pending and are read again at the next start
@@ -347,7 +357,7 @@ class RedisStreamSpout(Spout):
                 self._create_group()
             if not self.active:
                 if self.ahead.sent:  # kept, not emitted, until the spout is activated again
-                    self.held.extend(self._take_read())
+                    self.held.extend(self.ahead.take(self.to_xack))
                 self._flush_acks()
                 time.sleep(0.01)
                 return
@@ -470,12 +480,16 @@ class RedisStreamSpout(Spout):
             if not ahead.sent:
                 if room <= 0:
                     return
-                self._send_read(min(cfg.batch, room))
+                ahead.send(min(cfg.batch, room), self.to_xack)
             asked = ahead.count
-            entries = self._take_read()
+            entries = ahead.take(self.to_xack)
         nxt = min(cfg.batch, room - len(entries))
         if entries and len(entries) >= asked > 0 and nxt > 0:
-            self._send_read(nxt)
+            try:
+                ahead.send(nxt, self.to_xack)
+            except BaseException:
+                self.held = entries  # read, not emitted: emitted once the server is back
+                raise
         records, bad, self.seq = fresh_rows(entries, cfg.fields, self._keys, self.inflight, self.seq)
         for eid, why in bad:
             self._malformed(eid, why)
@@ -485,27 +499,6 @@ class RedisStreamSpout(Spout):
             # emit not overridden: the host's own emit, one Python call fewer per entry
             host_emit = self.delegate.emit if type(self).emit is Spout.emit else None
             emit_rows(records, ids, self.inflight, host_emit, self.emit, self.heron_emit_tracked_many)
-
-    def _take_read(self) -> list[Any]:
-        """The entries of the read sent ahead. If its reply cannot be read, the XACK it carried
-        is due again (XACK is idempotent) and the error goes to ``_on_error``."""
-        due = self.ahead.due
-        try:
-            return _raw_entries(self.ahead.take(), self.cfg.stream)
-        except BaseException:
-            self.to_xack[:0] = due
-            raise
-
-    def _send_read(self, count: int) -> None:
-        """Sends XREADGROUP ``>`` (COUNT ``count``), after an XACK of the acks due: the server runs
-        a connection's commands in order, so the acks and the read share one round trip. Acks
-        that come in meanwhile wait for the next request or ``_flush_acks``."""
-        due, self.to_xack = self.to_xack, []
-        try:
-            self.ahead.send(self.cfg.stream, self.cfg.group, self.cfg.consumer, count, self.cfg.block_ms, due)
-        except BaseException:
-            self.to_xack[:0] = due
-            raise
 
     def _read_by_id(self) -> None:
         if self.last_id == "$":  # "after the newest entry", made concrete so a checkpoint holds an id
@@ -527,28 +520,26 @@ class RedisStreamSpout(Spout):
 
     def _claim(self) -> None:
         """Entries idle longer than redis.claim.idle.ms in any consumer's pending list (ours
-        included: those in flight here are skipped) become ours."""
+        included: those in flight here are skipped) become ours; at most 10 XAUTOCLAIM pages a
+        call, so a long pending list is walked over several calls."""
         start, before = "0-0", self.counts["claimed"]
         try:
-            self._claim_from(start)
+            for _ in range(10):
+                nxt, entries, *_deleted = self.client.xautoclaim(self.cfg.stream, self.cfg.group, self.cfg.consumer,
+                                                                 self.cfg.claim_idle_ms, start_id=start,
+                                                                 count=self.cfg.batch)
+                for raw_id, fields in entries:
+                    eid = entry_id(raw_id)
+                    if eid not in self.inflight:
+                        self.counts["claimed"] += 1
+                        self._emit_new(eid, fields)
+                start = entry_id(nxt)
+                if start == "0-0":
+                    return
         finally:
             if self.counts["claimed"] > before:
                 self.log(f"{self.where}: claimed {self.counts['claimed'] - before} entries idle over "
                          f"{self.cfg.claim_idle_ms} ms in the pending lists of group '{self.cfg.group}'")
-
-    def _claim_from(self, start: str) -> None:
-        for _ in range(10):  # bounded per call: a long pending list is walked over several calls
-            nxt, entries, *_deleted = self.client.xautoclaim(self.cfg.stream, self.cfg.group, self.cfg.consumer,
-                                                             self.cfg.claim_idle_ms, start_id=start,
-                                                             count=self.cfg.batch)
-            for raw_id, fields in entries:
-                eid = entry_id(raw_id)
-                if eid not in self.inflight:
-                    self.counts["claimed"] += 1
-                    self._emit_new(eid, fields)
-            start = entry_id(nxt)
-            if start == "0-0":
-                return
 
     def _emit_new(self, eid: str, fields: dict[Any, Any] | None) -> None:
         if eid in self.inflight:
