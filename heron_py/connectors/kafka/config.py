@@ -71,10 +71,20 @@ class SpoutConfig:
     consumer: tuple[tuple[str, Any], ...]
 
     def client_config(self) -> dict[str, Any]:
-        # auto commit off: commits follow acks (or checkpoints), never the client's timer
+        # auto commit off: commits follow acks (or checkpoints), never the client's timer.
+        # fetch.queue.backoff.ms (librdkafka >= 2.4; confluent-kafka >= 2.6 bundles it): once a
+        # partition's prefetch queue passes queued.min.messages, librdkafka waits this long
+        # before fetching again. Its default, 1000 ms, stalls any consumer that spends time on
+        # each batch: the queue fills, is drained in ~0.2 s, then sits empty for the rest of
+        # the second (measured on Tansu with 1 ms of work per 500-record consume: 119,080
+        # records/s at 1000 ms, 416,273 at 10 ms). A kafka.consumer.* setting overrides it.
         return {"bootstrap.servers": self.bootstrap_servers, "group.id": self.group_id,
                 "enable.auto.commit": False, "enable.auto.offset.store": False,
-                "enable.partition.eof": False, **dict(self.consumer)}
+                "enable.partition.eof": False, "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
+                **dict(self.consumer)}
+
+
+FETCH_QUEUE_BACKOFF_MS = 10  # the spout's default for librdkafka's fetch.queue.backoff.ms (client_config)
 
 
 def spout_config(conf: dict[str, Any], where: str, default_group: str) -> SpoutConfig:
