@@ -122,6 +122,38 @@ def test_line_positions_commit_only_the_contiguous_acked_run():
     assert lp.commit() == {"a": (4, 16)}
 
 
+def test_line_positions_emitted_many_matches_emitted_one_by_one():
+    from heron_py.connectors.files.reader import Line
+    one, many = LinePositions(ReplayableSource()), LinePositions(ReplayableSource())
+    for lp in (one, many):
+        lp.assign("a", (0, 0))
+        lp.assign("b", (5, 50))
+    # a run of a's lines, then b's, with a stale line (b's 5 again) and one of an unassigned file
+    lines = [Line("a", i, i * 4, i * 4 + 4, "x") for i in range(3)] + \
+        [Line("b", 5, 50, 60, "y"), Line("b", 6, 60, 70, "z"), Line("b", 5, 50, 60, "y"), Line("c", 0, 0, 2, "q")]
+    assert many.emitted_many(lines) == [one.emitted(ln) for ln in lines] == \
+        [("a", 0), ("a", 1), ("a", 2), ("b", 5), ("b", 6), None, None]
+    assert many.starts == one.starts
+    for lp in (one, many):
+        lp.source.ack_many([("a", 0), ("a", 1), ("b", 5)])
+    assert many.commit() == one.commit() == {"a": (2, 8), "b": (6, 60)}
+
+
+def test_at_least_once_a_read_goes_out_in_one_batch_emit_when_the_host_binds_one(tmp_path):
+    data = tmp_path / "in"
+    data.mkdir()
+    (data / "a.txt").write_text("".join(f"line {i}\n" for i in range(5)))
+    clock = ManualClock(1000.0)
+    s, d = spout(data, "ATLEAST_ONCE", clock)
+    calls: list[tuple[list[Any], list[Any]]] = []
+    s.heron_emit_tracked_many = lambda rows, keys: calls.append((rows, keys))
+    pump(s, clock)
+    assert d.emitted == []  # nothing one by one
+    assert calls == [([["a.txt", i, f"line {i}"] for i in range(5)], [("a.txt", i) for i in range(5)])]
+    s.heron_ack_many([("a.txt", i) for i in range(5)])
+    assert s.lines.commit() == {"a.txt": (5, sum(len(f"line {i}\n") for i in range(5)))}
+
+
 def test_at_least_once_commits_up_to_the_contiguous_acked_line_and_resumes_there(tmp_path):
     data = tmp_path / "in"
     data.mkdir()
