@@ -7,6 +7,7 @@ TextFileGenerator. The component host is a small harness recording emits and log
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -50,6 +51,14 @@ class Delegate:
 
     def log(self, message: str, level: Any = None) -> None:
         self.lines.append((message, level))
+
+
+def folder_with_lines(tmp_path: Path, n: int) -> Path:
+    """A folder "in" holding a.txt of ``n`` lines "line 0", "line 1", ..."""
+    data = tmp_path / "in"
+    data.mkdir()
+    (data / "a.txt").write_text("".join(f"line {i}\n" for i in range(n)))
+    return data
 
 
 def spout(folder, mode: str, clock: ManualClock, state: HashMapState | None = None, **conf: Any):
@@ -140,9 +149,7 @@ def test_line_positions_emitted_many_matches_emitted_one_by_one():
 
 
 def test_at_least_once_a_read_goes_out_in_one_batch_emit_when_the_host_binds_one(tmp_path):
-    data = tmp_path / "in"
-    data.mkdir()
-    (data / "a.txt").write_text("".join(f"line {i}\n" for i in range(5)))
+    data = folder_with_lines(tmp_path, 5)
     clock = ManualClock(1000.0)
     s, d = spout(data, "ATLEAST_ONCE", clock)
     calls: list[tuple[list[Any], list[Any]]] = []
@@ -155,9 +162,7 @@ def test_at_least_once_a_read_goes_out_in_one_batch_emit_when_the_host_binds_one
 
 
 def test_at_least_once_commits_up_to_the_contiguous_acked_line_and_resumes_there(tmp_path):
-    data = tmp_path / "in"
-    data.mkdir()
-    (data / "a.txt").write_text("".join(f"line {i}\n" for i in range(10)))
+    data = folder_with_lines(tmp_path, 10)
     clock = ManualClock(1000.0)
     s, d = spout(data, "ATLEAST_ONCE", clock)
     pump(s, clock)
@@ -190,9 +195,7 @@ def test_at_least_once_commits_up_to_the_contiguous_acked_line_and_resumes_there
 
 
 def test_files_max_pending_bounds_the_lines_in_flight_and_an_ack_frees_room_before_any_commit(tmp_path):
-    data = tmp_path / "in"
-    data.mkdir()
-    (data / "a.txt").write_text("".join(f"line {i}\n" for i in range(12)))
+    data = folder_with_lines(tmp_path, 12)
     clock = ManualClock(1000.0)
     s, d = spout(data, "ATLEAST_ONCE", clock, **{"files.max.pending": 4, "files.batch.lines": 1})
     pump(s, clock, 10)
@@ -283,9 +286,7 @@ def test_reader_reads_a_replaced_file_from_its_start_after_the_old_one_ends(tmp_
 
 
 def test_at_least_once_a_truncated_file_counts_its_lines_again_and_old_acks_are_ignored(tmp_path):
-    data = tmp_path / "in"
-    data.mkdir()
-    (data / "a.txt").write_text("".join(f"line {i}\n" for i in range(5)))
+    data = folder_with_lines(tmp_path, 5)
     clock = ManualClock(1000.0)
     s, d = spout(data, "ATLEAST_ONCE", clock)
     pump(s, clock)
@@ -308,9 +309,7 @@ def test_at_least_once_a_truncated_file_counts_its_lines_again_and_old_acks_are_
 def read_five_lines_and_stop(tmp_path):
     """A folder with a.txt of 5 lines, read and acked by a task that then closed: its position
     (5, 35) saved. Returns (the folder, the clock)."""
-    data = tmp_path / "in"
-    data.mkdir()
-    (data / "a.txt").write_text("".join(f"line {i}\n" for i in range(5)))
+    data = folder_with_lines(tmp_path, 5)
     clock = ManualClock(1000.0)
     s, d = spout(data, "ATLEAST_ONCE", clock)
     pump(s, clock)

@@ -50,6 +50,21 @@ def spout(server, clock: Clock, **conf: Any) -> tuple[RedisStreamSpout, Delegate
     return make(RedisStreamSpout, {**base, **conf}, clock)
 
 
+def group_with_entries(r: Any, n: int) -> list[str]:
+    """Group "g" of stream "s" from its start, and the ids of ``n`` entries v0, v1, ... XADDed."""
+    r.xgroup_create("s", "g", id="0", mkstream=True)
+    return [r.xadd("s", {"value": f"v{i}"}).decode() for i in range(n)]
+
+
+def ack_all_and_see_none_pending(s: RedisStreamSpout, r: Any, emitted: list[Any]) -> None:
+    """Acks each of ``emitted`` (emit, id) pairs; after the spout's next loops the group has
+    nothing pending: every XACK reached the server."""
+    for _v, tid in emitted:
+        s.ack(tid)
+    pump(s, 2)
+    assert r.xpending("s", "g")["pending"] == 0
+
+
 def pump(s: RedisStreamSpout, n: int = 5) -> None:
     for _ in range(n):
         s.next_tuple()
@@ -110,8 +125,7 @@ def test_decode_entry():
 
 # --- the spout -------------------------------------------------------------------------------
 def test_reads_acks_with_xack_and_replays_a_fail_with_backoff(server, r):
-    r.xgroup_create("s", "g", id="0", mkstream=True)
-    ids = [r.xadd("s", {"value": f"v{i}"}).decode() for i in range(5)]
+    ids = group_with_entries(r, 5)
     clock = Clock()
     s, d = spout(server, clock)
     pump(s)
@@ -134,8 +148,7 @@ def test_reads_acks_with_xack_and_replays_a_fail_with_backoff(server, r):
 
 
 def test_a_full_read_is_followed_by_the_next_one_sent_ahead_with_the_acks_due(server, r):
-    r.xgroup_create("s", "g", id="0", mkstream=True)
-    ids = [r.xadd("s", {"value": f"v{i}"}).decode() for i in range(7)]
+    ids = group_with_entries(r, 7)
     s, d = spout(server, Clock(), **{"redis.batch.size": 2})
     pump(s, 1)  # our own pending history first (none), from id 0
     pump(s, 1)  # entries 0, 1; entries 2, 3 asked for before they were emitted
@@ -150,15 +163,11 @@ def test_a_full_read_is_followed_by_the_next_one_sent_ahead_with_the_acks_due(se
     assert [e[0][0] for e in d.emitted] == ids
     assert not s.ahead.sent
     assert r.xpending("s", "g")["pending"] == 5
-    for _v, tid in d.emitted[2:]:
-        s.ack(tid)
-    pump(s, 1)
-    assert r.xpending("s", "g")["pending"] == 0
+    ack_all_and_see_none_pending(s, r, d.emitted[2:])
 
 
 def test_a_read_sent_ahead_waits_while_the_spout_is_deactivated(server, r):
-    r.xgroup_create("s", "g", id="0", mkstream=True)
-    ids = [r.xadd("s", {"value": f"v{i}"}).decode() for i in range(5)]
+    ids = group_with_entries(r, 5)
     s, d = spout(server, Clock(), **{"redis.batch.size": 2})
     pump(s, 2)
     assert s.ahead.sent
@@ -172,8 +181,7 @@ def test_a_read_sent_ahead_waits_while_the_spout_is_deactivated(server, r):
 
 
 def test_a_connection_cut_before_the_read_sent_ahead_ran_keeps_its_acks_due(server, r):
-    r.xgroup_create("s", "g", id="0", mkstream=True)
-    ids = [r.xadd("s", {"value": f"v{i}"}).decode() for i in range(6)]
+    ids = group_with_entries(r, 6)
     clock = Clock()
     s, d = spout(server, clock, **{"redis.batch.size": 2, "redis.reconnect.initial.ms": 100})
     pump(s, 2)  # 0, 1 emitted; 2, 3 read ahead
@@ -192,10 +200,7 @@ def test_a_connection_cut_before_the_read_sent_ahead_ran_keeps_its_acks_due(serv
     pump(s, 3)
     assert [e[0][0] for e in d.emitted] == ids  # each once
     assert [p["message_id"].decode() for p in r.xpending_range("s", "g", "-", "+", 10)] == ids[2:]
-    for _v, tid in d.emitted[2:]:
-        s.ack(tid)
-    pump(s, 1)
-    assert r.xpending("s", "g")["pending"] == 0
+    ack_all_and_see_none_pending(s, r, d.emitted[2:])
 
 
 def _ss_kill(port: int) -> None:
@@ -209,8 +214,7 @@ def test_a_reply_lost_with_its_connection_is_claimed_back(server, r):
 
     if shutil.which("ss") is None:
         pytest.skip("needs ss (iproute2) to reset a socket")
-    r.xgroup_create("s", "g", id="0", mkstream=True)
-    ids = [r.xadd("s", {"value": f"v{i}"}).decode() for i in range(6)]
+    ids = group_with_entries(r, 6)
     clock = Clock()
     s, d = spout(server, clock, **{"redis.batch.size": 2, "redis.claim.idle.ms": 200, "redis.claim.period.ms": 100,
                                    "redis.reconnect.initial.ms": 100})
@@ -228,15 +232,11 @@ def test_a_reply_lost_with_its_connection_is_claimed_back(server, r):
     clock.t += 0.3
     pump(s, 3)
     assert [e[0][0] for e in d.emitted] == ids  # 4 and 5 claimed back, once each
-    for _v, tid in d.emitted:
-        s.ack(tid)
-    pump(s, 2)
-    assert r.xpending("s", "g")["pending"] == 0
+    ack_all_and_see_none_pending(s, r, d.emitted)
 
 
 def test_closing_with_a_read_sent_ahead_leaves_its_entries_to_the_next_start(server, r):
-    r.xgroup_create("s", "g", id="0", mkstream=True)
-    ids = [r.xadd("s", {"value": f"v{i}"}).decode() for i in range(4)]
+    ids = group_with_entries(r, 4)
     s1, d1 = spout(server, Clock(), **{"redis.batch.size": 2})
     pump(s1, 2)
     s1.ack(d1.emitted[0][1])
@@ -248,8 +248,7 @@ def test_closing_with_a_read_sent_ahead_leaves_its_entries_to_the_next_start(ser
 
 
 def test_a_restarted_task_reads_its_own_pending_entries_first(server, r):
-    r.xgroup_create("s", "g", id="0", mkstream=True)
-    ids = [r.xadd("s", {"value": f"v{i}"}).decode() for i in range(3)]
+    ids = group_with_entries(r, 3)
     clock = Clock()
     s1, d1 = spout(server, clock)
     pump(s1)
@@ -264,8 +263,7 @@ def test_a_restarted_task_reads_its_own_pending_entries_first(server, r):
 
 
 def test_a_dead_consumers_entries_are_claimed_after_the_idle_time(server, r):
-    r.xgroup_create("s", "g", id="0", mkstream=True)
-    ids = [r.xadd("s", {"value": f"v{i}"}).decode() for i in range(3)]
+    ids = group_with_entries(r, 3)
     r.xreadgroup("g", "dead-consumer", {"s": ">"})  # read, never acked
     clock = Clock()
     s, d = spout(server, clock, **{"redis.claim.idle.ms": 200, "redis.claim.period.ms": 100})
@@ -275,10 +273,7 @@ def test_a_dead_consumers_entries_are_claimed_after_the_idle_time(server, r):
     clock.t += 0.2
     pump(s, 1)
     assert [e[0][0] for e in d.emitted] == ids and s.metrics_snapshot()["claimed"] == 3
-    for _v, tid in d.emitted:
-        s.ack(tid)
-    pump(s, 1)
-    assert r.xpending("s", "g")["pending"] == 0
+    ack_all_and_see_none_pending(s, r, d.emitted)
 
 
 def test_a_malformed_entry_is_failed_logged_once_and_acknowledged(server, r):
