@@ -204,6 +204,14 @@ class PostgresInsertBolt(_PostgresBolt):
     def heron_poll(self) -> None:
         self.loop.poll()
 
+    def cleanup(self) -> None:
+        # a graceful stop writes what is buffered, as the Redis and RabbitMQ sinks do (before,
+        # the batch waiting for its delay was dropped: replayed at least once, lost at most once)
+        try:
+            self.loop.drain()
+        finally:
+            self._drop()
+
     def _rows(self, batch: list[tuple[Any, Row | None]]) -> list[tuple[Any, Row]]:
         """Each input's row; an input the mapper cannot map is failed here."""
         out: list[tuple[Any, Row]] = []

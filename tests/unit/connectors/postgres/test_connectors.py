@@ -103,6 +103,18 @@ def test_batches_are_acked_after_the_commit_with_the_tables_columns(pg, table):
     assert (m["written"], m["bad-inputs"], m["batches"], m["row-by-row"]) == (3, 1, 1, 1)
 
 
+def test_a_graceful_stop_writes_the_batch_waiting_for_its_delay(pg, table):
+    b, d = bolt(pg, {"postgres.table": table, "postgres.batch.delay.ms": 60_000}, ["word", "n"])
+    ins = [tup(i, [f"w{i}", i]) for i in range(2)]
+    for t in ins:
+        b.process(t)
+    b.heron_poll()  # the delay has not passed: nothing written yet
+    assert d.acked == [] and pg.execute("SELECT count(*) FROM t") == [(0,)]
+    b.cleanup()  # before: the batch was dropped with the connection
+    assert d.acked == ins
+    assert pg.execute("SELECT word, n FROM t ORDER BY n") == [("w0", 0), ("w1", 1)]
+
+
 def test_a_refused_row_is_isolated_failed_and_logged_once(pg, table):
     b, d = bolt(pg, {"postgres.table": table, "postgres.columns": ["word", "n"], "postgres.input.id.fields": ["word"]},
                 ["word", "n"])
