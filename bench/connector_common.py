@@ -3,6 +3,7 @@ files_bench.py) share: the head of the topology file each one submits, a spout f
 ``Count``, a bolt that counts and acks each tuple (the cheapest consumer, so the spout's own cost
 shows); and the A/B of a spout at a git revision against this tree beside the bare loop."""
 
+import argparse
 import statistics
 import sys
 from collections.abc import Callable
@@ -24,6 +25,12 @@ class Count(Bolt):
         self.n += 1
         self.ack(tup)
 '''
+
+
+def add_ab_args(ap: argparse.ArgumentParser) -> None:
+    """The A/B options every connector benchmark takes (``ab_against_bare`` runs them)."""
+    ap.add_argument("--rev", help="A/B: A = the spout at this git revision, B = this tree")
+    ap.add_argument("--reps", type=int, default=3)
 
 
 def ab_against_bare(rev: str, reps: int, what: str, bare: Callable[[int], float],

@@ -29,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 
-from connector_common import ab_against_bare, topology_head  # noqa: E402
+from connector_common import ab_against_bare, add_ab_args, topology_head  # noqa: E402
 
 TOPOLOGY = topology_head("import json, os, time\nfrom heron_py.connectors.files import FileTailSpout") + '''
 class Progress(Count):
@@ -113,8 +113,7 @@ def spout(folder: Path, home: Path, n: int, tag: str, python: str = sys.executab
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--lines", type=int, default=1_000_000)
-    ap.add_argument("--rev", help="A/B: A = the spout at this git revision, B = this tree")
-    ap.add_argument("--reps", type=int, default=3)
+    add_ab_args(ap)
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="files_bench"))
     folder = home / "in"

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from connector_common import ab_against_bare, topology_head  # noqa: E402
+from connector_common import ab_against_bare, add_ab_args, topology_head  # noqa: E402
 
 from tests.kafka_broker import TansuBroker  # noqa: E402
 
@@ -93,8 +93,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--guarantee", default="NO_GUARANTEE", choices=["NO_GUARANTEE", "AT_MOST_ONCE", "AT_LEAST_ONCE"])
-    ap.add_argument("--rev", help="A/B: A = the spout at this git revision, B = this tree")
-    ap.add_argument("--reps", type=int, default=3)
+    add_ab_args(ap)
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="kafka_bench"))
     broker = TansuBroker(home)

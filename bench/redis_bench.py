@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from connector_common import ab_against_bare, topology_head  # noqa: E402
+from connector_common import ab_against_bare, add_ab_args, topology_head  # noqa: E402
 
 from tests.redis_server import RedisServer  # noqa: E402
 
@@ -138,8 +138,7 @@ def redis_version() -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--entries", type=int, default=200_000)
-    ap.add_argument("--rev", help="A/B: A = the spout at this git revision, B = this tree")
-    ap.add_argument("--reps", type=int, default=3)
+    add_ab_args(ap)
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="redis_bench"))
     server = RedisServer(home / "redis", appendonly=False)

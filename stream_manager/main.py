@@ -129,9 +129,10 @@ class StreamManager(DaemonBase):
         if self.pplan is not None and plan.version <= self.pplan.version:
             return  # a stale plan that arrived late
         self.pplan = plan
-        # the plan reaches the local instances before any frame held for them: an instance
-        # waiting for its first plan drops what comes before it (a spout's first batch, sent
-        # while this stream manager waited for the plan, was lost so at a topology's start)
+        # the plan reaches the local instances before any frame held for them, so an instance
+        # has its plan when its first batch comes (before this order, a spout's first batch,
+        # sent while this stream manager waited for the plan, was dropped by an instance still
+        # waiting for its own; instance.execution now keeps such early items too)
         self.instances.broadcast(encode_frame(
             MsgType.NEW_PHYSICAL_PLAN, pb.NewPhysicalPlan(pplan_json=raw).SerializeToString()))
         self.forwarder.set_routing(RoutingTable.build(plan, self.container))  # routes frames held for it

@@ -74,12 +74,7 @@ class LinePositions:
             self.starts[file] = {pos[0]: pos[1]}
 
     def emitted(self, line: Line) -> tuple[str, int] | None:
-        key = self.source.emitted(line.file, line.number, line)
-        if key is not None:
-            st = self.starts[line.file]
-            st[line.number] = line.start
-            st[line.number + 1] = line.end  # where the next line starts: the commit point after this one
-        return key
+        return self.emitted_many([line])[0]
 
     def emitted_many(self, lines: list[Line]) -> list[tuple[str, int] | None]:
         """``emitted`` for a read's lines (a run of lines per file, in order): one
@@ -93,11 +88,12 @@ class LinePositions:
                 j += 1
             run = lines[i:j]
             keys = self.source.emitted_many(file, [(ln.number, ln) for ln in run])
-            st = self.starts.get(file)
-            for ln, key in zip(run, keys, strict=True):
-                if key is not None and st is not None:
-                    st[ln.number] = ln.start
-                    st[ln.number + 1] = ln.end  # where the next line starts: the commit point after it
+            st = self.starts.get(file)  # made by assign, as the tracker that gives ids is
+            if st is not None:
+                for ln, key in zip(run, keys, strict=True):
+                    if key is not None:
+                        st[ln.number] = ln.start
+                        st[ln.number + 1] = ln.end  # where the next line starts: the commit point after it
             ids.extend(keys)
             i = j
         return ids

@@ -51,6 +51,9 @@ def _passthrough(conf: dict[str, Any], prefix: str) -> dict[str, Any]:
     return {k[len(prefix):]: v for k, v in conf.items() if k.startswith(prefix)}
 
 
+FETCH_QUEUE_BACKOFF_MS = 10  # the spout's default for librdkafka's fetch.queue.backoff.ms (client_config)
+
+
 @dataclass(frozen=True)
 class SpoutConfig:
     bootstrap_servers: str
@@ -82,9 +85,6 @@ class SpoutConfig:
                 "enable.auto.commit": False, "enable.auto.offset.store": False,
                 "enable.partition.eof": False, "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
                 **dict(self.consumer)}
-
-
-FETCH_QUEUE_BACKOFF_MS = 10  # the spout's default for librdkafka's fetch.queue.backoff.ms (client_config)
 
 
 def spout_config(conf: dict[str, Any], where: str, default_group: str) -> SpoutConfig:
