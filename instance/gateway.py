@@ -93,28 +93,61 @@ class GatewayConfig:
     liveness: Liveness = DEFAULT_LIVENESS
 
 
+# how soon a link that owes a report (``MetricsLink.send_now`` while not connected) tries to
+# connect again: a task that dies at start may do so before its container's metrics manager is
+# up, and its exception would be lost if the link waited out its ordinary retry
+OWED_RETRY_S = 0.05
+
+
 class MetricsLink:
     """Sends ``report()`` to the container's metrics manager every ``interval_s``, on the
     gateway's loop; ``report_now`` lets a dying task report its exception first."""
 
     def __init__(self, cfg: GatewayConfig, report: Callable[[], dict[str, Any]], interval_s: float,
-                 mm_file: Path, log: logging.Logger) -> None:
+                 mm_file: Path, log: logging.Logger, retry_s: float = 1.0) -> None:
         self._cfg = cfg
         self._report = report
         self._interval = interval_s
         self._mm_file = mm_file
         self.log = log
+        self._retry_s = retry_s
         self._conn: Connection | None = None
         self.sent = threading.Event()
+        self._owed: asyncio.Event | None = None  # made on the loop (run)
 
     def send(self) -> None:
         conn = self._conn
         if conn is not None and conn.is_open:
             conn.send(encode_frame(MsgType.METRICS_REPORT, json.dumps(self._report(), default=repr).encode()))
+            if self._owed is not None:
+                self._owed.clear()
             self.sent.set()
 
+    def send_now(self) -> None:
+        """On the loop: a report at once when connected; else the report is owed, and the link
+        tries to connect every ``OWED_RETRY_S`` until its session's first report pays it."""
+        conn = self._conn
+        if conn is not None and conn.is_open:
+            self.send()
+        elif self._owed is not None:
+            self._owed.set()
+
     async def run(self, stop: asyncio.Event) -> None:
-        await run_link("metrics manager", self._connect, self._session, stop=stop, log=self.log, retry_s=1.0)
+        self._owed = asyncio.Event()
+        await run_link("metrics manager", self._connect, self._session, stop=stop, log=self.log,
+                       retry_s=self._retry_s, wait=self._wait)
+
+    async def _wait(self, seconds: float) -> None:
+        """``run_link``'s wait between tries, cut short when a report becomes owed."""
+        owed = self._owed
+        assert owed is not None
+        if owed.is_set():
+            await asyncio.sleep(min(seconds, OWED_RETRY_S))
+            return
+        try:
+            await asyncio.wait_for(owed.wait(), seconds)
+        except TimeoutError:
+            pass
 
     async def _connect(self) -> Connection:
         cfg = self._cfg
@@ -180,7 +213,7 @@ class Gateway(Routed):
         if loop is None or loop.is_closed() or link is None:
             return False
         link.sent.clear()
-        loop.call_soon_threadsafe(link.send)
+        loop.call_soon_threadsafe(link.send_now)
         return link.sent.wait(timeout)
 
     def stop(self) -> None:

@@ -23,6 +23,8 @@ from instance.queues import InItem, Outbox, OutQueue, QueueBytes, WireMark
 
 # the last metrics report (with __dropped-tuples/shutdown) may take this long to go out
 LAST_REPORT_S = 0.5
+# ... and a task that died of an exception, whose report is what the operator looks for
+EXCEPTION_REPORT_S = 5.0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -90,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     # flushes its emitter (TaskRunner.close); (3) the outbound queue drains to the stream
     # manager until the deadline (shutdown_drain); (4) the last metrics report, with what was
     # dropped; (5) the gateway stops and closes its connections.
+    died = False
     try:
         code = runner.run()
     except Exception:
@@ -98,9 +101,13 @@ def main(argv: list[str] | None = None) -> int:
         trace = traceback.format_exc()
         log.error("task %d (%s) died: %s", args.task_id, args.component, trace)
         reports.record_exception(trace)
-        code = 1
+        code, died = 1, True
     shutdown_drain(outbox, gateway, runner.drain_s, log, f"task {args.task_id} ({args.component})")
-    gateway.report_now(timeout=LAST_REPORT_S)
+    # a task that died of its user code's exception waits longer for the report that carries it:
+    # dying at start, it may go before the container's metrics manager is up (MetricsLink.send_now)
+    if not gateway.report_now(timeout=EXCEPTION_REPORT_S if died else LAST_REPORT_S) and died:
+        log.warning("task %d (%s): the metrics manager did not take the exception's report within %gs; "
+                    "/topologies/exceptions will not show it", args.task_id, args.component, EXCEPTION_REPORT_S)
     gateway.stop()
     sys.stdout.flush()
     return code

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import queue
 from pathlib import Path
 
-from heron_py.common.framing import MsgType, encode_frame
+from heron_py.common.framing import HEADER_SIZE, MsgType, encode_frame
 from heron_py.common.net import BaseHandler, Counters, connect, serve
-from instance.gateway import WRITE_HIGH, Gateway, GatewayConfig, GatewayState
+from instance.gateway import WRITE_HIGH, Gateway, GatewayConfig, GatewayState, MetricsLink
 from instance.queues import InItem, OutQueue, QueueBytes
 
 SECRET = b"s" * 32
@@ -67,4 +68,50 @@ async def test_a_producer_as_fast_as_the_gateway_cannot_pile_flushes_up_in_the_c
         assert conn.write_buffer_size() <= 2 * WRITE_HIGH + len(FLUSH[0]), conn.write_buffer_size()
     finally:
         conn.abort("test end")
+        server.close()
+
+
+class Reports(BaseHandler):
+    """A metrics manager that records the reports it is sent."""
+
+    def __init__(self) -> None:
+        self.reports: list[bytes] = []
+
+    def on_frame(self, conn, msg_type, frame) -> None:  # type: ignore[no-untyped-def]
+        if msg_type == MsgType.METRICS_REPORT:
+            self.reports.append(frame)
+
+
+async def test_a_report_owed_before_the_metrics_manager_is_up_goes_out_as_soon_as_it_is(tmp_path: Path) -> None:
+    """A task that dies at start may report its exception before its container's metrics manager
+    has written its port: the link owes the report and tries again every OWED_RETRY_S, instead
+    of after its retry (30 s here; 1 s in an instance), and its first report pays it. Before,
+    the report waited for the retry and the dying task had stopped waiting (an exception missing
+    from /topologies/exceptions, seen in CI)."""
+    rec = Reports()
+    server = await serve("127.0.0.1", 0, lambda: rec, SECRET, role="metricsmgr", log=LOG, counters=Counters())
+    mm_file = tmp_path / "metricsmgr.json"  # not there yet: the first try fails
+    cfg = GatewayConfig(task_id=2, component="boom", secret=SECRET, sm_port_file=tmp_path / "port", max_frame=1 << 20)
+    link = MetricsLink(cfg, lambda: {"exceptions": ["ValueError: boom"]}, 60.0, mm_file, LOG, retry_s=30.0)
+    stop = asyncio.Event()
+    runner = asyncio.ensure_future(link.run(stop))
+    try:
+        await asyncio.sleep(0.2)  # the first try failed; the next one is 30 s away
+        link.send_now()  # the dying task's report_now, on the loop
+        await asyncio.sleep(0.2)
+        assert rec.reports == [] and not link.sent.is_set()  # still no metrics manager
+        mm_file.write_text(json.dumps({"port": server.sockets[0].getsockname()[1]}))
+        for _ in range(100):
+            if link.sent.is_set():
+                break
+            await asyncio.sleep(0.05)
+        assert link.sent.is_set(), "the owed report did not go out within 5 s of the metrics manager's start"
+        for _ in range(40):
+            if rec.reports:
+                break
+            await asyncio.sleep(0.05)
+        assert [json.loads(r[HEADER_SIZE:]) for r in rec.reports] == [{"exceptions": ["ValueError: boom"]}]
+    finally:
+        stop.set()
+        await runner
         server.close()
