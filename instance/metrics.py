@@ -88,7 +88,7 @@ class TaskReports:
         counters["__time-blocked-ms"] = int(self._outbox.time_blocked_s * 1000)
         gauges["__execute-latency-ms"] = (c.exec_total_s / c.processed * 1000.0) if c.processed else 0.0
         if isinstance(host, BoltHost):  # mean since the start, as the execute latency
-            gauges["__process-latency-ms"] = m.process_ms_total / m.acked if m.acked else 0.0
+            gauges["__process-latency-ms"] = m.process_ms_total / m.process_samples if m.process_samples else 0.0
         p50, p99 = m.percentile(0.5), m.percentile(0.99)
         if p50 is not None:
             gauges["__complete-latency-ms/p50"] = p50

@@ -40,7 +40,7 @@ ACCEPTED_UNUSED = frozenset({
     "topology.fall.back.on.java.serialization", "topology.skip.missing.kryo.registrations",
     "topology.max.task.parallelism", "topology.eventlogger.executors", "topology.state.provider",
     "topology.state.provider.config", "topology.executor.receive.buffer.size", "topology.executor.send.buffer.size",
-    "topology.transfer.buffer.size", "topology.stats.sample.rate", "topology.builtin.metrics.bucket.size.secs",
+    "topology.transfer.buffer.size", "topology.builtin.metrics.bucket.size.secs",
     "topology.environment", "topology.classpath", "topology.additional.classpath", "topology.priority",
     "topology.scheduler.strategy", "topology.component.resources.onheap.memory.mb",
     "topology.component.resources.offheap.memory.mb", "topology.component.cpu.pcore.percent",

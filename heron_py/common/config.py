@@ -111,6 +111,9 @@ SPECIALIZED = _key("heron_py.instance.specialized.emit", Kind.BOOL, True,
 # CPython's default of 700 starts a young-generation collection every few hundred tuples of a
 # batch (each tuple allocates a few containers, and a batch holds its values until the flush),
 # and the batches it walks survive into the older generations to be walked again
+SAMPLE_RATE = _key("topology.stats.sample.rate", Kind.FLOAT, 0.05, positive=True,
+                   doc="the share of a bolt's acks whose process latency is timed (Storm's key and default: 1 "
+                       "in 20; 1 or more times every ack); __process-latency-ms is the mean of those timed")
 GC_GEN0 = _key("heron_py.instance.gc.threshold", Kind.INT, 10000, 0,
                doc="an instance's gc generation-0 threshold (CPython's default: 700; 0 turns automatic "
                    "collection off)")
@@ -235,6 +238,8 @@ class InstanceConfig:
     unix_socket: bool = True
     serializer: str = ""
     gc_threshold: int = 10000
+    # a bolt times 1 ack in this many (topology.stats.sample.rate)
+    latency_sample_every: int = 20
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> InstanceConfig:
@@ -255,6 +260,7 @@ class InstanceConfig:
             unix_socket=UNIX.parse(cfg),
             serializer=SERIALIZER.parse(cfg),
             gc_threshold=GC_GEN0.parse(cfg),
+            latency_sample_every=max(1, round(1.0 / SAMPLE_RATE.parse(cfg))),
         )
 
 

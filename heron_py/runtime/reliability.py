@@ -30,8 +30,11 @@ class TaskMetrics:
     acked: int = 0  # bolt: inputs acked; spout: roots completed
     failed: int = 0
     timed_out: int = 0
-    # a bolt's process latency (Storm's: from a tuple's arrival to its ack), summed over acks
+    # a bolt's process latency (Storm's: from a tuple's arrival to its ack), summed over the
+    # acks timed (process_samples)
     process_ms_total: float = 0.0
+    # the acks whose process latency was timed (1 in InstanceConfig.latency_sample_every)
+    process_samples: int = 0
     latencies_ms: collections.deque[float] = field(default_factory=lambda: collections.deque(maxlen=10_000))
     _last: tuple[int, int, int] = (0, 0, 0)
 

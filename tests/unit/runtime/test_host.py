@@ -12,7 +12,7 @@ from heron_py.api.bolt.bolt import Bolt
 from heron_py.api.spout.spout import Spout
 from heron_py.api.stream import Grouping
 from heron_py.api.topology import TopologyBuilder
-from heron_py.common.config import ReliabilityConfig
+from heron_py.common.config import ConfigError, ReliabilityConfig
 from heron_py.common.framing import (
     ACK_ACK,
     ACK_RECORD,
@@ -360,3 +360,33 @@ def test_next_tuples_stops_when_its_time_budget_is_spent():
     host.user.next_tuple = sleepy
     assert host.next_tuples(64, budget_s=1.0) == 3  # 0.4, 0.8, 1.2 s: the third passes the budget
     assert host.next_tuples(64) == 64  # no budget: the whole round
+
+
+class AckingDouble(Double):
+    def process(self, tup):
+        super().process(tup)
+        self.ack(tup)
+
+
+@pytest.mark.parametrize(("rate", "samples"), [(None, 1), (0.25, 3), (1, 10), (5, 10)])
+def test_a_bolt_times_the_process_latency_of_one_ack_in_so_many(rate, samples):
+    """topology.stats.sample.rate (Storm's key, default 0.05: 1 in 20): the acks timed are the
+    first and every 1/rate-th after it; the count of acks stays exact, and the reported mean is
+    over the acks timed."""
+    conf = {"topology.reliability.mode": "ATLEAST_ONCE"}
+    if rate is not None:
+        conf["topology.stats.sample.rate"] = rate
+    plan = _plan(config=conf, bolt=AckingDouble)
+    host = make_host(plan, _task(plan, "double"), [].extend)
+    host.initialize()
+    rows = [("default", [i], ((1, 100 + i, 5),)) for i in range(10)]
+    host.process_body(_task(plan, "numbers"), dumps_batch(rows))
+    assert (host.metrics.acked, host.metrics.process_samples) == (10, samples)
+    assert host.metrics.process_ms_total >= 0.0
+
+
+def test_a_sample_rate_that_is_not_a_positive_number_is_refused():
+    plan = _plan(config={"topology.stats.sample.rate": 0})
+    with pytest.raises(ConfigError) as e:
+        make_host(plan, _task(plan, "double"), [].extend)
+    assert str(e.value) == "config topology.stats.sample.rate: expected a number > 0, found '0'"
