@@ -113,14 +113,15 @@ class MetricsLink:
         self._retry_s = retry_s
         self._conn: Connection | None = None
         self.sent = threading.Event()
-        self._owed: asyncio.Event | None = None  # made on the loop (run)
+        # set while a report is owed (send_now before a connection); bound to the gateway's loop
+        # at its first use there
+        self._owed = asyncio.Event()
 
     def send(self) -> None:
         conn = self._conn
         if conn is not None and conn.is_open:
             conn.send(encode_frame(MsgType.METRICS_REPORT, json.dumps(self._report(), default=repr).encode()))
-            if self._owed is not None:
-                self._owed.clear()
+            self._owed.clear()
             self.sent.set()
 
     def send_now(self) -> None:
@@ -129,18 +130,16 @@ class MetricsLink:
         conn = self._conn
         if conn is not None and conn.is_open:
             self.send()
-        elif self._owed is not None:
+        else:
             self._owed.set()
 
     async def run(self, stop: asyncio.Event) -> None:
-        self._owed = asyncio.Event()
         await run_link("metrics manager", self._connect, self._session, stop=stop, log=self.log,
                        retry_s=self._retry_s, wait=self._wait)
 
     async def _wait(self, seconds: float) -> None:
         """``run_link``'s wait between tries, cut short when a report becomes owed."""
         owed = self._owed
-        assert owed is not None
         if owed.is_set():
             await asyncio.sleep(min(seconds, OWED_RETRY_S))
             return
