@@ -7,7 +7,8 @@ file that reaches every container in the topology package), a split bolt (par 2,
 splits them into words, a count bolt (par 2, fields grouping on "word") counts them and
 logs its counts and emits (word, count) for the words that changed, every second (tick
 tuples); with --parquet-sink FOLDER a ParquetSink writes those updates. With --sentences N
-the spout stops after N sentences; without it, it goes on forever.
+the spout stops after N sentences; without it, it goes on forever. With --spout-output-bps B its
+stream manager reads at most B bytes a second of its output (Heron's topology.component.output.bps).
 
 The same file runs as a batch job on PySpark (the count bolt's last tick emits the totals):
 
@@ -84,11 +85,14 @@ def build(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--sentences", type=int, default=-1)
     ap.add_argument("--containers", type=int, default=2)
+    ap.add_argument("--spout-output-bps", type=int, default=-1, metavar="BYTES",
+                    help="the spout's output rate limit (Heron's topology.component.output.bps); -1: none")
     ap.add_argument("--parquet-sink", default=None, metavar="FOLDER",
                     help="also write the count updates as Parquet files (heron_py.spark.ParquetSink)")
     args = ap.parse_args(argv)
     builder = TopologyBuilder("word_count")
-    spout = builder.add_spout("sentence", SentenceSpout, par=1, config={"wc.sentences": args.sentences})
+    spout = builder.add_spout("sentence", SentenceSpout, par=1, config={
+        "wc.sentences": args.sentences, "topology.component.output.bps": args.spout_output_bps})
     split = builder.add_bolt("split", SplitBolt, par=2, inputs={spout: Grouping.SHUFFLE})
     count = builder.add_bolt("count", CountBolt, par=2, inputs={split: Grouping.fields("word")},
                              config={"topology.tick.tuple.freq.secs": 1})

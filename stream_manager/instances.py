@@ -1,12 +1,14 @@
-"""The local instances' connections, keyed by task id, and what the master is told about them."""
+"""The local instances' connections, keyed by task id, whether each is read (backpressure holds
+spouts, the output rate limit holds a task over its rate), and what the master is told about them."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from heron_py.common.net import Connection
 from proto import heron_py_pb2 as pb
+from stream_manager.ratelimit import TokenBucket
 
 
 class LocalInstances:
@@ -16,6 +18,11 @@ class LocalInstances:
         self.pids: dict[int, int] = {}
         self.metrics: dict[int, pb.InstanceMetrics] = {}  # latest of each, for the master's heartbeat
         self._log = log
+        # a task is read unless either holds it: one must not resume what the other paused
+        self._held: set[int] = set()  # spouts paused by backpressure
+        self._over_rate: set[int] = set()  # tasks waiting out their output rate's debt
+        self.buckets: dict[int, TokenBucket] = {}  # tasks with an output rate limit
+        self.rate_pauses: dict[int, int] = {}  # times each task's reading stopped for its rate
 
     def get(self, task: int) -> Connection | None:
         return self.conns.get(task)
@@ -29,6 +36,8 @@ class LocalInstances:
         self.pids[task] = pid
         self.ready.pop(task, None)
         conn.context = task
+        if task in self._over_rate:  # a new connection of a task still waiting out its rate
+            conn.pause_reading()
 
     def remove(self, conn: Connection) -> int | None:
         """The task whose current connection ``conn`` was, or None (an old or unregistered one)."""
@@ -46,9 +55,49 @@ class LocalInstances:
     def set_reading(self, tasks: Iterable[int], paused: bool) -> None:
         """Stops (or resumes) reading from these tasks' connections: how spouts are paused."""
         for t in tasks:
-            conn = self.conns.get(t)
-            if conn is not None:
-                conn.pause_reading() if paused else conn.resume_reading()
+            if paused:
+                self._held.add(t)
+            else:
+                self._held.discard(t)
+            self._apply_reading(t)
+
+    def _apply_reading(self, task: int) -> None:
+        conn = self.conns.get(task)
+        if conn is not None:
+            conn.pause_reading() if task in self._held or task in self._over_rate else conn.resume_reading()
+
+    def set_rates(self, rates: Mapping[int, float], now: float) -> None:
+        """The plan's output rates (bytes per second per task): a task whose rate is unchanged
+        keeps its bucket; one no longer limited is read again."""
+        for task in list(self.buckets):
+            if rates.get(task) != self.buckets[task].rate:
+                del self.buckets[task]
+                if task in self._over_rate:
+                    self._over_rate.discard(task)
+                    self._apply_reading(task)
+        for task, rate in rates.items():
+            if task not in self.buckets:
+                self.buckets[task] = TokenBucket.full(rate, now)
+
+    def meter(self, task: int, nbytes: int, now: float) -> float:
+        """Counts a batch ``task`` sent against its output rate; when that puts it in debt, stops
+        reading it and returns the seconds until ``rate_wait_over`` should resume it (else 0)."""
+        bucket = self.buckets.get(task)
+        if bucket is None:
+            return 0.0
+        wait = bucket.take(nbytes, now)
+        if wait <= 0.0 or task in self._over_rate:
+            return 0.0  # under its rate, or already waiting (what was buffered adds to the debt)
+        self._over_rate.add(task)
+        self.rate_pauses[task] = self.rate_pauses.get(task, 0) + 1
+        self._apply_reading(task)
+        return wait
+
+    def rate_wait_over(self, task: int) -> None:
+        """The wait ``meter`` asked for is over: the task is read again unless backpressure holds it."""
+        if task in self._over_rate:
+            self._over_rate.discard(task)
+            self._apply_reading(task)
 
     def broadcast(self, frame: bytes) -> None:
         for conn in self.conns.values():

@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +46,7 @@ from heron_py.state import config as statecfg
 from proto import heron_py_pb2 as pb
 from stream_manager.backpressure import Action, ConnKey, describe
 from stream_manager.forwarder import DropReason
+from stream_manager.ratelimit import output_rates
 from stream_manager.routing import RoutingTable
 from stream_manager.wiring import Site, build
 
@@ -72,6 +75,8 @@ class StreamManager(DaemonBase):
         self.pplan: PhysicalPlan | None = None
         self.config = StreamManagerConfig()  # replaced by each physical plan's
         self.effectively_once = False  # the plan's mode (set with each plan)
+        # the output rate limits' clock (loop.call_later takes the waits it gives as delays)
+        self.clock: Callable[[], float] = time.monotonic
         parts = self.parts = build(self.site, self, self._spawn)
         self.counters, self.bp, self.instances = parts.counters, parts.bp, parts.instances
         self.forwarder, self.acks, self.ckpt, self.clique = parts.forwarder, parts.acks, parts.ckpt, parts.clique
@@ -155,6 +160,10 @@ class StreamManager(DaemonBase):
         self.clique.set_write_limits(cfg.high_watermark, cfg.low_watermark)
         if self.spouts_held():  # the plan may name spouts that registered before it came
             self.instances.set_reading(self.forwarder.routing.local_spouts, paused=True)
+        try:
+            self.instances.set_rates(output_rates(plan, self.container), self.clock())
+        except ConfigError as e:
+            self.log.error("%s; keeping the previous output rate limits", e)
 
     # --- backpressure ---
     def spouts_held(self) -> bool:
@@ -260,6 +269,14 @@ class _Inbound(BaseHandler):
             sm.forwarder.drop(DropReason.OLD_RUN, frame)  # the run a restore rolled back
         else:
             sm.forwarder.route(frame)
+            if sm.instances.buckets:  # topology.component.output.bps: only a limited task pays
+                self.meter(conn.context, len(frame))
+
+    def meter(self, task: int, nbytes: int) -> None:
+        instances = self.sm.instances
+        wait = instances.meter(task, nbytes, self.sm.clock())
+        if wait > 0.0:
+            asyncio.get_running_loop().call_later(wait, instances.rate_wait_over, task)
 
     def instance_acks(self, conn: Connection, frame: bytes) -> None:
         if conn.context is None or batch_src(frame) != conn.context:

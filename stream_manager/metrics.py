@@ -77,6 +77,8 @@ class StreamManagerMetrics:
             counters[f"__tuples-out/{key}"] = n
         for comp, ms in self.bp_by_component().items():
             counters[f"__time_spent_back_pressure_by_compid/{comp}"] = ms
+        for task, n in self._instances.rate_pauses.items():  # topology.component.output.bps at work
+            counters[f"__rate-limit-pauses/{ConnKey.task(task)}"] = n
         gauges: dict[str, float] = {"__in-backpressure": int(bp.local),
                                     "__spouts-paused": int(self._spouts_held()),
                                     "__pending-roots": self._acks.pending}

@@ -54,6 +54,16 @@ class FakeConn:
         self.max_frame = 16 * 1024 * 1024
         self.sent: list[bytes] = []
         self.send_many_calls = 0
+        self.reading = True
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
+
+    def close(self, reason: str = "") -> None:
+        self.closed = reason
 
     def send(self, frame: bytes) -> None:
         self.sent.append(frame)

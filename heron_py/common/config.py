@@ -169,6 +169,12 @@ ALIGN_MB = _key("heron.stmgr.stateful.buffer.size.mb", Kind.FLOAT, 100.0, positi
 # --- stream manager ---
 DROP = _key("topology.droptuples.upon.backpressure", Kind.BOOL, False,
             doc="drop tuples for a slow connection instead of pausing spouts")
+# Heron's per-component rate limit: the stream manager reads at most this many bytes per second
+# of a component's output (split evenly over its tasks), so a spout that emits flat out is paced
+OUTPUT_BPS = _key("topology.component.output.bps", Kind.INT, -1, -1, unit="bytes per second",
+                  doc="a component's output rate limit, split evenly over its tasks (Heron's key: its stream "
+                      "manager stops reading a task that is over it, with a burst of 1.5 times the rate); set "
+                      "on the topology it applies to every component that does not set its own; -1: no limit")
 HIGH = _key("heron.streammgr.network.backpressure.highwatermark.mb", Kind.FLOAT, 100.0, positive=True, unit="MB")
 LOW = _key("heron.streammgr.network.backpressure.lowwatermark.mb", Kind.FLOAT, 50.0, positive=True, unit="MB")
 # --- scheduling ---
@@ -206,6 +212,16 @@ LOG_MAX_FILES = _key("heron.logging.maximum.files", Kind.INT, 5, 0,
                      doc="rotated logs kept per log file (x.log.1 .. x.log.N); 0 keeps none")
 LOG_MAX_FILES_ALIAS = _key("heron_py.logging.max.files", Kind.INT, 5, 0, doc="alias of heron.logging.maximum.files")
 
+
+
+def output_bps(cfg: Mapping[str, Any]) -> int | None:
+    """A component's ``topology.component.output.bps`` (its config merged over the topology's):
+    None for no limit (-1, Heron's default); 0 is refused (it would stop the component for good)."""
+    bps: int = OUTPUT_BPS.parse(cfg)
+    if bps == 0:
+        raise ConfigError(f"config {OUTPUT_BPS.name}: expected -1 (no limit) or an integer > 0 (bytes per "
+                          f"second), found {cfg.get(OUTPUT_BPS.name)!r}")
+    return None if bps < 0 else bps
 
 
 def max_frame_bytes(cfg: Mapping[str, Any]) -> int:
@@ -380,6 +396,7 @@ def check_topology_config(topology_config: Mapping[str, Any],
     RELAUNCH.parse(topology_config)
     LOST_AFTER.parse(topology_config)
     SHUTDOWN_DRAIN.parse(topology_config)
+    output_bps(topology_config)
     HeartbeatConfig.from_config(topology_config)
     EXECUTOR_LIVENESS.parse(topology_config)
     from heron_py.common.logrotate import LogCaps  # logrotate imports this module
@@ -400,6 +417,7 @@ def check_topology_config(topology_config: Mapping[str, Any],
             check_tls_local_link(merged, bool(TLS_ENABLED.parse(topology_config)))
             InstanceConfig.from_config(merged)
             ReliabilityConfig.from_config(merged)
+            output_bps(merged)
             if effectively_once(merged) != effectively_once(topology_config):
                 # checkpoints cut every channel of the topology: one component cannot opt in or out
                 raise ConfigError(f"config {MODE.name}: EFFECTIVELY_ONCE is set for the whole topology or not at "

@@ -47,7 +47,10 @@ def test_submit_status_deactivate_activate_logs_kill(heron_home):
               "--config-property", "heron_py.instance.inbound.queue.batches=4",
               "--config-property", "heron_py.instance.outbound.queue.batches=4",
               "--config-property", "heron_py.instance.batch.size=256",
-              str(EXAMPLES / "word_count.py"))
+              # the spout paced (its output rate limit, a tenth of its pace here): the test needs
+              # tuples moving, not many; fast enough that the drain after deactivate never
+              # pauses for 1.5 s (one socket read past the limit, ~256 KB, waits 0.26 s)
+              str(EXAMPLES / "word_count.py"), "--spout-output-bps", "1000000")
     assert out.stdout.startswith("topology 'wc' is running: 5 tasks in 2 containers")
     assert cli(heron_home, "list", "local").stdout.split() == ["wc"]
 
@@ -174,7 +177,8 @@ def test_deploy_deactivated_then_restart_one_container_by_position_then_activate
     out = cli(heron_home, "submit", "local", str(EXAMPLES / "word_count.py"), "--name", "wcd", "--containers", "2",
               "--deploy-deactivated",
               "--config-property", f"heron_py.testing.capture.dir={heron_home / 'capture'}",
-              "--config-property", "heron_py.testing.capture.components=count")
+              "--config-property", "heron_py.testing.capture.components=count",
+              "--spout-output-bps", "100000")
     try:
         assert out.stdout.startswith("topology 'wcd' is deployed deactivated (heron-py activate starts its spouts): "
                                      "5 tasks in 2 containers")

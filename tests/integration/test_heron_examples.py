@@ -36,10 +36,18 @@ def layout(tmp_path: Path) -> Path:
     return root
 
 
+# Heron's examples emit flat out and log what the tests look for at their bolts' ticks (every 10
+# or 15 s): their output is paced at submit, as a Heron user would pace a topology without
+# editing it (Heron's topology.component.output.bps, here for every component), so the tests do
+# not spend two cores on tuples nobody looks at; with short outbound queues, so that what waits
+# behind the limit (the stateful example's checkpoint markers too) waits seconds, not a minute
+PACED = ("topology.component.output.bps=100000", "heron_py.instance.outbound.queue.batches=4")
+
+
 def _submit(home: Path, root: Path, file: str, *args: str,
             props: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HERON_PY_HOME": str(home), "PYTHONPATH": str(root)}
-    options = [a for p in props for a in ("--config-property", p)]
+    options = [a for p in PACED + props for a in ("--config-property", p)]
     return subprocess.run([sys.executable, "-m", "heron_py.cli.main", "submit", "local", *options,
                            f"examples/src/python/{file}", *args], cwd=root, env=env, text=True,
                           capture_output=True, timeout=180)

@@ -52,7 +52,7 @@ def test_every_drop_reason_is_exported_as_dropped_tuples_with_a_reason_label():
     fwd.route(batch(99, 2))  # unknown task
     fwd.route(batch(3, 5))
     fwd.route(batch(3, 6))  # task 3 is not connected: the first held batch is dropped
-    fake = SimpleNamespace(conns={}, peers={}, pending=0, metrics={})
+    fake = SimpleNamespace(conns={}, peers={}, pending=0, metrics={}, rate_pauses={})
     m = StreamManagerMetrics(container=0, bp=BackpressureState(clock=lambda: 0.0), forwarder=fwd, acks=fake,
                              instances=fake, clique=fake, counters=Counters(), spouts_held=lambda: False,
                              process=lambda: {})
