@@ -66,7 +66,9 @@ def _words(home, name):
 
 
 def test_daemons_drop_hostile_connections_and_keep_serving(heron_home):
-    run = run_local(EXAMPLES / "word_count.py", [], home=heron_home, containers=2, keep_running=True)
+    # the spout paced (its output rate limit): the test needs the counts growing, not two cores busy
+    run = run_local(EXAMPLES / "word_count.py", ["--spout-output-bps", "1000000"], home=heron_home, containers=2,
+                    keep_running=True)
     try:
         state = LocalFsStateManager(heron_home)
         es = state.get_execution_state(run.name)
