@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from heron_py.cli.errors import AdminError as AdminError  # raised here; kept importable from here
 from heron_py.common.daemon import run_until_complete
 from heron_py.common.framing import MsgType
 from heron_py.common.handshake import HandshakeError, http_token
@@ -16,10 +17,6 @@ from heron_py.common.net import Connection, Routed, Routes, connect, on
 from heron_py.common.tls import PeerTls, TlsMaterial, https_client_context, tls_client_args
 from heron_py.state import StateManager
 from proto import heron_py_pb2 as pb
-
-
-class AdminError(Exception):
-    pass
 
 
 class _Reply(Routed):

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from string import Template
 
-from heron_py.cli.submit import SubmitError
+from heron_py.cli.errors import SubmitError
 
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 TEMPLATES = "templates/project"

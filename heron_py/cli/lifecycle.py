@@ -19,7 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from heron_py.api.api_constants import TOPOLOGY_COMPONENT_PARALLELISM
-from heron_py.cli.submit import SubmitError, _log_tails
+from heron_py.cli.errors import SubmitError
+from heron_py.cli.submit import _log_tails
 from heron_py.common.config import effectively_once
 from heron_py.planner.logical import validate
 from heron_py.planner.packing import round_robin

@@ -7,36 +7,26 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from heron_py.cli.admin import AdminError, live_status, run_state_command, tm_get
 from heron_py.cli.argv import cluster_name, option_arities, split_topology_args
-from heron_py.cli.config_check import config_warnings
-from heron_py.cli.lifecycle import parse_parallelism, restart_topology, update_topology
-from heron_py.cli.submit import (
-    SubmitError,
-    dry_run_text,
-    load_topology_file,
-    package_for,
-    parse_properties,
-    prepare,
-    submit,
-)
+from heron_py.cli.errors import AdminError, SubmitError
 from heron_py.common.config_codec import ConfigCodecError
-from heron_py.common.daemon import write_atomically
-from heron_py.common.handshake import http_token, scrape_token
-from heron_py.common.tls import TlsMaterial, server_name
 from heron_py.planner.errors import TopologyError
-from heron_py.planner.model import TopologyDef
-from heron_py.planner.packing import round_robin
-from heron_py.scheduler.base import Scheduler, SchedulerError, preflight
-from heron_py.scheduler.hosts import is_loopback
-from heron_py.scheduler.local import LocalScheduler
+from heron_py.scheduler.base import SchedulerError
 from heron_py.scheduler.paths import TopologyPaths
-from heron_py.scheduler.registry import SCHEDULERS
-from heron_py.scheduler.slurm import SlurmOptions, SlurmScheduler
-from heron_py.state import StateConfig, StateManager, StateManagerError, open_state
+from heron_py.state import StateManagerError, open_state
 from heron_py.state import config as statecfg
+
+if TYPE_CHECKING:
+    from heron_py.planner.model import TopologyDef
+    from heron_py.scheduler.base import Scheduler
+    from heron_py.state import StateConfig, StateManager
+
+# Each command imports what it runs, in its function: a kill or a status is a short process that
+# the tests run hundreds of times and users run by hand, and importing the submit path, the
+# master's admin client, every scheduler and every verb's engine made each one 0.2 s of CPU
+# (0.08 s is the state manager and the local scheduler it needs)
 
 CLUSTERS = ("local", "slurm", "kubernetes")
 
@@ -70,6 +60,8 @@ def _kubernetes(args: argparse.Namespace) -> Scheduler:
 
 def _kube_dry_run(args: argparse.Namespace, topo: TopologyDef) -> int:
     """The manifests a submit would create, as YAML; no state manager, no cluster."""
+    from heron_py.cli.submit import parse_properties, prepare
+    from heron_py.planner.packing import round_robin
     from heron_py.scheduler import kube_render as kr
 
     checked, n = prepare(topo, name=args.name, containers=args.containers,
@@ -88,10 +80,14 @@ def _scheduler(args: argparse.Namespace) -> Scheduler:
     if args.cluster == "slurm":
         import os
 
+        from heron_py.scheduler.slurm import SlurmOptions, SlurmScheduler
+
         options = SlurmOptions(partition=getattr(args, "partition", None) or os.environ.get("HERON_PY_SLURM_PARTITION"),
                                time_limit=getattr(args, "time", None), python=getattr(args, "python", None) or "",
                                exclusive=not getattr(args, "share", False))
         return SlurmScheduler(_state(args), state_config=_state_config(args), options=options)
+    from heron_py.scheduler.local import LocalScheduler
+
     return LocalScheduler(_state(args), state_config=_state_config(args))
 
 
@@ -103,6 +99,12 @@ def _scheduler_for(args: argparse.Namespace, name: str) -> Scheduler:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
+    from heron_py.cli.config_check import config_warnings
+    from heron_py.cli.submit import dry_run_text, load_topology_file, package_for, parse_properties, prepare, submit
+    from heron_py.planner.packing import round_robin
+    from heron_py.scheduler.base import preflight
+    from heron_py.scheduler.registry import SCHEDULERS
+
     # before the topology file runs or the state manager is opened: the cheap refusals first
     preflight(SCHEDULERS[args.cluster], _state_config(args))
     if args.cluster == "kubernetes":
@@ -155,6 +157,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def status_doc(state: StateManager, name: str, sched: Scheduler | None = None) -> dict[str, Any]:
+    from heron_py.cli.admin import live_status
+
     _require(state, name)
     placement = [{"container": c.container, "state": c.state, "where": c.where, "handle": c.handle}
                  for c in sched.containers(name)] if sched is not None else []
@@ -220,6 +224,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"  tmanager: {tm['host']}:{tm['port']} pid {tm['pid']}" if tm else "  tmanager: not running",
           "" if doc["tmanager_reachable"] else "(not reachable)")
     if tm and tm.get("http_port"):
+        from heron_py.common.handshake import http_token
+
         page = f"{tm.get('http_scheme', 'http')}://{tm['host']}:{tm['http_port']}/"
         secret = state.get_secret(args.name)
         # the page takes the token from the address once: off loopback every request needs it,
@@ -249,6 +255,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_admin(args: argparse.Namespace) -> int:
+    from heron_py.cli.admin import run_state_command
+
     state = _state(args)
     _require(state, args.name)
     ok, message = run_state_command(state, args.name, args.command, args.wait)
@@ -272,6 +280,8 @@ def cmd_kill(args: argparse.Namespace) -> int:
 
 
 def cmd_restart(args: argparse.Namespace) -> int:
+    from heron_py.cli.lifecycle import restart_topology
+
     state = _state(args)
     _require(state, args.name)
     container = args.container if args.container is not None else args.container_pos
@@ -286,6 +296,8 @@ def cmd_restart(args: argparse.Namespace) -> int:
 
 
 def cmd_update(args: argparse.Namespace) -> int:
+    from heron_py.cli.lifecycle import parse_parallelism, update_topology
+
     state = _state(args)
     _require(state, args.name)
     changes = parse_parallelism(args.component_parallelism)
@@ -300,6 +312,8 @@ def _fmt(v: float) -> str:
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
+    from heron_py.cli.admin import tm_get
+
     state = _state(args)
     _require(state, args.name)
     topo = state.get_topology(args.name)
@@ -321,6 +335,9 @@ def _prometheus_tls(state: StateManager, name: str, ca_file: Path | None) -> dic
     """Prometheus' tls_config for a topology whose endpoints serve HTTPS: the topology's CA
     (written to a file: Prometheus 2.42, Debian's, reads a CA only from a file) and the name
     its certificate carries."""
+    from heron_py.common.daemon import write_atomically
+    from heron_py.common.tls import TlsMaterial, server_name
+
     raw = state.get_tls(name)
     if raw is None:
         raise AdminError(f"topology '{name}' serves its metrics over HTTPS, but the state manager holds no TLS "
@@ -333,6 +350,10 @@ def _prometheus_tls(state: StateManager, name: str, ca_file: Path | None) -> dic
 
 
 def cmd_prometheus_config(args: argparse.Namespace) -> int:
+    from heron_py.cli.admin import live_status
+    from heron_py.common.handshake import scrape_token
+    from heron_py.scheduler.hosts import is_loopback
+
     state = _state(args)
     _require(state, args.name)
     es = live_status(state, args.name) or state.get_execution_state(args.name) or {}

@@ -12,14 +12,15 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from heron_py.checkpoint.operator import restore_command
-from heron_py.cli.admin import AdminError, admin_command
-from heron_py.state import StateManager
-from proto import heron_py_pb2 as pb
+from heron_py.cli.errors import AdminError
 
-Send = Callable[[StateManager, str, str], pb.AdminResponse]
+if TYPE_CHECKING:  # imported where used: the CLI's other verbs do not load the admin client
+    from heron_py.state import StateManager
+    from proto import heron_py_pb2 as pb
+
+Send = Callable[["StateManager", str, str], "pb.AdminResponse"]
 
 
 def add_parser(add_parser: Callable[..., argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -44,6 +45,9 @@ def _checkpoint_id(text: str) -> int:
 def run_restore(state: StateManager, name: str, checkpoint_id: int | None, *,
                 send: Send | None = None) -> tuple[bool, str]:
     """Sends the decision to the active master; returns (accepted, what to print)."""
+    from heron_py.checkpoint.operator import restore_command
+    from heron_py.cli.admin import admin_command
+
     send = send or admin_command
     try:
         resp = send(state, name, restore_command(checkpoint_id))

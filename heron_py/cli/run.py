@@ -22,32 +22,33 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from heron_py.common.config import TICK
 from heron_py.common.config_codec import restore_config
-from heron_py.common.serialization import MAIN_ALIAS
-from heron_py.planner.model import TopologyDef
-from heron_py.runtime.host import Observer
-from heron_py.testing.inprocess import InProcessResult, _InProcess
+
+if TYPE_CHECKING:  # the engine is imported by the run itself: the CLI's other verbs do not load it
+    from heron_py.planner.model import TopologyDef
+    from heron_py.testing.inprocess import _InProcess
 
 IDLE_SLEEP_S = 0.001  # a round in which no spout emitted and nothing moved: do not spin
 
 
-class _Counting(_InProcess):
+def _counting(topo: TopologyDef, containers: int, seed: int) -> tuple[_InProcess, Counter[str]]:
     """The in-process run, counting what each bolt receives instead of keeping it (a run of
-    minutes would otherwise hold every tuple)."""
+    minutes would otherwise hold every tuple); and its counts."""
+    from heron_py.runtime.host import Observer
+    from heron_py.testing.inprocess import InProcessResult, _InProcess
 
-    def __init__(self, topo: TopologyDef, containers: int, seed: int) -> None:
-        self.counts: Counter[str] = Counter()
-        super().__init__(topo, containers, InProcessResult(), random.Random(seed))
+    counts: Counter[str] = Counter()
 
-    def _observer(self, task: int, component: str) -> Observer | None:
-        counts = self.counts
+    class Counting(_InProcess):
+        def _observer(self, task: int, component: str) -> Observer | None:
+            def seen(source: Any, src: Any, rows: Any) -> None:
+                counts[component] += len(rows)
+            return seen
 
-        def seen(source: Any, src: Any, rows: Any) -> None:
-            counts[component] += len(rows)
-        return seen
+    return Counting(topo, containers, InProcessResult(), random.Random(seed)), counts
 
 
 def run_topology(topo: TopologyDef, *, duration_s: float, containers: int = 1, seed: int = 0,
@@ -56,7 +57,7 @@ def run_topology(topo: TopologyDef, *, duration_s: float, containers: int = 1, s
     """Runs ``topo`` until ``duration_s`` passed, ``stop()`` is true, or (with ``idle_rounds``)
     every spout emitted nothing that many rounds in a row; returns (tuples received per bolt,
     seconds run). Every component is closed at the end, also on an exception."""
-    run = _Counting(topo, containers, seed)
+    run, counts = _counting(topo, containers, seed)
     intervals = {b.task_id: s for b in run.bolts if (s := _tick_interval(topo, b.component))}
     start = clock()
     next_tick = {t: start + s for t, s in intervals.items()}
@@ -86,7 +87,7 @@ def run_topology(topo: TopologyDef, *, duration_s: float, containers: int = 1, s
                 h.close()
             except Exception as e:  # one component's close must not hide the others' or the run's end
                 logging.getLogger("heron-py run").warning("closing %s-%d: %s", h.component, h.task_id, e)
-    return run.counts, clock() - start
+    return counts, clock() - start
 
 
 def _tick_interval(topo: TopologyDef, component: str) -> float | None:
@@ -97,6 +98,7 @@ def _tick_interval(topo: TopologyDef, component: str) -> float | None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from heron_py.cli.submit import load_topology_file, parse_properties, prepare
+    from heron_py.common.serialization import MAIN_ALIAS
 
     # what the components log (self.log, logging) shows on this terminal, as in storm local
     logging.basicConfig(level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,

@@ -29,7 +29,7 @@ def java_available(environ: Any = os.environ) -> bool:
 
 def spark_session(master: str, app: str) -> Any:
     if not java_available():
-        from heron_py.cli.submit import SubmitError
+        from heron_py.cli.errors import SubmitError
 
         raise SubmitError(JAVA_MISSING)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from heron_py.api import submit_hook
+from heron_py.cli.errors import SubmitError as SubmitError  # raised here; kept importable from here
 from heron_py.common.config import TLS_ENABLED, ConfigError, check_tls_local_link
 from heron_py.common.config_codec import restore_config, sanitize_config
 from heron_py.common.package import MAX_BYTES, Package, PackageError, check_size, make_package, sign_package
@@ -35,10 +36,6 @@ TOPOLOGY_WORKERS = "topology.workers"  # Storm's
 # how often submit reads the execution state while it waits for every task: the master writes
 # it as soon as a task is ready, so the poll is the only lag, and one read costs a file or a znode
 READY_POLL_S = 0.05
-
-
-class SubmitError(Exception):
-    pass
 
 
 def load_topology_file(path: Path, args: Sequence[str], filter_file: Path | None = None) -> TopologyDef:
