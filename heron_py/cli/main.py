@@ -91,6 +91,21 @@ def _scheduler(args: argparse.Namespace) -> Scheduler:
     return LocalScheduler(_state(args), state_config=_state_config(args))
 
 
+def _scheduler_class(cluster: str) -> type[Scheduler]:
+    """The one scheduler a command names (heron_py.scheduler.registry imports all three)."""
+    if cluster == "kubernetes":
+        from heron_py.scheduler.kube import KubernetesScheduler
+
+        return KubernetesScheduler
+    if cluster == "slurm":
+        from heron_py.scheduler.slurm import SlurmScheduler
+
+        return SlurmScheduler
+    from heron_py.scheduler.local import LocalScheduler
+
+    return LocalScheduler
+
+
 def _scheduler_for(args: argparse.Namespace, name: str) -> Scheduler:
     """The scheduler the command names, refused when the topology runs on another."""
     sched = _scheduler(args)
@@ -103,10 +118,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from heron_py.cli.submit import dry_run_text, load_topology_file, package_for, parse_properties, prepare, submit
     from heron_py.planner.packing import round_robin
     from heron_py.scheduler.base import preflight
-    from heron_py.scheduler.registry import SCHEDULERS
 
     # before the topology file runs or the state manager is opened: the cheap refusals first
-    preflight(SCHEDULERS[args.cluster], _state_config(args))
+    preflight(_scheduler_class(args.cluster), _state_config(args))
     if args.cluster == "kubernetes":
         from heron_py.scheduler.kube_render import DEFAULT_IMAGE, check_image
 

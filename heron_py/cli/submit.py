@@ -38,17 +38,22 @@ TOPOLOGY_WORKERS = "topology.workers"  # Storm's
 READY_POLL_S = 0.05
 
 
+def _load_flux_file(path: Path, args: Sequence[str], filter_file: Path | None) -> TopologyDef:
+    from heron_py.flux import load_flux  # the Flux reader and Storm's classes: only for a Flux file
+
+    if args:
+        raise SubmitError(f"{path} is a Flux file, which takes no arguments; found {list(args)}")
+    return load_flux(path, filter_file=filter_file, env=os.environ)
+
+
 def load_topology_file(path: Path, args: Sequence[str], filter_file: Path | None = None) -> TopologyDef:
     """Runs ``path`` as ``__main__`` with ``args`` as its argv and returns the topology it built;
     a ``.yaml``/``.yml`` path is a Storm Flux file instead, read with ``filter_file`` (--filter)."""
-    from heron_py.flux import FLUX_SUFFIXES, load_flux
+    from heron_py.flux import FLUX_SUFFIXES
 
     check_topology_path(path, FLUX_SUFFIXES)
-
     if path.suffix in FLUX_SUFFIXES:
-        if args:
-            raise SubmitError(f"{path} is a Flux file, which takes no arguments; found {list(args)}")
-        return load_flux(path, filter_file=filter_file, env=os.environ)
+        return _load_flux_file(path, args, filter_file)
     if filter_file is not None:
         raise SubmitError(f"--filter {filter_file} applies to Flux YAML files only; {path} is not one "
                           f"(expected a .yaml or .yml file)")
