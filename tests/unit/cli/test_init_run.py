@@ -2,6 +2,7 @@
 one process for a bounded time and stops cleanly on Ctrl-C (issue 36)."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -48,7 +49,11 @@ def test_heron_py_run_runs_the_project_for_its_duration(project):
     assert lines[0] == "running 'wordcount' in this process for 2 s (Ctrl-C stops it)"
     # the count bolt's log lines (one per tick per task) show on the terminal
     assert any(" count-" in line and " words counted; top: " in line for line in lines), p.stdout
-    assert lines[-1].startswith("ran 'wordcount' for 2.0 s; tuples received per bolt: count ")
+    # it ran its duration, then stopped: the time it reports (its last round, the drain and the
+    # close included, so 2.1 on a loaded machine) is at least 2 s and at most the process's own
+    m = re.fullmatch(r"ran 'wordcount' for (\d+\.\d) s; tuples received per bolt: count \d+, split \d+", lines[-1])
+    assert m, lines[-1]
+    assert 2.0 <= float(m.group(1)) <= took + 0.05
     assert took < 30
 
 
