@@ -108,7 +108,10 @@ def test_stateful_example_checkpoints_and_recovers_after_kill_9(heron_home: Path
     task logs the state it recovered, not empty."""
     name = "ex-stateful"
     proc = _submit(heron_home, layout, "stateful_word_count_topology.py", name,
-                   props=("topology.stateful.checkpoint.interval.seconds=5",))
+                   # paced ten times faster than the other examples: a checkpoint's markers wait
+                   # behind what the spouts' gateways hold (up to their write watermark), 21 s at
+                   # 100,000 B/s
+                   props=("topology.stateful.checkpoint.interval.seconds=5", "topology.component.output.bps=1000000"))
     assert proc.returncode == 0, f"submit failed:\n{proc.stdout}\n{proc.stderr}"
     try:
         tm = "container-0/tmanager.log"
