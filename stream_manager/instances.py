@@ -4,7 +4,7 @@ spouts, the output rate limit holds a task over its rate), and what the master i
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from heron_py.common.net import Connection
 from proto import heron_py_pb2 as pb
@@ -12,12 +12,13 @@ from stream_manager.ratelimit import TokenBucket
 
 
 class LocalInstances:
-    def __init__(self, log: logging.Logger) -> None:
+    def __init__(self, log: logging.Logger, clock: Callable[[], float]) -> None:
         self.conns: dict[int, Connection] = {}
         self.ready: dict[int, int] = {}  # task id -> pid, instances that finished initialize
         self.pids: dict[int, int] = {}
         self.metrics: dict[int, pb.InstanceMetrics] = {}  # latest of each, for the master's heartbeat
         self._log = log
+        self._clock = clock  # the output rate limits' (loop.call_later takes their waits as delays)
         # a task is read unless either holds it: one must not resume what the other paused
         self._held: set[int] = set()  # spouts paused by backpressure
         self._over_rate: set[int] = set()  # tasks waiting out their output rate's debt
@@ -66,7 +67,7 @@ class LocalInstances:
         if conn is not None:
             conn.pause_reading() if task in self._held or task in self._over_rate else conn.resume_reading()
 
-    def set_rates(self, rates: Mapping[int, float], now: float) -> None:
+    def set_rates(self, rates: Mapping[int, float]) -> None:
         """The plan's output rates (bytes per second per task): a task whose rate is unchanged
         keeps its bucket; one no longer limited is read again."""
         for task in list(self.buckets):
@@ -75,17 +76,18 @@ class LocalInstances:
                 if task in self._over_rate:
                     self._over_rate.discard(task)
                     self._apply_reading(task)
+        now = self._clock()
         for task, rate in rates.items():
             if task not in self.buckets:
                 self.buckets[task] = TokenBucket.full(rate, now)
 
-    def meter(self, task: int, nbytes: int, now: float) -> float:
+    def meter(self, task: int, nbytes: int) -> float:
         """Counts a batch ``task`` sent against its output rate; when that puts it in debt, stops
         reading it and returns the seconds until ``rate_wait_over`` should resume it (else 0)."""
         bucket = self.buckets.get(task)
         if bucket is None:
             return 0.0
-        wait = bucket.take(nbytes, now)
+        wait = bucket.take(nbytes, self._clock())
         if wait <= 0.0 or task in self._over_rate:
             return 0.0  # under its rate, or already waiting (what was buffered adds to the debt)
         self._over_rate.add(task)

@@ -17,8 +17,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,8 +73,6 @@ class StreamManager(DaemonBase):
         self.pplan: PhysicalPlan | None = None
         self.config = StreamManagerConfig()  # replaced by each physical plan's
         self.effectively_once = False  # the plan's mode (set with each plan)
-        # the output rate limits' clock (loop.call_later takes the waits it gives as delays)
-        self.clock: Callable[[], float] = time.monotonic
         parts = self.parts = build(self.site, self, self._spawn)
         self.counters, self.bp, self.instances = parts.counters, parts.bp, parts.instances
         self.forwarder, self.acks, self.ckpt, self.clique = parts.forwarder, parts.acks, parts.ckpt, parts.clique
@@ -161,7 +157,7 @@ class StreamManager(DaemonBase):
         if self.spouts_held():  # the plan may name spouts that registered before it came
             self.instances.set_reading(self.forwarder.routing.local_spouts, paused=True)
         try:
-            self.instances.set_rates(output_rates(plan, self.container), self.clock())
+            self.instances.set_rates(output_rates(plan, self.container))
         except ConfigError as e:
             self.log.error("%s; keeping the previous output rate limits", e)
 
@@ -274,7 +270,7 @@ class _Inbound(BaseHandler):
 
     def meter(self, task: int, nbytes: int) -> None:
         instances = self.sm.instances
-        wait = instances.meter(task, nbytes, self.sm.clock())
+        wait = instances.meter(task, nbytes)
         if wait > 0.0:
             asyncio.get_running_loop().call_later(wait, instances.rate_wait_over, task)
 

@@ -128,7 +128,7 @@ def build(site: Site, events: Events, spawn: Callable[[Coroutine[Any, Any, None]
     log, container = site.log, site.container
     counters = Counters()
     bp = BackpressureState(clock=clock)
-    instances = LocalInstances(log)
+    instances = LocalInstances(log, clock)
     peers: dict[int, Connection] = {}  # the clique's connections up (first cycle)
     forwarder = Forwarder(Destinations(instances.conns, peers), log=log)
     forwarder.routing = RoutingTable(container)

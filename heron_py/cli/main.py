@@ -15,6 +15,8 @@ from heron_py.common.config_codec import ConfigCodecError
 from heron_py.planner.errors import TopologyError
 from heron_py.scheduler.base import SchedulerError
 from heron_py.scheduler.paths import TopologyPaths
+from heron_py.scheduler.registry import KINDS as CLUSTERS
+from heron_py.scheduler.registry import scheduler_class
 from heron_py.state import StateManagerError, open_state
 from heron_py.state import config as statecfg
 
@@ -27,8 +29,6 @@ if TYPE_CHECKING:
 # the tests run hundreds of times and users run by hand, and importing the submit path, the
 # master's admin client, every scheduler and every verb's engine made each one 0.2 s of CPU
 # (0.08 s is the state manager and the local scheduler it needs)
-
-CLUSTERS = ("local", "slurm", "kubernetes")
 
 
 def _state_config(args: argparse.Namespace) -> StateConfig:
@@ -91,21 +91,6 @@ def _scheduler(args: argparse.Namespace) -> Scheduler:
     return LocalScheduler(_state(args), state_config=_state_config(args))
 
 
-def _scheduler_class(cluster: str) -> type[Scheduler]:
-    """The one scheduler a command names (heron_py.scheduler.registry imports all three)."""
-    if cluster == "kubernetes":
-        from heron_py.scheduler.kube import KubernetesScheduler
-
-        return KubernetesScheduler
-    if cluster == "slurm":
-        from heron_py.scheduler.slurm import SlurmScheduler
-
-        return SlurmScheduler
-    from heron_py.scheduler.local import LocalScheduler
-
-    return LocalScheduler
-
-
 def _scheduler_for(args: argparse.Namespace, name: str) -> Scheduler:
     """The scheduler the command names, refused when the topology runs on another."""
     sched = _scheduler(args)
@@ -120,7 +105,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from heron_py.scheduler.base import preflight
 
     # before the topology file runs or the state manager is opened: the cheap refusals first
-    preflight(_scheduler_class(args.cluster), _state_config(args))
+    preflight(scheduler_class(args.cluster), _state_config(args))
     if args.cluster == "kubernetes":
         from heron_py.scheduler.kube_render import DEFAULT_IMAGE, check_image
 

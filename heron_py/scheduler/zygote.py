@@ -46,7 +46,9 @@ PRELOAD = ("instance.main", "stream_manager.main", "metrics_manager.main", "hero
            # what the daemons import when they start (measured: each child's sys.modules against
            # the zygote's); uvloop's extension alone left ~2 MB private in every child
            "uvloop", "concurrent.futures.thread", "encodings.idna", "metrics_manager.prom")
-PRELOAD_MASTER = ("topology_master.main", "heron_py.scheduler.registry", "google.protobuf.descriptor_pb2")
+# (the registry imports a scheduler when asked for it: the master's relaunches use all three)
+PRELOAD_MASTER = ("topology_master.main", "heron_py.scheduler.registry", "heron_py.scheduler.local",
+                  "heron_py.scheduler.slurm", "heron_py.scheduler.kube", "google.protobuf.descriptor_pb2")
 PR_SET_CHILD_SUBREAPER = 36
 
 

@@ -10,6 +10,7 @@ import logging
 import pytest
 
 from heron_py.common.config import ConfigError, check_topology_config
+from heron_py.testing import ManualClock
 from stream_manager.instances import LocalInstances
 from stream_manager.ratelimit import TokenBucket, output_rates
 from tests.fakes import FakeConn, word_count_plan
@@ -68,30 +69,32 @@ def test_a_zero_or_a_non_number_is_refused_at_submit_naming_the_component():
                             "per second) >= -1, found '-5'")
 
 
-def _instances(*tasks: int) -> tuple[LocalInstances, dict[int, FakeConn]]:
-    inst = LocalInstances(logging.getLogger("test"))
+def _instances(*tasks: int) -> tuple[LocalInstances, dict[int, FakeConn], ManualClock]:
+    clock = ManualClock(0.0)
+    inst = LocalInstances(logging.getLogger("test"), clock)
     conns = {t: FakeConn() for t in tasks}
     for t, c in conns.items():
         inst.add(c, t, 100 + t)  # type: ignore[arg-type]
-    return inst, conns
+    return inst, conns, clock
 
 
 def test_a_task_over_its_rate_is_not_read_until_its_wait_is_over_and_only_it():
-    inst, conns = _instances(1, 3)
-    inst.set_rates({1: 1000.0}, now=0.0)
-    assert inst.meter(1, 1500, 0.0) == 0.0 and conns[1].reading
-    assert inst.meter(3, 10**9, 0.0) == 0.0 and conns[3].reading  # no limit on task 3
-    assert inst.meter(1, 250, 0.1) == pytest.approx(0.15)  # 150 bytes of debt
+    inst, conns, clock = _instances(1, 3)
+    inst.set_rates({1: 1000.0})
+    assert inst.meter(1, 1500) == 0.0 and conns[1].reading
+    assert inst.meter(3, 10**9) == 0.0 and conns[3].reading  # no limit on task 3
+    clock.now = 0.1
+    assert inst.meter(1, 250) == pytest.approx(0.15)  # 150 bytes of debt
     assert not conns[1].reading and inst.rate_pauses == {1: 1}
-    assert inst.meter(1, 100, 0.1) == 0.0  # bytes already buffered add to the debt; one wait asked
+    assert inst.meter(1, 100) == 0.0  # bytes already buffered add to the debt; one wait asked
     inst.rate_wait_over(1)
     assert conns[1].reading
 
 
 def test_neither_hold_resumes_what_the_other_paused():
-    inst, conns = _instances(1)
-    inst.set_rates({1: 1000.0}, now=0.0)
-    inst.meter(1, 2000, 0.0)
+    inst, conns, _clock = _instances(1)
+    inst.set_rates({1: 1000.0})
+    inst.meter(1, 2000)
     inst.set_reading([1], paused=True)  # backpressure holds the spout too
     inst.set_reading([1], paused=False)  # backpressure over: the rate still holds it
     assert not conns[1].reading
@@ -103,19 +106,20 @@ def test_neither_hold_resumes_what_the_other_paused():
 
 
 def test_a_plan_that_lifts_the_limit_reads_a_waiting_task_again_and_an_unchanged_rate_keeps_its_debt():
-    inst, conns = _instances(1, 3)
-    inst.set_rates({1: 1000.0, 3: 10.0}, now=0.0)
-    inst.meter(1, 2000, 0.0)
-    inst.meter(3, 2000, 0.0)
-    inst.set_rates({3: 10.0}, now=1.0)
+    inst, conns, clock = _instances(1, 3)
+    inst.set_rates({1: 1000.0, 3: 10.0})
+    inst.meter(1, 2000)
+    inst.meter(3, 2000)
+    clock.now = 1.0
+    inst.set_rates({3: 10.0})
     assert conns[1].reading and not conns[3].reading
     assert inst.buckets[3].tokens < 0 and 1 not in inst.buckets
 
 
 def test_a_task_that_registers_again_while_waiting_is_not_read_on_its_new_connection():
-    inst, conns = _instances(1)
-    inst.set_rates({1: 1000.0}, now=0.0)
-    inst.meter(1, 2000, 0.0)
+    inst, conns, _clock = _instances(1)
+    inst.set_rates({1: 1000.0})
+    inst.meter(1, 2000)
     again = FakeConn()
     inst.add(again, 1, 200)  # type: ignore[arg-type]
     assert conns[1].closed == "task 1 registered again on a new connection"
