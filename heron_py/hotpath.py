@@ -50,7 +50,15 @@ MODULES: tuple[str, ...] = (
     # spout task's thread beside the engine's emit (bench/redis_bench.py)
     "heron_py.connectors.base",
     "heron_py.connectors.redis.spout",
+    # the stream manager's XOR tracker's tables (one per spout task)
+    "heron_py.runtime.roots",
 )
+
+# Of MODULES, those compiled from a typed Cython twin (``.pyx`` beside the ``.py``) instead of
+# their ``.py``: the ``.py`` is the reference and the fallback, the twin the same contract in C
+# types where Python objects per record were the cost (each module's tests run both: the compiled
+# pass and the pure one, and a differential test where both can be imported).
+TYPED: tuple[str, ...] = ("heron_py.runtime.roots",)
 
 PURE_ENV = "HERON_PY_PURE"
 _EXTENSIONS = tuple(importlib.machinery.EXTENSION_SUFFIXES)
@@ -89,8 +97,11 @@ class _SourceFirst(importlib.abc.MetaPathFinder):
         if spec is None or spec.origin is None or not is_extension(spec.origin):
             return spec
         extension = Path(spec.origin)
-        source = extension.with_name(fullname.rpartition(".")[2] + ".py")
-        if source.is_file() and (self.pure or stale(extension, source)):
+        name = fullname.rpartition(".")[2]
+        source = extension.with_name(name + ".py")
+        # a typed module is built from its .pyx: stale when that changed since
+        built_from = extension.with_name(name + ".pyx") if fullname in TYPED else source
+        if source.is_file() and (self.pure or stale(extension, built_from)):
             return importlib.util.spec_from_file_location(fullname, source)
         return spec
 

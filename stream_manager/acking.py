@@ -11,8 +11,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from heron_py.common.framing import BODY_OFFSET, batch_dest
-from heron_py.runtime.acking import Resolved, XorTracker, result_frame, result_frames
+from heron_py.common.framing import BODY_OFFSET, RESULT_RECORD, MsgType, batch_dest, encode_batch_frame
+from heron_py.runtime.acking import Resolved, XorTracker, result_frames
 
 
 class AckService:
@@ -29,13 +29,20 @@ class AckService:
         return self.tracker.pending
 
     def on_ack_batch(self, frame: bytes) -> None:
-        """Records for one of our spout tasks: update the XOR state, report resolved roots."""
+        """Records for one of our spout tasks: update the XOR state, report resolved roots (the
+        result records written by the tracker straight into the frame's body)."""
         spout = batch_dest(frame)
-        resolved, unknown = self.tracker.apply(spout, memoryview(frame)[BODY_OFFSET:])
+        results = bytearray()
+        try:
+            unknown = self.tracker.apply_body(spout, memoryview(frame)[BODY_OFFSET:], results)
+        except ValueError as e:  # not whole records: refused whole, the stream manager goes on
+            self._log.warning("ACK_BATCH for task %d dropped: %s", spout, e)
+            return
         for kind in unknown:
             self._log.warning("ack record of unknown kind %d for task %d; ignored", kind, spout)
-        if resolved:
-            self._send(spout, result_frame(spout, resolved))
+        if results:
+            self._send(spout, encode_batch_frame(spout, 0, bytes(results), MsgType.ACK_RESULT,
+                                                 len(results) // RESULT_RECORD.size))
 
     def rotate(self) -> None:
         """Times out the oldest bucket's roots."""

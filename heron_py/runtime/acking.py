@@ -7,22 +7,23 @@ the keys of the tuples it emitted anchored to t. Each key enters the value exact
 (created, acked), so the value is zero exactly when the whole tree is acked — with a
 chance of 2^-64 per update of reaching zero early.
 
-Entries live in a rotating map of buckets: ``rotate()`` drops the oldest bucket, and its
-roots have timed out. With ``n`` buckets rotated every ``timeout/(n-1)`` seconds, a root
+Entries live in generations (buckets): ``rotate()`` drops the oldest, and its roots have
+timed out. With ``n`` buckets rotated every ``timeout/(n-1)`` seconds, a root
 times out between ``timeout`` and ``timeout * n/(n-1)`` seconds after it was first seen
 (updates do not refresh it, as in Storm).
 
 One tracker for every driver: the stream manager's ``AckService`` (``stream_manager/acking.py``)
 feeds it ACK_BATCH frames and rotates it on a timer; the test harness wraps it in
 ``ClockedTracker``, whose buckets are opened and dropped on its manual clock so a root times out
-at exactly ``timeout`` after it was first seen. A hot-path module (``heron_py.hotpath``):
-``XorTracker.apply`` is the stream manager's hottest loop with acking on.
+at exactly ``timeout`` after it was first seen. A hot-path module (``heron_py.hotpath``); the
+stream manager's hottest loop with acking on, a record's update, is ``RootTable.apply``
+(``heron_py.runtime.roots``, compiled from its typed twin ``roots.pyx``).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from heron_py.common.framing import (
@@ -39,6 +40,8 @@ from heron_py.common.framing import (
     batch_dest,
     encode_batch_frame,
 )
+from heron_py.runtime.root_errors import check_buckets
+from heron_py.runtime.roots import RootTable
 
 MASK64 = (1 << 64) - 1
 
@@ -56,79 +59,30 @@ class Resolved:
     outcome: Outcome
 
 
-class RotatingMap:
-    """Root → int value in ``n`` generations; lookups search newest first."""
-
-    def __init__(self, buckets: int = 3) -> None:
-        self.check(buckets)
-        self._buckets: list[dict[int, int]] = [{} for _ in range(buckets)]
-
-    @staticmethod
-    def check(buckets: int) -> None:
-        if buckets < 2:
-            raise ValueError(f"rotating map needs at least 2 buckets, found {buckets}")
-
-    def __len__(self) -> int:
-        return sum(len(b) for b in self._buckets)
-
-    def __iter__(self) -> Iterator[int]:
-        for b in self._buckets:
-            yield from b
-
-    @property
-    def buckets(self) -> list[dict[int, int]]:
-        """Newest first; rotate() replaces the list's items, so read it anew each time."""
-        return self._buckets
-
-    def find(self, key: int) -> dict[int, int] | None:
-        for b in self._buckets:
-            if key in b:
-                return b
-        return None
-
-    def put_new(self, key: int, value: int) -> None:
-        self._buckets[0][key] = value
-
-    def rotate(self) -> dict[int, int]:
-        """Drops the oldest generation and returns it (its entries have timed out)."""
-        expired = self._buckets.pop()
-        self._buckets.insert(0, {})
-        return expired
-
-    def grow(self) -> None:
-        """A new newest generation, none dropped (``XorTracker.grow``)."""
-        self._buckets.insert(0, {})
-
-    def drop_oldest(self) -> dict[int, int]:
-        """Drops the oldest generation and returns it, keeping at least 2 (``XorTracker.shrink``)."""
-        if len(self._buckets) <= 2:
-            raise ValueError(f"rotating map keeps at least 2 buckets: cannot drop one of {len(self._buckets)}")
-        return self._buckets.pop()
-
-
 class XorTracker:
-    def __init__(self, buckets: int = 3) -> None:
-        RotatingMap.check(buckets)
-        self._buckets = buckets
-        # per spout task: (live roots, roots failed or timed out recently), keyed by the root
-        # alone, so a record costs no (task, root) key to build and hash. After a fail or a
-        # timeout the rest of the tree's records still arrive; they must not resurrect an entry
-        # (which would time out later), hence the second map. An acked root needs no entry
-        # there: every key of its tree was XORed in twice, so no record of it is left to come
-        # (a user's second ack of one tuple is the exception: its entry times out unseen, since
-        # the spout no longer holds the root). At 40,000 roots/s that map would hold a million
-        # acked roots, 30 MB and a cache miss per lookup.
-        self._tasks: dict[int, tuple[RotatingMap, RotatingMap]] = {}
+    """Per spout task, a ``RootTable`` (``heron_py.runtime.roots``): its live roots and the roots
+    failed or timed out recently, keyed by the root alone, so a record costs no (task, root) key
+    to build and hash. After a fail or a timeout the rest of the tree's records still arrive;
+    they must not resurrect an entry (which would time out later), hence the resolved roots. An
+    acked root needs no entry there: every key of its tree was XORed in twice, so no record of
+    it is left to come (a user's second ack of one tuple is the exception: its entry times out
+    unseen, since the spout no longer holds the root). At 40,000 roots/s that would be a million
+    acked roots remembered for a timeout."""
 
-    def _maps(self, spout_task: int) -> tuple[RotatingMap, RotatingMap]:
-        maps = self._tasks.get(spout_task)
-        if maps is None:
-            maps = self._tasks[spout_task] = (RotatingMap(self._buckets), RotatingMap(self._buckets))
-        return maps
+    def __init__(self, buckets: int = 3) -> None:
+        check_buckets(buckets)
+        self._buckets = buckets
+        self._tasks: dict[int, RootTable] = {}
+
+    def table(self, spout_task: int) -> RootTable:
+        t = self._tasks.get(spout_task)
+        if t is None:
+            t = self._tasks[spout_task] = RootTable(self._buckets)
+        return t
 
     @property
     def pending(self) -> int:
-        return sum(len(live) for live, _ in self._tasks.values())
+        return sum(t.live for t in self._tasks.values())
 
     def update(self, spout_task: int, root: int, value: int) -> Resolved | None:
         """XORs ``value`` into the root's entry (creating it); returns the root if it completed.
@@ -136,84 +90,46 @@ class XorTracker:
         resolved, _ = self.apply(spout_task, ACK_RECORD.pack(ACK_ACK, root, value & MASK64))
         return Resolved(spout_task, root, Outcome.ACKED) if resolved else None
 
+    def apply_body(self, spout_task: int, body: bytes | memoryview, results: bytearray) -> list[int]:
+        """One ACK_BATCH body for ``spout_task`` (the stream manager's hottest loop with acking
+        on): an ACK_RESULT record (outcome, root) appended to ``results`` per root resolved, in
+        order. Returns the record kinds it did not know. A body that is not whole records is
+        refused whole (ValueError, ``root_errors.body_error``)."""
+        return self.table(spout_task).apply(body, results)
+
     def apply(self, spout_task: int, body: bytes | memoryview) -> tuple[list[tuple[int, int]], list[int]]:
-        """One ACK_BATCH body for ``spout_task``: ``update`` or ``fail`` per record, inlined (the
-        stream manager's hottest loop with acking on). Returns the resolved roots as ACK_RESULT
-        records (outcome, root), in the order they resolved, and the kinds it did not know."""
-        live_map, done_map = self._maps(spout_task)
-        live, done = live_map.buckets, done_map.buckets
-        resolved: list[tuple[int, int]] = []
-        unknown: list[int] = []
-        for kind, root, value in ACK_RECORD.iter_unpack(body):
-            if kind in (ACK_ACK, ACK_INIT):
-                # a live root is never in done: look there first, it is where nearly all records go
-                for bucket in live:
-                    old = bucket.get(root)
-                    if old is not None:
-                        v = old ^ value
-                        if v == 0:
-                            del bucket[root]
-                            resolved.append((RESULT_ACKED, root))
-                        else:
-                            bucket[root] = v
-                        break
-                else:
-                    if value and not (root in done[0] or any(root in d for d in done[1:])):
-                        live[0][root] = value & MASK64
-            elif kind == ACK_FAIL:
-                r = self.fail(spout_task, root)
-                if r is not None:
-                    resolved.append((RESULT_FAILED, root))
-            else:
-                unknown.append(kind)
-        return resolved, unknown
+        """``apply_body`` with the resolved roots as (outcome, root) pairs."""
+        results = bytearray()
+        unknown = self.apply_body(spout_task, body, results)
+        return list(RESULT_RECORD.iter_unpack(results)), unknown
 
     def fail(self, spout_task: int, root: int) -> Resolved | None:
-        live, done = self._maps(spout_task)
-        if done.find(root) is not None:
+        if not self.table(spout_task).fail(root):
             return None
-        bucket = live.find(root)
-        if bucket is not None:
-            del bucket[root]
-        # a fail for a root we never saw (its init is still on the way) still fails it
-        done.put_new(root, 1)
         return Resolved(spout_task, root, Outcome.FAILED)
 
     def rotate(self) -> list[Resolved]:
-        out = []
-        for task, (live, done) in self._tasks.items():
-            done.rotate()
-            for root in live.rotate():
-                done.put_new(root, 1)
-                out.append(Resolved(task, root, Outcome.TIMED_OUT))
-        return out
+        return [Resolved(task, root, Outcome.TIMED_OUT) for task, t in self._tasks.items() for root in t.rotate()]
 
     # A driver that times roots out on its own clock (ClockedTracker) opens and drops
-    # generations apart instead of rotating: every map of every task keeps the same number of
-    # buckets, the newest first, so bucket i is one generation across tasks.
+    # generations apart instead of rotating: every table of every task keeps the same number of
+    # generations, the newest first, so bucket i is one generation across tasks.
     def grow(self) -> None:
-        """A new newest bucket in every map, none dropped."""
+        """A new newest bucket in every table, none dropped."""
         self._buckets += 1
-        for live, done in self._tasks.values():
-            live.grow()
-            done.grow()
+        for t in self._tasks.values():
+            t.grow()
 
     def shrink(self) -> list[Resolved]:
-        """Drops every map's oldest bucket (at least 2 stay): its live roots have timed out and,
+        """Drops every table's oldest bucket (at least 2 stay): its live roots have timed out and,
         as in ``rotate``, are remembered as resolved so a late ack does not resurrect them."""
-        RotatingMap.check(self._buckets - 1)
+        check_buckets(self._buckets - 1)
         self._buckets -= 1
-        out = []
-        for task, (live, done) in self._tasks.items():
-            done.drop_oldest()
-            for root in live.drop_oldest():
-                done.put_new(root, 1)
-                out.append(Resolved(task, root, Outcome.TIMED_OUT))
-        return out
+        return [Resolved(task, root, Outcome.TIMED_OUT) for task, t in self._tasks.items() for root in t.shrink()]
 
     def live_in(self, bucket: int) -> int:
         """How many live roots bucket ``bucket`` (0: the newest) holds, over every spout task."""
-        return sum(len(live.buckets[bucket]) for live, _ in self._tasks.values())
+        return sum(t.live_in(bucket) for t in self._tasks.values())
 
 
 _OUTCOME = {Outcome.ACKED: RESULT_ACKED, Outcome.FAILED: RESULT_FAILED, Outcome.TIMED_OUT: RESULT_TIMED_OUT}

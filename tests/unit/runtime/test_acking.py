@@ -6,7 +6,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from heron_py.runtime.acking import ClockedTracker, Outcome, RotatingMap, XorTracker
+from heron_py.runtime.acking import ClockedTracker, Outcome, XorTracker
+from heron_py.runtime.roots import RootTable
 from heron_py.testing import ManualClock
 
 
@@ -78,11 +79,11 @@ def test_timeout_after_all_buckets_rotate_once_and_never_acked_after():
     assert t.pending == 0
 
 
-def test_rotating_map_requires_two_buckets():
+def test_a_root_table_requires_two_buckets():
     import pytest
 
     with pytest.raises(ValueError) as e:
-        RotatingMap(1)
+        RootTable(1)
     assert str(e.value) == "rotating map needs at least 2 buckets, found 1"
 
 
@@ -242,9 +243,9 @@ def test_xor_tracker_generations_keep_two_buckets():
     with pytest.raises(ValueError) as e:
         t.shrink()
     assert str(e.value) == "rotating map needs at least 2 buckets, found 1"
-    m = RotatingMap(2)
+    m = RootTable(2)
     with pytest.raises(ValueError) as e:
-        m.drop_oldest()
+        m.shrink()
     assert str(e.value) == "rotating map keeps at least 2 buckets: cannot drop one of 2"
 
 
@@ -311,8 +312,8 @@ def test_acked_roots_leave_nothing_behind_failed_and_timed_out_ones_are_remember
         assert t.update(1, root, root * 7919) is not None  # acked
     t.update(1, 5000, 0xF)
     assert t.fail(1, 5000) is not None
-    live, done = t._tasks[1]
-    assert len(live) == 0 and set(done) == {5000, 6000}
+    table = t.table(1)
+    assert table.live == 0 and table.roots() == [] and sorted(table.resolved()) == [5000, 6000]
     # their late records are still ignored; a late record of an acked root makes an entry
     # that times out like any other (the spout holds no such root and ignores the result)
     assert t.update(1, 5000, 0x1) is None and t.update(1, 6000, 0x1) is None and t.pending == 0

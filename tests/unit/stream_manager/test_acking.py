@@ -52,6 +52,22 @@ def test_a_batch_sends_one_result_frame_per_spout_task_and_logs_unknown_kinds(
     assert svc.pending == 0
 
 
+def test_a_body_of_broken_records_is_dropped_whole_logged_and_the_service_goes_on(
+        caplog: pytest.LogCaptureFixture) -> None:
+    frames: list[tuple[int, bytes]] = []
+    svc = AckService(lambda task, f: frames.append((task, f)), logging.getLogger("test.acking"))
+    svc.on_ack_batch(_batch(4, (ACK_INIT, 1, 0xA)))
+    broken = ACK_RECORD.pack(ACK_ACK, 1, 0xA) + b"\x02\x00\x01"
+    with caplog.at_level(logging.WARNING, logger="test.acking"):
+        svc.on_ack_batch(encode_batch_frame(4, 9, broken, MsgType.ACK_BATCH, 1))
+    assert [r.getMessage() for r in caplog.records] == [
+        "ACK_BATCH for task 4 dropped: ACK_BATCH body: expected a multiple of 17 bytes (kind, root id, value "
+        "per record), found 20 bytes; no record of it was applied"]
+    assert frames == [] and svc.pending == 1  # the whole record in it was not applied either
+    svc.on_ack_batch(_batch(4, (ACK_ACK, 1, 0xA)))
+    assert _sent(frames) == [(4, [(RESULT_ACKED, 1)])] and svc.pending == 0
+
+
 def test_rotation_times_out_after_its_buckets_and_reads_the_timeout_each_time() -> None:
     frames: list[tuple[int, bytes]] = []
     svc = AckService(lambda task, f: frames.append((task, f)), logging.getLogger("test.acking"))
