@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 P = TypeVar("P", bound=Hashable)  # a partition (Kafka: (topic, partition))
 T = TypeVar("T")  # an input item of a sink
@@ -95,12 +95,13 @@ class OffsetTracker:
 _NO_PARTITION: Any = object()  # equal to no partition
 
 
-@dataclass(slots=True)  # one per record in flight: slots make it smaller and quicker to build
-class _Pending(Generic[P]):
-    partition: P
-    offset: int
-    record: Any
-    failures: int = 0
+# A record in flight: (partition, offset, record, failures). A tuple, not a class: one is made per
+# record emitted, and a dataclass's generated __init__ (Python code) was half of a Redis entry's
+# bookkeeping (bench/RESULTS.md); a retry replaces it with the failures counted.
+_PART: Final = 0
+_OFFSET: Final = 1
+_RECORD: Final = 2
+Pending = tuple[P, int, Any, int]
 
 
 @dataclass
@@ -141,7 +142,13 @@ class ReplayableSource(Generic[P]):
     # record itself (a source acknowledges or rejects it in its system by what the record holds)
     on_give_up: Callable[[P, int, int, Any], None] | None = None
     trackers: dict[P, OffsetTracker] = field(default_factory=dict)
-    pending: dict[tuple[P, int], _Pending[P]] = field(default_factory=dict)
+    pending: dict[tuple[P, int], Pending[P]] = field(default_factory=dict)
+    # False for a system that keeps each record's state itself and needs no offset committed
+    # (Redis's pending entries lists, XACKed per entry): no offsets are kept, ``commits`` is
+    # empty, and max_in_flight counts ``in_flight``; positions then mean nothing
+    offsets: bool = True
+    # records in flight per partition, kept when ``offsets`` is False
+    in_flight: dict[P, int] = field(default_factory=dict)
     stats: SourceStats = field(default_factory=SourceStats)
     _retry_heap: list[tuple[float, int, tuple[P, int]]] = field(default_factory=list)
     _seq: int = 0
@@ -153,6 +160,7 @@ class ReplayableSource(Generic[P]):
 
     def revoke(self, partition: P) -> None:
         self.trackers.pop(partition, None)
+        self.in_flight.pop(partition, None)
         for key in [k for k in self.pending if k[0] == partition]:
             del self.pending[key]
 
@@ -163,6 +171,8 @@ class ReplayableSource(Generic[P]):
         t = self.trackers.get(partition)
         if t is None:
             return False
+        if not self.offsets:
+            return self.max_in_flight is None or self.in_flight.get(partition, 0) < self.max_in_flight
         if self.max_in_flight is not None and len(t.emitted) >= self.max_in_flight:
             return False
         return t.uncommitted() < self.max_uncommitted
@@ -170,14 +180,8 @@ class ReplayableSource(Generic[P]):
     def emitted(self, partition: P, offset: int, record: Any) -> tuple[P, int] | None:
         """Records an emit; returns the message id, or None if the record is stale (below the
         commit point or already in flight: a re-fetch after a seek)."""
-        t = self.trackers.get(partition)
-        key = (partition, offset)
-        if t is None or offset < t.committed or key in self.pending or offset in t.acked:
-            return None
-        t.add_emitted(offset)
-        self.pending[key] = _Pending(partition, offset, record)
-        self.stats.emitted += 1
-        return key
+        ids = self.emitted_many(partition, ((offset, record),))
+        return ids[0]
 
     def emitted_many(self, partition: P, records: Sequence[tuple[int, Any]]) -> list[tuple[P, int] | None]:
         """``emitted`` for a batch of one partition's ``(offset, record)`` pairs, with the
@@ -187,11 +191,24 @@ class ReplayableSource(Generic[P]):
         t = self.trackers.get(partition)
         if t is None:
             return [None] * len(records)
-        committed, acked, in_flight, pending = t.committed, t.acked, t.emitted, self.pending
+        pending = self.pending
         ids: list[tuple[P, int] | None] = []
         append = ids.append
-        top = t.fetched
         n = 0
+        if not self.offsets:
+            for offset, record in records:
+                key = (partition, offset)
+                if key in pending:
+                    append(None)
+                    continue
+                pending[key] = (partition, offset, record, 0)
+                append(key)
+                n += 1
+            self.in_flight[partition] = self.in_flight.get(partition, 0) + n
+            self.stats.emitted += n
+            return ids
+        committed, acked, in_flight = t.committed, t.acked, t.emitted
+        top = t.fetched
         for offset, record in records:
             key = (partition, offset)
             if offset < committed or key in pending or offset in acked:
@@ -200,19 +217,28 @@ class ReplayableSource(Generic[P]):
             in_flight.add(offset)
             if offset >= top:
                 top = offset + 1
-            pending[key] = _Pending(partition, offset, record)
+            pending[key] = (partition, offset, record, 0)
             append(key)
             n += 1
         t.fetched = top
         self.stats.emitted += n
         return ids
 
+    def _done(self, partition: P, offset: int) -> None:
+        """A record that left ``pending`` (acked or given up): counted as done for commits."""
+        if self.offsets:
+            t = self.trackers.get(partition)
+            if t is not None:
+                t.add_acked(offset)
+        elif partition in self.in_flight:
+            self.in_flight[partition] -= 1
+
     def ack(self, msg_id: tuple[P, int]) -> bool:
         """True if the id was pending (a late ack of a revoked partition is ignored)."""
         p = self.pending.pop(msg_id, None)
         if p is None:
             return False
-        self.trackers[p.partition].add_acked(p.offset)
+        self._done(p[_PART], p[_OFFSET])
         self.stats.acked += 1
         return True
 
@@ -222,22 +248,31 @@ class ReplayableSource(Generic[P]):
         pending, trackers = self.pending, self.trackers
         out: list[Any] = []
         append = out.append
+        if not self.offsets:
+            in_flight = self.in_flight
+            for key in msg_ids:
+                p = pending.pop(key, None)
+                if p is not None:
+                    append(p[_RECORD])
+                    in_flight[p[_PART]] -= 1
+            self.stats.acked += len(out)
+            return out
         tracker: OffsetTracker | None = None
         partition: Any = _NO_PARTITION
         for key in msg_ids:
             p = pending.pop(key, None)
             if p is None:
                 continue
-            if p.partition != partition:  # ids come in runs of one partition: one lookup per run
-                partition = p.partition
+            if p[_PART] != partition:  # ids come in runs of one partition: one lookup per run
+                partition = p[_PART]
                 tracker = trackers[partition]
             assert tracker is not None
-            off = p.offset
+            off = p[_OFFSET]
             # tracker.add_acked(off), inlined
             tracker.emitted.discard(off)
             if off >= tracker.committed:
                 tracker.acked.add(off)
-            append(p.record)
+            append(p[_RECORD])
         self.stats.acked += len(out)
         return out
 
@@ -248,17 +283,19 @@ class ReplayableSource(Generic[P]):
         p = self.pending.get(msg_id)
         if p is None:
             return False
-        p.failures += 1
+        partition, offset, record, failures = p
+        failures += 1
         self.stats.failed += 1
-        if not self.retry.may_retry(p.failures):
+        if not self.retry.may_retry(failures):
             del self.pending[msg_id]
-            self.trackers[p.partition].add_acked(p.offset)
+            self._done(partition, offset)
             self.stats.given_up += 1
             if self.on_give_up is not None:
-                self.on_give_up(p.partition, p.offset, p.failures, p.record)
+                self.on_give_up(partition, offset, failures, record)
             return False
+        self.pending[msg_id] = (partition, offset, record, failures)
         self._seq += 1
-        heapq.heappush(self._retry_heap, (now + self.retry.delay(p.failures), self._seq, msg_id))
+        heapq.heappush(self._retry_heap, (now + self.retry.delay(failures), self._seq, msg_id))
         return True
 
     def due_retries(self, now: float, limit: int = 1000) -> list[tuple[tuple[P, int], Any]]:
@@ -268,7 +305,7 @@ class ReplayableSource(Generic[P]):
             _, _, key = heapq.heappop(self._retry_heap)
             p = self.pending.get(key)
             if p is not None:
-                out.append((key, p.record))
+                out.append((key, p[_RECORD]))
                 self.stats.retries += 1
         return out
 
@@ -278,6 +315,8 @@ class ReplayableSource(Generic[P]):
     def commits(self) -> dict[P, int]:
         """Partition → offset that may be committed now (only partitions that advanced)."""
         out: dict[P, int] = {}
+        if not self.offsets:
+            return out
         for part, t in self.trackers.items():
             nxt = t.next_commit()
             if nxt is not None:
@@ -299,6 +338,7 @@ class ReplayableSource(Generic[P]):
     def restore(self, positions: dict[P, int]) -> None:
         """Forget everything in flight and restart each partition at its position."""
         self.pending.clear()
+        self.in_flight.clear()
         self._retry_heap.clear()
         self.trackers = {part: OffsetTracker(off) for part, off in positions.items()}
 

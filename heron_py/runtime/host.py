@@ -170,7 +170,8 @@ class ComponentHost:
         self.observer = options.observer
         self.metrics = TaskMetrics()
         rel = options.reliability if options.reliability is not None else ReliabilityConfig.from_config(raw)
-        self.reliability = Reliability.from_config(rel, clock=self.clock, metrics=self.metrics)
+        self.reliability = Reliability.from_config(rel, clock=self.clock, metrics=self.metrics,
+                                                   sample_every=self.config.latency_sample_every)
         self.context = TopologyContext(topo, plan.packing, task_id, self.conf)
         context = self.context
         self.emitter = Emitter(plan, task_id, self.config.batch_size, sink, custom_loader=loads_user_object,

@@ -65,8 +65,14 @@ class Reliability:
     UNKNOWN: Any = _Unknown()
 
     def __init__(self, timeout_s: float, max_pending: int | None, clock: Callable[[], float],
-                 metrics: TaskMetrics | None = None, rng: random.Random | None = None) -> None:
+                 metrics: TaskMetrics | None = None, rng: random.Random | None = None,
+                 sample_every: int = 1) -> None:
         self.timeout_s = timeout_s
+        # the complete latency of 1 acked root in ``sample_every`` goes into the metrics, the
+        # first included, as Storm samples it at topology.stats.sample.rate (InstanceConfig.
+        # latency_sample_every); a hook's info still gets every root's own (``resolve``)
+        self.sample_every = max(1, sample_every)
+        self._acks_seen = 0
         self.max_pending = max_pending
         self.clock = clock
         self.metrics = metrics or TaskMetrics()
@@ -80,11 +86,11 @@ class Reliability:
 
     @classmethod
     def from_config(cls, conf: ReliabilityConfig, clock: Callable[[], float],
-                    metrics: TaskMetrics | None = None) -> Reliability | None:
+                    metrics: TaskMetrics | None = None, sample_every: int = 1) -> Reliability | None:
         """None at most once: no bookkeeping at all."""
         if not conf.acking:
             return None
-        return cls(conf.timeout_s, conf.max_pending, clock, metrics)
+        return cls(conf.timeout_s, conf.max_pending, clock, metrics, sample_every=sample_every)
 
     def new_root(self) -> int:
         return self._rand(64) or 1
@@ -125,7 +131,10 @@ class Reliability:
         latency_ms = self.last_latency_ms = (self.clock() - t0) * 1000.0
         if outcome == RESULT_ACKED:
             self.metrics.acked += 1
-            self.metrics.latencies_ms.append(latency_ms)
+            k = self._acks_seen
+            self._acks_seen = k + 1
+            if not k % self.sample_every:
+                self.metrics.latencies_ms.append(latency_ms)
         elif outcome == RESULT_FAILED:
             self.metrics.failed += 1
         elif outcome == RESULT_TIMED_OUT:
@@ -134,26 +143,30 @@ class Reliability:
 
     def resolve_acked_run(self, records: Sequence[tuple[int, int]], i: int, acked: list[Any]) -> int:
         """``resolve`` for ``records[i:]`` (a result frame's (outcome, root) records) while they
-        are acks, with one clock read: the message ids of the roots still pending are appended
-        to ``acked``. Returns the index of the first record that is not an ack (the length when
-        none is), which the caller resolves with ``resolve``."""
+        are acks, with one clock read and the latency of the sampled ones only (no hook needs
+        each): the message ids of the roots still pending are appended to ``acked``. Returns the
+        index of the first record that is not an ack (the length when none is), which the caller
+        resolves with ``resolve``."""
         n = len(records)
         now = self.clock()
         pending_pop = self.pending.pop
         latency = self.metrics.latencies_ms.append
         append = acked.append
         before = len(acked)
+        every, k = self.sample_every, self._acks_seen
         while i < n:
             outcome, root = records[i]
             if outcome != RESULT_ACKED:
                 break
             entry = pending_pop(root, None)
             if entry is not None:
-                tup_id, t0 = entry
-                self.last_latency_ms = ms = (now - t0) * 1000.0
-                latency(ms)
-                append(tup_id)
+                if not k % every:
+                    self.last_latency_ms = ms = (now - entry[1]) * 1000.0
+                    latency(ms)
+                k += 1
+                append(entry[0])
             i += 1
+        self._acks_seen = k
         self.metrics.acked += len(acked) - before
         return i
 

@@ -305,8 +305,9 @@ class RedisStreamSpout(Spout):
         # which decode_flat does not need (a third of the spout's time per entry, profiled)
         self.client.set_response_callback("XREADGROUP", _raw)
         self._keys = tuple(f.encode("utf-8") for f in self.cfg.fields)
+        # no offsets: the group's pending entries list holds each entry's state, XACKed one by one
         self.source: ReplayableSource[str] = ReplayableSource(
-            retry=self.cfg.retry, max_in_flight=self.cfg.max_pending, on_give_up=self._gave_up)
+            retry=self.cfg.retry, max_in_flight=self.cfg.max_pending, on_give_up=self._gave_up, offsets=False)
         self.source.assign(self.cfg.stream, 0)
         self.inflight: dict[str, Key] = {}  # entry id → message id
         self.to_xack: list[str | bytes] = []  # entry ids to XACK at the next loop
@@ -325,7 +326,6 @@ class RedisStreamSpout(Spout):
         self.counts = {"records": 0, "malformed": 0, "claimed": 0, "connection-errors": 0, "reconnects": 0}
         now = self.clock()
         self._next_claim = now + self.cfg.claim_period_s
-        self._next_commit = now + 1.0
         context.register_metric("redis", _Metrics(self), 10)
         self.log(f"{self.where}: reading stream '{self.cfg.stream}' of {self.address} as consumer "
                  f"'{self.cfg.consumer}' of group '{self.cfg.group}'")
@@ -366,9 +366,6 @@ class RedisStreamSpout(Spout):
             if now >= self._next_claim and not self.eo:
                 self._claim()
                 self._next_claim = now + self.cfg.claim_period_s
-            if now >= self._next_commit:
-                self.source.committed(self.source.commits())  # prunes the acked entries the tracker keeps
-                self._next_commit = now + 1.0
             if self.source.may_emit(self.cfg.stream):
                 self._read()  # a read of new entries carries the XACK of the acks due
             self._flush_acks()
@@ -382,10 +379,7 @@ class RedisStreamSpout(Spout):
     def ack(self, tup_id: Any) -> None:
         # the engine hands back the id emitted (a tuple); another sequence is made one
         key: Key = tup_id if type(tup_id) is tuple else (tup_id[0], tup_id[1])
-        source = self.source
-        p = source.pending.get(key)
-        if p is not None and source.ack(key):
-            raw, row = p.record
+        for raw, row in self.source.ack_many((key,)):  # the record, if it was in flight
             self.inflight.pop(row[0], None)
             self.to_xack.append(raw)
 

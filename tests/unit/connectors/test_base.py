@@ -125,24 +125,40 @@ def test_stale_emits_and_late_acks_are_ignored():
     assert src.emitted("q", 0, None) is None  # not assigned
 
 
-def test_emitted_many_is_emitted_per_record_in_one_pass():
-    """A batch gives the same ids, pending records, fetched mark and stats as one emitted()
-    call per record, stale ones (below the commit, already in flight, acked) included."""
-    one, many = ReplayableSource(), ReplayableSource()
-    for s in (one, many):
-        s.assign("p", 10)
-        s.emitted("p", 12, "r12")  # in flight before the batch
-        s.emitted("p", 13, "r13")
-        s.ack(("p", 13))  # acked, not committed
+def test_emitted_many_records_a_batch_and_skips_the_stale_records():
+    """A batch's ids in order, None for each stale record (below the commit, already in flight,
+    acked); the fetched mark, the records in flight and the stats as one record at a time."""
+    src = ReplayableSource()
+    src.assign("p", 10)
+    src.emitted("p", 12, "r12")  # in flight before the batch
+    src.emitted("p", 13, "r13")
+    src.ack(("p", 13))  # acked, not committed
     batch = [(9, "r9"), (10, "r10"), (12, "r12"), (13, "r13"), (11, "r11"), (15, "r15")]
-    assert many.emitted_many("p", batch) == [one.emitted("p", o, r) for o, r in batch]
-    assert many.emitted_many("p", batch)[1] is None  # all stale the second time
-    assert {k: (v.offset, v.record) for k, v in many.pending.items()} == \
-        {k: (v.offset, v.record) for k, v in one.pending.items()}
-    assert many.trackers["p"].fetched == one.trackers["p"].fetched == 16
-    assert many.trackers["p"].emitted == one.trackers["p"].emitted
-    assert many.stats == one.stats
-    assert many.emitted_many("gone", [(1, "x"), (2, "y")]) == [None, None]  # not assigned
+    assert src.emitted_many("p", batch) == [None, ("p", 10), None, None, ("p", 11), ("p", 15)]
+    assert src.emitted_many("p", batch) == [None] * 6  # all stale the second time
+    assert src.pending == {("p", o): ("p", o, f"r{o}", 0) for o in (10, 11, 12, 15)}
+    assert src.trackers["p"].fetched == 16 and src.trackers["p"].emitted == {10, 11, 12, 15}
+    assert (src.stats.emitted, src.stats.acked) == (5, 1)
+    assert src.emitted_many("gone", [(1, "x"), (2, "y")]) == [None, None]  # not assigned
+
+
+def test_a_source_without_offsets_counts_what_is_in_flight_and_commits_nothing():
+    """Redis's way (its pending entries list keeps each entry's state): no offsets, the bound on
+    records in flight counted per partition, retries and give-ups as with offsets."""
+    gave_up: list[tuple[str, int, int, str]] = []
+    src = ReplayableSource(retry=RetryPolicy(max_retries=1), max_in_flight=3, offsets=False,
+                           on_give_up=lambda p, o, f, r: gave_up.append((p, o, f, r)))
+    src.assign("s", 0)
+    assert src.emitted_many("s", [(1, "a"), (2, "b"), (1, "a")]) == [("s", 1), ("s", 2), None]
+    assert src.may_emit("s") and src.emitted("s", 3, "c") == ("s", 3) and not src.may_emit("s")
+    assert src.ack_many([("s", 1), ("s", 9)]) == ["a"] and src.may_emit("s")
+    assert src.fail(("s", 2), now=5.0) is True and src.pending[("s", 2)] == ("s", 2, "b", 1)
+    assert src.due_retries(now=5.0) == [(("s", 2), "b")]
+    assert src.fail(("s", 2), now=6.0) is False and gave_up == [("s", 2, 2, "b")]
+    assert src.ack(("s", 3)) is True and src.in_flight == {"s": 0} and src.pending == {}
+    assert src.commits() == {} and src.trackers["s"].acked == set()  # nothing kept per offset
+    src.revoke("s")
+    assert src.in_flight == {} and not src.may_emit("s")
 
 
 def test_positions_restore_and_unknown_start():

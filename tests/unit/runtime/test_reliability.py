@@ -355,3 +355,24 @@ def test_harness_a_tree_with_no_consumer_is_acked_at_once():
     b.set_config({"topology.reliability.mode": "ATLEAST_ONCE"})
     r = Harness(b).run()
     assert r.acked == Counter({0: 1, 1: 1}) and r.pending == [] and r.failed == Counter()
+
+
+def test_the_complete_latency_is_sampled_as_storm_samples_it_and_every_ack_counted():
+    """1 acked root in ``sample_every`` (topology.stats.sample.rate) is timed into the metrics,
+    the first included, over runs of a result frame and single resolves alike; every one is
+    counted and handed back."""
+    clock = ManualClock(1000.0)
+    rel = Reliability(30.0, None, clock, rng=random.Random(3), sample_every=3)
+    roots = [rel.new_root() for _ in range(8)]
+    for i, r in enumerate(roots):
+        clock.t = 1000.0 + i
+        rel.emitted(r, f"m{i}", 0x1)
+    clock.t = 1010.0
+    acked: list[str] = []
+    assert rel.resolve_acked_run([(RESULT_ACKED, r) for r in roots[:7]], 0, acked) == 7
+    assert acked == [f"m{i}" for i in range(7)] and rel.metrics.acked == 7
+    assert list(rel.metrics.latencies_ms) == [pytest.approx(10_000.0), pytest.approx(7_000.0),
+                                              pytest.approx(4_000.0)]  # roots 0, 3 and 6
+    assert rel.resolve(roots[7], RESULT_ACKED) == "m7"  # the 8th ack: not sampled, its own latency kept
+    assert rel.last_latency_ms == pytest.approx(3_000.0) and len(rel.metrics.latencies_ms) == 3
+    assert rel.metrics.acked == 8
