@@ -248,7 +248,10 @@ class Emitter:
             for t in tasks:
                 k = self._rand(64) or 1
                 xor ^= k
-                self._add(t, (stream, values, ((me, root, k),)))
+                if stream == "default":
+                    self._add_hot_tracked(t, values, me, root, k)
+                else:
+                    self._add(t, (stream, values, ((me, root, k),)))
             if sent is not None:
                 sent.extend(tasks)
         if xor:
@@ -257,6 +260,24 @@ class Emitter:
             self.emitted_by_stream[stream] = self.emitted_by_stream.get(stream, 0) + 1
         self._counted()
         return sent, xor
+
+    def _add_hot_tracked(self, task: int, values: Sequence[Any], spout_task: int, root: int, key: int) -> None:
+        """A tracked tuple of the default stream with one root: among the task's hot values, its
+        id triple in the flat id list (one array on the wire, not a tuple of ids per row), as the
+        anchored hot path adds them. Hot values without ids (at most once) become rows first."""
+        lst = self.hot.get(task)
+        if lst is None:
+            self.hot[task] = [values]
+            self.hot_ids[task] = [spout_task, root, key]
+            return
+        ids = self.hot_ids.get(task)
+        if ids is None:
+            self._seal(task)
+            self.hot[task] = [values]
+            self.hot_ids[task] = [spout_task, root, key]
+            return
+        lst.append(values)
+        ids += (spout_task, root, key)
 
     def emit_anchored(self, values: Sequence[Any], stream: str, direct_task: int | None, need_task_ids: bool,
                       anchors: Sequence[Any]) -> list[int] | None:
@@ -449,6 +470,11 @@ class Emitter:
         rand = self._rand
         pending = self.pending
         hot = self.hot
+        to_hot = stream == "default"  # there, each copy's id triple goes in the flat id list
+        if to_hot:
+            for t in [t for t in hot if t not in self.hot_ids]:  # untracked hot values: rows first
+                self._seal(t)
+        add_hot = self._add_hot_tracked
         batch_size = self.batch_size
         count = self._count
         xors: list[int] = []
@@ -459,6 +485,9 @@ class Emitter:
                 for t in choose(values):
                     k = rand(64) or 1
                     xor ^= k
+                    if to_hot:
+                        add_hot(t, values, me, root, k)
+                        continue
                     row = (stream, values, ((me, root, k),))
                     if hot:
                         self._seal(t)

@@ -128,7 +128,7 @@ def test_emit_root_gives_each_copy_a_random_id_and_returns_their_xor():
     assert sent[1:] == [4, 5, 6] and sent[0] in (2, 3)
     ids = []
     for task in sent:
-        [row] = em.pending[task]
+        [row] = em.pending_rows()[task]  # the hot values with their id triples, as rows
         stream, values, roots = row
         assert (stream, values) == ("default", ["w"])
         [(spout_task, root, k)] = roots
@@ -139,6 +139,27 @@ def test_emit_root_gives_each_copy_a_random_id_and_returns_their_xor():
     assert xor == xor_all(ids) != 0
     assert em.acks == {1: {777: xor}}
     assert em.emitted == 1 and em.emitted_by_stream == {}
+
+
+def test_tracked_default_stream_copies_travel_as_values_with_an_id_array_in_emit_order():
+    """A spout's tracked copies on "default" go out as the hot body (values, one flat id array),
+    after the task's rows and after untracked hot values, which become rows first; on the wire
+    each tuple carries its one root (decode: the rows as a receiver reads them)."""
+    em, frames = make_emitter(main_plan(), 1)
+    em.emit(["a"], "default", None, False)  # untracked: a row to each task
+    em.hot[4] = [["h"]]  # untracked hot values (an at-most-once fast path's), no ids
+    _, x1 = em.emit_root(["w"], "default", None, False, 777)
+    [x2, x3] = em.emit_root_many([["v"], ["u"]], "default", [778, 779])
+    assert 0 not in (x1, x2, x3)
+    rows = em.pending_rows()[4]
+    assert [(r[0], r[1]) for r in rows] == [("default", ["a"]), ("default", ["h"]), ("default", ["w"]),
+                                            ("default", ["v"]), ("default", ["u"])]
+    assert [r[2][0][:2] for r in rows[2:]] == [(1, 777), (1, 778), (1, 779)] and len(rows[0]) == len(rows[1]) == 2
+    assert 4 in em.hot and len(em.hot_ids[4]) == 9  # the tracked ones stayed hot: three id triples
+    em.flush()
+    [(_, _, _, _, wire)] = [d for d in decode(frames) if d[0] == MsgType.TUPLE_BATCH and d[1] == 4]
+    assert [(r[1], r[2][0][:2] if len(r) > 2 and r[2] else None) for r in wire] == [
+        (["a"], None), (["h"], None), (["w"], (1, 777)), (["v"], (1, 778)), (["u"], (1, 779))]
 
 
 def test_emit_root_without_task_ids_and_on_another_stream():
