@@ -112,8 +112,10 @@ SPECIALIZED = _key("heron_py.instance.specialized.emit", Kind.BOOL, True,
 # batch (each tuple allocates a few containers, and a batch holds its values until the flush),
 # and the batches it walks survive into the older generations to be walked again
 SAMPLE_RATE = _key("topology.stats.sample.rate", Kind.FLOAT, 0.05, positive=True,
-                   doc="the share of a bolt's acks whose process latency is timed (Storm's key and default: 1 "
-                       "in 20; 1 or more times every ack); __process-latency-ms is the mean of those timed")
+                   doc="the share of a bolt's acks whose process latency is timed and of a spout's acked roots "
+                       "whose complete latency is (Storm's key and default: 1 in 20; 1 or more times every "
+                       "one); __process-latency-ms is the mean of those timed, __complete-latency-ms/p50 and "
+                       "p99 the percentiles of the last 10,000 timed")
 GC_GEN0 = _key("heron_py.instance.gc.threshold", Kind.INT, 10000, 0,
                doc="an instance's gc generation-0 threshold (CPython's default: 700; 0 turns automatic "
                    "collection off)")
