@@ -43,7 +43,7 @@ def main() -> None:
         ext = extension_file(module)
         why = ""
         if how == "pure" and ext is not None and not pure_requested():
-            why = "  (its extension module is older than its source: pip install -e . rebuilds it)"
+            why = "  (its extension module is older than its source in this checkout: pip install -e . rebuilds it)"
         print(f"{how:<9} {module}{why}")
     compiled = sum(how == "compiled" for how in result.values())
     switch = f" ({PURE_ENV}=1)" if pure_requested() else ""

@@ -6,8 +6,9 @@ plain Python semantics: annotations are not enforced) into an extension module b
 machine without a C compiler, or an install with ``HERON_PY_PURE=1``, gets the ``.py`` files
 alone, which behave the same. ``HERON_PY_PURE=1`` in the environment at run time makes every
 process import the ``.py`` files even where the extension modules exist (to profile line by
-line, or to rule the compiled code out), and an extension module older than its source is never
-imported (``stale``): heron_py's ``__init__`` installs the finder that does both, and instance
+line, or to rule the compiled code out), and in a source checkout an extension module older than
+its source is never imported (``stale``; an installed copy's files all date from its install):
+heron_py's ``__init__`` installs the finder that does both, and instance
 and stream_manager import heron_py first. This module imports nothing of heron-py, since
 setup.py reads MODULES from it before anything is installed. ``python -m heron_py.compiled``
 prints which form each module is imported in.
@@ -73,6 +74,14 @@ def pure_requested(environ: Mapping[str, str] = os.environ) -> bool:
     return environ.get(PURE_ENV, "") == "1"
 
 
+def in_source_tree(extension: Path, module: str) -> bool:
+    """Whether ``extension`` (module ``module``'s compiled file) sits in a source checkout (an
+    editable or in-place build: setup.py beside the top-level packages), where the source can
+    change after the build. An installed copy (site-packages) cannot, and pip writes its files at
+    install time in the wheel's order, an extension sometimes a few ms before its source."""
+    return (extension.parents[module.count(".")] / "setup.py").is_file()
+
+
 def stale(extension: Path, source: Path) -> bool:
     """An extension module built before its source last changed (an edit, a checkout, a pull
     without reinstalling) would run old code: its source is imported instead."""
@@ -99,9 +108,10 @@ class _SourceFirst(importlib.abc.MetaPathFinder):
         extension = Path(spec.origin)
         name = fullname.rpartition(".")[2]
         source = extension.with_name(name + ".py")
-        # a typed module is built from its .pyx: stale when that changed since
+        # a typed module is built from its .pyx: stale when that changed since (in a checkout)
         built_from = extension.with_name(name + ".pyx") if fullname in TYPED else source
-        if source.is_file() and (self.pure or stale(extension, built_from)):
+        old = in_source_tree(extension, fullname) and stale(extension, built_from)
+        if source.is_file() and (self.pure or old):
             return importlib.util.spec_from_file_location(fullname, source)
         return spec
 

@@ -61,19 +61,51 @@ def test_the_finder_leaves_every_other_module_to_the_ordinary_search():
     assert finder.find_spec("json", None) is None
 
 
-@pytest.mark.parametrize(("source_newer", "pure", "imported"),
-                         [(False, False, "extension"), (True, False, "source"), (False, True, "source")])
-def test_an_extension_older_than_its_source_is_passed_over(tmp_path, source_newer, pure, imported):
-    """After an edit, a checkout or a pull without reinstalling, the old compiled code must not run."""
+@pytest.mark.parametrize(("source_newer", "pure", "checkout", "imported"),
+                         [(False, False, True, "extension"), (True, False, True, "source"),
+                          (False, True, True, "source"), (True, False, False, "extension"),
+                          (True, True, False, "source")])
+def test_an_extension_older_than_its_source_is_passed_over_in_a_checkout(tmp_path, source_newer, pure, checkout,
+                                                                          imported):
+    """After an edit, a checkout or a pull without reinstalling, the old compiled code must not
+    run. An installed copy (no setup.py beside its packages) is never edited, and pip writes an
+    extension and its source in the wheel's order, a few ms apart: its extension runs."""
     ext = extension_file("stream_manager.routing")
     if ext is None:
         pytest.skip("stream_manager.routing is not compiled here")
-    copy_ext = tmp_path / ext.name
-    copy_src = tmp_path / "routing.py"
+    (tmp_path / "stream_manager").mkdir()
+    if checkout:
+        (tmp_path / "setup.py").write_text("")
+    copy_ext = tmp_path / "stream_manager" / ext.name
+    copy_src = tmp_path / "stream_manager" / "routing.py"
     shutil.copy(ext, copy_ext)
     shutil.copy(Path(ext).with_name("routing.py"), copy_src)
     os.utime(copy_ext, (1_000_000, 1_000_000))
     os.utime(copy_src, (2_000_000 if source_newer else 1_000_000,) * 2)
-    spec = _SourceFirst(pure=pure).find_spec("stream_manager.routing", [str(tmp_path)])
+    spec = _SourceFirst(pure=pure).find_spec("stream_manager.routing", [str(tmp_path / "stream_manager")])
     assert spec is not None
     assert spec.origin == str(copy_src if imported == "source" else copy_ext)
+
+
+def test_a_typed_module_is_stale_against_its_cython_twin(tmp_path):
+    """A module of TYPED is built from its .pyx: an edit of the .pyx since the build passes the
+    extension over; the .py (the reference) does not date it."""
+    ext = extension_file("heron_py.runtime.roots")
+    if ext is None:
+        pytest.skip("heron_py.runtime.roots is not compiled here")
+    pkg = tmp_path / "heron_py" / "runtime"
+    pkg.mkdir(parents=True)
+    (tmp_path / "setup.py").write_text("")
+    copy_ext = pkg / ext.name
+    shutil.copy(ext, copy_ext)
+    for name in ("roots.py", "roots.pyx"):
+        shutil.copy(Path(ext).with_name(name), pkg / name)
+    finder = _SourceFirst(pure=False)
+    os.utime(copy_ext, (1_000_000, 1_000_000))
+    os.utime(pkg / "roots.pyx", (1_000_000, 1_000_000))
+    os.utime(pkg / "roots.py", (2_000_000, 2_000_000))
+    spec = finder.find_spec("heron_py.runtime.roots", [str(pkg)])
+    assert spec is not None and spec.origin == str(copy_ext)
+    os.utime(pkg / "roots.pyx", (2_000_000, 2_000_000))
+    spec = finder.find_spec("heron_py.runtime.roots", [str(pkg)])
+    assert spec is not None and spec.origin == str(pkg / "roots.py")
