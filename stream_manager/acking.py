@@ -11,8 +11,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from heron_py.common.framing import BODY_OFFSET, RESULT_RECORD, MsgType, batch_dest, encode_batch_frame
-from heron_py.runtime.acking import Resolved, XorTracker, result_frames
+from heron_py.common.framing import BODY_OFFSET, batch_dest
+from heron_py.runtime.acking import Resolved, XorTracker, result_frame, result_frames
 
 
 class AckService:
@@ -41,8 +41,7 @@ class AckService:
         for kind in unknown:
             self._log.warning("ack record of unknown kind %d for task %d; ignored", kind, spout)
         if results:
-            self._send(spout, encode_batch_frame(spout, 0, bytes(results), MsgType.ACK_RESULT,
-                                                 len(results) // RESULT_RECORD.size))
+            self._send(spout, result_frame(spout, results))
 
     def rotate(self) -> None:
         """Times out the oldest bucket's roots."""

@@ -94,7 +94,8 @@ def encode_frame(msg_type: int, payload: bytes) -> bytes:
     return HEADER.pack(len(payload) + 2, msg_type) + payload
 
 
-def encode_batch_frame(dest_task: int, src_task: int, body: bytes, msg_type: int = 100, count: int = 0) -> bytes:
+def encode_batch_frame(dest_task: int, src_task: int, body: bytes | bytearray, msg_type: int = 100,
+                       count: int = 0) -> bytes:
     """A TUPLE_BATCH (or ACK_BATCH / ACK_RESULT) frame: routable (and countable, for drop
     metrics) by its 12-byte batch header without decoding ``body``."""
     head = HEADER.pack(len(body) + 2 + BATCH_HEADER.size, msg_type)

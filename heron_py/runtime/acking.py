@@ -135,18 +135,18 @@ class XorTracker:
 _OUTCOME = {Outcome.ACKED: RESULT_ACKED, Outcome.FAILED: RESULT_FAILED, Outcome.TIMED_OUT: RESULT_TIMED_OUT}
 
 
-def result_frame(spout_task: int, records: list[tuple[int, int]]) -> bytes:
-    """One ACK_RESULT frame of (outcome, root) records for a spout task, in their order."""
-    body = b"".join([RESULT_RECORD.pack(outcome, root) for outcome, root in records])
-    return encode_batch_frame(spout_task, 0, body, MsgType.ACK_RESULT, len(records))
+def result_frame(spout_task: int, body: bytes | bytearray) -> bytes:
+    """One ACK_RESULT frame for a spout task around a body of RESULT records (outcome, root), as
+    the tracker's ``apply_body`` writes them."""
+    return encode_batch_frame(spout_task, 0, body, MsgType.ACK_RESULT, len(body) // RESULT_RECORD.size)
 
 
 def result_frames(resolved: list[Resolved]) -> dict[int, bytes]:
     """One ACK_RESULT frame per spout task, its records in the order the roots resolved."""
-    by_task: dict[int, list[tuple[int, int]]] = {}
+    by_task: dict[int, bytearray] = {}
     for r in resolved:
-        by_task.setdefault(r.spout_task, []).append((_OUTCOME[r.outcome], r.root))
-    return {task: result_frame(task, recs) for task, recs in by_task.items()}
+        by_task.setdefault(r.spout_task, bytearray()).extend(RESULT_RECORD.pack(_OUTCOME[r.outcome], r.root))
+    return {task: result_frame(task, body) for task, body in by_task.items()}
 
 
 class ClockedTracker:
@@ -170,7 +170,7 @@ class ClockedTracker:
         self.tracker = XorTracker(buckets=2)
         now = clock()
         self._opened = [now, now]  # each generation's clock reading, the oldest first
-        self._results: dict[int, list[tuple[int, int]]] = {}
+        self._results: dict[int, bytearray] = {}  # per spout task: its RESULT records, in order
 
     @property
     def pending(self) -> int:
@@ -199,9 +199,8 @@ class ClockedTracker:
         kind is a bug of the engine under test: it raises, after the batch's other records."""
         self._open_at(self._clock())
         spout_task = batch_dest(frame)
-        resolved, unknown = self.tracker.apply(spout_task, memoryview(frame)[BODY_OFFSET:])
-        if resolved:
-            self._results.setdefault(spout_task, []).extend(resolved)
+        results = self._results.setdefault(spout_task, bytearray())
+        unknown = self.tracker.apply_body(spout_task, memoryview(frame)[BODY_OFFSET:], results)
         if unknown:
             raise ValueError(f"ACK_BATCH for spout task {spout_task}: record kind {unknown[0]} is not "
                              f"ACK_INIT ({ACK_INIT}), ACK_ACK ({ACK_ACK}) or ACK_FAIL ({ACK_FAIL})")
@@ -227,9 +226,9 @@ class ClockedTracker:
                 self._opened.append(now)
             del self._opened[0]
             for r in self.tracker.shrink():
-                self._results.setdefault(r.spout_task, []).append((RESULT_TIMED_OUT, r.root))
+                self._results.setdefault(r.spout_task, bytearray()).extend(RESULT_RECORD.pack(RESULT_TIMED_OUT, r.root))
 
     def take_results(self) -> dict[int, bytes]:
         """One ACK_RESULT frame per spout task, its roots in the order they resolved."""
         results, self._results = self._results, {}
-        return {task: result_frame(task, records) for task, records in results.items()}
+        return {task: result_frame(task, body) for task, body in results.items() if body}

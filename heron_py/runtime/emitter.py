@@ -265,18 +265,14 @@ class Emitter:
         """A tracked tuple of the default stream with one root: among the task's hot values, its
         id triple in the flat id list (one array on the wire, not a tuple of ids per row), as the
         anchored hot path adds them. Hot values without ids (at most once) become rows first."""
-        lst = self.hot.get(task)
-        if lst is None:
-            self.hot[task] = [values]
-            self.hot_ids[task] = [spout_task, root, key]
-            return
-        ids = self.hot_ids.get(task)
+        ids = self.hot_ids.get(task)  # set, cleared and sealed with the task's hot values
         if ids is None:
-            self._seal(task)
+            if task in self.hot:
+                self._seal(task)
             self.hot[task] = [values]
             self.hot_ids[task] = [spout_task, root, key]
             return
-        lst.append(values)
+        self.hot[task].append(values)
         ids += (spout_task, root, key)
 
     def emit_anchored(self, values: Sequence[Any], stream: str, direct_task: int | None, need_task_ids: bool,
@@ -471,9 +467,6 @@ class Emitter:
         pending = self.pending
         hot = self.hot
         to_hot = stream == "default"  # there, each copy's id triple goes in the flat id list
-        if to_hot:
-            for t in [t for t in hot if t not in self.hot_ids]:  # untracked hot values: rows first
-                self._seal(t)
         add_hot = self._add_hot_tracked
         batch_size = self.batch_size
         count = self._count

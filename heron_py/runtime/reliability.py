@@ -70,9 +70,9 @@ class Reliability:
         self.timeout_s = timeout_s
         # the complete latency of 1 acked root in ``sample_every`` goes into the metrics, the
         # first included, as Storm samples it at topology.stats.sample.rate (InstanceConfig.
-        # latency_sample_every); a hook's info still gets every root's own (``resolve``)
+        # latency_sample_every), counted by ``metrics.acked`` as a bolt's process latency is; a
+        # hook's info still gets every root's own (``resolve``)
         self.sample_every = max(1, sample_every)
-        self._acks_seen = 0
         self.max_pending = max_pending
         self.clock = clock
         self.metrics = metrics or TaskMetrics()
@@ -130,11 +130,9 @@ class Reliability:
         tup_id, t0 = entry
         latency_ms = self.last_latency_ms = (self.clock() - t0) * 1000.0
         if outcome == RESULT_ACKED:
-            self.metrics.acked += 1
-            k = self._acks_seen
-            self._acks_seen = k + 1
-            if not k % self.sample_every:
+            if not self.metrics.acked % self.sample_every:
                 self.metrics.latencies_ms.append(latency_ms)
+            self.metrics.acked += 1
         elif outcome == RESULT_FAILED:
             self.metrics.failed += 1
         elif outcome == RESULT_TIMED_OUT:
@@ -152,8 +150,7 @@ class Reliability:
         pending_pop = self.pending.pop
         latency = self.metrics.latencies_ms.append
         append = acked.append
-        before = len(acked)
-        every, k = self.sample_every, self._acks_seen
+        every, k = self.sample_every, self.metrics.acked
         while i < n:
             outcome, root = records[i]
             if outcome != RESULT_ACKED:
@@ -166,8 +163,7 @@ class Reliability:
                 k += 1
                 append(entry[0])
             i += 1
-        self._acks_seen = k
-        self.metrics.acked += len(acked) - before
+        self.metrics.acked = k
         return i
 
     def expire(self) -> list[Any]:
