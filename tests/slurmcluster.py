@@ -14,6 +14,7 @@ import os
 import shlex
 import subprocess
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -98,6 +99,24 @@ class SlurmCluster(dict[str, str]):
         if r.returncode != 0:
             raise RuntimeError(f"sinfo -n {name} exited {r.returncode}: {r.stderr.strip()}")
         return r.stdout.strip()
+
+    def wait_quiet(self, timeout: float = 90.0) -> None:
+        """Wait until no job is queued or running and every node is idle.
+
+        The cluster is shared by the session's tests: a topology another test killed ends its
+        jobs on its own time (scancel, then KillWait before SIGKILL, then the epilog), so a test
+        that needs idle nodes waits for them rather than assuming them."""
+        deadline = time.monotonic() + timeout
+        while True:
+            q = subprocess.run(["squeue", "-h", "-o", "%i %j %T %N"], capture_output=True, text=True,
+                               timeout=30, env=self.env)
+            states = {n: self.node_state(n) for n in self.nodes}
+            if q.returncode == 0 and not q.stdout.strip() and all(s == "idle" for s in states.values()):
+                return
+            if time.monotonic() > deadline:
+                pytest.fail(f"the Slurm cluster did not become idle within {timeout:g} s: node states {states}; "
+                            f"squeue (exit {q.returncode}):\n{q.stdout}{q.stderr}")
+            time.sleep(0.5)
 
 
 @pytest.fixture(scope="session")

@@ -96,6 +96,7 @@ def _in_service(state: str) -> bool:
 
 def test_node_down_is_seen_and_node_up_returns_it(slurm_cluster, tmp_path):
     cluster = slurm_cluster
+    cluster.wait_quiet()   # the jobs of topologies other tests killed may still be ending
     assert cluster.node_state("node4") == "idle", "node4 should start idle"
     t0 = time.monotonic()
     cluster.node_down("node4")
