@@ -53,13 +53,14 @@ MODULES: tuple[str, ...] = (
     "heron_py.connectors.redis.spout",
     # the stream manager's XOR tracker's tables (one per spout task)
     "heron_py.runtime.roots",
+    "heron_py.runtime.tracked",
 )
 
 # Of MODULES, those compiled from a typed Cython twin (``.pyx`` beside the ``.py``) instead of
 # their ``.py``: the ``.py`` is the reference and the fallback, the twin the same contract in C
 # types where Python objects per record were the cost (each module's tests run both: the compiled
 # pass and the pure one, and a differential test where both can be imported).
-TYPED: tuple[str, ...] = ("heron_py.runtime.roots",)
+TYPED: tuple[str, ...] = ("heron_py.runtime.roots", "heron_py.runtime.tracked")
 
 PURE_ENV = "HERON_PY_PURE"
 _EXTENSIONS = tuple(importlib.machinery.EXTENSION_SUFFIXES)

@@ -25,11 +25,29 @@ HeronTuple.__qualname__ = "HeronTuple"
 class TrackedTuple(HeronTuple):
     """A tuple received in at-least-once mode. ``roots`` holds its ids: one
     (spout task, root id, id) triple per root it descends from; ``ack_val`` is the XOR of the
-    edge ids its anchored children took, which its ack carries to the roots' tracker."""
+    edge ids its anchored children took, which its ack carries to the roots' tracker.
 
-    # a class default, so a received tuple costs no attribute store (nor an instance dict)
-    # until an anchored emit XORs an edge into it
-    ack_val: int = 0
+    A tuple of one root (the usual case) has a ``Root`` (heron_py.runtime.tracked) as its
+    ``roots``: the triple and the ack value in one typed object, which the hot paths read and
+    write directly; ``ack_val`` here reads and writes that one. A tuple of several roots keeps
+    a tuple of triples and its ack value in its instance dict."""
+
+    # (the api layer does not import the runtime's Root: roots that are not a tuple of triples
+    # are a Root, which carries its own ack value)
+    @property
+    def ack_val(self) -> int:
+        roots = self.roots
+        if roots is None or type(roots) is tuple:
+            return int(self.__dict__.get("ack_val", 0))
+        return int(roots.ack_val)
+
+    @ack_val.setter
+    def ack_val(self, value: int) -> None:
+        roots = self.roots
+        if roots is None or type(roots) is tuple:
+            self.__dict__["ack_val"] = value
+        else:
+            roots.ack_val = value
 
 
 class TupleHelper:

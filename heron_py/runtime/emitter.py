@@ -29,6 +29,7 @@ from heron_py.common.framing import (
 from heron_py.common.serialization import RUN_LEN, body_rows, dumps_batch, dumps_body, expand_runs, row_count
 from heron_py.planner.grouping import FieldsRouter, Router, check_direct, choose_many, make_router
 from heron_py.planner.model import GroupingKind, PhysicalPlan
+from heron_py.runtime.tracked import AckLog, Root, add_ids, anchor, ids_of, new_ids
 
 # (field index, field count, routing cache get, choose): what the fast emit closures inline
 _FastRoute = tuple[int, int, Callable[[Any], Any], Callable[[Sequence[Any]], Sequence[int]]]
@@ -47,14 +48,14 @@ def oversized_message(component: str, task: int, stream: str, dest: int, size: i
             f"less the batch header), found {size}; the tuple was not sent{more}")
 
 
-def acked_ids(roots: Any, ack_val: int) -> Any:
-    """What acking a tuple sends per root: its id XOR its ack value (the edges its anchored
-    children took), taken at the ack, so an emit anchored to a tuple after its ack changes
-    nothing the ack carried (as in Storm, that child's edge is never acked and the tree
-    times out)."""
-    if not ack_val:
-        return roots
-    return tuple([(rt, rid, v ^ ack_val) for (rt, rid, v) in roots])
+def ack_body_frames(dest: int, src: int, body: bytes | bytearray, max_body: int, frames: list[bytes]) -> None:
+    """ACK_BATCH frames of a body of whole ACK_RECORD records to spout task ``dest``, each
+    body at most ``max_body`` bytes."""
+    rec = ACK_RECORD.size
+    per_frame = max(1, max_body // rec) * rec
+    for i in range(0, len(body), per_frame):
+        part = body if len(body) <= per_frame else body[i:i + per_frame]
+        frames.append(encode_batch_frame(dest, src, part, MsgType.ACK_BATCH, len(part) // rec))
 
 
 def _choose_each(values_list: Sequence[Sequence[Any]], nfields: int,
@@ -105,7 +106,7 @@ class Emitter:
         # its rows (``_seal``), so the order of one task's tuples is the emit order.
         self.pending: dict[int, list[Any]] = {}
         self.hot: dict[int, list[Any]] = {}
-        self.hot_ids: dict[int, list[int]] = {}
+        self.hot_ids: dict[int, array[int]] = {}
         # XOR updates per spout task whose stream manager tracks the root, merged per root until
         # the flush: root -> XOR of the init and ack values recorded for it here. The tracker
         # XORs inits and acks alike and XOR is associative, so one record carries them all (a
@@ -113,12 +114,10 @@ class Emitter:
         # apart and sent first: a fail ends its root whatever acks follow.
         self._acks: dict[int, dict[int, int]] = {}
         self.fails: dict[int, list[int]] = {}
-        # the roots of the received tuples acked since the last merge into ``_acks``, in ack
-        # order, each id already XORed with its tuple's ack value as it was at the ack (see
-        # ``acked_ids``). ``ack`` only appends; ``_merge_acked`` does the dict work in one loop
-        # before the flush, where the acks of one root, which arrive together, merge as a run.
-        # Cleared in place, so the list's bound append stays valid.
-        self.acked: list[Any] = []
+        # the acks of received tuples since the last flush, written as ACK_BATCH bodies per
+        # spout task as they come (each id XORed with its tuple's ack value as it was at the
+        # ack; consecutive acks of one root, a sentence's words at a count task, as one record)
+        self.ack_log = AckLog()
         self._rand = (rng or random.Random()).getrandbits
         # emits since the last flush (or discard), and before it: ``emitted`` is their sum, so
         # an emit updates one counter, not two
@@ -270,10 +269,10 @@ class Emitter:
             if task in self.hot:
                 self._seal(task)
             self.hot[task] = [values]
-            self.hot_ids[task] = [spout_task, root, key]
+            self.hot_ids[task] = ids_of(spout_task, root, key)
             return
         self.hot[task].append(values)
-        ids += (spout_task, root, key)
+        add_ids(ids, spout_task, root, key)
 
     def emit_anchored(self, values: Sequence[Any], stream: str, direct_task: int | None, need_task_ids: bool,
                       anchors: Sequence[Any]) -> list[int] | None:
@@ -290,7 +289,7 @@ class Emitter:
                     if not a.roots:
                         continue
                     e = rand(64) or 1
-                    a.ack_val ^= e
+                    a.ack_val ^= e  # a Root's own when the anchor has one root (TrackedTuple.ack_val)
                     for (rt, rid, _) in a.roots:
                         ids[(rt, rid)] = ids.get((rt, rid), 0) ^ e
                 self._add(t, (stream, values, tuple((rt, rid, v) for (rt, rid), v in ids.items())))
@@ -316,34 +315,27 @@ class Emitter:
             merged[root] = merged.get(root, 0) ^ value
 
     def ack(self, tup: Any) -> None:
-        """Acks a received tracked tuple: per root, its id XOR the edges it gave its children.
-        Recorded here, merged at the flush."""
-        self.acked.append(acked_ids(tup.roots, tup.ack_val))
+        """Acks a received tracked tuple: per root, its id XOR the edges it gave its children
+        (its ack value as it is now: an emit anchored to it later changes nothing the ack
+        carried; as in Storm, that child's edge is never acked and the tree times out)."""
+        roots = tup.roots
+        if type(roots) is Root:
+            self.ack_log.add(roots)
+        else:
+            self.ack_log.add_triples(roots, tup.ack_val)
 
     def _merge_acked(self) -> None:
-        """XORs the acks recorded since the last merge into ``_acks`` (per spout task, per
-        root). A count task gets a sentence's words one after another, so consecutive records
-        of one root are XORed together first and reach the dict once per run."""
+        """Moves the ack log's records into ``_acks`` (per spout task, root -> XOR value)."""
         record = self.ack_record
-        last_rt: Any = None
-        last_rid: Any = None
-        acc = 0
-        for roots in self.acked:
-            for (rt, rid, v) in roots:
-                if rid == last_rid and rt == last_rt:
-                    acc ^= v
-                    continue
-                if last_rid is not None:
-                    record(last_rt, ACK_ACK, last_rid, acc)
-                last_rt, last_rid, acc = rt, rid, v
-        if last_rid is not None:
-            record(last_rt, ACK_ACK, last_rid, acc)
-        self.acked.clear()
+        for task, body in self.ack_log.drain().items():
+            for _kind, root, value in ACK_RECORD.iter_unpack(body):
+                record(task, ACK_ACK, root, value)
 
     @property
     def acks(self) -> dict[int, dict[int, int]]:
-        """The ack records to send at the next flush, per spout task: root -> XOR value."""
-        if self.acked:
+        """The ack records to send at the next flush, per spout task: root -> XOR value (the
+        tests' and tools' view: a flush sends the ack log's bodies as they are)."""
+        if self.ack_log:
             self._merge_acked()
         return self._acks
 
@@ -578,21 +570,19 @@ class Emitter:
                 return slow(values, stream, anchors, direct_task, need_task_ids)
             a = anchors[0]
             roots = a.roots if type(a) is TrackedTuple else None
-            if not roots or len(roots) != 1:
+            if type(roots) is not Root:  # several roots, or none: the general path
                 return slow(values, stream, anchors, direct_task, need_task_ids)
             key = values[idx]
             hit = cache_get(key) if type(key) is str else None
             t = hit[0] if hit is not None else choose(values)[0]
             e = rand(64) or 1
-            a.ack_val ^= e
-            r = roots[0]
             lst = hot_get(t)
             if lst is None:
                 hot[t] = [values]
-                hot_ids[t] = [r[0], r[1], e]
+                hot_ids[t] = new_ids(roots, e)
             else:
                 lst.append(values)
-                hot_ids[t] += (r[0], r[1], e)  # a list here (an array's extend was 3x slower)
+                anchor(hot_ids[t], roots, e)
             c = self._count + 1
             self._count = c
             if c >= batch_size:
@@ -606,9 +596,7 @@ class Emitter:
         pickle is too large is split in halves until each part fits. A single tuple that
         does not fit alone is refused with EmitError (after the other frames went out), since
         every receiver would close the connection on it."""
-        if self.acked:
-            self._merge_acked()
-        if not self._count and not self._acks and not self.fails:
+        if not self._count and not self._acks and not self.fails and not self.ack_log:
             return
         src = self.task_id
         frames: list[bytes] = []
@@ -621,6 +609,9 @@ class Emitter:
             for dest, merged in self._acks.items():
                 self._ack_frames(dest, ACK_ACK, list(merged), list(merged.values()), frames)
             self._acks = {}
+        if self.ack_log:
+            for dest, body in self.ack_log.drain().items():
+                ack_body_frames(dest, self.task_id, body, self.max_body, frames)
         oversized: list[tuple[int, Any, int]] = []
         pending, hot = self.pending, self.hot
         for dest, rows in pending.items():
@@ -646,18 +637,14 @@ class Emitter:
                     frames: list[bytes]) -> None:
         """ACK_BATCH frames to spout task ``dest``, each under the frame limit; ``map`` packs
         the records without a Python frame per record."""
-        per_frame = max(1, self.max_body // ACK_RECORD.size)
-        vals = iter(values)
-        for i in range(0, len(roots), per_frame):
-            part = roots[i:i + per_frame]
-            body = b"".join(map(ACK_RECORD.pack, repeat(kind, len(part)), part, vals))
-            frames.append(encode_batch_frame(dest, self.task_id, body, MsgType.ACK_BATCH, len(part)))
+        body = b"".join(map(ACK_RECORD.pack, repeat(kind, len(roots)), roots, values))
+        ack_body_frames(dest, self.task_id, body, self.max_body, frames)
 
-    def _encode(self, dest: int, rows: list[Any] | None, vals: list[Any] | None, ids: list[int] | None,
+    def _encode(self, dest: int, rows: list[Any] | None, vals: list[Any] | None, ids: array[int] | None,
                 frames: list[bytes], oversized: list[tuple[int, Any, int]]) -> None:
         """One destination's batch: one frame when it fits (the common case), else as rows
         split in halves by ``_encode_rows``."""
-        body = dumps_body(rows, vals, None if ids is None else array("Q", ids))
+        body = dumps_body(rows, vals, ids)
         if len(body) <= self.max_body:
             count = (row_count(rows) if rows else 0) + (len(vals) if vals else 0)
             frames.append(encode_batch_frame(dest, self.task_id, body, MsgType.TUPLE_BATCH, count))
@@ -678,4 +665,4 @@ class Emitter:
 
     @property
     def has_pending(self) -> bool:
-        return self._count > 0 or bool(self._acks) or bool(self.fails) or bool(self.acked)
+        return self._count > 0 or bool(self._acks) or bool(self.fails) or bool(self.ack_log)

@@ -34,9 +34,10 @@ from heron_py.common.config_codec import restore_config
 from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, RESULT_ACKED, RESULT_RECORD
 from heron_py.common.serialization import RUN_LEN, body_rows, expand_runs, loads_body, loads_user_object, row_count
 from heron_py.planner.model import ComponentKind, PhysicalPlan, TopologyState
-from heron_py.runtime.emitter import Emitter, acked_ids
+from heron_py.runtime.emitter import Emitter
 from heron_py.runtime.hooks import Hooks, auto_hooks
 from heron_py.runtime.reliability import Reliability, TaskMetrics
+from heron_py.runtime.tracked import Root, received_roots, roots_of
 
 Sink = Callable[[list[bytes]], None]
 # what a runner may watch: received rows (source component, source task, [(stream, values, ...)])
@@ -503,15 +504,14 @@ class BoltHost(ComponentHost):
                             process(new(tracked, (None, src_component, stream, src, v, created, ())))
                     else:
                         process(new(tracked, (None, src_component, row[0], src, row[1], created,
-                                              row[2] if len(row) > 2 else ())))
+                                              received_roots(row[2]) if len(row) > 2 else ())))
             if vals:
                 if ids is None:
                     for v in vals:
                         process(new(tracked, (None, src_component, "default", src, v, created, ())))
                 else:
-                    it = iter(ids)
-                    for v, root in zip(vals, zip(it, it, it, strict=False), strict=False):  # checked on load
-                        process(new(tracked, (None, src_component, "default", src, v, created, (root,))))
+                    for v, root in zip(vals, roots_of(ids), strict=False):  # lengths checked on load
+                        process(new(tracked, (None, src_component, "default", src, v, created, root)))
         dt = time.perf_counter() - t0
         c.exec_total_s += dt
         c.interval_s += dt
@@ -671,8 +671,9 @@ def _bind_tracked_fast_paths(host: ComponentHost) -> None:
                 user.emit = fast  # type: ignore[method-assign]
         if type(user).ack is Bolt.ack:
             m, slow_ack, now = host.metrics, delegate.ack, time.time
-            # Emitter.ack inlined; the list is cleared in place at each merge
-            acked_append = emitter.acked.append
+            # Emitter.ack inlined: a tuple of one root goes to the ack log's typed path
+            log = emitter.ack_log
+            log_add = log.add
             # the process latency of 1 ack in ``every``, the first included (Storm samples its
             # stats at topology.stats.sample.rate): the clock read was most of an ack's cost
             every = host.config.latency_sample_every
@@ -687,9 +688,10 @@ def _bind_tracked_fast_paths(host: ComponentHost) -> None:
                     m.process_ms_total += (now() - tup.creation_time) * 1000.0
                     m.process_samples += 1
                 roots = tup.roots
-                if roots:
-                    av = tup.ack_val
-                    acked_append(acked_ids(roots, av) if av else roots)
+                if type(roots) is Root:
+                    log_add(roots)
+                elif roots:
+                    log.add_triples(roots, tup.ack_val)
 
             user.ack = ack  # type: ignore[method-assign]
 

@@ -1,6 +1,6 @@
-"""The errors of the tracker's root tables (heron_py.runtime.roots), in one place: the Python
-table and its typed twin (roots.pyx, which cannot import roots.py: it is compiled in its place)
-refuse alike."""
+"""The errors of the typed id modules (heron_py.runtime.roots: the tracker's root tables;
+heron_py.runtime.tracked: received tuples' roots), in one place: each Python module and its
+typed twin (a .pyx cannot import its .py: it is compiled in its place) refuse alike."""
 
 from __future__ import annotations
 
@@ -20,3 +20,8 @@ def body_error(size: int) -> str:
 
 def shrink_error(buckets: int) -> str:
     return f"rotating map keeps at least 2 buckets: cannot drop one of {buckets}"
+
+
+def ids_error(n: int) -> str:
+    """A received batch's id array that is not whole triples (heron_py.runtime.tracked)."""
+    return f"id array: expected 3 ids a tuple (spout task, root id, tuple id), found {n} ids"

@@ -37,6 +37,7 @@ from heron_py.planner.model import (
 )
 from heron_py.planner.packing import round_robin
 from heron_py.runtime.emitter import EmitError, Emitter
+from heron_py.runtime.tracked import received_roots
 
 MASK64 = (1 << 64) - 1
 
@@ -108,8 +109,9 @@ def decode(frames):
 
 
 def tracked(row, ack_val=0):
+    """A received tuple as the host makes it: a row's one root as a Root, several as a tuple."""
     stream, values, roots = row
-    t = TrackedTuple(None, "x", stream, 0, values, 0.0, roots)
+    t = TrackedTuple(None, "x", stream, 0, values, 0.0, received_roots(roots))
     t.ack_val = ack_val
     return t
 

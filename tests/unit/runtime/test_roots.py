@@ -5,9 +5,7 @@ whole records, verbatim, applying none of it."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -15,39 +13,25 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import heron_py.runtime.roots as imported
 from heron_py.common.framing import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RECORD, RESULT_RECORD
-from heron_py.compiled import extension_file
+from tests.unit.runtime import twins
 
-SOURCE = Path(imported.__file__).with_name("roots.py")
+MODULE = "heron_py.runtime.roots"
 
 
 def _reference() -> ModuleType:
-    """roots.py itself, whatever form ``heron_py.runtime.roots`` was imported in."""
-    spec = importlib.util.spec_from_file_location("roots_reference", SOURCE)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return twins.reference(MODULE)
 
 
 def _typed() -> ModuleType:
-    ext = extension_file("heron_py.runtime.roots")
-    if ext is None:
-        pytest.skip("heron_py.runtime.roots is not compiled here (no C compiler at installation, or "
-                    "HERON_PY_PURE=1): only the Python table runs")
-    spec = importlib.util.spec_from_file_location("heron_py.runtime.roots", ext)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return twins.typed(MODULE)
 
 
 IMPLEMENTATIONS = ["reference", "typed"]
 
 
 def _impl(name: str) -> ModuleType:
-    return _reference() if name == "reference" else _typed()
+    return twins.implementation(MODULE, name)
 
 
 def _body(*records: tuple[int, int, int]) -> bytes:

@@ -1,0 +1,206 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The ids of received tracked tuples, typed: the contract of tracked.py (its docstring and its
+tests are this module's), compiled in its place by installation (heron_py.hotpath.TYPED).
+
+A ``Root`` holds its four numbers as C fields (no Python int per id, no instance dict for the
+ack value) and is allocated from a free list. The id arrays are ``array('Q')`` written through
+their buffers; ``AckLog`` writes its records straight into its bodies' bytes."""
+
+cimport cython
+from cpython cimport array
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from libc.stdint cimport int64_t, uint64_t
+
+import array as _array_mod
+
+from heron_py.common.framing import ACK_ACK
+from heron_py.runtime.root_errors import ids_error
+
+cdef int REC = 17  # framing.ACK_RECORD: kind u8, root u64, value u64, big-endian
+cdef unsigned char K_ACK = ACK_ACK
+cdef array.array Q_TEMPLATE = _array_mod.array("Q")
+
+
+cdef inline uint64_t load64(const unsigned char* p) noexcept nogil:
+    return ((<uint64_t>p[0] << 56) | (<uint64_t>p[1] << 48) | (<uint64_t>p[2] << 40) | (<uint64_t>p[3] << 32)
+            | (<uint64_t>p[4] << 24) | (<uint64_t>p[5] << 16) | (<uint64_t>p[6] << 8) | <uint64_t>p[7])
+
+
+cdef inline void store64(unsigned char* p, uint64_t v) noexcept nogil:
+    cdef int i
+    for i in range(8):
+        p[7 - i] = <unsigned char>((v >> (8 * i)) & 0xFF)
+
+
+@cython.freelist(1024)
+cdef class Root:
+    """The one root of a received tuple, with the tuple's own id and its ack value."""
+    cdef public int64_t task
+    cdef public uint64_t root
+    cdef public uint64_t id
+    cdef public uint64_t ack_val
+
+    def __init__(self, int64_t task, uint64_t root, uint64_t id, uint64_t ack_val=0) -> None:
+        self.task = task
+        self.root = root
+        self.id = id
+        self.ack_val = ack_val
+
+    def __len__(self) -> int:
+        return 1
+
+    def __getitem__(self, Py_ssize_t i):
+        if i != 0 and i != -1:
+            raise IndexError("Root index out of range (a Root holds one root)")
+        return (self.task, self.root, self.id)
+
+    def __iter__(self):
+        return iter(((self.task, self.root, self.id),))
+
+    def __eq__(self, other) -> bool:
+        if type(other) is Root:
+            o = <Root>other
+            return self.task == o.task and self.root == o.root and self.id == o.id
+        return isinstance(other, tuple) and other == ((self.task, self.root, self.id),)
+
+    def __hash__(self) -> int:
+        return hash(((self.task, self.root, self.id),))
+
+    def __repr__(self) -> str:
+        return f"(({self.task}, {self.root}, {self.id}),)"
+
+    def __reduce__(self):
+        return (Root, (self.task, self.root, self.id, self.ack_val))
+
+
+cdef inline Root make_root(int64_t task, uint64_t root, uint64_t id):
+    cdef Root r = Root.__new__(Root)
+    r.task = <int64_t>task
+    r.root = root
+    r.id = id
+    r.ack_val = 0
+    return r
+
+
+def roots_of(ids) -> list:
+    """A ``Root`` per (spout task, root id, tuple id) triple of a flat id array."""
+    cdef array.array a
+    cdef Py_ssize_t i, n
+    cdef unsigned long long* p
+    cdef list out
+    n = len(ids)
+    if n % 3:
+        raise ValueError(ids_error(n))
+    if type(ids) is not array.array or (<array.array>ids).ob_descr.typecode != b"Q":
+        it = iter(ids)
+        return [Root(t, r, i) for t, r, i in zip(it, it, it, strict=True)]
+    a = <array.array>ids
+    p = a.data.as_ulonglongs
+    out = [None] * (n // 3)
+    for i in range(n // 3):
+        out[i] = make_root(<int64_t>p[3 * i], p[3 * i + 1], p[3 * i + 2])
+    return out
+
+
+def received_roots(tuple triples):
+    """A received row's roots as its tuple's ``roots``: a ``Root`` for one triple, else the
+    triples as they are (none: untracked; several: an emit anchored to several roots)."""
+    if len(triples) == 1:
+        t, r, i = triples[0]
+        return Root(t, r, i)
+    return triples
+
+
+cdef inline void put3(array.array ids, uint64_t a, uint64_t b, uint64_t c) except *:
+    cdef Py_ssize_t n = len(ids)
+    array.resize_smart(ids, n + 3)
+    cdef unsigned long long* p = ids.data.as_ulonglongs
+    p[n] = a
+    p[n + 1] = b
+    p[n + 2] = c
+
+
+def new_ids(Root root, uint64_t edge) -> array.array:
+    """The id array of a destination's first anchored copy (``anchor`` then adds to it)."""
+    root.ack_val ^= edge
+    cdef array.array ids = array.clone(Q_TEMPLATE, 0, False)
+    put3(ids, <uint64_t>root.task, root.root, edge)
+    return ids
+
+
+def ids_of(uint64_t task, uint64_t root, uint64_t edge) -> array.array:
+    """The id array of a destination's first tracked copy from a spout."""
+    cdef array.array ids = array.clone(Q_TEMPLATE, 0, False)
+    put3(ids, task, root, edge)
+    return ids
+
+
+def anchor(array.array ids, Root root, uint64_t edge) -> None:
+    """An anchored copy: ``edge`` XORed into the anchor's ack value; the copy's triple
+    (spout task, root id, edge) appended to its destination's id array."""
+    root.ack_val ^= edge
+    put3(ids, <uint64_t>root.task, root.root, edge)
+
+
+def add_ids(array.array ids, uint64_t task, uint64_t root, uint64_t edge) -> None:
+    """A spout's tracked copy: its triple appended to its destination's id array."""
+    put3(ids, task, root, edge)
+
+
+cdef class AckLog:
+    """The acks recorded since the last ``drain``, as ACK_BATCH bodies per spout task."""
+    cdef public dict bodies
+    cdef bytearray _last
+    cdef int64_t _last_task
+    cdef uint64_t _last_root
+    cdef Py_ssize_t _n
+
+    def __init__(self) -> None:
+        self.bodies = {}
+        self._last = None
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    cdef inline void _record(self, int64_t task, uint64_t root, uint64_t value) except *:
+        cdef bytearray last = self._last
+        cdef unsigned char* p
+        cdef Py_ssize_t size
+        if last is not None and root == self._last_root and task == self._last_task:
+            p = <unsigned char*>PyByteArray_AS_STRING(last) + PyByteArray_GET_SIZE(last) - 8
+            store64(p, load64(p) ^ value)
+            return
+        body = self.bodies.get(task)
+        if body is None:
+            body = bytearray()
+            self.bodies[task] = body
+        size = PyByteArray_GET_SIZE(body)
+        PyByteArray_Resize(body, size + REC)
+        p = <unsigned char*>PyByteArray_AS_STRING(body) + size
+        p[0] = K_ACK
+        store64(p + 1, root)
+        store64(p + 9, value)
+        self._last = <bytearray>body
+        self._last_task = task
+        self._last_root = root
+        self._n += 1
+
+    def add(self, Root root) -> None:
+        """The ack of a tuple with one root: its id XOR its ack value."""
+        self._record(root.task, root.root, root.id ^ root.ack_val)
+
+    def add_triples(self, triples, uint64_t ack_val) -> None:
+        """The ack of a tuple with any roots: per root, its id XOR the tuple's ack value."""
+        cdef uint64_t v
+        for task, root, value in triples:
+            v = value
+            self._record(task, root, v ^ ack_val)
+
+    def drain(self) -> dict:
+        """The bodies per spout task, in the order their tasks were first acked; empties the log."""
+        out = self.bodies
+        self.bodies = {}
+        self._last = None
+        self._n = 0
+        return out
