@@ -37,7 +37,7 @@ from heron_py.planner.model import ComponentKind, PhysicalPlan, TopologyState
 from heron_py.runtime.emitter import Emitter
 from heron_py.runtime.hooks import Hooks, auto_hooks
 from heron_py.runtime.reliability import Reliability, TaskMetrics
-from heron_py.runtime.tracked import Root, received_roots, roots_of
+from heron_py.runtime.tracked import BoltAck, deliver, received_roots
 
 Sink = Callable[[list[bytes]], None]
 # what a runner may watch: received rows (source component, source task, [(stream, values, ...)])
@@ -510,8 +510,7 @@ class BoltHost(ComponentHost):
                     for v in vals:
                         process(new(tracked, (None, src_component, "default", src, v, created, ())))
                 else:
-                    for v, root in zip(vals, roots_of(ids), strict=False):  # lengths checked on load
-                        process(new(tracked, (None, src_component, "default", src, v, created, root)))
+                    deliver(process, tracked, src_component, src, created, vals, ids)
         dt = time.perf_counter() - t0
         c.exec_total_s += dt
         c.interval_s += dt
@@ -670,29 +669,10 @@ def _bind_tracked_fast_paths(host: ComponentHost) -> None:
             if fast is not None:
                 user.emit = fast  # type: ignore[method-assign]
         if type(user).ack is Bolt.ack:
-            m, slow_ack, now = host.metrics, delegate.ack, time.time
-            # Emitter.ack inlined: a tuple of one root goes to the ack log's typed path
-            log = emitter.ack_log
-            log_add = log.add
             # the process latency of 1 ack in ``every``, the first included (Storm samples its
             # stats at topology.stats.sample.rate): the clock read was most of an ack's cost
-            every = host.config.latency_sample_every
-
-            def ack(tup: Any) -> None:
-                if type(tup) is not TrackedTuple:
-                    slow_ack(tup)
-                    return
-                n = m.acked
-                m.acked = n + 1
-                if not n % every:
-                    m.process_ms_total += (now() - tup.creation_time) * 1000.0
-                    m.process_samples += 1
-                roots = tup.roots
-                if type(roots) is Root:
-                    log_add(roots)
-                elif roots:
-                    log.add_triples(roots, tup.ack_val)
-
+            ack = BoltAck(emitter.ack_log, host.metrics, host.config.latency_sample_every, delegate.ack,
+                          TrackedTuple, time.time).ack
             user.ack = ack  # type: ignore[method-assign]
 
 

@@ -22,13 +22,15 @@ The three steps on the hot path:
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from heron_py.common.framing import ACK_ACK, ACK_RECORD
 from heron_py.runtime.root_errors import ids_error
 
 MASK = (1 << 64) - 1
+# the fields of a received tuple (heron_py.api.tuple.HeronTuple) these paths read by index
+CREATED, ROOTS = 5, 6
 
 
 class Root:
@@ -155,3 +157,42 @@ class AckLog:
         self._last = None
         self._n = 0
         return out
+
+
+def deliver(process: Callable[[Any], Any], cls: type, component: str, src: int, created: float,
+            vals: list[Any], ids: Any) -> None:
+    """``process`` of each default-stream value of a received batch, as a ``cls`` tuple (a
+    TrackedTuple) whose roots is the ``Root`` of the value's id triple."""
+    new = tuple.__new__
+    for v, root in zip(vals, roots_of(ids), strict=False):  # lengths checked on load
+        process(new(cls, (None, component, "default", src, v, created, root)))
+
+
+class BoltAck:
+    """A bolt's ``ack`` (bound in place of heronpy's when the bolt does not override it): a
+    received tracked tuple is counted in the task's metrics (1 in ``every`` also timed: its
+    process latency, as Storm samples at topology.stats.sample.rate) and its roots go into the
+    ack log; any other tuple goes to ``slow``, heronpy's whole ack path."""
+
+    __slots__ = ("clock", "every", "log", "metrics", "slow", "tracked")
+
+    def __init__(self, log: AckLog, metrics: Any, every: int, slow: Callable[[Any], Any], tracked: Any,
+                 clock: Callable[[], float]) -> None:
+        self.log, self.metrics, self.every = log, metrics, every
+        self.slow, self.tracked, self.clock = slow, tracked, clock
+
+    def ack(self, tup: Any) -> None:
+        if type(tup) is not self.tracked:
+            self.slow(tup)
+            return
+        m = self.metrics
+        n = m.acked
+        m.acked = n + 1
+        if not n % self.every:
+            m.process_ms_total += (self.clock() - tup[CREATED]) * 1000.0
+            m.process_samples += 1
+        roots = tup[ROOTS]
+        if type(roots) is Root:
+            self.log.add(roots)
+        elif roots:
+            self.log.add_triples(roots, tup.ack_val)

@@ -8,6 +8,8 @@ their buffers; ``AckLog`` writes its records straight into its bodies' bytes."""
 
 cimport cython
 from cpython cimport array
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_SET_ITEM
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from libc.stdint cimport int64_t, uint64_t
 
@@ -15,6 +17,11 @@ import array as _array_mod
 
 from heron_py.common.framing import ACK_ACK
 from heron_py.runtime.root_errors import ids_error
+
+cdef extern from "Python.h":
+    # a tuple subclass's tp_alloc (a heap type's is this one): the instance with n empty slots,
+    # filled below as tuple.__new__(cls, items) fills it, without building ``items`` first
+    object PyType_GenericAlloc(type t, Py_ssize_t n)
 
 cdef int REC = 17  # framing.ACK_RECORD: kind u8, root u64, value u64, big-endian
 cdef unsigned char K_ACK = ACK_ACK
@@ -204,3 +211,60 @@ cdef class AckLog:
         self._last = None
         self._n = 0
         return out
+
+
+cdef Py_ssize_t CREATED = 5, ROOTS = 6  # the fields of heron_py.api.tuple.HeronTuple read by index
+
+
+cdef inline void put(object tup, Py_ssize_t i, object item):
+    Py_INCREF(item)
+    PyTuple_SET_ITEM(tup, i, item)
+
+
+def deliver(process, type cls, str component, src, created, list vals, ids) -> None:
+    """``process`` of each default-stream value of a received batch, as a ``cls`` tuple (a
+    TrackedTuple) whose roots is the ``Root`` of the value's id triple."""
+    cdef list roots = roots_of(ids)
+    cdef Py_ssize_t i, n = min(len(vals), len(roots))
+    for i in range(n):
+        tup = PyType_GenericAlloc(cls, 7)
+        put(tup, 0, None)
+        put(tup, 1, component)
+        put(tup, 2, "default")
+        put(tup, 3, src)
+        put(tup, 4, vals[i])
+        put(tup, 5, created)
+        put(tup, 6, roots[i])
+        process(tup)
+
+
+cdef class BoltAck:
+    """A bolt's ``ack`` (bound in place of heronpy's when the bolt does not override it): a
+    received tracked tuple is counted in the task's metrics (1 in ``every`` also timed: its
+    process latency, as Storm samples at topology.stats.sample.rate) and its roots go into the
+    ack log; any other tuple goes to ``slow``, heronpy's whole ack path."""
+    cdef public AckLog log
+    cdef public object metrics, slow, tracked, clock
+    cdef public long long every
+
+    def __init__(self, AckLog log, metrics, long long every, slow, tracked, clock) -> None:
+        self.log, self.metrics, self.every = log, metrics, every
+        self.slow, self.tracked, self.clock = slow, tracked, clock
+
+    def ack(self, tup) -> None:
+        cdef Root r
+        if type(tup) is not self.tracked:
+            self.slow(tup)
+            return
+        m = self.metrics
+        n = m.acked
+        m.acked = n + 1
+        if not n % self.every:
+            m.process_ms_total += (self.clock() - (<tuple>tup)[CREATED]) * 1000.0
+            m.process_samples += 1
+        roots = (<tuple>tup)[ROOTS]
+        if type(roots) is Root:
+            r = <Root>roots
+            self.log._record(r.task, r.root, r.id ^ r.ack_val)
+        elif roots:
+            self.log.add_triples(roots, tup.ack_val)

@@ -183,3 +183,57 @@ def test_a_tuples_ack_val_is_its_roots_when_it_has_one_root(name):
     assert several.ack_val == 0
     several.ack_val ^= 0x7
     assert several.ack_val == 0x7 and several.__dict__["ack_val"] == 0x7
+
+
+@pytest.mark.parametrize("name", IMPLEMENTATIONS)
+def test_deliver_makes_the_tuples_the_host_made_and_stops_at_a_raise(name):
+    mod = _impl(name)
+    got: list[Any] = []
+    vals = [["a"], ["b"], ["c"]]
+    ids = array("Q", [1, 10, 0x1, 1, 11, 0x2, 3, TOP, TOP])
+    mod.deliver(got.append, TrackedTuple, "split", 4, 12.5, vals, ids)
+    assert [type(t) for t in got] == [TrackedTuple] * 3
+    assert got == [TrackedTuple(None, "split", "default", 4, v, 12.5, mod.Root(*ids[3 * i:3 * i + 3]))
+                   for i, v in enumerate(vals)]
+    assert got[2].roots == ((3, TOP, TOP),) and got[2].values == ["c"] and got[2].ack_val == 0
+    seen: list[Any] = []
+
+    def process(tup: Any) -> None:
+        seen.append(tup.values)
+        if tup.values == ["b"]:
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        mod.deliver(process, TrackedTuple, "split", 4, 12.5, vals, ids)
+    assert seen == [["a"], ["b"]]
+
+
+class _Metrics:
+    acked = 0
+    process_ms_total = 0.0
+    process_samples = 0
+
+
+@pytest.mark.parametrize("name", IMPLEMENTATIONS)
+def test_a_bolts_ack_counts_samples_1_in_every_and_logs_the_roots(name):
+    mod = _impl(name)
+    log, m, slow = mod.AckLog(), _Metrics(), []
+    clock = iter([100.0, 103.0]).__next__
+    ack = mod.BoltAck(log, m, 3, slow.append, TrackedTuple, clock).ack
+    tups = [TrackedTuple(None, "c", "default", 0, [i], 99.5, mod.Root(1, 10 + i // 3, 1 << i)) for i in range(4)]
+    tups[3].ack_val = 0x100
+    for t in tups:
+        ack(t)
+    several = TrackedTuple(None, "c", "default", 0, ["x"], 99.5, ((1, 20, 0x5), (3, 21, 0x6)))
+    several.ack_val = 0x30
+    ack(several)
+    untracked = TrackedTuple(None, "c", "default", 0, ["y"], 99.5, ())
+    ack(untracked)
+    plain = ("not", "a", "tracked", "tuple")
+    ack(plain)
+    assert slow == [plain]
+    assert m.acked == 6 and m.process_samples == 2 and m.process_ms_total == (0.5 + 3.5) * 1000.0
+    bodies = log.drain()
+    assert list(ACK_RECORD.iter_unpack(bodies[1])) == [(ACK_ACK, 10, 0x1 ^ 0x2 ^ 0x4), (ACK_ACK, 11, 0x8 ^ 0x100),
+                                                       (ACK_ACK, 20, 0x5 ^ 0x30)]
+    assert list(ACK_RECORD.iter_unpack(bodies[3])) == [(ACK_ACK, 21, 0x6 ^ 0x30)]
