@@ -18,7 +18,6 @@ from heron_py.api.tuple import TrackedTuple
 from heron_py.common.framing import (
     ACK_ACK,
     ACK_FAIL,
-    ACK_INIT,
     ACK_RECORD,
     BODY_OFFSET,
     DEFAULT_MAX_FRAME,
@@ -29,7 +28,7 @@ from heron_py.common.framing import (
 from heron_py.common.serialization import RUN_LEN, body_rows, dumps_batch, dumps_body, expand_runs, row_count
 from heron_py.planner.grouping import FieldsRouter, Router, check_direct, choose_many, make_router
 from heron_py.planner.model import GroupingKind, PhysicalPlan
-from heron_py.runtime.tracked import AckLog, Root, add_ids, anchor, ids_of, new_ids
+from heron_py.runtime.tracked import AckLog, Edges, Root, add_ids, anchor, ids_of, new_ids
 
 # (field index, field count, routing cache get, choose): what the fast emit closures inline
 _FastRoute = tuple[int, int, Callable[[Any], Any], Callable[[Sequence[Any]], Sequence[int]]]
@@ -118,7 +117,9 @@ class Emitter:
         # spout task as they come (each id XORed with its tuple's ack value as it was at the
         # ack; consecutive acks of one root, a sentence's words at a count task, as one record)
         self.ack_log = AckLog()
-        self._rand = (rng or random.Random()).getrandbits
+        # edge ids (nonzero, 64-bit), seeded from ``rng``: a draw is C code (tracked.Edges)
+        self._edge_ids = Edges((rng or random.Random()).getrandbits(64))
+        self._edge = self._edge_ids.draw
         # emits since the last flush (or discard), and before it: ``emitted`` is their sum, so
         # an emit updates one counter, not two
         self._count = 0
@@ -245,7 +246,7 @@ class Emitter:
         for edge in edges:
             tasks = self._tasks(edge, values, stream, direct_task)
             for t in tasks:
-                k = self._rand(64) or 1
+                k = self._edge()
                 xor ^= k
                 if stream == "default":
                     self._add_hot_tracked(t, values, me, root, k)
@@ -254,7 +255,7 @@ class Emitter:
             if sent is not None:
                 sent.extend(tasks)
         if xor:
-            self.ack_record(me, ACK_INIT, root, xor)
+            self.ack_log.add_init(me, root, xor)
         if stream != "default":
             self.emitted_by_stream[stream] = self.emitted_by_stream.get(stream, 0) + 1
         self._counted()
@@ -280,7 +281,7 @@ class Emitter:
         is XORed into the anchor's ack value and into the copy's id for each of its roots."""
         edges = self._check(values, stream, direct_task)
         sent: list[int] | None = [] if need_task_ids else None
-        rand = self._rand
+        draw = self._edge
         for edge in edges:
             tasks = self._tasks(edge, values, stream, direct_task)
             for t in tasks:
@@ -288,7 +289,7 @@ class Emitter:
                 for a in anchors:
                     if not a.roots:
                         continue
-                    e = rand(64) or 1
+                    e = draw()
                     a.ack_val ^= e  # a Root's own when the anchor has one root (TrackedTuple.ack_val)
                     for (rt, rid, _) in a.roots:
                         ids[(rt, rid)] = ids.get((rt, rid), 0) ^ e
@@ -324,19 +325,14 @@ class Emitter:
         else:
             self.ack_log.add_triples(roots, tup.ack_val)
 
-    def _merge_acked(self) -> None:
-        """Moves the ack log's records into ``_acks`` (per spout task, root -> XOR value)."""
-        record = self.ack_record
-        for task, body in self.ack_log.drain().items():
-            for _kind, root, value in ACK_RECORD.iter_unpack(body):
-                record(task, ACK_ACK, root, value)
-
     @property
     def acks(self) -> dict[int, dict[int, int]]:
-        """The ack records to send at the next flush, per spout task: root -> XOR value (the
-        tests' and tools' view: a flush sends the ack log's bodies as they are)."""
-        if self.ack_log:
-            self._merge_acked()
+        """The init and ack records to send at the next flush, per spout task: root -> XOR
+        value (the tests' and tools' view: the ack log's records move into the dict, where a
+        flush sends them as well as it sends the log's bodies)."""
+        for task, body in self.ack_log.drain().items():
+            for kind, root, value in ACK_RECORD.iter_unpack(body):
+                self.ack_record(task, kind, root, value)
         return self._acks
 
     def fail(self, tup: Any) -> None:
@@ -455,7 +451,8 @@ class Emitter:
                 self._check(values, stream)  # raises
         chooses = [e.router.choose for e in edges if e.router is not None]
         me = self.task_id
-        rand = self._rand
+        draw = self._edge
+        add_init = self.ack_log.add_init
         pending = self.pending
         hot = self.hot
         to_hot = stream == "default"  # there, each copy's id triple goes in the flat id list
@@ -468,7 +465,7 @@ class Emitter:
             xor = 0
             for choose in chooses:  # one router per consuming component
                 for t in choose(values):
-                    k = rand(64) or 1
+                    k = draw()
                     xor ^= k
                     if to_hot:
                         add_hot(t, values, me, root, k)
@@ -482,12 +479,7 @@ class Emitter:
                     else:
                         lst.append(row)
             if xor:
-                # ack_record(me, ACK_INIT, root, xor) inlined; a flush below replaces _acks
-                merged = self._acks.get(me)
-                if merged is None:
-                    self._acks[me] = {root: xor}
-                else:
-                    merged[root] = merged.get(root, 0) ^ xor
+                add_init(me, root, xor)
             append(xor)
             count += 1
             if count >= batch_size:
@@ -548,6 +540,53 @@ class Emitter:
 
         return emit_default
 
+    def spout_tracked_emit(self, slow: Callable[..., list[int] | None], new_root: Callable[[], int],
+                           emitted: Callable[[int, Any, int], None]) -> Callable[..., list[int] | None] | None:
+        """At least once, a spout's emit with a message id on "default" whose consumers all
+        route (no direct grouping): ``emit_root`` inlined for that case, as heronpy's Spout.emit
+        signature (``slow`` takes any other call: no message id, another stream, a direct
+        task, task ids asked for, a wrong arity). ``new_root`` draws the root; ``emitted``
+        hands (root, message id, XOR of the copies' ids) to the spout's reliability."""
+        edges = self._edges.get("default")
+        if edges is None or "default" in self._direct or any(e.router is None for e in edges):
+            return None
+        chooses = [e.router.choose for e in edges if e.router is not None]
+        nfields = self._nfields["default"]
+        hot, hot_ids = self.hot, self.hot_ids
+        me = self.task_id
+        draw = self._edge
+        add_init = self.ack_log.add_init
+        add_hot = self._add_hot_tracked
+        batch_size = self.batch_size
+
+        def spout_emit(values: Sequence[Any], tup_id: Any = None, stream: str = "default",
+                       direct_task: int | None = None, need_task_ids: bool = False) -> list[int] | None:
+            if tup_id is None or stream != "default" or direct_task is not None or need_task_ids \
+                    or len(values) != nfields:
+                return slow(values, tup_id, stream, direct_task, need_task_ids)
+            root = new_root()
+            xor = 0
+            for choose in chooses:
+                for t in choose(values):
+                    k = draw()
+                    xor ^= k
+                    ids = hot_ids.get(t)
+                    if ids is None:
+                        add_hot(t, values, me, root, k)
+                    else:
+                        hot[t].append(values)
+                        add_ids(ids, me, root, k)
+            if xor:
+                add_init(me, root, xor)
+            c = self._count + 1
+            self._count = c
+            if c >= batch_size:
+                self.flush()
+            emitted(root, tup_id, xor)
+            return None
+
+        return spout_emit
+
     def anchored_default_emit(self, slow: Callable[..., list[int] | None]) -> Callable[..., list[int] | None] | None:
         """At least once, the same hot case for a bolt's emit anchored to one input tuple of one
         root (a split bolt's ``emit([w], anchors=[tup])``): a fresh edge id is XORed into the
@@ -561,7 +600,7 @@ class Emitter:
         hot, hot_ids = self.hot, self.hot_ids
         hot_get = hot.get
         batch_size = self.batch_size
-        rand = self._rand
+        edge_ids = self._edge_ids
 
         def emit_anchored_default(values: Sequence[Any], stream: str = "default", anchors: Any = None,
                                   direct_task: int | None = None, need_task_ids: bool = False) -> list[int] | None:
@@ -575,14 +614,13 @@ class Emitter:
             key = values[idx]
             hit = cache_get(key) if type(key) is str else None
             t = hit[0] if hit is not None else choose(values)[0]
-            e = rand(64) or 1
             lst = hot_get(t)
             if lst is None:
                 hot[t] = [values]
-                hot_ids[t] = new_ids(roots, e)
+                hot_ids[t] = new_ids(roots, edge_ids)
             else:
                 lst.append(values)
-                anchor(hot_ids[t], roots, e)
+                anchor(hot_ids[t], roots, edge_ids)
             c = self._count + 1
             self._count = c
             if c >= batch_size:

@@ -679,7 +679,7 @@ def _bind_tracked_fast_paths(host: ComponentHost) -> None:
 def _bind_spout_fast_paths(user: Any, emitter: Emitter, rel: Reliability) -> None:
     """A spout's emit with a message id, two calls fewer; and its batch emit when it declares
     ``heron_emit_tracked_many``."""
-    em, emit_root, new_root, emitted = emitter.emit, emitter.emit_root, rel.new_root, rel.emitted
+    em, emit_root, new_root, emitted = emitter.emit, emitter.emit_root, rel.draw_root, rel.emitted
 
     def spout_emit(tup: Sequence[Any], tup_id: Any = None, stream: str = "default",
                    direct_task: int | None = None, need_task_ids: bool = False) -> list[int] | None:
@@ -690,7 +690,7 @@ def _bind_spout_fast_paths(user: Any, emitter: Emitter, rel: Reliability) -> Non
         emitted(root, tup_id, xor)
         return sent
 
-    user.emit = spout_emit
+    user.emit = emitter.spout_tracked_emit(spout_emit, new_root, emitted) or spout_emit
     if hasattr(type(user), "heron_emit_tracked_many"):
         emit_root_many, emitted_many = emitter.emit_root_many, rel.emitted_many
 

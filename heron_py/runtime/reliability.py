@@ -19,6 +19,7 @@ from typing import Any
 
 from heron_py.common.config import ReliabilityConfig
 from heron_py.common.framing import RESULT_ACKED, RESULT_FAILED, RESULT_TIMED_OUT
+from heron_py.runtime.tracked import Edges
 
 # the stream manager's rotating map times a root out between T and 1.5 T (3 buckets)
 LOCAL_TIMEOUT_FACTOR = 1.5
@@ -81,8 +82,9 @@ class Reliability:
         self._immediate: list[Any] = []
         # the latency of the root last resolved or expired, for the task hooks' infos
         self.last_latency_ms = 0.0
-        # seeded once from the OS: a root id is one getrandbits call, not an os.urandom syscall
-        self._rand = (rng or random.Random(os.urandom(16))).getrandbits
+        # seeded once from the OS (a root id is a draw, not an os.urandom syscall): nonzero
+        # 64-bit ids from the emitter's generator (tracked.Edges, C code), bound for the hot path
+        self.draw_root = Edges((rng or random.Random(os.urandom(16))).getrandbits(64)).draw
 
     @classmethod
     def from_config(cls, conf: ReliabilityConfig, clock: Callable[[], float],
@@ -93,7 +95,8 @@ class Reliability:
         return cls(conf.timeout_s, conf.max_pending, clock, metrics, sample_every=sample_every)
 
     def new_root(self) -> int:
-        return self._rand(64) or 1
+        root: int = self.draw_root()
+        return root
 
     def emitted(self, root: int, tup_id: Any, xor: int) -> None:
         if xor == 0:

@@ -12,11 +12,18 @@ were five objects a tuple. A ``Root`` reads as heronpy's ``roots``: a sequence o
 The three steps on the hot path:
 
 * ``roots_of(ids)``: the triples of a received batch's id array as ``Root`` objects;
-* ``anchor(ids, root, edge)``: an anchored emit's copy: the edge XORed into the anchor's ack
-  value, the copy's triple (spout task, root id, edge) appended to the destination's id array;
+* ``anchor(ids, root, edges)``: an anchored emit's copy: a fresh edge id (``Edges``) XORed
+  into the anchor's ack value, the copy's triple (spout task, root id, edge) appended to the
+  destination's id array;
 * ``AckLog``: the acks since the last flush, written as ACK_BATCH bodies per spout task
   (framing.ACK_RECORD records, kind ACK_ACK), consecutive acks of one root merged into one
-  record (a count task gets a sentence's words one after another).
+  record (a count task gets a sentence's words one after another); a spout's inits too.
+
+Edge ids come from ``Edges``, splitmix64 over a 64-bit state seeded once per emitter from its
+random source: a draw is a few C operations where ``getrandbits`` was a Python call per id, and
+the sequence is the same in both implementations (the tests compare them draw for draw). What
+XOR acking needs of an id is that a set of them XORs to zero only when it is empty, which any
+64-bit generator of this quality gives (Storm draws them from java.util.Random).
 """
 
 from __future__ import annotations
@@ -25,10 +32,11 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from heron_py.common.framing import ACK_ACK, ACK_RECORD
+from heron_py.common.framing import ACK_ACK, ACK_INIT, ACK_RECORD
 from heron_py.runtime.root_errors import ids_error
 
 MASK = (1 << 64) - 1
+GOLDEN, MIX1, MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 # the fields of a received tuple (heron_py.api.tuple.HeronTuple) these paths read by index
 CREATED, ROOTS = 5, 6
 
@@ -93,15 +101,35 @@ def ids_of(task: int, root: int, edge: int) -> array[int]:
     return array("Q", (task, root, edge))
 
 
-def new_ids(root: Root, edge: int) -> array[int]:
+class Edges:
+    """Nonzero 64-bit edge ids: splitmix64 from a seed."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, seed: int) -> None:
+        self.state = seed & MASK
+
+    def draw(self) -> int:
+        while True:
+            self.state = z = (self.state + GOLDEN) & MASK
+            z = ((z ^ (z >> 30)) * MIX1) & MASK
+            z = ((z ^ (z >> 27)) * MIX2) & MASK
+            z ^= z >> 31
+            if z:
+                return z
+
+
+def new_ids(root: Root, edges: Edges) -> array[int]:
     """The id array of a destination's first anchored copy (``anchor`` then adds to it)."""
+    edge = edges.draw()
     root.ack_val ^= edge
     return array("Q", (root.task, root.root, edge))
 
 
-def anchor(ids: array[int], root: Root, edge: int) -> None:
-    """An anchored copy: ``edge`` XORed into the anchor's ack value; the copy's triple
+def anchor(ids: array[int], root: Root, edges: Edges) -> None:
+    """An anchored copy: a fresh edge XORed into the anchor's ack value; the copy's triple
     (spout task, root id, edge) appended to its destination's id array."""
+    edge = edges.draw()
     root.ack_val ^= edge
     ids.extend((root.task, root.root, edge))
 
@@ -136,6 +164,11 @@ class AckLog:
         for task, root, value in triples:
             self._record(task, root, value ^ ack_val)
 
+    def add_init(self, task: int, root: int, value: int) -> None:
+        """A spout's new root: its copies' ids XORed, to the task's tracker (never merged)."""
+        self._append(task, ACK_INIT, root, value)
+        self._last = None
+
     def _record(self, task: int, root: int, value: int) -> None:
         last = self._last
         if last is not None and root == self._last_root and task == self._last_task:
@@ -143,11 +176,15 @@ class AckLog:
             prev = int.from_bytes(last[at:], "big")
             last[at:] = (prev ^ value).to_bytes(8, "big")
             return
+        self._append(task, ACK_ACK, root, value)
+        self._last_task, self._last_root = task, root
+
+    def _append(self, task: int, kind: int, root: int, value: int) -> None:
         body = self.bodies.get(task)
         if body is None:
             body = self.bodies[task] = bytearray()
-        body += ACK_RECORD.pack(ACK_ACK, root & MASK, value & MASK)
-        self._last, self._last_task, self._last_root = body, task, root
+        body += ACK_RECORD.pack(kind, root & MASK, value & MASK)
+        self._last = body
         self._n += 1
 
     def drain(self) -> dict[int, bytearray]:

@@ -15,7 +15,7 @@ from libc.stdint cimport int64_t, uint64_t
 
 import array as _array_mod
 
-from heron_py.common.framing import ACK_ACK
+from heron_py.common.framing import ACK_ACK, ACK_INIT
 from heron_py.runtime.root_errors import ids_error
 
 cdef extern from "Python.h":
@@ -24,7 +24,9 @@ cdef extern from "Python.h":
     object PyType_GenericAlloc(type t, Py_ssize_t n)
 
 cdef int REC = 17  # framing.ACK_RECORD: kind u8, root u64, value u64, big-endian
-cdef unsigned char K_ACK = ACK_ACK
+cdef unsigned char K_ACK = ACK_ACK, K_INIT = ACK_INIT
+GOLDEN, MIX1, MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB  # splitmix64's, as in tracked.py
+cdef uint64_t C_GOLDEN = 0x9E3779B97F4A7C15ULL, C_MIX1 = 0xBF58476D1CE4E5B9ULL, C_MIX2 = 0x94D049BB133111EBULL
 cdef array.array Q_TEMPLATE = _array_mod.array("Q")
 
 
@@ -127,8 +129,31 @@ cdef inline void put3(array.array ids, uint64_t a, uint64_t b, uint64_t c) excep
     p[n + 2] = c
 
 
-def new_ids(Root root, uint64_t edge) -> array.array:
+cdef class Edges:
+    """Nonzero 64-bit edge ids: splitmix64 from a seed."""
+    cdef public uint64_t state
+
+    def __init__(self, seed) -> None:
+        self.state = <uint64_t>(seed & 0xFFFFFFFFFFFFFFFF)
+
+    cdef inline uint64_t _draw(self) noexcept:
+        cdef uint64_t z
+        while True:
+            self.state += C_GOLDEN
+            z = self.state
+            z = (z ^ (z >> 30)) * C_MIX1
+            z = (z ^ (z >> 27)) * C_MIX2
+            z ^= z >> 31
+            if z:
+                return z
+
+    def draw(self) -> int:
+        return self._draw()
+
+
+def new_ids(Root root, Edges edges) -> array.array:
     """The id array of a destination's first anchored copy (``anchor`` then adds to it)."""
+    cdef uint64_t edge = edges._draw()
     root.ack_val ^= edge
     cdef array.array ids = array.clone(Q_TEMPLATE, 0, False)
     put3(ids, <uint64_t>root.task, root.root, edge)
@@ -142,9 +167,10 @@ def ids_of(uint64_t task, uint64_t root, uint64_t edge) -> array.array:
     return ids
 
 
-def anchor(array.array ids, Root root, uint64_t edge) -> None:
-    """An anchored copy: ``edge`` XORed into the anchor's ack value; the copy's triple
+def anchor(array.array ids, Root root, Edges edges) -> None:
+    """An anchored copy: a fresh edge XORed into the anchor's ack value; the copy's triple
     (spout task, root id, edge) appended to its destination's id array."""
+    cdef uint64_t edge = edges._draw()
     root.ack_val ^= edge
     put3(ids, <uint64_t>root.task, root.root, edge)
 
@@ -170,28 +196,40 @@ cdef class AckLog:
     def __len__(self) -> int:
         return self._n
 
-    cdef inline void _record(self, int64_t task, uint64_t root, uint64_t value) except *:
-        cdef bytearray last = self._last
-        cdef unsigned char* p
+    cdef unsigned char* _append(self, int64_t task) except NULL:
+        """Room for one more record at the end of the task's body."""
         cdef Py_ssize_t size
-        if last is not None and root == self._last_root and task == self._last_task:
-            p = <unsigned char*>PyByteArray_AS_STRING(last) + PyByteArray_GET_SIZE(last) - 8
-            store64(p, load64(p) ^ value)
-            return
         body = self.bodies.get(task)
         if body is None:
             body = bytearray()
             self.bodies[task] = body
         size = PyByteArray_GET_SIZE(body)
         PyByteArray_Resize(body, size + REC)
-        p = <unsigned char*>PyByteArray_AS_STRING(body) + size
+        self._last = <bytearray>body
+        self._n += 1
+        return <unsigned char*>PyByteArray_AS_STRING(body) + size
+
+    def add_init(self, int64_t task, uint64_t root, uint64_t value) -> None:
+        """A spout's new root: its copies' ids XORed, to the task's tracker (never merged)."""
+        cdef unsigned char* p = self._append(task)
+        p[0] = K_INIT
+        store64(p + 1, root)
+        store64(p + 9, value)
+        self._last = None
+
+    cdef inline void _record(self, int64_t task, uint64_t root, uint64_t value) except *:
+        cdef bytearray last = self._last
+        cdef unsigned char* p
+        if last is not None and root == self._last_root and task == self._last_task:
+            p = <unsigned char*>PyByteArray_AS_STRING(last) + PyByteArray_GET_SIZE(last) - 8
+            store64(p, load64(p) ^ value)
+            return
+        p = self._append(task)
         p[0] = K_ACK
         store64(p + 1, root)
         store64(p + 9, value)
-        self._last = <bytearray>body
         self._last_task = task
         self._last_root = root
-        self._n += 1
 
     def add(self, Root root) -> None:
         """The ack of a tuple with one root: its id XOR its ack value."""

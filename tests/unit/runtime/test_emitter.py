@@ -37,7 +37,7 @@ from heron_py.planner.model import (
 )
 from heron_py.planner.packing import round_robin
 from heron_py.runtime.emitter import EmitError, Emitter
-from heron_py.runtime.tracked import received_roots
+from heron_py.runtime.tracked import GOLDEN, Edges, received_roots
 
 MASK64 = (1 << 64) - 1
 
@@ -236,18 +236,19 @@ def test_emit_root_with_no_consumer_returns_zero_and_records_no_init():
     assert frames == []  # nothing to send: no copy, no init
 
 
-def test_a_zero_random_draw_becomes_one():
-    class Zero(random.Random):
-        def getrandbits(self, k):
-            return 0
+def test_an_edge_id_is_never_zero():
+    """An id of 0 would make its copy invisible to the XOR: a zero draw of the generator is
+    skipped. The seed below makes the first draw zero (splitmix64 gives 0 from one state)."""
+    class ZeroFirst(random.Random):
+        def getrandbits(self, k):  # the 64-bit seed only; the routers' draws stay random
+            return (1 << 64) - GOLDEN if k == 64 else super().getrandbits(k)
 
     frames = []
     em = Emitter(main_plan(), 1, 1000, frames.extend, custom_loader=_no_custom,
-                 prepare_custom=lambda *a: None, rng=Zero())
+                 prepare_custom=lambda *a: None, rng=ZeroFirst())
     _, xor = em.emit_root([1, 2], "other", None, False, 3)
-    # an id of 0 would make the copy invisible to the XOR
-    assert xor == 1
-    assert em.acks == {1: {3: 1}}
+    assert xor == Edges(0).draw() != 0  # the draw after the skipped zero
+    assert em.acks == {1: {3: xor}}
 
 
 # --- emit_anchored, ack, fail -------------------------------------------------------------
@@ -424,7 +425,7 @@ def test_batch_size_triggers_a_flush_and_init_goes_with_its_tuples():
     _, xor3 = em.emit_root([5, 6], "other", None, False, 3)
     got = decode(frames)
     assert got[0][0] == MsgType.ACK_BATCH
-    assert [r[1] for r in got[0][4]] == [1, 3] and got[0][4][1] == (ACK_ACK, 3, xor3)
+    assert [r[1] for r in got[0][4]] == [1, 3] and got[0][4][1] == (ACK_INIT, 3, xor3)
     assert sum(g[3] for g in got if g[0] == MsgType.TUPLE_BATCH) == 3
     assert not em.has_pending and em.emitted == 3
 
@@ -750,3 +751,52 @@ def test_discard_drops_rows_and_hot_values():
     assert not em.has_pending and em.pending_rows() == {}
     em.flush()
     assert frames == []
+
+
+# --- the spout's tracked fast path (at least once) ------------------------------------------
+
+
+def test_spout_tracked_emit_gives_the_rows_inits_and_xors_emit_root_gives():
+    """Over two consumers (fields on b1, all on b2), with flushes on the batch size: the same
+    copies, ids, init records and frames as emit_root, and the same (root, message id, XOR)
+    handed on."""
+    slow_em, slow_frames = make_emitter(main_plan(), 1, batch_size=4, seed=9)
+    fast_em, fast_frames = make_emitter(main_plan(), 1, batch_size=4, seed=9)
+    roots = iter(range(100, 200)).__next__
+    slow_seen, fast_seen, fell_back = [], [], []
+    fast = fast_em.spout_tracked_emit(lambda *a: fell_back.append(a), roots,
+                                      lambda *a: fast_seen.append(a))
+    assert fast is not None
+    words = ["a", "bb", 7, "ccc", None, "a", "d"]
+    for i, w in enumerate(words):
+        root = 100 + i
+        _, xor = slow_em.emit_root([w], "default", None, False, root)
+        slow_seen.append((root, f"id{i}", xor))
+        assert fast([w], tup_id=f"id{i}") is None
+    assert fast_seen == slow_seen and fell_back == [] and all(x for _, _, x in fast_seen)
+    assert fast_em.pending_rows() == slow_em.pending_rows()
+    assert fast_em.emitted == slow_em.emitted == len(words)
+    fast_em.flush()
+    slow_em.flush()
+    got = decode(fast_frames)
+    assert got == decode(slow_frames)
+    inits = [r for g in got if g[0] == MsgType.ACK_BATCH for r in g[4]]
+    assert inits == [(ACK_INIT, root, xor) for root, _, xor in slow_seen]
+
+
+def test_spout_tracked_emit_hands_every_other_call_to_the_full_path():
+    em, _ = make_emitter(main_plan(), 1)
+    calls = []
+    fast = em.spout_tracked_emit(lambda *a: calls.append(a), lambda: 1, lambda *a: None)
+    fast(["w"])  # no message id: untracked
+    fast(["w"], tup_id=1, stream="other")
+    fast(["w"], tup_id=1, direct_task=2)
+    fast(["w"], tup_id=1, need_task_ids=True)
+    fast(["w", 2], tup_id=1)  # wrong arity: the full path raises the one error
+    assert [c[:3] for c in calls] == [(["w"], None, "default"), (["w"], 1, "other"), (["w"], 1, "default"),
+                                      (["w"], 1, "default"), (["w", 2], 1, "default")]
+    assert em.pending_rows() == {} and em.emitted == 0
+    # a default stream with a direct consumer is not this path's case
+    s = _comp("s", ComponentKind.SPOUT, 1, outputs=[StreamDef("default", ("n",), direct=True)])
+    b = _comp("b", ComponentKind.BOLT, 2, inputs=[_inp("s", "default", GroupingKind.DIRECT)])
+    assert make_emitter(_plan([s, b]), 1)[0].spout_tracked_emit(print, print, print) is None

@@ -14,7 +14,7 @@ from heron_py.api.stream import Grouping
 from heron_py.api.topology import TopologyBuilder
 from heron_py.common.config import ConfigError, ReliabilityConfig
 from heron_py.common.framing import (
-    ACK_ACK,
+    ACK_INIT,
     ACK_RECORD,
     BATCH_HEADER,
     BODY_OFFSET,
@@ -244,8 +244,8 @@ def test_max_spout_pending_bounds_next_tuple_calls():
     assert host.room() == 0 and host.next_tuples(64) == 0
     host.flush()
     inits = [r for _, _, rows in _rows(frames, MsgType.ACK_BATCH) for r in rows]
-    # one XOR record per root (inits and acks of a root merge into one record until a flush)
-    assert len(inits) == 3 and {r[0] for r in inits} == {ACK_ACK} and len({r[1] for r in inits}) == 3
+    # one INIT record per root
+    assert len(inits) == 3 and {r[0] for r in inits} == {ACK_INIT} and len({r[1] for r in inits}) == 3
 
 
 def test_ack_results_call_ack_or_fail_once_per_root():
