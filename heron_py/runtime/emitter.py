@@ -28,7 +28,7 @@ from heron_py.common.framing import (
 from heron_py.common.serialization import RUN_LEN, body_rows, dumps_batch, dumps_body, expand_runs, row_count
 from heron_py.planner.grouping import FieldsRouter, Router, check_direct, choose_many, make_router
 from heron_py.planner.model import GroupingKind, PhysicalPlan
-from heron_py.runtime.tracked import AckLog, Edges, Root, add_ids, anchor, ids_of, new_ids
+from heron_py.runtime.tracked import ROOTS, AckLog, Edges, Root, add_ids, anchor, ids_of, new_ids
 
 # (field index, field count, routing cache get, choose): what the fast emit closures inline
 _FastRoute = tuple[int, int, Callable[[Any], Any], Callable[[Sequence[Any]], Sequence[int]]]
@@ -608,7 +608,7 @@ class Emitter:
                     or len(anchors) != 1 or len(values) != nfields):
                 return slow(values, stream, anchors, direct_task, need_task_ids)
             a = anchors[0]
-            roots = a.roots if type(a) is TrackedTuple else None
+            roots = a[ROOTS] if type(a) is TrackedTuple else None  # its roots field, by index
             if type(roots) is not Root:  # several roots, or none: the general path
                 return slow(values, stream, anchors, direct_task, need_task_ids)
             key = values[idx]

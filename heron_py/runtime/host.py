@@ -245,6 +245,8 @@ class ComponentHost:
         # frame, not per id), when no hook must see each ack
         ack_many = getattr(self.user, "heron_ack_many", None)
         self._ack_many = ack_many if self.is_spout and self.hooks is None and callable(ack_many) else None
+        if self._ack_many is None and self.is_spout and self.hooks is None and _keeps_noop_ack(self.user):
+            self._ack_many = _ignore  # a spout without ack(): no call per acked id
 
     def start(self) -> None:
         self._set_active(self.plan.state is TopologyState.RUNNING)
@@ -571,6 +573,18 @@ class BoltHost(ComponentHost):
         if callable(cleanup):
             cleanup()
         self.emitter.flush()
+
+
+def _keeps_noop_ack(user: Any) -> bool:
+    """Whether a spout's ack is the API's own, which does nothing (the spout keeps no state
+    per message id), and nothing on the instance replaces it."""
+    from heron_py.api.spout.spout import Spout
+
+    return getattr(type(user), "ack", None) is Spout.ack and "ack" not in getattr(user, "__dict__", {})
+
+
+def _ignore(ids: list[Any]) -> None:
+    """heron_ack_many for a spout whose ack does nothing."""
 
 
 def _tracked(rows: list[Any] | None, ids: Any) -> bool:

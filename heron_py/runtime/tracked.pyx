@@ -251,7 +251,8 @@ cdef class AckLog:
         return out
 
 
-cdef Py_ssize_t CREATED = 5, ROOTS = 6  # the fields of heron_py.api.tuple.HeronTuple read by index
+CREATED, ROOTS = 5, 6  # the fields of heron_py.api.tuple.HeronTuple read by index (as in tracked.py)
+cdef Py_ssize_t C_CREATED = 5, C_ROOTS = 6
 
 
 cdef inline void put(object tup, Py_ssize_t i, object item):
@@ -298,9 +299,9 @@ cdef class BoltAck:
         n = m.acked
         m.acked = n + 1
         if not n % self.every:
-            m.process_ms_total += (self.clock() - (<tuple>tup)[CREATED]) * 1000.0
+            m.process_ms_total += (self.clock() - (<tuple>tup)[C_CREATED]) * 1000.0
             m.process_samples += 1
-        roots = (<tuple>tup)[ROOTS]
+        roots = (<tuple>tup)[C_ROOTS]
         if type(roots) is Root:
             r = <Root>roots
             self.log._record(r.task, r.root, r.id ^ r.ack_val)

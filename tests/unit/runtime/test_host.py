@@ -261,6 +261,29 @@ def test_ack_results_call_ack_or_fail_once_per_root():
     assert (host.metrics.acked, host.metrics.failed, host.metrics.timed_out) == (1, 1, 1)
 
 
+class FailOnly(Numbers):
+    """A spout that keeps no state per acked id: heronpy's own ack(), which does nothing."""
+
+    ack = Spout.ack
+
+
+def test_a_spout_without_ack_still_gets_its_fails_and_counts_its_acks():
+    plan = _plan(config={"topology.reliability.mode": "ATLEAST_ONCE"}, spout=FailOnly)
+    frames = []
+    host = make_host(plan, _task(plan, "numbers"), frames.extend,
+                     HostOptions(clock=ManualClock(100.0), rng=random.Random(1)))
+    host.initialize()
+    host.start()
+    host.next_tuples(3)
+    host.flush()
+    roots = [r[1] for _, _, rows in _rows(frames, MsgType.ACK_BATCH) for r in rows]
+    body = b"".join([RESULT_RECORD.pack(RESULT_ACKED, roots[0]), RESULT_RECORD.pack(RESULT_FAILED, roots[1]),
+                     RESULT_RECORD.pack(RESULT_ACKED, roots[2])])
+    host.on_results(encode_batch_frame(host.task_id, 0, body, MsgType.ACK_RESULT, 3))
+    assert host.user.failed == ["id1"] and host.user.acked == []
+    assert (host.metrics.acked, host.metrics.failed) == (2, 1) and not host.reliability.pending
+
+
 def _batch_spout(config):
     plan = _plan(config={"topology.reliability.mode": "ATLEAST_ONCE", **config}, spout=BatchNumbers)
     frames = []
