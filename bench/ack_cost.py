@@ -10,9 +10,11 @@ host processes the split's. Each host flushes after every batch it is given, as 
 does when its input queue runs dry, so acks are merged per batch as they are when running; the
 process runs with the instance's gc threshold (heron_py.instance.gc.threshold). CPU
 is process time per stage: the spout per sentence, the split and the count per word. The
-stream manager's work with acking on is the last row: the ACK_BATCH frames the three tasks sent
-(the spout's inits, then the split's and the count's acks), applied to a fresh XorTracker as
-the spout's stream manager does, in ns per record.
+stream manager's work with acking on is a row of its own: the ACK_BATCH frames the three tasks
+sent (the spout's inits, then the split's and the count's acks), applied to a fresh XorTracker
+as the spout's stream manager does, in ns per record; and the spout's share of the results
+another: the ACK_RESULT frames the tracker wrote, handed to the spout host as its task gets them
+(in "all three" with acking on).
 Prints the median of --reps runs of each mode and the difference, on minus off. With --rev, each
 rep runs this script once under an interpreter that imports the engine at REV (bench/ab.py's
 worktree, compiled as installed) and once under this tree's, alternating, and prints the two
@@ -48,6 +50,7 @@ from heron_py.common.framing import (  # noqa: E402
     MsgType,
     batch_count,
     batch_dest,
+    encode_batch_frame,
     frame_type,
 )
 from heron_py.runtime.acking import XorTracker  # noqa: E402
@@ -120,14 +123,25 @@ def run(n: int, acking: bool) -> dict[str, float]:
         ack_frames += [f for f in out if frame_type(f) == MsgType.ACK_BATCH]
         upstream = out
     if acking:
-        times["tracker ns/record"] = _tracker_ns(ack_frames, n)
+        ns, results = _tracker_ns(ack_frames, n)
+        times["tracker ns/record"] = ns
+        # and the spout's side of it: the ACK_RESULT frames the tracker wrote, as the spout
+        # task gets them (message ids resolved, its ack() called, its metrics counted)
+        t = time.process_time()
+        for f in results:
+            spout.on_results(f)
+        times["spout results us/sentence"] = (time.process_time() - t) / n * 1e6
+        if spout.reliability is not None and spout.reliability.pending:
+            raise SystemExit(f"ack_cost: {len(spout.reliability.pending)} roots still pending at the spout")
     return times
 
 
-def _tracker_ns(frames: list[bytes], roots: int) -> float:
-    """The ACK_BATCH frames applied to one tracker in the order sent; every root must resolve."""
+def _tracker_ns(frames: list[bytes], roots: int) -> tuple[float, list[bytes]]:
+    """The ACK_BATCH frames applied to one tracker in the order sent; every root must resolve.
+    Returns ns per record and the ACK_RESULT frames for the spout task."""
     tracker = XorTracker()
     records = resolved = 0
+    out: list[bytes] = []
     t = time.process_time()
     apply = getattr(tracker, "apply_body", None)  # an engine from before it: the list form
     for f in frames:
@@ -138,11 +152,15 @@ def _tracker_ns(frames: list[bytes], roots: int) -> float:
         else:
             done, _ = tracker.apply(batch_dest(f), memoryview(f)[BODY_OFFSET:])
             resolved += len(done)
+            results = bytearray(b"".join(RESULT_RECORD.pack(*r) for r in done))
+        if results:
+            out.append(encode_batch_frame(batch_dest(f), 0, bytes(results), MsgType.ACK_RESULT,
+                                          len(results) // RESULT_RECORD.size))
         records += batch_count(f)
     dt = time.process_time() - t
     if resolved != roots:
         raise SystemExit(f"ack_cost: {resolved} of {roots} roots resolved")
-    return dt / records * 1e9
+    return dt / records * 1e9, out
 
 
 def rev_ab(rev: str, reps: int, sentences: int) -> None:
@@ -194,7 +212,10 @@ def main() -> None:
         off, on = med[False][m], med[True][m]
         print(f"| {m} | {off:.3f} | {on:.3f} | {on - off:+.3f} |")
     print(f"| stream manager: tracker ns/record | - | {med[True]['tracker ns/record']:.1f} | - |")
+    results = med[True]["spout results us/sentence"]
+    print(f"| spout: its ACK_RESULT frames, us/sentence | - | {results:.3f} | - |")
     words = {k: v["spout us/sentence"] / 10 + v["split us/word"] + v["count us/word"] for k, v in med.items()}
+    words[True] += results / 10
     print(f"| all three, us/word | {words[False]:.3f} | {words[True]:.3f} | {words[True] - words[False]:+.3f} |")
 
 
