@@ -218,6 +218,10 @@ class StreamManager(DaemonBase):
         self.ckpt.on_instance_registered(conn, task)
         self.forwarder.release(ConnKey.task(task), conn)
         self.log.info("instance task %d (%s, pid %d) registered", task, req.component, req.pid)
+        if self.pplan is None:
+            # the master holds a new topology's first plan until every instance registered (as
+            # Heron's stream manager registers once its instances have): it learns this one now
+            self.master.heartbeat(with_metrics=False)
 
     def instance_lost(self, conn: Connection) -> None:
         task = self.instances.remove(conn)

@@ -67,6 +67,10 @@ class PlanBook:
         """Every container's stream manager has registered."""
         return len(self.stmgrs) == self.packing.num_containers
 
+    def all_instances_registered(self) -> bool:
+        """Every task of the packing plan is connected to its stream manager (as they report)."""
+        return all(self.instances.get(t.task_id, {}).get("pid") for t in self.packing.tasks)
+
     def registration_error(self, container: int, active: bool, pid: int) -> str | None:
         """Why a registration must be refused, or None."""
         if not active:

@@ -18,12 +18,25 @@ from heron_py.planner.model import PhysicalPlan, StmgrLocation
 from proto import heron_py_pb2 as pb
 from topology_master.plan_book import PlanBook
 
+# how long a new topology's first plan waits, once every stream manager registered, for the
+# instances that have not registered yet (a task that cannot start must not hold the rest back)
+FIRST_PLAN_WAIT_S = 5.0
+
 
 class StmgrLinks:
     def __init__(self, book: PlanBook, *, is_active: Callable[[], bool], store_plan: Callable[[PhysicalPlan], None],
                  state_changed: Callable[[], None], log: logging.Logger,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, first_plan_wait_s: float = FIRST_PLAN_WAIT_S) -> None:
         self.book = book
+        # A new topology's first plan goes out once every instance has registered with its
+        # stream manager, as Heron's stream manager registers with the master only once all its
+        # instances connected: every task gets its plan, and its spouts start, at about the same
+        # time, not as each container happens to come up. A master that took over from a
+        # running topology (``hold_first_plan`` False: a plan was stored) pushes at once.
+        self.hold_first_plan = True
+        self.first_plan_wait_s = first_plan_wait_s
+        self._complete_since: float | None = None
+        self._pushed = False
         self.conns: dict[int, Connection] = {}  # container -> its registered SM's connection
         # container -> when its stream manager last registered or heartbeated: a connection that
         # stays open to a frozen process proves nothing, its heartbeats' age does
@@ -51,7 +64,7 @@ class StmgrLinks:
         self._log.info("stream manager %d registered (%s:%d pid %d)", req.container, req.host, req.port, req.pid)
         self.book.update_instances(req.container, req.instances)
         self._state_changed()
-        if self.book.complete:
+        if self.book.complete and (self._pushed or self._ready_to_start()):
             self.push_plan()
 
     def lost(self, conn: Connection) -> None:
@@ -71,8 +84,30 @@ class StmgrLinks:
             self.book.stmgr_metrics[hb.container] = MessageToDict(hb.metrics, preserving_proto_field_name=True)
         self.book.update_instances(hb.container, hb.instances)
         self._state_changed()
+        if not self._pushed and self.book.complete and self._ready_to_start():
+            self.push_plan()
+
+    def _ready_to_start(self) -> bool:
+        """Whether a first plan held for the instances may go now: all registered, or the wait
+        is over (stream managers heartbeat every second, and at once when an instance registers
+        before they have a plan, so this is asked often enough)."""
+        if not self.hold_first_plan or self.book.all_instances_registered():
+            return True
+        now = self._clock()
+        if self._complete_since is None:
+            self._complete_since = now
+            self._log.info("every stream manager registered; holding the first physical plan until every "
+                           "instance has (at most %g s)", self.first_plan_wait_s)
+        if now - self._complete_since < self.first_plan_wait_s:
+            return False
+        missing = sorted(t.task_id for t in self.book.packing.tasks
+                         if not self.book.instances.get(t.task_id, {}).get("pid"))
+        self._log.warning("instance tasks %s not registered after %g s; pushing the first physical plan without "
+                          "them", missing, self.first_plan_wait_s)
+        return True
 
     def push_plan(self) -> None:
+        self._pushed = True
         plan = self.book.next_plan()
         self._store_plan(plan)
         raw = json.dumps(plan.to_dict()).encode()
