@@ -117,9 +117,6 @@ class Emitter:
         # spout task as they come (each id XORed with its tuple's ack value as it was at the
         # ack; consecutive acks of one root, a sentence's words at a count task, as one record)
         self.ack_log = AckLog()
-        # edge ids (nonzero, 64-bit), seeded from ``rng``: a draw is C code (tracked.Edges)
-        self._edge_ids = Edges((rng or random.Random()).getrandbits(64))
-        self._edge = self._edge_ids.draw
         # emits since the last flush (or discard), and before it: ``emitted`` is their sum, so
         # an emit updates one counter, not two
         self._count = 0
@@ -165,6 +162,9 @@ class Emitter:
             direct = sorted({t for e in edge_list if e.router is None for t in e.targets})
             if direct:
                 self._direct[stream] = tuple(direct)
+        # edge ids (tracked.Edges, C), seeded after the routers drew: seeded routing stays as it was
+        self._edge_ids = Edges(rng.getrandbits(64))
+        self._edge = self._edge_ids.draw
 
     def _check(self, values: Sequence[Any], stream: str, direct_task: int | None = None) -> list[Edge]:
         edges = self._edges.get(stream)
