@@ -146,8 +146,18 @@ def test_a_permission_error_is_one_clear_message(heron_home: Path, sleepers: lis
 
 
 def _stmgrs(topology_id: str, container: int) -> list[psutil.Process]:
-    return [p for p in LocalScheduler.topology_processes(topology_id)
-            if "stream_manager" in p.cmdline() and p.cmdline()[p.cmdline().index("--container") + 1] == str(container)]
+    """The container's live stream managers. A process that exits between the listing and the
+    look at its command line (an orphan's stream manager stopping, a zombie until it is reaped)
+    is not one."""
+    out = []
+    for p in LocalScheduler.topology_processes(topology_id):
+        try:
+            cmd = p.cmdline()
+        except psutil.NoSuchProcess:  # ZombieProcess included
+            continue
+        if "stream_manager" in cmd and cmd[cmd.index("--container") + 1] == str(container):
+            out.append(p)
+    return out
 
 
 @pytest.mark.integration
