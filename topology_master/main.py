@@ -213,9 +213,6 @@ class TopologyMaster(DaemonBase):
             return
         plan, epoch = fut.result()
         self.book.adopt(plan, epoch)
-        # a stored plan: the topology ran before (a master taking over, a restart), so no first
-        # plan is held for its instances
-        self.links.hold_first_plan = plan is None
         # checkpoint and restore ids from the election epoch (never the wall clock); the driver
         # stops completing checkpoints as soon as this master's session is lost or a newer
         # master took an epoch

@@ -67,9 +67,16 @@ class PlanBook:
         """Every container's stream manager has registered."""
         return len(self.stmgrs) == self.packing.num_containers
 
-    def all_instances_registered(self) -> bool:
-        """Every task of the packing plan is connected to its stream manager (as they report)."""
-        return all(self.instances.get(t.task_id, {}).get("pid") for t in self.packing.tasks)
+    @property
+    def new_topology(self) -> bool:
+        """No plan pushed by this master and none stored by an earlier one: the topology's
+        first start, whose first plan waits for its instances (stmgrs.py)."""
+        return self.pplan is None and self.stored_version == 0
+
+    def missing_instances(self) -> list[int]:
+        """The tasks of the packing plan not connected to their stream manager (as the stream
+        managers report), in order."""
+        return sorted(t.task_id for t in self.packing.tasks if not self.instances.get(t.task_id, {}).get("pid"))
 
     def registration_error(self, container: int, active: bool, pid: int) -> str | None:
         """Why a registration must be refused, or None."""

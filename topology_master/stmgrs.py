@@ -31,12 +31,10 @@ class StmgrLinks:
         # A new topology's first plan goes out once every instance has registered with its
         # stream manager, as Heron's stream manager registers with the master only once all its
         # instances connected: every task gets its plan, and its spouts start, at about the same
-        # time, not as each container happens to come up. A master that took over from a
-        # running topology (``hold_first_plan`` False: a plan was stored) pushes at once.
-        self.hold_first_plan = True
+        # time, not as each container happens to come up (``PlanBook.new_topology``: a master
+        # that took over a stored plan pushes at once).
         self.first_plan_wait_s = first_plan_wait_s
-        self._complete_since: float | None = None
-        self._pushed = False
+        self._complete_since: float | None = None  # when the held first plan began to wait
         self.conns: dict[int, Connection] = {}  # container -> its registered SM's connection
         # container -> when its stream manager last registered or heartbeated: a connection that
         # stays open to a frozen process proves nothing, its heartbeats' age does
@@ -64,7 +62,7 @@ class StmgrLinks:
         self._log.info("stream manager %d registered (%s:%d pid %d)", req.container, req.host, req.port, req.pid)
         self.book.update_instances(req.container, req.instances)
         self._state_changed()
-        if self.book.complete and (self._pushed or self._ready_to_start()):
+        if self._plan_due():
             self.push_plan()
 
     def lost(self, conn: Connection) -> None:
@@ -84,14 +82,19 @@ class StmgrLinks:
             self.book.stmgr_metrics[hb.container] = MessageToDict(hb.metrics, preserving_proto_field_name=True)
         self.book.update_instances(hb.container, hb.instances)
         self._state_changed()
-        if not self._pushed and self.book.complete and self._ready_to_start():
+        if self.book.pplan is None and self._plan_due():  # a first plan held for the instances
             self.push_plan()
 
-    def _ready_to_start(self) -> bool:
-        """Whether a first plan held for the instances may go now: all registered, or the wait
-        is over (stream managers heartbeat every second, and at once when an instance registers
-        before they have a plan, so this is asked often enough)."""
-        if not self.hold_first_plan or self.book.all_instances_registered():
+    def _plan_due(self) -> bool:
+        """Whether a plan goes out now: every stream manager is registered and, for a new
+        topology's first plan, every instance too, or the wait is over (stream managers
+        heartbeat every second, and at once when an instance registers before they have a plan,
+        so this is asked often enough)."""
+        book = self.book
+        if not book.complete:
+            return False
+        missing = book.missing_instances() if book.new_topology else []
+        if not missing:
             return True
         now = self._clock()
         if self._complete_since is None:
@@ -100,14 +103,11 @@ class StmgrLinks:
                            "instance has (at most %g s)", self.first_plan_wait_s)
         if now - self._complete_since < self.first_plan_wait_s:
             return False
-        missing = sorted(t.task_id for t in self.book.packing.tasks
-                         if not self.book.instances.get(t.task_id, {}).get("pid"))
         self._log.warning("instance tasks %s not registered after %g s; pushing the first physical plan without "
                           "them", missing, self.first_plan_wait_s)
         return True
 
     def push_plan(self) -> None:
-        self._pushed = True
         plan = self.book.next_plan()
         self._store_plan(plan)
         raw = json.dumps(plan.to_dict()).encode()

@@ -34,12 +34,13 @@ class Conn:
         return self.sent.count(MsgType.NEW_PHYSICAL_PLAN)
 
 
-def _links(clock: ManualClock, hold: bool = True) -> tuple[StmgrLinks, list[Any]]:
+def _links(clock: ManualClock, took_over: bool = False) -> tuple[StmgrLinks, list[Any]]:
     book = plan_book()
+    if took_over:  # the plan an earlier master stored, as TopologyMaster adopts it
+        book.adopt(plan_book().next_plan(), epoch=2)
     stored: list[Any] = []
     links = StmgrLinks(book, is_active=lambda: True, store_plan=stored.append, state_changed=lambda: None,
                        log=logging.getLogger("test"), clock=clock, first_plan_wait_s=5.0)
-    links.hold_first_plan = hold
     return links, stored
 
 
@@ -88,7 +89,7 @@ def test_an_instance_that_never_registers_holds_the_first_plan_for_the_wait_only
 
 
 def test_a_master_that_took_over_pushes_at_once() -> None:
-    links, stored = _links(ManualClock(100.0), hold=False)
+    links, stored = _links(ManualClock(100.0), took_over=True)
     c0, c1 = Conn(), Conn()
     _register(links, c0, 0, registered=False)
     _register(links, c1, 1, registered=False)
