@@ -319,11 +319,7 @@ class Emitter:
         """Acks a received tracked tuple: per root, its id XOR the edges it gave its children
         (its ack value as it is now: an emit anchored to it later changes nothing the ack
         carried; as in Storm, that child's edge is never acked and the tree times out)."""
-        roots = tup.roots
-        if type(roots) is Root:
-            self.ack_log.add(roots)
-        else:
-            self.ack_log.add_triples(roots, tup.ack_val)
+        self.ack_log.ack(tup)
 
     @property
     def acks(self) -> dict[int, dict[int, int]]:
@@ -552,7 +548,6 @@ class Emitter:
             return None
         chooses = [e.router.choose for e in edges if e.router is not None]
         nfields = self._nfields["default"]
-        hot, hot_ids = self.hot, self.hot_ids
         me = self.task_id
         draw = self._edge
         add_init = self.ack_log.add_init
@@ -570,12 +565,7 @@ class Emitter:
                 for t in choose(values):
                     k = draw()
                     xor ^= k
-                    ids = hot_ids.get(t)
-                    if ids is None:
-                        add_hot(t, values, me, root, k)
-                    else:
-                        hot[t].append(values)
-                        add_ids(ids, me, root, k)
+                    add_hot(t, values, me, root, k)
             if xor:
                 add_init(me, root, xor)
             c = self._count + 1

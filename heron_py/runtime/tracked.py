@@ -32,6 +32,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from heron_py.api.tuple import TrackedTuple
 from heron_py.common.framing import ACK_ACK, ACK_INIT, ACK_RECORD
 from heron_py.runtime.root_errors import ids_error
 
@@ -164,6 +165,18 @@ class AckLog:
         for task, root, value in triples:
             self._record(task, root, value ^ ack_val)
 
+    def ack(self, tup: TrackedTuple) -> None:
+        """The ack of a received tuple, its ack value as it is now (an emit anchored to it later
+        changes nothing the ack carried; as in Storm, that child's edge is never acked and the
+        tree times out): its Root, or each of its roots; an untracked tuple adds nothing."""
+        if not isinstance(tup, tuple) or len(tup) <= ROOTS:  # the typed twin reads the slot unchecked
+            raise TypeError(f"ack: expected a received tuple, found {type(tup).__name__}")
+        roots = tup[ROOTS]
+        if type(roots) is Root:
+            self.add(roots)
+        elif roots:
+            self.add_triples(roots, tup.ack_val)
+
     def add_init(self, task: int, root: int, value: int) -> None:
         """A spout's new root: its copies' ids XORed, to the task's tracker (never merged)."""
         self._append(task, ACK_INIT, root, value)
@@ -218,7 +231,7 @@ class BoltAck:
         self.log, self.metrics, self.every = log, metrics, every
         self.slow, self.tracked, self.clock = slow, tracked, clock
 
-    def ack(self, tup: Any) -> None:
+    def ack(self, tup: TrackedTuple) -> None:
         if type(tup) is not self.tracked:
             self.slow(tup)
             return
@@ -228,8 +241,4 @@ class BoltAck:
         if not n % self.every:
             m.process_ms_total += (self.clock() - tup[CREATED]) * 1000.0
             m.process_samples += 1
-        roots = tup[ROOTS]
-        if type(roots) is Root:
-            self.log.add(roots)
-        elif roots:
-            self.log.add_triples(roots, tup.ack_val)
+        self.log.ack(tup)

@@ -28,6 +28,8 @@ cdef unsigned char K_ACK = ACK_ACK, K_INIT = ACK_INIT
 GOLDEN, MIX1, MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB  # splitmix64's, as in tracked.py
 cdef uint64_t C_GOLDEN = 0x9E3779B97F4A7C15ULL, C_MIX1 = 0xBF58476D1CE4E5B9ULL, C_MIX2 = 0x94D049BB133111EBULL
 cdef array.array Q_TEMPLATE = _array_mod.array("Q")
+CREATED, ROOTS = 5, 6  # the fields of heron_py.api.tuple.HeronTuple read by index (as in tracked.py)
+cdef Py_ssize_t C_CREATED = 5, C_ROOTS = 6
 
 
 cdef inline uint64_t load64(const unsigned char* p) noexcept nogil:
@@ -111,7 +113,7 @@ def roots_of(ids) -> list:
     return out
 
 
-def received_roots(tuple triples):
+def received_roots(triples):
     """A received row's roots as its tuple's ``roots``: a ``Root`` for one triple, else the
     triples as they are (none: untracked; several: an emit anchored to several roots)."""
     if len(triples) == 1:
@@ -242,6 +244,23 @@ cdef class AckLog:
             v = value
             self._record(task, root, v ^ ack_val)
 
+    def ack(self, tup) -> None:
+        """The ack of a received tuple, its ack value as it is now: its Root, or each of its
+        roots; an untracked tuple adds nothing."""
+        # checked here (a TrackedTuple is a tuple subclass): _ack reads the slot unchecked
+        if not isinstance(tup, tuple) or len(tup) <= C_ROOTS:
+            raise TypeError(f"ack: expected a received tuple, found {type(tup).__name__}")
+        self._ack(<tuple>tup)
+
+    cdef inline void _ack(self, tuple tup) except *:
+        cdef Root r
+        roots = tup[C_ROOTS]
+        if type(roots) is Root:
+            r = <Root>roots
+            self._record(r.task, r.root, r.id ^ r.ack_val)
+        elif roots:
+            self.add_triples(roots, tup.ack_val)
+
     def drain(self) -> dict:
         """The bodies per spout task, in the order their tasks were first acked; empties the log."""
         out = self.bodies
@@ -251,8 +270,6 @@ cdef class AckLog:
         return out
 
 
-CREATED, ROOTS = 5, 6  # the fields of heron_py.api.tuple.HeronTuple read by index (as in tracked.py)
-cdef Py_ssize_t C_CREATED = 5, C_ROOTS = 6
 
 
 cdef inline void put(object tup, Py_ssize_t i, object item):
@@ -291,7 +308,6 @@ cdef class BoltAck:
         self.slow, self.tracked, self.clock = slow, tracked, clock
 
     def ack(self, tup) -> None:
-        cdef Root r
         if type(tup) is not self.tracked:
             self.slow(tup)
             return
@@ -301,9 +317,4 @@ cdef class BoltAck:
         if not n % self.every:
             m.process_ms_total += (self.clock() - (<tuple>tup)[C_CREATED]) * 1000.0
             m.process_samples += 1
-        roots = (<tuple>tup)[C_ROOTS]
-        if type(roots) is Root:
-            r = <Root>roots
-            self.log._record(r.task, r.root, r.id ^ r.ack_val)
-        elif roots:
-            self.log.add_triples(roots, tup.ack_val)
+        self.log._ack(<tuple>tup)  # a TrackedTuple: its type was checked above

@@ -252,3 +252,22 @@ def test_a_bolts_ack_counts_samples_1_in_every_and_logs_the_roots(name):
     assert list(ACK_RECORD.iter_unpack(bodies[1])) == [(ACK_ACK, 10, 0x1 ^ 0x2 ^ 0x4), (ACK_ACK, 11, 0x8 ^ 0x100),
                                                        (ACK_ACK, 20, 0x5 ^ 0x30)]
     assert list(ACK_RECORD.iter_unpack(bodies[3])) == [(ACK_ACK, 21, 0x6 ^ 0x30)]
+
+
+@pytest.mark.parametrize("name", IMPLEMENTATIONS)
+def test_the_log_acks_a_received_tuple_of_any_roots_and_refuses_anything_else(name):
+    mod = _impl(name)
+    log = mod.AckLog()
+    one = TrackedTuple(None, "c", "default", 0, ["w"], 0.0, mod.Root(1, 10, 0x1, 0x10))
+    several = TrackedTuple(None, "c", "default", 0, ["w"], 0.0, ((1, 11, 0x2), (3, 12, 0x4)))
+    several.ack_val = 0x20
+    for tup in (one, several, TrackedTuple(None, "c", "default", 0, ["w"], 0.0, ())):
+        log.ack(tup)
+    bodies = log.drain()
+    assert list(ACK_RECORD.iter_unpack(bodies[1])) == [(ACK_ACK, 10, 0x1 ^ 0x10), (ACK_ACK, 11, 0x2 ^ 0x20)]
+    assert list(ACK_RECORD.iter_unpack(bodies[3])) == [(ACK_ACK, 12, 0x4 ^ 0x20)]
+    for bad in (["not", "a", "tuple"], (1, 2, 3)):
+        with pytest.raises(TypeError) as e:
+            log.ack(bad)
+        assert str(e.value) == f"ack: expected a received tuple, found {type(bad).__name__}"
+    assert len(log) == 0
