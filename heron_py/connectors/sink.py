@@ -100,6 +100,11 @@ class SinkLoop(Generic[T, R]):
         if self.conn.ok():
             self.recovered()
 
+    def busy(self) -> bool:
+        """Inputs are buffered, not yet written (what a bolt's ``heron_busy`` tells an in-process
+        run, which then keeps polling it instead of closing it with the batch unwritten)."""
+        return bool(self.sink.buffer)
+
     def drain(self) -> None:
         """A graceful stop writes what is buffered, backoff or not (a kill leaves it to the
         spout's replay)."""

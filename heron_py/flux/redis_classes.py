@@ -1,10 +1,12 @@
 """storm-redis's classes in Flux files, mapped to heron-py's Redis connectors.
 
 A Flux file builds a ``JedisPoolConfig`` (host, port, timeout, password, database) and a mapper,
-and hands both to a ``RedisStoreBolt`` or ``RedisLookupBolt`` as constructorArgs. The pool
+and hands both to a ``RedisStoreBolt``, ``RedisLookupBolt`` or ``RedisFilterBolt`` as
+constructorArgs (the filter takes a stream id third, as storm-redis's does). The pool
 config becomes the bolt's ``redis.*`` server options; the mapper must be a Python class (a
 storm-redis mapper is Java code): one of yours with the snake-case methods of
-``heron_py.connectors.redis.RedisStoreMapper`` / ``RedisLookupMapper``, or heron-py's
+``heron_py.connectors.redis.RedisStoreMapper``, ``RedisLookupMapper`` or ``RedisFilterMapper``,
+or heron-py's
 ``heron_py.flux.redis_classes.FieldNameBasedMapper`` (data type, key field, value field,
 additional key, output fields). ``RedisDataTypeDescription`` takes storm-redis's
 constructorArgs (``[HASH, "wordCount"]``). heron-py's stream connectors (RedisStreamSpout,
@@ -19,7 +21,7 @@ from typing import Any
 
 from heron_py.api.component.component_spec import HeronComponentSpec
 from heron_py.connectors.base import ConnectorConfigError
-from heron_py.connectors.redis.bolts import RedisLookupBolt, RedisStoreBolt
+from heron_py.connectors.redis.bolts import RedisFilterBolt, RedisLookupBolt, RedisStoreBolt
 from heron_py.connectors.redis.mappers import FieldNameMapper, RedisDataType, RedisDataTypeDescription
 from heron_py.flux.classes import Context, Maker, component_config, resolve_refs
 from heron_py.flux.classes import constructor_args_only as _make
@@ -66,21 +68,25 @@ OBJECTS: dict[str, Callable[[ObjectSpec, Context], Any]] = {
 }
 
 
-def _bolt(cls: Any, kind: str, lookup: bool) -> Maker:
+def _bolt(cls: Any, kind: str, role: str) -> Maker:
     def make(obj: ObjectSpec, ctx: Context, inputs: Any) -> HeronComponentSpec:
         args = [resolve_refs(ctx, obj.where, a) for a in obj.constructor_args]
+        # RedisFilterBolt(pool, mapper, streamId) also names the stream its inputs pass to
+        stream = args.pop() if role == "filter" and len(args) == 3 and isinstance(args[2], str) else None
         if len(args) != 2 or not isinstance(args[0], JedisPoolConfig):
-            raise ctx.err(obj.where, f"constructorArgs: {kind} takes [ref to a JedisPoolConfig, ref to a "
-                                     f"{'lookup' if lookup else 'store'} mapper], found "
-                                     f"{list(obj.constructor_args)!r}")
+            takes = f"[ref to a JedisPoolConfig, ref to a {role} mapper" + (
+                ", optionally a stream id]" if role == "filter" else "]")
+            raise ctx.err(obj.where, f"constructorArgs: {kind} takes {takes}, found {list(obj.constructor_args)!r}")
         if obj.properties:
             raise ctx.err(obj.where, f"properties: className '{obj.class_name}' has none; found "
                                      f"{[p for p, _ in obj.properties]}")
         config = {**args[0].options, "redis.mapper": args[1], **component_config(ctx, obj)}
+        if stream is not None:
+            config["redis.filter.stream"] = stream
         try:
             from heron_py.connectors.redis.mappers import mapper_from_config
 
-            mapper_from_config(config, f"{kind} '{obj.id}'", lookup)  # refused now, not in the task
+            mapper_from_config(config, f"{kind} '{obj.id}'", role)  # refused now, not in the task
             spec: HeronComponentSpec = cls.spec(name=obj.id, inputs=inputs, par=obj.parallelism, config=config)
         except ConnectorConfigError as e:
             raise ctx.err(obj.where, str(e)) from None
@@ -90,6 +96,7 @@ def _bolt(cls: Any, kind: str, lookup: bool) -> Maker:
 
 SPOUTS: dict[str, Maker] = {}
 BOLTS: dict[str, Maker] = {
-    PKG + "bolt.RedisStoreBolt": _bolt(RedisStoreBolt, "RedisStoreBolt", lookup=False),
-    PKG + "bolt.RedisLookupBolt": _bolt(RedisLookupBolt, "RedisLookupBolt", lookup=True),
+    PKG + "bolt.RedisStoreBolt": _bolt(RedisStoreBolt, "RedisStoreBolt", "store"),
+    PKG + "bolt.RedisLookupBolt": _bolt(RedisLookupBolt, "RedisLookupBolt", "lookup"),
+    PKG + "bolt.RedisFilterBolt": _bolt(RedisFilterBolt, "RedisFilterBolt", "filter"),
 }

@@ -1,10 +1,11 @@
 """Redis in and out (needs ``heron-py[redis]``: redis-py). See docs/connectors/redis.md."""
 
-from heron_py.connectors.redis.bolts import RedisLookupBolt, RedisStoreBolt, RedisStreamBolt
+from heron_py.connectors.redis.bolts import RedisFilterBolt, RedisLookupBolt, RedisStoreBolt, RedisStreamBolt
 from heron_py.connectors.redis.mappers import (
     FieldNameMapper,
     RedisDataType,
     RedisDataTypeDescription,
+    RedisFilterMapper,
     RedisLookupMapper,
     RedisStoreMapper,
 )
@@ -15,6 +16,8 @@ __all__ = [
     "FieldNameMapper",
     "RedisDataType",
     "RedisDataTypeDescription",
+    "RedisFilterBolt",
+    "RedisFilterMapper",
     "RedisLookupBolt",
     "RedisLookupMapper",
     "RedisStoreBolt",

@@ -1,7 +1,8 @@
 """The Redis bolts: RedisStreamBolt (XADD), RedisStoreBolt (storm-redis: SET, HSET, ... and
-INCRBY) and RedisLookupBolt (storm-redis: GET, HGET, ...; emits through the mapper).
+INCRBY), RedisLookupBolt (storm-redis: GET, HGET, ...; emits through the mapper) and
+RedisFilterBolt (storm-redis: passes on the inputs whose key exists).
 
-All three batch their inputs (``redis.batch.size``, ``redis.batch.delay.ms``; the base's
+All four batch their inputs (``redis.batch.size``, ``redis.batch.delay.ms``; the base's
 ``AckedSink``) and write a batch as one pipeline: an input is acked only after the server
 answered its command, and failed when its command failed (one line in the log naming the
 input) or when the server could not be reached (the spout replays it; the bolt waits with
@@ -28,13 +29,18 @@ from heron_py.connectors.common import (
 from heron_py.connectors.redis.config import REQUIREMENT, SinkConfig, sink_config
 from heron_py.connectors.redis.errors import ErrorKind, classify, describe
 from heron_py.connectors.redis.mappers import (
+    FILTERABLE,
     FieldNameMapper,
+    RedisDataType,
     RedisLookupMapper,
     RedisStoreMapper,
+    filter_command,
+    filter_found,
     lookup_command,
     lookup_result,
     mapper_from_config,
     store_command,
+    store_value,
 )
 from heron_py.connectors.sink import CountsMetric, SinkLoop, bad_input_line
 
@@ -99,6 +105,9 @@ class RedisBatchBolt(Bolt):
 
     def heron_poll(self) -> None:
         self.loop.poll()
+
+    def heron_busy(self) -> bool:
+        return self.loop.busy()
 
     def _write(self, batch: list[tuple[Any, Any]]) -> list[Any]:
         pipe = self.client.pipeline(transaction=False)
@@ -187,71 +196,132 @@ class RedisStreamBolt(RedisBatchBolt):
         pipe.xadd(stream, entry, maxlen=self.maxlen, approximate=True)
 
 
-class RedisStoreBolt(RedisBatchBolt):
-    """storm-redis's RedisStoreBolt: the mapper gives each input's key and value and the data
-    type the command (SET, HSET, RPUSH, SADD, PFADD, INCRBY, HINCRBY)."""
+class _MappedBolt(RedisBatchBolt):
+    """A bolt whose inputs go through a storm-redis mapper (``role``: store, lookup, filter)."""
 
-    kind = "redis store bolt"
-    mapper: RedisStoreMapper
+    role = "store"
+    mapper: Any
 
     def setup(self, config: dict[str, Any]) -> None:
-        self.mapper = mapper_from_config(config, self.where, lookup=False)
+        self.mapper = mapper_from_config(config, self.where, self.role)
         if isinstance(self.mapper, FieldNameMapper):
             self.mapper.fields_of = self.fields
         self.desc = self.mapper.get_data_type_description()
+
+    def key_of(self, tup: Any) -> Any:
+        key = self.mapper.get_key_from_tuple(tup)
+        if key is None:
+            raise ValueError("the mapper found no key; expected one")
+        return field_value(key)
+
+    @classmethod
+    def _spec(cls, name: str | None, inputs: Any, par: int, config: dict[str, Any] | None, outputs: Any,
+              optional_outputs: list[Any] | None) -> Any:
+        from heron_py.api.component.component_spec import HeronComponentSpec
+
+        return HeronComponentSpec(name, cls, False, par, inputs=inputs,
+                                  outputs=[*outputs, *list(optional_outputs or [])], config=config)
+
+
+class RedisStoreBolt(_MappedBolt):
+    """storm-redis's RedisStoreBolt: the mapper gives each input's key and value and the data
+    type the command (SET, HSET, RPUSH, SADD, ZADD, PFADD, GEOADD, INCRBY, HINCRBY)."""
+
+    kind = "redis store bolt"
+    mapper: RedisStoreMapper
 
     def prepare(self, tup: Any) -> Any:
         key, value = self.mapper.get_key_from_tuple(tup), self.mapper.get_value_from_tuple(tup)
         if key is None or value is None:
             raise ValueError(f"the mapper found key {key!r} and value {value!r}; expected both")
-        if self.desc.data_type.value in ("INCRBY", "HINCRBY"):
-            try:
-                value = int(value)
-            except (TypeError, ValueError):
-                raise ValueError(f"{self.desc.data_type.value} expected an integer value, found {value!r}") from None
-        return field_value(key), field_value(value)
+        return field_value(key), store_value(self.desc, field_value(value))
 
     def queue(self, pipe: Any, args: Any) -> None:
         store_command(pipe, self.desc, *args)
 
 
-class RedisLookupBolt(RedisBatchBolt):
-    """storm-redis's RedisLookupBolt: reads each input's key (GET, HGET, LRANGE, SISMEMBER,
-    PFCOUNT by data type) and emits what the mapper's ``to_tuple(input, value)`` returns,
+class RedisLookupBolt(_MappedBolt):
+    """storm-redis's RedisLookupBolt: reads each input's key (GET, HGET, LPOP, SCARD, ZSCORE,
+    PFCOUNT, GEOPOS by data type) and emits what the mapper's ``to_tuple(input, value)`` returns,
     anchored to the input, before acking it."""
 
     kind = "redis lookup bolt"
+    role = "lookup"
     mapper: RedisLookupMapper
 
     @classmethod
     def spec(cls, name: str | None = None, inputs: Any = None, par: int = 1, config: dict[str, Any] | None = None,
              optional_outputs: list[Any] | None = None) -> Any:
         """The outputs are the mapper's ``declare_output_fields()``."""
-        from heron_py.api.component.component_spec import HeronComponentSpec
-
         conf = dict(config or {})
-        mapper: Any = mapper_from_config(conf, f"redis lookup bolt '{name}'", lookup=True)
-        return HeronComponentSpec(name, cls, False, par, inputs=inputs,
-                                  outputs=[*mapper.declare_output_fields(), *list(optional_outputs or [])],
-                                  config=conf)
-
-    def setup(self, config: dict[str, Any]) -> None:
-        self.mapper = mapper_from_config(config, self.where, lookup=True)  # type: ignore[assignment]
-        if isinstance(self.mapper, FieldNameMapper):
-            self.mapper.fields_of = self.fields
-        self.desc = self.mapper.get_data_type_description()
+        mapper: Any = mapper_from_config(conf, f"{cls.kind} '{name}'", cls.role)
+        return cls._spec(name, inputs, par, conf, mapper.declare_output_fields(), optional_outputs)
 
     def prepare(self, tup: Any) -> Any:
-        key = self.mapper.get_key_from_tuple(tup)
-        if key is None:
-            raise ValueError("the mapper found no key; expected one")
-        value = self.mapper.get_value_from_tuple(tup) if self.desc.data_type.value == "SET" else None
-        return field_value(key), value
+        return self.key_of(tup)
 
     def queue(self, pipe: Any, args: Any) -> None:
-        lookup_command(pipe, self.desc, *args)
+        lookup_command(pipe, self.desc, args)
 
     def written(self, tup: Any, args: Any, reply: Any) -> None:
-        for values in self.mapper.to_tuple(tup, lookup_result(reply)):
+        for values in self.mapper.to_tuple(tup, lookup_result(self.desc, reply)):
             self.emit(values, anchors=[tup])
         self.ack(tup)
+
+
+class RedisFilterBolt(_MappedBolt):
+    """storm-redis's RedisFilterBolt: an input whose key is there (EXISTS for STRING; HEXISTS,
+    SISMEMBER, ZRANK, GEOPOS in the structure named by the additional key; PFCOUNT > 0) is
+    emitted unchanged, anchored, on ``redis.filter.stream`` (default the default stream, Storm's
+    streamId argument); every answered input is acked. The outputs are the mapper's
+    ``declare_output_fields()`` (the input's fields)."""
+
+    kind = "redis filter bolt"
+    role = "filter"
+
+    @classmethod
+    def spec(cls, name: str | None = None, inputs: Any = None, par: int = 1, config: dict[str, Any] | None = None,
+             optional_outputs: list[Any] | None = None) -> Any:
+        from heron_py.api.stream import Stream
+
+        conf = dict(config or {})
+        where = f"{cls.kind} '{name}'"
+        mapper: Any = mapper_from_config(conf, where, cls.role)
+        _check_filterable(mapper.get_data_type_description(), where)
+        stream = opt_str(conf, where, "redis.filter.stream", Stream.DEFAULT_STREAM_ID) or Stream.DEFAULT_STREAM_ID
+        return cls._spec(name, inputs, par, conf, [Stream(list(mapper.declare_output_fields()), name=stream)],
+                         optional_outputs)
+
+    def setup(self, config: dict[str, Any]) -> None:
+        from heron_py.api.stream import Stream
+
+        super().setup(config)
+        _check_filterable(self.desc, self.where)
+        self.stream = opt_str(config, self.where, "redis.filter.stream", None) or Stream.DEFAULT_STREAM_ID
+        self.counts.update({"passed": 0, "dropped": 0})
+
+    def prepare(self, tup: Any) -> Any:
+        return self.key_of(tup)
+
+    def queue(self, pipe: Any, args: Any) -> None:
+        filter_command(pipe, self.desc, args)
+
+    def written(self, tup: Any, args: Any, reply: Any) -> None:
+        if filter_found(self.desc, reply):
+            self.counts["passed"] += 1
+            self.emit(list(tup.values), stream=self.stream, anchors=[tup])
+        else:
+            self.counts["dropped"] += 1
+        self.ack(tup)
+
+
+def _check_filterable(desc: Any, where: str) -> None:
+    from heron_py.connectors.common import config_error
+
+    t = desc.data_type
+    if t not in FILTERABLE:
+        raise config_error(where, "redis.data.type", f"a data type a filter can check, one of "
+                                                     f"{[x.value for x in FILTERABLE]}", t.value)
+    if t is RedisDataType.SET and not desc.additional_key:
+        raise config_error(where, "redis.additional.key", "the set's name (data type SET: a filter checks the "
+                                                          "tuple's key is its member)", desc.additional_key)

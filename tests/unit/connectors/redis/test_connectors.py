@@ -93,7 +93,8 @@ def test_spout_config_errors_verbatim(conf, line):
 
 @pytest.mark.parametrize("conf, line", [
     ({"redis.data.type": "ZSET"}, "redis store bolt 'b': config redis.data.type: expected one of ['STRING', "
-                                  "'HASH', 'LIST', 'SET', 'HYPER_LOG_LOG', 'INCRBY', 'HINCRBY'], found 'ZSET'"),
+                                  "'HASH', 'LIST', 'SET', 'SORTED_SET', 'HYPER_LOG_LOG', 'GEO', 'INCRBY', "
+                                  "'HINCRBY'], found 'ZSET'"),
     ({"redis.data.type": "HASH"}, "redis store bolt 'b': config redis.additional.key: expected the hash's name "
                                   "(data type HASH), found None"),
     ({"redis.mapper": "no_such_module.M"}, "redis store bolt 'b': config redis.mapper: expected an importable "
@@ -102,7 +103,7 @@ def test_spout_config_errors_verbatim(conf, line):
 ])
 def test_mapper_config_errors_verbatim(conf, line):
     with pytest.raises(ConnectorConfigError) as e:
-        mapper_from_config(conf, "redis store bolt 'b'", lookup=False)
+        mapper_from_config(conf, "redis store bolt 'b'", "store")
     assert str(e.value) == line
 
 

@@ -72,9 +72,69 @@ def test_flux_errors_are_one_line(registered, tmp_path):
     assert str(e.value) == ("flux file t.yaml: component 'hash' className "
                             "'org.apache.storm.redis.common.mapper.RedisDataTypeDescription': "
                             "RedisDataTypeDescription: data type expected one of ['STRING', 'HASH', 'LIST', 'SET', "
-                            "'HYPER_LOG_LOG', 'INCRBY', 'HINCRBY'], found 'ZSET'")
+                            "'SORTED_SET', 'HYPER_LOG_LOG', 'GEO', 'INCRBY', 'HINCRBY'], found 'ZSET'")
     f.write_text(FLUX.format(port=1).replace("[{ref: pool}, {ref: mapper}]", "[{ref: mapper}]"))
     with pytest.raises(FluxError) as e:
         load_flux(f, filter_file=None, env={})
     assert str(e.value) == ("flux file t.yaml: bolt 'store' constructorArgs: RedisStoreBolt takes [ref to a "
                             "JedisPoolConfig, ref to a store mapper], found [{'ref': 'mapper'}]")
+
+
+FILTER_FLUX = """
+name: redis-filter
+components:
+  - id: pool
+    className: org.apache.storm.redis.common.config.JedisPoolConfig
+    constructorArgs: ["127.0.0.1", {port}, 2000, null, 0]
+  - id: allowed
+    className: org.apache.storm.redis.common.mapper.RedisDataTypeDescription
+    constructorArgs: ["SET", "allowed"]
+  - id: filterMapper
+    className: heron_py.flux.redis_classes.FieldNameBasedMapper
+    constructorArgs: [{{ref: allowed}}, "word", "word", ["word"]]
+  - id: hash
+    className: org.apache.storm.redis.common.mapper.RedisDataTypeDescription
+    constructorArgs: ["HASH", "seen"]
+  - id: storeMapper
+    className: heron_py.flux.redis_classes.FieldNameBasedMapper
+    constructorArgs: [{{ref: hash}}, "word", "word"]
+spouts:
+  - id: words
+    className: org.apache.storm.testing.TestWordSpout
+bolts:
+  - id: filter
+    className: org.apache.storm.redis.bolt.RedisFilterBolt
+    constructorArgs: [{{ref: pool}}, {{ref: filterMapper}}, "kept"]
+  - id: store
+    className: org.apache.storm.redis.bolt.RedisStoreBolt
+    constructorArgs: [{{ref: pool}}, {{ref: storeMapper}}]
+streams:
+  - from: words
+    to: filter
+    grouping: {{type: SHUFFLE}}
+  - from: filter
+    to: store
+    grouping: {{type: SHUFFLE, streamId: kept}}
+"""
+
+
+def test_a_flux_redis_filter_bolt_passes_the_allowed_words_on_its_stream(tmp_path):
+    server = redis_or_skip(tmp_path / "redis")
+    try:
+        server.client().sadd("allowed", "nathan", "mike")
+        f = tmp_path / "t.yaml"
+        f.write_text(FILTER_FLUX.format(port=server.port))
+        topo = load_flux(f, filter_file=None, env={})
+        run_in_process(topo, max_spout_calls=40, idle_calls=10)  # TestWordSpout sleeps 100 ms a call
+        # TestWordSpout's five words at random, only the SET's members through the filter to the store
+        seen = set(server.client().hgetall("seen"))
+        assert seen and seen <= {b"nathan", b"mike"}
+        f.write_text(FILTER_FLUX.format(port=server.port).replace('["SET", "allowed"]', '["LIST", "allowed"]'))
+        with pytest.raises(FluxError) as e:
+            load_flux(f, filter_file=None, env={})
+        assert str(e.value) == (
+            "flux file t.yaml: bolt 'filter' redis filter bolt 'filter': config redis.data.type: expected a data "
+            "type a filter can check, one of ['STRING', 'HASH', 'SET', 'SORTED_SET', 'HYPER_LOG_LOG', 'GEO', "
+            "'INCRBY', 'HINCRBY'], found 'LIST'")
+    finally:
+        server.stop()
