@@ -10,7 +10,6 @@ backoff before it writes again and counts ``connection-errors`` in its metrics).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +33,7 @@ from heron_py.connectors.redis.mappers import (
     RedisDataType,
     RedisLookupMapper,
     RedisStoreMapper,
+    field_value,
     filter_command,
     filter_found,
     lookup_command,
@@ -43,16 +43,6 @@ from heron_py.connectors.redis.mappers import (
     store_value,
 )
 from heron_py.connectors.sink import CountsMetric, SinkLoop, bad_input_line
-
-
-def field_value(v: Any) -> Any:
-    """A tuple value as Redis takes it: bytes, str, int and float as they are, None as "",
-    anything else as JSON."""
-    if v is None:
-        return ""
-    if isinstance(v, (bytes, str, int, float)) and not isinstance(v, bool):
-        return v
-    return json.dumps(v, default=str)
 
 
 class RedisBatchBolt(Bolt):
@@ -234,7 +224,7 @@ class RedisStoreBolt(_MappedBolt):
         key, value = self.mapper.get_key_from_tuple(tup), self.mapper.get_value_from_tuple(tup)
         if key is None or value is None:
             raise ValueError(f"the mapper found key {key!r} and value {value!r}; expected both")
-        return field_value(key), store_value(self.desc, field_value(value))
+        return field_value(key), store_value(self.desc, value)
 
     def queue(self, pipe: Any, args: Any) -> None:
         store_command(pipe, self.desc, *args)

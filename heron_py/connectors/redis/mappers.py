@@ -17,6 +17,7 @@ filter mapper has ``get_data_type_description()``, ``get_key_from_tuple(tup)`` a
 from __future__ import annotations
 
 import importlib
+import json
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -184,6 +185,16 @@ def mapper_from_config(conf: dict[str, Any], where: str, role: str) -> RedisStor
                            opt_fields(conf, where, "redis.output.fields", ("key", "value")), emit_input)
 
 
+def field_value(v: Any) -> Any:
+    """A tuple value as Redis takes it: bytes, str, int and float as they are, None as "",
+    anything else as JSON."""
+    if v is None:
+        return ""
+    if isinstance(v, (bytes, str, int, float)) and not isinstance(v, bool):
+        return v
+    return json.dumps(v, default=str)
+
+
 def _number(value: Any, what: str, expected: str) -> float:
     try:
         return float(value)
@@ -194,26 +205,34 @@ def _number(value: Any, what: str, expected: str) -> float:
 def store_value(desc: RedisDataTypeDescription, value: Any) -> Any:
     """A store mapper's value as its command takes it, or ValueError naming what was expected
     (the bolt fails that input): an integer for INCRBY and HINCRBY, a number (the score) for
-    SORTED_SET, "longitude:latitude" for GEO (as storm-redis splits it)."""
+    SORTED_SET, "longitude:latitude" (as storm-redis splits it) or a (longitude, latitude) pair for
+    GEO; the other types' values as ``field_value`` writes them."""
     t = desc.data_type
     if t in (RedisDataType.INCRBY, RedisDataType.HINCRBY):
+        # not int(value) alone: it would take True as 1 and cut 2.5 to 2
         try:
+            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                raise ValueError
             return int(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ValueError(f"{t.value} expected an integer value, found {value!r}") from None
     if t is RedisDataType.SORTED_SET:
         return _number(value, "SORTED_SET", "a number (the member's score)")
     if t is RedisDataType.GEO:
-        text = value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
-        parts = text.split(":")
+        if isinstance(value, (list, tuple)):
+            parts = list(value)
+        else:
+            text = value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
+            parts = text.split(":")
         if len(parts) != 2:
-            raise ValueError(f"GEO expected a value 'longitude:latitude', found {value!r}")
+            raise ValueError(f"GEO expected a value 'longitude:latitude' or a (longitude, latitude) pair, found "
+                             f"{value!r}")
         lon, lat = (_number(p, "GEO", "a value 'longitude:latitude' of numbers") for p in parts)
         if not (-180 <= lon <= 180 and -85.05112878 <= lat <= 85.05112878):
             raise ValueError(f"GEO expected longitude in [-180, 180] and latitude in [-85.05112878, 85.05112878], "
                              f"found {value!r}")
         return lon, lat
-    return value
+    return field_value(value)
 
 
 def store_command(pipe: Any, desc: RedisDataTypeDescription, key: Any, value: Any) -> None:

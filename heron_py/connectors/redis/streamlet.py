@@ -103,7 +103,7 @@ class RedisStreamSink(Sink):
         self.errors = 0
 
     def put(self, element: Any) -> None:
-        from heron_py.connectors.redis.bolts import field_value
+        from heron_py.connectors.redis.mappers import field_value
 
         fields = {str(k): field_value(v) for k, v in element.items()} if isinstance(element, dict) \
             else {"value": field_value(element)}

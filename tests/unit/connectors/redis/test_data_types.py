@@ -75,18 +75,30 @@ def test_store_sorted_set_adds_the_key_with_the_value_as_its_score(server, r):
 
 def test_store_geo_adds_longitude_latitude_values(server, r):
     b, d = bolt(RedisStoreBolt, server, {"redis.data.type": "GEO", "redis.additional.key": "places"})
-    good = [tup(1, ["Palermo", "13.361389:38.115556"]), tup(2, ["Catania", "15.087269:37.502669"])]
+    good = [tup(1, ["Palermo", "13.361389:38.115556"]), tup(2, ["Catania", (15.087269, 37.502669)])]
     bad = [tup(3, ["Nowhere", "13.36"]), tup(4, ["Pole", "10:89.9"]), tup(5, ["Text", "east:north"])]
     run(b, [*good, *bad])
     assert d.acked == good and d.failed == bad
     assert round(r.geodist("places", "Palermo", "Catania", unit="km"), 1) == 166.3  # Redis's own GEODIST example
     assert [ln for ln, lvl in d.lines if lvl == "error"] == [
         "redis store bolt 'b' task 7: input 3 from 'src' (['Nowhere', '13.36']): GEO expected a value "
-        "'longitude:latitude', found '13.36'; failing it",
+        "'longitude:latitude' or a (longitude, latitude) pair, found '13.36'; failing it",
         "redis store bolt 'b' task 7: input 4 from 'src' (['Pole', '10:89.9']): GEO expected longitude in "
         "[-180, 180] and latitude in [-85.05112878, 85.05112878], found '10:89.9'; failing it",
         "redis store bolt 'b' task 7: input 5 from 'src' (['Text', 'east:north']): GEO expected a value "
         "'longitude:latitude' of numbers, found 'east'; failing it"]
+
+
+def test_store_incrby_takes_integers_only(server, r):
+    b, d = bolt(RedisStoreBolt, server, {"redis.data.type": "INCRBY"})
+    good = [tup(1, ["n", 2]), tup(2, ["n", "3"]), tup(3, ["n", 4.0])]
+    bad = [tup(4, ["n", 2.5]), tup(5, ["n", True]), tup(6, ["n", "x"])]
+    run(b, [*good, *bad])
+    assert d.acked == good and d.failed == bad and r.get("n") == b"9"
+    assert [ln.split(": ", 2)[2] for ln, lvl in d.lines if lvl == "error"] == [
+        "INCRBY expected an integer value, found 2.5; failing it",
+        "INCRBY expected an integer value, found True; failing it",
+        "INCRBY expected an integer value, found 'x'; failing it"]
 
 
 def test_store_list_set_string_and_hyperloglog(server, r):
