@@ -124,6 +124,11 @@ def _insert_bolt(obj: ObjectSpec, ctx: Context, inputs: Any) -> HeronComponentSp
         raise ctx.err(obj.where, f"properties: className '{obj.class_name}' has none; found "
                                  f"{[p for p, _ in obj.properties]}")
     methods = _methods(ctx, obj, _METHODS)
+    if "withTableName" in methods and "withInsertQuery" in methods:
+        # storm-jdbc refuses both too: which one writes would be a guess
+        raise ctx.err(obj.where, f"configMethods: JdbcInsertBolt takes withTableName or withInsertQuery, not both; "
+                                 f"found withTableName {methods['withTableName']!r} and withInsertQuery "
+                                 f"{methods['withInsertQuery']!r}")
     mapper = args[1]
     config: dict[str, Any] = {**args[0].options, "postgres.mapper": mapper}
     table = methods.get("withTableName", getattr(mapper, "table", None))

@@ -113,3 +113,15 @@ def test_a_jdbc_url_that_is_not_postgresql_is_one_line(registered, tmp_path):
 def test_storm_placeholders():
     assert jdbc_classes.storm_placeholders("INSERT INTO t VALUES (?, ?)") == "INSERT INTO t VALUES (%s, %s)"
     assert jdbc_classes.storm_placeholders("SELECT %s") == "SELECT %s"
+
+
+def test_a_jdbc_insert_bolt_with_both_a_table_and_a_query_is_one_line(registered, tmp_path):
+    f = _file(tmp_path, "jdbc:postgresql://127.0.0.1:5432/postgres")
+    f.write_text(f.read_text().replace("""      - name: withQueryTimeoutSecs""", """      - name: withTableName
+        args: ["seen"]
+      - name: withQueryTimeoutSecs"""))
+    with pytest.raises(FluxError) as e:
+        load_flux(f, filter_file=None, env={})
+    assert str(e.value) == (
+        "flux file t.yaml: bolt 'store' configMethods: JdbcInsertBolt takes withTableName or withInsertQuery, not "
+        "both; found withTableName 'seen' and withInsertQuery 'INSERT INTO seen (word) VALUES (?)'")
