@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from heron_py.checkpoint.storage import LocalFsStorage, checkpoint_root
+from heron_py.checkpoint.select import checkpoint_location, open_checkpoint_storage
 from heron_py.common.config import SHUTDOWN_DRAIN, ConfigError, InstanceConfig, StatefulConfig, effectively_once
 from heron_py.common.package import load_main
 from heron_py.planner.model import PhysicalPlan
@@ -171,9 +171,10 @@ class TaskRunner:
             self._mark_ready()
             return True
         cfg = StatefulConfig.from_config(host.plan.topology.config)
-        # the executor passes the folder; the same default as the master's otherwise
-        root = self._checkpoint_root or checkpoint_root(heron_home(), cfg.root)
-        storage = LocalFsStorage(root, secret=self._secret)
+        # the executor passes the folder (unused with Redis); the same default as the master's otherwise
+        config = host.plan.topology.config
+        storage = open_checkpoint_storage(config, heron_home(), secret=self._secret, root=self._checkpoint_root)
+        where = checkpoint_location(config, heron_home(), self._checkpoint_root)
         rt = self.stateful = StatefulTask(host, storage, self.topology or host.plan.topology.name,
                                           self.outbox.send, align_bytes=cfg.align_bytes, log=self._log,
                                           clock=self._clock)
@@ -181,7 +182,7 @@ class TaskRunner:
         # ready before user code runs: the master restores a topology once every task is there
         self._mark_ready()
         self._log.info("%s %s task %d waiting for its restore (effectively once, checkpoints in %s)", kind,
-                       self.component, self.task_id, root)
+                       self.component, self.task_id, where)
         while rt.phase is Phase.WAITING_RESTORE and not self.stopping:
             try:
                 kind_, payload = self._in.get(timeout=0.2)

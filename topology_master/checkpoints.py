@@ -50,7 +50,8 @@ from heron_py.checkpoint.coordinator import (
     StartRestore,
 )
 from heron_py.checkpoint.failures import backoff_secs
-from heron_py.checkpoint.storage import CheckpointStorage, LocalFsStorage, checkpoint_root
+from heron_py.checkpoint.select import checkpoint_location, open_checkpoint_storage
+from heron_py.checkpoint.storage import CheckpointStorage
 from heron_py.common.config import StatefulConfig, effectively_once
 from heron_py.common.framing import MsgType, encode_frame
 from heron_py.common.net import Connection
@@ -430,12 +431,13 @@ def driver_for(topology: str, topo: TopologyDef, packing: PackingPlan, home: Pat
     if not effectively_once(topo.config):
         return None
     cfg = StatefulConfig.from_config(topo.config)
-    root = checkpoint_root(home, cfg.root)
-    log.info("effectively once: a checkpoint every %gs, kept in %s", cfg.interval_s, root)
+    log.info("effectively once: a checkpoint every %gs, kept in %s", cfg.interval_s,
+             checkpoint_location(topo.config, home))
     if epoch is None:
         log.warning("effectively once: no master epoch given; restore ids come from the wall clock")
     return CheckpointDriver(topology, {t.task_id: t.component for t in packing.tasks},
-                            CoordinatorConfig.from_config(topo.config), LocalFsStorage(root, secret=secret),
+                            CoordinatorConfig.from_config(topo.config),
+                            open_checkpoint_storage(topo.config, home, secret=secret),
                             epoch=epoch or 0, legacy_wall_ids=epoch is None, send_all=send_all, log=log,
                             session_ok=session_ok, epoch_now=epoch_now, state_changed=state_changed)
 

@@ -38,8 +38,9 @@ ACCEPTED_UNUSED = frozenset({
     "topology.worker.childopts", "topology.worker.max.heap.size.mb", "topology.worker.shared.thread.pool.size",
     "topology.kryo.register", "topology.kryo.decorators", "topology.kryo.factory",
     "topology.fall.back.on.java.serialization", "topology.skip.missing.kryo.registrations",
-    "topology.max.task.parallelism", "topology.eventlogger.executors", "topology.state.provider",
-    "topology.state.provider.config", "topology.executor.receive.buffer.size", "topology.executor.send.buffer.size",
+    "topology.max.task.parallelism", "topology.eventlogger.executors",
+    # (topology.state.provider and its config are read: heron_py/common/config.py, checkpoint storage)
+    "topology.executor.receive.buffer.size", "topology.executor.send.buffer.size",
     "topology.transfer.buffer.size", "topology.builtin.metrics.bucket.size.secs",
     "topology.environment", "topology.classpath", "topology.additional.classpath", "topology.priority",
     "topology.scheduler.strategy", "topology.component.resources.onheap.memory.mb",

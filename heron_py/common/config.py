@@ -11,10 +11,12 @@ reader at submit, so a bad value is refused there and never reaches a running da
 from __future__ import annotations
 
 import enum
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 MB = 1024 * 1024
 
@@ -160,6 +162,24 @@ START_CLEAN = _key("topology.stateful.start.clean", Kind.BOOL, False,
 CKPT_ROOT = _key("heron_py.checkpoint.root", Kind.STR, "",
                  doc="folder of checkpoints; unset: checkpoints/ under the heron home (shared on Slurm)")
 CKPT_KEEP = _key("heron_py.checkpoint.keep", Kind.INT, 2, 1, doc="completed checkpoints kept per topology")
+CKPT_STORAGE = _key("heron_py.checkpoint.storage", Kind.CHOICE, "localfs", choices=("localfs", "redis"),
+                    doc="where checkpoints live: localfs (files under heron_py.checkpoint.root) or redis (a Redis "
+                        "server at heron_py.checkpoint.redis.url: no shared folder needed); unset: what Storm's "
+                        "topology.state.provider says, else localfs")
+CKPT_REDIS_URL = _key("heron_py.checkpoint.redis.url", Kind.STR, "",
+                      doc="checkpoint storage redis: redis://[user:password@]host:port/db (rediss:// for TLS); "
+                          "unset: from Storm's topology.state.provider.config")
+CKPT_REDIS_TIMEOUT = _key("heron_py.checkpoint.redis.timeout.secs", Kind.FLOAT, 2.0, positive=True, unit="seconds",
+                          doc="checkpoint storage redis: connect and command timeout; unset: Storm's "
+                              "jedisPoolConfig.timeout, else 2")
+# Storm's stateful-bolt keys, mapped onto the three above (heron_py/checkpoint/select.py)
+STATE_PROVIDER = _key("topology.state.provider", Kind.STR, "",
+                      doc="Storm's state provider class: org.apache.storm.redis.state.RedisKeyValueStateProvider "
+                          "means heron_py.checkpoint.storage redis, org.apache.storm.state."
+                          "InMemoryKeyValueStateProvider (Storm's default) localfs")
+STATE_PROVIDER_CONFIG = _key("topology.state.provider.config", Kind.STR, "",
+                             doc="Storm's state provider config, JSON: {\"jedisPoolConfig\": {\"host\", \"port\", "
+                                 "\"timeout\" (ms), \"database\", \"password\"}} gives the Redis server")
 MAX_FAILURES = _key("topology.stateful.max.consecutive.failures", Kind.INT, 3, 1,
                     doc="effectively once: checkpoints failed in a row after which the topology's state says so "
                         "(status, web page, __checkpoint-failing metric)")
@@ -311,6 +331,148 @@ def effectively_once(cfg: Mapping[str, Any]) -> bool:
     return bool(MODE.parse(cfg) == "EFFECTIVELY_ONCE")
 
 
+STORM_REDIS_PROVIDER = "org.apache.storm.redis.state.RedisKeyValueStateProvider"
+STORM_MEMORY_PROVIDER = "org.apache.storm.state.InMemoryKeyValueStateProvider"
+# Storm's provider class → heron-py's checkpoint storage. Storm's in-memory default loses state
+# with its worker; heron-py's files keep it, which is what a topology asking for state wants
+STORM_PROVIDERS = {STORM_REDIS_PROVIDER: "redis", STORM_MEMORY_PROVIDER: "localfs"}
+# Storm's JedisPoolConfig defaults (storm-redis), used when the provider is Redis and no config says otherwise
+JEDIS_DEFAULTS: dict[str, Any] = {"host": "127.0.0.1", "port": 6379, "timeout": 2000, "database": 0,
+                                  "password": None}
+# RedisKeyValueStateProviderConfig's other fields: Java classes heron-py has no use for (its own codec
+# serializes the state), accepted so a Storm config passes unchanged
+_STORM_IGNORED_FIELDS = ("keySerializerClass", "valueSerializerClass", "keyClass", "valueClass")
+_URL_FORM = "redis://[user:password@]host:port/db (rediss:// for TLS)"
+MISSING_REDIS_PY = ("checkpoint storage redis: redis-py is not installed: expected the heron-py[redis] extra "
+                    "(pip install 'heron-py[redis]'), found no module 'redis'")
+
+
+def redact_redis_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for logs and errors)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=f"{user}:***@{host}").geturl()
+
+
+def check_redis_url(url: str, key: str = "heron_py.checkpoint.redis.url") -> None:
+    """ConfigError unless ``url`` is redis:// or rediss:// with a host, a valid port if any and a
+    numeric database if any (redis-py's own errors for these are not one line)."""
+    parts = urlsplit(url)
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:  # a port that is no number, or out of range
+        port_ok = False
+    db = parts.path[1:] if parts.path.startswith("/") else parts.path
+    if parts.scheme not in ("redis", "rediss") or not parts.hostname or not port_ok or (db and not db.isdigit()):
+        raise ConfigError(f"config {key}: expected {_URL_FORM}, found {redact_redis_url(url)!r}")
+
+
+def _provider_doc(cfg: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """Storm's ``topology.state.provider.config``: a JSON string (or, from a Python topology, a
+    dict); None when unset. A bad one is refused whatever the provider, as any bad value is."""
+    name = STATE_PROVIDER_CONFIG.name
+    raw = cfg.get(name)
+    if raw is None or raw == "":
+        return None
+    if isinstance(raw, Mapping):
+        doc: Any = raw
+    else:
+        try:
+            doc = json.loads(str(raw))
+        except ValueError as e:
+            # the JSON error's place, never the text: it may hold the Redis password
+            raise ConfigError(f"config {name}: expected a JSON object such as {{\"jedisPoolConfig\": "
+                              f"{{\"host\": \"127.0.0.1\", \"port\": 6379}}}}, found malformed JSON ({e})") from None
+    if not isinstance(doc, Mapping):
+        raise ConfigError(f"config {name}: expected a JSON object such as {{\"jedisPoolConfig\": {{...}}}}, "
+                          f"found a JSON {type(doc).__name__}")
+    return doc
+
+
+def _jedis_url(doc: Mapping[str, Any] | None) -> tuple[str, float]:
+    """The Redis URL and timeout (seconds) of Storm's jedisPoolConfig (Storm's defaults for what
+    it leaves out)."""
+    name = STATE_PROVIDER_CONFIG.name
+    doc = doc or {}
+    if "jedisClusterConfig" in doc:
+        raise ConfigError(f"config {name}: expected \"jedisPoolConfig\" (one Redis server), found "
+                          f"\"jedisClusterConfig\" (heron-py does not keep checkpoints in a Redis Cluster)")
+    unknown = sorted(set(doc) - {"jedisPoolConfig", *_STORM_IGNORED_FIELDS})
+    if unknown:
+        raise ConfigError(f"config {name}: expected the keys jedisPoolConfig, {', '.join(_STORM_IGNORED_FIELDS)}, "
+                          f"found {', '.join(map(str, unknown))}")
+    pool = doc.get("jedisPoolConfig") or {}
+    if not isinstance(pool, Mapping):
+        raise ConfigError(f"config {name}: jedisPoolConfig: expected a JSON object, found a JSON "
+                          f"{type(pool).__name__}")
+    unknown = sorted(set(pool) - set(JEDIS_DEFAULTS))
+    if unknown:
+        raise ConfigError(f"config {name}: jedisPoolConfig: expected the keys {', '.join(JEDIS_DEFAULTS)}, "
+                          f"found {', '.join(map(str, unknown))}")
+    p = {**JEDIS_DEFAULTS, **{k: v for k, v in pool.items() if v is not None or k == "password"}}
+
+    def bad(field: str, expected: str) -> ConfigError:
+        shown = "a string" if field == "password" else repr(p[field])  # never the password itself
+        return ConfigError(f"config {name}: jedisPoolConfig.{field}: expected {expected}, found {shown}")
+
+    if not isinstance(p["host"], str) or not p["host"] or any(c in p["host"] for c in "/@?# "):
+        raise bad("host", "a host name or address")
+    for field, lowest, highest, expected in (("port", 1, 65535, "an integer 1-65535"),
+                                             ("database", 0, None, "an integer >= 0"),
+                                             ("timeout", 1, None, "an integer >= 1 (milliseconds)")):
+        v = p[field]
+        if isinstance(v, bool) or not isinstance(v, int) or v < lowest or (highest is not None and v > highest):
+            raise bad(field, expected)
+    if p["password"] is not None and not isinstance(p["password"], str):
+        raise ConfigError(f"config {name}: jedisPoolConfig.password: expected a string or null, found a JSON "
+                          f"{type(p['password']).__name__}")
+    auth = f":{quote(p['password'], safe='')}@" if p["password"] else ""
+    host = f"[{p['host']}]" if ":" in p["host"] else p["host"]
+    return f"redis://{auth}{host}:{p['port']}/{p['database']}", p["timeout"] / 1000
+
+
+def checkpoint_storage_settings(cfg: Mapping[str, Any]) -> tuple[str, str, float]:
+    """(storage kind, Redis URL or "", Redis timeout in seconds) from heron-py's keys and Storm's.
+
+    heron-py's keys win; in effectively once, Storm's ``topology.state.provider`` chooses the storage when
+    ``heron_py.checkpoint.storage`` is unset, and its jedisPoolConfig gives the server when
+    ``heron_py.checkpoint.redis.url`` is. Both set and disagreeing: refused (one must be a mistake).
+    """
+    # Storm's keys matter to a topology that keeps state only: Storm runs a topology without
+    # stateful bolts whatever provider its config names, so heron-py passes them through then
+    storm_keys = effectively_once(cfg)
+    provider = str(STATE_PROVIDER.parse(cfg)).strip() if storm_keys else ""
+    storm_kind = STORM_PROVIDERS.get(provider) if provider else None
+    if provider and storm_kind is None:
+        raise ConfigError(f"config {STATE_PROVIDER.name}: expected {STORM_REDIS_PROVIDER} or {STORM_MEMORY_PROVIDER} "
+                          f"(heron-py keeps state in Redis or in files), found {provider!r}")
+    explicit = cfg.get(CKPT_STORAGE.name) not in (None, "")
+    kind = str(CKPT_STORAGE.parse(cfg))
+    if explicit and storm_kind is not None and storm_kind != kind:
+        raise ConfigError(f"config {STATE_PROVIDER.name}: expected a provider that agrees with "
+                          f"{CKPT_STORAGE.name}={kind}, found {provider!r} (storage {storm_kind})")
+    if not explicit and storm_kind is not None:
+        kind = storm_kind
+    doc = _provider_doc(cfg) if storm_keys else None
+    url = str(CKPT_REDIS_URL.parse(cfg))
+    timeout = float(CKPT_REDIS_TIMEOUT.parse(cfg))
+    if url:
+        check_redis_url(url)
+    if kind != "redis":
+        return kind, url, timeout
+    if not url and (doc is not None or storm_kind == "redis"):
+        url, storm_timeout = _jedis_url(doc)
+        if cfg.get(CKPT_REDIS_TIMEOUT.name) in (None, ""):
+            timeout = storm_timeout
+    if not url:
+        raise ConfigError(f"config {CKPT_REDIS_URL.name}: {CKPT_STORAGE.name} is redis: expected {_URL_FORM}, "
+                          f"found it unset")
+    return kind, url, timeout
+
+
 @dataclass(frozen=True)
 class StatefulConfig:
     """Effectively once: the checkpoints' interval, timeout, storage and alignment bound."""
@@ -323,14 +485,19 @@ class StatefulConfig:
     align_bytes: int = 100 * MB
     max_failures: int = 3
     restore_timeout_s: float = 120.0
+    storage: str = "localfs"  # "localfs" (files under root) or "redis"
+    redis_url: str = ""  # may hold a password: log redact_redis_url(redis_url)
+    redis_timeout_s: float = 2.0
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> StatefulConfig:
         interval = CKPT_INTERVAL.parse(cfg) if CKPT_INTERVAL.name in cfg or CKPT_INTERVAL_ALIAS.name not in cfg \
             else CKPT_INTERVAL_ALIAS.parse(cfg)
+        storage, redis_url, redis_timeout = checkpoint_storage_settings(cfg)
         return cls(interval_s=float(interval), timeout_s=CKPT_TIMEOUT.parse(cfg), start_clean=START_CLEAN.parse(cfg),
                    root=CKPT_ROOT.parse(cfg), keep=CKPT_KEEP.parse(cfg), align_bytes=int(ALIGN_MB.parse(cfg) * MB),
-                   max_failures=MAX_FAILURES.parse(cfg), restore_timeout_s=float(RESTORE_TIMEOUT.parse(cfg)))
+                   max_failures=MAX_FAILURES.parse(cfg), restore_timeout_s=float(RESTORE_TIMEOUT.parse(cfg)),
+                   storage=storage, redis_url=redis_url, redis_timeout_s=redis_timeout)
 
 
 @dataclass(frozen=True)
@@ -392,7 +559,12 @@ def check_topology_config(topology_config: Mapping[str, Any],
     StreamManagerConfig.from_config(topology_config)
     InstanceConfig.from_config(topology_config)
     ReliabilityConfig.from_config(topology_config)
-    StatefulConfig.from_config(topology_config)
+    stateful = StatefulConfig.from_config(topology_config)
+    if effectively_once(topology_config) and stateful.storage == "redis":
+        try:  # refused here, not when the master starts
+            import redis  # noqa: F401
+        except ImportError:
+            raise ConfigError(MISSING_REDIS_PY) from None
     STMGRS.parse(topology_config)
     STANDBY.parse(topology_config)
     RELAUNCH.parse(topology_config)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from heron_py.checkpoint.select import uses_redis
 from heron_py.checkpoint.storage import CHECKPOINT_KEY_FILE, checkpoint_root
 from heron_py.common.alive import ALIVE_ENV, EXECUTOR_ENV, silent_for
 from heron_py.common.atomic import SweepTarget, atomic_write_bytes, atomic_write_text, sweep_temp_files
@@ -182,7 +183,7 @@ class Executor:
             ckpt_root = checkpoint_root(self.paths.home, StatefulConfig.from_config(topology.config).root)
         except ConfigError as e:
             raise SystemExit(f"executor {self.container}: topology '{self.topology}': {e}") from None
-        self._sweep_temp_files(workdir, ckpt_root / self.topology)
+        self._sweep_temp_files(workdir, None if uses_redis(topology.config) else ckpt_root / self.topology)
         self.fork_server = bool(FORK_SERVER.parse(topology.config))
         if not self.fork_server and self.zygote is not None:
             self.zygote.stop()
@@ -217,12 +218,15 @@ class Executor:
                  *([] if icfg.unix_socket else ["--tcp"])],
                 logs / f"{t.component}-{t.task_id}.log", task=True))
 
-    def _sweep_temp_files(self, workdir: Path, checkpoints: Path) -> None:
+    def _sweep_temp_files(self, workdir: Path, checkpoints: Path | None) -> None:
         """The leftovers of writes a crash interrupted, in the folders this container writes: its
         own (its files are at the top; package/ is the user's) and the topology's checkpoints
-        (TOPOLOGY/ID/TASK). The local state store sweeps its own when it opens."""
-        removed, errors = sweep_temp_files([SweepTarget(workdir, depth=1), SweepTarget(checkpoints, depth=2)],
-                                           self.wall())
+        (TOPOLOGY/ID/TASK; None: they are in Redis, which leaves no files here). The local state
+        store sweeps its own when it opens."""
+        targets = [SweepTarget(workdir, depth=1)]
+        if checkpoints is not None:
+            targets.append(SweepTarget(checkpoints, depth=2))
+        removed, errors = sweep_temp_files(targets, self.wall())
         for path in removed:
             self.log.info("removed %s, a temporary file left by an interrupted write", path)
         for line in errors:

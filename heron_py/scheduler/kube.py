@@ -298,16 +298,20 @@ class KubernetesScheduler(Scheduler):
 
 def checkpoint_root_problem(name: str, config: Mapping[str, Any]) -> str | None:
     """Why an EFFECTIVELY_ONCE topology cannot run on these pods (pure); None when it can, or
-    when it is in another mode. The master completes a checkpoint by reading every task's file
+    when it is in another mode, or keeps its checkpoints in Redis (heron_py.checkpoint.storage
+    redis, or Storm's RedisKeyValueStateProvider). The master completes a checkpoint by reading every task's file
     and the instances restore from files other pods may have written: the root must be one
     folder all pods share. Each pod's heron home (``kube_render.HOME``) is an emptyDir of its
     own, lost with the pod, so the default root (``checkpoints/`` in it) never is."""
     if not effectively_once(config):
         return None
     try:
-        root = StatefulConfig.from_config(config).root
+        stateful = StatefulConfig.from_config(config)
     except ConfigError as e:
         return f"kubernetes scheduler: topology '{name}': {e}"
+    if stateful.storage == "redis":
+        return None  # every pod reaches the same Redis server: no shared folder needed
+    root = stateful.root
     home = PurePosixPath(kr.HOME)
     path = PurePosixPath(root)
     if root and path.is_absolute() and path != home and home not in path.parents:

@@ -215,8 +215,7 @@ class KafkaSpout(Spout):
     def _init_checkpointed(self, config: dict[str, Any]) -> None:
         from pathlib import Path
 
-        from heron_py.checkpoint.storage import LocalFsStorage, checkpoint_root
-        from heron_py.common.config import StatefulConfig
+        from heron_py.checkpoint.select import open_checkpoint_storage
 
         if self.cfg.guarantee is not PG.AT_LEAST_ONCE:
             self.log(f"{self.where}: kafka.processing.guarantee {self.cfg.guarantee.value} is ignored in "
@@ -227,7 +226,7 @@ class KafkaSpout(Spout):
         # the spout reads (never writes) the checkpoint storage to learn which checkpoints the
         # master declared complete: the engine has no "checkpoint complete" callback
         home = Path(os.environ.get("HERON_PY_HOME", "."))
-        self._storage = LocalFsStorage(checkpoint_root(home, StatefulConfig.from_config(config).root))
+        self._storage = open_checkpoint_storage(config, home)  # files or Redis, as the master's
         if self._restored:
             self.log(f"{self.where}: restored positions " +
                      ", ".join(f"{t}-{p}@{o}" for (t, p), o in sorted(self._restored.items())))
