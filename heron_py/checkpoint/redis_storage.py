@@ -199,15 +199,7 @@ class RedisCheckpointStorage(CheckpointStorage):
         return sorted(int(m) for m in members if m.isdigit() and int(m) > 0)
 
     def gc(self, topology: str, keep_last: int = DEFAULT_KEEP_LAST, protect: Iterable[int] = ()) -> list[int]:
-        if keep_last < 1:
-            raise ValueError(f"gc of topology {topology!r}: keep_last must be >= 1, found {keep_last}")
-        newest = self.completed_ids(topology)[-keep_last:]
-        if not newest:
-            return []
-        kept = set(newest) | set(protect)
-        # an incomplete checkpoint newer than the kept ones may still be under way; a protected
-        # one (the running tasks restored from it) may be older than them all
-        removed = [c for c in self.checkpoint_ids(topology) if c not in kept and c < newest[0]]
+        removed = self.gc_victims(topology, keep_last, protect)
         if not removed:
             return []
 

@@ -116,6 +116,19 @@ class CheckpointStorage(ABC):
     def delete_topology(self, topology: str) -> None:
         """Remove every checkpoint of the topology (it was killed)."""
 
+    def gc_victims(self, topology: str, keep_last: int, protect: Iterable[int]) -> list[int]:
+        """What ``gc`` removes, oldest first: every checkpoint older than the newest ``keep_last``
+        complete ones except those in ``protect``. An incomplete checkpoint newer than the kept
+        ones may still be under way; a protected one (the running tasks restored from it) may be
+        older than them all."""
+        if keep_last < 1:
+            raise ValueError(f"gc of topology {topology!r}: keep_last must be >= 1, found {keep_last}")
+        newest = self.completed_ids(topology)[-keep_last:]
+        if not newest:
+            return []
+        kept = set(newest) | set(protect)
+        return [c for c in self.checkpoint_ids(topology) if c not in kept and c < newest[0]]
+
 
 def _file_mac(secret: bytes, binding: bytes, data: bytes) -> bytes:
     return hmac.new(secret, CHECKPOINT_LABEL + b"\0" + binding + b"\0" + data, hashlib.sha256).digest()
@@ -258,20 +271,9 @@ class LocalFsStorage(CheckpointStorage):
         return sorted(int(p.name) for p in top.iterdir() if p.name.isdigit() and p.is_dir())
 
     def gc(self, topology: str, keep_last: int = DEFAULT_KEEP_LAST, protect: Iterable[int] = ()) -> list[int]:
-        if keep_last < 1:
-            raise ValueError(f"gc of topology {topology!r}: keep_last must be >= 1, found {keep_last}")
-        newest = self.completed_ids(topology)[-keep_last:]
-        if not newest:
-            return []
-        kept = set(newest) | set(protect)
-        removed = []
-        for c in self.checkpoint_ids(topology):
-            # an incomplete checkpoint newer than the kept ones may still be under way; a
-            # protected one (the running tasks restored from it) may be older than them all
-            if c in kept or c > newest[0]:
-                continue
+        removed = self.gc_victims(topology, keep_last, protect)
+        for c in removed:
             self._remove(self._topology_dir(topology) / str(c))
-            removed.append(c)
         return removed
 
     def delete_topology(self, topology: str) -> None:

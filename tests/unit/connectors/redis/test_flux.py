@@ -80,35 +80,21 @@ def test_flux_errors_are_one_line(registered, tmp_path):
                             "JedisPoolConfig, ref to a store mapper], found [{'ref': 'mapper'}]")
 
 
-FILTER_FLUX = """
-name: redis-filter
-components:
-  - id: pool
-    className: org.apache.storm.redis.common.config.JedisPoolConfig
-    constructorArgs: ["127.0.0.1", {port}, 2000, null, 0]
+# FLUX with a RedisFilterBolt between the words and the store: only a SET's members pass, on the
+# filter's stream "kept" (storm-redis's third constructor argument)
+FILTER_FLUX = FLUX.split("streams:")[0].replace("name: redis-store", "name: redis-filter").replace(
+    "components:\n", """components:
   - id: allowed
     className: org.apache.storm.redis.common.mapper.RedisDataTypeDescription
     constructorArgs: ["SET", "allowed"]
   - id: filterMapper
     className: heron_py.flux.redis_classes.FieldNameBasedMapper
     constructorArgs: [{{ref: allowed}}, "word", "word", ["word"]]
-  - id: hash
-    className: org.apache.storm.redis.common.mapper.RedisDataTypeDescription
-    constructorArgs: ["HASH", "seen"]
-  - id: storeMapper
-    className: heron_py.flux.redis_classes.FieldNameBasedMapper
-    constructorArgs: [{{ref: hash}}, "word", "word"]
-spouts:
-  - id: words
-    className: org.apache.storm.testing.TestWordSpout
-bolts:
+""").replace("bolts:\n", """bolts:
   - id: filter
     className: org.apache.storm.redis.bolt.RedisFilterBolt
     constructorArgs: [{{ref: pool}}, {{ref: filterMapper}}, "kept"]
-  - id: store
-    className: org.apache.storm.redis.bolt.RedisStoreBolt
-    constructorArgs: [{{ref: pool}}, {{ref: storeMapper}}]
-streams:
+""") + """streams:
   - from: words
     to: filter
     grouping: {{type: SHUFFLE}}
