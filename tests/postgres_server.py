@@ -7,11 +7,14 @@ server binaries or psycopg are missing."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +53,7 @@ class PostgresServer:
             f.write(f"port = {self.port}\nlisten_addresses = '127.0.0.1'\n"
                     f"unix_socket_directories = '{self.folder}'\nfsync = off\nlog_min_messages = warning\n")
         self.running = False
+        self._frozen: list[int] = []  # the pids stopped by freeze
         self.start()
 
     def _run(self, cmd: list[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -73,6 +77,51 @@ class PostgresServer:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+    @property
+    def pid(self) -> int:
+        """The postmaster's pid (the first line of postmaster.pid)."""
+        return int((self.data / "postmaster.pid").read_text().split()[0])
+
+    def processes(self) -> list[int]:
+        """The postmaster and its children: every backend serves one connection in a process of
+        its own, so a frozen server means all of them stopped, not only the postmaster."""
+        import psutil
+
+        master = psutil.Process(self.pid)
+        return [master.pid, *(c.pid for c in master.children(recursive=True))]
+
+    def freeze(self) -> None:
+        """SIGSTOP of the postmaster and its backends (the postmaster first: no new backend is
+        forked meanwhile): connections hang with their sockets open (no FIN, no RST; the kernel
+        still accepts connections and data), as a hung or partitioned server's do."""
+        self._frozen = []
+        for pid in self.processes():
+            with contextlib.suppress(ProcessLookupError):  # a backend that just exited
+                os.kill(pid, signal.SIGSTOP)
+                self._frozen.append(pid)
+
+    def thaw(self) -> None:
+        for pid in self._frozen:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        self._frozen = []
+
+    def reset_connections(self) -> int:
+        """Kills every TCP connection to the server with ``ss -K`` (tests.redis_server's)."""
+        from tests.redis_server import reset_connections
+
+        return reset_connections(self.port)
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Frozen inside the block, and always resumed after it (a stopped server would hang the
+        fixture's ``pg_ctl stop``)."""
+        self.freeze()
+        try:
+            yield
+        finally:
+            self.thaw()
 
     def destroy(self) -> None:
         self.stop()

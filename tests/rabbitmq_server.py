@@ -8,12 +8,15 @@ back: a restart mid-run)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +71,7 @@ class RabbitMQServer:
                     "RABBITMQ_PID_FILE": str(folder / "rabbitmq.pid")}
         (folder / "enabled_plugins").write_text("[].\n")
         self.running = False
+        self._frozen: int | None = None  # the pid stopped by freeze
         self.start()
 
     def ctl(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -106,6 +110,43 @@ class RabbitMQServer:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+    @property
+    def pid(self) -> int:
+        """The node's Erlang VM (beam.smp), the process that holds the AMQP sockets: the node
+        writes its pid to RABBITMQ_PID_FILE once it booted."""
+        pid_file = self.folder / "rabbitmq.pid"
+        if not self.running or not pid_file.exists():
+            raise RuntimeError(f"rabbitmq node {self.node} is not running (no {pid_file})")
+        return int(pid_file.read_text().split()[0])
+
+    def freeze(self) -> None:
+        """SIGSTOP of the Erlang VM: the broker hangs with its sockets open (no FIN, no RST; the
+        kernel still accepts connections and data), as a hung or partitioned broker does."""
+        self._frozen = self.pid
+        os.kill(self._frozen, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        pid = self._frozen
+        if pid is not None:
+            os.kill(pid, signal.SIGCONT)
+            self._frozen = None
+
+    def reset_connections(self) -> int:
+        """Kills every TCP connection to the server with ``ss -K`` (tests.redis_server's)."""
+        from tests.redis_server import reset_connections
+
+        return reset_connections(self.port)
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Frozen inside the block, and always resumed after it (a stopped node would hang the
+        fixture's ``rabbitmqctl stop``)."""
+        self.freeze()
+        try:
+            yield
+        finally:
+            self.thaw()
 
     def connection(self) -> Any:
         import pika

@@ -25,7 +25,7 @@ from typing import Any
 from heron_py.api.bolt.bolt import Bolt
 from heron_py.connectors.base import BatchPolicy
 from heron_py.connectors.common import LogThrottle, Reconnect, TupleFields, component_where
-from heron_py.connectors.rabbitmq.config import REQUIREMENT, BoltConfig, bolt_config
+from heron_py.connectors.rabbitmq.config import REQUIREMENT, BoltConfig, bolt_config, close_connection
 from heron_py.connectors.rabbitmq.errors import on_connection_error
 from heron_py.connectors.sink import CountsMetric, SinkLoop, bad_input_line
 
@@ -134,15 +134,11 @@ class RabbitMQBolt(Bolt):
                 self.outcome[t] = "return"
                 return
 
-    def _drop_connection(self) -> None:
+    def _drop_connection(self, graceful: bool = True) -> None:
         old, self.connection, self.channel, self.impl = self.connection, None, None, None
         self.outstanding, self.outcome = {}, {}
         if old is not None:
-            try:
-                if old.is_open:
-                    old.close()
-            except Exception:  # already broken
-                pass
+            close_connection(old, graceful)
 
     def process(self, tup: Any) -> None:
         try:

@@ -3,6 +3,7 @@ dataclasses; a bad value is one ConnectorConfigError line (what, where, expected
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
@@ -45,6 +46,28 @@ class ServerConfig:
         import pika
 
         return pika.BlockingConnection(self.parameters())
+
+
+def close_connection(connection: Any, graceful: bool) -> None:
+    """Closes a pika BlockingConnection, never raising. ``graceful`` is AMQP's closing handshake,
+    which waits for the broker's Close-Ok with no timeout of its own: a frozen broker (a hung
+    process, a partition with no FIN or RST) holds it until the heartbeat check gives up, up to
+    twice ``rabbitmq.heartbeat.secs`` plus 10 s. After an error the handshake buys nothing (the
+    broker requeues a lost connection's unacknowledged messages either way), so the socket is
+    shut down first: the broker sees the FIN when it runs again, and the close returns at once."""
+    if not graceful:
+        # pika keeps the socket on its transport; no public accessor (pika 1.x)
+        sock = getattr(getattr(getattr(connection, "_impl", None), "_transport", None), "_sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:  # already closed or reset
+                pass
+    try:
+        if connection.is_open:
+            connection.close()
+    except Exception:  # already broken (or just shut down): nothing more to close
+        pass
 
 
 def server_config(conf: dict[str, Any], where: str) -> ServerConfig:

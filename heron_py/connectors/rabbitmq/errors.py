@@ -29,10 +29,14 @@ def reason(e: BaseException) -> str:
         else:
             break
     text = str(e) or "no detail"
+    if type(e).__name__ == "AMQPConnectorStackTimeout":
+        # pika's text goes on with the address tuples of the socket: the address is in the line already
+        text = "timeout during the AMQP handshake"
     return f"{type(e).__name__}: {text}"
 
 
 def classify(e: BaseException) -> ErrorKind:
+    import pika.adapters.utils.connection_workflow as cw
     import pika.exceptions as px
 
     if isinstance(e, (px.ProbableAuthenticationError, px.AuthenticationError, px.ProbableAccessDeniedError)):
@@ -41,16 +45,19 @@ def classify(e: BaseException) -> ErrorKind:
         return ErrorKind.CREDENTIALS
     if isinstance(e, px.ChannelClosedByBroker) and e.reply_code == 404:
         return ErrorKind.NOT_FOUND
+    # a connection attempt's own errors (AMQPConnectorStackTimeout: a broker that accepts the TCP
+    # connection and never answers, frozen or overloaded) are not pika.exceptions.AMQPError
     if isinstance(e, (px.AMQPConnectionError, px.ConnectionWrongStateError, px.ChannelWrongStateError,
-                      px.ChannelClosed, OSError)):
+                      px.ChannelClosed, OSError, cw.AMQPConnectorException)):
         return ErrorKind.UNREACHABLE
     return ErrorKind.OTHER
 
 
 def is_pika_error(e: BaseException) -> bool:
+    import pika.adapters.utils.connection_workflow as cw
     import pika.exceptions as px
 
-    return isinstance(e, (px.AMQPError, OSError))
+    return isinstance(e, (px.AMQPError, OSError, cw.AMQPConnectorException))
 
 
 def describe(e: BaseException, where: str, address: str, user: str, max_backoff_s: float, queue: str | None = None,
@@ -80,7 +87,7 @@ def on_connection_error(component: Any, e: Exception, now: float, **names: str) 
     kind = classify(e)
     if kind is ErrorKind.OTHER and not is_pika_error(e):
         raise e
-    component._drop_connection()
+    component._drop_connection(graceful=False)  # no closing handshake with a broker that may not answer
     component.conn.failed(now)
     component.counts["connection-errors"] += 1
     cfg = component.cfg

@@ -31,7 +31,7 @@ from heron_py.api.metrics import IMetric
 from heron_py.api.spout.spout import Spout
 from heron_py.connectors.base import ReplayableSource
 from heron_py.connectors.common import LogThrottle, Reconnect, component_where, source_acking
-from heron_py.connectors.rabbitmq.config import REQUIREMENT, SpoutConfig, spout_config
+from heron_py.connectors.rabbitmq.config import REQUIREMENT, SpoutConfig, close_connection, spout_config
 from heron_py.connectors.rabbitmq.errors import on_connection_error
 
 Key = tuple[int, int]  # (connection generation, delivery tag): the ReplayableSource message id
@@ -100,7 +100,9 @@ class RabbitMQSpout(Spout):
         self.conn = Reconnect(self.cfg.reconnect)
         self.throttle = LogThrottle(self.clock)
         self.counts = {"records": 0, "malformed": 0, "redelivered": 0, "connection-errors": 0, "reconnects": 0,
-                       "nacked": 0}
+                       "nacked": 0, "stalls": 0}
+        self._lag_asked: float | None = None  # when the lag's queue.declare was sent, until answered
+        self._stalled = False  # that answer is overdue
         self._next_commit = self.clock() + 1.0
         self._last_loop = self.clock()
         self.lag: int | None = None
@@ -138,18 +140,15 @@ class RabbitMQSpout(Spout):
     def _on_message(self, channel: Any, method: Any, properties: Any, body: bytes) -> None:
         self.deliveries.append((method, properties, body))
 
-    def _drop_connection(self) -> None:
+    def _drop_connection(self, graceful: bool = True) -> None:
         """The broker requeues what this connection held: forget its deliveries and ids."""
         old, self.connection, self.channel = self.connection, None, None
         self.source.revoke(self.generation)
         self.deliveries.clear()
         self.consuming = False
+        self._lag_asked, self._stalled = None, False
         if old is not None:
-            try:
-                if old.is_open:
-                    old.close()
-            except Exception:  # already broken: nothing to close
-                pass
+            close_connection(old, graceful)
 
     # --- lifecycle -------------------------------------------------------------------------------
     def activate(self) -> None:
@@ -186,8 +185,7 @@ class RabbitMQSpout(Spout):
             if now >= self._next_commit:
                 self.source.committed(self.source.commits())  # keeps may_emit's count to what is in flight
                 self._next_commit = now + 1.0
-                # the lag metric: messages ready in the queue (a passive declare answers the count)
-                self.lag = int(self.channel.queue_declare(self.cfg.queue, passive=True).method.message_count)
+                self._ask_lag(now)
             if not self.deliveries:
                 # heartbeats and deliveries; blocks at most 10 ms when there is nothing to do
                 self.connection.process_data_events(time_limit=0.01 if self.active else 0)
@@ -199,6 +197,36 @@ class RabbitMQSpout(Spout):
         if self.conn.ok():
             self.counts["reconnects"] += 1
             self.log(f"{self.where}: rabbitmq server {self.address} reachable again")
+
+    def _ask_lag(self, now: float) -> None:
+        """The lag metric: messages ready in the queue, the count a passive queue.declare
+        answers. Sent on the channel under the BlockingChannel and not waited for (the answer
+        comes in a later process_data_events): BlockingChannel.queue_declare waits with no
+        timeout, so a frozen broker held the task's thread until the heartbeat check closed the
+        connection (65 s or more with the default heartbeat). An answer overdue past
+        rabbitmq.timeout.ms is one line and the metric ``stalls``; the spout keeps its
+        connection (a short freeze then costs no redelivery) until the heartbeat check ends it."""
+        asked = self._lag_asked
+        if asked is not None:
+            if not self._stalled and now - asked > self.cfg.server.timeout_s:
+                self._stalled = True
+                self.counts["stalls"] += 1
+                line = (f"{self.where}: rabbitmq server {self.address} has not answered for "
+                        f"{self.cfg.server.timeout_s:g} s (a passive queue.declare of queue '{self.cfg.queue}'); "
+                        f"waiting for it, the heartbeat check (rabbitmq.heartbeat.secs "
+                        f"{self.cfg.server.heartbeat_s}) closes a dead connection")
+                if self.throttle.should_log(line):
+                    self.log(line, "warn")
+            return
+        generation = self.generation
+
+        def answered(frame: Any) -> None:
+            if generation == self.generation:  # not an answer on a connection since dropped
+                self.lag = int(frame.method.message_count)
+                self._lag_asked, self._stalled = None, False
+
+        self._lag_asked = now
+        self.channel._impl.queue_declare(self.cfg.queue, passive=True, callback=answered)
 
     def _emit(self, method: Any, props: Any, body: bytes) -> None:
         tag = int(method.delivery_tag)

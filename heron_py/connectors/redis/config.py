@@ -82,15 +82,22 @@ def stream_spout_config(conf: dict[str, Any], where: str, default_group: str,
     if stream is None:
         raise config_error(where, "redis.stream", "the name of a stream", None)
     claim = opt_int(conf, where, "redis.claim.idle.ms", 30_000, 1)
+    server = server_config(conf, where)
+    block_ms = opt_int(conf, where, "redis.block.ms", 50, 0)
+    if block_ms >= server.timeout_s * 1000:
+        # a read of an idle stream waits block.ms for the server's answer: past the socket
+        # timeout every such read would fail as if the server were unreachable
+        raise config_error(where, "redis.block.ms", f"an integer below redis.timeout.ms ({server.timeout_s * 1000:g})",
+                           block_ms)
     return StreamSpoutConfig(
-        server=server_config(conf, where), stream=stream,
+        server=server, stream=stream,
         group=opt_str(conf, where, "redis.group", default_group) or default_group,
         consumer=opt_str(conf, where, "redis.consumer", default_consumer) or default_consumer,
         create_group=opt_bool(conf, where, "redis.create.group", False),
         start_id=opt_str(conf, where, "redis.group.start.id", "0") or "0",
         fields=opt_fields(conf, where, "redis.fields", ("value",)),
         batch=opt_int(conf, where, "redis.batch.size", 500, 1),
-        block_ms=opt_int(conf, where, "redis.block.ms", 50, 0),
+        block_ms=block_ms,
         claim_idle_ms=claim,
         claim_period_s=opt_int(conf, where, "redis.claim.period.ms", max(100, claim // 2), 1) / 1000.0,
         max_pending=opt_int(conf, where, "redis.max.pending", 100_000, 1),

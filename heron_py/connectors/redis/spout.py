@@ -317,6 +317,7 @@ class RedisStreamSpout(Spout):
         self.seq = 0
         self.recovered = 0
         self.cursor: str | None = "0"  # reading our own pending entries from here; None: new ones (">")
+        self.after_outage = False  # the own pending entries are read again after an outage
         self.group_ready = not self.cfg.create_group or self.eo
         # effectively once: the id read up to (the checkpoint's, else redis.group.start.id)
         self.last_id = self._restored_id or self.cfg.start_id
@@ -375,6 +376,25 @@ class RedisStreamSpout(Spout):
         if self.conn.ok():
             self.counts["reconnects"] += 1
             self.log(f"{self.where}: redis server {self.address} reachable again")
+            if not self.eo and self.cursor is None:
+                self._walk_own_pending()
+
+    def _walk_own_pending(self) -> None:
+        """After an outage: a read that timed out (a frozen server) or lost its reply (a reset
+        connection) may still have been served, its entries handed to this consumer and emitted
+        nowhere. Reading our own pending list again emits them now (those in flight here are
+        skipped) instead of after redis.claim.idle.ms. The server answered this loop, so it ran
+        every command sent before the outage ended."""
+        try:
+            if self.ahead.sent:
+                # served, not emitted: in our pending list now, so the walk emits them (taken
+                # first, or the walk and then this read would each emit them)
+                self.ahead.take(self.to_xack)
+        except Exception as e:
+            self._on_error(e, self.clock())  # the read is cancelled; the next recovery walks
+            return
+        self.held = []  # read, not emitted: in our pending list too
+        self.cursor, self.recovered, self.after_outage = "0", 0, True
 
     def ack(self, tup_id: Any) -> None:
         # the engine hands back the id emitted (a tuple); another sequence is made one
@@ -449,12 +469,20 @@ class RedisStreamSpout(Spout):
         if self.cursor is not None:
             if not entries:
                 self.cursor = None  # our own history is replayed: new entries from now on
-                if self.recovered:
+                if self.recovered and self.after_outage:
+                    self.log(f"{self.where}: re-emitted {self.recovered} entries of consumer "
+                             f"'{self.cfg.consumer}' whose read was lost with its connection")
+                elif self.recovered:
                     self.log(f"{self.where}: re-emitted {self.recovered} entries left pending by an earlier run "
                              f"of consumer '{self.cfg.consumer}'")
+                self.after_outage = False
                 return
             self.cursor = entry_id(entries[-1][0])
-            self.recovered += len(entries)
+            if self.to_xack:  # acked here, their XACK not sent yet: pending on the server, done here
+                done = {entry_id(x) for x in self.to_xack}
+                entries = [e for e in entries if entry_id(e[0]) not in done]
+            # not those in flight here already (after an outage most of them are)
+            self.recovered += sum(1 for raw_id, _ in entries if entry_id(raw_id) not in self.inflight)
         # at most once, or our own pending history: an entry may still be in flight here (read
         # again after a reconnect), so each goes through _emit_new's check
         for raw_id, fields in entries:

@@ -13,21 +13,6 @@ import pytest
 from heron_py.connectors.base import ConnectorConfigError
 from heron_py.connectors.redis import RedisFilterBolt, RedisLookupBolt, RedisStoreBolt
 from tests.connector_support import Clock, Context, Delegate, tup
-from tests.redis_server import redis_or_skip
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    s = redis_or_skip(tmp_path_factory.mktemp("redis-types"))
-    yield s
-    s.stop()
-
-
-@pytest.fixture
-def r(server):
-    c = server.client()
-    c.flushall()
-    return c
 
 
 class StreamDelegate(Delegate):
