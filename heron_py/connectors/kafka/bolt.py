@@ -99,6 +99,10 @@ class KafkaBolt(Bolt):
     def heron_poll(self) -> None:
         self._poll(0)
 
+    def heron_busy(self) -> bool:
+        """Inputs wait for their delivery reports (an in-process run keeps polling until none do)."""
+        return len(self.inflight) > 0
+
     def _rebuild(self, why: str) -> None:
         """Fails every input still waiting (the spout replays them), then swaps in a new
         producer. The old one's queue is purged: a record in flight may still land, so a

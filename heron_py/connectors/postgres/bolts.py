@@ -204,6 +204,10 @@ class PostgresInsertBolt(_PostgresBolt):
     def heron_poll(self) -> None:
         self.loop.poll()
 
+    def heron_busy(self) -> bool:
+        """Inputs are batched, not yet written (an in-process run keeps polling until written)."""
+        return self.loop.busy()
+
     def cleanup(self) -> None:
         # a graceful stop writes what is buffered, as the Redis and RabbitMQ sinks do (before,
         # the batch waiting for its delay was dropped: replayed at least once, lost at most once)

@@ -148,6 +148,10 @@ class RabbitMQBolt(Bolt):
             return
         self.loop.add((tup, msg))
 
+    def heron_busy(self) -> bool:
+        """Inputs are batched or published and not yet confirmed (an in-process run keeps polling)."""
+        return self.loop.busy() or bool(self.outstanding)
+
     def heron_poll(self) -> None:
         if not self.loop.poll() or self.connection is None:
             return

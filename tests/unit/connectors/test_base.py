@@ -218,10 +218,12 @@ def _loop(clock: ManualClock, down: list[bool]) -> tuple[SinkLoop[str, int], dic
 def test_sink_loop_acks_after_the_write_fails_the_batch_and_backs_off_when_unreachable():
     clock, down = ManualClock(0.0), [False]
     loop, seen = _loop(clock, down)
+    assert not loop.busy()
     loop.add("a")
     assert seen["written"] == [] and loop.poll() is True  # one input, its delay not passed: idle
+    assert loop.busy()  # buffered, not written: an in-process run keeps polling the bolt
     loop.add("b")  # full: written at once
-    assert seen["written"] == [["a", "b"]] and seen["acked"] == ["a", "b"]
+    assert seen["written"] == [["a", "b"]] and seen["acked"] == ["a", "b"] and not loop.busy()
     loop.add("c")
     clock.t = 0.6
     assert loop.poll() is False and seen["written"][-1] == ["c"]  # delay passed
@@ -231,7 +233,7 @@ def test_sink_loop_acks_after_the_write_fails_the_batch_and_backs_off_when_unrea
     assert seen["failed"] == ["d", "e"] and loop.conn.next_try == 1.6
     loop.add("f")
     loop.add("g")  # full during the backoff: kept, not written, not failed
-    assert seen["failed"] == ["d", "e"] and loop.sink.buffer == ["f", "g"]
+    assert seen["failed"] == ["d", "e"] and loop.sink.buffer == ["f", "g"] and loop.busy()
     assert loop.poll() is False  # still in the backoff
     down[0] = False
     clock.t = 1.6

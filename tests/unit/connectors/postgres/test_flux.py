@@ -62,12 +62,17 @@ bolts:
   - id: lookup
     className: org.apache.storm.jdbc.bolt.JdbcLookupBolt
     constructorArgs: [{{ref: provider}}, "SELECT count(*) AS seen FROM seen WHERE word = ?", {{ref: lookupMapper}}]
+  - id: log
+    className: org.apache.storm.flux.wrappers.bolts.LogInfoBolt
 streams:
   - from: words
     to: store
     grouping: {{type: SHUFFLE}}
   - from: words
     to: lookup
+    grouping: {{type: SHUFFLE}}
+  - from: lookup
+    to: log
     grouping: {{type: SHUFFLE}}
 """
 
@@ -94,9 +99,14 @@ def test_a_flux_jdbc_insert_bolt_writes_and_a_lookup_bolt_declares_its_fields(re
         topo = load_flux(_file(tmp_path, f"jdbc:postgresql://127.0.0.1:{pg.port}/postgres"), filter_file=None,
                          env={})
         assert list(topo.component("lookup").output("default").fields) == ["word", "seen"]
-        run_in_process(topo, max_spout_calls=50, idle_calls=10)
+        res = run_in_process(topo, max_spout_calls=50, idle_calls=10, capture=["log"])
+        words = {"nathan", "mike", "jackson", "golda", "bertels"}
         got = {r[0] for r in pg.execute("SELECT DISTINCT word FROM seen")}
-        assert got and got <= {"nathan", "mike", "jackson", "golda", "bertels"}
+        assert got and got <= words
+        # every word looked up reaches the bolt after the lookup, with its count (the run polls
+        # the lookup bolt until its last batch is answered: heron_busy)
+        looked = res.received["log"]
+        assert len(looked) == 50 and all(t.values[0] in words and isinstance(t.values[1], int) for t in looked)
     finally:
         pg.destroy()
 
