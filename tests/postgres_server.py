@@ -3,7 +3,10 @@ folder, a free loopback port, its Unix socket in that folder), started and stopp
 never the system service. PostgreSQL refuses to run as root: as root the cluster belongs to the
 system user ``postgres`` (the package makes it) and its folder is made outside pytest's private
 temp folders so that user can reach it. ``postgres_or_skip`` skips with the reason when the
-server binaries or psycopg are missing."""
+server binaries or psycopg are missing. ``netns``: the server runs inside that network namespace
+(its commands under ``ip netns exec``, as root): its loopback port is then reachable only from
+inside it, so ``connect``/``execute`` of this process cannot reach it (a client there runs under
+``ip netns exec`` too)."""
 
 from __future__ import annotations
 
@@ -32,11 +35,12 @@ def free_port() -> int:
 class PostgresServer:
     """One cluster; ``stop``/``start`` restart it on the same port and data."""
 
-    def __init__(self, user: str = "heron", password: str = "heron-secret") -> None:
+    def __init__(self, user: str = "heron", password: str = "heron-secret", netns: str | None = None) -> None:
         if not (BIN / "initdb").exists():
             raise RuntimeError("postgresql 15 is not installed: apt-get install -y postgresql")
         self.folder = Path(tempfile.mkdtemp(prefix="heron-pg-"))
         self.as_root = os.geteuid() == 0
+        self.netns = netns
         self.data = self.folder / "data"
         self.port = free_port()
         self.user, self.password = user, password
@@ -59,6 +63,9 @@ class PostgresServer:
     def _run(self, cmd: list[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
         if self.as_root:
             cmd = ["runuser", "-u", "postgres", "--", *cmd]
+        if self.netns is not None:
+            # outermost: entering a namespace needs root, which runuser then drops
+            cmd = ["ip", "netns", "exec", self.netns, *cmd]
         r = subprocess.run(cmd, text=True, capture_output=True, timeout=timeout, cwd=self.folder)
         if r.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stdout[-1500:]} {r.stderr[-1500:]}")
@@ -138,7 +145,7 @@ class PostgresServer:
             return list(cur.fetchall()) if cur.description else []
 
 
-def postgres_or_skip() -> PostgresServer:
+def postgres_or_skip(netns: str | None = None) -> PostgresServer:
     try:
         import psycopg  # noqa: F401
     except ImportError:
@@ -147,4 +154,4 @@ def postgres_or_skip() -> PostgresServer:
         pytest.skip("postgresql 15 is missing: apt-get install -y postgresql")
     if os.geteuid() == 0 and shutil.which("runuser") is None:
         pytest.skip("running as root without runuser: PostgreSQL cannot run as root")
-    return PostgresServer()
+    return PostgresServer(netns=netns)

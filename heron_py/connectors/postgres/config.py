@@ -11,6 +11,8 @@ from heron_py.connectors.base import RetryPolicy
 from heron_py.connectors.common import config_error, opt_bool, opt_fields, opt_int, opt_str
 
 REQUIREMENT = ("psycopg", "heron-py[postgres]")
+TCP_TIMEOUT_MS = 30_000
+TCP_TIMEOUT_MAX_MS = 2**31 - 1  # libpq parses tcp_user_timeout as an int
 ON_CONFLICT = ("error", "nothing", "update")
 
 
@@ -18,7 +20,9 @@ ON_CONFLICT = ("error", "nothing", "update")
 class ServerConfig:
     """Where the server is: ``postgres.url`` (postgresql://user:password@host:port/dbname) or
     ``postgres.host``/``port``/``user``/``password``/``dbname``; ``postgres.query.timeout.secs``
-    is storm-jdbc's queryTimeoutSecs (the session's statement_timeout; 0: none)."""
+    is storm-jdbc's queryTimeoutSecs (the session's statement_timeout; 0: none);
+    ``postgres.tcp.timeout.ms`` bounds how long a silent peer (a partition, a host gone: no FIN,
+    no RST) holds a call, through libpq's TCP options (0: the OS's TCP defaults)."""
 
     host: str
     port: int
@@ -27,6 +31,7 @@ class ServerConfig:
     dbname: str
     connect_timeout_s: int
     query_timeout_s: int
+    tcp_timeout_ms: int = TCP_TIMEOUT_MS
 
     def address(self) -> str:
         """For messages: never the password."""
@@ -35,16 +40,42 @@ class ServerConfig:
     def connect(self, autocommit: bool = False) -> Any:
         import psycopg
 
+        # libpq's keyword parameters: psycopg types them as its catch-all **kwargs
+        tcp: dict[str, Any] = dict(self.tcp_options())
         return psycopg.connect(host=self.host, port=self.port, user=self.user, password=self.password,
                                dbname=self.dbname, connect_timeout=self.connect_timeout_s, autocommit=autocommit,
                                options=f"-c statement_timeout={self.query_timeout_s * 1000}",
-                               application_name="heron-py")
+                               application_name="heron-py", **tcp)
+
+    def tcp_options(self) -> dict[str, int]:
+        """libpq's TCP options from ``postgres.tcp.timeout.ms`` (t). Without them a silent peer
+        holds a query in flight for the OS's defaults: ~15 min while data is unacknowledged
+        (tcp_retries2), ~2 h while waiting for a reply (keepalives off, then idle 7200 s).
+        tcp_user_timeout (t ms) ends the first case; keepalives (idle t/3, every t/9, whole
+        seconds, at least 1) end the second: Linux drops the connection at the first unanswered
+        probe t after the last reply (without tcp_user_timeout, after 3 probes: ~2t/3). A frozen
+        server's kernel still ACKs both, so neither fires for it: that wait stays unbounded, as
+        documented."""
+        t = self.tcp_timeout_ms
+        if t == 0:
+            return {}
+        opts = {"keepalives": 1, "keepalives_idle": max(1, t // 3000), "keepalives_interval": max(1, t // 9000),
+                "keepalives_count": 3}
+        import psycopg
+
+        if psycopg.pq.version() >= 120000:  # older libpq refuses the unknown option at connect
+            opts["tcp_user_timeout"] = t
+        return opts
 
 
 def server_config(conf: dict[str, Any], where: str) -> ServerConfig:
     url = opt_str(conf, where, "postgres.url", None)
     timeout = opt_int(conf, where, "postgres.query.timeout.secs", 30, 0)
     connect_timeout = max(1, opt_int(conf, where, "postgres.connect.timeout.ms", 5000, 1) // 1000)
+    tcp_timeout = opt_int(conf, where, "postgres.tcp.timeout.ms", TCP_TIMEOUT_MS, 0)
+    if tcp_timeout > TCP_TIMEOUT_MAX_MS:
+        raise config_error(where, "postgres.tcp.timeout.ms", f"an integer from 0 to {TCP_TIMEOUT_MAX_MS}",
+                           conf.get("postgres.tcp.timeout.ms"))
     if url is not None:
         u = urlsplit(url)
         try:
@@ -55,14 +86,14 @@ def server_config(conf: dict[str, Any], where: str) -> ServerConfig:
             raise config_error(where, "postgres.url", "postgresql://user:password@host:port/dbname", url)
         return ServerConfig(host=u.hostname, port=port or 5432, user=unquote(u.username or "postgres"),
                             password=unquote(u.password) if u.password else None, dbname=unquote(u.path[1:]),
-                            connect_timeout_s=connect_timeout, query_timeout_s=timeout)
+                            connect_timeout_s=connect_timeout, query_timeout_s=timeout, tcp_timeout_ms=tcp_timeout)
     password = conf.get("postgres.password")
     return ServerConfig(host=opt_str(conf, where, "postgres.host", "127.0.0.1") or "127.0.0.1",
                         port=opt_int(conf, where, "postgres.port", 5432, 1),
                         user=opt_str(conf, where, "postgres.user", "postgres") or "postgres",
                         password=None if password in (None, "") else str(password),
                         dbname=opt_str(conf, where, "postgres.dbname", "postgres") or "postgres",
-                        connect_timeout_s=connect_timeout, query_timeout_s=timeout)
+                        connect_timeout_s=connect_timeout, query_timeout_s=timeout, tcp_timeout_ms=tcp_timeout)
 
 
 def reconnect_policy(conf: dict[str, Any], where: str) -> RetryPolicy:
