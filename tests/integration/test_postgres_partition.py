@@ -23,13 +23,10 @@ still blocked after that bound, and completes once the link heals and the lock i
 from __future__ import annotations
 
 import json
-import os
 import queue
-import shutil
 import subprocess
 import sys
 import threading
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,6 +36,7 @@ import pytest
 
 from heron_py.connectors.base import ConnectorConfigError
 from heron_py.connectors.postgres.config import insert_config
+from tests.netns import blackhole, heal, network_namespace
 from tests.postgres_server import PostgresServer, postgres_or_skip
 
 pytestmark = pytest.mark.integration
@@ -112,53 +110,16 @@ b.cleanup()
 """
 
 
-def _why_not() -> str | None:
-    if os.geteuid() != 0:
-        return f"needs root for a network namespace and iptables; running as uid {os.geteuid()}"
-    for tool in ("ip", "iptables"):
-        if shutil.which(tool) is None:
-            return f"no `{tool}` command"
-    return None
-
-
-def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    r = subprocess.run(list(argv), text=True, capture_output=True, timeout=60)
-    if check and r.returncode != 0:
-        raise AssertionError(f"{' '.join(argv)} failed ({r.returncode}): {r.stdout}{r.stderr}")
-    return r
-
-
 @pytest.fixture(scope="module")
 def netns_pg() -> Iterator[tuple[str, PostgresServer]]:
     """A network namespace with its loopback up and a PostgreSQL server inside; the server is
     stopped (pg_ctl under ip netns exec) and the namespace deleted, with its rules, afterwards."""
-    why = _why_not()
-    if why:
-        pytest.skip(why)
-    ns = f"hpypg{uuid.uuid4().hex[:8]}"
-    r = _run("ip", "netns", "add", ns, check=False)
-    if r.returncode != 0:
-        pytest.skip(f"cannot create a network namespace (ip netns add {ns}): {r.stderr.strip()}")
-    server: PostgresServer | None = None
-    try:
-        _run("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
-        probe = _run("ip", "netns", "exec", ns, "iptables", "-L", "-n", check=False)
-        if probe.returncode != 0:
-            pytest.skip(f"iptables does not work in a network namespace: {probe.stderr.strip()}")
+    with network_namespace("hpypg") as ns:
         server = postgres_or_skip(netns=ns)  # the other PostgreSQL tests' skips (binaries, psycopg)
-        yield ns, server
-    finally:
         try:
-            if server is not None:
-                server.destroy()
-        finally:  # the namespace goes even if pg_ctl stop failed
-            _run("ip", "netns", "del", ns, check=False)
-
-
-def _rules(ns: str, port: int, op: str) -> None:
-    # DROP, never REJECT: a partition answers nothing at all
-    _run("ip", "netns", "exec", ns, "iptables", op, "INPUT", "-p", "tcp", "--dport", str(port), "-j", "DROP")
-    _run("ip", "netns", "exec", ns, "iptables", op, "OUTPUT", "-p", "tcp", "--sport", str(port), "-j", "DROP")
+            yield ns, server
+        finally:
+            server.destroy()
 
 
 class Client:
@@ -209,10 +170,7 @@ def client(ns: str, server: PostgresServer, table: str, timeout_ms: int, mode: s
         yield c
     finally:
         c.close()
-        for chain, flag in (("INPUT", "--dport"), ("OUTPUT", "--sport")):
-            rule = [chain, "-p", "tcp", flag, str(server.port), "-j", "DROP"]
-            while _run("ip", "netns", "exec", ns, "iptables", "-C", *rule, check=False).returncode == 0:
-                _run("ip", "netns", "exec", ns, "iptables", "-D", *rule)
+        heal(ns, server.port)
 
 
 def test_the_option_is_read_once_and_validated():
@@ -254,7 +212,7 @@ def test_a_partition_fails_the_batch_within_the_tcp_timeout_and_its_replay_is_wr
         assert {k: ready["params"].get(k) for k in TCP_PARAMS} == dict(zip(TCP_PARAMS, ["1", "1", "1", "3", "3000"],
                                                                            strict=True))
         assert (ready["acked"], ready["failed"]) == ([100], [])
-        _rules(ns, server.port, "-I")
+        blackhole(ns, server.port)
         c.tell("partitioned")
         cut = c.read("partitioned")
         print(f"{mode}: the batch failed {cut['after_s']} s after the partition (postgres.tcp.timeout.ms "
@@ -262,7 +220,7 @@ def test_a_partition_fails_the_batch_within_the_tcp_timeout_and_its_replay_is_wr
         assert cut["returned"] and cut["after_s"] < BOUND_S, cut  # liveness: bounded, not hung
         assert (cut["acked"], cut["failed"]) == ([100], list(range(5))), cut  # nothing acked while cut off
         assert cut["lines"] == [unreachable]
-        _rules(ns, server.port, "-D")
+        heal(ns, server.port)
         c.tell("healed")
         healed = c.read("healed")
     assert healed["returned"]
@@ -281,12 +239,12 @@ def test_without_the_option_a_partition_holds_the_call_until_it_heals(netns_pg):
     with client(ns, server, "part_no_timeout", 0, "awaiting-reply") as c:
         ready = c.read("ready")
         assert {k: ready["params"].get(k) for k in TCP_PARAMS} == dict.fromkeys(TCP_PARAMS)
-        _rules(ns, server.port, "-I")
+        blackhole(ns, server.port)
         c.tell("partitioned")
         cut = c.read("partitioned")
         assert not cut["returned"] and cut["after_s"] >= BOUND_S, cut
         assert (cut["acked"], cut["failed"], cut["lines"]) == ([100], [], []), cut
-        _rules(ns, server.port, "-D")
+        heal(ns, server.port)
         c.tell("healed")
         healed = c.read("healed")
     assert healed["returned"]

@@ -19,11 +19,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +31,7 @@ from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import LocalFsStateManager
 from heron_py.testing.local import complete_lines
 from tests.conftest import EXAMPLES
+from tests.netns import blackhole, network_namespace, run
 from tests.support import wait_for as _wait
 
 pytestmark = pytest.mark.integration
@@ -40,39 +39,10 @@ pytestmark = pytest.mark.integration
 LOST_AFTER_S = 3
 
 
-def _why_not() -> str | None:
-    if os.geteuid() != 0:
-        return f"needs root for a network namespace and iptables; running as uid {os.geteuid()}"
-    for tool in ("ip", "iptables", "ss"):
-        if shutil.which(tool) is None:
-            return f"no `{tool}` command"
-    return None
-
-
-def _run(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    r = subprocess.run(list(argv), text=True, capture_output=True, timeout=60)
-    if check and r.returncode != 0:
-        raise AssertionError(f"{' '.join(argv)} failed ({r.returncode}): {r.stdout}{r.stderr}")
-    return r
-
-
 @pytest.fixture
 def netns() -> Iterator[str]:
-    why = _why_not()
-    if why:
-        pytest.skip(why)
-    name = f"hpysil{uuid.uuid4().hex[:8]}"
-    r = _run("ip", "netns", "add", name, check=False)
-    if r.returncode != 0:
-        pytest.skip(f"cannot create a network namespace (ip netns add {name}): {r.stderr.strip()}")
-    try:
-        _run("ip", "netns", "exec", name, "ip", "link", "set", "lo", "up")
-        probe = _run("ip", "netns", "exec", name, "iptables", "-L", "-n", check=False)
-        if probe.returncode != 0:
-            pytest.skip(f"iptables does not work in a network namespace: {probe.stderr.strip()}")
+    with network_namespace("hpysil", tools=("ip", "iptables", "ss")) as name:
         yield name
-    finally:
-        _run("ip", "netns", "del", name, check=False)
 
 
 def _cli(ns: str, home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -83,7 +53,7 @@ def _cli(ns: str, home: Path, *args: str, timeout: float = 120) -> subprocess.Co
 
 def _tcp_ports_of(ns: str, pids: set[int]) -> set[int]:
     """The local ports of every TCP socket (listening or connected) the processes hold."""
-    out = _run("ip", "netns", "exec", ns, "ss", "-tanpH").stdout
+    out = run("ip", "netns", "exec", ns, "ss", "-tanpH").stdout
     ports = set()
     for line in out.splitlines():
         owners = {int(p) for p in re.findall(r"pid=(\d+)", line)}
@@ -94,10 +64,8 @@ def _tcp_ports_of(ns: str, pids: set[int]) -> set[int]:
 
 
 def _blackhole(ns: str, ports: set[int]) -> None:
-    for port in sorted(ports):
-        # DROP, never REJECT: a dead host answers nothing at all
-        _run("ip", "netns", "exec", ns, "iptables", "-I", "INPUT", "-p", "tcp", "--dport", str(port), "-j", "DROP")
-        _run("ip", "netns", "exec", ns, "iptables", "-I", "OUTPUT", "-p", "tcp", "--sport", str(port), "-j", "DROP")
+    for port in sorted(ports):  # a dead host answers nothing at all
+        blackhole(ns, port)
 
 
 def _logs(home: Path, name: str, pattern: str) -> str:
