@@ -122,3 +122,30 @@ def task_pid(home: Path, name: str, component: str) -> int:
     if not pids:
         raise AssertionError(f"no {component} task")
     return pids[min(pids)]
+
+
+def ack_all_until(s: Any, d: Delegate, n: int, fault: Any, finished: Any, timeout_s: float = 60.0) -> set[Any]:
+    """A spout on the real clock: ``next_tuple`` in a loop, every emit acked at once (its second
+    value, the record's, kept); ``fault()`` runs once a third of ``n`` records was seen; the loop
+    ends when all ``n`` were seen and ``finished()`` (after one more ``next_tuple``, for the last
+    acks) says the source holds nothing unacknowledged, or at the timeout. The values seen."""
+    import time
+
+    seen: set[Any] = set()
+    done, faulted = 0, False
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        s.next_tuple()
+        for v, tid in d.emitted[done:]:
+            seen.add(v[1])
+            s.ack(tid)
+        done = len(d.emitted)
+        if not faulted and len(seen) >= n // 3:
+            faulted = True
+            fault()
+        if len(seen) == n:
+            s.next_tuple()
+            if finished():
+                break
+    return seen
+

@@ -75,24 +75,14 @@ def run_spout(server: Any, fault: Any, queue: str, n: int = 300, **conf: Any) ->
                                                   "rabbitmq.prefetch": 20, "rabbitmq.timeout.ms": 1000,
                                                   "rabbitmq.reconnect.max.ms": 500, **conf},
                                   time.monotonic, connector_support.Context("rabbit"))
-    seen: set[str] = set()
-    done, faulted = 0, False
-    deadline = time.monotonic() + 60
+    def finished() -> bool:
+        if server.depth(queue) == (0, 0):
+            return True
+        time.sleep(0.2)
+        return False
+
     try:
-        while time.monotonic() < deadline:
-            s.next_tuple()
-            for v, tid in d.emitted[done:]:
-                seen.add(v[1])
-                s.ack(tid)
-            done = len(d.emitted)
-            if not faulted and len(seen) >= n // 3:
-                faulted = True
-                fault(s, d)
-            if len(seen) == n:
-                s.next_tuple()
-                if server.depth(queue) == (0, 0):
-                    break
-                time.sleep(0.2)
+        seen: set[str] = connector_support.ack_all_until(s, d, n, lambda: fault(s, d), finished)
     finally:
         server.thaw()
     s.close()

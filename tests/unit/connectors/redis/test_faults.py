@@ -102,23 +102,11 @@ def run_spout(server: Any, r: Any, fault: Any, n: int = 400, **conf: Any) -> tup
 
     producer = threading.Thread(target=produce, daemon=True)
     producer.start()
-    seen: set[str] = set()
-    done, faulted = 0, False
-    deadline = time.monotonic() + 60
+    def finished() -> bool:  # every entry XADDed, and every XACK in (the last ones at the last loop)
+        return not producer.is_alive() and r.xpending("s", "g")["pending"] == 0
+
     try:
-        while time.monotonic() < deadline:
-            s.next_tuple()
-            for v, tid in d.emitted[done:]:
-                seen.add(v[1])
-                s.ack(tid)
-            done = len(d.emitted)
-            if not faulted and len(seen) >= n // 3:
-                faulted = True
-                fault(lines(d))
-            if len(seen) == n and not producer.is_alive():
-                s.next_tuple()  # the last XACKs
-                if r.xpending("s", "g")["pending"] == 0:
-                    break
+        seen: set[str] = connector_support.ack_all_until(s, d, n, lambda: fault(lines(d)), finished)
     finally:
         server.thaw()
         producer.join(30)
