@@ -17,11 +17,12 @@ import signal
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.server_faults import ServerFaults
 
 BIN = Path("/usr/lib/postgresql/15/bin")
 
@@ -32,7 +33,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class PostgresServer:
+class PostgresServer(ServerFaults):
     """One cluster; ``stop``/``start`` restart it on the same port and data."""
 
     def __init__(self, user: str = "heron", password: str = "heron-secret", netns: str | None = None) -> None:
@@ -114,21 +115,7 @@ class PostgresServer:
                 os.kill(pid, signal.SIGCONT)
         self._frozen = []
 
-    def reset_connections(self) -> int:
-        """Kills every TCP connection to the server with ``ss -K`` (tests.redis_server's)."""
-        from tests.redis_server import reset_connections
 
-        return reset_connections(self.port)
-
-    @contextlib.contextmanager
-    def frozen(self) -> Iterator[None]:
-        """Frozen inside the block, and always resumed after it (a stopped server would hang the
-        fixture's ``pg_ctl stop``)."""
-        self.freeze()
-        try:
-            yield
-        finally:
-            self.thaw()
 
     def destroy(self) -> None:
         self.stop()

@@ -8,7 +8,6 @@ back: a restart mid-run)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
@@ -16,11 +15,12 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.server_faults import ServerFaults
 
 SBIN = Path("/usr/lib/rabbitmq/bin")
 
@@ -37,7 +37,7 @@ def _binary(name: str) -> str | None:
     return shutil.which(name)
 
 
-class RabbitMQServer:
+class RabbitMQServer(ServerFaults):
     """One RabbitMQ node; ``stop``/``start`` restart it with the same name, port and data."""
 
     def __init__(self, folder: Path, user: str = "heron", password: str = "heron-secret") -> None:
@@ -132,21 +132,7 @@ class RabbitMQServer:
             os.kill(pid, signal.SIGCONT)
             self._frozen = None
 
-    def reset_connections(self) -> int:
-        """Kills every TCP connection to the server with ``ss -K`` (tests.redis_server's)."""
-        from tests.redis_server import reset_connections
 
-        return reset_connections(self.port)
-
-    @contextlib.contextmanager
-    def frozen(self) -> Iterator[None]:
-        """Frozen inside the block, and always resumed after it (a stopped node would hang the
-        fixture's ``rabbitmqctl stop``)."""
-        self.freeze()
-        try:
-            yield
-        finally:
-            self.thaw()
 
     def connection(self) -> Any:
         import pika

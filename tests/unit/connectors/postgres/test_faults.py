@@ -17,7 +17,7 @@ from heron_py.connectors.postgres import PostgresInsertBolt
 from tests import connector_support
 from tests.connector_support import Clock, tup
 from tests.postgres_server import postgres_or_skip
-from tests.redis_server import can_reset_connections
+from tests.server_faults import can_reset_connections
 
 
 @pytest.fixture(scope="module")

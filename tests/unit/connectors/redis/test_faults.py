@@ -18,7 +18,7 @@ from heron_py.connectors.redis import RedisStreamBolt, RedisStreamSpout
 from heron_py.connectors.redis.config import stream_spout_config
 from tests import connector_support
 from tests.connector_support import Clock, Delegate, tup
-from tests.redis_server import can_reset_connections
+from tests.server_faults import can_reset_connections
 
 
 class Context(connector_support.Context):
