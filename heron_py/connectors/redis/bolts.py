@@ -205,6 +205,14 @@ class _MappedBolt(RedisBatchBolt):
         return field_value(key)
 
     @classmethod
+    def spec(cls, name: str | None = None, inputs: Any = None, par: int = 1, config: dict[str, Any] | None = None,
+             optional_outputs: list[Any] | None = None) -> Any:
+        """The mapper is checked here: a bad one is refused at submit, not in the task."""
+        conf = dict(config or {})
+        mapper_from_config(conf, f"{cls.kind} '{name}'", cls.role)
+        return cls._spec(name, inputs, par, conf, cls.outputs, optional_outputs)
+
+    @classmethod
     def _spec(cls, name: str | None, inputs: Any, par: int, config: dict[str, Any] | None, outputs: Any,
               optional_outputs: list[Any] | None) -> Any:
         from heron_py.api.component.component_spec import HeronComponentSpec

@@ -200,3 +200,23 @@ def test_filter_options_refused_at_submit_verbatim(conf, line):
     with pytest.raises(ConnectorConfigError) as e:
         RedisFilterBolt.spec(name="f", inputs={}, config=conf)
     assert str(e.value) == line
+
+
+def test_a_store_bolts_mapper_is_refused_at_submit_not_in_the_task():
+    class NoValue:  # a store mapper without get_value_from_tuple
+        def get_data_type_description(self):  # type: ignore[no-untyped-def]
+            return None
+
+        def get_key_from_tuple(self, tup):  # type: ignore[no-untyped-def]
+            return tup
+
+    with pytest.raises(ConnectorConfigError) as e:
+        RedisStoreBolt.spec(name="s", inputs={}, config={"redis.mapper": NoValue()})
+    assert str(e.value).startswith(
+        "redis store bolt 's': config redis.mapper: expected a store mapper with get_data_type_description, "
+        "get_key_from_tuple, get_value_from_tuple, found <")
+    with pytest.raises(ConnectorConfigError) as e:
+        RedisStoreBolt.spec(name="s", inputs={}, config={"redis.data.type": "GEO"})
+    assert str(e.value) == ("redis store bolt 's': config redis.additional.key: expected the geo set's name (data "
+                            "type GEO), found None")
+    assert RedisStoreBolt.spec(name="s", inputs={}, config={"redis.data.type": "STRING"}).outputs == []
