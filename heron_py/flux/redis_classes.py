@@ -83,10 +83,7 @@ def _bolt(cls: Any, kind: str, role: str) -> Maker:
         config = {**args[0].options, "redis.mapper": args[1], **component_config(ctx, obj)}
         if stream is not None:
             config["redis.filter.stream"] = stream
-        try:
-            from heron_py.connectors.redis.mappers import mapper_from_config
-
-            mapper_from_config(config, f"{kind} '{obj.id}'", role)  # refused now, not in the task
+        try:  # spec() checks the mapper: refused now, not in the task
             spec: HeronComponentSpec = cls.spec(name=obj.id, inputs=inputs, par=obj.parallelism, config=config)
         except ConnectorConfigError as e:
             raise ctx.err(obj.where, str(e)) from None

@@ -207,18 +207,20 @@ class _MappedBolt(RedisBatchBolt):
     @classmethod
     def spec(cls, name: str | None = None, inputs: Any = None, par: int = 1, config: dict[str, Any] | None = None,
              optional_outputs: list[Any] | None = None) -> Any:
-        """The mapper is checked here: a bad one is refused at submit, not in the task."""
-        conf = dict(config or {})
-        mapper_from_config(conf, f"{cls.kind} '{name}'", cls.role)
-        return cls._spec(name, inputs, par, conf, cls.outputs, optional_outputs)
-
-    @classmethod
-    def _spec(cls, name: str | None, inputs: Any, par: int, config: dict[str, Any] | None, outputs: Any,
-              optional_outputs: list[Any] | None) -> Any:
+        """The mapper is checked here: a bad one is refused at submit, not in the task; the
+        outputs are ``outputs_of`` the mapper."""
         from heron_py.api.component.component_spec import HeronComponentSpec
 
+        conf = dict(config or {})
+        where = f"{cls.kind} '{name}'"
+        outputs = cls.outputs_of(mapper_from_config(conf, where, cls.role), conf, where)
         return HeronComponentSpec(name, cls, False, par, inputs=inputs,
-                                  outputs=[*outputs, *list(optional_outputs or [])], config=config)
+                                  outputs=[*outputs, *list(optional_outputs or [])], config=conf)
+
+    @classmethod
+    def outputs_of(cls, mapper: Any, conf: dict[str, Any], where: str) -> list[Any]:
+        """What the bolt declares (a store bolt: nothing)."""
+        return list(cls.outputs)
 
 
 class RedisStoreBolt(_MappedBolt):
@@ -248,12 +250,9 @@ class RedisLookupBolt(_MappedBolt):
     mapper: RedisLookupMapper
 
     @classmethod
-    def spec(cls, name: str | None = None, inputs: Any = None, par: int = 1, config: dict[str, Any] | None = None,
-             optional_outputs: list[Any] | None = None) -> Any:
-        """The outputs are the mapper's ``declare_output_fields()``."""
-        conf = dict(config or {})
-        mapper: Any = mapper_from_config(conf, f"{cls.kind} '{name}'", cls.role)
-        return cls._spec(name, inputs, par, conf, mapper.declare_output_fields(), optional_outputs)
+    def outputs_of(cls, mapper: Any, conf: dict[str, Any], where: str) -> list[Any]:
+        """The mapper's ``declare_output_fields()``."""
+        return list(mapper.declare_output_fields())
 
     def prepare(self, tup: Any) -> Any:
         return self.key_of(tup)
@@ -278,24 +277,17 @@ class RedisFilterBolt(_MappedBolt):
     role = "filter"
 
     @classmethod
-    def spec(cls, name: str | None = None, inputs: Any = None, par: int = 1, config: dict[str, Any] | None = None,
-             optional_outputs: list[Any] | None = None) -> Any:
+    def outputs_of(cls, mapper: Any, conf: dict[str, Any], where: str) -> list[Any]:
+        """The mapper's ``declare_output_fields()`` on the filter's stream."""
         from heron_py.api.stream import Stream
 
-        conf = dict(config or {})
-        where = f"{cls.kind} '{name}'"
-        mapper: Any = mapper_from_config(conf, where, cls.role)
         _check_filterable(mapper.get_data_type_description(), where)
-        stream = opt_str(conf, where, "redis.filter.stream", Stream.DEFAULT_STREAM_ID) or Stream.DEFAULT_STREAM_ID
-        return cls._spec(name, inputs, par, conf, [Stream(list(mapper.declare_output_fields()), name=stream)],
-                         optional_outputs)
+        return [Stream(list(mapper.declare_output_fields()), name=_filter_stream(conf, where))]
 
     def setup(self, config: dict[str, Any]) -> None:
-        from heron_py.api.stream import Stream
-
         super().setup(config)
         _check_filterable(self.desc, self.where)
-        self.stream = opt_str(config, self.where, "redis.filter.stream", None) or Stream.DEFAULT_STREAM_ID
+        self.stream = _filter_stream(config, self.where)
         self.counts.update({"passed": 0, "dropped": 0})
 
     def prepare(self, tup: Any) -> Any:
@@ -311,6 +303,12 @@ class RedisFilterBolt(_MappedBolt):
         else:
             self.counts["dropped"] += 1
         self.ack(tup)
+
+
+def _filter_stream(conf: dict[str, Any], where: str) -> str:
+    from heron_py.api.stream import Stream
+
+    return opt_str(conf, where, "redis.filter.stream", None) or Stream.DEFAULT_STREAM_ID
 
 
 def _check_filterable(desc: Any, where: str) -> None:
