@@ -172,9 +172,8 @@ class TaskRunner:
             return True
         cfg = StatefulConfig.from_config(host.plan.topology.config)
         # the executor passes the folder (unused with Redis); the same default as the master's otherwise
-        config = host.plan.topology.config
-        storage = open_checkpoint_storage(config, heron_home(), secret=self._secret, root=self._checkpoint_root)
-        where = checkpoint_location(config, heron_home(), self._checkpoint_root)
+        storage = open_checkpoint_storage(cfg, heron_home(), secret=self._secret, root=self._checkpoint_root)
+        where = checkpoint_location(cfg, heron_home(), self._checkpoint_root)
         rt = self.stateful = StatefulTask(host, storage, self.topology or host.plan.topology.name,
                                           self.outbox.send, align_bytes=cfg.align_bytes, log=self._log,
                                           clock=self._clock)

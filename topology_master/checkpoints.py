@@ -432,12 +432,12 @@ def driver_for(topology: str, topo: TopologyDef, packing: PackingPlan, home: Pat
         return None
     cfg = StatefulConfig.from_config(topo.config)
     log.info("effectively once: a checkpoint every %gs, kept in %s", cfg.interval_s,
-             checkpoint_location(topo.config, home))
+             checkpoint_location(cfg, home))
     if epoch is None:
         log.warning("effectively once: no master epoch given; restore ids come from the wall clock")
     return CheckpointDriver(topology, {t.task_id: t.component for t in packing.tasks},
                             CoordinatorConfig.from_config(topo.config),
-                            open_checkpoint_storage(topo.config, home, secret=secret),
+                            open_checkpoint_storage(cfg, home, secret=secret),
                             epoch=epoch or 0, legacy_wall_ids=epoch is None, send_all=send_all, log=log,
                             session_ok=session_ok, epoch_now=epoch_now, state_changed=state_changed)
 

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from heron_py.checkpoint.select import uses_redis
 from heron_py.checkpoint.storage import CHECKPOINT_KEY_FILE, checkpoint_root
 from heron_py.common.alive import ALIVE_ENV, EXECUTOR_ENV, silent_for
 from heron_py.common.atomic import SweepTarget, atomic_write_bytes, atomic_write_text, sweep_temp_files
@@ -180,10 +179,10 @@ class Executor:
         try:
             self.log_caps = LogCaps.from_config(topology.config)
             self.liveness_timeout_s, heartbeat_args = _liveness(topology.config, self._liveness_given)
-            ckpt_root = checkpoint_root(self.paths.home, StatefulConfig.from_config(topology.config).root)
+            ckpt_root = checkpoint_root(self.paths.home, (stateful := StatefulConfig.from_config(topology.config)).root)
         except ConfigError as e:
             raise SystemExit(f"executor {self.container}: topology '{self.topology}': {e}") from None
-        self._sweep_temp_files(workdir, None if uses_redis(topology.config) else ckpt_root / self.topology)
+        self._sweep_temp_files(workdir, None if stateful.storage == "redis" else ckpt_root / self.topology)
         self.fork_server = bool(FORK_SERVER.parse(topology.config))
         if not self.fork_server and self.zygote is not None:
             self.zygote.stop()

@@ -216,6 +216,7 @@ class KafkaSpout(Spout):
         from pathlib import Path
 
         from heron_py.checkpoint.select import open_checkpoint_storage
+        from heron_py.common.config import StatefulConfig
 
         if self.cfg.guarantee is not PG.AT_LEAST_ONCE:
             self.log(f"{self.where}: kafka.processing.guarantee {self.cfg.guarantee.value} is ignored in "
@@ -226,7 +227,8 @@ class KafkaSpout(Spout):
         # the spout reads (never writes) the checkpoint storage to learn which checkpoints the
         # master declared complete: the engine has no "checkpoint complete" callback
         home = Path(os.environ.get("HERON_PY_HOME", "."))
-        self._storage = open_checkpoint_storage(config, home)  # files or Redis, as the master's
+        # files or Redis, as the master's
+        self._storage = open_checkpoint_storage(StatefulConfig.from_config(config), home)
         if self._restored:
             self.log(f"{self.where}: restored positions " +
                      ", ".join(f"{t}-{p}@{o}" for (t, p), o in sorted(self._restored.items())))

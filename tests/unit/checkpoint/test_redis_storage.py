@@ -22,7 +22,7 @@ from heron_py.api.state.stateful_component import StatefulComponent
 from heron_py.api.topology import TopologyBuilder
 from heron_py.checkpoint.failures import is_transient_load_error
 from heron_py.checkpoint.redis_storage import RedisCheckpointError, RedisCheckpointStorage
-from heron_py.checkpoint.select import checkpoint_location, open_checkpoint_storage, uses_redis
+from heron_py.checkpoint.select import checkpoint_location, open_checkpoint_storage
 from heron_py.checkpoint.storage import (
     CheckpointError,
     CorruptCheckpointError,
@@ -434,12 +434,15 @@ def test_the_factory_and_the_kube_rule_follow_the_storage(tmp_path: Path) -> Non
     pytest.importorskip("redis")
     redis_cfg = {**EO, "heron_py.checkpoint.storage": "redis",
                  "heron_py.checkpoint.redis.url": "redis://:pw@127.0.0.1:6390/1"}
-    s = open_checkpoint_storage(redis_cfg, tmp_path, secret=SECRET)
+    redis_stateful, local_stateful = StatefulConfig.from_config(redis_cfg), StatefulConfig.from_config(EO)
+    s = open_checkpoint_storage(redis_stateful, tmp_path, secret=SECRET)
     assert isinstance(s, RedisCheckpointStorage) and s.where == "redis://:***@127.0.0.1:6390/1"
-    assert checkpoint_location(redis_cfg, tmp_path) == "redis redis://:***@127.0.0.1:6390/1" and uses_redis(redis_cfg)
-    local = open_checkpoint_storage(EO, tmp_path, root=tmp_path / "given")
+    assert checkpoint_location(redis_stateful, tmp_path) == "redis redis://:***@127.0.0.1:6390/1"
+    assert redis_stateful.storage == "redis"
+    local = open_checkpoint_storage(local_stateful, tmp_path, root=tmp_path / "given")
     assert isinstance(local, LocalFsStorage) and local.root == tmp_path / "given"
-    assert checkpoint_location(EO, tmp_path) == str(tmp_path / "checkpoints") and not uses_redis(EO)
+    assert checkpoint_location(local_stateful, tmp_path) == str(tmp_path / "checkpoints")
+    assert local_stateful.storage == "localfs"
     # on Kubernetes checkpoints in Redis need no shared volume; files still do
     assert checkpoint_root_problem("wc", redis_cfg) is None
     assert checkpoint_root_problem("wc", {**EO, "topology.state.provider": STORM_REDIS_PROVIDER}) is None
