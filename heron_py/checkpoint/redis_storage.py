@@ -50,6 +50,7 @@ from heron_py.checkpoint.storage import (
     encode_frame,
 )
 from heron_py.common.config import MISSING_REDIS_PY, redact_redis_url
+from heron_py.common.redis_client import redis_client
 
 T = TypeVar("T")
 KEY_PREFIX = "heron-py:ckpt:"
@@ -97,8 +98,6 @@ class RedisCheckpointStorage(CheckpointStorage):
                  retry_delay_s: float = 0.05, sleep: Callable[[float], None] = time.sleep) -> None:
         try:
             import redis
-            from redis.backoff import NoBackoff
-            from redis.retry import Retry
         except ImportError:
             raise CheckpointError(MISSING_REDIS_PY) from None
         self._redis = redis
@@ -109,10 +108,8 @@ class RedisCheckpointStorage(CheckpointStorage):
         self._sleep = sleep
         self._timeout_s = timeout_s
         self._waitaof: bool | None = None  # None: not tried yet; False: this server has no WAITAOF
-        # redis-py's own retries off: ours below count and report them, and its default (3 with
-        # backoff up to 10 s) would hold a task's save long past a checkpoint's timeout
-        self.client: Any = redis.Redis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s,
-                                                retry=Retry(NoBackoff(), 0))
+        # redis-py's own retries off (heron_py.common.redis_client): ours below count and report them
+        self.client: Any = redis_client(timeout_s, url)
         self._save_script = self.client.register_script(_SAVE_LUA)
         self._delete_script = self.client.register_script(_DELETE_LUA)
 

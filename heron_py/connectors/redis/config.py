@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from heron_py.common.redis_client import redis_client
 from heron_py.connectors.base import RetryPolicy
 from heron_py.connectors.common import config_error, opt_bool, opt_fields, opt_int, opt_str, retry_policy
 
@@ -33,17 +34,10 @@ class ServerConfig:
         return f"redis://{self.host}:{self.port}/{self.db}"
 
     def client(self) -> Any:
-        import redis
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
-
-        # no retries inside the client: the connector's own backoff retries, counts and logs
-        common: dict[str, Any] = {"socket_timeout": self.timeout_s, "socket_connect_timeout": self.timeout_s,
-                  "decode_responses": False, "retry": Retry(NoBackoff(), 0)}
         if self.url is not None:
-            return redis.Redis.from_url(self.url, **common)
-        return redis.Redis(host=self.host, port=self.port, db=self.db, username=self.username,
-                           password=self.password, **common)
+            return redis_client(self.timeout_s, self.url, decode_responses=False)
+        return redis_client(self.timeout_s, host=self.host, port=self.port, db=self.db, username=self.username,
+                            password=self.password, decode_responses=False)
 
 
 def server_config(conf: dict[str, Any], where: str) -> ServerConfig:

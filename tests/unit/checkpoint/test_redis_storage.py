@@ -46,6 +46,7 @@ from heron_py.runtime.host import HostOptions, make_host
 from heron_py.runtime.stateful import StatefulTask
 from heron_py.scheduler.kube import checkpoint_root_problem
 from proto import heron_py_pb2 as pb
+from tests.foreign import Foreign, Ours
 from tests.redis_server import RedisServer, free_port, redis_or_skip
 
 SECRET = b"k" * 32
@@ -247,20 +248,20 @@ def test_server_down_load_is_transient_after_quick_retries_and_save_fails_the_ch
     url = _dead_url()
     slept: list[float] = []
     s = RedisCheckpointStorage(url, secret=SECRET, retries=2, sleep=slept.append, timeout_s=1)
-    port = url.split(":")[2].split("/")[0]
-    refused = f"Error 111 connecting to 127.0.0.1:{port}. Connection refused."
+    refused = Foreign()  # redis-py's words for a refused connection
     with pytest.raises(TransientCheckpointError) as e:
         s.load("wc", 1, 0)
-    assert str(e.value) == f"checkpoint 1 of topology 'wc': task 0's state: redis server {url}: {refused}"
+    assert str(e.value) == Ours(f"checkpoint 1 of topology 'wc': task 0's state: redis server {url}: ", refused)
     assert slept == [0.05, 0.1]  # two quick retries, then the master's own backoff
     assert is_transient_load_error(f"TransientCheckpointError: {e.value}")
     with pytest.raises(RedisCheckpointError) as e2:
         s.save("wc", 1, 0, b"x")
-    assert str(e2.value) == f"checkpoint 1 of topology 'wc': cannot save task 0's state: redis server {url}: {refused}"
+    assert str(e2.value) == Ours(f"checkpoint 1 of topology 'wc': cannot save task 0's state: redis server {url}: ",
+                                 refused)
     # an OSError too: the master's listing and the Kafka spout retry it as an unreadable folder
     with pytest.raises(OSError) as e3:
         s.completed_ids("wc")
-    assert str(e3.value) == f"topology 'wc': cannot list its checkpoints: redis server {url}: {refused}"
+    assert str(e3.value) == Ours(f"topology 'wc': cannot list its checkpoints: redis server {url}: ", refused)
     with pytest.raises(RedisCheckpointError, match="cannot mark it complete"):
         s.mark_complete("wc", 1)
 
@@ -336,7 +337,7 @@ def test_a_task_whose_save_or_load_meets_a_server_down_reports_it_and_goes_on() 
     msg = pb.CheckpointSaved()
     msg.ParseFromString(saved[6:])
     assert msg.failed and msg.error.startswith(f"RedisCheckpointError: checkpoint 3 of topology 'eo': cannot save "
-                                               f"task {task}'s state: redis server {url}: Error 111 connecting")
+                                               f"task {task}'s state: redis server {url}: ")
     sent.clear()
     rt.restore(2, 3)
     [restored] = [f for f in sent if frame_type(f) == MsgType.STATE_RESTORED]

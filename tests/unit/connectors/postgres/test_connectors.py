@@ -16,6 +16,7 @@ from heron_py.connectors.postgres import Column, PostgresInsertBolt, PostgresLoo
 from heron_py.connectors.postgres.bolts import insert_sql
 from heron_py.connectors.postgres.config import insert_config, lookup_config
 from tests.connector_support import Clock, Context, Delegate, make, tup
+from tests.foreign import Foreign, Ours
 from tests.postgres_server import free_port, postgres_or_skip
 
 W = "postgres insert bolt 'p'"
@@ -181,9 +182,8 @@ def test_unreachable_server_is_retried_with_backoff_and_counted():
     b, d = make(PostgresInsertBolt, {"postgres.port": port, "postgres.table": "t", "postgres.batch.size": 1},
                 clock, ctx)
     b.process(tup(1, ["w"]))
-    line = (f"postgres insert bolt 'b' task 7: postgresql server postgresql://127.0.0.1:{port}/postgres unreachable "
-            f"(OperationalError: connection failed: connection to server at \"127.0.0.1\", port {port} failed: "
-            f"Connection refused); retrying with backoff (up to 5 s)")
+    line = Ours(f"postgres insert bolt 'b' task 7: postgresql server postgresql://127.0.0.1:{port}/postgres "
+                f"unreachable (", Foreign("OperationalError"), "); retrying with backoff (up to 5 s)")
     assert [ln for ln, _ in d.lines if "unreachable" in ln] == [line]
     assert len(d.failed) == 1
     b.process(tup(2, ["w"]))  # within the backoff: kept, not written
@@ -295,8 +295,8 @@ def test_a_server_stopped_mid_run_is_retried_with_backoff_counted_and_written_af
         again = tup(3, ["b", 2])
         b.process(again)  # a new connection is refused
         assert d.failed == [down, again] and b.counts["connection-errors"] == 2
-        assert d.lines[1] == (f"{head} (OperationalError: connection failed: connection to server at \"127.0.0.1\", "
-                              f"port {pg.port} failed: Connection refused); retrying with backoff (up to 5 s)", "warn")
+        assert d.lines[1] == (Ours(f"{head} (", Foreign("OperationalError"), "); retrying with backoff (up to 5 s)"),
+                              "warn")
         assert round(b.conn.next_try - clock.t, 3) == 0.2  # the backoff doubles
     finally:
         pg.start()

@@ -19,6 +19,7 @@ from heron_py.connectors.redis.mappers import mapper_from_config
 from heron_py.connectors.redis.spout import decode_entry, decode_flat
 from tests import connector_support
 from tests.connector_support import Clock, Delegate, tup
+from tests.foreign import Foreign, Ours
 from tests.redis_server import free_port, redis_or_skip
 
 
@@ -314,9 +315,8 @@ def test_unreachable_server_is_retried_with_backoff_and_counted(server, r):
     clock = Clock()
     s, d = make(RedisStreamSpout, {"redis.port": port, "redis.stream": "s", "redis.group": "g",
                                    "redis.reconnect.initial.ms": 100}, clock)
-    line = (f"redis stream spout 'redis' task 3: redis server redis://127.0.0.1:{port}/0 unreachable "
-            f"(ConnectionError: Error 111 connecting to 127.0.0.1:{port}. Connection refused.); retrying with backoff "
-            f"(up to 5 s)")
+    line = Ours(f"redis stream spout 'redis' task 3: redis server redis://127.0.0.1:{port}/0 unreachable (",
+                Foreign("ConnectionError"), "); retrying with backoff (up to 5 s)")
     pump(s, 1)
     assert [ln for ln, _ in d.lines if "unreachable" in ln] == [line]
     pump(s, 5)  # within the backoff: no new attempt
