@@ -164,6 +164,7 @@ class ComponentHost:
         self.component = plan.task(task_id).component
         comp = topo.component(self.component)
         raw = {**topo.config, **comp.config}
+        self._raw_conf = raw
         self.config = InstanceConfig.from_config(raw)
         self.conf = restore_config(raw)  # what the user's initialize() gets (and may change)
         self.clock = options.clock
@@ -174,7 +175,7 @@ class ComponentHost:
         self.reliability = Reliability.from_config(rel, clock=self.clock, metrics=self.metrics,
                                                    sample_every=self.config.latency_sample_every)
         self.context = TopologyContext(topo, plan.packing, task_id, self.conf)
-        context = self.context
+        context = self.context  # custom groupings are the topology's: prepared once, with the first
         self.emitter = Emitter(plan, task_id, self.config.batch_size, sink, custom_loader=loads_user_object,
                                prepare_custom=lambda g, c, s, targets: g.prepare(context, c, s, targets),
                                rng=options.rng,
@@ -217,8 +218,23 @@ class ComponentHost:
         self.emitter.discard()
         self.hooks = None
         self.active = False
+        self._new_context()
         self.user = self._new_user()
         self.auto_anchor = bool(getattr(self.user, "auto_anchor", False))
+
+    def _new_context(self) -> None:
+        """The new component gets what the first one got: its own config dict and a context
+        without the old one's metrics and task hooks, so its initialize() registers them again
+        as on a task's first start (a connector's metric registered twice was an error that
+        crashed the task at every restore). The runtime's own registrations (heronpy's
+        process-wide ``__auto__`` counter, registered once per process) carry over."""
+        old = self.context
+        self.conf = restore_config(self._raw_conf)
+        self.context = TopologyContext(self.plan.topology, self.plan.packing, self.task_id, self.conf)
+        auto = old.registered_metrics.get(global_metrics.root_name)
+        if auto is not None:
+            self.context.registered_metrics[global_metrics.root_name] = auto
+        self._user_due.clear()
 
     def initialize(self) -> None:
         self.user.initialize(self.conf, self.context)

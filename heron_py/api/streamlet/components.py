@@ -266,8 +266,8 @@ def fused_ops(config: dict[str, Any], component: str, load: Callable[[str], Any]
 
 
 def task_counter(context: Any, name: str) -> CountMetric:
-    """The task's CountMetric ``name``, registered at its first use; a restore makes a new
-    component on the same context, whose metrics stay registered, and it takes that one over."""
+    """The task's CountMetric ``name``, registered at its first use (the operators of one
+    component share it)."""
     registered = getattr(context, "registered_metrics", {})
     metric = registered.get(name, (None,))[0]
     if isinstance(metric, CountMetric):
@@ -278,18 +278,10 @@ def task_counter(context: Any, name: str) -> CountMetric:
 
 
 def register_chain_metrics(context: Any, chain: chain_mod.Chain, names: Sequence[str], failed: list[int]) -> None:
-    """Per operator, elements in, out and failed (``streamlet-op/NAME/in|out|failed``). A
-    restore makes a new component on the same context, whose metrics stay registered: they
-    are rebound."""
-    registered = getattr(context, "registered_metrics", {})
+    """Per operator, elements in, out and failed (``streamlet-op/NAME/in|out|failed``)."""
     for i, name in enumerate(names):
         for what, counts in (("in", chain.counts_in), ("out", chain.counts_out), ("failed", failed)):
-            key = f"{METRIC_PREFIX}{name}/{what}"
-            old = registered.get(key, (None,))[0]
-            if isinstance(old, ChainMetric):
-                old.rebind(counts)
-            else:
-                context.register_metric(key, ChainMetric(counts, i), METRIC_BUCKET_S)
+            context.register_metric(f"{METRIC_PREFIX}{name}/{what}", ChainMetric(counts, i), METRIC_BUCKET_S)
 
 
 def log_op_error(logger: Any, name: str, kind: str, element: Any, error: Exception, outcome: str) -> None:
@@ -307,9 +299,6 @@ class ChainMetric(IMetric):
         self.counts = counts
         self.index = index
         self.last = counts[index]
-
-    def rebind(self, counts: list[int]) -> None:
-        self.counts, self.last = counts, counts[self.index]
 
     def get_value_and_reset(self) -> int:
         now = self.counts[self.index]

@@ -115,14 +115,8 @@ class _KeyedBolt(StreamletBolt, StatefulComponent):
         self._register_metrics(context, values)
 
     def _register_metrics(self, context: Any, values: dict[Any, Any]) -> None:
-        """Once per task: a restore makes a new component on the same context, whose metrics
-        stay registered; the new one takes them over (the key count then reads its dict)."""
-        registered = getattr(context, "registered_metrics", {})
-        keys = registered.get(METRIC_KEYS, (None,))[0]
-        if isinstance(keys, KeyCountMetric):
-            keys.values = values
-        else:
-            context.register_metric(METRIC_KEYS, KeyCountMetric(values), METRIC_BUCKET_S)
+        """A restore makes a new component with a new context: it registers them again."""
+        context.register_metric(METRIC_KEYS, KeyCountMetric(values), METRIC_BUCKET_S)
         self._bad_inputs = task_counter(context, METRIC_BAD)
 
     def _bad(self, tup: Any, what: str, error: Exception) -> None:
