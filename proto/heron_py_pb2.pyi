@@ -287,3 +287,13 @@ class RollbackRequest(_message.Message):
     restore_id: int
     reason: str
     def __init__(self, container: _Optional[int] = ..., restore_id: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class RollbackAnswer(_message.Message):
+    __slots__ = ("restore_id", "acted", "reason")
+    RESTORE_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTED_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    restore_id: int
+    acted: bool
+    reason: str
+    def __init__(self, restore_id: _Optional[int] = ..., acted: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...

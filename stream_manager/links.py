@@ -62,9 +62,12 @@ class MasterLink:
     def __init__(self, *, topology: str, container: int, host: str, secret: bytes, state: StateManager,
                  log: logging.Logger, max_frame: int, routes: Routes, channel: MasterChannel,
                  instance_infos: Callable[[], list[pb.InstanceInfo]], metrics: Callable[[], pb.StmgrMetrics],
-                 sleep: Sleep = asyncio.sleep, tls: PeerTls | None = None,
-                 liveness: Liveness = DEFAULT_LIVENESS) -> None:
+                 unanswered: Callable[[], list[bytes]] = list, sleep: Sleep = asyncio.sleep,
+                 tls: PeerTls | None = None, liveness: Liveness = DEFAULT_LIVENESS) -> None:
+        """``unanswered``: requests the master has not answered yet (a rollback request), sent
+        again after registering and with every heartbeat, so none is lost with a link."""
         self.channel = channel
+        self._unanswered = unanswered
         self._liveness = liveness
         self._tls = tls
         self.port = 0  # ours, set once we listen
@@ -111,6 +114,7 @@ class MasterLink:
                 container=self._container, host=self._host, port=self.port, pid=os.getpid(),
                 instances=self._instance_infos()))
             self._log.info("registered with topology master at %s:%d (pid %d)", loc.host, loc.port, loc.pid)
+            conn.send_many(self._unanswered())
             while not follow.moved_from(loc):
                 await self._sleep(HEARTBEAT_S)
                 self.heartbeat(with_metrics=True)
@@ -128,6 +132,7 @@ class MasterLink:
         if with_metrics:
             hb.metrics.CopyFrom(self._metrics())
         conn.send_msg(MsgType.STMGR_HEARTBEAT, hb)
+        conn.send_many(self._unanswered())
 
     def close(self, reason: str) -> None:
         if self.channel.conn is not None:

@@ -238,16 +238,17 @@ class _Inbound(BaseHandler):
 
     def __init__(self, sm: StreamManager) -> None:
         self.sm = sm
+        self.peers_in: dict[int, Connection] = {}  # each peer's newest inbound connection
 
     def routes(self) -> Routes:
         sm, ckpt, fwd = self.sm, self.sm.ckpt, self.sm.forwarder
         return Routes("stmgr", [
             # the hot path: raw frames, routed on their header (never decoded here)
             on_raw("instance", MsgType.TUPLE_BATCH, self.instance_batch),
-            on_raw("instance", MsgType.CKPT_MARKER, self.instance_batch),
+            on_raw("instance", MsgType.CKPT_MARKER, self.instance_marker),
             on_raw("instance", MsgType.ACK_BATCH, self.instance_acks),
             on_raw("stmgr", MsgType.TUPLE_BATCH, self.peer_batch),
-            on_raw("stmgr", MsgType.CKPT_MARKER, self.peer_batch),
+            on_raw("stmgr", MsgType.CKPT_MARKER, self.peer_marker),
             on_raw("stmgr", MsgType.ACK_BATCH, lambda conn, frame: fwd.route(frame)),
             on("instance", MsgType.REGISTER_INSTANCE_REQUEST, pb.RegisterInstanceRequest, self.register),
             on("instance", MsgType.INSTANCE_METRICS, pb.InstanceMetrics,
@@ -256,7 +257,7 @@ class _Inbound(BaseHandler):
             relay("instance", MsgType.CHECKPOINT_SAVED, lambda conn, frame: ckpt.to_master(frame)),
             on("instance", MsgType.STATE_RESTORED, pb.StateRestored, ckpt.on_state_restored),
             on("stmgr", MsgType.RESTORE_FENCE, pb.RestoreFence, ckpt.on_peer_fence),
-            on("stmgr", MsgType.STMGR_HELLO, pb.StmgrHello, lambda conn, m: None),
+            on("stmgr", MsgType.STMGR_HELLO, pb.StmgrHello, self.peer_hello),
             on("stmgr", MsgType.BACKPRESSURE, pb.BackPressure, lambda conn, m: sm.on_peer_backpressure(m)),
         ])
 
@@ -271,6 +272,28 @@ class _Inbound(BaseHandler):
             sm.forwarder.route(frame)
             if sm.instances.buckets:  # topology.component.output.bps: only a limited task pays
                 self.meter(conn.context, len(frame))
+
+    def instance_marker(self, conn: Connection, frame: bytes) -> None:
+        """A checkpoint marker stops here while a loss we reported is unresolved."""
+        if self.sm.ckpt.admits_marker():
+            self.instance_batch(conn, frame)
+
+    def peer_marker(self, conn: Connection, frame: bytes) -> None:
+        if self.sm.ckpt.admits_marker():
+            self.peer_batch(conn, frame)
+
+    def peer_hello(self, conn: Connection, msg: pb.StmgrHello) -> None:
+        """A peer's new connection. Another one from the same peer still open is half-open (the
+        peer lost it without a FIN: a host that vanished, a reset we never saw): what was in
+        flight on it is lost, and it is closed now rather than when its silence is noticed."""
+        ident = conn.identity
+        if ident is None or ident.peer_id != str(msg.container):
+            return
+        old = self.peers_in.get(msg.container)
+        self.peers_in[msg.container] = conn
+        if old is not None and old is not conn and old.is_open:
+            self.sm.data_lost(f"a second connection from stream manager {msg.container} while its first was open")
+            old.close("the peer opened a new connection: this one is half-open")
 
     def meter(self, task: int, nbytes: int) -> None:
         instances = self.sm.instances
@@ -328,6 +351,9 @@ class _Inbound(BaseHandler):
         ident = conn.identity
         self.sm.ckpt.on_closed(conn)
         if ident is not None and ident.role == "stmgr":
+            for peer, c in list(self.peers_in.items()):
+                if c is conn:
+                    del self.peers_in[peer]
             self.sm.data_lost(f"the connection from stream manager {ident.peer_id} closed")
             # a peer that dies while in backpressure must not leave us paused
             try:

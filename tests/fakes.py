@@ -65,6 +65,10 @@ class FakeConn:
     def close(self, reason: str = "") -> None:
         self.closed = reason
 
+    @property
+    def is_open(self) -> bool:
+        return not hasattr(self, "closed")
+
     def send(self, frame: bytes) -> None:
         self.sent.append(frame)
 

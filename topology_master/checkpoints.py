@@ -38,6 +38,7 @@ from heron_py.checkpoint.coordinator import (
     CheckpointCommitted,
     CheckpointComplete,
     CheckpointCoordinator,
+    CheckpointDiscarded,
     CheckpointsFailing,
     CheckpointsRecovered,
     CoordinatorAction,
@@ -130,6 +131,11 @@ class CheckpointDriver:
         self.superseded: str | None = None
         self.last_completed_wall: float | None = None
         self.storage_error: str | None = None  # the listing's last error while it is retried
+        # what came while this master could not act (its state-manager session suspended): a
+        # task gone or restarted, a stream manager's rollback request (newest per container,
+        # with the answer's way back); acted on once it may act again, first thing
+        self._deferred_failures: list[str] = []
+        self._deferred_rollbacks: dict[int, tuple[int, str, Callable[[bytes], None]]] = {}
 
     # --- life ---
     async def run(self, stopped: asyncio.Event, period_s: float = 0.2) -> None:
@@ -182,7 +188,23 @@ class CheckpointDriver:
         c = self.coordinator
         if c is None or not self._may_act():
             return
+        # what waited for the session first: a checkpoint must not complete past a loss
+        self._act_on_deferred()
+        self._maybe_start()
         self._apply(c.tick(self._clock()))
+
+    def _act_on_deferred(self) -> None:
+        failures, self._deferred_failures = self._deferred_failures, []
+        rollbacks, self._deferred_rollbacks = self._deferred_rollbacks, {}
+        c = self.coordinator
+        assert c is not None
+        if failures and c.state not in (CoordinatorState.STARTING, CoordinatorState.WAITING_FOR_OPERATOR):
+            reason = "; ".join(failures)
+            self._log.warning("effectively once: while this master could not act: %s; rolling every task back",
+                              reason)
+            self._apply(c.on_failure(self._clock(), reason))
+        for container, (restore_id, reason, answer) in sorted(rollbacks.items()):
+            self.on_rollback_request(container, restore_id, reason, answer)
 
     def on_instances(self, instances: Mapping[int, Mapping[str, Any]], cause: str = "") -> None:
         """The master's view of every task (component, container, pid, ready) changed."""
@@ -197,7 +219,11 @@ class CheckpointDriver:
             else:
                 self._pids.pop(task, None)
         c = self.coordinator
-        if c is None or not self._may_act():
+        if c is None:
+            return  # the first restore, once listed, replaces whatever the tasks did
+        if not self._may_act():
+            if gone:  # a restarted task would wait for a restore forever
+                self._deferred_failures.append((cause + ": " if cause else "") + ", ".join(gone))
             return
         if c.state is CoordinatorState.STARTING:
             self._maybe_start()
@@ -206,22 +232,37 @@ class CheckpointDriver:
             self._log.warning("effectively once: %s; rolling every task back", reason)
             self._apply(c.on_failure(self._clock(), reason))
 
-    def on_rollback_request(self, container: int, restore_id: int, reason: str) -> None:
+    def on_rollback_request(self, container: int, restore_id: int, reason: str,
+                            answer: Callable[[bytes], None] = lambda frame: None) -> None:
         """A stream manager lost in-flight data of the run that ``restore_id`` started: every
-        task rolls back (a request about an older run, or while a restore is under way or the
-        operator decides, is moot)."""
+        task rolls back. A request about an older run, or while a restore is under way (no task
+        processes before it ends) or the operator decides, is moot. Either way the stream
+        manager is answered (it asks again until it is). One that comes while this master may
+        not act waits until it may."""
         c = self.coordinator
         if c is None or not self._may_act():
+            self._log.warning("effectively once: stream manager %d asked to roll back restore %d (%s) while this "
+                              "master cannot act (%s); kept until it can", container, restore_id, reason,
+                              "storage not listed yet" if c is None else self._not_acting())
+            self._deferred_rollbacks[container] = (restore_id, reason, answer)
             return
         current = self._rid_base + c.restore_seq if c.restore_seq else 0
         if restore_id != current or c.state in (CoordinatorState.STARTING, CoordinatorState.RESTORING,
                                                  CoordinatorState.WAITING_FOR_OPERATOR):
-            self._log.info("effectively once: stream manager %d asked to roll back restore %d (%s): moot (restore "
-                           "%d, %s)", container, restore_id, reason, current, c.state.value)
+            why = f"restore {current}, {c.state.value}"
+            self._log.info("effectively once: stream manager %d asked to roll back restore %d (%s): moot (%s)",
+                           container, restore_id, reason, why)
+            answer(self._answer(restore_id, acted=False, reason=why))
             return
         why = f"stream manager {container}: {reason}"
         self._log.warning("effectively once: %s; rolling every task back", why)
-        self._apply(c.on_failure(self._clock(), why))
+        self._apply(c.on_failure(self._clock(), why, data_lost=True))
+        answer(self._answer(restore_id, acted=True, reason=why))
+
+    @staticmethod
+    def _answer(restore_id: int, *, acted: bool, reason: str) -> bytes:
+        return encode_frame(MsgType.ROLLBACK_ANSWER, pb.RollbackAnswer(
+            restore_id=restore_id, acted=acted, reason=reason).SerializeToString())
 
     def greet(self, conn: Connection) -> None:
         """A stream manager registered: mid-restore it gets the restore (its tasks are waited for)."""
@@ -282,6 +323,10 @@ class CheckpointDriver:
                 self._submit(functools.partial(self._gc, a.protect), self._collected)
             elif isinstance(a, CheckpointAborted):
                 self._log.warning("checkpoint %d aborted: %s", a.checkpoint_id, a.reason)
+            elif isinstance(a, CheckpointDiscarded):
+                self._log.warning("checkpoint %d discarded: %s", a.checkpoint_id, a.reason)
+                self._stored_complete.discard(a.checkpoint_id)
+                self._submit(functools.partial(self._discard, a.checkpoint_id), self._discarded)
             elif isinstance(a, CheckpointsFailing):
                 self._log.error("effectively once: %d checkpoints failed in a row "
                                 "(topology.stateful.max.consecutive.failures); the state is not being saved: %s",
@@ -334,6 +379,15 @@ class CheckpointDriver:
     def _mark(self, checkpoint_id: int) -> None:
         self._fence()  # right before the write: an old master must not complete a checkpoint
         self._storage.mark_complete(self.topology, checkpoint_id)
+
+    def _discard(self, checkpoint_id: int) -> None:
+        self._storage.remove(self.topology, [checkpoint_id])
+
+    def _discarded(self, f: concurrent.futures.Future[None]) -> None:
+        error = f.exception()
+        if error is not None:
+            self._log.error("effectively once: a discarded checkpoint could not be removed from the storage: %s",
+                            error)
 
     def _gc(self, protect: tuple[int, ...]) -> tuple[list[int], list[int]]:
         removed = self._storage.gc(self.topology, keep_last=self.config.keep_completed, protect=protect)

@@ -296,7 +296,7 @@ class _Handler(BaseHandler):
             on("stmgr", MsgType.STATE_RESTORED, pb.StateRestored,
                lambda conn, m: self._checkpoints(lambda c: c.on_report(m))),
             on("stmgr", MsgType.ROLLBACK_REQUEST, pb.RollbackRequest, lambda conn, m: self._checkpoints(
-                lambda c: c.on_rollback_request(m.container, m.restore_id, m.reason))),
+                lambda c: c.on_rollback_request(m.container, m.restore_id, m.reason, conn.send))),
             on_raw("metricsmgr", MsgType.METRICS_REPORT, self._metrics_report),
             on("cli", MsgType.ADMIN_REQUEST, pb.AdminRequest, self._admin),
         ])

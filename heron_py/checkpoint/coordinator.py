@@ -174,6 +174,16 @@ class CheckpointAborted:
 
 
 @dataclass(frozen=True)
+class CheckpointDiscarded:
+    """A checkpoint whose marker became durable after a loss of in-flight data was reported
+    while it was committing: it may hold the loss, so it is no restore target and the master
+    removes it from the storage (a successor master must not find it complete either)."""
+
+    checkpoint_id: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class CheckpointsFailing:
     """``consecutive`` checkpoints failed in a row (the configured limit): the master logs the reasons."""
 
@@ -232,8 +242,8 @@ class Ignored:
 
 
 CoordinatorAction: TypeAlias = (StartCheckpoint | CheckpointComplete | CheckpointCommitted | CheckpointAborted
-                                | CheckpointsFailing | CheckpointsRecovered | StartRestore | RestoreRetry
-                                | StartProcessing | RestoreFailed | Ignored)
+                                | CheckpointDiscarded | CheckpointsFailing | CheckpointsRecovered | StartRestore
+                                | RestoreRetry | StartProcessing | RestoreFailed | Ignored)
 
 
 @dataclass(frozen=True)
@@ -301,6 +311,7 @@ class CheckpointCoordinator:
         self._next_due = 0.0
         self._in_flight: _InFlight | None = None
         self._committing: CompletedCheckpoint | None = None  # every task saved; marker not durable yet
+        self._ruled_out: dict[int, str] = {}  # committing when data was lost: never a target, and why
         self._restore: _Restore | None = None
         self._restore_ids = 0
         self._last: CompletedCheckpoint | None = None
@@ -414,8 +425,12 @@ class CheckpointCoordinator:
             self._state = CoordinatorState.IDLE
         if error is not None:
             # not a restore target: the storage does not hold it as complete
+            self._ruled_out.pop(checkpoint_id, None)
             return self._failed(checkpoint_id, f"every task saved, but its complete marker could not be "
                                 f"written: {error}")
+        ruled_out = self._ruled_out.pop(checkpoint_id, None)
+        if ruled_out is not None:
+            return [CheckpointDiscarded(checkpoint_id, ruled_out)]
         # durable even when a restore began meanwhile: a consistent snapshot, so a target as any
         self._completed = sorted({*self._completed, checkpoint_id})[-self.config.keep_completed:]
         out: list[CoordinatorAction] = []
@@ -426,14 +441,21 @@ class CheckpointCoordinator:
         out.insert(0, CheckpointCommitted(checkpoint_id, self._protected()))
         return out
 
-    def on_failure(self, now: float, reason: str, tasks: Mapping[int, str] | None = None) -> list[CoordinatorAction]:
+    def on_failure(self, now: float, reason: str, tasks: Mapping[int, str] | None = None, *,
+                   data_lost: bool = False) -> list[CoordinatorAction]:
         """A task or stream manager failed (or the plan changed: pass the new ``tasks``).
 
         Every task rolls back to the newest completed checkpoint, or starts clean when none ever completed.
+        ``data_lost``: a stream manager reported in-flight data lost; a checkpoint committing
+        now may hold that loss (its markers can pass where the lost tuples did not), so it never
+        becomes a target, even when its marker lands. A task that died loses no data behind its
+        own saved cut, so its committing checkpoint stays a target.
         """
         if self._state is CoordinatorState.WAITING_FOR_OPERATOR:
             return [Ignored(f"failure ({reason}) while waiting for the operator: {self._failure}")]
         out: list[CoordinatorAction] = []
+        if data_lost and self._committing is not None:
+            self._ruled_out[self._committing.checkpoint_id] = f"in-flight data was lost while it committed: {reason}"
         if self._state is CoordinatorState.CHECKPOINTING:
             out += self._abort(f"failure: {reason}")
         if tasks is not None:

@@ -33,12 +33,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from heron_py.checkpoint.storage import (
     COMPLETE_MARKER,
-    DEFAULT_KEEP_LAST,
     CheckpointError,
     CheckpointStorage,
     CorruptCheckpointError,
@@ -195,22 +194,20 @@ class RedisCheckpointStorage(CheckpointStorage):
         # anything else in the set is not ours (the file store skips such names too)
         return sorted(int(m) for m in members if m.isdigit() and int(m) > 0)
 
-    def gc(self, topology: str, keep_last: int = DEFAULT_KEEP_LAST, protect: Iterable[int] = ()) -> list[int]:
-        removed = self.gc_victims(topology, keep_last, protect)
-        if not removed:
-            return []
+    def remove(self, topology: str, checkpoint_ids: list[int]) -> None:
+        if not checkpoint_ids:
+            return
 
         def remove() -> None:
             # one MULTI: a reader sees each checkpoint whole or gone, never its marker alone
             pipe = self.client.pipeline(transaction=True)
-            for c in removed:
+            for c in checkpoint_ids:
                 ids, state, marker = self._keys(topology, c)
                 pipe.delete(state, marker)
                 pipe.srem(ids, c)
             pipe.execute()
 
-        self._call(remove, f"topology {topology!r}: cannot remove old checkpoints {removed}")
-        return removed
+        self._call(remove, f"topology {topology!r}: cannot remove checkpoints {checkpoint_ids}")
 
     def delete_topology(self, topology: str) -> None:
         ids = self._ids_key(topology)

@@ -106,11 +106,20 @@ class CheckpointStorage(ABC):
     def checkpoint_ids(self, topology: str) -> list[int]:
         """Every checkpoint with a folder, complete or not, oldest first (for the next first id)."""
 
-    @abstractmethod
     def gc(self, topology: str, keep_last: int = DEFAULT_KEEP_LAST, protect: Iterable[int] = ()) -> list[int]:
         """Keep the newest ``keep_last`` complete checkpoints, the incomplete ones newer than
         them (possibly under way) and every id in ``protect`` (the checkpoint the running tasks
         restored from); remove the rest. Returns the removed ids."""
+        removed = self.gc_victims(topology, keep_last, protect)
+        if removed:
+            self.remove(topology, removed)
+        return removed
+
+    @abstractmethod
+    def remove(self, topology: str, checkpoint_ids: list[int]) -> None:
+        """Remove these checkpoints whole: a reader sees each one whole or gone, never its
+        marker without its state. Used by ``gc`` and to discard a checkpoint whose marker
+        landed after the master ruled it out (a loss reported while it was committing)."""
 
     @abstractmethod
     def delete_topology(self, topology: str) -> None:
@@ -270,11 +279,11 @@ class LocalFsStorage(CheckpointStorage):
             return []
         return sorted(int(p.name) for p in top.iterdir() if p.name.isdigit() and p.is_dir())
 
-    def gc(self, topology: str, keep_last: int = DEFAULT_KEEP_LAST, protect: Iterable[int] = ()) -> list[int]:
-        removed = self.gc_victims(topology, keep_last, protect)
-        for c in removed:
-            self._remove(self._topology_dir(topology) / str(c))
-        return removed
+    def remove(self, topology: str, checkpoint_ids: list[int]) -> None:
+        for c in checkpoint_ids:
+            folder = self._checkpoint_dir(topology, c)
+            if folder.exists():
+                self._remove(folder)
 
     def delete_topology(self, topology: str) -> None:
         top = self._topology_dir(topology)

@@ -48,6 +48,7 @@ class MsgType(enum.IntEnum):
     START_PROCESSING = 64  # TM -> SM -> every local instance
     RESTORE_FENCE = 65  # SM -> peer SM
     ROLLBACK_REQUEST = 66  # SM -> TM: in-flight data was lost, roll every task back
+    ROLLBACK_ANSWER = 67  # TM -> SM: that request was acted on (a restore follows) or moot
     TUPLE_BATCH = 100  # a pickled (rows, values, ids) body, see serialization.py: rows, runs, default-stream values
     ACK_BATCH = 101  # instance -> SM of the root's spout: init/ack/fail records
     ACK_RESULT = 102  # SM -> spout instance: resolved roots

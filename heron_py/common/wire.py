@@ -46,6 +46,7 @@ MESSAGES: Mapping[MsgType, type[Message]] = MappingProxyType({
     MsgType.START_PROCESSING: pb.StartProcessing,
     MsgType.RESTORE_FENCE: pb.RestoreFence,
     MsgType.ROLLBACK_REQUEST: pb.RollbackRequest,
+    MsgType.ROLLBACK_ANSWER: pb.RollbackAnswer,
 })
 
 # handed on as the whole frame: never parsed here (batches are routed on their header)

@@ -99,6 +99,11 @@ class MemoryStorage(CheckpointStorage):
     def gc(self, topology: str, keep_last: int = DEFAULT_KEEP_LAST, protect: Iterable[int] = ()) -> list[int]:
         return []  # a test run is short: every checkpoint stays, for the test to look at
 
+    def remove(self, topology: str, checkpoint_ids: list[int]) -> None:
+        for c in checkpoint_ids:
+            self._data.pop((topology, c), None)
+            self._complete.discard((topology, c))
+
     def delete_topology(self, topology: str) -> None:
         for key in [k for k in self._data if k[0] == topology]:
             del self._data[key]

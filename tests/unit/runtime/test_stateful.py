@@ -328,30 +328,92 @@ def test_fences_are_per_connection_so_an_old_connection_closing_late_takes_nothi
     assert relay.admits(new) and not relay.admits(old)
 
 
+def _request(frame: bytes) -> tuple[int, int, str]:
+    assert frame_type(frame) == MsgType.ROLLBACK_REQUEST
+    msg = pb.RollbackRequest()
+    msg.ParseFromString(frame[6:])
+    return msg.container, msg.restore_id, msg.reason
+
+
+def _answer(relay: CheckpointRelay, restore_id: int, acted: bool) -> None:
+    _from_master(relay, MsgType.ROLLBACK_ANSWER, _frame(MsgType.ROLLBACK_ANSWER, pb.RollbackAnswer(
+        restore_id=restore_id, acted=acted, reason="test")))
+
+
+def _restore(relay: CheckpointRelay, restore_id: int, then_process: bool = True) -> None:
+    _from_master(relay, MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(
+        restore_id=restore_id, checkpoint_id=4, reason="test")))
+    if then_process:
+        _from_master(relay, MsgType.START_PROCESSING, _frame(MsgType.START_PROCESSING,
+                                                               pb.StartProcessing(restore_id=restore_id)))
+
+
 def test_lost_in_flight_data_asks_the_master_to_roll_back_once_per_run():
-    """Issue 37, hole 1: a data-path connection that closed or a counted drop would make the
-    loss permanent at the next checkpoint: the relay asks for a rollback of the current run."""
+    """A data-path connection that closed or a counted drop would make the loss permanent at
+    the next checkpoint: the relay asks for a rollback of the current run, once."""
     r = _Relay()
     relay = r.relay
     assert not relay.loss("before any restore")  # nothing runs yet: the first restore comes anyway
-    _from_master(relay, MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(
-        restore_id=10, checkpoint_id=4, reason="test")))
-    assert not relay.loss("during the restore")  # that run is being replaced
-    _from_master(relay, MsgType.START_PROCESSING, _frame(MsgType.START_PROCESSING,
-                                                           pb.StartProcessing(restore_id=10)))
+    assert relay.unanswered() == [] and relay.admits_marker()
+    _restore(relay, 10)
     r.to_master.clear()
     assert relay.loss("the connection of instance task 4 closed")
     assert not relay.loss("the connection to stream manager 1 closed")  # once per run
     [req] = r.to_master
-    assert frame_type(req) == MsgType.ROLLBACK_REQUEST
-    msg = pb.RollbackRequest()
-    msg.ParseFromString(req[6:])
-    assert (msg.container, msg.restore_id, msg.reason) == (0, 10, "the connection of instance task 4 closed")
-    _from_master(relay, MsgType.RESTORE_STATE, _frame(MsgType.RESTORE_STATE, pb.RestoreState(
-        restore_id=11, checkpoint_id=4, reason="rollback")))
-    _from_master(relay, MsgType.START_PROCESSING, _frame(MsgType.START_PROCESSING,
-                                                           pb.StartProcessing(restore_id=11)))
+    assert _request(req) == (0, 10, "the connection of instance task 4 closed")
+    _restore(relay, 11)
+    assert relay.unanswered() == [] and relay.admits_marker()  # the newer restore answered it
     assert relay.loss("frames dropped (held-overflow)")  # a new run: asked again
+
+
+def test_a_rollback_request_is_asked_again_until_answered_and_no_marker_passes_meanwhile():
+    """The request went to a master that could not act, or was lost with the master link: the
+    stream manager sends it again with every heartbeat (``unanswered``), and drops checkpoint
+    markers until the master answers or a newer restore comes (a checkpoint whose markers
+    passed after the loss would hold it)."""
+    r = _Relay()
+    relay = r.relay
+    _restore(relay, 10)
+    r.to_master.clear()
+    assert relay.loss("the connection from stream manager 1 closed")
+    [req] = r.to_master
+    assert relay.unanswered() == [req] and relay.unanswered() == [req]  # every heartbeat, as long as it takes
+    assert not relay.admits_marker() and not relay.admits_marker() and relay.markers_dropped == 2
+    _answer(relay, 9, acted=True)  # an answer about an older run: not ours
+    assert relay.unanswered() == [req]
+    _answer(relay, 10, acted=True)  # the master rolls back: asked no more, markers wait for the restore
+    assert relay.unanswered() == [] and not relay.admits_marker()
+    _restore(relay, 11, then_process=False)
+    assert relay.admits_marker() and relay.markers_dropped == 0
+
+
+def test_a_moot_answer_lets_markers_pass_again():
+    r = _Relay()
+    relay = r.relay
+    _restore(relay, 10, then_process=False)
+    assert relay.loss("the connection to stream manager 1 closed")  # during the restore: the master decides
+    assert not relay.admits_marker()
+    _answer(relay, 10, acted=False)  # no task processed restore 10 yet: nothing of its run was lost
+    assert relay.unanswered() == [] and relay.admits_marker()
+    assert relay.loss("frames dropped (held-overflow)")  # a later loss of the same run is asked again
+
+
+def test_a_loss_after_a_moot_request_is_asked_anew():
+    """A second loss while the first request waits for its answer: if the first is answered as
+    moot (judged while the restore was under way), the second is asked on its own."""
+    r = _Relay()
+    relay = r.relay
+    _restore(relay, 10, then_process=False)
+    assert relay.loss("the connection to stream manager 1 closed")
+    _from_master(relay, MsgType.START_PROCESSING, _frame(MsgType.START_PROCESSING,
+                                                           pb.StartProcessing(restore_id=10)))
+    r.to_master.clear()
+    assert not relay.loss("frames dropped (held-overflow)")  # the request is pending: not sent twice
+    assert r.to_master == []
+    _answer(relay, 10, acted=False)
+    [again] = r.to_master
+    assert _request(again) == (0, 10, "frames dropped (held-overflow)")
+    assert relay.unanswered() == [again] and not relay.admits_marker()
 
 
 def test_relay_commands_late_instances_and_stale_restores():

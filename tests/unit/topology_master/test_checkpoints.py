@@ -45,6 +45,11 @@ class Harness:
         await until(lambda: self.driver.coordinator is not None)
         self.driver.on_instances({t: {"pid": 100 + t, "ready": True} for t in TASKS})
 
+    async def driver_ticks(self, n: int) -> None:
+        """Lets the driver's loop tick about ``n`` times (its period is 0.01 s here)."""
+        for _ in range(n):
+            await asyncio.sleep(0.01)
+
     async def stop(self) -> None:
         self.stopped.set()
         if self.task is not None:
