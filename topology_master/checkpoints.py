@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from heron_py.checkpoint.coordinator import (
     CheckpointAborted,
@@ -90,20 +90,54 @@ def first_checkpoint_id(epoch: int, stored_ids: Iterable[int]) -> int:
     return max([(epoch << EPOCH_BITS) | 1, *(c + 1 for c in stored_ids)])
 
 
+class CheckpointRecords(Protocol):
+    """Where the master keeps what it knows durably of the checkpoints (the state manager's
+    ``checkpointrecords``): ``{"completed": N, "operator": {"checkpoint": ID, "below": M}}``,
+    the newest complete checkpoint, and the operator's last choice (ID, 0 for a clean start)
+    with every id up to M issued when it was made (those above ID are no targets any more)."""
+
+    def load(self) -> dict[str, Any] | None: ...
+    def save(self, record: dict[str, Any]) -> None: ...
+
+
+class StateRecords:
+    """``CheckpointRecords`` in the state manager (they outlive a kill, as the checkpoints do)."""
+
+    def __init__(self, state: Any, topology: str) -> None:
+        self._state = state
+        self._topology = topology
+
+    def load(self) -> dict[str, Any] | None:
+        record: dict[str, Any] | None = self._state.get_checkpoint_record(self._topology)
+        return record
+
+    def save(self, record: dict[str, Any]) -> None:
+        self._state.set_checkpoint_record(self._topology, record)
+
+
+def ruled_out_by_operator(record: Mapping[str, Any], checkpoint_id: int) -> bool:
+    """Whether the operator's last choice rolled the topology back past ``checkpoint_id``."""
+    op = record.get("operator")
+    if not isinstance(op, Mapping):
+        return False
+    return int(op.get("checkpoint", 0)) < checkpoint_id <= int(op.get("below", 0))
+
+
 class CheckpointDriver:
     def __init__(self, topology: str, tasks: Mapping[int, str], config: CoordinatorConfig, storage: CheckpointStorage,
                  *, epoch: int, send_all: Callable[[bytes], None], log: logging.Logger,
                  io: concurrent.futures.Executor | None = None, session_ok: Callable[[], bool] = lambda: True,
                  epoch_now: Callable[[], int] | None = None, clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time, legacy_wall_ids: bool = False,
-                 state_changed: Callable[[], None] = lambda: None) -> None:
+                 state_changed: Callable[[], None] = lambda: None, records: CheckpointRecords | None = None) -> None:
         """``epoch``: this master's election epoch. ``io``: where storage calls run (default: a
         thread of our own). ``session_ok``: False once the state-manager session is lost.
         ``epoch_now``: the newest epoch in the state manager (read on the I/O thread).
         ``legacy_wall_ids``: ids from the wall clock as before issue 37 (only while a caller
         cannot pass the epoch yet). ``state_changed``: called when what the page shows changed
         (waiting for the operator, failing, recovered, processing again): the master writes its
-        execution state."""
+        execution state. ``records``: the durable record of completed checkpoints and the
+        operator's choice (None: none is kept, as in tests of the storage alone)."""
         if epoch < 0:
             raise ValueError(f"checkpoint driver: epoch must be >= 0, found {epoch}")
         self.topology = topology
@@ -135,6 +169,8 @@ class CheckpointDriver:
         # task gone or restarted, a stream manager's rollback request (newest per container,
         # with the answer's way back); acted on once it may act again, first thing
         self._deferred_failures: list[str] = []
+        self._records = records
+        self._record: dict[str, Any] = {}  # as last read or written
         self._deferred_rollbacks: dict[int, tuple[int, str, Callable[[bytes], None]]] = {}
 
     # --- life ---
@@ -159,29 +195,55 @@ class CheckpointDriver:
         if self._own_io:
             self._io.shutdown(wait=False, cancel_futures=True)
 
-    def _list_until_ok(self) -> tuple[list[int], list[int]] | None:
-        """I/O thread: the complete ids and every id; a storage that cannot be listed is retried
-        (a clean start because a mount was missing would lose the topology's state)."""
+    def _list_until_ok(self) -> tuple[list[int], list[int], dict[str, Any]] | None:
+        """I/O thread: the complete ids, every id and the durable record; a storage that cannot
+        be listed (or a record that cannot be read) is retried (a clean start because a mount
+        was missing would lose the topology's state)."""
         attempt = 0
         while not self._closed.is_set():
             try:
-                return self._storage.completed_ids(self.topology), self._storage.checkpoint_ids(self.topology)
-            except (OSError, MemoryError) as e:
-                attempt += 1
-                delay = backoff_secs(attempt, LIST_RETRY_INITIAL_S, LIST_RETRY_MAX_S)
-                self.storage_error = f"cannot list the checkpoints: {e}; retry {attempt} in {delay:g}s"
-                self._log.error("effectively once: %s", self.storage_error)
-                self._closed.wait(delay)
+                record = (self._records.load() if self._records is not None else None) or {}
+            except Exception as e:  # the state manager's session is down: as an unreadable listing
+                error = f"cannot read the checkpoint record in the state manager: {type(e).__name__}: {e}"
+            else:
+                try:
+                    return (self._storage.completed_ids(self.topology), self._storage.checkpoint_ids(self.topology),
+                            record)
+                except (OSError, MemoryError) as e:
+                    error = f"cannot list the checkpoints: {e}"
+            attempt += 1
+            delay = backoff_secs(attempt, LIST_RETRY_INITIAL_S, LIST_RETRY_MAX_S)
+            self.storage_error = f"{error}; retry {attempt} in {delay:g}s"
+            self._log.error("effectively once: %s", self.storage_error)
+            self._closed.wait(delay)
         return None
 
-    def _opened(self, completed: list[int], ids: list[int]) -> None:
+    def _opened(self, completed: list[int], ids: list[int], record: dict[str, Any]) -> None:
         self.storage_error = None
+        self._record = dict(record)
+        # checkpoints the operator rolled back past stay no targets, whichever master reads them
+        completed = [c for c in completed if not ruled_out_by_operator(record, c)]
         self._stored_complete = set(completed)
         first = (max(ids) + 1 if ids else None) if self._legacy else first_checkpoint_id(self.epoch, ids)
-        self.coordinator = CheckpointCoordinator(self.config, self._tasks, completed=completed, first_id=first)
-        self._log.info("effectively once: master epoch %d, complete checkpoints %s, first id %d", self.epoch,
-                       completed[-self.config.keep_completed:], first or 0)
+        recorded = int(record.get("completed", 0))
+        self.coordinator = CheckpointCoordinator(self.config, self._tasks, completed=completed, first_id=first,
+                                                 recorded=recorded)
+        self._log.info("effectively once: master epoch %d, complete checkpoints %s (recorded: %s), first id %d",
+                       self.epoch, completed[-self.config.keep_completed:], recorded or "none", first or 0)
         self._maybe_start()
+
+    def _save_record(self, **changes: Any) -> None:
+        """The durable record, changed and written on the I/O thread (in order with the rest)."""
+        if self._records is None:
+            return
+        self._record = {**self._record, **changes}
+        self._submit(functools.partial(self._records.save, dict(self._record)), self._record_saved)
+
+    def _record_saved(self, f: concurrent.futures.Future[None]) -> None:
+        error = f.exception()
+        if error is not None:  # the next completed checkpoint writes it again
+            self._log.warning("effectively once: the checkpoint record could not be written to the state manager: %s",
+                              error)
 
     # --- inputs ---
     def tick(self) -> None:
@@ -301,9 +363,14 @@ class CheckpointDriver:
                                f"storage; expected one of {sorted(known) or 'none'} or --clean")
         before = c.state
         actions = c.operator_restore(self._clock(), checkpoint_id)
-        self._apply(actions)
         if c.state is before and c.state is not CoordinatorState.RESTORING:
+            self._apply(actions)
             return False, "; ".join(getattr(a, "reason", "") for a in actions)
+        # durable before the restore's commands go: a master taking over keeps the choice
+        self._save_record(completed=checkpoint_id or 0,
+                          operator={"checkpoint": checkpoint_id or 0, "below": c.issued_up_to})
+        self._stored_complete = {x for x in self._stored_complete if not ruled_out_by_operator(self._record, x)}
+        self._apply(actions)
         what = "a clean start (every task's state is dropped)" if checkpoint_id is None else \
             f"checkpoint {checkpoint_id}"
         return True, f"topology {self.topology!r}: restoring {what}"
@@ -320,6 +387,8 @@ class CheckpointDriver:
                 self._submit(functools.partial(self._mark, a.checkpoint.checkpoint_id),
                              functools.partial(self._marked, a))
             elif isinstance(a, CheckpointCommitted):
+                if a.checkpoint_id > int(self._record.get("completed", 0)):
+                    self._save_record(completed=a.checkpoint_id)
                 self._submit(functools.partial(self._gc, a.protect), self._collected)
             elif isinstance(a, CheckpointAborted):
                 self._log.warning("checkpoint %d aborted: %s", a.checkpoint_id, a.reason)
@@ -479,7 +548,7 @@ def driver_for(topology: str, topo: TopologyDef, packing: PackingPlan, home: Pat
                session_ok: Callable[[], bool] = lambda: True,
                epoch_now: Callable[[], int] | None = None,
                state_changed: Callable[[], None] = lambda: None,
-               secret: bytes | None = None) -> CheckpointDriver | None:
+               secret: bytes | None = None, records: CheckpointRecords | None = None) -> CheckpointDriver | None:
     """The driver of an effectively-once topology (None in the other modes). ``epoch``: the
     master's election epoch (without it, ids fall back to the wall clock as before issue 37)."""
     if not effectively_once(topo.config):
@@ -493,7 +562,8 @@ def driver_for(topology: str, topo: TopologyDef, packing: PackingPlan, home: Pat
                             CoordinatorConfig.from_config(topo.config),
                             open_checkpoint_storage(cfg, home, secret=secret),
                             epoch=epoch or 0, legacy_wall_ids=epoch is None, send_all=send_all, log=log,
-                            session_ok=session_ok, epoch_now=epoch_now, state_changed=state_changed)
+                            session_ok=session_ok, epoch_now=epoch_now, state_changed=state_changed,
+                            records=records)
 
 
 async def tick_forever(driver: CheckpointDriver, stopped: asyncio.Event, period_s: float = 0.2) -> None:

@@ -40,7 +40,7 @@ from heron_py.state import config as statecfg
 from heron_py.state.localfs import heron_home, local_owner
 from proto import heron_py_pb2 as pb
 from topology_master.admin import AdminCommands
-from topology_master.checkpoints import CheckpointDriver, driver_for, tick_forever
+from topology_master.checkpoints import CheckpointDriver, StateRecords, driver_for, tick_forever
 from topology_master.election import Election, Role, StateWorker
 from topology_master.health import ContainerHealth, HealthConfig
 from topology_master.http_api import Api, MetricsView
@@ -220,7 +220,8 @@ class TopologyMaster(DaemonBase):
                                       send_all=self.links.send_all, epoch=epoch,
                                       session_ok=lambda: self.active and self._session_up,
                                       epoch_now=lambda: self._state.master_epoch(self.topology),
-                                      state_changed=self._write_execution_state, secret=self._checkpoint_key)
+                                      state_changed=self._write_execution_state, secret=self._checkpoint_key,
+                                      records=StateRecords(self._state, self.topology))
         if self.checkpoints is not None:
             self._spawn(tick_forever(self.checkpoints, self._stopped))
         self.active_since = time.time()

@@ -291,11 +291,14 @@ class CheckpointCoordinator:
     """The master's checkpoint state machine over the tasks of one physical plan."""
 
     def __init__(self, config: CoordinatorConfig, tasks: Mapping[int, str], completed: Iterable[int] = (),
-                 first_id: int | None = None) -> None:
+                 first_id: int | None = None, recorded: int = 0) -> None:
         """``tasks``: task id -> component name. ``completed``: ids the storage holds as complete.
 
         ``first_id``: the first id to use, above every id in the storage; default one above the
-        newest completed (or 1).
+        newest completed (or 1). ``recorded``: the newest id the state manager recorded as
+        complete (0: none): a storage whose newest complete id is older was not seen whole (a
+        folder not mounted, a flushed Redis), and the first restore waits for the operator
+        instead of starting clean or from an older checkpoint.
         """
         if not tasks:
             raise ValueError("checkpoint coordinator: a topology needs at least one task, found none")
@@ -317,6 +320,7 @@ class CheckpointCoordinator:
         self._last: CompletedCheckpoint | None = None
         self._loaded: int | None = None  # what the running tasks restored from (gc keeps it)
         self._failure: str | None = None
+        self._recorded = recorded
         self.failures = CheckpointFailureManager(config.max_consecutive_failures)
 
     @property
@@ -341,9 +345,22 @@ class CheckpointCoordinator:
             # the previous run's checkpoints must not come back at a later failure either
             self._completed = []
             return self._begin_restore(now, None, "topology start (topology.stateful.start.clean)")
-        # no complete checkpoint at all: the topology's first run, so empty state is the truth
         target = self._completed[-1] if self._completed else None
+        if self._recorded and (target is None or target < self._recorded):
+            # the storage does not show what completed: restoring what it shows would drop state
+            self._state = CoordinatorState.WAITING_FOR_OPERATOR
+            shows = "no complete checkpoint" if target is None else f"checkpoint {target} as the newest complete one"
+            self._failure = (f"checkpoint {self._recorded} completed (the state manager recorded it), but the "
+                             f"checkpoint storage shows {shows}: is it the storage the topology used, mounted "
+                             f"and whole? Waiting for the operator (heron-py restore NAME --checkpoint ID | --clean)")
+            return [RestoreFailed(self._failure)]
+        # no complete checkpoint at all: the topology's first run, so empty state is the truth
         return self._begin_restore(now, target, "topology start")
+
+    @property
+    def issued_up_to(self) -> int:
+        """The newest checkpoint id this coordinator handed out (0: none)."""
+        return self._next_id - 1
 
     def tick(self, now: float) -> list[CoordinatorAction]:
         """Call at least every second or so: starts due checkpoints, times out late ones, retries restores."""
@@ -499,6 +516,9 @@ class CheckpointCoordinator:
             return [Ignored("operator restore before every task is ready: the first restore has not begun")]
         what = "a clean start" if checkpoint_id is None else f"checkpoint {checkpoint_id}"
         out: list[CoordinatorAction] = []
+        if self._committing is not None and (checkpoint_id is None or self._committing.checkpoint_id > checkpoint_id):
+            # its marker may still land: the operator rolled back past it
+            self._ruled_out[self._committing.checkpoint_id] = f"the operator restored {what}"
         if self._state is CoordinatorState.CHECKPOINTING:
             assert self._in_flight is not None
             cid = self._in_flight.checkpoint_id

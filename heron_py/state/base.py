@@ -64,7 +64,10 @@ class StateManager(abc.ABC):
     def _list(self, kind: str) -> list[str]: ...
 
     KINDS = ("topologies", "packingplans", "pplans", "tmanagers", "executionstate", "schedulers",
-             "packages", "secrets", "tls", "masterepochs")
+             "packages", "secrets", "tls", "masterepochs", "checkpointrecords")
+    # outlive a kill, as the checkpoints they describe do (a topology submitted again under its
+    # name resumes from them)
+    KEPT_AT_KILL = ("checkpointrecords",)
 
     def _put_json(self, kind: str, name: str, doc: Any) -> None:
         import json
@@ -199,6 +202,17 @@ class StateManager(abc.ABC):
     def get_tls(self, name: str) -> bytes | None:
         return self._get("tls", name)
 
+    def set_checkpoint_record(self, name: str, record: dict[str, Any]) -> None:
+        """Effectively once: what the master knows durably of the topology's checkpoints (the
+        newest one completed, the operator's last choice), so that a storage that cannot show
+        them (an unmounted folder, a flushed Redis) is never taken for "no checkpoint yet", and
+        a master taking over keeps the operator's decision (topology_master/checkpoints.py)."""
+        self._put_json("checkpointrecords", name, record)
+
+    def get_checkpoint_record(self, name: str) -> dict[str, Any] | None:
+        d = self._get_json("checkpointrecords", name)
+        return dict(d) if isinstance(d, dict) else None
+
     def master_epoch(self, name: str) -> int:
         """The topology's current master epoch, not incremented (0 before the first master): a
         master whose epoch is below it has been replaced."""
@@ -217,4 +231,5 @@ class StateManager(abc.ABC):
 
     def delete_topology(self, name: str) -> None:
         for kind in self.KINDS:
-            self._delete(kind, name)
+            if kind not in self.KEPT_AT_KILL:
+                self._delete(kind, name)
