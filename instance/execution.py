@@ -262,6 +262,8 @@ class TaskRunner:
             rt.restore(*payload)
         elif kind is InKind.START and rt.start_processing(payload):
             self._log.info("task %d processing (restore %d done everywhere)", self.task_id, payload)
+        elif kind is InKind.COMMITTED:
+            rt.checkpoint_committed(payload)
 
     def drain(self, host: ComponentHost, block_s: float) -> bool:
         """Handles what is queued, waiting up to ``block_s`` (at most STOP_CHECK_S) for the
@@ -284,7 +286,7 @@ class TaskRunner:
                 return True
 
 
-_CHECKPOINT_ITEMS = frozenset((InKind.MARKER, InKind.CKPT_START, InKind.RESTORE, InKind.START))
+_CHECKPOINT_ITEMS = frozenset((InKind.MARKER, InKind.CKPT_START, InKind.RESTORE, InKind.START, InKind.COMMITTED))
 
 
 class SpoutLoop:

@@ -62,6 +62,8 @@ def _routes(gw: Gateway) -> Routes:
            lambda conn, m: deliver((InKind.RESTORE, (m.restore_id, m.checkpoint_id)))),
         on("stmgr", MsgType.START_PROCESSING, pb.StartProcessing,
            lambda conn, m: deliver((InKind.START, m.restore_id))),
+        on("stmgr", MsgType.CHECKPOINT_COMMITTED, pb.CheckpointCommitted,
+           lambda conn, m: deliver((InKind.COMMITTED, m.checkpoint_id))),
         on("stmgr", MsgType.REGISTER_INSTANCE_RESPONSE, pb.RegisterInstanceResponse, gw.on_registered),
         on("stmgr", MsgType.NEW_PHYSICAL_PLAN, pb.NewPhysicalPlan,
            lambda conn, m: _plan(gw.inbox, conn, m.pplan_json, gw.log)),

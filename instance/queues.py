@@ -31,6 +31,7 @@ class InKind(enum.Enum):
     CKPT_START = "checkpoint"  # a spout: save now (payload: checkpoint id)
     RESTORE = "restore"  # (restore id, checkpoint id; 0: clean)
     START = "start"  # restore id: every task restored, process
+    COMMITTED = "committed"  # checkpoint id: complete, commit what was staged for it
 
 
 InItem = tuple[InKind, Any]

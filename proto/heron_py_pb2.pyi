@@ -288,6 +288,12 @@ class RollbackRequest(_message.Message):
     reason: str
     def __init__(self, container: _Optional[int] = ..., restore_id: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
 
+class CheckpointCommitted(_message.Message):
+    __slots__ = ("checkpoint_id",)
+    CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    checkpoint_id: int
+    def __init__(self, checkpoint_id: _Optional[int] = ...) -> None: ...
+
 class RollbackAnswer(_message.Message):
     __slots__ = ("restore_id", "acted", "reason")
     RESTORE_ID_FIELD_NUMBER: _ClassVar[int]

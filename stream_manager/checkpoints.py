@@ -81,7 +81,8 @@ class CheckpointRelay:
         return [relay("tmanager", MsgType.START_CHECKPOINT, self.start_checkpoint),
                 on("tmanager", MsgType.RESTORE_STATE, pb.RestoreState, self.on_restore),
                 on("tmanager", MsgType.START_PROCESSING, pb.StartProcessing, self.on_start_processing),
-                on("tmanager", MsgType.ROLLBACK_ANSWER, pb.RollbackAnswer, self.on_rollback_answer)]
+                on("tmanager", MsgType.ROLLBACK_ANSWER, pb.RollbackAnswer, self.on_rollback_answer),
+                relay("tmanager", MsgType.CHECKPOINT_COMMITTED, self.checkpoint_committed)]
 
     def start_checkpoint(self, conn: Connection, frame: bytes) -> None:
         """To the local spouts, as it came (they decode it)."""
@@ -89,6 +90,11 @@ class CheckpointRelay:
             dest = self._instance(task)
             if dest is not None:
                 dest.send(frame)
+
+    def checkpoint_committed(self, conn: Connection, frame: bytes) -> None:
+        """To every local instance, as it came (a sink commits what it staged for it)."""
+        for dest in self._instances():
+            dest.send(frame)
 
     def on_restore(self, conn: Connection, msg: pb.RestoreState) -> None:
         self._restore(msg, encode_frame(MsgType.RESTORE_STATE, msg.SerializeToString()))

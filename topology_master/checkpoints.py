@@ -389,6 +389,8 @@ class CheckpointDriver:
             elif isinstance(a, CheckpointCommitted):
                 if a.checkpoint_id > int(self._record.get("completed", 0)):
                     self._save_record(completed=a.checkpoint_id)
+                # every task commits what it staged for it (sinks, a spout's offsets)
+                self._send(MsgType.CHECKPOINT_COMMITTED, pb.CheckpointCommitted(checkpoint_id=a.checkpoint_id))
                 self._submit(functools.partial(self._gc, a.protect), self._collected)
             elif isinstance(a, CheckpointAborted):
                 self._log.warning("checkpoint %d aborted: %s", a.checkpoint_id, a.reason)

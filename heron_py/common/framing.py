@@ -49,6 +49,7 @@ class MsgType(enum.IntEnum):
     RESTORE_FENCE = 65  # SM -> peer SM
     ROLLBACK_REQUEST = 66  # SM -> TM: in-flight data was lost, roll every task back
     ROLLBACK_ANSWER = 67  # TM -> SM: that request was acted on (a restore follows) or moot
+    CHECKPOINT_COMMITTED = 68  # TM -> SM -> every local instance: a checkpoint is complete
     TUPLE_BATCH = 100  # a pickled (rows, values, ids) body, see serialization.py: rows, runs, default-stream values
     ACK_BATCH = 101  # instance -> SM of the root's spout: init/ack/fail records
     ACK_RESULT = 102  # SM -> spout instance: resolved roots
@@ -60,7 +61,8 @@ class MsgType(enum.IntEnum):
 _KNOWN_TYPES = frozenset(int(t) for t in MsgType)
 # effectively once: the master's commands (to stream managers, passed on to instances) and the
 # instances' reports (to stream managers, passed on to the master)
-CHECKPOINT_COMMANDS = frozenset((MsgType.START_CHECKPOINT, MsgType.RESTORE_STATE, MsgType.START_PROCESSING))
+CHECKPOINT_COMMANDS = frozenset((MsgType.START_CHECKPOINT, MsgType.RESTORE_STATE, MsgType.START_PROCESSING,
+                                 MsgType.CHECKPOINT_COMMITTED))
 CHECKPOINT_REPORTS = frozenset((MsgType.CHECKPOINT_SAVED, MsgType.STATE_RESTORED))
 
 

@@ -47,6 +47,7 @@ MESSAGES: Mapping[MsgType, type[Message]] = MappingProxyType({
     MsgType.RESTORE_FENCE: pb.RestoreFence,
     MsgType.ROLLBACK_REQUEST: pb.RollbackRequest,
     MsgType.ROLLBACK_ANSWER: pb.RollbackAnswer,
+    MsgType.CHECKPOINT_COMMITTED: pb.CheckpointCommitted,
 })
 
 # handed on as the whole frame: never parsed here (batches are routed on their header)

@@ -165,6 +165,18 @@ class StatefulTask:
         self.phase = Phase.PROCESSING
         return True
 
+    def checkpoint_committed(self, checkpoint_id: int) -> None:
+        """The master's word that ``checkpoint_id`` is complete: the component's
+        ``on_checkpoint_complete(checkpoint_id)``, if it has one, commits what it staged for it
+        and for older ones (a sink's writes, a spout's offsets). Only while processing: what a
+        restore loaded was committed by the component when it was restored (a checkpoint is a
+        restore target only once complete)."""
+        if not self.processing:
+            return
+        hook = getattr(self.host.user, "on_checkpoint_complete", None)
+        if callable(hook):
+            hook(checkpoint_id)
+
     def start_checkpoint(self, checkpoint_id: int) -> None:
         """A spout's checkpoint: save between two next_tuple calls, then markers downstream."""
         if self.spout is None or not self.processing:

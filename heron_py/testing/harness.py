@@ -614,6 +614,9 @@ class Harness:
             self._storage.mark_complete(self.topology.name, msg.checkpoint_id)
             self.result.checkpoints.append(msg.checkpoint_id)
             del self._saved[msg.checkpoint_id]
+            for task in self.tasks.values():  # as the master's CheckpointCommitted: sinks commit
+                if task.rt is not None:
+                    task.rt.checkpoint_committed(msg.checkpoint_id)
 
     # --- the result ---
     def _pending_ids(self) -> list[Any]:

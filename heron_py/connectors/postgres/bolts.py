@@ -22,7 +22,13 @@ query of yours with %s placeholders for ``postgres.columns``.
 The lookup bolt runs ``postgres.select.query`` per input with the input fields
 ``postgres.query.fields`` as parameters, emits one tuple per result row (the mapper's
 ``to_tuple``: ``postgres.output.fields`` from the input or the row), anchored to the input, then
-acks it; a query error fails the input."""
+acks it; a query error fails the input.
+
+Under EFFECTIVELY_ONCE the insert bolt writes each input exactly once (heron_py/connectors/
+committing.py): inputs are staged in the task's checkpointed state and a checkpoint's batch is
+written when the master says the checkpoint is complete, in one transaction with the task's row
+in ``postgres.progress.table`` (default heron_py_sink_progress: sink, task, checkpoint), which
+a batch at or below it skips; a failed write is retried with backoff, never dropped."""
 
 from __future__ import annotations
 
@@ -31,7 +37,9 @@ from collections.abc import Callable
 from typing import Any
 
 from heron_py.api.bolt.bolt import Bolt
+from heron_py.common.config import effectively_once
 from heron_py.connectors.base import BatchPolicy
+from heron_py.connectors.committing import STATE_KEY, CheckpointCommits, Committer, StagedInput
 from heron_py.connectors.common import LogThrottle, Reconnect, TupleFields, component_where, config_error
 from heron_py.connectors.postgres.config import (
     REQUIREMENT,
@@ -117,7 +125,8 @@ class _PostgresBolt(Bolt):
         line = bad_input_line(self.where, self.input_id(tup), tup, why)
         if self.bad_lines.should_log(line):
             self.log(line, "error")
-        self.fail(tup)
+        if not isinstance(tup, StagedInput):  # a staged input's tuple was done with at its checkpoint
+            self.fail(tup)
 
     def _drop(self) -> None:
         old, self.connection = self.connection, None
@@ -168,6 +177,74 @@ class PostgresInsertBolt(_PostgresBolt):
         self.loop: SinkLoop[tuple[Any, Row | None], list[tuple[Any, Row]]] = SinkLoop(
             BatchPolicy(self.cfg.batch, self.cfg.batch_delay_s), self.conn, self.clock, self._write, self._confirmed,
             self._failed, self._recovered)
+        self.exact = effectively_once(config)
+        self._commit_row_by_row = False  # the last commit failed on a row: the next isolates it
+        self.sink_id = f"{context.topology.name}/{context.get_component_id()}"
+        self.counts.update({"committed-checkpoints": 0, "skipped-checkpoints": 0})
+        self.committer: Committer[StagedInput] = Committer(CheckpointCommits(), self._commit, self._commit_failed)
+        restored = getattr(self, "_restored", None)
+        if restored is not None:  # init_state came first: the restored checkpoint's batches are due
+            self.committer.on_restored(restored)
+
+    # --- effectively once (the engine calls these only then) ---
+    def init_state(self, state: Any) -> None:
+        self._state = state
+        self._restored = state.get(STATE_KEY) or []
+
+    def pre_save(self, checkpoint_id: str) -> None:
+        self._state.put(STATE_KEY, self.committer.commits.barrier(int(checkpoint_id)))
+
+    def on_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self.committer.complete_id = max(self.committer.complete_id, checkpoint_id)
+        if self.conn.ready(self.clock()):
+            self.committer.run()
+
+    def _commit(self, checkpoint_id: int, items: list[StagedInput]) -> None:
+        """One checkpoint's batch and the task's progress in one transaction; nothing when the
+        progress shows it written (a replay after a restore, a second notification)."""
+        from psycopg import sql
+
+        if self.connection is None:
+            self._connect()
+            self._ensure_progress_table()
+        rows = self._rows([(item, None) for item in items])
+        table = sql.Identifier(*self.cfg.progress_table.split("."))
+        task = self.context.get_task_id()
+        with self.connection.transaction():
+            cur = self.connection.cursor()
+            # one writer per (sink, task) at a time, even a task's zombie of a rolled-back run
+            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s), %s)", (self.sink_id, task))
+            done = cur.execute(sql.SQL("SELECT checkpoint FROM {} WHERE sink = %s AND task = %s").format(table),
+                               (self.sink_id, task)).fetchone()
+            if done is not None and done[0] >= checkpoint_id:
+                self.counts["skipped-checkpoints"] += 1
+                return
+            self._insert(cur, rows)
+            cur.execute(sql.SQL("INSERT INTO {} (sink, task, checkpoint) VALUES (%s, %s, %s) ON CONFLICT (sink, task) "
+                                "DO UPDATE SET checkpoint = EXCLUDED.checkpoint").format(table),
+                        (self.sink_id, task, checkpoint_id))
+        self.counts["committed-checkpoints"] += 1
+        self.counts["written"] += len(rows)
+        self.counts["batches"] += 1
+        if self.conn.ok():
+            self._recovered()
+
+    def _ensure_progress_table(self) -> None:
+        from psycopg import sql
+
+        with self.connection.transaction():
+            self.connection.execute(sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {} (sink text NOT NULL, task integer NOT NULL, checkpoint bigint NOT NULL, "
+                "PRIMARY KEY (sink, task))").format(sql.Identifier(*self.cfg.progress_table.split("."))))
+
+    def _commit_failed(self, checkpoint_id: int, e: Exception) -> None:
+        """Kept staged and retried after the backoff: a batch of a complete checkpoint is never
+        dropped. A row the table refuses is isolated instead, so one bad row cannot stop the
+        sink for good: it is logged, counted and left out, and the rest is written."""
+        now = self.clock()
+        if self.connection is not None and not self.connection.broken and classify(e) is ErrorKind.ROW:
+            self._commit_row_by_row = True
+        self._on_error(e, now, self.cfg.table)
 
     def _connect(self) -> None:
         self.connection = self.cfg.server.connect()
@@ -199,20 +276,29 @@ class PostgresInsertBolt(_PostgresBolt):
     def process(self, tup: Any) -> None:
         # the row is made when the batch is written: SimpleJdbcMapper without columns needs the
         # table's columns, known once connected
+        if self.exact:
+            self.committer.commits.add(StagedInput.of(tup))
+            return
         self.loop.add((tup, None))
 
     def heron_poll(self) -> None:
+        if self.exact:
+            if self.committer.due and self.conn.ready(self.clock()):
+                self.committer.run()
+            return
         self.loop.poll()
 
     def heron_busy(self) -> bool:
         """Inputs are batched, not yet written (an in-process run keeps polling until written)."""
-        return self.loop.busy()
+        return self.committer.due if self.exact else self.loop.busy()
 
     def cleanup(self) -> None:
         # a graceful stop writes what is buffered, as the Redis and RabbitMQ sinks do (before,
-        # the batch waiting for its delay was dropped: replayed at least once, lost at most once)
+        # the batch waiting for its delay was dropped: replayed at least once, lost at most once);
+        # under effectively once nothing is written that no complete checkpoint holds
         try:
-            self.loop.drain()
+            if not self.exact:
+                self.loop.drain()
         finally:
             self._drop()
 
@@ -239,25 +325,43 @@ class PostgresInsertBolt(_PostgresBolt):
             self._connect()
         self.rows = rows = self._rows(batch)
         with self.connection.transaction():
-            cur = self.connection.cursor()
-            i = 0
-            while i < len(rows):  # consecutive rows of the same columns: one executemany
-                names = rows[i][1][0]
-                j = i
-                while j < len(rows) and rows[j][1][0] == names:
-                    j += 1
-                if self.use_copy:
-                    q = self.copies.get(names)
-                    if q is None:
-                        q = self.copies[names] = copy_sql(self.cfg.table or "", names)
-                    with cur.copy(q) as cp:
-                        write_row = cp.write_row
-                        for k in range(i, j):
-                            write_row(rows[k][1][1])
-                else:
-                    cur.executemany(self._query(names), [r[1][1] for r in rows[i:j]])
-                i = j
+            self._insert(self.connection.cursor(), rows)
         return rows
+
+    def _insert(self, cur: Any, rows: list[tuple[Any, Row]]) -> None:
+        """The rows, in the caller's transaction. After a batch of a checkpoint failed on a row,
+        each row goes under its own savepoint, and a row the table refuses is left out (logged,
+        counted): written again, it would be refused again."""
+        if self.exact and self._commit_row_by_row:
+            self._commit_row_by_row = False
+            for tup, (names, values) in rows:
+                try:
+                    with self.connection.transaction():  # a savepoint
+                        cur.execute(self._query(names), values)
+                except Exception as row_error:
+                    if classify(row_error) is not ErrorKind.ROW:
+                        raise
+                    by = f" by table '{self.cfg.table}'" if self.cfg.table else ""
+                    self._bad(tup, f"row refused{by} ({sqlstate(row_error)} {type(row_error).__name__}: "
+                                   f"{first_line(row_error)})")
+            return
+        i = 0
+        while i < len(rows):  # consecutive rows of the same columns: one executemany
+            names = rows[i][1][0]
+            j = i
+            while j < len(rows) and rows[j][1][0] == names:
+                j += 1
+            if self.use_copy:
+                q = self.copies.get(names)
+                if q is None:
+                    q = self.copies[names] = copy_sql(self.cfg.table or "", names)
+                with cur.copy(q) as cp:
+                    write_row = cp.write_row
+                    for k in range(i, j):
+                        write_row(rows[k][1][1])
+            else:
+                cur.executemany(self._query(names), [r[1][1] for r in rows[i:j]])
+            i = j
 
     def _confirmed(self, _batch: list[tuple[Any, Row | None]], rows: list[tuple[Any, Row]]) -> None:
         self.counts["batches"] += 1

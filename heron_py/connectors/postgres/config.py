@@ -114,6 +114,8 @@ class InsertConfig:
     batch_delay_s: float
     reconnect: RetryPolicy
     copy: bool = True  # plain inserts of a table as one COPY per batch (no upsert, no query of yours)
+    # effectively once: each task's newest committed checkpoint, in the rows' transaction
+    progress_table: str = "heron_py_sink_progress"
 
 
 def insert_config(conf: dict[str, Any], where: str) -> InsertConfig:
@@ -141,7 +143,9 @@ def insert_config(conf: dict[str, Any], where: str) -> InsertConfig:
                         batch=opt_int(conf, where, "postgres.batch.size", 100, 1),
                         batch_delay_s=opt_int(conf, where, "postgres.batch.delay.ms", 10, 0) / 1000.0,
                         reconnect=reconnect_policy(conf, where),
-                        copy=opt_bool(conf, where, "postgres.copy", True))
+                        copy=opt_bool(conf, where, "postgres.copy", True),
+                        progress_table=opt_str(conf, where, "postgres.progress.table", None)
+                        or "heron_py_sink_progress")
 
 
 @dataclass(frozen=True)
