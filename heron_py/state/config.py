@@ -14,11 +14,11 @@ process that uses the ensemble must read the same credential (see heron_py.state
 
 Over the network the digest credential travels in clear unless the client reaches ZooKeeper's
 secure port: ``--zk-tls`` (``HERON_PY_ZK_TLS``, ``zk_tls``) turns TLS on, ``--zk-ca-file`` names
-the CA that signed the servers' certificates (default: the system's CAs), ``--zk-cert-file`` and
-``--zk-key-file`` a client certificate for servers that ask for one (mutual TLS), and
-``--no-zk-tls-verify-hostname`` stops checking that a server's certificate names the host in
-``--zk`` (the certificate is still checked against the CA). They travel to every daemon as the
-credential file does, in ``to_args``.
+the CA that signed the servers' certificates, then the only CA trusted (default: the system's
+CAs), ``--zk-cert-file`` and ``--zk-key-file`` a client certificate for servers that ask for one
+(mutual TLS), and ``--no-zk-tls-verify-hostname`` stops checking that a server's certificate
+names the host in ``--zk`` (the certificate is still checked against the CA). They travel to
+every daemon as the credential file does, in ``to_args``.
 """
 
 from __future__ import annotations

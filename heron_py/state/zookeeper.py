@@ -14,22 +14,35 @@ Access: every node heron-py creates carries one ACL entry, all rights for the di
 credential ``heron-py:<password>`` in the credential file (``config.zk_auth_file``, created
 with mode 0600 on first use), and no world entry: the nodes hold the topology secret, the
 package every container runs and the pids ``kill`` signals. Every heron-py process of an
-installation must read the same file (a shared home does it on a cluster). Nodes made by a
-heron-py before ACLs are open to anyone; the first start of this version gives them the
-ACL (see ``_secure_older_nodes``), after which processes of the older version cannot use them.
+installation must read the same file (a shared home does it on a cluster).
+
+Trust: a node is heron-py's when its ACL is exactly that entry. ZooKeeper keeps no creator, so
+the ACL is what can be checked, and it is enough: only a client with ADMIN on a node can change
+its ACL, and only holders of the credential (the password, or its digest, which ZooKeeper shows
+only to clients with ADMIN on a node that names it) can give a node that ACL. A start refuses
+a root or a layout node with any other ACL (``_ensure_ours``: another user may have made it
+first, open to itself, and would then replace secrets and packages at will); the children of
+nodes that pass can be made by the credential only. A node below them that is not heron-py's
+(made while a node above was open) is refused before its value is read or a value is written
+to it (``_read``, ``_set``); the one exception is the watch on the master's location, whose
+callback runs on kazoo's thread and must not block: a location someone else wrote leads only to
+a peer that fails the topology's handshake. Nothing is ever re-ACLed: the nodes of a heron-py before ACLs were
+open to anyone, so what they hold may be anyone's; they are refused like a stranger's, and the
+refusal says how to clear them.
 
 TLS: with ``cfg.zk_tls`` the client reaches the servers' secure port (ZooKeeper's
-secureClientPort) and the credential and the data travel encrypted. Files that cannot be loaded
-are one error before any connection (``tls_context``); a handshake the servers refuse or whose
+secureClientPort) and the credential and the data travel encrypted. The servers' certificates
+are checked against the CA file alone when one is given (``tls_context``; kazoo's own context
+would add the system's CAs, so kazoo connects through ``_TlsHandler``). Files that cannot be
+loaded are one error before any connection; a handshake the servers refuse or whose
 certificate does not verify is diagnosed when no session came (``tls_handshake_error``), since
 kazoo only logs it and retries.
 
-ACLs are only ever set on nodes under the root: the layout's nodes and the subtree
-``_secure_older_nodes`` walks, whose top is the root. With a root of "/" the walk would reach
-other software's nodes, so a root of "/" never re-ACLs anything. Nodes above the root that do
-not exist yet are created with ``PARENT_ACL``, never with the credential's ACL, and existing
-ones are left as they are: each user or team can have its own root and credential beside the
-others (``/heron-py/team-a``, ``/heron-py/team-b``).
+Nodes above the root that do not exist yet are created with ``parent_acl``: anyone may list
+them, only the credential may create in them (CREATE for anyone would let anyone take a root's
+name there first). Existing ones are left as they are: an operator who wants roots of several
+users or teams side by side (``/heron-py/team-a``, ``/heron-py/team-b``, each with its own
+credential) creates their parent with an ACL that lets each credential create in it.
 
 Threads: kazoo calls listeners and watches on its own thread. They must not block, and this
 module's callers are told so (see StateManager); daemons pass everything to their loop.
@@ -52,10 +65,10 @@ from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import BadVersionError, KazooException, NoAuthError, NodeExistsError, NoNodeError
-from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
 from kazoo.protocol.states import ZnodeStat
 from kazoo.retry import KazooRetry
-from kazoo.security import OPEN_ACL_UNSAFE, make_acl, make_digest_acl
+from kazoo.security import ACL, Permissions, make_acl, make_digest_acl
 
 from heron_py.state.base import LocationWatcher, SessionListener, StateManager, StateManagerError, TManagerLocation
 from heron_py.state.config import StateConfig, zk_auth_path
@@ -71,10 +84,18 @@ _log = logging.getLogger("heron_py.state.zookeeper")
 _log.addHandler(logging.NullHandler())
 
 AUTH_USER = "heron-py"
-# the ACL of a node above the root that heron-py has to create (the /heron-py of a root
-# /heron-py/team-a): anyone may list it and create in it, so that another team's heron-py, with
-# its own credential, can make its root beside this one; nobody may change or delete it
-PARENT_ACL = [make_acl("world", "anyone", read=True, create=True)]
+# anyone's part of the ACL of a node above the root that heron-py has to create (the /a and /a/b
+# of a root /a/b/heron-py): listing it; the rest is the credential's (``parent_acl``)
+WORLD_READ = make_acl("world", "anyone", read=True)
+# ZooKeeper's letters for permissions, in zkCli.sh's order
+_PERM_LETTERS = ((Permissions.CREATE, "c"), (Permissions.DELETE, "d"), (Permissions.READ, "r"),
+                 (Permissions.WRITE, "w"), (Permissions.ADMIN, "a"))
+# what a refusal of a node that is not heron-py's says heron-py will not do, and the fix: a root
+# or layout node holds no value, so an operator may also give it the right ACL; a node that
+# holds a value may hold anyone's, so it goes
+_AT_START = "use it: delete it (or fix its ACL with setAcl) and start again"
+_AT_READ = "use what it holds: delete it and submit the topology again"
+_AT_WRITE = "write to it: delete it and try again"
 
 
 def load_credential(path: Path) -> tuple[str, str]:
@@ -136,16 +157,20 @@ def _tls_where(cfg: StateConfig) -> str:
 
 
 def tls_context(cfg: StateConfig) -> ssl.SSLContext:
-    """The client TLS context ``cfg`` asks for, made as kazoo makes its own (the system's CAs plus
-    the CA file, the certificate checked, the host name when asked), so that a file that cannot be
-    loaded is one clear error here and not a retry loop inside kazoo."""
+    """The client TLS context ``cfg`` asks for, which every connection to the servers uses: the
+    certificate checked against the CA file alone when one is given, else against the system's
+    CAs (a CA file names the one CA that signs the ensemble's certificates: with the system's CAs
+    beside it, any certificate a public CA signed would pass, for any host when the host-name
+    check is off), the host name when asked. A file that cannot be loaded is one clear error
+    here and not a retry loop inside kazoo."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
     ctx.check_hostname = cfg.zk_tls_verify_hostname
     ctx.verify_mode = ssl.CERT_REQUIRED
     if cfg.zk_ca_file:
         _load(cfg, "--zk-ca-file", cfg.zk_ca_file, "a PEM file of CA certificates",
               lambda: ctx.load_verify_locations(cfg.zk_ca_file))
+    else:
+        ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
     if cfg.zk_cert_file:
         _check_key_mode(cfg)
         _load(cfg, "--zk-cert-file", cfg.zk_cert_file, "a PEM certificate whose key is in --zk-key-file "
@@ -210,9 +235,33 @@ def tls_handshake_error(cfg: StateConfig, ctx: ssl.SSLContext) -> str | None:
     return None
 
 
+class _TlsHandler(SequentialThreadingHandler):  # type: ignore[misc]
+    """kazoo's threading handler, connecting with heron-py's TLS context: kazoo makes a context of
+    its own for each connection, which always trusts the system's CAs besides the CA file."""
+
+    def __init__(self, ctx: ssl.SSLContext) -> None:
+        super().__init__()
+        self._ctx = ctx
+
+    def create_connection(self, address: tuple[str, int], hostname: str | None = None,
+                          timeout: float | None = None, **_kazoo_tls: Any) -> ssl.SSLSocket:
+        # kazoo's own TLS connect (kazoo.handlers.utils.create_tcp_connection), with our context;
+        # the files kazoo passes (_kazoo_tls) are in it already
+        family = socket.getaddrinfo(address[0], address[1], 0, socket.SOCK_STREAM)[0][0]
+        sock = self._ctx.wrap_socket(socket.socket(family), server_hostname=hostname)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(address)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+
 class ZkStateManager(StateManager):
     LAYOUT = ("topologies", "packingplans", "pplans", "tmanagers", "executionstate", "schedulers",
-              "locks", "packages", "secrets", "tls", "masterepochs")
+              "locks", "packages", "secrets", "tls", "masterepochs", "checkpointrecords")
 
     def __init__(self, cfg: StateConfig, home: Path | None = None) -> None:
         self.cfg = cfg
@@ -223,18 +272,17 @@ class ZkStateManager(StateManager):
         self.auth_file = zk_auth_path(cfg, home)
         user, password = load_credential(self.auth_file)
         self.acl = [make_digest_acl(user, password, all=True)]
+        self.parent_acl = [WORLD_READ, *self.acl]
         self._tls = tls_context(cfg) if cfg.zk_tls else None
         tls: dict[str, Any] = {}
-        if cfg.zk_tls:
-            tls = {"use_ssl": True, "ca": cfg.zk_ca_file or None, "certfile": cfg.zk_cert_file or None,
-                   "keyfile": cfg.zk_key_file or None, "verify_certs": True,
-                   "check_hostname": cfg.zk_tls_verify_hostname}
+        if self._tls is not None:
+            tls = {"use_ssl": True, "handler": _TlsHandler(self._tls)}
         self._zk = KazooClient(
             hosts=cfg.zk_hosts, timeout=cfg.session_timeout_s,
             # reconnect forever: a daemon outlives any ZooKeeper outage
             connection_retry=KazooRetry(max_tries=-1, delay=0.2, max_delay=1.0),
             # kazoo sends the credential again on every reconnect; every node it creates
-            # (create, ensure_path, makepath) gets the default ACL
+            # (create, makepath) gets the default ACL
             auth_data=[("digest", f"{user}:{password}")], default_acl=self.acl,
             logger=_log, **tls)
         self._zk.add_listener(self._on_state)
@@ -254,47 +302,75 @@ class ZkStateManager(StateManager):
                                  ignore_expire=True)
         try:
             self._ensure_parents()
+            if self.root != "/":  # ZooKeeper's own node, never heron-py's
+                self._ensure_ours(self.root)
             for kind in self.LAYOUT:
-                self._do(self._zk.ensure_path, f"{self.root}/{kind}")
-            self._secure_older_nodes()
+                self._ensure_ours(f"{self.root}/{kind}")
         except StateManagerError:
             self.close()  # no kazoo thread left behind retrying
             raise
 
     def _ensure_parents(self) -> None:
-        """Creates the nodes above the root that are missing, with PARENT_ACL (ensure_path would
-        give them heron-py's ACL and keep every other credential out of them)."""
+        """Creates the nodes above the root that are missing, with ``parent_acl``; existing ones
+        are someone else's to set (and need no right of ours but to create in the last one)."""
         names = [n for n in self.root.split("/") if n][:-1]
         for i in range(len(names)):
             path = "/" + "/".join(names[:i + 1])
-            try:
-                self._do(self._zk.create, path, b"", acl=PARENT_ACL)
-            except NodeExistsError:
-                pass
+            if self._do(self._zk.exists, path) is None:
+                self._create(path, self.parent_acl)
 
-    def _secure_older_nodes(self) -> None:
-        """Gives nodes a heron-py before ACLs created (open to anyone) heron-py's ACL. The root
-        goes last and serves as the marker: while it is still open, a start secures the whole
-        tree, so a pass cut short is finished by the next start. A root whose ACL an operator
-        changed (anything but the open one) is left as it is."""
-        if self.root == "/":
-            return  # the whole ensemble, other software's nodes too: never heron-py's to re-ACL
-        acl, _ = self._do(self._zk.get_acls, self.root)
-        if list(acl) != list(OPEN_ACL_UNSAFE):
+    def _ensure_ours(self, path: str) -> None:
+        """Creates ``path`` with heron-py's ACL, or refuses it when it exists with another ACL."""
+        try:
+            acl, _ = self._do(self._zk.get_acls, path)
+        except NoNodeError:
+            if self._create(path, self.acl):
+                return
+            acl, _ = self._do(self._zk.get_acls, path)  # another process made it meanwhile
+        self._check_ours(path, acl, _AT_START)
+
+    def _create(self, path: str, acl: list[ACL]) -> bool:
+        """Creates the empty node ``path``: True, or False when it exists."""
+        try:
+            self._do(self._zk.create, path, b"", acl=acl)
+            return True
+        except NodeExistsError:
+            return False
+        except StateManagerError as e:
+            if not isinstance(e.__cause__, NoAuthError):
+                raise
+            parent = path.rsplit("/", 1)[0] or "/"
+            what = (f"the root {path}" if path == self.root else
+                    f"{path}, on the way to the root {self.root}" if self.root.startswith(path + "/") else path)
+            raise StateManagerError(
+                f"ZooKeeper at {self.cfg.zk_hosts}: cannot create {what}: its parent {parent} does not let "
+                f"heron-py's credential in {self.auth_file} create nodes (NoAuthError); let that credential "
+                f"create in {parent} (setAcl), or choose another root") from None
+
+    def _check_ours(self, path: str, acl: list[ACL], how: str) -> None:
+        """Refuses ``path`` unless its ACL is exactly heron-py's: any right for any other
+        identity (world, ip, another digest, sasl, x509) lets someone else change what it holds,
+        or what is made below it."""
+        if list(acl) == self.acl:
             return
-        _log.warning("ZooKeeper at %s: nodes under %s are open to anyone (made by a heron-py before ACLs); "
-                     "restricting them to the credential in %s", self.cfg.zk_hosts, self.root, self.auth_file)
-        for path in self._subtree(self.root):
-            self._do(self._zk.set_acls, path, self.acl)
+        raise StateManagerError(
+            f"ZooKeeper at {self.cfg.zk_hosts}: node {path} has ACL [{self._acl_text(acl)}], expected only "
+            f"heron-py's credential ({self._acl_text(self.acl)}, the credential in {self.auth_file}); someone "
+            f"else created it or changed its ACL, so heron-py will not {how}")
 
-    def _subtree(self, path: str) -> list[str]:
-        """``path`` and the nodes below it, children before their parent."""
-        out: list[str] = []
-        for child in self._children(path):
-            if path == "/" and child == "zookeeper":
-                continue  # ZooKeeper's own (quotas, config)
-            out += self._subtree(f"{path.rstrip('/')}/{child}")
-        return [*out, path]
+    def _acl_text(self, acl: list[ACL]) -> str:
+        """``acl`` as zkCli.sh writes it (scheme:id:cdrwa), the digest of heron-py's own
+        credential elided: the error goes to logs, and with the digest anyone who may create
+        somewhere heron-py reads could give a node heron-py's ACL."""
+        mine = self.acl[0].id
+        out = []
+        for entry in acl:
+            ident = entry.id.id
+            if entry.id == mine:
+                ident = ident.split(":", 1)[0] + ":..."
+            perms = "".join(letter for bit, letter in _PERM_LETTERS if entry.perms & bit)
+            out.append(f"{entry.id.scheme}:{ident}:{perms}")
+        return ", ".join(out)
 
     # --- sessions ---
     @property
@@ -355,6 +431,12 @@ class ZkStateManager(StateManager):
         if len(data) <= CHUNK and not data.startswith(_MAGIC):
             self._set(path, data)
             return
+        # the parts go below the header: one someone else made is refused before they are written
+        try:
+            acl, _ = self._do(self._zk.get_acls, path)
+            self._check_ours(path, acl, _AT_WRITE)
+        except NoNodeError:
+            pass
         parts = [data[i:i + CHUNK] for i in range(0, len(data), CHUNK)]
         for i, part in enumerate(parts):
             self._set(f"{path}/part-{i:05d}", part)
@@ -365,22 +447,46 @@ class ZkStateManager(StateManager):
                 self._delete_path(f"{path}/{child}")
 
     def _set(self, path: str, data: bytes) -> None:
-        try:
-            self._do(self._zk.set, path, data)
-        except NoNodeError:
+        """Writes ``path``, made (with its parents) when missing. An existing node whose ACL is
+        not heron-py's is refused first: whoever else may read it would read the value. Its
+        ACL cannot change before the write (only the credential has ADMIN on it), and the node
+        cannot be replaced (its parent is heron-py's: checked at start, or by _put)."""
+        while True:
             try:
-                self._do(self._zk.create, path, data, makepath=True)
-            except NodeExistsError:
+                acl, _ = self._do(self._zk.get_acls, path)
+            except NoNodeError:
+                try:
+                    self._do(self._zk.create, path, data, makepath=True)
+                    return
+                except NodeExistsError:
+                    continue  # another process made it meanwhile: check it
+            self._check_ours(path, acl, _AT_WRITE)
+            try:
                 self._do(self._zk.set, path, data)
+                return
+            except NoNodeError:
+                continue  # deleted meanwhile: made anew
+
+    def _read(self, path: str) -> tuple[bytes, ZnodeStat]:
+        """``path``'s value and stat, refused unless its ACL is heron-py's (NoNodeError when the
+        node is missing). ZooKeeper gives the ACL and the value in two calls: the ACL comes
+        first (once it is heron-py's alone, only the credential can change the node), and the same
+        creation zxid in both stats says they are one node, not one deleted and made again."""
+        while True:
+            acl, acl_stat = self._do(self._zk.get_acls, path)
+            self._check_ours(path, acl, _AT_READ)
+            data, stat = self._do(self._zk.get, path)
+            if stat.czxid == acl_stat.czxid:
+                return bytes(data), stat
 
     def _get(self, kind: str, name: str) -> bytes | None:
         path = self._node(kind, name)
         try:
-            data, _ = self._do(self._zk.get, path)
+            data, _ = self._read(path)
             if data.startswith(_MAGIC):
                 n = int(data[len(_MAGIC):])
-                return b"".join(self._do(self._zk.get, f"{path}/part-{i:05d}")[0] for i in range(n))
-            return bytes(data)
+                return b"".join(self._read(f"{path}/part-{i:05d}")[0] for i in range(n))
+            return data
         except NoNodeError:
             return None
 
@@ -412,7 +518,7 @@ class ZkStateManager(StateManager):
         path = self._node("masterepochs", name)
         while True:
             try:
-                data, stat = self._do(self._zk.get, path)
+                data, stat = self._read(path)
             except NoNodeError:
                 try:
                     self._do(self._zk.create, path, b"1", makepath=True)
@@ -437,7 +543,7 @@ class ZkStateManager(StateManager):
         except NodeExistsError:
             pass
         try:
-            data, stat = self._do(self._zk.get, path)
+            data, stat = self._read(path)
         except NoNodeError:
             # it vanished between our create and get: try once more, the caller retries later
             return self.acquire_tmanager(name, loc) if self._zk.connected else mine

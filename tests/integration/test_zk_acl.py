@@ -8,7 +8,6 @@ import threading
 import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
-from kazoo.security import OPEN_ACL_UNSAFE
 
 from heron_py.state import StateManagerError
 from heron_py.state import config as statecfg
@@ -109,35 +108,6 @@ def test_another_credential_is_one_clear_error(zk, auth_file, tmp_path):
             f"credential: every heron-py process and host must read the same credential file)")
     finally:
         st.close()
-
-
-def test_nodes_of_an_older_heron_py_are_secured(zk, auth_file):
-    server, spec = zk
-    root = "/" + spec.split("/", 1)[1]
-    old = _client(server.hosts)  # an older heron-py: no credential, nodes open to anyone
-    try:
-        old.create(f"{root}/secrets/wc", b"old secret", makepath=True)
-        old.create(f"{root}/packages/wc/part-00000", b"old part", makepath=True)
-        assert old.get_acls(root)[0] == list(OPEN_ACL_UNSAFE)
-        st = ZkStateManager(statecfg.resolve())
-        try:
-            assert st.get_secret("wc") == b"old secret"
-            insider = _client(server.hosts, auth_file.read_text().strip())
-            for path in _tree(insider, root):
-                assert insider.get_acls(path)[0] == st.acl, path
-            insider.stop()
-            insider.close()
-            with pytest.raises(NoAuthError):
-                old.get(f"{root}/secrets/wc")
-            with pytest.raises(NoAuthError):
-                old.set(f"{root}/packages/wc/part-00000", b"new code")
-            # the next start finds the root secured and walks nothing
-            ZkStateManager(statecfg.resolve()).close()
-        finally:
-            st.close()
-    finally:
-        old.stop()
-        old.close()
 
 
 def test_credential_file_errors(tmp_path):

@@ -18,12 +18,12 @@ import pytest
 import wc_common
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
-from kazoo.security import OPEN_ACL_UNSAFE
+from kazoo.security import OPEN_ACL_UNSAFE, make_acl
 
 from heron_py.scheduler.local import LocalScheduler
 from heron_py.state import StateManagerError
 from heron_py.state.config import StateConfig
-from heron_py.state.zookeeper import PARENT_ACL, ZkStateManager, load_credential
+from heron_py.state.zookeeper import ZkStateManager, load_credential
 from heron_py.testing import run_local
 from tests.conftest import EXAMPLES
 from tests.support import run_cli
@@ -148,7 +148,9 @@ def test_acls_never_set_above_the_root(tls_zk: ZkServer, tmp_path: Path) -> None
     other = _raw(tls_zk)  # another program, no credential: its nodes are open
     try:
         other.create("/shared/other-app", b"x", makepath=True)
-        other.create("/shared/team-a", b"", makepath=True)  # an open root: the older-heron-py path
+        # the operator's parent for team roots: anyone may list it and create in it
+        teams_acl = [make_acl("world", "anyone", read=True, create=True)]
+        other.create("/teams/x", b"", acl=teams_acl, makepath=True)
         (tmp_path / "a").mkdir()
         (tmp_path / "b").mkdir()
         a = ZkStateManager(_cfg(tls_zk, tmp_path / "a", "/shared/team-a"))
@@ -159,11 +161,10 @@ def test_acls_never_set_above_the_root(tls_zk: ZkServer, tmp_path: Path) -> None
             b.set_secret("wc", b"b's")
             b2.set_secret("wc", b"a's too")
             assert b.get_secret("wc") == b"b's" and b2.get_secret("wc") == b"a's too"
-            # the root itself was open and is now the credential's; nothing above or beside it changed
+            # nothing above or beside a root changed
             assert other.get_acls("/shared")[0] == list(OPEN_ACL_UNSAFE)
             assert other.get_acls("/shared/other-app")[0] == list(OPEN_ACL_UNSAFE)
-            assert other.get_acls("/teams")[0] == PARENT_ACL
-            assert other.get_acls("/teams/x")[0] == PARENT_ACL
+            assert other.get_acls("/teams")[0] == other.get_acls("/teams/x")[0] == teams_acl
             with pytest.raises(NoAuthError):
                 other.get_acls("/shared/team-a")  # get_acls needs READ or ADMIN on the node: none
         finally:
