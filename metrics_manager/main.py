@@ -51,6 +51,10 @@ from metrics_manager.store import MetricsStore, ReportError, parse_report
 
 INTERVAL_KEY = "topology.metrics.export.interval.secs"
 DEFAULT_INTERVAL_S = 10.0
+# a report that brings counters the master has not had (a task's first report once it runs)
+# goes to the master this soon, not at the next interval: the reports of a container's tasks,
+# which come in together at its start, go in one forward
+FORWARD_SOON_S = 0.2
 
 
 def export_interval(config: dict[str, Any]) -> float:
@@ -96,6 +100,8 @@ class MetricsManager(DaemonBase):
         self._http_closed: asyncio.Task[None] | None = None
         self._follow: LocationFollower | None = None
         self._tm_loc: TManagerLocation | None = None
+        self._tm_conn: Connection | None = None  # to the active master, while its session runs
+        self._forward: asyncio.TimerHandle | None = None  # an early forward, scheduled
 
     async def start(self) -> None:
         self._begin()
@@ -118,6 +124,7 @@ class MetricsManager(DaemonBase):
         except OSError as e:
             raise FatalError(f"metrics manager of container {self.container}: cannot listen on {self.host}: {e}") from e
         self.port = self._server.sockets[0].getsockname()[1]
+        self._read_restarts()  # the executor wrote every process's count (0) before it started us
         from metrics_manager.prom import registry_for
 
         # a restarted metrics manager takes its predecessor's port again when it is free, so a
@@ -150,6 +157,8 @@ class MetricsManager(DaemonBase):
     def stop(self) -> None:
         if not self._begin_stop():
             return
+        if self._forward is not None:
+            self._forward.cancel()
         if self._server is not None:
             self._server.close()
         if self._http is not None:
@@ -162,7 +171,22 @@ class MetricsManager(DaemonBase):
             self.bad_reports += 1
             self._log.warning("%s (from %s); dropped", e, peer)
             return
+        before = self.store.latest.get(self.store.source_key(doc))
         self.store.update(doc)
+        if doc.get("counters", {}).keys() - (before or {}).get("counters", {}).keys():
+            self._forward_soon()
+
+    def _forward_soon(self) -> None:
+        """The master gets the container's reports within FORWARD_SOON_S (one forward for
+        what comes in meanwhile); with no master connected, the session's first report will."""
+        if self._forward is None and self._tm_conn is not None:
+            self._forward = asyncio.get_running_loop().call_later(FORWARD_SOON_S, self._forward_now)
+
+    def _forward_now(self) -> None:
+        self._forward = None
+        conn = self._tm_conn
+        if conn is not None and conn.is_open:
+            conn.send(self._tm_report())
 
     def _read_restarts(self) -> None:
         path = self._paths.container(self.container) / "restarts.json"
@@ -223,10 +247,14 @@ class MetricsManager(DaemonBase):
     async def _tm_session(self, conn: Connection) -> None:
         follow, loc = self._follow, self._tm_loc
         assert follow is not None and loc is not None
-        while not follow.moved_from(loc):
-            conn.send(self._tm_report())
-            await follow.wait_change(self.interval)
-        conn.close("topology master moved")
+        self._tm_conn = conn
+        try:
+            while not follow.moved_from(loc):
+                conn.send(self._tm_report())
+                await follow.wait_change(self.interval)
+            conn.close("topology master moved")
+        finally:
+            self._tm_conn = None
 
 
 def _routes(mm: MetricsManager) -> Routes:

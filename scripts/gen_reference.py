@@ -97,22 +97,64 @@ def _arg_row(action: argparse.Action) -> str | None:
     return f"| {name} | {_cell(action.help or '')} | {choices} | {shown} |"
 
 
+STATE_SECTION = "State-manager options"
+STATE_ANCHOR = "state-manager-options"  # the heading's id, as Markdown's toc makes it
+
+
+def _state_option_strings() -> set[str]:
+    """The options every verb that reads the state manager takes (heron_py/state/config.py)."""
+    from heron_py.state import config as statecfg
+
+    ap = argparse.ArgumentParser(add_help=False)
+    statecfg.add_arguments(ap)
+    return {o for a in ap._actions for o in a.option_strings}
+
+
+def _usage(sub: argparse.ArgumentParser) -> str:
+    """The verb's usage for a fenced block: one line, as is (Markdown escapes there would show)."""
+    return " ".join(sub.format_usage().split()).removeprefix("usage: ")
+
+
 def render_cli(parser: argparse.ArgumentParser | None = None) -> str:
     if parser is None:
         from heron_py.cli.main import build_parser
 
         parser = build_parser()
+    state_options = _state_option_strings()
     lines = [HEADER + "# The `heron-py` command\n",
              f"{_cell(parser.description or '')} Every verb below, with its arguments and options as "
-             "`heron_py/cli/main.py` declares them (`heron-py VERB --help` prints the same).\n"]
+             "`heron_py/cli/main.py` declares them (`heron-py VERB --help` and `heron-py help VERB` print "
+             "the same).\n",
+             "A verb that acts on a cluster takes it first, as Heron's CLI does (`heron-py kill local wc`); "
+             "left out, it is `local` (`heron-py kill wc`, `heron-py list`, `heron-py submit wc.py`). "
+             "The first word is the cluster when it names one (a scheduler: `local`, `slurm`, "
+             "`kubernetes`, alone or as Heron's `CLUSTER/ROLE/ENV`); otherwise it is the topology's name "
+             "(or `submit`'s file). A topology named like a cluster needs the cluster given: "
+             "`heron-py kill local local`. A misspelt verb gets the likely one: "
+             "`heron-py: unknown command 'sumbit'; did you mean 'submit'?`.\n"]
+    state_rows: list[str] = []
     for name, help_text, sub in _verbs(parser):
         lines += [f"## {name}\n", f"{_cell(help_text)}\n" if help_text else "",
-                  "```", _cell(sub.format_usage().strip().removeprefix("usage: ")), "```\n"]
-        rows = [r for r in (_arg_row(a) for a in sub._actions) if r is not None]
+                  "```", _usage(sub), "```\n"]
+        rows, shared = [], []
+        for a in sub._actions:
+            row = _arg_row(a)
+            if row is not None:
+                (shared if set(a.option_strings) & state_options else rows).append(row)
         if rows:
             lines += ["| argument | what it does | choices | default |", "|---|---|---|---|", *rows, ""]
+        if shared:
+            state_rows = state_rows or shared
+            lines.append(f"It also takes the [state-manager options](#{STATE_ANCHOR}).\n")
         if sub.epilog:
             lines += ["```", sub.epilog.strip(), "```", ""]
+    if state_rows:
+        lines += [f"## {STATE_SECTION}\n",
+                  "Where the topologies' state lives: the local files (`localfs`, the default) or a ZooKeeper "
+                  "ensemble. Every verb that reads or writes that state takes them, after the verb "
+                  "(`heron-py list --zk zk1:2181/heron`); `$HERON_PY_HOME/conf/statemgr.json` and the "
+                  "environment set them once for all.\n",
+                  "| argument | what it does | choices | default |", "|---|---|---|---|", *state_rows, ""]
     return "\n".join(line for line in lines if line is not None).rstrip() + "\n"
 
 

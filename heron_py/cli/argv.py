@@ -10,7 +10,7 @@ one of heron-py's (``--name``) still reaches the topology. ``heron-py submit loc
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 
 def option_arities(parser: argparse.ArgumentParser) -> dict[str, int]:
@@ -64,3 +64,56 @@ def cluster_name(value: str) -> str:
         raise argparse.ArgumentTypeError(f"{value!r}: expected CLUSTER or CLUSTER/ROLE/ENV, e.g. local or "
                                          f"local/alice/devel")
     return parts[0]
+
+
+DEFAULT_CLUSTER = "local"
+# what a topology file's name ends with (a Python file, or Storm's Flux YAML)
+TOPOLOGY_SUFFIXES = (".py", ".yaml", ".yml")
+
+
+def names_cluster(word: str, clusters: Collection[str]) -> bool:
+    """Whether ``word`` names a known cluster, alone or as Heron's ``CLUSTER/ROLE/ENV``."""
+    return word.split("/", 1)[0] in clusters
+
+
+def positional_words(words: Sequence[str], arities: Mapping[str, int]) -> list[str]:
+    """The words that are neither an option nor an option's value, up to ``--``."""
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w == "--":
+            break
+        if w.startswith("-") and len(w) > 1:
+            name, eq, _ = w.partition("=")
+            i += 1 + (0 if eq else arities.get(name, 0))
+            continue
+        out.append(w)
+        i += 1
+    return out
+
+
+def with_default_cluster(words: Sequence[str], arities: Mapping[str, int], clusters: Collection[str], *,
+                         places: int, takes_file: bool, is_file: Callable[[str], bool]) -> list[str]:
+    """A verb's words after the verb, with ``local`` put first when the user left the cluster
+    out, as Storm's and Heron's users do (``heron-py kill wc`` is ``heron-py kill local wc``).
+
+    The first positional word is the cluster when it names a known cluster (a scheduler's
+    name, alone or as CLUSTER/ROLE/ENV); otherwise it is the topology's name (or, for
+    ``submit``, its file) and the cluster is ``local``, except where the word is plainly meant
+    as a cluster, so that argparse's error names it: for a verb taking names, a word with a
+    ``/`` (a topology name has none) or every one of the verb's ``places`` positionals given;
+    for ``submit`` (``takes_file``), a word that is no file and has no topology file's suffix,
+    with more words after it (a word alone is the file, whose error then says it is missing).
+    A topology named like a cluster (``local``) so needs its cluster: ``heron-py kill local local``."""
+    pos = positional_words(words, arities)
+    if pos and takes_file and is_file(pos[0]):
+        return [DEFAULT_CLUSTER, *words]  # local/wc.py, a file in a folder named like a cluster
+    if pos and names_cluster(pos[0], clusters):
+        return list(words)
+    if pos and takes_file:
+        if len(pos) > 1 and not pos[0].endswith(TOPOLOGY_SUFFIXES):
+            return list(words)
+    elif pos and ("/" in pos[0] or len(pos) >= places):
+        return list(words)
+    return [DEFAULT_CLUSTER, *words]

@@ -21,6 +21,7 @@ from dataclasses import replace
 from heron_py.api.api_constants import TOPOLOGY_COMPONENT_PARALLELISM
 from heron_py.cli.errors import SubmitError
 from heron_py.cli.submit import _log_tails
+from heron_py.cli.words import counted
 from heron_py.common.config import effectively_once
 from heron_py.planner.logical import validate
 from heron_py.planner.packing import round_robin
@@ -132,4 +133,5 @@ def update_topology(state: StateManager, sched: Scheduler, name: str, changes: M
     _restart(sched, name, containers, new_packing.num_containers, "update")
     # every task restarts: none may keep its old process
     _wait_restarted(state, name, version, pids, wait_s)
-    return f"{summary} ({len(new_packing.tasks)} tasks in {new_packing.num_containers} containers)"
+    return (f"{summary} ({counted(len(new_packing.tasks), 'task')} in "
+            f"{counted(new_packing.num_containers, 'container')})")

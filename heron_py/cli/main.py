@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
+import os
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from heron_py.cli.argv import cluster_name, option_arities, split_topology_args
+from heron_py.cli.argv import cluster_name, option_arities, split_topology_args, with_default_cluster
 from heron_py.cli.errors import AdminError, SubmitError
+from heron_py.cli.words import counted
 from heron_py.common.config_codec import ConfigCodecError
 from heron_py.planner.errors import TopologyError
 from heron_py.scheduler.base import SchedulerError
@@ -24,6 +27,8 @@ if TYPE_CHECKING:
     from heron_py.planner.model import TopologyDef
     from heron_py.scheduler.base import Scheduler
     from heron_py.state import StateConfig, StateManager
+
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
 
 # Each command imports what it runs, in its function: a kill or a status is a short process that
 # the tests run hundreds of times and users run by hand, and importing the submit path, the
@@ -136,7 +141,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
                  deactivated=args.deploy_deactivated)
     state_word = "deployed deactivated (heron-py activate starts its spouts)" if args.deploy_deactivated \
         else "running"
-    print(f"topology '{res.name}' is {state_word}: {res.tasks} tasks in {res.containers} containers "
+    print(f"topology '{res.name}' is {state_word}: {counted(res.tasks, 'task')} in "
+          f"{counted(res.containers, 'container')} "
           f"(logs: {TopologyPaths.of(res.name).logs})")
     print(package.summary())
     return 0
@@ -219,7 +225,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2, sort_keys=True))
         return 0
     tm = doc["tmanager"]
-    print(f"topology {doc['name']}: {doc['state']}, {doc['containers']} containers, plan v{doc['pplan_version']}")
+    print(f"topology {doc['name']}: {doc['state']}, {counted(doc['containers'], 'container')}, "
+          f"plan v{doc['pplan_version']}")
     print(f"  tmanager: {tm['host']}:{tm['port']} pid {tm['pid']}" if tm else "  tmanager: not running",
           "" if doc["tmanager_reachable"] else "(not reachable)")
     if tm and tm.get("http_port"):
@@ -289,7 +296,8 @@ def cmd_restart(args: argparse.Namespace) -> int:
                           f"expected one container")
     containers = restart_topology(state, _scheduler_for(args, args.name), args.name, container,
                                   wait_s=args.wait)
-    which = f"container {container}" if container is not None else f"all {len(containers)} containers"
+    which = f"container {container}" if container is not None else (
+        f"container {containers[0]}, its only one" if len(containers) == 1 else f"all {len(containers)} containers")
     print(f"topology '{args.name}': restarted {which}; every task is running again")
     return 0
 
@@ -451,11 +459,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
                "heron-py submit local/alice/devel topo.py --name wc --containers 2 -- --rate 5",
                "heron-py submit local multilang.yaml --filter dev.properties",
                "heron-py submit slurm topo.py --partition batch --time 01:00:00"),
-    "list": ("heron-py list local",),
+    "list": ("heron-py list", "heron-py list slurm"),
     "status": ("heron-py status local wc", "heron-py status local wc --json"),
     "activate": ("heron-py activate local wc",),
     "deactivate": ("heron-py deactivate local wc --wait 20",),
-    "kill": ("heron-py kill local wc",),
+    "kill": ("heron-py kill wc   (the local cluster's)", "heron-py kill slurm wc"),
     "restart": ("heron-py restart local wc", "heron-py restart local wc 0   (container 0 only)"),
     "update": ("heron-py update local wc --component-parallelism count:4",),
     "metrics": ("heron-py metrics local wc", "heron-py metrics local wc --component count --interval 60"),
@@ -465,6 +473,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "reconcile": ("heron-py reconcile --stream stream.jsonl --batch batch.jsonl --key word",),
     "logs": ("heron-py logs local wc", "heron-py logs local wc count -f"),
     "version": ("heron-py version", "heron-py --version"),
+    "help": ("heron-py help", "heron-py help submit"),
     "init": ("heron-py init wordcount && cd wordcount && python -m pytest -q && heron-py run topology.py",),
     "run": ("heron-py run word_count.py", "heron-py run word_count.py --duration 5 -- --rate 10"),
     "restore": ("heron-py restore wc --checkpoint 42", "heron-py restore wc --clean"),
@@ -490,8 +499,17 @@ VERB_MODULES: tuple[str, ...] = ("heron_py.cli.spark_cmds", "heron_py.cli.init",
 # verbs whose words after the file go to the topology, and how many positionals come first
 TOPOLOGY_VERBS: dict[str, int] = {"submit": 2, "batch": 1, "run": 1}
 
-CLUSTER_HELP = "where the topology runs: local, slurm or kubernetes (Heron's CLUSTER/ROLE/ENV is accepted)"
+CLUSTER_HELP = ("where the topology runs: local, slurm or kubernetes (Heron's CLUSTER/ROLE/ENV is accepted); "
+                "local when left out: a first word that names no cluster is the topology's name "
+                "(heron-py kill wc is heron-py kill local wc)")
+SUBMIT_CLUSTER_HELP = ("where the topology runs: local, slurm or kubernetes (Heron's CLUSTER/ROLE/ENV is "
+                       "accepted); local when left out (heron-py submit wc.py is heron-py submit local wc.py)")
+LIST_CLUSTER_HELP = "where the topologies run: local, slurm or kubernetes; local when left out (heron-py list)"
 NAME_HELP = "the topology's name (heron-py list CLUSTER shows them)"
+
+# Storm's, Heron's and streamparse's verbs that heron-py names otherwise: the did-you-mean of
+# an unknown verb names heron-py's
+FOREIGN_VERBS = {"jar": "submit", "local": "run", "rebalance": "update", "tail": "logs", "stats": "metrics"}
 
 
 def _version() -> str:
@@ -504,14 +522,37 @@ def _version() -> str:
     return f"heron-py {v} (Python {sys.version.split()[0]})"
 
 
-def _cluster_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("cluster", type=cluster_name, choices=CLUSTERS, metavar="CLUSTER", help=CLUSTER_HELP)
+def _cluster_arg(p: argparse.ArgumentParser, help_text: str = CLUSTER_HELP) -> None:
+    p.add_argument("cluster", type=cluster_name, choices=CLUSTERS, metavar="CLUSTER", help=help_text)
+
+
+def _name_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", metavar="NAME", help=NAME_HELP)
+
+
+def _short_usage(verb: str, p: argparse.ArgumentParser) -> str:
+    """``heron-py VERB [options] [CLUSTER] NAME``: the positionals and the required options,
+    the rest (a dozen state-manager options) left to --help; argparse's own usage of a verb
+    that takes them ran to nine lines before every error."""
+    def option(a: argparse.Action) -> str:
+        return a.option_strings[-1] + (f" {a.metavar or a.dest.upper()}" if a.nargs != 0 else "")
+
+    grouped = [g for g in p._mutually_exclusive_groups if g.required]
+    in_group = {id(a) for g in grouped for a in g._group_actions}
+    parts = [f"heron-py {verb} [options]"]
+    for a in p._actions:
+        if not a.option_strings:
+            shown = str(a.metavar or a.dest)
+            parts.append(f"[{shown}]" if a.nargs == "?" or a.dest == "cluster" else shown)
+    parts += [option(a) for a in p._actions if a.option_strings and a.required and id(a) not in in_group]
+    parts += ["(" + " | ".join(option(a) for a in g._group_actions) + ")" for g in grouped]
+    return " ".join(parts)
 
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="heron-py", description="Run Storm/Heron topologies in Python.",
                                  epilog="examples:\n  heron-py submit local word_count.py\n"
-                                        "  heron-py init myproject\n  heron-py SUBCOMMAND --help",
+                                        "  heron-py init myproject\n  heron-py help SUBCOMMAND",
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--version", action="version", version=_version(), help="print heron-py's version and exit")
     ap.add_argument("--verbose", action="store_true", default=False,
@@ -535,8 +576,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add_parser("submit", help="submit a topology file (Python or Flux YAML) to a cluster")
     p.description = SUBMIT_DESCRIPTION
-    p.usage = "heron-py submit [options] CLUSTER FILE [TOPOLOGY ARG ...] [-- TOPOLOGY ARG ...]"
-    _cluster_arg(p)
+    p.usage = "heron-py submit [options] [CLUSTER] FILE [TOPOLOGY ARG ...] [-- TOPOLOGY ARG ...]"
+    _cluster_arg(p, SUBMIT_CLUSTER_HELP)
     p.add_argument("file", metavar="FILE", help="the topology: a Python file or a Flux .yaml/.yml file")
     p.add_argument("--name", default=None, help="topology name (default: the name the file gives)")
     p.add_argument("--containers", type=int, default=None,
@@ -567,31 +608,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_submit)
 
     p = add_parser("list", help="list running topologies")
-    _cluster_arg(p)
+    _cluster_arg(p, LIST_CLUSTER_HELP)
     p.set_defaults(fn=cmd_list)
 
     p = add_parser("status", help="containers, tasks, pids, ports and state")
     _cluster_arg(p)
-    p.add_argument("name", help=NAME_HELP)
+    _name_arg(p)
     p.add_argument("--json", action="store_true", help="print the whole status as JSON")
     p.set_defaults(fn=cmd_status)
 
     for command in ("activate", "deactivate"):
         p = add_parser(command, help=f"{command} a topology's spouts")
         _cluster_arg(p)
-        p.add_argument("name", help=NAME_HELP)
+        _name_arg(p)
         p.add_argument("--wait", type=float, default=10.0, metavar="SECONDS",
                        help="how long to wait for every stream manager to have the new state (else exit 1)")
         p.set_defaults(fn=cmd_admin, command=command)
 
     p = add_parser("kill", help="stop every process of a topology and remove its state")
     _cluster_arg(p)
-    p.add_argument("name", help=NAME_HELP)
+    _name_arg(p)
     p.set_defaults(fn=cmd_kill)
 
     p = add_parser("restart", help="restart a topology's containers (all, or one)")
     _cluster_arg(p)
-    p.add_argument("name", help=NAME_HELP)
+    _name_arg(p)
     p.add_argument("container_pos", nargs="?", type=int, default=None, metavar="CONTAINER",
                    help="the one container to restart, as Heron's CLI takes it (default: all)")
     p.add_argument("--container", type=int, default=None, metavar="K", help="the one container to restart")
@@ -601,7 +642,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add_parser("update", help="change components' parallelism of a running topology")
     _cluster_arg(p)
-    p.add_argument("name", help=NAME_HELP)
+    _name_arg(p)
     p.add_argument("--component-parallelism", action="append", required=True, metavar="COMPONENT:N",
                    help="a component's new parallelism (repeatable)")
     p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
@@ -610,7 +651,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add_parser("metrics", help="a topology's metrics per component and task (from the topology master)")
     _cluster_arg(p)
-    p.add_argument("name", help=NAME_HELP)
+    _name_arg(p)
     p.add_argument("--component", default=None, help="only this component (default: every component)")
     p.add_argument("--interval", type=float, default=0.0, metavar="SECONDS",
                    help="for counters, their increase over the last SECONDS instead of the total")
@@ -618,7 +659,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add_parser("prometheus-config", help="a Prometheus file_sd target list for the metrics endpoints")
     _cluster_arg(p)
-    p.add_argument("name", help=NAME_HELP)
+    _name_arg(p)
     p.add_argument("--scrape-config", action="store_true",
                    help="print a whole Prometheus scrape job (YAML), with the bearer token the endpoints "
                         "need when they are off loopback")
@@ -629,13 +670,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add_parser("logs", help="print a topology's logs")
     _cluster_arg(p)
-    p.add_argument("name", help=NAME_HELP)
-    p.add_argument("component", nargs="?", help="only this component's logs (default: every log)")
+    _name_arg(p)
+    p.add_argument("component", nargs="?", metavar="COMPONENT", help="only this component's logs (default: every log)")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing what the logs get, as tail -f")
     p.set_defaults(fn=cmd_logs)
 
     p = add_parser("version", state=False, help="print heron-py's version")
     p.set_defaults(fn=cmd_version)
+
+    p = add_parser("help", state=False, help="print heron-py's help, or a verb's")
+    p.add_argument("verb", nargs="?", metavar="VERB", help="the verb whose help to print (default: heron-py's own)")
+    p.set_defaults(fn=cmd_help, parser=ap)
 
     # --- verbs defined in their own modules (see VERB_MODULES) ---
     import importlib
@@ -645,7 +690,41 @@ def build_parser() -> argparse.ArgumentParser:
         if importlib.util.find_spec(module_name) is None:
             continue
         importlib.import_module(module_name).add_parser(add_parser)
+    state_dests = {a.dest for a in state_parent._actions}
+    for verb, p in _verbs(ap).items():
+        if p.usage is None and state_dests <= {a.dest for a in p._actions}:
+            p.usage = _short_usage(verb, p)
     return ap
+
+
+def _verbs(ap: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in ap._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def unknown_verb(word: str, verbs: list[str]) -> str:
+    """The one line for a verb heron-py does not have: the closest verb (difflib), or the
+    heron-py verb of a Storm/Heron/streamparse one, else where the verbs are listed."""
+    close = difflib.get_close_matches(word, verbs, n=1, cutoff=0.6)
+    guess = FOREIGN_VERBS.get(word) or (close[0] if close else None)
+    if guess is not None:
+        return f"heron-py: unknown command '{word}'; did you mean '{guess}'?"
+    return f"heron-py: unknown command '{word}'; expected one of {', '.join(verbs)} (heron-py help says what each does)"
+
+
+def cmd_help(args: argparse.Namespace) -> int:
+    ap: argparse.ArgumentParser = args.parser
+    if args.verb is None:
+        print(ap.format_help(), end="")
+        return 0
+    verbs = _verbs(ap)
+    if args.verb not in verbs:
+        print(unknown_verb(args.verb, list(verbs)), file=sys.stderr)
+        return 2
+    print(verbs[args.verb].format_help(), end="")
+    return 0
 
 
 def _subparser(ap: argparse.ArgumentParser, verb: str) -> argparse.ArgumentParser | None:
@@ -657,12 +736,23 @@ def _subparser(ap: argparse.ArgumentParser, verb: str) -> argparse.ArgumentParse
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    """argparse, after the topology's words are taken out (heron_py.cli.argv)."""
+    """argparse, after an unknown verb is refused in one line, the default cluster is put in
+    (heron_py.cli.argv.with_default_cluster) and the topology's words are taken out."""
     ap = build_parser()
     i = 0
     while i < len(argv) and argv[i].startswith("-"):  # the top-level options before the verb
         i += 1
     verb = argv[i] if i < len(argv) else None
+    verbs = _verbs(ap)
+    if verb is not None and verb not in verbs:
+        print(unknown_verb(verb, list(verbs)), file=sys.stderr)
+        raise SystemExit(2)
+    p = verbs.get(verb) if verb is not None else None
+    positionals = [a for a in p._actions if not a.option_strings] if p is not None else []
+    if p is not None and positionals and positionals[0].dest == "cluster":
+        words = with_default_cluster(argv[i + 1:], option_arities(p), CLUSTERS, places=len(positionals),
+                                     takes_file=verb in TOPOLOGY_VERBS, is_file=lambda w: Path(w).is_file())
+        argv = [*argv[:i + 1], *words]
     if verb in TOPOLOGY_VERBS:
         p = _subparser(ap, verb)
         assert p is not None
@@ -674,6 +764,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # here, so that a reader gone before the last write is seen below
+    except BrokenPipeError:
+        # the reader (head, less, grep -m) closed the pipe: stop quietly, as cat does. Python's
+        # advice: stdout goes to devnull, so the interpreter's own flush at exit does not fail
+        # again. The exit code is the shell's for a writer killed by SIGPIPE (128 + 13), as
+        # cat's or grep's: a pipeline under pipefail sees the output was cut short, as with them
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_BROKEN_PIPE
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     args = parse_args(list(sys.argv[1:] if argv is None else argv))
     verbose = bool(getattr(args, "verbose", False))
     if verbose:

@@ -27,7 +27,7 @@ def add_parser(add_parser: Callable[..., argparse.ArgumentParser]) -> argparse.A
     """Registers the verb with the ``add_parser(name, **kw)`` helper of heron_py/cli/main.py."""
     p = add_parser("restore", help="effectively once: restore a checkpoint (or start clean) when a restore "
                                    "waits for the operator")
-    p.add_argument("name", help="the topology's name (heron-py list CLUSTER shows them)")
+    p.add_argument("name", metavar="NAME", help="the topology's name (heron-py list CLUSTER shows them)")
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--checkpoint", type=_checkpoint_id, metavar="ID",
                        help="a complete checkpoint's id (heron-py status NAME --json lists them)")

@@ -108,6 +108,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 def add_parser(add_parser: Any) -> None:
     p = add_parser("batch", help="run a topology over bounded inputs on PySpark")
+    p.usage = "heron-py batch [options] FILE [TOPOLOGY ARG ...] [-- TOPOLOGY ARG ...]"
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     p.add_argument("--input", action="append", default=[], metavar="SPOUT=PATH",
                    help="a spout's bounded input: text (one value per line), .json/.jsonl, or Parquet")

@@ -18,6 +18,7 @@ from typing import Any
 
 from heron_py.api import submit_hook
 from heron_py.cli.errors import SubmitError as SubmitError  # raised here; kept importable from here
+from heron_py.cli.words import counted
 from heron_py.common.config import TLS_ENABLED, ConfigError, check_tls_local_link
 from heron_py.common.config_codec import restore_config, sanitize_config
 from heron_py.common.package import MAX_BYTES, Package, PackageError, check_size, make_package, sign_package
@@ -36,6 +37,8 @@ TOPOLOGY_WORKERS = "topology.workers"  # Storm's
 # how often submit reads the execution state while it waits for every task: the master writes
 # it as soon as a task is ready, so the poll is the only lag, and one read costs a file or a znode
 READY_POLL_S = 0.05
+# how often it reads the containers' restarts.json for a task that crashes as it starts
+CRASH_CHECK_S = 0.25
 
 
 def _load_flux_file(path: Path, args: Sequence[str], filter_file: Path | None) -> TopologyDef:
@@ -279,7 +282,7 @@ def submit(state: StateManager, topology: TopologyDef, topology_file: Path, args
         state.delete_topology(topo.name)  # nothing runs: leave nothing behind
         raise
     try:
-        wait_until_running(state, topo.name, len(packing.tasks), wait_s, paths)
+        wait_until_running(state, topo.name, len(packing.tasks), wait_s, paths, packing=packing)
     except SubmitError:
         sched.kill(topo.name)
         state.delete_topology(topo.name)
@@ -288,14 +291,27 @@ def submit(state: StateManager, topology: TopologyDef, topology_file: Path, args
 
 
 def wait_until_running(state: StateManager, name: str, num_tasks: int, wait_s: float,
-                       paths: TopologyPaths) -> None:
+                       paths: TopologyPaths, *, packing: PackingPlan | None = None) -> None:
+    """Until every task is ready; SubmitError after ``wait_s``, or as soon as a task of
+    ``packing`` died twice of the same error before it initialized (heron_py.cli.crashes)."""
+    from heron_py.cli.crashes import repeated_start_crash
+
     deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
+    next_crash_check = 0.0
+    while (now := time.monotonic()) < deadline:
         es = state.get_execution_state(name) or {}
         inst = es.get("instances", {})
         ready = sum(1 for i in inst.values() if i.get("ready"))
         if ready == num_tasks:
             return
+        if packing is not None and now >= next_crash_check:
+            next_crash_check = now + CRASH_CHECK_S
+            starting = {t.task_id for t in packing.tasks} - {int(t) for t, i in inst.items() if i.get("ready")}
+            crash = repeated_start_crash(paths, packing, starting)
+            if crash is not None:
+                raise SubmitError(f"topology '{name}' did not start: task {crash.task} (component "
+                                  f"'{crash.component}') died twice before it initialized, of the same error: "
+                                  f"{crash.error} (its log: {crash.log})")
         time.sleep(READY_POLL_S)
     es = state.get_execution_state(name) or {}
     inst = es.get("instances", {})
@@ -330,7 +346,7 @@ def dry_run_text(topology: TopologyDef, packing: PackingPlan) -> str:
                         + (f"({', '.join(i.grouping.fields)})" if i.grouping.fields else "") for i in c.inputs)
         lines.append(f"  {c.name} ({c.kind.value} {c.class_name}, par {c.par})"
                      + (f" inputs: {ins};" if ins else "") + f" outputs: {outs}")
-    lines.append(f"packing: {len(packing.tasks)} tasks in {packing.num_containers} containers")
+    lines.append(f"packing: {counted(len(packing.tasks), 'task')} in {counted(packing.num_containers, 'container')}")
     for k in range(packing.num_containers):
         tasks = ", ".join(f"{t.component}-{t.task_id}" for t in packing.tasks_in(k))
         lines.append(f"  container {k}: {tasks}")

@@ -6,7 +6,7 @@ container also runs a standby topology master, which takes over when the active 
 A child that exits while the executor is not stopping is restarted after a backoff that
 doubles from 0.5 s up to 10 s and resets once the child has stayed up for 30 s. Every
 restart is a log line and is counted in ``restarts.json`` beside the container's working
-folder.
+folder, which holds every child's count (0 until it restarts) from the container's start.
 
 Every ``logrotate.CHECK_EVERY_S`` the supervision loop caps the container's logs (and this
 executor's own ``executor-K.log``) at ``heron.logging.maximum.size.mb``, keeping
@@ -328,6 +328,10 @@ class Executor:
         if self.fork_server and not become_subreaper():
             self.log.warning("cannot become a child subreaper: the container's processes start on their own")
             self.fork_server = False
+        # every child's count from the start, at 0, before the metrics manager (a child) reads
+        # it: a counter that appears only at its first restart is missed by a dashboard's
+        # increase(), which needs a sample before the restart
+        self._write_restarts()
         for c in self.children:
             self._spawn(c)
 

@@ -90,8 +90,7 @@ class _InProcess:
         self.inboxes: dict[int, collections.deque[bytes]] = {t.task_id: collections.deque() for t in packing.tasks}
         self.hosts: dict[int, ComponentHost] = {}
         for t in packing.tasks:
-            # at most once: nothing here tracks acks, so a spout must not wait for them
-            options = HostOptions(reliability=ReliabilityConfig(), observer=self._observer(t.task_id, t.component),
+            options = HostOptions(reliability=self._reliability(), observer=self._observer(t.task_id, t.component),
                                   rng=random.Random(rng.random()))
             host = self.hosts[t.task_id] = make_host(plan, t.task_id, self._sink, options)
             host.initialize()
@@ -101,6 +100,10 @@ class _InProcess:
         self.pollable = [h for h in self.hosts.values() if h.poll_s is not None]
         for sp in self.spouts:
             sp.start()
+
+    def _reliability(self) -> ReliabilityConfig:
+        """At most once: nothing here tracks acks, so a spout must not wait for them."""
+        return ReliabilityConfig()
 
     def _sink(self, frames: list[bytes]) -> None:
         for f in frames:

@@ -49,6 +49,7 @@ function html(tag, attrs, text) {
 
 // ---- formatting ----
 const num = (v) => (v === null || v === undefined ? "–" : Number(v).toLocaleString("en-US"));
+const counted = (n, noun) => num(n) + " " + noun + (n === 1 ? "" : "s");
 const ms = (v) => (v === null || v === undefined ? "–" : Number(v).toFixed(3));
 function bytes(v) {
   if (!v) return "–";
@@ -128,7 +129,7 @@ function drawGraph(plan, summary) {
     }
     if (row.backpressure) g.appendChild(el("text", {class: "badge-bp", x: bx, y: -4, "text-anchor": "end"},
       "● backpressure"));
-    const tip = [`${name}: ${plan.spouts[name] ? "spout" : "bolt"}, ${c.par} tasks`];
+    const tip = [`${name}: ${plan.spouts[name] ? "spout" : "bolt"}, ${counted(c.par, "task")}`];
     if (row.backpressure) tip.push("a container of its tasks is in backpressure");
     if (row.recent_exceptions) tip.push("exceptions in the last 10 minutes");
     g.appendChild(el("title", {}, tip.join("\n")));
@@ -249,12 +250,22 @@ function fillComponents(summary, es) {
     ["capacity", ms(r.capacity), r.capacity],
     ["emitted", num(r.emitted), r.emitted], ["transferred", num(r.transferred), r.transferred],
     ["acked", num(r.acked), r.acked], ["failed", num(r.failed), r.failed], ["state", stateCell(r)]]})));
-  const sum = (k) => comps.reduce((a, [, r]) => a + (r[k] || 0), 0);
-  fillRows("summary", [{cells: [["name", es.topology], ["state", es.state], ["plan", "v" + es.pplan_version],
-    ["containers", num(Object.keys(es.stmgrs).length)], ["tasks", num(Object.keys(es.instances).length)],
-    ["window", WINDOW_NAMES[summary.window]], ["emitted", num(sum("emitted"))],
-    ["transferred", num(sum("transferred"))], ["acked", num(sum("acked"))], ["failed", num(sum("failed"))]]}]);
+  fillRows("summary", [{cells: summaryCells(summary, es)}]);
   fillCheckpoints(es.checkpoints);
+}
+
+// The topology's totals, as Storm UI's topology summary shows them: emitted and transferred
+// over every component, acked and failed the spouts' (a tuple tree is acked once, at its spout;
+// every bolt on its way acks its own tuple of it, so the bolts' acks would count it again per
+// bolt). Pure, so a test can call it with the API's documents.
+function summaryCells(summary, es) {
+  const comps = Object.values(summary.components);
+  const sum = (k, kind) => comps.reduce((a, r) => a + (kind && r.kind !== kind ? 0 : r[k] || 0), 0);
+  const total = (col, k, kind) => { const v = sum(k, kind); return [col, num(v), v]; };
+  return [["name", es.topology], ["state", es.state], ["plan", "v" + es.pplan_version],
+    ["containers", num(Object.keys(es.stmgrs).length)], ["tasks", num(Object.keys(es.instances).length)],
+    ["window", WINDOW_NAMES[summary.window]], total("emitted", "emitted"), total("transferred", "transferred"),
+    total("acked", "acked", "spout"), total("failed", "failed", "spout")];
 }
 
 // effectively once: the last completed checkpoint and its cost (absent in the other modes)
