@@ -22,14 +22,8 @@ Fences are kept per connection, never per (role, id): a connection that closes, 
 instance that registers again on a new one, leaves no fence behind and takes none from its
 successor, which is fenced until it says so itself.
 
-And in-flight data lost (``loss``: a data-path connection that closed, a counted drop) would
-become permanent at the next completed checkpoint, so the relay asks the master to roll every
-task back (RollbackRequest). The request must not be lost with a link or with a master that
-may not act just then (its state-manager session suspended): it is sent again with every
-heartbeat (``unanswered``) until the master answers it (RollbackAnswer) or a newer restore
-comes. Until then no checkpoint marker passes this stream manager (``admits_marker``): a
-checkpoint whose markers passed after the loss would hold the loss, and one that completed
-would make it permanent.
+And in-flight data lost (``loss``) asks the master to roll every task back, until it answers
+(``losses``: stream_manager/losses.py).
 """
 
 from __future__ import annotations
@@ -40,6 +34,7 @@ from collections.abc import Callable, Iterable
 from heron_py.common.framing import MsgType, encode_frame
 from heron_py.common.net import Connection, Route, on, relay
 from proto import heron_py_pb2 as pb
+from stream_manager.losses import LossReport
 
 
 class CheckpointRelay:
@@ -60,13 +55,7 @@ class CheckpointRelay:
         self._restore_frame: bytes | None = None
         self._fences: dict[Connection, int] = {}  # a connection -> the newest restore it fenced
         self.fenced_frames = 0  # dropped by a fence, for the log
-        # the rollback asked for the run of a restore, until answered or a newer restore: that
-        # restore id and the request's frame (None: nothing asked); answered: not sent again,
-        # but markers still stop until the restore the answer promised
-        self._rollback: tuple[int, bytes] | None = None
-        self._rollback_answered = False
-        self._later_loss: str | None = None  # a loss after the request went: asked anew if it was moot
-        self.markers_dropped = 0  # while a loss is unanswered, for the log
+        self.losses = LossReport(container, log, to_master)
 
     # --- the hot path: one call per tuple batch or marker while a restore id is set ---
     def admits(self, conn: Connection) -> bool:
@@ -81,7 +70,8 @@ class CheckpointRelay:
         return [relay("tmanager", MsgType.START_CHECKPOINT, self.start_checkpoint),
                 on("tmanager", MsgType.RESTORE_STATE, pb.RestoreState, self.on_restore),
                 on("tmanager", MsgType.START_PROCESSING, pb.StartProcessing, self.on_start_processing),
-                on("tmanager", MsgType.ROLLBACK_ANSWER, pb.RollbackAnswer, self.on_rollback_answer),
+                on("tmanager", MsgType.ROLLBACK_ANSWER, pb.RollbackAnswer,
+                   lambda conn, msg: self.losses.on_answer(msg)),
                 relay("tmanager", MsgType.CHECKPOINT_COMMITTED, self.checkpoint_committed)]
 
     def start_checkpoint(self, conn: Connection, frame: bytes) -> None:
@@ -119,13 +109,7 @@ class CheckpointRelay:
         self.restoring = True
         self._restore_frame = frame
         self.fenced_frames = 0
-        if self._rollback is not None:  # the newer restore answers it: the old run is gone
-            self._log.info("restore %d replaces the run whose loss we reported (%d markers dropped meanwhile)",
-                           msg.restore_id, self.markers_dropped)
-        self._rollback = None
-        self._rollback_answered = False
-        self._later_loss = None
-        self.markers_dropped = 0
+        self.losses.on_restore(msg.restore_id)
         dropped = self._discard_held()
         fence = self.fence_frame()
         assert fence is not None
@@ -171,53 +155,6 @@ class CheckpointRelay:
         self._fences.pop(conn, None)
 
     def loss(self, reason: str) -> bool:
-        """In-flight data of the current run was lost: asks the master to roll every task back
-        (nothing before the first restore: the first restore replaces everything). During a
-        restore too: another stream manager may already process the new run, whose data this
-        loss may hold; the master, which knows, answers a request about a restore still under
-        way as moot. Returns whether it asked (once per run)."""
-        rid = self.restore_id
-        if not rid:
-            return False
-        if self._rollback is not None and self._rollback[0] == rid:
-            self._later_loss = reason
-            return False
-        self._later_loss = None
-        frame = encode_frame(MsgType.ROLLBACK_REQUEST, pb.RollbackRequest(
-            container=self.container, restore_id=rid, reason=reason).SerializeToString())
-        self._rollback = (rid, frame)
-        self._rollback_answered = False
-        self._log.warning("effectively once: %s; asking the master to roll back the run of restore %d (no "
-                          "checkpoint marker passes until it answers)", reason, rid)
-        self.to_master(frame)
-        return True
-
-    def unanswered(self) -> list[bytes]:
-        """The request to send again (with every heartbeat to the master, and after registering
-        with a new one) until the master answers it or a newer restore comes."""
-        if self._rollback is None or self._rollback_answered:
-            return []
-        return [self._rollback[1]]
-
-    def on_rollback_answer(self, conn: Connection, msg: pb.RollbackAnswer) -> None:
-        if self._rollback is None or msg.restore_id != self._rollback[0]:
-            return  # an answer to an older request, which a restore already answered
-        if msg.acted:
-            # the restore follows: markers stay stopped until it comes
-            self._rollback_answered = True
-            self._log.info("the master rolls back the run of restore %d (%s)", msg.restore_id, msg.reason)
-            return
-        self._log.info("the master answered our rollback request for restore %d as moot (%s); %d markers "
-                       "dropped meanwhile", msg.restore_id, msg.reason, self.markers_dropped)
-        self._rollback = None
-        self.markers_dropped = 0
-        later, self._later_loss = self._later_loss, None
-        if later is not None:  # the master's state may have moved on since it judged the first
-            self.loss(later)
-
-    def admits_marker(self) -> bool:
-        """Whether a checkpoint marker may pass: not while a loss we reported is unresolved."""
-        if self._rollback is None:
-            return True
-        self.markers_dropped += 1
-        return False
+        """In-flight data of the current run was lost: the master is asked to roll every task
+        back (``LossReport``). Returns whether it was asked now."""
+        return self.losses.loss(self.restore_id, reason)

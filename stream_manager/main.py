@@ -275,11 +275,11 @@ class _Inbound(BaseHandler):
 
     def instance_marker(self, conn: Connection, frame: bytes) -> None:
         """A checkpoint marker stops here while a loss we reported is unresolved."""
-        if self.sm.ckpt.admits_marker():
+        if self.sm.ckpt.losses.admits_marker():
             self.instance_batch(conn, frame)
 
     def peer_marker(self, conn: Connection, frame: bytes) -> None:
-        if self.sm.ckpt.admits_marker():
+        if self.sm.ckpt.losses.admits_marker():
             self.peer_batch(conn, frame)
 
     def peer_hello(self, conn: Connection, msg: pb.StmgrHello) -> None:
@@ -374,8 +374,9 @@ def main(argv: list[str] | None = None) -> int:
     log = setup_logging(f"stmgr[{args.container}]")
 
     def make(state: StateManager) -> StreamManager:
-        links = _link_config(state, args.topology)
-        return StreamManager(topology=args.topology, container=args.container, secret=args.secret_file.read_bytes(),
+        secret = args.secret_file.read_bytes()
+        links = _link_config(state, args.topology, secret)
+        return StreamManager(topology=args.topology, container=args.container, secret=secret,
                              state=state, port_file=args.port_file, log=log, host=args.host,
                              tls=PeerTls.load(args.tls_file, args.topology), max_frame=links.max_frame,
                              liveness=links.liveness)
@@ -389,12 +390,14 @@ class LinkConfig:
     liveness: Liveness = DEFAULT_LIVENESS
 
 
-def _link_config(state: StateManager, topology: str) -> LinkConfig:
+def _link_config(state: StateManager, topology: str, secret: bytes) -> LinkConfig:
     """The topology's frame limit and heartbeats, read once before any connection: instances
     connect before the plan comes, and their frames are checked against the same limit their
     emitters use. Submit refuses bad values, so a ConfigError here is a definition written by
-    hand (or by an older version)."""
-    topo = state.get_topology(topology)
+    hand (or by an older version). The document's signature is checked under ``secret`` (a
+    StateManagerError when it does not match): whoever may write the state store must not set
+    our heartbeats or frame limit."""
+    topo = state.get_topology(topology, secret)
     if topo is None:
         return LinkConfig()
     return LinkConfig(max_frame_bytes(topo.config), Liveness.from_config(topo.config))

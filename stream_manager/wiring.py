@@ -151,7 +151,7 @@ def build(site: Site, events: Events, spawn: Callable[[Coroutine[Any, Any, None]
                                    clique=clique, counters=counters, spouts_held=events.spouts_held)
     master = MasterLink(topology=site.topology, container=container, host=site.host, secret=site.secret,
                         state=site.state, tls=site.tls, liveness=site.liveness, log=log, max_frame=site.max_frame,
-                        channel=channel, unanswered=ckpt.unanswered,
+                        channel=channel, unanswered=ckpt.losses.unanswered,
                         routes=master_routes(events.on_new_pplan, log, ckpt.master_routes()),
                         instance_infos=instances.infos, metrics=metrics.for_master)
     # the metrics manager is always in this container, on loopback

@@ -27,11 +27,10 @@ import asyncio
 import concurrent.futures
 import functools
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from heron_py.checkpoint.coordinator import (
     CheckpointAborted,
@@ -50,7 +49,6 @@ from heron_py.checkpoint.coordinator import (
     StartProcessing,
     StartRestore,
 )
-from heron_py.checkpoint.failures import backoff_secs
 from heron_py.checkpoint.select import checkpoint_location, open_checkpoint_storage
 from heron_py.checkpoint.storage import CheckpointStorage
 from heron_py.common.config import StatefulConfig, effectively_once
@@ -58,23 +56,12 @@ from heron_py.common.framing import MsgType, encode_frame
 from heron_py.common.net import Connection
 from heron_py.planner.model import PackingPlan, TopologyDef
 from proto import heron_py_pb2 as pb
+from topology_master.checkpoint_io import CheckpointRecords, StorageWorker, Superseded
 
 EPOCH_BITS = 32
 SEQ_MASK = (1 << EPOCH_BITS) - 1
-# listing the storage at start: retried after 1, 2, 4 ... 30 s (an NFS mount that is back)
-LIST_RETRY_INITIAL_S = 1.0
-LIST_RETRY_MAX_S = 30.0
 
 T = TypeVar("T")
-
-
-class SessionLost(Exception):
-    """The state-manager session is down: this master cannot know it is still the active one.
-    The checkpoint fails; the driver goes on if the session comes back."""
-
-
-class Superseded(Exception):
-    """A master with a newer epoch is active: this one never drives checkpoints again."""
 
 
 def restore_wire_id(epoch: int, n: int) -> int:
@@ -88,16 +75,6 @@ def first_checkpoint_id(epoch: int, stored_ids: Iterable[int]) -> int:
     """Above every id in the storage and every id a master with a lower epoch could use, even
     one whose saves land after this master listed the storage."""
     return max([(epoch << EPOCH_BITS) | 1, *(c + 1 for c in stored_ids)])
-
-
-class CheckpointRecords(Protocol):
-    """Where the master keeps what it knows durably of the checkpoints (the state manager's
-    ``checkpointrecords``): ``{"completed": N, "operator": {"checkpoint": ID, "below": M}}``,
-    the newest complete checkpoint, and the operator's last choice (ID, 0 for a clean start)
-    with every id up to M issued when it was made (those above ID are no targets any more)."""
-
-    def load(self) -> dict[str, Any] | None: ...
-    def save(self, record: dict[str, Any]) -> None: ...
 
 
 class StateRecords:
@@ -151,34 +128,28 @@ class CheckpointDriver:
         self._wall = wall
         self._session_ok = session_ok
         self._state_changed = state_changed
-        self._epoch_now = epoch_now
-        self._own_io = io is None
-        self._io = io or concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="checkpoint-io")
+        self.io = StorageWorker(topology, storage, records, log, epoch=epoch, io=io, session_ok=session_ok,
+                                epoch_now=epoch_now)
         self._legacy = legacy_wall_ids
         self._rid_base = int(wall() * 1_000_000) if legacy_wall_ids else epoch << EPOCH_BITS
-        self._closed = threading.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
         self.coordinator: CheckpointCoordinator | None = None  # once the storage was listed
         self._stored_complete: set[int] = set()  # the storage's complete ids as last listed
         self._restore_frame: bytes | None = None  # the restore under way, for late stream managers
         self._pids: dict[int, int] = {}  # task -> pid while ready, as last seen
         self.superseded: str | None = None
         self.last_completed_wall: float | None = None
-        self.storage_error: str | None = None  # the listing's last error while it is retried
         # what came while this master could not act (its state-manager session suspended): a
         # task gone or restarted, a stream manager's rollback request (newest per container,
         # with the answer's way back); acted on once it may act again, first thing
         self._deferred_failures: list[str] = []
-        self._records = records
-        self._record: dict[str, Any] = {}  # as last read or written
+        self._record: dict[str, Any] = {}  # the durable record, as last read or written
         self._deferred_rollbacks: dict[int, tuple[int, str, Callable[[bytes], None]]] = {}
 
     # --- life ---
     async def run(self, stopped: asyncio.Event, period_s: float = 0.2) -> None:
         """Lists the storage (on the I/O thread, retried), then ticks the coordinator until ``stopped``."""
-        self._loop = asyncio.get_running_loop()
         try:
-            listed = await asyncio.wrap_future(self._io.submit(self._list_until_ok))
+            listed = await self.io.listing()
             if listed is not None and not stopped.is_set():
                 self._opened(*listed)
             while not stopped.is_set():
@@ -191,35 +162,13 @@ class CheckpointDriver:
             self.close()
 
     def close(self) -> None:
-        self._closed.set()
-        if self._own_io:
-            self._io.shutdown(wait=False, cancel_futures=True)
+        self.io.close()
 
-    def _list_until_ok(self) -> tuple[list[int], list[int], dict[str, Any]] | None:
-        """I/O thread: the complete ids, every id and the durable record; a storage that cannot
-        be listed (or a record that cannot be read) is retried (a clean start because a mount
-        was missing would lose the topology's state)."""
-        attempt = 0
-        while not self._closed.is_set():
-            try:
-                record = (self._records.load() if self._records is not None else None) or {}
-            except Exception as e:  # the state manager's session is down: as an unreadable listing
-                error = f"cannot read the checkpoint record in the state manager: {type(e).__name__}: {e}"
-            else:
-                try:
-                    return (self._storage.completed_ids(self.topology), self._storage.checkpoint_ids(self.topology),
-                            record)
-                except (OSError, MemoryError) as e:
-                    error = f"cannot list the checkpoints: {e}"
-            attempt += 1
-            delay = backoff_secs(attempt, LIST_RETRY_INITIAL_S, LIST_RETRY_MAX_S)
-            self.storage_error = f"{error}; retry {attempt} in {delay:g}s"
-            self._log.error("effectively once: %s", self.storage_error)
-            self._closed.wait(delay)
-        return None
+    @property
+    def storage_error(self) -> str | None:
+        return self.io.storage_error
 
     def _opened(self, completed: list[int], ids: list[int], record: dict[str, Any]) -> None:
-        self.storage_error = None
         self._record = dict(record)
         # checkpoints the operator rolled back past stay no targets, whichever master reads them
         completed = [c for c in completed if not ruled_out_by_operator(record, c)]
@@ -234,16 +183,8 @@ class CheckpointDriver:
 
     def _save_record(self, **changes: Any) -> None:
         """The durable record, changed and written on the I/O thread (in order with the rest)."""
-        if self._records is None:
-            return
         self._record = {**self._record, **changes}
-        self._submit(functools.partial(self._records.save, dict(self._record)), self._record_saved)
-
-    def _record_saved(self, f: concurrent.futures.Future[None]) -> None:
-        error = f.exception()
-        if error is not None:  # the next completed checkpoint writes it again
-            self._log.warning("effectively once: the checkpoint record could not be written to the state manager: %s",
-                              error)
+        self.io.save_record(dict(self._record))
 
     # --- inputs ---
     def tick(self) -> None:
@@ -384,20 +325,21 @@ class CheckpointDriver:
             if isinstance(a, StartCheckpoint):
                 self._send(MsgType.START_CHECKPOINT, pb.StartCheckpoint(checkpoint_id=a.checkpoint_id))
             elif isinstance(a, CheckpointComplete):
-                self._submit(functools.partial(self._mark, a.checkpoint.checkpoint_id),
-                             functools.partial(self._marked, a))
+                self.io.submit(functools.partial(self.io.mark, a.checkpoint.checkpoint_id),
+                               functools.partial(self._marked, a))
             elif isinstance(a, CheckpointCommitted):
                 if a.checkpoint_id > int(self._record.get("completed", 0)):
                     self._save_record(completed=a.checkpoint_id)
                 # every task commits what it staged for it (sinks, a spout's offsets)
                 self._send(MsgType.CHECKPOINT_COMMITTED, pb.CheckpointCommitted(checkpoint_id=a.checkpoint_id))
-                self._submit(functools.partial(self._gc, a.protect), self._collected)
+                self.io.submit(functools.partial(self.io.gc, self.config.keep_completed, a.protect),
+                               self._collected)
             elif isinstance(a, CheckpointAborted):
                 self._log.warning("checkpoint %d aborted: %s", a.checkpoint_id, a.reason)
             elif isinstance(a, CheckpointDiscarded):
                 self._log.warning("checkpoint %d discarded: %s", a.checkpoint_id, a.reason)
                 self._stored_complete.discard(a.checkpoint_id)
-                self._submit(functools.partial(self._discard, a.checkpoint_id), self._discarded)
+                self.io.discard(a.checkpoint_id)
             elif isinstance(a, CheckpointsFailing):
                 self._log.error("effectively once: %d checkpoints failed in a row "
                                 "(topology.stateful.max.consecutive.failures); the state is not being saved: %s",
@@ -422,47 +364,6 @@ class CheckpointDriver:
                                 a.reason)
         if changed:
             self._state_changed()
-
-    def _submit(self, fn: Callable[[], T], then: Callable[[concurrent.futures.Future[T]], None]) -> None:
-        """Runs ``fn`` on the I/O thread; ``then`` gets its future back on the event loop."""
-        loop = self._loop
-        if loop is None:
-            raise RuntimeError("checkpoint driver: storage I/O before run() started the driver")
-        fut = self._io.submit(fn)
-
-        def back(f: concurrent.futures.Future[T]) -> None:
-            try:
-                loop.call_soon_threadsafe(then, f)
-            except RuntimeError:  # the loop closed: the master is gone
-                pass
-
-        fut.add_done_callback(back)
-
-    # I/O thread
-    def _fence(self) -> None:
-        if not self._session_ok():
-            raise SessionLost("this master lost its state-manager session")
-        if self._epoch_now is not None:
-            newest = self._epoch_now()
-            if newest != self.epoch:
-                raise Superseded(f"a newer master took over (epoch {newest}, ours {self.epoch})")
-
-    def _mark(self, checkpoint_id: int) -> None:
-        self._fence()  # right before the write: an old master must not complete a checkpoint
-        self._storage.mark_complete(self.topology, checkpoint_id)
-
-    def _discard(self, checkpoint_id: int) -> None:
-        self._storage.remove(self.topology, [checkpoint_id])
-
-    def _discarded(self, f: concurrent.futures.Future[None]) -> None:
-        error = f.exception()
-        if error is not None:
-            self._log.error("effectively once: a discarded checkpoint could not be removed from the storage: %s",
-                            error)
-
-    def _gc(self, protect: tuple[int, ...]) -> tuple[list[int], list[int]]:
-        removed = self._storage.gc(self.topology, keep_last=self.config.keep_completed, protect=protect)
-        return removed, self._storage.completed_ids(self.topology)
 
     # event loop, with the I/O's outcome
     def _marked(self, done: CheckpointComplete, f: concurrent.futures.Future[None]) -> None:

@@ -127,3 +127,39 @@ class Committer(Generic[T]):
     @property
     def due(self) -> bool:
         return bool(self.commits.due(self.complete_id))
+
+
+class CommittingSink:
+    """What an effectively-once sink bolt adds (PostgresInsertBolt, FileSink): heronpy's
+    StatefulComponent hooks keep its staged batches in the task's state, the master's word
+    commits them, and its ``heron_poll`` retries a failed commit once the backoff has passed.
+    The bolt makes ``committer`` in its ``initialize`` (``start_commits``), and has ``conn``
+    (its ``Reconnect``) and ``clock``."""
+
+    committer: Committer[StagedInput]
+    conn: Any
+    clock: Callable[[], float]
+    _restored: Any = None
+    _state: Any = None
+
+    def init_state(self, state: Any) -> None:
+        """Before ``initialize``: the restored checkpoint's staged batches, due at once."""
+        self._state = state
+        self._restored = state.get(STATE_KEY) or []
+
+    def pre_save(self, checkpoint_id: Any) -> None:
+        self._state.put(STATE_KEY, self.committer.commits.barrier(int(checkpoint_id)))
+
+    def on_checkpoint_complete(self, checkpoint_id: int) -> None:
+        self.committer.complete_id = max(self.committer.complete_id, checkpoint_id)
+        self.commit_due()
+
+    def start_commits(self, commit: Callable[[int, list[StagedInput]], None],
+                      failed: Callable[[int, Exception], None]) -> None:
+        self.committer = Committer(CheckpointCommits(), commit, failed)
+        if self._restored is not None:
+            self.committer.on_restored(self._restored)
+
+    def commit_due(self) -> None:
+        if self.committer.due and self.conn.ready(self.clock()):
+            self.committer.run()

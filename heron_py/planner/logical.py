@@ -24,6 +24,7 @@ from heron_py.common.serializer_loader import load_serializer
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.model import ComponentKind, GroupingKind, TopologyDef
 from heron_py.planner.requirements import check_requirements
+from heron_py.planner.sinks import check_exact_sinks
 
 _NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 
@@ -56,6 +57,7 @@ def validate(topology: TopologyDef) -> None:
     if not any(c.kind is ComponentKind.SPOUT for c in topology.components):
         raise TopologyError(f"{where}: has no spout; expected at least one")
     check_requirements(topology)  # an optional dependency not installed: one line saying what to install
+    check_exact_sinks(topology)  # effectively once: a sink that would write replays twice
     for c in topology.components:
         kind = c.kind.value
         if isinstance(c.par, bool) or not isinstance(c.par, int) or c.par < 1:

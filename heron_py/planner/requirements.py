@@ -89,7 +89,7 @@ def pickled_globals(data: bytes, depth: int = 0) -> Iterator[tuple[str, str]]:
         return
 
 
-def _config_objects(config: Any) -> Iterator[tuple[str, str]]:
+def config_objects(config: Any) -> Iterator[tuple[str, str]]:
     """The globals of a component's pickled config values (``{"__pickled__": base64}``)."""
     for value in dict(config).values():
         if isinstance(value, dict) and isinstance(value.get("__pickled__"), str):
@@ -107,7 +107,7 @@ def check_requirements(topology: TopologyDef) -> None:
     if not missing:
         return
     for c in topology.components:
-        uses = [c.class_name, *(f"{m}:{a}" for m, a in _config_objects(c.config))]
+        uses = [c.class_name, *(f"{m}:{a}" for m, a in config_objects(c.config))]
         for used in uses:
             module = used.split(":", 1)[0] + "."
             for prefix, req in missing.items():

@@ -39,7 +39,7 @@ from typing import Any
 from heron_py.api.bolt.bolt import Bolt
 from heron_py.common.config import effectively_once
 from heron_py.connectors.base import BatchPolicy
-from heron_py.connectors.committing import STATE_KEY, CheckpointCommits, Committer, StagedInput
+from heron_py.connectors.committing import CommittingSink, StagedInput
 from heron_py.connectors.common import LogThrottle, Reconnect, TupleFields, component_where, config_error
 from heron_py.connectors.postgres.config import (
     REQUIREMENT,
@@ -81,6 +81,17 @@ def copy_sql(table: str, columns: tuple[str, ...]) -> Any:
 
     return sql.SQL("COPY {} ({}) FROM STDIN").format(sql.Identifier(*table.split(".")),
                                                      sql.SQL(", ").join(map(sql.Identifier, columns)))
+
+
+def ensure_progress_table(connection: Any, table: str) -> None:
+    """Effectively once: each task's newest committed checkpoint per sink, made at the first
+    commit (the sink's user needs CREATE on the schema once, or an operator makes it)."""
+    from psycopg import sql
+
+    with connection.transaction():
+        connection.execute(sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (sink text NOT NULL, task integer NOT NULL, checkpoint bigint NOT NULL, "
+            "PRIMARY KEY (sink, task))").format(sql.Identifier(*table.split("."))))
 
 
 def _mapper(config: dict[str, Any], where: str, default: Any, need: tuple[str, ...]) -> Any:
@@ -152,7 +163,7 @@ class _PostgresBolt(Bolt):
         self._drop()
 
 
-class PostgresInsertBolt(_PostgresBolt):
+class PostgresInsertBolt(CommittingSink, _PostgresBolt):
     outputs: list[Any] = []
     heron_poll_interval_s = 0.005  # the runner calls heron_poll: a batch's delay is kept while idle
     kind = "postgres insert bolt"
@@ -181,23 +192,7 @@ class PostgresInsertBolt(_PostgresBolt):
         self._commit_row_by_row = False  # the last commit failed on a row: the next isolates it
         self.sink_id = f"{context.topology.name}/{context.get_component_id()}"
         self.counts.update({"committed-checkpoints": 0, "skipped-checkpoints": 0})
-        self.committer: Committer[StagedInput] = Committer(CheckpointCommits(), self._commit, self._commit_failed)
-        restored = getattr(self, "_restored", None)
-        if restored is not None:  # init_state came first: the restored checkpoint's batches are due
-            self.committer.on_restored(restored)
-
-    # --- effectively once (the engine calls these only then) ---
-    def init_state(self, state: Any) -> None:
-        self._state = state
-        self._restored = state.get(STATE_KEY) or []
-
-    def pre_save(self, checkpoint_id: str) -> None:
-        self._state.put(STATE_KEY, self.committer.commits.barrier(int(checkpoint_id)))
-
-    def on_checkpoint_complete(self, checkpoint_id: int) -> None:
-        self.committer.complete_id = max(self.committer.complete_id, checkpoint_id)
-        if self.conn.ready(self.clock()):
-            self.committer.run()
+        self.start_commits(self._commit, self._commit_failed)
 
     def _commit(self, checkpoint_id: int, items: list[StagedInput]) -> None:
         """One checkpoint's batch and the task's progress in one transaction; nothing when the
@@ -206,7 +201,7 @@ class PostgresInsertBolt(_PostgresBolt):
 
         if self.connection is None:
             self._connect()
-            self._ensure_progress_table()
+            ensure_progress_table(self.connection, self.cfg.progress_table)
         rows = self._rows([(item, None) for item in items])
         table = sql.Identifier(*self.cfg.progress_table.split("."))
         task = self.context.get_task_id()
@@ -228,14 +223,6 @@ class PostgresInsertBolt(_PostgresBolt):
         self.counts["batches"] += 1
         if self.conn.ok():
             self._recovered()
-
-    def _ensure_progress_table(self) -> None:
-        from psycopg import sql
-
-        with self.connection.transaction():
-            self.connection.execute(sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {} (sink text NOT NULL, task integer NOT NULL, checkpoint bigint NOT NULL, "
-                "PRIMARY KEY (sink, task))").format(sql.Identifier(*self.cfg.progress_table.split("."))))
 
     def _commit_failed(self, checkpoint_id: int, e: Exception) -> None:
         """Kept staged and retried after the backoff: a batch of a complete checkpoint is never
@@ -283,8 +270,7 @@ class PostgresInsertBolt(_PostgresBolt):
 
     def heron_poll(self) -> None:
         if self.exact:
-            if self.committer.due and self.conn.ready(self.clock()):
-                self.committer.run()
+            self.commit_due()
             return
         self.loop.poll()
 

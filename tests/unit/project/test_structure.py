@@ -27,10 +27,9 @@ MAX_METHODS = 15
 # classes over the method limit, each with its own ceiling and the reason: an exception is
 # visible here, and it cannot grow unnoticed
 METHOD_ALLOWANCES = {
-    # the master's effectively-once driver grew the storage I/O thread, the session and epoch
-    # fences and the failure manager in issue 37; splitting its I/O half into a class of its own
-    # is issue 40's (explicit wiring), not done yet
-    ("topology_master/checkpoints.py", "CheckpointDriver"): 25,
+    # the master's effectively-once driver: one handler per stream-manager report, operator
+    # command and coordinator action (its storage I/O is topology_master/checkpoint_io.py's)
+    ("topology_master/checkpoints.py", "CheckpointDriver"): 24,
 }
 
 
@@ -56,9 +55,11 @@ HERON_PY_ALLOWANCES: dict[tuple[str, str], int] = {
     ("heron_py/runtime/emitter.py", "Emitter"): 29,
     ("heron_py/runtime/emitter.py", "__init__"): 85,
     # interfaces: one method per stored document kind (plans, state, secrets, TLS, locks, ...)
-    ("heron_py/state/base.py", "StateManager"): 35,
-    ("heron_py/state/zookeeper.py", "ZkStateManager"): 22,
-    ("heron_py/checkpoint/coordinator.py", "CheckpointCoordinator"): 19,
+    ("heron_py/state/base.py", "StateManager"): 37,
+    # and the trust checks of every node it reads or writes (its ACL, the same node's value)
+    ("heron_py/state/zookeeper.py", "ZkStateManager"): 25,
+    # a state machine: one method per event it takes, plus what status and the master read
+    ("heron_py/checkpoint/coordinator.py", "CheckpointCoordinator"): 20,
     # user-facing components: heronpy's Spout interface (open, next_tuple, ack, fail, activate,
     # deactivate, state hooks, close) plus each connector's own options and metrics
     ("heron_py/connectors/kafka/spout.py", "KafkaSpout"): 32,  # and the engine's batch ack hook
@@ -66,13 +67,17 @@ HERON_PY_ALLOWANCES: dict[tuple[str, str], int] = {
     ("heron_py/connectors/redis/spout.py", "RedisStreamSpout"): 23,
     ("heron_py/connectors/rabbitmq/spout.py", "RabbitMQSpout"): 18,  # and its lag query answered without waiting
     ("heron_py/connectors/files/spout.py", "FileTailSpout"): 17,  # and the engine's batch emit and ack hooks
+    # heronpy's Bolt interface, the in-process hooks (heron_poll, heron_busy) and the writes of
+    # both modes: at least once (batched, acked) and effectively once (a checkpoint's commit)
+    ("heron_py/connectors/postgres/bolts.py", "PostgresInsertBolt"): 16,
+    ("heron_py/connectors/files/sink.py", "FileSink"): 19,  # and its part files' life (open, roll, finish)
     # the users' test harness: its public controls are its methods
     ("heron_py/testing/harness.py", "Harness"): 38,
     ("heron_py/scheduler/local.py", "LocalScheduler"): 16,
     # long functions still to split
-    ("heron_py/cli/main.py", "build_parser"): 138,
+    ("heron_py/cli/main.py", "build_parser"): 146,
     ("heron_py/cli/submit.py", "load_topology_file"): 69,
-    ("heron_py/planner/logical.py", "validate"): 70,
+    ("heron_py/planner/logical.py", "validate"): 71,
     ("heron_py/scheduler/executor.py", "prepare"): 84,
     ("heron_py/spark/batch.py", "batch_outputs"): 93,
 }

@@ -354,7 +354,7 @@ def test_lost_in_flight_data_asks_the_master_to_roll_back_once_per_run():
     r = _Relay()
     relay = r.relay
     assert not relay.loss("before any restore")  # nothing runs yet: the first restore comes anyway
-    assert relay.unanswered() == [] and relay.admits_marker()
+    assert relay.losses.unanswered() == [] and relay.losses.admits_marker()
     _restore(relay, 10)
     r.to_master.clear()
     assert relay.loss("the connection of instance task 4 closed")
@@ -362,7 +362,7 @@ def test_lost_in_flight_data_asks_the_master_to_roll_back_once_per_run():
     [req] = r.to_master
     assert _request(req) == (0, 10, "the connection of instance task 4 closed")
     _restore(relay, 11)
-    assert relay.unanswered() == [] and relay.admits_marker()  # the newer restore answered it
+    assert relay.losses.unanswered() == [] and relay.losses.admits_marker()  # the newer restore answered it
     assert relay.loss("frames dropped (held-overflow)")  # a new run: asked again
 
 
@@ -377,14 +377,15 @@ def test_a_rollback_request_is_asked_again_until_answered_and_no_marker_passes_m
     r.to_master.clear()
     assert relay.loss("the connection from stream manager 1 closed")
     [req] = r.to_master
-    assert relay.unanswered() == [req] and relay.unanswered() == [req]  # every heartbeat, as long as it takes
-    assert not relay.admits_marker() and not relay.admits_marker() and relay.markers_dropped == 2
+    assert relay.losses.unanswered() == [req]
+    assert relay.losses.unanswered() == [req]  # with every heartbeat, as long as it takes
+    assert not relay.losses.admits_marker() and not relay.losses.admits_marker() and relay.losses.markers_dropped == 2
     _answer(relay, 9, acted=True)  # an answer about an older run: not ours
-    assert relay.unanswered() == [req]
+    assert relay.losses.unanswered() == [req]
     _answer(relay, 10, acted=True)  # the master rolls back: asked no more, markers wait for the restore
-    assert relay.unanswered() == [] and not relay.admits_marker()
+    assert relay.losses.unanswered() == [] and not relay.losses.admits_marker()
     _restore(relay, 11, then_process=False)
-    assert relay.admits_marker() and relay.markers_dropped == 0
+    assert relay.losses.admits_marker() and relay.losses.markers_dropped == 0
 
 
 def test_a_moot_answer_lets_markers_pass_again():
@@ -392,9 +393,9 @@ def test_a_moot_answer_lets_markers_pass_again():
     relay = r.relay
     _restore(relay, 10, then_process=False)
     assert relay.loss("the connection to stream manager 1 closed")  # during the restore: the master decides
-    assert not relay.admits_marker()
+    assert not relay.losses.admits_marker()
     _answer(relay, 10, acted=False)  # no task processed restore 10 yet: nothing of its run was lost
-    assert relay.unanswered() == [] and relay.admits_marker()
+    assert relay.losses.unanswered() == [] and relay.losses.admits_marker()
     assert relay.loss("frames dropped (held-overflow)")  # a later loss of the same run is asked again
 
 
@@ -413,7 +414,7 @@ def test_a_loss_after_a_moot_request_is_asked_anew():
     _answer(relay, 10, acted=False)
     [again] = r.to_master
     assert _request(again) == (0, 10, "frames dropped (held-overflow)")
-    assert relay.unanswered() == [again] and not relay.admits_marker()
+    assert relay.losses.unanswered() == [again] and not relay.losses.admits_marker()
 
 
 def test_relay_commands_late_instances_and_stale_restores():

@@ -94,7 +94,7 @@ def test_markers_stop_at_this_stream_manager_until_the_loss_is_answered(sm: Stre
     batch = encode_batch_frame(3, 1, b"w", MsgType.TUPLE_BATCH, 1)
     routes.table("instance")[MsgType.TUPLE_BATCH](spout, batch)
     assert count.sent == [batch]  # tuples still flow; the marker of checkpoint 41 does not
-    assert sm.ckpt.markers_dropped == 1
+    assert sm.ckpt.losses.markers_dropped == 1
 
 
 def test_a_second_connection_from_a_peer_while_its_first_is_open_is_a_loss(sm: StreamManager) -> None:
