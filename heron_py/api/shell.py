@@ -7,7 +7,9 @@ speaking Storm's multilang protocol over its stdin and stdout.
 
 The subprocess runs in the topology package's ``resources/`` folder if it has one, else in
 the package folder (config ``heron_py.shell.cwd`` overrides). Storm's adapters (storm.py,
-storm.js, pystorm and streamparse components) run unchanged. ``serializer="msgpack"``
+storm.js, pystorm and streamparse components) run unchanged; a script that imports ``storm``
+or requires ``./storm`` with no adapter of its own beside it gets heron-py's
+(heron_py.multilang.scripts), as Storm's jars bring Storm's. ``serializer="msgpack"``
 selects pystorm's msgpack framing. A subprocess that dies, breaks the protocol or stays
 silent for ``topology.subprocess.timeout.secs`` ends the task with an error that holds its
 stderr's last lines, and the task is restarted like any task whose code raised.

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from heron_py.common.config import MB, Key, Kind
+from heron_py.common.node_requires import NODE_SCRIPTS, node_files
 from heron_py.common.serialization import MAIN_ALIAS
 
 MANIFEST = "__heron_package__.json"
@@ -366,7 +367,7 @@ def shell_files(topology_file: Path, commands: Mapping[str, Any]) -> dict[str, P
         if beside.is_file():
             target = Path(RESOURCES) if resources.is_dir() else Path()
             out[(target / script).as_posix()] = beside.resolve()
-            # the modules the script imports from its folder (Storm's storm.py adapter beside it)
+            # the modules the script loads from its folder (Storm's storm.py or storm.js beside it)
             for f in _script_imports(beside):
                 out.setdefault((target / Path(script).parent / f.relative_to(beside.parent)).as_posix(), f)
             continue
@@ -377,7 +378,10 @@ def shell_files(topology_file: Path, commands: Mapping[str, Any]) -> dict[str, P
 
 
 def _script_imports(script: Path) -> list[Path]:
-    """The files of the modules a Python script imports from its own folder."""
+    """The files of the modules a Python script imports from its own folder; for a Node.js
+    script, the .js files beside it and the local files its require()s name."""
+    if script.suffix in NODE_SCRIPTS:
+        return [f for f in node_files(script) if f.is_relative_to(script.parent.resolve())]
     if script.suffix != ".py":
         return []
     try:

@@ -5,6 +5,7 @@
     session    the conversation's state machine: handshake, heartbeats, pending inputs (pure)
     setup      the handshake's conf and context, the subprocess's working directory
     process    the subprocess itself: pipes, reader/writer/stderr threads, kill
+    scripts    heron-py's own storm.py / storm.js (adapters/) made available to the subprocess
 
 heron_py.api.shell builds ShellBolt and ShellSpout from these.
 """

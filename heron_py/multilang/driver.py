@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from heron_py.multilang import messages as m
+from heron_py.multilang import scripts
 from heron_py.multilang.codec import encode
 from heron_py.multilang.errors import ProtocolError, ShellError
 from heron_py.multilang.process import Closed, ShellProcess
@@ -71,8 +72,10 @@ class Driver(ABC):
         # the subprocess writes an empty file named after its pid here (Storm's pidDir)
         self._pid_dir = tempfile.TemporaryDirectory(prefix="heron-shell-pids-")
         cfg = self.config
+        # heron-py's storm.py / storm.js where the project has none (a Storm jar brings Storm's)
+        env = scripts.prepare(cfg.command, cfg.cwd, self.log, self.where)
         self.proc = ShellProcess(cfg.command, cfg.cwd, cfg.serializer, cfg.max_bytes, self.log, self.where,
-                                 cfg.max_pending)
+                                 cfg.max_pending, env)
         self._wake_sent = False
         wake = getattr(user, "heron_wake", None)
         # off only to measure what the wake saves (bench/multilang_bench.py)

@@ -16,7 +16,7 @@ import os
 import queue
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ class Closed:
 
 class ShellProcess:
     def __init__(self, command: list[str], cwd: Path, serializer: str, max_bytes: int, log: logging.Logger,
-                 where: str, max_pending: int = 100) -> None:
+                 where: str, max_pending: int = 100, env: Mapping[str, str] | None = None) -> None:
         self.command = command
         self.where = where
         self._log = log
@@ -55,7 +55,7 @@ class ShellProcess:
         self._closing = False
         try:
             self.proc = subprocess.Popen(command, cwd=str(cwd), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.PIPE, bufsize=0)
+                                         stderr=subprocess.PIPE, bufsize=0, env=env)
         except OSError as e:
             raise ShellError(f"{where}: cannot start the multilang subprocess {command} in {cwd}: {e}") from e
         self._threads = [threading.Thread(target=self._read, name=f"{where} stdout", daemon=True),

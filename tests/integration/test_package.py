@@ -201,11 +201,11 @@ def test_an_extension_module_of_a_library_on_pythonpath_ships_and_loads_in_the_c
 
 def _flux_beside(dest):
     """tests/shipping/flux_beside with Storm's storm.py adapter beside the scripts (kept once, in
-    examples/storm/resources, as Apache ships it)."""
+    tests/multilang, as Apache ships it)."""
     import shutil
 
     shutil.copytree(SHIPPING / "flux_beside", dest)
-    shutil.copy(SHIPPING.parents[1] / "examples" / "storm" / "resources" / "storm.py", dest / "storm.py")
+    shutil.copy(SHIPPING.parent / "multilang" / "storm.py", dest / "storm.py")
     return dest
 
 

@@ -1,1 +1,0 @@
-../../../tests/multilang/storm.py
