@@ -136,7 +136,7 @@ class CommittingSink:
     The bolt makes ``committer`` in its ``initialize`` (``start_commits``), and has ``conn``
     (its ``Reconnect``) and ``clock``."""
 
-    committer: Committer[StagedInput]
+    committer: Committer[Any]  # what a sink stages: StagedInput, or its own plain arguments
     conn: Any
     clock: Callable[[], float]
     _restored: Any = None
@@ -154,7 +154,7 @@ class CommittingSink:
         self.committer.complete_id = max(self.committer.complete_id, checkpoint_id)
         self.commit_due()
 
-    def start_commits(self, commit: Callable[[int, list[StagedInput]], None],
+    def start_commits(self, commit: Callable[[int, list[Any]], None],
                       failed: Callable[[int, Exception], None]) -> None:
         self.committer = Committer(CheckpointCommits(), commit, failed)
         if self._restored is not None:

@@ -26,12 +26,10 @@ _NOT_EXACT: dict[str, str] = {
     "heron_py.connectors.rabbitmq.bolt:RabbitMQBolt": "a publish to RabbitMQ cannot be taken back or deduplicated",
     "heron_py.connectors.rabbitmq.streamlet:RabbitMQSink": "a publish to RabbitMQ cannot be taken back or "
                                                            "deduplicated",
-    "heron_py.connectors.redis.bolts:RedisStreamBolt": "its XADDs are written as inputs come",
-    "heron_py.connectors.redis.bolts:RedisStoreBolt": "its writes are made as inputs come",
     "heron_py.connectors.redis.streamlet:RedisStreamSink": "its XADDs are written as elements come",
     "heron_py.connectors.postgres.streamlet:PostgresSink": "it inserts each element as it comes",
 }
-EXACT = ("PostgresInsertBolt", "FileSink")
+EXACT = ("PostgresInsertBolt", "RedisStreamBolt", "RedisStoreBolt", "FileSink")
 
 
 def _accepted(value: object) -> bool:

@@ -6,7 +6,15 @@ All four batch their inputs (``redis.batch.size``, ``redis.batch.delay.ms``; the
 ``AckedSink``) and write a batch as one pipeline: an input is acked only after the server
 answered its command, and failed when its command failed (one line in the log naming the
 input) or when the server could not be reached (the spout replays it; the bolt waits with
-backoff before it writes again and counts ``connection-errors`` in its metrics)."""
+backoff before it writes again and counts ``connection-errors`` in its metrics).
+
+Under EFFECTIVELY_ONCE the stream and store bolts write each input exactly once
+(heron_py/connectors/committing.py): an input's command arguments are staged in the task's
+checkpointed state, and a checkpoint's commands are written when the master says it is complete,
+in one MULTI/EXEC with the task's field in the hash ``redis.progress.key`` (the newest checkpoint
+written), which a batch at or below it skips. The lookup and filter bolts, which emit, answer
+every input that came before a checkpoint's barrier before the barrier passes, and keep a batch
+the server did not answer (never failing it) until it does."""
 
 from __future__ import annotations
 
@@ -15,7 +23,9 @@ from collections.abc import Callable
 from typing import Any
 
 from heron_py.api.bolt.bolt import Bolt
+from heron_py.common.config import effectively_once
 from heron_py.connectors.base import BatchPolicy
+from heron_py.connectors.committing import CommittingSink
 from heron_py.connectors.common import (
     LogThrottle,
     Reconnect,
@@ -45,7 +55,7 @@ from heron_py.connectors.redis.mappers import (
 from heron_py.connectors.sink import CountsMetric, SinkLoop, bad_input_line
 
 
-class RedisBatchBolt(Bolt):
+class RedisBatchBolt(CommittingSink, Bolt):
     """What the three bolts share: a batch of (input, command arguments), written as one
     pipeline when full or old enough. Subclasses implement ``prepare`` (an input → arguments,
     or raise ValueError: the input is failed), ``queue`` (arguments → a command on the pipeline)
@@ -56,6 +66,7 @@ class RedisBatchBolt(Bolt):
     heron_poll_interval_s = 0.005  # the runner calls heron_poll: a batch's delay is kept while idle
     clock: Callable[[], float] = time.monotonic
     kind = "redis bolt"
+    writes = True  # a sink (its commands change the server); False: it reads and emits
 
     def initialize(self, config: dict[str, Any], context: Any) -> None:
         self.context = context
@@ -70,6 +81,13 @@ class RedisBatchBolt(Bolt):
             self._failed, self._recovered)
         self.throttle = LogThrottle(self.clock)
         self.counts = {"written": 0, "failed": 0, "connection-errors": 0, "bad-inputs": 0}
+        self.exact = effectively_once(config)
+        self.staging = self.exact and self.writes
+        if self.staging:
+            self.counts.update({"committed-checkpoints": 0, "skipped-checkpoints": 0})
+            self.progress_key = opt_str(config, self.where, "redis.progress.key", None) or \
+                f"heron-py:sink-progress:{context.get_topology_name()}/{context.get_component_id()}"
+        self.start_commits(self._commit, self._commit_failed)
         self.setup(config)
         context.register_metric("redis", CountsMetric(self.counts), 10)
 
@@ -91,13 +109,73 @@ class RedisBatchBolt(Bolt):
         except (ValueError, TypeError) as e:
             self._bad(tup, str(e))
             return
+        if self.staging:  # its arguments, plain data: they travel in the task's state
+            self.committer.commits.add((str(tup.id), args))
+            return
         self.loop.add((tup, args))
 
     def heron_poll(self) -> None:
+        if self.staging:
+            self.commit_due()
+            return
         self.loop.poll()
 
     def heron_busy(self) -> bool:
-        return self.loop.busy()
+        return self.committer.due if self.staging else self.loop.busy()
+
+    def pre_save(self, checkpoint_id: Any) -> None:
+        """Effectively once: a lookup's or filter's inputs from before the barrier are answered
+        (and their tuples emitted) before it passes; if the server cannot answer them now the
+        checkpoint fails, and they stay buffered for the next one."""
+        if not self.writes and self.loop.busy():
+            self.loop.drain()
+            if self.loop.busy():
+                raise RuntimeError(f"{self.where}: redis server {self.address} did not answer the inputs that came "
+                                   f"before checkpoint {checkpoint_id}; they are kept for the next checkpoint")
+        super().pre_save(checkpoint_id)
+
+    def _commit(self, checkpoint_id: int, items: list[tuple[str, Any]]) -> None:
+        """One checkpoint's commands and the task's progress in one MULTI/EXEC; nothing when the
+        progress shows it written (a replay after a restore, a second notification). WATCH makes
+        a concurrent writer of the same task (a zombie of a rolled-back run) retry, then skip."""
+        import redis.exceptions as rx
+
+        field = str(self.context.get_task_id())
+        with self.client.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    pipe.watch(self.progress_key)
+                    done = pipe.hget(self.progress_key, field)
+                    if done is not None and int(done) >= checkpoint_id:
+                        pipe.unwatch()
+                        self.counts["skipped-checkpoints"] += 1
+                        return
+                    pipe.multi()
+                    for _input_id, args in items:
+                        self.queue(pipe, args)
+                    pipe.hset(self.progress_key, field, checkpoint_id)
+                    replies = pipe.execute(raise_on_error=False)
+                    break
+                except rx.WatchError:
+                    continue
+        self.counts["committed-checkpoints"] += 1
+        for (input_id, _args), reply in zip(items, replies, strict=False):
+            if isinstance(reply, Exception):  # the server refused that command (a wrong type): logged, left out
+                self.counts["bad-inputs"] += 1
+                line = f"{self.where}: input {input_id} of checkpoint {checkpoint_id}: the server refused the " \
+                       f"command ({reply}); left out"
+                if self.throttle.should_log(line):
+                    self.log(line, "error")
+            else:
+                self.counts["written"] += 1
+        if self.conn.ok():
+            self._recovered()
+
+    def _commit_failed(self, checkpoint_id: int, e: Exception) -> None:
+        """Kept staged and retried after the backoff: a complete checkpoint's commands are never dropped."""
+        if classify(e) is ErrorKind.OTHER and not _is_redis_error(e):
+            raise e
+        self._outage(e, self.clock())
 
     def _write(self, batch: list[tuple[Any, Any]]) -> list[Any]:
         pipe = self.client.pipeline(transaction=False)
@@ -117,14 +195,23 @@ class RedisBatchBolt(Bolt):
     def _failed(self, batch: list[tuple[Any, Any]], e: Exception, now: float) -> None:
         if classify(e) is ErrorKind.OTHER and not _is_redis_error(e):
             raise e
+        self._outage(e, now)
+        if self.exact:
+            # effectively once has no replay of a failed input: kept, answered after the backoff
+            self.loop.sink.buffer[:0] = batch
+            if self.loop.sink.first_at is None:
+                self.loop.sink.first_at = now
+            return
+        for tup, _args in batch:
+            self.counts["failed"] += 1
+            self.fail(tup)  # the spout replays it
+
+    def _outage(self, e: Exception, now: float) -> None:
         self.conn.failed(now)
         self.counts["connection-errors"] += 1
         line = describe(e, self.where, self.address, max_backoff_s=self.cfg.reconnect.max_delay_s)
         if self.throttle.should_log(line):
             self.log(line, "warn")
-        for tup, _args in batch:
-            self.counts["failed"] += 1
-            self.fail(tup)  # the spout replays it
 
     def _recovered(self) -> None:
         self.log(f"{self.where}: redis server {self.address} reachable again")
@@ -137,7 +224,8 @@ class RedisBatchBolt(Bolt):
         self.fail(tup)
 
     def cleanup(self) -> None:
-        self.loop.drain()
+        if not self.staging:  # under effectively once nothing is written that no complete checkpoint holds
+            self.loop.drain()
         self.client.close()
 
 
@@ -247,6 +335,7 @@ class RedisLookupBolt(_MappedBolt):
 
     kind = "redis lookup bolt"
     role = "lookup"
+    writes = False
     mapper: RedisLookupMapper
 
     @classmethod
@@ -275,6 +364,7 @@ class RedisFilterBolt(_MappedBolt):
 
     kind = "redis filter bolt"
     role = "filter"
+    writes = False
 
     @classmethod
     def outputs_of(cls, mapper: Any, conf: dict[str, Any], where: str) -> list[Any]:
