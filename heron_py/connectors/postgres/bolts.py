@@ -190,7 +190,7 @@ class PostgresInsertBolt(CommittingSink, _PostgresBolt):
             self._failed, self._recovered)
         self.exact = effectively_once(config)
         self._commit_row_by_row = False  # the last commit failed on a row: the next isolates it
-        self.sink_id = f"{context.topology.name}/{context.get_component_id()}"
+        self.sink_id = f"{context.get_topology_name()}/{context.get_component_id()}"
         self.counts.update({"committed-checkpoints": 0, "skipped-checkpoints": 0})
         self.start_commits(self._commit, self._commit_failed)
 
@@ -427,18 +427,60 @@ class PostgresLookupBolt(_PostgresBolt):
                               ("get_columns", "to_tuple"))
         self.mapper.fields_of = self.fields
         self.conn = Reconnect(self.cfg.reconnect)
+        # effectively once has no replay of a failed input: one the server could not answer
+        # waits here, in order, and is answered after the backoff (before the next barrier)
+        self.exact = effectively_once(config)
+        self.waiting: list[Any] = []
+
+    heron_poll_interval_s = 0.01
+
+    # --- effectively once (the engine calls these only then) ---
+    def init_state(self, state: Any) -> None:
+        pass  # nothing of its own to restore: the engine calls pre_save of a component with both
+
+    def pre_save(self, checkpoint_id: Any) -> None:
+        """The inputs from before the barrier are answered (their tuples emitted) before it
+        passes; if the server cannot answer them now the checkpoint fails and they stay."""
+        self.conn.next_try = 0.0
+        self._answer_waiting()
+        if self.waiting:
+            raise RuntimeError(f"{self.where}: postgresql server {self.address} did not answer the "
+                               f"{len(self.waiting)} inputs that came before checkpoint {checkpoint_id}; they are "
+                               f"kept for the next checkpoint")
+
+    def heron_poll(self) -> None:
+        if self.waiting and self.conn.ready(self.clock()):
+            self._answer_waiting()
+
+    def heron_busy(self) -> bool:
+        return bool(self.waiting)
+
+    def _answer_waiting(self) -> None:
+        while self.waiting and self._answer(self.waiting[0]):
+            self.waiting.pop(0)
 
     def process(self, tup: Any) -> None:
+        if self.exact and (self.waiting or not self.conn.ready(self.clock())):
+            self.waiting.append(tup)
+            return
+        if not self._answer(tup):
+            if self.exact:
+                self.waiting.append(tup)
+            else:
+                self.counts["failed"] += 1
+                self.fail(tup)  # the spout replays it later
+
+    def _answer(self, tup: Any) -> bool:
+        """Queries for ``tup`` and emits its results: False when the server could not answer
+        (the outage is logged and the backoff starts)."""
         now = self.clock()
         if not self.conn.ready(now):
-            self.counts["failed"] += 1
-            self.fail(tup)  # during the backoff: the spout replays it later
-            return
+            return False
         try:
             params = [v for _, v in self.mapper.get_columns(tup)]
         except (ValueError, TypeError) as e:
             self._bad(tup, str(e))
-            return
+            return True
         try:
             if self.connection is None:
                 self.connection = self.cfg.server.connect(autocommit=True)
@@ -449,19 +491,18 @@ class PostgresLookupBolt(_PostgresBolt):
             if classify(e) is ErrorKind.ROW:
                 self._bad(tup, f"the query refused its parameters {params!r} ({sqlstate(e)} {type(e).__name__}: "
                                f"{first_line(e)})")
-                return
-            self.counts["failed"] += 1
-            self.fail(tup)
+                return True
             self._on_error(e, now, None)
-            return
+            return False
         try:
             out = [self.mapper.to_tuple(tup, row) for row in results]
         except (ValueError, TypeError) as e:
             self._bad(tup, str(e))
-            return
+            return True
         for values in out:
             self.emit(values, anchors=[tup])
         self.counts["written"] += 1
         self.ack(tup)
         if self.conn.ok():
             self.log(f"{self.where}: postgresql server {self.address} reachable again")
+        return True

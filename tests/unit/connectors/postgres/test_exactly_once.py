@@ -15,17 +15,19 @@ from typing import Any
 
 import pytest
 
+from heron_py.api.bolt.bolt import Bolt
 from heron_py.api.spout.spout import Spout
 from heron_py.api.stream import Grouping
 from heron_py.api.topology import TopologyBuilder
 from heron_py.checkpoint.storage import LocalFsStorage
-from heron_py.common.framing import encode_batch_frame, encode_marker
+from heron_py.common.framing import MsgType, encode_batch_frame, encode_marker, frame_type
 from heron_py.common.serialization import dumps_batch
-from heron_py.connectors.postgres import PostgresInsertBolt
+from heron_py.connectors.postgres import PostgresInsertBolt, PostgresLookupBolt
 from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
 from heron_py.planner.packing import round_robin
 from heron_py.runtime.host import HostOptions, make_host
 from heron_py.runtime.stateful import StatefulTask
+from proto import heron_py_pb2 as pb
 from tests.postgres_server import PostgresServer, postgres_or_skip
 
 LOG = logging.getLogger("test")
@@ -71,8 +73,9 @@ class Task:
         self.plan = plan
         self.me = plan.packing.tasks_of("sink")[0]
         self.src = plan.packing.tasks_of("words")[0]
-        self.host = make_host(plan, self.me, lambda frames: None, HostOptions())
-        self.rt = StatefulTask(self.host, storage, "eo", lambda frames: None, align_bytes=1 << 20, log=LOG)
+        self.sent: list[bytes] = []  # what the task sends its stream manager, in order
+        self.host = make_host(plan, self.me, self.sent.extend, HostOptions())
+        self.rt = StatefulTask(self.host, storage, "eo", self.sent.extend, align_bytes=1 << 20, log=LOG)
 
     def start(self, restore_id: int, checkpoint_id: int) -> None:
         self.rt.restore(restore_id, checkpoint_id)
@@ -196,3 +199,45 @@ def test_without_effectively_once_the_bolt_writes_as_before(pg: PostgresServer, 
     host.close()
     assert _rows(pg, table) == [("a", 1)]  # written at once, no checkpoint
     assert pg.execute("SELECT to_regclass('heron_py_sink_progress')") == [(None,)]  # no progress kept
+
+
+class Plain(Bolt):
+    outputs: list[Any] = []
+
+    def process(self, tup: Any) -> None:
+        pass
+
+
+def test_a_lookup_keeps_what_the_server_did_not_answer_and_answers_it_before_the_next_barrier(
+        pg: PostgresServer, table: str, tmp_path: Path) -> None:
+    pg.execute(f"INSERT INTO {table} VALUES ('a', 1)")
+    b = TopologyBuilder("eo")
+    s = b.add_spout("words", Words, par=1)
+    look = PostgresLookupBolt.spec(name="sink", inputs={s: Grouping.SHUFFLE}, par=1, config={
+        "postgres.url": pg.url, "postgres.select.query": f"SELECT n FROM {table} WHERE word = %s",
+        "postgres.query.fields": ["word"], "postgres.output.fields": ["word", "n"],
+        "postgres.reconnect.initial.ms": 1, "postgres.reconnect.max.ms": 1})
+    b.add_spec(look)
+    b.add_bolt("after", Plain, par=1, inputs={look: Grouping.SHUFFLE})
+    b.set_config({"topology.reliability.mode": "EFFECTIVELY_ONCE"})
+    topo = b.build()
+    plan = PhysicalPlan(topo, round_robin(topo, 1), (StmgrLocation(0, "h", 1, 2),), TopologyState.RUNNING, 1)
+    storage = LocalFsStorage(tmp_path / "ckpt")
+    t = Task(plan, storage)
+    sent = t.sent
+    t.start(1, 0)
+    pg.stop()
+    try:
+        t.words(("a", 0))  # the server is down: kept, not failed
+        assert t.host.user.heron_busy()
+        t.barrier(3)  # not answered: checkpoint 3 fails, the input stays
+    finally:
+        pg.start()
+    saved = [pb.CheckpointSaved.FromString(f[6:]) for f in sent if frame_type(f) == MsgType.CHECKPOINT_SAVED]
+    assert [(m.checkpoint_id, m.failed) for m in saved] == [(3, True)]
+    t.barrier(4)  # answered now, its tuple ahead of checkpoint 4's marker
+    kinds = [frame_type(f) for f in sent]
+    saved = [pb.CheckpointSaved.FromString(f[6:]) for f in sent if frame_type(f) == MsgType.CHECKPOINT_SAVED]
+    assert [(m.checkpoint_id, m.failed) for m in saved] == [(3, True), (4, False)]
+    assert kinds.index(MsgType.TUPLE_BATCH) < len(kinds) - 1 - kinds[::-1].index(MsgType.CKPT_MARKER)
+    assert not t.host.user.heron_busy()
