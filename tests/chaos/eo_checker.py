@@ -9,6 +9,9 @@ count) on 2-3 containers of the local scheduler, under a seeded schedule of faul
 - the checkpoint folder full: the run's ``heron_py.checkpoint.root`` is a small tmpfs the
   checker mounts, fills with a file for 2-10 s, then frees (root only);
 - a ZooKeeper restart, with ``--zookeeper`` (the run then uses the ZooKeeper state manager);
+- overlapping faults: ZooKeeper restarted while every stream manager's links are reset, twice,
+  in its down time (the master's session is SUSPENDED, not lost, when the rollback requests
+  come: the review's reproduction of a loss), with ``--zookeeper`` where ``ss -K`` works;
 - a master whose clock is behind: the active master is killed with kill -9 and replaced by one
   started under libfaketime with its wall clock 30-900 s behind (its executor held with SIGSTOP
   until the replacement is active, so that the executor's own restart waits as a standby).
@@ -62,7 +65,7 @@ TOPOLOGY = ROOT / "examples" / "stateful_word_count.py"
 SPOUT, COUNT = "sentence", "count"
 ROLES = ("instance", "stmgr", "metricsmgr", "tmanager", "standby", "executor")
 # how often each kind is drawn, among the kinds this machine can make
-WEIGHTS = {"kill": 4, "stop": 3, "reset": 2, "disk_full": 2, "zk_restart": 1}
+WEIGHTS = {"kill": 4, "stop": 3, "reset": 2, "disk_full": 2, "zk_restart": 1, "zk_links": 1}
 # kinds drawn in place of another: a clock-behind master replaces a kill -9 of the master
 DERIVED = ("clock_behind",)
 KINDS = (*WEIGHTS, *DERIVED)
@@ -108,6 +111,7 @@ class Fault:
                 "reset": f"TCP reset of the links to a {self.role}",
                 "disk_full": f"checkpoint folder full for {self.hold_s:.1f} s",
                 "zk_restart": "ZooKeeper restart",
+                "zk_links": "ZooKeeper restart, the stream managers' links reset while it is down",
                 "clock_behind": f"kill -9 tmanager, replaced with its clock {self.skew_s:.0f} s behind"}[self.kind]
         return f"t={self.at:6.2f} s  {what}"
 
@@ -209,7 +213,7 @@ class Checker:
     """Runs one schedule on one topology under ``home``."""
 
     def __init__(self, home: Path, sched: Schedule, *, rate: float, duration: float,
-                 disk: eo_faults.FullDisk | None, zk_restart: Callable[[], None] | None,
+                 disk: eo_faults.FullDisk | None, zk_restart: Callable[[Callable[[], None] | None], None] | None,
                  log: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic,
                  final_timeout: float = 300.0) -> None:
         self.final_timeout = final_timeout
@@ -220,6 +224,7 @@ class Checker:
         self.rate = rate
         self.disk = disk
         self.zk_restart = zk_restart
+        self._es_seen: dict[str, Any] = {}
         self.log = log
         self.clock = clock
         self.paths = TopologyPaths.of(self.name, home)
@@ -376,7 +381,20 @@ class Checker:
             self.disk.free()
             return Applied(fault, at, f"the checkpoint tmpfs ({size >> 10} KiB filler)")
         assert self.zk_restart is not None
-        self.zk_restart()
+        if fault.kind == "zk_links":
+            reset: list[int] = []
+
+            def links() -> None:  # while ZooKeeper is down: the master cannot act on what it hears
+                for _ in range(2):
+                    ports = [int(st["port"]) for st in self._es_seen.get("stmgrs", {}).values() if st.get("port")]
+                    reset.extend(eo_faults.reset_port(port) for port in ports)
+                    time.sleep(0.4)
+
+            self._es_seen = self.es()  # read while the state manager is still up
+            self.zk_restart(links)
+            return Applied(fault, at, f"the server, and {sum(reset)} stream manager connections reset while it "
+                                      f"was down")
+        self.zk_restart(None)
         return Applied(fault, at, "the server")
 
     def _signal(self, fault: Fault, at: float) -> Applied:
@@ -493,7 +511,8 @@ def run_schedules(seeds: Sequence[int], duration: float, *, rate: float, zookeep
     for note in caps.notes:
         log(f"note: {note}")
     kinds = ["kill", "stop"] + (["reset"] if caps.reset else []) + (["disk_full"] if caps.disk_full else []) \
-        + (["zk_restart"] if zookeeper else []) + (["clock_behind"] if caps.clock_behind else [])
+        + (["zk_restart"] if zookeeper else []) + (["zk_links"] if zookeeper and caps.reset else []) \
+        + (["clock_behind"] if caps.clock_behind else [])
     cfg = ScheduleConfig(duration, tuple(k for k in kinds if k in only), roles=roles)
     results: list[Result] = []
     for seed in seeds:

@@ -294,10 +294,14 @@ def _probe_mount(scratch: Path, notes: list[str]) -> bool:
     return True
 
 
-def zk_restarter(server: Any, down_s: float = 1.0) -> Callable[[], None]:
-    """A ZooKeeper restart (tests/zkserver.py's server): stop, ``down_s`` down, start."""
-    def restart() -> None:
+def zk_restarter(server: Any, down_s: float = 1.0) -> Callable[[Callable[[], None] | None], None]:
+    """A ZooKeeper restart (tests/zkserver.py's server): stop, ``down_s`` down (``during`` runs
+    first in that time: a fault that overlaps the restart), start."""
+    def restart(during: Callable[[], None] | None) -> None:
         server.stop()
-        time.sleep(down_s)
+        t0 = time.monotonic()
+        if during is not None:
+            during()
+        time.sleep(max(0.0, down_s - (time.monotonic() - t0)))
         server.start()
     return restart
