@@ -28,9 +28,12 @@ class LocalInstances:
     def get(self, task: int) -> Connection | None:
         return self.conns.get(task)
 
-    def add(self, conn: Connection, task: int, pid: int) -> None:
-        """A (re)registered instance; an older connection for the same task is closed."""
+    def add(self, conn: Connection, task: int, pid: int) -> bool:
+        """A (re)registered instance; an older connection for the same task is closed. True
+        when there was one: what was in flight on it is lost (its close reports nothing, the
+        task's connection being the new one by then)."""
         old = self.conns.get(task)
+        replaced = old is not None and old is not conn
         if old is not None and old is not conn:
             old.close(f"task {task} registered again on a new connection")
         self.conns[task] = conn
@@ -39,6 +42,7 @@ class LocalInstances:
         conn.context = task
         if task in self._over_rate:  # a new connection of a task still waiting out its rate
             conn.pause_reading()
+        return replaced
 
     def remove(self, conn: Connection) -> int | None:
         """The task whose current connection ``conn`` was, or None (an old or unregistered one)."""

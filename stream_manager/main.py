@@ -209,7 +209,8 @@ class StreamManager(DaemonBase):
     # --- instances ---
     def register_instance(self, conn: Connection, req: pb.RegisterInstanceRequest) -> None:
         task = req.task_id
-        self.instances.add(conn, task, req.pid)
+        if self.instances.add(conn, task, req.pid):
+            self.data_lost(f"instance task {task} registered again while its old connection was open")
         conn.set_write_limits(self.config.high_watermark, self.config.low_watermark)
         if self.forwarder.routing.is_local_spout(task) and self.spouts_held():
             conn.pause_reading()

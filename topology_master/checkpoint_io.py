@@ -99,8 +99,10 @@ class StorageWorker:
                                      "completed checkpoint writes it again)"))
 
     def discard(self, checkpoint_id: int) -> None:
-        self.submit(lambda: self._storage.remove(self.topology, [checkpoint_id]),
-                    self._logged("a discarded checkpoint could not be removed from the storage"))
+        def remove() -> None:
+            self.fence()  # an old master removes nothing: the checkpoints are the new one's now
+            self._storage.remove(self.topology, [checkpoint_id])
+        self.submit(remove, self._logged("a discarded checkpoint could not be removed from the storage"))
 
     # I/O thread
     def _list_until_ok(self) -> Listing | None:
@@ -139,6 +141,7 @@ class StorageWorker:
         self._storage.mark_complete(self.topology, checkpoint_id)
 
     def gc(self, keep_last: int, protect: tuple[int, ...]) -> tuple[list[int], list[int]]:
+        self.fence()  # a zombie master's idea of what to keep is no longer the truth
         removed = self._storage.gc(self.topology, keep_last=keep_last, protect=protect)
         return removed, self._storage.completed_ids(self.topology)
 

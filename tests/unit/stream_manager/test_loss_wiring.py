@@ -108,3 +108,15 @@ def test_a_second_connection_from_a_peer_while_its_first_is_open_is_a_loss(sm: S
     assert _requests(sm) == [(7, "a second connection from stream manager 1 while its first was open")]
     assert first.closed == "the peer opened a new connection: this one is half-open"
     assert second.is_open
+
+
+def test_an_instance_registered_again_while_its_old_connection_is_open_is_a_loss(sm: StreamManager) -> None:
+    """The old connection's close reports nothing (the task's connection is the new one by
+    then), so the registration itself says what was in flight on the old one is lost."""
+    old, new = FakeConn(PeerIdentity("instance", "3")), FakeConn(PeerIdentity("instance", "3"))
+    req = pb.RegisterInstanceRequest(task_id=3, component="count", pid=13)
+    sm.register_instance(old, req)
+    assert _requests(sm) == []
+    sm.register_instance(new, req)
+    assert _requests(sm) == [(7, "instance task 3 registered again while its old connection was open")]
+    assert old.closed == "task 3 registered again on a new connection"
