@@ -471,6 +471,12 @@ class CheckpointCoordinator:
         if self._state is CoordinatorState.WAITING_FOR_OPERATOR:
             return [Ignored(f"failure ({reason}) while waiting for the operator: {self._failure}")]
         out: list[CoordinatorAction] = []
+        if self._state is CoordinatorState.RESTORING and self._restore is not None:
+            # a failure before the restore ended: a task that keeps crashing loops here, and
+            # counts as a checkpoint that failed would (status says FAILING at the limit)
+            verdict = self.failures.failed(self._restore.checkpoint_id or 0, f"restore interrupted: {reason}")
+            if verdict.tripped:
+                out.append(CheckpointsFailing(verdict.consecutive, self.failures.reasons))
         if data_lost and self._committing is not None:
             self._ruled_out[self._committing.checkpoint_id] = f"in-flight data was lost while it committed: {reason}"
         if self._state is CoordinatorState.CHECKPOINTING:

@@ -12,6 +12,7 @@ from heron_py.checkpoint.coordinator import (
     CheckpointComplete,
     CheckpointCoordinator,
     CheckpointDiscarded,
+    CheckpointsFailing,
     CoordinatorConfig,
     StartRestore,
 )
@@ -145,3 +146,19 @@ async def test_the_discarded_checkpoint_leaves_the_storage(tmp_path: Path) -> No
     await until(lambda: cid not in storage.completed_ids(TOPOLOGY))
     assert cid not in coord.completed
     await h.stop()
+
+
+def test_a_restore_loop_counts_toward_the_failure_limit() -> None:
+    """A task that keeps crashing before the restore ends: each crash restarts the restore, and
+    at topology.stateful.max.consecutive.failures the status says FAILING (no checkpoint ever
+    fails in that loop, since none starts)."""
+    c = CheckpointCoordinator(CoordinatorConfig(interval_secs=1.0, max_consecutive_failures=3), TASKS,
+                              completed=[3], first_id=4)
+    c.start(0.0)
+    c.on_failure(1.0, "task 2 (pid 7) restarted")
+    assert not c.status().failing
+    c.on_failure(2.0, "task 2 (pid 8) restarted")
+    out = c.on_failure(3.0, "task 2 (pid 9) restarted")
+    assert c.status().failing and c.status().consecutive_failures == 3
+    assert any(isinstance(a, CheckpointsFailing) for a in out)
+    assert c.status().failure_reasons[-1] == "checkpoint 3: restore interrupted: task 2 (pid 9) restarted"
