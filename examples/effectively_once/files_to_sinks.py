@@ -43,6 +43,8 @@ def build(argv):
     ap.add_argument("--out", required=True, help="the folder of the part files")
     ap.add_argument("--containers", type=int, default=2)
     ap.add_argument("--interval", type=float, default=1.0, help="seconds between checkpoints")
+    ap.add_argument("--mode", choices=["EFFECTIVELY_ONCE", "ATLEAST_ONCE"], default="EFFECTIVELY_ONCE",
+                    help="ATLEAST_ONCE: each batch written as it fills and acked (replays written again)")
     args = ap.parse_args(argv)
     b = TopologyBuilder("files_to_sinks")
     spout = b.add_spout("lines", FileTailSpout, par=2, config={
@@ -54,7 +56,7 @@ def build(argv):
         "files.out.dir": args.out, "files.out.separator": " "})
     b.set_config({
         "topology.stmgrs": args.containers,
-        "topology.reliability.mode": "EFFECTIVELY_ONCE",
+        "topology.reliability.mode": args.mode,
         "topology.stateful.checkpoint.interval.seconds": args.interval,
     })
     return b
