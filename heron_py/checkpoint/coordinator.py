@@ -606,8 +606,6 @@ class CheckpointCoordinator:
             # only the unusable checkpoint leaves the list: a newer one (a marker that landed
             # during the restore) stays a target; each fallback removes one, so this ends
             self._completed = [c for c in self._completed if c != failed]
-            if self._last is not None and self._last.checkpoint_id == failed:
-                self._last = None
             if self._completed:
                 target = self._completed[-1]
                 return self._begin_restore(now, target, f"{why}; falling back to checkpoint {target}")

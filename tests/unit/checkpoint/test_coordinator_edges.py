@@ -273,3 +273,15 @@ def test_a_fallback_forgets_the_figures_of_the_checkpoint_it_dropped() -> None:
     (r,) = [a for a in c.on_task_restored(2, 1, False, 13, "CorruptCheckpointError: bad")]
     assert c.status().last_completed_id is None and c.status().last_duration_secs is None
     assert c.state is CoordinatorState.WAITING_FOR_OPERATOR, r
+
+
+def test_after_the_operator_rolls_back_the_status_shows_no_figures_of_a_newer_checkpoint() -> None:
+    c = running((3,))
+    cid = checkpoint(c, 10)
+    save(c, cid, 11)
+    c.on_marked(cid, 11)
+    assert c.status().last_duration_secs == 1.0  # known: completed by this master
+    c.operator_restore(12, 3)
+    s = c.status()
+    assert s.last_completed_id == 3
+    assert (s.last_completed_at, s.last_duration_secs, s.last_size_bytes, s.components) == (None, None, None, ())
