@@ -26,6 +26,7 @@ from heron_py.common.alive import beat
 from heron_py.common.config import ConfigError, max_frame_bytes
 from heron_py.common.daemon import new_event_loop
 from heron_py.common.framing import MsgType, encode_frame
+from heron_py.common.handshake import PeerIdentity
 from heron_py.common.net import (
     DEFAULT_LIVENESS,
     Connection,
@@ -93,6 +94,13 @@ class GatewayConfig:
     # both links' heartbeats: the topology's, from the executor's arguments (the links exist
     # before the physical plan brings the config)
     liveness: Liveness = DEFAULT_LIVENESS
+    # the task's container, whose stream and metrics managers alone it connects to (their
+    # handshake proves it); None: any of the topology's (an instance started by hand)
+    container: int | None = None
+
+    def server(self, role: str) -> PeerIdentity | None:
+        """What the container's ``role`` ("stmgr", "metricsmgr") must prove in the handshake."""
+        return None if self.container is None else PeerIdentity(role, str(self.container))
 
 
 # how soon a link that owes a report (``MetricsLink.send_now`` while not connected) tries to
@@ -158,7 +166,8 @@ class MetricsLink:
             raise Unreachable(f"metrics manager not started yet ({e}); retrying") from None
         # the metrics manager sends nothing back: any frame from it is refused
         return await connect(cfg.host, port, Routed(_NOTHING), cfg.secret, role="instance", peer_id=str(cfg.task_id),
-                             log=self.log, max_frame=cfg.max_frame, liveness=cfg.liveness)
+                             log=self.log, max_frame=cfg.max_frame, liveness=cfg.liveness,
+                             expect=cfg.server("metricsmgr"))
 
     async def _session(self, conn: Connection) -> None:
         self._conn = conn
@@ -258,9 +267,10 @@ class Gateway(Routed):
         if cfg.unix_socket:
             return await connect_unix(stmgr_socket(cfg.sm_port_file), self, cfg.secret, role="instance",
                                       peer_id=str(cfg.task_id), log=self.log, max_frame=cfg.max_frame,
-                                      liveness=cfg.liveness)
+                                      liveness=cfg.liveness, expect=cfg.server("stmgr"))
         return await connect(cfg.sm_host, port, self, cfg.secret, role="instance", peer_id=str(cfg.task_id),
-                             log=self.log, max_frame=cfg.max_frame, liveness=cfg.liveness)
+                             log=self.log, max_frame=cfg.max_frame, liveness=cfg.liveness,
+                             expect=cfg.server("stmgr"))
 
     async def _session(self, conn: Connection) -> None:
         """One connection to the stream manager: register, then report metrics every second

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
+from heron_py.checkpoint.select import set_task_checkpoint_key
 from heron_py.checkpoint.storage import checkpoint_key_beside
 from heron_py.common.config import SHUTDOWN_DRAIN, InstanceConfig
 from heron_py.common.daemon import setup_logging
@@ -49,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="heron_py.network.heartbeat.interval.secs of the links to the stream and metrics managers")
     ap.add_argument("--heartbeat-timeout", type=float, default=DEFAULT_LIVENESS.timeout_s,
                     help="heron_py.network.heartbeat.timeout.secs of those links (0: off)")
+    ap.add_argument("--container", type=int, default=None,
+                    help="the task's container: its stream and metrics managers must prove it in their handshake")
     return ap
 
 
@@ -63,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = GatewayConfig(task_id=args.task_id, component=args.component, secret=args.secret_file.read_bytes(),
                         sm_port_file=args.sm_port_file, max_frame=InstanceConfig.max_frame, sm_host=args.sm_host,
                         unix_socket=not args.tcp,
-                        liveness=Liveness(args.heartbeat_interval, args.heartbeat_timeout))
+                        liveness=Liveness(args.heartbeat_interval, args.heartbeat_timeout), container=args.container)
     wake: list[Callable[[], None]] = []
     outbox = Outbox(outbound, out_bytes, lambda: wake[0]())
     reports = TaskReports(args.task_id, args.component, inbound, in_bytes, outbox)
@@ -83,11 +86,12 @@ def main(argv: list[str] | None = None) -> int:
         # queued on the gateway's loop, without waiting for it
         gateway.report_now(timeout=0.0)
 
+    checkpoint_key = checkpoint_key_beside(args.secret_file, cfg.secret)
+    set_task_checkpoint_key(checkpoint_key)  # for components that open the checkpoint storage themselves
     runner = TaskRunner(task_id=args.task_id, component=args.component, package_dir=args.package_dir,
                         inbound=inbound, in_bytes=in_bytes, outbox=outbox, reports=reports,
                         mark_ready=mark_ready, log=log, topology=args.topology,
-                        checkpoint_root=args.checkpoint_root,
-                        secret=checkpoint_key_beside(args.secret_file, cfg.secret))
+                        checkpoint_root=args.checkpoint_root, secret=checkpoint_key)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         runner.stop()
@@ -95,6 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     gateway.start()
+    return run_to_end(runner, outbox, gateway, reports, log, f"task {args.task_id} ({args.component})")
+
+
+def run_to_end(runner: TaskRunner, outbox: Outbox, gateway: Gateway, reports: TaskReports, log: logging.Logger,
+               who: str) -> int:
+    """The task's run and its end; the exit code."""
     # The order of a task's end: (1) a SIGTERM sets the stop flag and the drain's deadline;
     # (2) the execution loop ends and closes the component (deactivate, close or cleanup) and
     # flushes its emitter (TaskRunner.close); (3) the outbound queue drains to the stream
@@ -107,15 +117,15 @@ def main(argv: list[str] | None = None) -> int:
         # user code raised: Heron's behaviour is to let the task die and be restarted; the
         # metrics manager hears of it first (the tracker's /topologies/exceptions)
         trace = traceback.format_exc()
-        log.error("task %d (%s) died: %s", args.task_id, args.component, trace)
+        log.error("%s died: %s", who, trace)
         reports.record_exception(trace)
         code, died = 1, True
-    shutdown_drain(outbox, gateway, runner.drain_s, log, f"task {args.task_id} ({args.component})")
+    shutdown_drain(outbox, gateway, runner.drain_s, log, who)
     # a task that died of its user code's exception waits longer for the report that carries it:
     # dying at start, it may go before the container's metrics manager is up (MetricsLink.send_now)
     if not gateway.report_now(timeout=EXCEPTION_REPORT_S if died else LAST_REPORT_S) and died:
-        log.warning("task %d (%s): the metrics manager did not take the exception's report within %gs; "
-                    "/topologies/exceptions will not show it", args.task_id, args.component, EXCEPTION_REPORT_S)
+        log.warning("%s: the metrics manager did not take the exception's report within %gs; "
+                    "/topologies/exceptions will not show it", who, EXCEPTION_REPORT_S)
     gateway.stop()
     sys.stdout.flush()
     return code

@@ -43,7 +43,7 @@ from heron_py.common.reconnect import run_link
 from heron_py.common.tls import PeerTls
 from heron_py.scheduler.hosts import is_loopback
 from heron_py.scheduler.paths import TopologyPaths
-from heron_py.state import StateManager, TManagerLocation
+from heron_py.state import StateManager, StateManagerError, TManagerLocation
 from heron_py.state import config as statecfg
 from heron_py.state.tmlink import LocationFollower, connect_master
 from metrics_manager.http import MetricsHttp, serve_metrics
@@ -106,7 +106,10 @@ class MetricsManager(DaemonBase):
     async def start(self) -> None:
         self._begin()
         loop = asyncio.get_running_loop()
-        topo = await loop.run_in_executor(None, self._state.get_topology, self.topology)
+        try:  # signed under the secret: whoever may write the state store must not set our config
+            topo = await loop.run_in_executor(None, self._state.get_topology, self.topology, self._secret)
+        except StateManagerError as e:
+            raise FatalError(f"metrics manager: {e}") from None
         if topo is None:
             raise FatalError(f"metrics manager: topology '{self.topology}' is not in the state manager")
         self.interval = export_interval(dict(topo.config)) or DEFAULT_INTERVAL_S
@@ -120,7 +123,7 @@ class MetricsManager(DaemonBase):
             handler = BaseHandler()  # no lifecycle to follow: a report stands alone
             self._server = await serve(self.host, 0, lambda: handler, self._secret, role="metricsmgr",
                                        log=self._log, counters=self.counters, max_frame=self._max_frame,
-                                       routes=_routes(self), liveness=liveness)
+                                       routes=_routes(self), liveness=liveness, server_id=str(self.container))
         except OSError as e:
             raise FatalError(f"metrics manager of container {self.container}: cannot listen on {self.host}: {e}") from e
         self.port = self._server.sockets[0].getsockname()[1]

@@ -7,12 +7,14 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ServerHello(_message.Message):
-    __slots__ = ("nonce", "server_role")
+    __slots__ = ("nonce", "server_role", "server_id")
     NONCE_FIELD_NUMBER: _ClassVar[int]
     SERVER_ROLE_FIELD_NUMBER: _ClassVar[int]
+    SERVER_ID_FIELD_NUMBER: _ClassVar[int]
     nonce: bytes
     server_role: str
-    def __init__(self, nonce: _Optional[bytes] = ..., server_role: _Optional[str] = ...) -> None: ...
+    server_id: str
+    def __init__(self, nonce: _Optional[bytes] = ..., server_role: _Optional[str] = ..., server_id: _Optional[str] = ...) -> None: ...
 
 class ClientHello(_message.Message):
     __slots__ = ("nonce", "role", "peer_id", "mac")

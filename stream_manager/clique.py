@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from heron_py.common.framing import MsgType, encode_frame
-from heron_py.common.handshake import HandshakeError
+from heron_py.common.handshake import HandshakeError, PeerIdentity
 from heron_py.common.net import DEFAULT_LIVENESS, Connection, FrameHandler, Liveness, connect
 from heron_py.common.tls import PeerTls, tls_client_args
 from heron_py.planner.model import PhysicalPlan, StmgrLocation
@@ -99,9 +99,11 @@ class Clique:
                 if loc is None:
                     return  # no longer in the plan
                 try:
+                    # only that container's stream manager: an old location may now be another's
                     conn = await self._connect_fn(loc.host, loc.port, self._handler(container), self._secret,
                                                   role="stmgr", peer_id=str(self.container), log=self._log,
                                                   max_frame=self._max_frame, liveness=self._liveness,
+                                                  expect=PeerIdentity("stmgr", str(container)),
                                                   **tls_client_args(self._tls))
                 except (OSError, HandshakeError) as e:
                     # a HandshakeError too: an old port now answered by another daemon, or a peer

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from heron_py.common.framing import MsgType, encode_frame
+from heron_py.common.handshake import PeerIdentity
 from heron_py.common.net import DEFAULT_LIVENESS, Connection, Liveness, Route, Routed, Routes, connect, on
 from heron_py.common.reconnect import Unreachable, run_link
 from heron_py.common.tls import PeerTls
@@ -168,7 +169,7 @@ class MetricsLink:
         # the metrics manager sends nothing back: any frame from it is refused
         return await connect(self._host, port, Routed(Routes("stmgr's metrics link", ())), self._secret, role="stmgr",
                              peer_id=str(self._container), log=self._log, max_frame=self._max_frame,
-                             liveness=self._liveness)
+                             liveness=self._liveness, expect=PeerIdentity("metricsmgr", str(self._container)))
 
     async def _session(self, conn: Connection) -> None:
         while True:

@@ -37,6 +37,7 @@ from heron_py.common.net import (
     serve_unix,
 )
 from heron_py.common.tls import PeerTls
+from heron_py.common.wire import decode_as
 from heron_py.planner.model import PhysicalPlan
 from heron_py.scheduler.paths import bind_stmgr_socket, release_stmgr_socket
 from heron_py.state import StateManager
@@ -44,6 +45,7 @@ from heron_py.state import config as statecfg
 from proto import heron_py_pb2 as pb
 from stream_manager.backpressure import Action, ConnKey, describe
 from stream_manager.forwarder import DropReason
+from stream_manager.owners import Owners
 from stream_manager.ratelimit import output_rates
 from stream_manager.routing import RoutingTable
 from stream_manager.wiring import Site, build
@@ -92,7 +94,7 @@ class StreamManager(DaemonBase):
             self._server = await serve(self.host, 0, lambda: inbound, site.secret, role="stmgr",
                                        log=self.log, counters=self.counters, max_frame=site.max_frame,
                                        ssl=site.tls.server if site.tls else None, routes=routes,
-                                       liveness=site.liveness)
+                                       liveness=site.liveness, server_id=str(self.container))
         except OSError as e:
             raise FatalError(f"stream manager of container {self.container}: cannot listen on "
                              f"{self.host}: {e}") from e
@@ -102,7 +104,8 @@ class StreamManager(DaemonBase):
         try:
             self._local_server = await serve_unix(sock, lambda: inbound, site.secret, role="stmgr",
                                                   log=self.log, counters=self.counters, max_frame=site.max_frame,
-                                                  routes=routes, liveness=site.liveness)
+                                                  routes=routes, liveness=site.liveness,
+                                                  server_id=str(self.container))
         except OSError as e:
             raise FatalError(f"stream manager of container {self.container}: cannot listen on {sock}: {e}") from e
         write_atomically(site.port_file, str(self.port))
@@ -235,14 +238,16 @@ class StreamManager(DaemonBase):
 class _Inbound(BaseHandler):
     """Accepted connections, a local instance's or a peer stream manager's: the lifecycle of
     each, and the routes of what each role may send (built once, at start; a message a role may
-    not send is refused by the connection itself, counted as ``__bad-frames/role``)."""
+    not send is refused by the connection itself, counted as ``__bad-frames/role``). A message
+    that names a task or a container is taken only from its owner (``owners.Owners``)."""
 
     def __init__(self, sm: StreamManager) -> None:
         self.sm = sm
+        self.owners = Owners(sm.counters, sm.refuse_log)
         self.peers_in: dict[int, Connection] = {}  # each peer's newest inbound connection
 
     def routes(self) -> Routes:
-        sm, ckpt, fwd = self.sm, self.sm.ckpt, self.sm.forwarder
+        sm, ckpt, fwd, own = self.sm, self.sm.ckpt, self.sm.forwarder, self.owners
         return Routes("stmgr", [
             # the hot path: raw frames, routed on their header (never decoded here)
             on_raw("instance", MsgType.TUPLE_BATCH, self.instance_batch),
@@ -253,13 +258,17 @@ class _Inbound(BaseHandler):
             on_raw("stmgr", MsgType.ACK_BATCH, lambda conn, frame: fwd.route(frame)),
             on("instance", MsgType.REGISTER_INSTANCE_REQUEST, pb.RegisterInstanceRequest, self.register),
             on("instance", MsgType.INSTANCE_METRICS, pb.InstanceMetrics,
-               lambda conn, m: sm.instances.metrics.__setitem__(m.task_id, m)),
-            on("instance", MsgType.INSTANCE_READY, pb.InstanceReady, self.instance_ready),
-            relay("instance", MsgType.CHECKPOINT_SAVED, lambda conn, frame: ckpt.to_master(frame)),
-            on("instance", MsgType.STATE_RESTORED, pb.StateRestored, ckpt.on_state_restored),
-            on("stmgr", MsgType.RESTORE_FENCE, pb.RestoreFence, ckpt.on_peer_fence),
-            on("stmgr", MsgType.STMGR_HELLO, pb.StmgrHello, self.peer_hello),
-            on("stmgr", MsgType.BACKPRESSURE, pb.BackPressure, lambda conn, m: sm.on_peer_backpressure(m)),
+               own.of_task(MsgType.INSTANCE_METRICS, lambda conn, m: sm.instances.metrics.__setitem__(m.task_id, m))),
+            on("instance", MsgType.INSTANCE_READY, pb.InstanceReady,
+               own.of_task(MsgType.INSTANCE_READY, self.instance_ready)),
+            relay("instance", MsgType.CHECKPOINT_SAVED, self.checkpoint_saved),
+            on("instance", MsgType.STATE_RESTORED, pb.StateRestored,
+               own.of_task(MsgType.STATE_RESTORED, ckpt.on_state_restored)),
+            on("stmgr", MsgType.RESTORE_FENCE, pb.RestoreFence,
+               own.of_container(MsgType.RESTORE_FENCE, ckpt.on_peer_fence)),
+            on("stmgr", MsgType.STMGR_HELLO, pb.StmgrHello, own.of_container(MsgType.STMGR_HELLO, self.peer_hello)),
+            on("stmgr", MsgType.BACKPRESSURE, pb.BackPressure,
+               own.of_container(MsgType.BACKPRESSURE, lambda conn, m: sm.on_peer_backpressure(m))),
         ])
 
     def instance_batch(self, conn: Connection, frame: bytes) -> None:
@@ -287,9 +296,6 @@ class _Inbound(BaseHandler):
         """A peer's new connection. Another one from the same peer still open is half-open (the
         peer lost it without a FIN: a host that vanished, a reset we never saw): what was in
         flight on it is lost, and it is closed now rather than when its silence is noticed."""
-        ident = conn.identity
-        if ident is None or ident.peer_id != str(msg.container):
-            return
         old = self.peers_in.get(msg.container)
         self.peers_in[msg.container] = conn
         if old is not None and old is not conn and old.is_open:
@@ -316,22 +322,18 @@ class _Inbound(BaseHandler):
             sm.forwarder.route(frame)
 
     def refuse_batch(self, conn: Connection, msg_type: int, frame: bytes) -> None:
-        """A batch from a connection that may not send it: counted (``__bad-frames/source``),
-        logged at a bounded rate, and the connection closed (a task sends only its own)."""
-        sm = self.sm
-        sm.counters.bad_frames += 1
-        sm.counters.bad_frame_source += 1
-        ident = conn.identity
-        who = f"{ident.role} {ident.peer_id}" if ident is not None else "an unauthenticated peer"
-        task = f"registered as task {conn.context}" if conn.context is not None else "not registered"
-        sm.refuse_log.warning("refused a %s from %s (%s, %s) with source task %d; closing the connection",
-                                MsgType(msg_type).name, conn.peer_name, who, task, batch_src(frame),
-                                kind="refused batch")
-        conn.close("a batch it may not send")
+        """A batch from a connection that may not send it (a task sends only its own)."""
+        self.owners.refuse(conn, msg_type, f"with source task {batch_src(frame)}", "refused batch")
 
     def instance_ready(self, conn: Connection, msg: pb.InstanceReady) -> None:
         self.sm.instances.ready[msg.task_id] = msg.pid
         self.sm.master.heartbeat(with_metrics=False)  # the master learns it now
+
+    def checkpoint_saved(self, conn: Connection, frame: bytes) -> None:
+        """An instance's report, relayed to the master as it came once it is its own task's."""
+        msg = decode_as(pb.CheckpointSaved, MsgType.CHECKPOINT_SAVED, frame, conn.peer_name)
+        if self.owners.task(conn, MsgType.CHECKPOINT_SAVED, msg.task_id):
+            self.sm.ckpt.to_master(frame)
 
     def register(self, conn: Connection, req: pb.RegisterInstanceRequest) -> None:
         sm, ident = self.sm, conn.identity

@@ -29,7 +29,7 @@ from heron_py.checkpoint.storage import checkpoint_key_beside
 from heron_py.common.config import LOST_AFTER, RELAUNCH, ConfigError
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging
 from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType
-from heron_py.common.handshake import http_token
+from heron_py.common.handshake import http_admin_token, http_read_token
 from heron_py.common.net import BaseHandler, Connection, Counters, Liveness, Routes, on, on_raw, serve
 from heron_py.common.tls import PeerTls
 from heron_py.planner.model import PackingPlan, PhysicalPlan, TopologyDef, TopologyState
@@ -149,11 +149,13 @@ class TopologyMaster(DaemonBase):
         except OSError as e:
             raise FatalError(f"topology master: cannot listen on {self.host}: {e}") from e
         self.port = self._server.sockets[0].getsockname()[1]
-        # off loopback the API needs the topology's token: nobody exposes it open by accident
-        token = None if is_loopback(self.host) else http_token(self._secret)
-        # the page's actions want the token on loopback too (http_server.py says why)
-        # with TLS on, HTTPS: the tokens (and the logs and plans the API serves) never cross in clear
-        self._http = await serve_http(Api(self), self.host, token=token, action_token=http_token(self._secret),
+        # off loopback the API needs a token: nobody exposes it open by accident; a task's log
+        # needs one from any other user, and an action the admin token, on loopback too
+        # (http_server.py says why); with TLS on, HTTPS: the tokens (and the logs and plans the
+        # API serves) never cross in clear
+        read = http_read_token(self._secret)
+        self._http = await serve_http(Api(self), self.host, token=None if is_loopback(self.host) else read,
+                                      action_token=http_admin_token(self._secret), log_token=read,
                                       ssl_context=self._tls.http if self._tls else None)
         self.http_port = self._http.port
         self._log.info("topology master of '%s' listening on %s:%d, HTTP API and web page at %s://%s:%d/%s",

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from heron_py.common.logrotate import open_log
 from heron_py.planner.model import TopologyState
 from heron_py.scheduler.base import CONTAINER_ENV
 from heron_py.scheduler.paths import TOPOLOGY_ID_ENV, TopologyPaths
@@ -103,9 +104,9 @@ def detached_cli(topology: str, state_args: list[str], cluster_of: Callable[[], 
                 # processes by them, and must not kill themselves
                 env = {k: v for k, v in os.environ.items() if k not in (CONTAINER_ENV, TOPOLOGY_ID_ENV)}
                 # beside the master's own log (the executor runs it in that folder's container)
-                log_dir = TopologyPaths.of(topology).logs
-                log_dir.mkdir(parents=True, exist_ok=True)
-                with (log_dir / "ui-actions.log").open("ab") as out:
+                paths = TopologyPaths.of(topology)
+                log_dir = paths.private(paths.logs)
+                with open_log(log_dir / "ui-actions.log") as out:
                     subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
                                      start_new_session=True)
                 log.info("web action %s: started %s", action, " ".join(cmd[1:]))

@@ -47,6 +47,7 @@ from heron_py.checkpoint.storage import (
     _check_id,
     decode_frame,
     encode_frame,
+    marker_verifies,
 )
 from heron_py.common.config import MISSING_REDIS_PY, redact_redis_url
 from heron_py.common.redis_client import redis_client
@@ -179,14 +180,25 @@ class RedisCheckpointStorage(CheckpointStorage):
         if not ids:
             return []
 
-        def exists() -> list[Any]:
+        secret = self._secret
+
+        def markers() -> list[Any]:
+            # with the key the markers themselves, to check their MACs; else whether they exist
             pipe = self.client.pipeline(transaction=False)
             for c in ids:
-                pipe.exists(self._keys(topology, c)[2])
+                marker = self._keys(topology, c)[2]
+                if secret is not None:
+                    pipe.get(marker)
+                else:
+                    pipe.exists(marker)
             return list(pipe.execute())
 
-        found = self._call(exists, f"topology {topology!r}: cannot list its complete checkpoints")
-        return [c for c, n in zip(ids, found, strict=True) if n]
+        found = self._call(markers, f"topology {topology!r}: cannot list its complete checkpoints")
+        if secret is None:
+            return [c for c, n in zip(ids, found, strict=True) if n]
+        return [c for c, raw in zip(ids, found, strict=True)
+                if isinstance(raw, bytes) and marker_verifies(raw, f"{self.where} key {self._keys(topology, c)[2]}",
+                                                              secret, topology, c)]
 
     def checkpoint_ids(self, topology: str) -> list[int]:
         ids = self._ids_key(topology)

@@ -57,6 +57,10 @@ def checkpoint_key_beside(secret_file: Path, secret: bytes) -> bytes:
     except FileNotFoundError:
         return secret
 TMP_PREFIX = ".tmp-"
+# who besides the owner may write a topology's checkpoint folder: nobody (the group included)
+_OTHERS_WRITE = 0o022
+# the folders this store makes: the owner's to write, anyone's to read (as a umask of 022 makes them)
+_FOLDER_MODE = 0o755
 DEFAULT_KEEP_LAST = 2
 
 
@@ -100,7 +104,8 @@ class CheckpointStorage(ABC):
 
     @abstractmethod
     def completed_ids(self, topology: str) -> list[int]:
-        """Complete checkpoints, oldest first."""
+        """Complete checkpoints, oldest first; with the key, only those whose marker is signed
+        under it (``marker_verifies``)."""
 
     @abstractmethod
     def checkpoint_ids(self, topology: str) -> list[int]:
@@ -270,8 +275,17 @@ class LocalFsStorage(CheckpointStorage):
         return decode_frame(raw, str(path), self._secret, _binding(topology, checkpoint_id, str(task_id)))
 
     def completed_ids(self, topology: str) -> list[int]:
-        return [c for c in self.checkpoint_ids(topology)
-                if (self._topology_dir(topology) / str(c) / COMPLETE_MARKER).is_file()]
+        top = self._topology_dir(topology)
+        return [c for c in self.checkpoint_ids(topology) if self._complete(topology, c, top / str(c) / COMPLETE_MARKER)]
+
+    def _complete(self, topology: str, checkpoint_id: int, marker: Path) -> bool:
+        if self._secret is None:
+            return marker.is_file()
+        try:
+            raw = marker.read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            return False
+        return marker_verifies(raw, str(marker), self._secret, topology, checkpoint_id)
 
     def checkpoint_ids(self, topology: str) -> list[int]:
         top = self._topology_dir(topology)
@@ -315,8 +329,12 @@ class LocalFsStorage(CheckpointStorage):
 
     def _make_dirs(self, folder: Path) -> None:
         # new folders' entries must be durable too, or a crash can lose a whole checkpoint folder
-        missing = [p for p in (folder, folder.parent, self.root) if not p.exists()]
-        folder.mkdir(parents=True, exist_ok=True)
+        missing = [p for p in (self.root, folder.parent, folder) if not p.exists()]
+        self.root.mkdir(parents=True, exist_ok=True)  # the root is the operator's: the umask's mode
+        for p in (folder.parent, folder):
+            # an explicit mode, not the umask's: a umask of 002 would make them group-writable,
+            # which _check_private refuses (and which would let the group swap files in)
+            p.mkdir(mode=_FOLDER_MODE, exist_ok=True)
         for p in missing:
             fsync_dir(p.parent)
 
@@ -340,6 +358,19 @@ def _binding(topology: str, checkpoint_id: int, name: str) -> bytes:
     return f"{topology}/{checkpoint_id}/{name}".encode()
 
 
+def marker_verifies(raw: bytes, where: str, secret: bytes, topology: str, checkpoint_id: int) -> bool:
+    """Whether a complete marker's bytes are signed under ``secret`` for this checkpoint. A
+    store that holds the key lists a checkpoint as complete only then: whoever may write the
+    storage (and not the key) could otherwise declare a checkpoint complete, and a reader of
+    ``completed_ids`` (the master choosing what to restore, the Kafka spout committing offsets)
+    would act on it."""
+    try:
+        decode_frame(raw, where, secret, _binding(topology, checkpoint_id, COMPLETE_MARKER))
+    except CorruptCheckpointError:
+        return False
+    return True
+
+
 def _check_private(top: Path) -> None:
     """A topology's checkpoint folder in a shared root (a sticky /tmp-like folder, an NFS share)
     must be ours and writable by us alone: someone who made it first, or may write into it, could
@@ -349,8 +380,9 @@ def _check_private(top: Path) -> None:
     try:
         st = os.lstat(top)
     except FileNotFoundError:
-        return  # made by us, with our umask, when the first task saves
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o002:
+        return  # made by us when the first task saves (``_make_dirs``: writable by us alone)
+    # a group's members are other users too: group write lets them swap files in as world write does
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & _OTHERS_WRITE:
         kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a folder"
         raise CheckpointError(f"checkpoint folder {top}: expected a folder of user {os.geteuid()} that no other "
                               f"user may write, found {kind} of user {st.st_uid} with mode "
@@ -373,8 +405,10 @@ class SharedDirStorage(LocalFsStorage):
     here would hide a missing mount behind a local folder.
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        super().__init__(root)
+    def __init__(self, root: str | os.PathLike[str], *, secret: bytes | None = None) -> None:
+        """``secret``: the topology's checkpoint key, as for :class:`LocalFsStorage` (files
+        signed and checked, the topology folder's owner and mode checked)."""
+        super().__init__(root, secret=secret)
         if not self.root.is_dir():
             raise CheckpointError(f"shared checkpoint folder {self.root}: expected an existing folder shared by "
                                   f"the hosts, found none")

@@ -12,7 +12,7 @@ from typing import Any
 from heron_py.cli.errors import AdminError as AdminError  # raised here; kept importable from here
 from heron_py.common.daemon import run_until_complete
 from heron_py.common.framing import MsgType
-from heron_py.common.handshake import HandshakeError, http_token
+from heron_py.common.handshake import HandshakeError, http_read_token
 from heron_py.common.net import Connection, Routed, Routes, connect, on
 from heron_py.common.tls import PeerTls, TlsMaterial, https_client_context, tls_client_args
 from heron_py.state import StateManager
@@ -67,15 +67,28 @@ def admin_command(state: StateManager, name: str, command: str, timeout: float =
 
 def tm_get(state: StateManager, name: str, path: str, params: dict[str, Any] | None = None,
            timeout: float = 5.0) -> Any:
-    """GET from the topology master's HTTP API; returns the tracker envelope's result."""
+    """GET from the topology master's HTTP API; returns the tracker envelope's result.
+
+    The token goes only where it is needed and only to the topology's own master: on loopback
+    the API is read without one (a stale address whose port another local user took gets
+    nothing); off loopback the read token (never the admin one) goes only over HTTPS to a
+    server whose certificate verifies against the topology's CA, which only the topology's
+    daemons hold (heron_py.common.tls)."""
     import urllib.error
     import urllib.parse
     import urllib.request
+
+    from heron_py.scheduler.hosts import is_loopback
 
     loc = state.get_tmanager_location(name)
     if loc is None or not loc.http_port:
         raise AdminError(f"topology '{name}' is not running (no topology master HTTP API in the state manager)")
     url = f"{loc.http_scheme}://{loc.host}:{loc.http_port}{path}"
+    loopback = is_loopback(loc.host)
+    if not loopback and loc.http_scheme != "https":
+        raise AdminError(f"topology master of '{name}' at {loc.host}:{loc.http_port} serves plain HTTP off loopback; "
+                         f"expected HTTPS under the topology's certificate (heron.network.tls.enabled, on by default "
+                         f"off loopback), found http: the CLI does not send the topology's token in clear")
     context = None
     if loc.http_scheme == "https":
         raw_tls = state.get_tls(name)
@@ -86,11 +99,11 @@ def tm_get(state: StateManager, name: str, path: str, params: dict[str, Any] | N
     if params:
         url += "?" + urllib.parse.urlencode(params, doseq=True)
     request = urllib.request.Request(url)
-    secret = state.get_secret(name)
-    if secret is not None:  # needed off loopback; harmless on it
-        request.add_header("Authorization", f"Bearer {http_token(secret)}")
+    secret = None if loopback else state.get_secret(name)
+    if secret is not None:
+        request.add_header("Authorization", f"Bearer {http_read_token(secret)}")
     try:
-        with urllib.request.urlopen(request, timeout=timeout, context=context) as r:
+        with _opener(context).open(request, timeout=timeout) as r:
             doc = json.loads(r.read())
     except urllib.error.HTTPError as e:
         try:
@@ -101,6 +114,21 @@ def tm_get(state: StateManager, name: str, path: str, params: dict[str, Any] | N
     except (OSError, ValueError) as e:
         raise AdminError(f"topology master of '{name}' at {loc.host}:{loc.http_port} is not reachable: {e}") from e
     return doc["result"]
+
+
+def _opener(context: Any) -> Any:
+    """urllib's opener, with ``context`` for HTTPS, that follows no redirect: the master never
+    sends one, and urllib would carry the Authorization header to wherever it points."""
+    import urllib.request
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    handlers: list[Any] = [NoRedirect()]
+    if context is not None:
+        handlers.append(urllib.request.HTTPSHandler(context=context))
+    return urllib.request.build_opener(*handlers)
 
 
 def live_status(state: StateManager, name: str) -> dict[str, Any] | None:

@@ -4,7 +4,7 @@ The handshake (``handshake.py``) proves that both ends hold the topology secret 
 nonces. That alone does not protect what follows: a relay that forwards a real peer's
 handshake byte for byte would be left holding an authenticated connection it could write
 into. So both ends derive two session keys from the handshake (HKDF-SHA256 over the secret,
-salted with both nonces, bound to the client's role and id and the server's role), one per
+salted with both nonces, bound to the client's role and id and the server's), one per
 direction, and every frame after the handshake carries a 16-byte tag:
 
     frame (6-byte header | payload) | tag,   tag = GMAC(key_dir, nonce = seq, frame)
@@ -45,7 +45,7 @@ def _lp(*parts: bytes) -> bytes:
 
 
 def session_keys(secret: bytes, nonce_c: bytes, nonce_s: bytes, client_role: str, client_id: str,
-                 server_role: str) -> tuple[bytes, bytes]:
+                 server_role: str, server_id: str = "") -> tuple[bytes, bytes]:
     """(client→server key, server→client key) of one connection."""
     # imported here: a process that never completes a handshake never loads cryptography
     # (the fork server imports it once for every daemon of a container)
@@ -53,7 +53,8 @@ def session_keys(secret: bytes, nonce_c: bytes, nonce_s: bytes, client_role: str
     from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
     okm = HKDF(algorithm=hashes.SHA256(), length=2 * KEY_SIZE, salt=nonce_c + nonce_s,
-               info=_INFO + _lp(client_role.encode(), client_id.encode(), server_role.encode())).derive(secret)
+               info=_INFO + _lp(client_role.encode(), client_id.encode(), server_role.encode(),
+                                server_id.encode())).derive(secret)
     return okm[:KEY_SIZE], okm[KEY_SIZE:]
 
 

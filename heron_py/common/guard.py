@@ -149,5 +149,5 @@ class RateLimitedLog:
         held = self._held.pop(key, 0)
         if held:
             msg += f" ({held} similar not logged in the last {self._interval:g} s)"
-        self._log.warning(msg, *args)
+        self._log.warning(msg, *args, stacklevel=2)  # the caller's line, not this one
         return True

@@ -1,16 +1,20 @@
 """The authentication handshake every connection starts with, sans-I/O.
 
 Server (accepting side)            Client (connecting side)
-  -- ServerHello(nonce_s) -->
+  -- ServerHello(nonce_s, role_s, id_s) -->
                                    <-- ClientHello(nonce_c, role, id, mac_c)
   -- ServerAuth(mac_s)    -->
 mac_c = HMAC(secret, "client" | nonce_s | nonce_c | role | id)
-mac_s = HMAC(secret, "server" | nonce_c | nonce_s)
+mac_s = HMAC(secret, "server" | nonce_c | nonce_s | role_s | id_s)
 
 Both sides prove they hold the topology's secret over fresh nonces, so a recorded
 handshake cannot be replayed. Both then derive the connection's session keys from the secret,
-both nonces and both roles (``frameauth.session_keys``): every frame after the handshake
+both nonces and both identities (``frameauth.session_keys``): every frame after the handshake
 carries a tag under them, so a relay of the handshake gains nothing it could write with.
+The server proves its identity as the client proves its own: a client that knows whom it
+meant to reach (a stream manager of one container, the master) passes ``expect`` and refuses
+any other server of the topology, such as another container's stream manager that took the
+port an old location names.
 Until a side reaches AUTHENTICATED it accepts only the next handshake message; anything else
 fails the handshake. Nothing is unpickled before it.
 """
@@ -71,11 +75,12 @@ def _mac(secret: bytes, *parts: bytes) -> bytes:
 
 class ServerHandshake:
     def __init__(self, secret: bytes, server_role: str, peer: str,
-                 nonce: Callable[[int], bytes] = os.urandom) -> None:
+                 nonce: Callable[[int], bytes] = os.urandom, *, server_id: str = "") -> None:
         self.state = HandshakeState.START
         self.identity: PeerIdentity | None = None
         self._secret = secret
         self._role = server_role
+        self._id = server_id
         self._peer = peer
         self._nonce_s = nonce(NONCE_SIZE)
         self.keys: SessionKeys | None = None  # set once authenticated
@@ -84,8 +89,8 @@ class ServerHandshake:
         if self.state is not HandshakeState.START:
             raise HandshakeError("handshake already started")
         self.state = HandshakeState.AWAIT_CLIENT_HELLO
-        return encode_frame(MsgType.SERVER_HELLO, pb.ServerHello(nonce=self._nonce_s, server_role=self._role)
-                            .SerializeToString())
+        return encode_frame(MsgType.SERVER_HELLO, pb.ServerHello(nonce=self._nonce_s, server_role=self._role,
+                                                                 server_id=self._id).SerializeToString())
 
     def on_frame(self, msg_type: int, frame: bytes) -> bytes:
         """Consumes the client's hello; returns the frame to send back. Raises on failure."""
@@ -113,30 +118,40 @@ class ServerHandshake:
             )
         self.state = HandshakeState.AUTHENTICATED
         self.identity = PeerIdentity(hello.role, hello.peer_id)
-        c2s, s2c = session_keys(self._secret, hello.nonce, self._nonce_s, hello.role, hello.peer_id, self._role)
+        c2s, s2c = session_keys(self._secret, hello.nonce, self._nonce_s, hello.role, hello.peer_id, self._role,
+                                self._id)
         self.keys = SessionKeys(send=s2c, recv=c2s)
-        mac_s = _mac(self._secret, b"server", hello.nonce, self._nonce_s)
+        mac_s = _mac(self._secret, b"server", hello.nonce, self._nonce_s, self._role.encode(), self._id.encode())
         return encode_frame(MsgType.SERVER_AUTH, pb.ServerAuth(mac=mac_s).SerializeToString())
 
 
 class ClientHandshake:
     def __init__(self, secret: bytes, role: str, peer_id: str, server: str,
-                 nonce: Callable[[int], bytes] = os.urandom) -> None:
+                 nonce: Callable[[int], bytes] = os.urandom, *, expect: PeerIdentity | None = None) -> None:
+        """``expect``: the server's role and id this client meant to reach; a server that names
+        another is refused before our hello goes, and its proof (``mac_s``) covers what it named."""
         self.state = HandshakeState.AWAIT_SERVER_HELLO
         self._secret = secret
         self._role = role
         self._id = peer_id
         self._server = server
+        self._expect = expect
         self._nonce_c = nonce(NONCE_SIZE)
         self._nonce_s = b""
         self._server_role = ""
+        self._server_id = ""
         self.keys: SessionKeys | None = None  # set once authenticated
 
     @property
     def server_role(self) -> str:
-        """The role the server named in its hello; proven once authenticated (the session keys
-        are bound to it), so routes may be chosen by it."""
+        """The role the server named in its hello; proven once authenticated (its proof and the
+        session keys are bound to it), so routes may be chosen by it."""
         return self._server_role
+
+    @property
+    def server_identity(self) -> PeerIdentity:
+        """The server's role and id from its hello, proven once authenticated."""
+        return PeerIdentity(self._server_role, self._server_id)
 
     def on_frame(self, msg_type: int, frame: bytes) -> bytes | None:
         """Returns a frame to send (the ClientHello) or None when authenticated. Raises on failure."""
@@ -153,7 +168,13 @@ class ClientHandshake:
                 raise HandshakeError(f"server {self._server} sent a nonce of {len(hello.nonce)} bytes, "
                                      f"expected {NONCE_SIZE}")
             self._nonce_s = hello.nonce
-            self._server_role = hello.server_role
+            self._server_role, self._server_id = hello.server_role, hello.server_id
+            expect = self._expect
+            if expect is not None and (expect.role, expect.peer_id) != (hello.server_role, hello.server_id):
+                self.state = HandshakeState.FAILED
+                raise HandshakeError(f"server {self._server} is {hello.server_role or 'of no role'} "
+                                     f"{hello.server_id!r}, expected {expect.role} {expect.peer_id!r} (a stale "
+                                     f"address, now another daemon's of the topology?)")
             mac = _mac(self._secret, b"client", self._nonce_s, self._nonce_c,
                        self._role.encode(), self._id.encode())
             self.state = HandshakeState.AWAIT_SERVER_AUTH
@@ -166,12 +187,14 @@ class ClientHandshake:
             except DecodeError as e:
                 self.state = HandshakeState.FAILED
                 raise HandshakeError(f"server {self._server} sent a ServerAuth that does not parse") from e
-            if not hmac.compare_digest(auth.mac, _mac(self._secret, b"server", self._nonce_c, self._nonce_s)):
+            proof = _mac(self._secret, b"server", self._nonce_c, self._nonce_s, self._server_role.encode(),
+                         self._server_id.encode())
+            if not hmac.compare_digest(auth.mac, proof):
                 self.state = HandshakeState.FAILED
                 raise HandshakeError(f"server {self._server} failed authentication: wrong topology secret")
             self.state = HandshakeState.AUTHENTICATED
             c2s, s2c = session_keys(self._secret, self._nonce_c, self._nonce_s, self._role, self._id,
-                                    self._server_role)
+                                    self._server_role, self._server_id)
             self.keys = SessionKeys(send=c2s, recv=s2c)
             return None
         if msg_type == MsgType.AUTH_FAILED:
@@ -188,16 +211,22 @@ class ClientHandshake:
                              f"{was.value}")
 
 
-def http_token(secret: bytes) -> str:
-    """The bearer token of a topology's HTTP API off loopback: derived from the topology
-    secret (so whoever may run admin commands may read the API), never the secret itself."""
-    return hmac.new(secret, b"heron-py http api token", hashlib.sha256).hexdigest()
+def http_read_token(secret: bytes) -> str:
+    """The bearer token that reads the master's HTTP API (off loopback, and a task's log from
+    another user): derived from the topology secret, never the secret itself. A dashboard may
+    hold it: it cannot act on the topology."""
+    return hmac.new(secret, b"heron-py http read token", hashlib.sha256).hexdigest()
+
+
+def http_admin_token(secret: bytes) -> str:
+    """The bearer token of the master's page actions (activate, deactivate, restart, kill), which
+    reads as well: derived apart from the read token, so that holding that one never acts."""
+    return hmac.new(secret, b"heron-py http admin token", hashlib.sha256).hexdigest()
 
 
 def scrape_token(secret: bytes) -> str:
-    """The bearer token of the metrics managers' Prometheus endpoints: derived apart from
-    ``http_token``, so a Prometheus server that holds it can read metrics but cannot act on
-    the topology (the master's actions want ``http_token``)."""
+    """The bearer token of the metrics managers' Prometheus endpoints: derived apart from the
+    master's tokens, so a Prometheus server that holds it reads metrics and nothing else."""
     return hmac.new(secret, b"heron-py prometheus scrape token", hashlib.sha256).hexdigest()
 
 

@@ -16,6 +16,10 @@ Two ways to rotate, by who holds the file:
 
 The decisions (is a file over its cap, which renames shift the old files) are pure functions; the
 functions that act on files are thin around them.
+
+Logs carry tuple data (a task's prints, its exceptions' values): every log heron-py writes, the
+rotated copies too, is its user's alone (``LOG_MODE``, 0600), in folders that are too
+(``TopologyPaths.private``).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from heron_py.common.config import LOG_MAX_FILES, LOG_MAX_FILES_ALIAS, LOG_MAX_MB, LOG_MAX_MB_ALIAS, MB, Key
 
@@ -34,6 +38,7 @@ from heron_py.common.config import LOG_MAX_FILES, LOG_MAX_FILES_ALIAS, LOG_MAX_M
 MAX_MB, MAX_MB_ALIAS = LOG_MAX_MB, LOG_MAX_MB_ALIAS
 MAX_FILES, MAX_FILES_ALIAS = LOG_MAX_FILES, LOG_MAX_FILES_ALIAS
 
+LOG_MODE = 0o600
 # the executor looks at its container's logs this often (in the supervision loop it already has)
 CHECK_EVERY_S = 2.0
 # the logs the executor's sweep rotates by copy-then-truncate; metrics.jsonl is not one of them
@@ -55,6 +60,18 @@ class LogCaps:
         mb: float = mb_key.parse(cfg)
         keep: int = files_key.parse(cfg)
         return cls(max_bytes=max(1, int(mb * MB)), keep=keep)
+
+
+def open_log(path: Path) -> BinaryIO:
+    """``path`` opened for appending, mode 0600 (a file an older heron-py left readable to
+    others is narrowed too)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, LOG_MODE)
+    try:
+        os.fchmod(fd, LOG_MODE)
+    except OSError:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "ab")
 
 
 def _given(cfg: Mapping[str, Any], key: Key) -> bool:
@@ -109,8 +126,13 @@ def copytruncate(path: Path, caps: LogCaps) -> bool:
         return False
     _shift(path, caps.keep)
     if caps.keep > 0:
-        # the copy takes what is there now, including lines appended since the stat
-        shutil.copyfile(path, rotated(path, 1))
+        # the copy takes what is there now, including lines appended since the stat; made 0600
+        # before a byte is in it
+        target = rotated(path, 1)
+        target.unlink(missing_ok=True)
+        with path.open("rb") as src, os.fdopen(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, LOG_MODE),
+                                               "wb") as dst:
+            shutil.copyfileobj(src, dst)
     # O_WRONLY without O_TRUNC then ftruncate: the writers' descriptors stay valid and their
     # next O_APPEND write goes to offset 0
     fd = os.open(path, os.O_WRONLY)

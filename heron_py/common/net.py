@@ -101,8 +101,9 @@ def on_raw(role: str, msg_type: MsgType, fn: FrameFn) -> Route:
 
 
 def relay(role: str, msg_type: MsgType, fn: FrameFn) -> Route:
-    """A protobuf message ``role`` may send that this endpoint passes on without reading it
-    (a stream manager relays an instance's CheckpointSaved to the master): not decoded here."""
+    """A protobuf message ``role`` may send that this endpoint passes on as it came (a stream
+    manager relays an instance's CheckpointSaved to the master): not decoded here; ``fn`` gets
+    the frame and decodes what it checks."""
     if msg_type not in MESSAGES:
         raise TypeError(f"route {role}/{msg_type.name}: a raw type; use on_raw()")
     return Route(role, msg_type, fn)
@@ -247,8 +248,9 @@ class Connection(asyncio.Protocol):
         secret: bytes,
         *,
         server_role: str | None = None,  # set on the accepting side
-        client_role: str = "",
-        client_id: str = "",
+        client_role: str = "", client_id: str = "",  # what a client proves
+        server_id: str = "",  # what a server proves with its role (a container's id)
+        expect: PeerIdentity | None = None,  # the server a client means to reach, any other refused
         peer_name: str = "peer",
         max_frame: int = DEFAULT_MAX_FRAME,
         log: logging.Logger,
@@ -293,7 +295,8 @@ class Connection(asyncio.Protocol):
         self._deadline: asyncio.TimerHandle | None = None
         # the protocol (handshake, decoder, limits, keys) is the sans-I/O session; this class moves bytes
         self.session = Session(secret, server_role=server_role, client_role=client_role, client_id=client_id,
-                               peer=peer_name, max_frame=max_frame, pre_auth_max=self._limits.pre_auth_max_frame)
+                               peer=peer_name, max_frame=max_frame, pre_auth_max=self._limits.pre_auth_max_frame,
+                               server_id=server_id, expect=expect)
         self._decoder = self.session.decoder  # fed directly once open: the hot path
         self.context: object = None  # what the handler attaches (e.g. task id)
         self.writing_paused = False
@@ -575,12 +578,13 @@ class Connection(asyncio.Protocol):
         lv = self._liveness
         if lv.timeout_s > 0 and self.transport is not None:
             set_tcp_keepalive(self.transport)
-            self._silence = Silence(lv.interval_s, lv.timeout_s, self.bytes_in, self.bytes_out)
+            self._silence = Silence(lv.interval_s, lv.timeout_s, self.bytes_in, self.bytes_out,
+                                    clock=self._loop.time, reading=self.transport.is_reading())
             self._live_timer = self._loop.call_later(lv.interval_s, self._live_tick)
 
     def _live_tick(self) -> None:
         """Every interval, the session's liveness rule (``session.Silence``): a ping when we sent
-        nothing, an abort when the peer sent nothing for the timeout while we were reading."""
+        nothing, an abort when the peer sent nothing for the timeout though we could read it."""
         self._live_timer = None
         tr, silence = self.transport, self._silence
         if self.state is not ConnState.OPEN or tr is None or tr.is_closing() or silence is None:
@@ -589,9 +593,9 @@ class Connection(asyncio.Protocol):
                                writing_paused=self.writing_paused)
         if verdict.abort:
             self._counters.silent_peers += 1
-            self._log.warning("dropping connection: %s sent nothing for %g s (frozen, or its host is gone)",
+            self._log.warning("dropping connection: %s sent nothing for %.1f s (frozen, or its host is gone)",
                               self.peer_name, verdict.silent_s)
-            self.abort(f"silent for {verdict.silent_s:g} s")
+            self.abort(f"silent for {verdict.silent_s:.1f} s")
             return
         if verdict.ping:
             self.send(_PING)
@@ -711,10 +715,14 @@ class Connection(asyncio.Protocol):
     def pause_reading(self) -> None:
         if self.transport is not None and self.transport.is_reading():
             self.transport.pause_reading()
+            if self._silence is not None:
+                self._silence.paused()  # what the peer sends now waits unseen: not judged meanwhile
 
     def resume_reading(self) -> None:
         if self.transport is not None and not self.transport.is_reading() and not self.transport.is_closing():
             self.transport.resume_reading()
+            if self._silence is not None:
+                self._silence.resumed()
 
     def abort(self, reason: str) -> None:
         """Ends the connection at once: nothing queued is written (a peer that failed
@@ -753,10 +761,12 @@ async def connect(
     counters: Counters | None = None,
     liveness: Liveness = DEFAULT_LIVENESS,
     routes: Routes | None = None,
+    expect: PeerIdentity | None = None,
 ) -> Connection:
     """Opens a TCP connection (TLS with ``ssl``: ``tls.client_context``, checking the server's
     certificate for ``server_hostname``, ``tls.server_name(topology)``) and completes the
-    handshake; raises on failure: a failed TLS handshake is a ConnectionError that says why."""
+    handshake; raises on failure: a failed TLS handshake is a ConnectionError that says why, a
+    server that is not ``expect`` (its role and id) a HandshakeError."""
     loop = asyncio.get_running_loop()
     peer = f"{host}:{port}"
     if ssl is not None and ssl.check_hostname and not server_hostname:
@@ -767,7 +777,7 @@ async def connect(
     def factory() -> Connection:
         return Connection(handler, secret, client_role=role, client_id=peer_id, peer_name=peer,
                           max_frame=max_frame, log=log, counters=counters, tls=ssl, liveness=liveness,
-                          routes=routes)
+                          routes=routes, expect=expect)
 
     if ssl is None:
         _, conn = await asyncio.wait_for(loop.create_connection(factory, host, port), timeout)
@@ -810,17 +820,19 @@ async def serve(
     limits: GuardLimits = DEFAULT_LIMITS,
     liveness: Liveness = DEFAULT_LIVENESS,
     routes: Routes | None = None,
+    server_id: str = "",
 ) -> asyncio.Server:
     """Accepts connections; with ``ssl`` (``tls.server_context``) each one is upgraded to TLS
     first (the module docstring says how), and one whose TLS handshake does not complete within
-    ``tls_handshake_timeout`` seconds is dropped and counted."""
+    ``tls_handshake_timeout`` seconds is dropped and counted. The handshake proves ``role`` and
+    ``server_id`` to the clients."""
     loop = asyncio.get_running_loop()
     guard, fail_log = PortGuard(limits), RateLimitedLog(log, limits.log_interval_s)  # one per port
     return await loop.create_server(
         lambda: Connection(handler_factory(), secret, server_role=role, max_frame=max_frame,
                            log=log, counters=counters, tls=ssl,
                            tls_handshake_timeout=min(tls_handshake_timeout, limits.handshake_deadline_s),
-                           guard=guard, fail_log=fail_log, liveness=liveness, routes=routes),
+                           guard=guard, fail_log=fail_log, liveness=liveness, routes=routes, server_id=server_id),
         host, port)
 
 
@@ -836,6 +848,7 @@ async def serve_unix(
     limits: GuardLimits = DEFAULT_LIMITS,
     liveness: Liveness = DEFAULT_LIVENESS,
     routes: Routes | None = None,
+    server_id: str = "",
 ) -> asyncio.Server:
     """Like ``serve``, on a Unix domain socket (a container's instances to its stream manager:
     no TCP stack on the way). The handshake is the same; the file is made private (0600)."""
@@ -848,7 +861,7 @@ async def serve_unix(
     server = await loop.create_unix_server(
         lambda: Connection(handler_factory(), secret, server_role=role, max_frame=max_frame, peer_name=path,
                            log=log, counters=counters, guard=guard, fail_log=fail_log, liveness=liveness,
-                           routes=routes),
+                           routes=routes, server_id=server_id),
         path)
     os.chmod(path, 0o600)
     return server
@@ -866,13 +879,14 @@ async def connect_unix(
     max_frame: int = DEFAULT_MAX_FRAME,
     liveness: Liveness = DEFAULT_LIVENESS,
     routes: Routes | None = None,
+    expect: PeerIdentity | None = None,
 ) -> Connection:
     """Like ``connect``, to a Unix domain socket."""
     loop = asyncio.get_running_loop()
     _, conn = await asyncio.wait_for(
         loop.create_unix_connection(
             lambda: Connection(handler, secret, client_role=role, client_id=peer_id, peer_name=path,
-                               max_frame=max_frame, log=log, liveness=liveness, routes=routes),
+                               max_frame=max_frame, log=log, liveness=liveness, routes=routes, expect=expect),
             path),
         timeout)
     return await _authenticated(conn, timeout)

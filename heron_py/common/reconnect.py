@@ -32,6 +32,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from heron_py.common.guard import RateLimitedLog
 from heron_py.common.handshake import HandshakeError
 from heron_py.common.net import Connection, FrameHandler
 
@@ -151,8 +152,11 @@ async def run_link(name: str, connect: ConnectFactory, session: Session, *, stop
                    wait: Wait = asyncio.sleep) -> None:
     """Keeps a link to ``name`` ("topology master") up until ``stop`` is set; see the module
     docstring. A failure is logged (info) when its reason differs from the last one logged,
-    so a peer that stays down does not fill the log; a lost connection is logged (warning)."""
+    so a peer that stays down does not fill the log; a lost connection is logged (warning), at
+    most 5 times in 10 s with a count of the rest: a relay that changes frames cuts every new
+    connection at once, and would have one line logged per attempt, 5 a second."""
     last_failure: str | None = None
+    lost_log = RateLimitedLog(log)
     while not stop.is_set():
         try:
             conn = await connect()
@@ -166,9 +170,9 @@ async def run_link(name: str, connect: ConnectFactory, session: Session, *, stop
             if stop.is_set():
                 return
             if why is None:
-                log.warning("connection to %s lost; reconnecting", name)
+                lost_log.warning("connection to %s lost; reconnecting", name, kind="lost")
             else:
-                log.warning("connection to %s closed (%s); reconnecting", name, why)
+                lost_log.warning("connection to %s closed (%s); reconnecting", name, why, kind="closed")
             await _wait_or_stop(wait, reconnect_s, stop)
             continue
         if reason != last_failure:

@@ -1,15 +1,16 @@
 """The sans-I/O session of one framed connection: the handshake on the topology secret, the
 frame decoder with its limits, the session keys and the check of each frame's tag. Bytes go
 in, a ``Step`` comes out (handshake frames to write, the moment the peer is proven, the frames
-to hand on); no sockets, no event loop, no clock. ``net.Connection`` is its asyncio adapter.
+to hand on); no sockets, no event loop. ``net.Connection`` is its asyncio adapter.
 
-``Silence`` is the liveness rule, equally pure: given what moved since the last tick, whether
-to send a heartbeat and whether the peer has been silent for too long.
+``Silence`` is the liveness rule, equally pure (its clock injected): given what moved since the
+last tick, whether to send a heartbeat and whether the peer has been silent for too long.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -43,10 +44,15 @@ class Step:
 class Session:
     def __init__(self, secret: bytes, *, server_role: str | None, client_role: str = "", client_id: str = "",
                  peer: str = "peer", max_frame: int = DEFAULT_MAX_FRAME, pre_auth_max: int = DEFAULT_MAX_FRAME,
-                 nonce: Callable[[int], bytes] = os.urandom) -> None:
+                 nonce: Callable[[int], bytes] = os.urandom, server_id: str = "",
+                 expect: PeerIdentity | None = None) -> None:
+        """A server's session names ``server_role`` and ``server_id``; a client's may ``expect`` the
+        server's role and id (``handshake.ClientHandshake``)."""
         self.peer = peer
         self._secret = secret
         self._server_role = server_role
+        self._server_id = server_id
+        self._expect = expect
         self._pre_auth_max = pre_auth_max
         self.max_frame = max_frame
         self._client = (client_role, client_id)
@@ -66,9 +72,10 @@ class Session:
         """The peer's address, known once connected (before any byte came): named in errors."""
         self.peer = peer
         if self._server_role is not None:
-            self._server_hs = ServerHandshake(self._secret, self._server_role, peer, self._nonce)
+            self._server_hs = ServerHandshake(self._secret, self._server_role, peer, self._nonce,
+                                              server_id=self._server_id)
         else:
-            self._client_hs = ClientHandshake(self._secret, *self._client, peer, self._nonce)
+            self._client_hs = ClientHandshake(self._secret, *self._client, peer, self._nonce, expect=self._expect)
         self.decoder = self._new_decoder()
 
     def hello(self) -> bytes:
@@ -126,29 +133,66 @@ class Session:
 
 @dataclass(frozen=True)
 class Verdict:
-    ping: bool  # nothing sent for an interval: send a heartbeat
-    abort: bool  # nothing came for the timeout while reading: the peer is frozen or gone
-    silent_s: float
+    ping: bool  # nothing sent since the last tick: send a heartbeat
+    abort: bool  # nothing came for the timeout, and we could have read it: the peer is frozen or gone
+    silent_s: float  # seconds since the tick that last saw bytes from the peer
 
 
 class Silence:
-    """The liveness rule, ticked every ``interval_s``: reads paused by our own backpressure are
-    not the peer's silence, and a heartbeat goes out only when we sent nothing ourselves."""
+    """The liveness rule, ticked about every ``interval_s`` with the connection's byte counts
+    (compared at each tick, so the hot path pays nothing). Silence is elapsed time on ``clock``
+    (monotonic), never a count of ticks: under load the ticks come late, and counting them
+    stretched a 10 s timeout well past 10 s.
 
-    def __init__(self, interval_s: float, timeout_s: float, bytes_in: int, bytes_out: int) -> None:
+    The peer has been silent since the last tick that saw new bytes from it (the open, at
+    first). Reading paused by us does not reset that: a peer that sent nothing meanwhile was
+    silent meanwhile. But while we do not read, what it sends waits in the kernel, unseen, so
+    silence is judged only at a tick before which we could read for a whole interval: reading
+    at the previous tick and ever since, with no pause in between. Everything the peer sent up
+    to the previous tick, during a pause included, has then been read (the event loop polls the
+    socket between two ticks), so a silence still as long as the timeout is the peer's own. A
+    peer is therefore aborted at the first tick that is at least one interval into our reading
+    and at least ``timeout_s`` after its last bytes; while we keep reading paused it is not
+    aborted (TCP keepalive and its executor's liveness probe still end a frozen or vanished
+    process). A heartbeat goes out only when we sent nothing since the last tick."""
+
+    def __init__(self, interval_s: float, timeout_s: float, bytes_in: int, bytes_out: int, *,
+                 clock: Callable[[], float] = time.monotonic, reading: bool = True) -> None:
         self._interval = interval_s
         self._timeout = timeout_s
+        self._clock = clock
         self._seen = (bytes_in, bytes_out)
+        now = clock()
+        self._heard = now  # the last tick that saw bytes from the peer
+        self._tick = now  # the last tick
+        self._reading_since: float | None = now if reading else None  # None: paused now
         self.silent_s = 0.0
 
+    def paused(self) -> None:
+        """We stopped reading (our own backpressure)."""
+        self._reading_since = None
+
+    def resumed(self) -> None:
+        """We read again: what the peer sent meanwhile is read from now on."""
+        if self._reading_since is None:
+            self._reading_since = self._clock()
+
     def tick(self, bytes_in: int, bytes_out: int, *, reading: bool, writing_paused: bool) -> Verdict:
+        """``reading``: whether the transport reads now (a pause not reported by ``paused``
+        counts from this tick)."""
+        now = self._clock()
         seen_in, seen_out = self._seen
-        if bytes_in != seen_in or not reading:
-            self.silent_s = 0.0
-        else:
-            self.silent_s += self._interval
-            if self.silent_s >= self._timeout:
-                return Verdict(ping=False, abort=True, silent_s=self.silent_s)
+        if bytes_in != seen_in:
+            self._heard = now
+        if not reading:
+            self._reading_since = None
+        elif self._reading_since is None:
+            self._reading_since = now
+        judged = self._reading_since is not None and self._reading_since <= self._tick
+        self._tick = now
+        self.silent_s = now - self._heard
+        if judged and self.silent_s >= self._timeout:
+            return Verdict(ping=False, abort=True, silent_s=self.silent_s)
         return Verdict(ping=bytes_out == seen_out and not writing_paused, abort=False, silent_s=self.silent_s)
 
     def mark(self, bytes_in: int, bytes_out: int) -> None:

@@ -24,6 +24,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,7 +43,7 @@ from heron_py.common.config import (
     StatefulConfig,
 )
 from heron_py.common.daemon import setup_logging
-from heron_py.common.logrotate import CHECK_EVERY_S, LogCaps, logs_in, rotate_logs
+from heron_py.common.logrotate import CHECK_EVERY_S, LogCaps, logs_in, open_log, rotate_logs
 from heron_py.common.package import PackageError, unpack
 from heron_py.common.process import StopSignals
 from heron_py.scheduler.base import CONTAINER_ENV
@@ -50,8 +51,9 @@ from heron_py.scheduler.forked import ForkedProcess, Zygote, ZygoteError, reap_o
 from heron_py.scheduler.hosts import HostError, resolve_host
 from heron_py.scheduler.paths import TopologyPaths
 from heron_py.scheduler.zygote import ROOM, ROOM_FLAG, become_subreaper, set_cmdline
-from heron_py.state import StateConfig, StateManagerError, open_state
+from heron_py.state import StateConfig, StateManager, StateManagerError, open_state
 from heron_py.state import config as statecfg
+from heron_py.state.localfs import private_home
 
 BACKOFF_MIN_S = 0.5
 BACKOFF_MAX_S = 10.0
@@ -133,9 +135,8 @@ class Executor:
         self._next_log_check = 0.0
 
     def prepare(self) -> None:
-        workdir = self.paths.container(self.container)
-        workdir.mkdir(parents=True, exist_ok=True)
-        self.paths.container_logs(self.container).mkdir(parents=True, exist_ok=True)
+        workdir = self.paths.private(self.paths.container(self.container))
+        self.paths.private(self.paths.container_logs(self.container))
         package = self.state.get_package(self.topology)
         secret = self.state.get_secret(self.topology)
         packing = self.state.get_packing_plan(self.topology)
@@ -213,7 +214,7 @@ class Executor:
                  "--in-queue-batches", str(icfg.in_queue_batches), "--in-queue-bytes", str(icfg.in_queue_bytes),
                  "--out-queue-batches", str(icfg.out_queue_batches), "--out-queue-bytes", str(icfg.out_queue_bytes),
                  "--metrics-interval", str(icfg.metrics_interval_s), "--sm-host", self.host,
-                 "--checkpoint-root", str(ckpt_root), *heartbeat_args,
+                 "--checkpoint-root", str(ckpt_root), "--container", str(self.container), *heartbeat_args,
                  *([] if icfg.unix_socket else ["--tcp"])],
                 logs / f"{t.component}-{t.task_id}.log", task=True))
 
@@ -284,7 +285,7 @@ class Executor:
             child.proc = forked
         else:
             if child.log_file is None:
-                child.log_file = child.log_path.open("ab")
+                child.log_file = open_log(child.log_path)
             child.proc = subprocess.Popen(child.argv, stdout=child.log_file, stderr=subprocess.STDOUT,
                                           stdin=subprocess.DEVNULL, env=self._child_env(child), cwd=str(cwd))
         child.started_at = self.clock()
@@ -313,7 +314,7 @@ class Executor:
     def _start_zygote(self) -> None:
         logs = self.paths.container_logs(self.container)
         if self._zygote_log is None:
-            self._zygote_log = (logs / "zygote.log").open("ab")
+            self._zygote_log = open_log(logs / "zygote.log")
         try:
             self.zygote = Zygote(self._env(), self.paths.container(self.container), self._zygote_log,
                                  master=self._runs_master, log=self.log)
@@ -339,7 +340,7 @@ class Executor:
         now = self.clock()
         for c in self.children:
             if c.proc is not None and c.proc.poll() is not None:
-                code = c.proc.returncode
+                code, pid = c.proc.returncode, c.proc.pid
                 uptime = now - c.started_at
                 c.backoff = next_backoff(c.backoff, uptime) if c.restarts else BACKOFF_MIN_S
                 c.proc = None
@@ -347,6 +348,8 @@ class Executor:
                 c.restart_at = now + c.backoff
                 self.log.warning("%s exited with code %s after %.1f s; restart %d in %.1f s",
                                  c.name, code, uptime, c.restarts, c.backoff)
+                if c.name.startswith("tmanager"):
+                    _forget_master(self.state, self.topology, self.host, pid, self.log)
                 self._write_restarts()
             elif c.proc is None and c.restart_at is not None and now >= c.restart_at:
                 self._spawn(c)
@@ -403,6 +406,22 @@ class Executor:
             self._zygote_log.close()
 
 
+def _forget_master(state: StateManager, topology: str, host: str, pid: int, log: logging.Logger) -> None:
+    """Removes the location a master of this container left behind when it exited without
+    releasing it (killed, crashed): until a new master claims it, the state store would send the
+    CLI to a port any local process may bind. From a thread, since a ZooKeeper call may block,
+    and supervision must go on."""
+
+    def forget() -> None:
+        try:
+            if state.forget_tmanager(topology, host, pid):
+                log.info("removed the topology master's location (pid %d exited without releasing it)", pid)
+        except Exception as e:  # a failure here must reach the log, not end supervision
+            log.warning("cannot remove the location of the exited topology master (pid %d): %s", pid, e)
+
+    threading.Thread(target=forget, name="forget-master", daemon=True).start()
+
+
 def _terminate_all(procs: Sequence[subprocess.Popen[bytes] | ForkedProcess], grace_s: float) -> None:
     """SIGTERM to all (and SIGCONT: a stopped child handles its SIGTERM only once continued),
     one deadline for all, then SIGKILL for what is left. The children are this process's own, so
@@ -439,12 +458,13 @@ def _early_zygote(topology: str, container: int, home: Path | None) -> Zygote | 
     one with ``python -m`` on first need."""
     if not sys.platform.startswith("linux"):
         return None
-    logs = TopologyPaths.of(topology, home).container_logs(container)
+    paths = TopologyPaths.of(topology, home)
     try:
-        logs.mkdir(parents=True, exist_ok=True)
+        private_home(home)  # the folders below are made only in a home that is this user's
+        logs = paths.private(paths.container_logs(container))
         return Zygote.forked(master=container == 0, log_path=logs / "zygote.log",
                              log=logging.getLogger("heron_py.executor"))
-    except (OSError, ZygoteError) as e:
+    except (OSError, ZygoteError, StateManagerError) as e:
         print(f"executor {container}: no early fork server ({e})", file=sys.stderr)
         return None
 

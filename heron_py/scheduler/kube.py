@@ -202,11 +202,6 @@ class KubernetesScheduler(Scheduler):
         super().__init__(state)
         self.home = home
         self.state_config = state_config or StateConfig()
-        if self.state_config.zk_tls:
-            # the pods get the credential through their Secret, not yet the CA, certificate and
-            # key files: refuse rather than start pods that cannot reach ZooKeeper
-            raise SchedulerError("kubernetes scheduler: expected ZooKeeper without --zk-tls (its pods do not get "
-                                 "the TLS files yet), found --zk-tls")
         self.options = options or kr.KubeOptions()
         self._api_factory = api_factory
         self._api: KubeApi | None = None
@@ -239,7 +234,22 @@ class KubernetesScheduler(Scheduler):
             raise SchedulerError(f"kubernetes scheduler: topology '{name}' has no secret in the state manager")
         # the credential this process opened ZooKeeper with: the pods must open it the same way
         path = Path(getattr(self.state, "auth_file", None) or zk_auth_path(self.state_config, self.home))
-        return kr.SecretMaterial(path.read_bytes(), secret, scrape_token(secret), self.state.get_tls(name))
+        return kr.SecretMaterial(path.read_bytes(), secret, scrape_token(secret), self.state.get_tls(name),
+                                 self.zk_tls_files())
+
+    def zk_tls_files(self) -> dict[str, bytes]:
+        """ZooKeeper over TLS: the files this process opened ZooKeeper with (the CA, the client
+        certificate and its key), by their key in the pods' Secret: the pods open it the same way."""
+        cfg, out = self.state_config, {}
+        for opt, field, key in kr.ZK_TLS_FILES:
+            path = getattr(cfg, field)
+            if cfg.zk_tls and path:
+                try:
+                    out[key] = Path(path).read_bytes()
+                except OSError as e:
+                    raise SchedulerError(f"kubernetes scheduler: {opt} {path}: expected a file to put in the pods' "
+                                         f"Secret, found it unreadable ({e.strerror or e})") from None
+        return out
 
     def launch(self, name: str, num_containers: int) -> dict[str, Any]:
         o = self.options
@@ -301,8 +311,9 @@ def checkpoint_root_problem(name: str, config: Mapping[str, Any]) -> str | None:
     when it is in another mode, or keeps its checkpoints in Redis (heron_py.checkpoint.storage
     redis, or Storm's RedisKeyValueStateProvider). The master completes a checkpoint by reading every task's file
     and the instances restore from files other pods may have written: the root must be one
-    folder all pods share. Each pod's heron home (``kube_render.HOME``) is an emptyDir of its
-    own, lost with the pod, so the default root (``checkpoints/`` in it) never is."""
+    folder all pods share. Each pod's heron home is in an emptyDir of its own
+    (``kube_render.VOLUME``), lost with the pod, so the default root (``checkpoints/`` in it)
+    never is."""
     if not effectively_once(config):
         return None
     try:
@@ -312,14 +323,14 @@ def checkpoint_root_problem(name: str, config: Mapping[str, Any]) -> str | None:
     if stateful.storage == "redis":
         return None  # every pod reaches the same Redis server: no shared folder needed
     root = stateful.root
-    home = PurePosixPath(kr.HOME)
+    home = PurePosixPath(kr.VOLUME)
     path = PurePosixPath(root)
     if root and path.is_absolute() and path != home and home not in path.parents:
         return None
-    found = "it unset" if not root else (f"'{root}', inside each pod's own {kr.HOME}" if path.is_absolute()
+    found = "it unset" if not root else (f"'{root}', inside each pod's own {kr.VOLUME}" if path.is_absolute()
                                          else f"'{root}', a relative path")
     return (f"kubernetes scheduler: topology '{name}' is EFFECTIVELY_ONCE, whose checkpoints must be in one "
-            f"folder every pod shares (each pod's {kr.HOME} is its own emptyDir, lost with the pod); expected "
+            f"folder every pod shares (each pod's {kr.VOLUME} is its own emptyDir, lost with the pod); expected "
             f"heron_py.checkpoint.root set to the absolute mount path of a volume shared by every pod, found {found}")
 
 

@@ -8,8 +8,9 @@ by the pod's shell command from its hostname, which a StatefulSet makes ``SET-OR
 
 Every object carries the topology's labels, so ``kill`` deletes by label selector. The pods
 reach the topology package, plan and secret through ZooKeeper, as Slurm's containers do; the
-Secret carries the ZooKeeper credential that opens it (plus the topology secret, its HTTP
-bearer token for Prometheus, and the TLS material when TLS is on). The StatefulSets use the
+Secret carries the ZooKeeper credential that opens it and, with ``--zk-tls``, the CA and client
+certificate files to reach ZooKeeper over TLS (plus the topology secret, its HTTP bearer token
+for Prometheus, and the TLS material when TLS is on). The StatefulSets use the
 ``OnDelete`` update strategy: a pod changes only when heron-py deletes it (restart, update),
 never in a rolling update the engine did not ask for.
 """
@@ -17,6 +18,7 @@ never in a rolling update the engine did not ask for.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import math
 import re
@@ -48,7 +50,10 @@ DEFAULT_RAM_PADDING = 512 * 1024 * 1024
 
 DEFAULT_IMAGE = "heron-py:latest"
 METRICS_PORT = 9100
-HOME = "/var/lib/heron-py"
+# each pod's emptyDir; kubelet makes it root's (mode 0777), and a heron home must be its user's
+# (heron_py.state.localfs.private_home): the home is a folder the pod's user makes in it
+VOLUME = "/var/lib/heron-py"
+HOME = f"{VOLUME}/home"
 SECRET_MOUNT = "/etc/heron-py/secret"
 OFFSET_ENV = "HERON_PY_CONTAINER_OFFSET"
 LABEL_TOPOLOGY = "heron-py/topology"
@@ -76,12 +81,30 @@ class Resources:
 
 @dataclass(frozen=True)
 class SecretMaterial:
-    """What the Secret holds. ``None`` in a dry run: nothing is generated or read then."""
+    """What the Secret holds. ``None`` in a dry run: nothing is generated or read then.
+    ``zk_tls``: with ZooKeeper over TLS, the files the state manager's config names, by their
+    key in the Secret (``ZK_TLS_FILES``): the CA's certificate, the client certificate and its key."""
 
     zk_auth: bytes
     topology_secret: bytes
     http_token: str
     tls: bytes | None
+    zk_tls: Mapping[str, bytes] = dataclasses.field(default_factory=dict)
+
+
+# ZooKeeper over TLS (--zk-tls): each file the submitter's config names goes into the Secret under
+# its key, and the pods' daemons read it from there, so the credential, the secret and the
+# package never cross the pod network in clear. The key must be its reader's alone (mode 0600:
+# tls_context refuses another), which a Secret volume file is not: the pod's command copies it
+# into the home. Option, the config's field, the Secret's key.
+ZK_TLS_FILES = (("--zk-ca-file", "zk_ca_file", "zk-ca.pem"), ("--zk-cert-file", "zk_cert_file", "zk-cert.pem"),
+                ("--zk-key-file", "zk_key_file", "zk-key.pem"))
+ZK_KEY_IN_HOME = "zk-key.pem"
+
+
+def zk_tls_keys(cfg: StateConfig) -> list[str]:
+    """The Secret's keys of the TLS files ``cfg`` names (none with TLS off)."""
+    return [key for _, field, key in ZK_TLS_FILES if cfg.zk_tls and getattr(cfg, field)]
 
 
 @dataclass(frozen=True)
@@ -245,9 +268,19 @@ def _meta(kt: KubeTopology, options: KubeOptions, name: str) -> dict[str, Any]:
 
 def state_args(cfg: StateConfig) -> list[str]:
     """The state manager's arguments inside a pod: the submitter's ZooKeeper, and the
-    credential where the pod's command put it (never the submitter's own file path)."""
+    credential and TLS files where the pod has them (never the submitter's own file paths)."""
     return ["--state-manager", "zookeeper", "--zk", cfg.zk, "--zk-session-timeout", f"{cfg.session_timeout_s:g}",
-            *cfg.connect_args(), "--zk-auth-file", f"{HOME}/zk.auth"]
+            *cfg.connect_args(), "--zk-auth-file", f"{HOME}/zk.auth", *_zk_tls_args(cfg)]
+
+
+def _zk_tls_args(cfg: StateConfig) -> list[str]:
+    if not cfg.zk_tls:
+        return []
+    out = ["--zk-tls"]
+    for opt, field, key in ZK_TLS_FILES:
+        if getattr(cfg, field):
+            out += [opt, f"{HOME}/{ZK_KEY_IN_HOME}" if key == ZK_KEY_IN_HOME else f"{SECRET_MOUNT}/{key}"]
+    return out + ([] if cfg.zk_tls_verify_hostname else ["--no-zk-tls-verify-hostname"])
 
 
 def pod_command(kt: KubeTopology) -> list[str]:
@@ -263,6 +296,8 @@ def pod_command(kt: KubeTopology) -> list[str]:
         f"mkdir -p \"{folder}\"",
         "# the ZooKeeper client wants its credential mode 0600 and ours: a Secret volume file is neither",
         f"install -m 600 {SECRET_MOUNT}/zk.auth {HOME}/zk.auth",
+        *([f"install -m 600 {SECRET_MOUNT}/{ZK_KEY_IN_HOME} {HOME}/{ZK_KEY_IN_HOME}"]
+          if ZK_KEY_IN_HOME in zk_tls_keys(kt.state_config) else []),
         "# the metrics manager takes its predecessor's Prometheus port when free: here the fixed one",
         "# the scrape annotations name (a fresh pod has its own network, so it is free)",
         f"echo '{{\"http_port\": {METRICS_PORT}}}' > \"{folder}/metricsmgr.json\"",
@@ -292,15 +327,23 @@ def render_service(kt: KubeTopology, options: KubeOptions) -> dict[str, Any]:
 def render_secret(kt: KubeTopology, options: KubeOptions, material: SecretMaterial | None) -> dict[str, Any]:
     doc: dict[str, Any] = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
                            "metadata": _meta(kt, options, kube_name(kt.name))}
+    tls_keys = zk_tls_keys(kt.state_config)
     if material is None:
         # a dry run generates and reads nothing: the values are made at submit
         doc["stringData"] = {"zk.auth": "(the ZooKeeper credential, read at submit)",
-                             "topology.secret": "(generated at submit)", "http.token": "(derived at submit)"}
+                             "topology.secret": "(generated at submit)", "http.token": "(derived at submit)",
+                             **{key: "(read at submit from the file the state manager's config names)"
+                                for key in tls_keys}}
         return doc
     data = {"zk.auth": material.zk_auth, "topology.secret": material.topology_secret,
             "http.token": material.http_token.encode()}
     if material.tls is not None:
         data["tls.json"] = material.tls
+    missing = [key for key in tls_keys if key not in material.zk_tls]
+    if missing:
+        raise SchedulerError(f"kubernetes scheduler: ZooKeeper over TLS: expected the Secret's {', '.join(missing)} "
+                             f"from the files the state manager's config names, found none")
+    data.update({key: material.zk_tls[key] for key in tls_keys})
     doc["data"] = {k: base64.b64encode(v).decode() for k, v in data.items()}
     return doc
 
@@ -321,7 +364,7 @@ def _pod_spec(kt: KubeTopology, options: KubeOptions, offset: int, res: Resource
         "readinessProbe": {"exec": {"command": probe_command(kt)}, "initialDelaySeconds": 5,
                            "periodSeconds": 10, "timeoutSeconds": 8, "failureThreshold": 3},
         "volumeMounts": [{"name": "secret", "mountPath": SECRET_MOUNT, "readOnly": True},
-                         {"name": "home", "mountPath": HOME}],
+                         {"name": "home", "mountPath": VOLUME}],
     }
     return {
         "containers": [container],

@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 
 import psutil
 
+from heron_py.common.logrotate import open_log
 from heron_py.scheduler.base import CONTAINER_ENV, ContainerStatus, Scheduler, SchedulerError
 from heron_py.scheduler.paths import TOPOLOGY_ID_ENV, TopologyPaths
 from heron_py.scheduler.zygote import ROOM, ROOM_FLAG
@@ -190,7 +191,7 @@ class LocalScheduler(Scheduler):
 
     def launch(self, name: str, num_containers: int) -> dict[str, Any]:
         paths = TopologyPaths.of(name, self.home)
-        paths.logs.mkdir(parents=True, exist_ok=True)
+        paths.private(paths.logs)
         topology_id = f"{name}-{uuid.uuid4().hex[:12]}"
         launched = [self._launch_executor(name, k, topology_id) for k in range(num_containers)]
         info: dict[str, Any] = {"scheduler": "local", "topology_id": topology_id, "host": self.host,
@@ -209,7 +210,7 @@ class LocalScheduler(Scheduler):
         env.pop(CONTAINER_ENV, None)  # in no container: a container's restart must not stop it
         env.pop("PYTHONPATH", None)
         env["HERON_PY_HOME"] = str(paths.home)
-        with (paths.logs / "supervisor.log").open("ab") as out:
+        with open_log(paths.logs / "supervisor.log") as out:
             p = subprocess.Popen(
                 [sys.executable, "-m", "heron_py.scheduler.supervisor", "--topology", name,
                  "--topology-id", topology_id, "--home", str(paths.home), "--host", self.host,
@@ -280,7 +281,7 @@ class LocalScheduler(Scheduler):
         # containers see the user's code only through the topology package, as on a cluster
         env.pop("PYTHONPATH", None)
         env["HERON_PY_HOME"] = str(paths.home)
-        with (paths.logs / f"executor-{k}.log").open("ab") as out:
+        with open_log(paths.logs / f"executor-{k}.log") as out:
             p = subprocess.Popen(
                 [sys.executable, "-m", "heron_py.scheduler.executor", "--topology", name,
                  "--container", str(k), "--home", str(paths.home), "--host", self.host,

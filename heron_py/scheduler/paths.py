@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from heron_py.state.localfs import heron_home
 
 TOPOLOGY_ID_ENV = "HERON_PY_TOPOLOGY_ID"
+PRIVATE_DIR_MODE = 0o700
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,22 @@ class TopologyPaths:
     def container_logs(self, k: int) -> Path:
         return self.logs / f"container-{k}"
 
+    def private(self, path: Path) -> Path:
+        """Makes ``path`` (a folder under the heron home) and every folder between the home and
+        it the user's alone (0700): they hold logs with tuple data, the secret and the TLS key.
+        One made by an older heron-py with looser modes is narrowed; one of another owner is
+        left as it is (the home's owner check at start refuses such a home). Returns ``path``."""
+        current = self.home
+        for part in path.relative_to(self.home).parts:
+            current = current / part
+            try:
+                os.mkdir(current, PRIVATE_DIR_MODE)
+            except FileExistsError:
+                st = os.stat(current)
+                if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != PRIVATE_DIR_MODE:
+                    os.chmod(current, PRIVATE_DIR_MODE)
+        return path
+
 
 # a Unix socket's path has at most 107 bytes (sun_path less its terminating NUL)
 MAX_SOCKET_PATH = 107
@@ -55,8 +73,6 @@ def _private_dir(path: Path) -> bool:
         st = os.lstat(path)
     except OSError:
         return False
-    import stat
-
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
         return False
     if stat.S_IMODE(st.st_mode) != 0o700:

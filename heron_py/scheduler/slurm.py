@@ -131,9 +131,8 @@ class SlurmScheduler(Scheduler):
 
     def _submit(self, name: str, container: int, topology_id: str) -> str:
         paths = TopologyPaths.of(name, self.home)
-        folder = paths.root / "slurm"
-        folder.mkdir(parents=True, exist_ok=True)
-        paths.container_logs(container).mkdir(parents=True, exist_ok=True)
+        folder = paths.private(paths.root / "slurm")
+        paths.private(paths.container_logs(container))
         script = folder / f"container-{container}.sbatch"
         script.write_text(batch_script(topology=name, container=container, topology_id=topology_id,
                                        home=paths.home, python=self.options.python or _python(),

@@ -50,6 +50,7 @@ PRELOAD = ("instance.main", "stream_manager.main", "metrics_manager.main", "hero
 PRELOAD_MASTER = ("topology_master.main", "heron_py.scheduler.registry", "heron_py.scheduler.local",
                   "heron_py.scheduler.slurm", "heron_py.scheduler.kube", "google.protobuf.descriptor_pb2")
 PR_SET_CHILD_SUBREAPER = 36
+LOG_MODE = 0o600  # logs carry tuple data (heron_py.common.logrotate.LOG_MODE, not imported: kept light)
 
 
 def become_subreaper() -> bool:
@@ -138,7 +139,8 @@ def fork_here(master: bool, log_path: str, title: str) -> tuple[int, int, int]:
         try:
             os.close(req_w)
             os.close(rep_r)
-            fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, LOG_MODE)
+            os.fchmod(fd, LOG_MODE)
             os.dup2(fd, 2)
             os.close(fd)
             null = os.open(os.devnull, os.O_RDWR)
@@ -199,7 +201,8 @@ def _run_child(module: str, args: list[str], cwd: str, log: str, title: str,
         os.chdir(cwd)
         if env is not None:
             _take_env(env, cwd)
-        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, LOG_MODE)
+        os.fchmod(fd, LOG_MODE)
         os.dup2(fd, 1)
         os.dup2(fd, 2)
         os.close(fd)

@@ -2,8 +2,10 @@
 
 Layout follows Heron's: topologies/, packingplans/, pplans/, tmanagers/, executionstate/,
 schedulers/, plus packages/ (the topology package), secrets/ and tls/ (the topology's TLS
-material, ``heron_py.common.tls.TlsMaterial.to_bytes``). Values are JSON documents except
-packages (zip bytes) and secrets (raw bytes); secrets and tls are private (mode 0600).
+material, ``heron_py.common.tls.TlsMaterial.to_bytes``), checkpointkeys/ (the key that signs a
+topology name's checkpoints) and checkpointrecords/. Values are JSON documents except packages
+(zip bytes), secrets and checkpoint keys (raw bytes); secrets, tls and checkpoint keys are private
+(mode 0600).
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ class TManagerLocation:
                    scheme)
 
 
+# where an older heron-py kept topology NAME's checkpoint key: secrets/NAME.ckpt
+_OLD_KEY_SUFFIX = ".ckpt"
+
+
 class StateManager(abc.ABC):
     # raw documents; implementations store bytes at (kind, topology)
     @abc.abstractmethod
@@ -64,10 +70,10 @@ class StateManager(abc.ABC):
     def _list(self, kind: str) -> list[str]: ...
 
     KINDS = ("topologies", "packingplans", "pplans", "tmanagers", "executionstate", "schedulers",
-             "packages", "secrets", "tls", "masterepochs", "checkpointrecords")
-    # outlive a kill, as the checkpoints they describe do (a topology submitted again under its
-    # name resumes from them)
-    KEPT_AT_KILL = ("checkpointrecords",)
+             "packages", "secrets", "tls", "masterepochs", "checkpointrecords", "checkpointkeys")
+    # outlive a kill, as the checkpoints they describe and sign do (a topology submitted again
+    # under its name resumes from them)
+    KEPT_AT_KILL = ("checkpointrecords", "checkpointkeys")
 
     def _put_json(self, kind: str, name: str, doc: Any) -> None:
         import json
@@ -90,12 +96,16 @@ class StateManager(abc.ABC):
         self._put_json("topologies", topology.name, sign_document(doc, secret) if secret else doc)
 
     def get_topology(self, name: str, secret: bytes | None = None) -> TopologyDef | None:
-        """The stored topology; with ``secret`` (what a daemon that runs its code holds), only
-        once its signature matches: a document changed in the state store is refused with
-        StateManagerError, never unpickled."""
+        """The stored topology, only once its signature matches the topology secret: ``secret``
+        (what a daemon holds in its container) or else the one stored for it, so every reader
+        checks it, the CLI's too (a CLI that read a changed document and stored it again would
+        sign it anew). A document changed in the state store is refused with StateManagerError,
+        never used; so is a signed one with no secret to check it. An unsigned document with no
+        secret anywhere (a store written without one) is read as it is: nothing signed it."""
         d = self._get_json("topologies", name)
         if d is None:
             return None
+        secret = secret if secret is not None else self.get_secret(name)
         if secret is not None:
             from heron_py.common.signing import document_problem
 
@@ -105,7 +115,17 @@ class StateManager(abc.ABC):
                     f"topology '{name}': refusing the stored topology document: expected an HMAC-SHA256 "
                     f"signature under the topology secret, found {problem} (it was changed in the state store "
                     f"after submit, or stored by a heron-py that did not sign it; resubmit the topology)")
+        elif "__signature__" in d:
+            raise StateManagerError(
+                f"topology '{name}': refusing the stored topology document: expected the topology secret in the "
+                f"state store to check its signature, found none (the secret was removed after submit; kill and "
+                f"resubmit the topology)")
         return TopologyDef.from_dict({k: v for k, v in d.items() if k != "__signature__"})
+
+    def has_topology(self, name: str) -> bool:
+        """Whether a topology document is stored under ``name``, without reading it: an existence
+        check needs no signature, and a kill must work on a document that would be refused."""
+        return self._get("topologies", name) is not None
 
     def set_packing_plan(self, name: str, plan: PackingPlan) -> None:
         self._put_json("packingplans", name, plan.to_dict())
@@ -144,6 +164,16 @@ class StateManager(abc.ABC):
     def release_tmanager(self, name: str) -> None:
         """Gives the location up if this process holds it (a master that steps down or stops)."""
 
+    def forget_tmanager(self, name: str, host: str, pid: int) -> bool:
+        """Removes the location when it still names the master ``pid`` at ``host``, which has
+        exited without releasing it (its executor calls this); True when it did. A location
+        another master claimed meanwhile names another process and is kept."""
+        loc = self.get_tmanager_location(name)
+        if loc is None or loc.host != host or loc.pid != pid:
+            return False
+        self._delete("tmanagers", name)
+        return True
+
     def add_session_listener(self, listener: SessionListener) -> None:
         """``listener`` hears session state changes (see SessionListener), from a background
         thread. Local state has no sessions, so the default never calls it."""
@@ -172,6 +202,10 @@ class StateManager(abc.ABC):
         return self._get("packages", name)
 
     def set_secret(self, name: str, secret: bytes) -> None:
+        if name.endswith(_OLD_KEY_SUFFIX):
+            # secrets/NAME.ckpt may still hold topology NAME's checkpoint key, kept there by an
+            # older heron-py: moved to its own kind before this secret takes the node
+            self.get_checkpoint_key(name[:-len(_OLD_KEY_SUFFIX)])
         self._put("secrets", name, secret, private=True)
 
     def get_secret(self, name: str) -> bytes | None:
@@ -179,7 +213,10 @@ class StateManager(abc.ABC):
 
     # the key that signs a topology's checkpoint files: checkpoints outlive a kill (a topology
     # submitted again under its name resumes from them), so their key does too, unlike the
-    # topology secret a new submit makes anew; kept as privately as the secret (secrets/NAME.ckpt)
+    # topology secret a new submit makes anew; kept as privately as the secret, in a kind of its
+    # own (checkpointkeys/NAME) that no topology name reaches: ``NAME.ckpt`` under secrets/ is
+    # the secret of a topology named ``NAME.ckpt``, whose submit would replace NAME's key and
+    # whose kill would delete it
     def checkpoint_key(self, name: str) -> bytes:
         """The topology name's checkpoint key, made at its first submit (submit calls this)."""
         key = self.get_checkpoint_key(name)
@@ -187,11 +224,25 @@ class StateManager(abc.ABC):
             import secrets
 
             key = secrets.token_bytes(32)
-            self._put("secrets", f"{name}.ckpt", key, private=True)
+            self._put("checkpointkeys", name, key, private=True)
         return key
 
     def get_checkpoint_key(self, name: str) -> bytes | None:
-        return self._get("secrets", f"{name}.ckpt")
+        key = self._get("checkpointkeys", name)
+        return key if key is not None else self._move_old_checkpoint_key(name)
+
+    def _move_old_checkpoint_key(self, name: str) -> bytes | None:
+        """A key an older heron-py kept at secrets/NAME.ckpt, moved to checkpointkeys/NAME the
+        first time it is read (written there, then deleted at the old place), so a running
+        topology's checkpoints stay readable. Not while a topology named NAME.ckpt exists: the
+        node is then that topology's secret."""
+        old = f"{name}{_OLD_KEY_SUFFIX}"
+        key = self._get("secrets", old)
+        if key is None or self._get("topologies", old) is not None:
+            return None
+        self._put("checkpointkeys", name, key, private=True)
+        self._delete("secrets", old)
+        return key
 
     # the TLS material (a CA certificate, the certificate and its key) holds a private key:
     # stored as privately as the secret, in a kind of its own (``NAME.tls`` under secrets/

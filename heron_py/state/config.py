@@ -243,6 +243,12 @@ def zk_auth_path(cfg: StateConfig, home: Path | None = None, env: Mapping[str, s
 
 
 def open_state(cfg: StateConfig, home: Path | None = None) -> StateManager:
+    """The state manager ``cfg`` names, once the heron home is checked to be this user's alone
+    (every process opens its store here at start: the CLI, the executors, the daemons); the
+    home holds the logs whichever store holds the state."""
+    from heron_py.state.localfs import private_home
+
+    private_home(home)
     if cfg.kind == "zookeeper":
         from heron_py.state.zookeeper import ZkStateManager
 
@@ -268,7 +274,8 @@ def daemon_parser(prog: str) -> argparse.ArgumentParser:
 
 def run_with_state(args: argparse.Namespace, log: Any, make: Callable[[StateManager], Any]) -> int:
     """A daemon's main: opens the state manager the arguments choose (an unreachable store is
-    one logged error and exit code 2), runs the daemon ``make(state)`` builds, closes the store."""
+    one logged error and exit code 2, as is a StateManagerError from ``make``), runs the daemon
+    ``make(state)`` builds, closes the store."""
     from heron_py.common.daemon import run_daemon
 
     try:
@@ -277,7 +284,12 @@ def run_with_state(args: argparse.Namespace, log: Any, make: Callable[[StateMana
         log.error("%s", e)
         return 2
     try:
-        code: int = run_daemon(make(state), log)
+        try:
+            daemon = make(state)
+        except StateManagerError as e:  # what it read there was refused (a document not signed)
+            log.error("%s", e)
+            return 2
+        code: int = run_daemon(daemon, log)
         return code
     finally:
         state.close()

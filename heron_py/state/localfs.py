@@ -6,6 +6,7 @@ import fcntl
 import logging
 import os
 import socket
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -15,7 +16,7 @@ import psutil
 
 from heron_py.common.atomic import SweepTarget, atomic_write_bytes, sweep_temp_files
 from heron_py.planner.logical import check_topology_name
-from heron_py.state.base import LocationWatcher, StateManager, TManagerLocation
+from heron_py.state.base import LocationWatcher, StateManager, StateManagerError, TManagerLocation
 
 # how often a local watch looks at the file; a local store has no change notifications
 WATCH_POLL_S = 0.2
@@ -23,6 +24,34 @@ WATCH_POLL_S = 0.2
 
 def heron_home() -> Path:
     return Path(os.environ.get("HERON_PY_HOME", str(Path.home() / ".heron-py")))
+
+
+HOME_MODE = 0o700
+
+
+def private_home(home: Path | None = None) -> Path:
+    """The heron home (``home`` or ``heron_home()``), checked at every process's start: it holds
+    the state store (every topology's secret), the TLS keys and the logs, which carry tuple data,
+    so it is its user's alone. Made 0700 when missing; one of ours with looser modes is narrowed
+    to 0700; one another uid owns is refused (StateManagerError, one line): whoever owns it could
+    read or change everything in it."""
+    path = home or heron_home()
+    try:
+        path.mkdir(mode=HOME_MODE, parents=True, exist_ok=True)
+        st = path.stat()
+    except OSError as e:
+        raise StateManagerError(f"heron home {path}: cannot make it: {e.strerror or e}; expected a folder this user "
+                                f"(uid {os.geteuid()}) may create (set HERON_PY_HOME to choose another)") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise StateManagerError(f"heron home {path}: expected a folder, found a file (set HERON_PY_HOME to choose "
+                                f"another)")
+    if st.st_uid != os.geteuid():
+        raise StateManagerError(f"heron home {path}: owned by uid {st.st_uid}, expected uid {os.geteuid()} (this "
+                                f"user): it holds topology secrets and logs, and its owner could read or change "
+                                f"them; set HERON_PY_HOME to a folder of your own")
+    if stat.S_IMODE(st.st_mode) != HOME_MODE:
+        os.chmod(path, HOME_MODE)
+    return path
 
 
 log = logging.getLogger(__name__)
@@ -96,10 +125,28 @@ class LocalFsStateManager(StateManager):
             self.set_tmanager_location(name, loc)
         return None
 
+    def get_tmanager_location(self, name: str) -> TManagerLocation | None:
+        # a dead holder's file (a master killed before it could remove it) is no location, as
+        # the watch below counts it: its port is free for any local process to take
+        loc = super().get_tmanager_location(name)
+        return loc if loc is None or _alive(loc) else None
+
     def release_tmanager(self, name: str) -> None:
         current = self.get_tmanager_location(name)
         if current is not None and current.owner == local_owner():
             self._delete("tmanagers", name)
+
+    def forget_tmanager(self, name: str, host: str, pid: int) -> bool:
+        path = self._path("tmanagers", name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # under acquire's lock: a master claiming the location now is never removed
+        with open(path.parent / f".{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            current = super().get_tmanager_location(name)
+            if current is None or current.host != host or current.pid != pid:
+                return False
+            self._delete("tmanagers", name)
+        return True
 
     def watch_tmanager_location(self, name: str, callback: LocationWatcher) -> Callable[[], None]:
         stop = threading.Event()

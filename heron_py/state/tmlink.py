@@ -11,6 +11,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from heron_py.common.handshake import PeerIdentity
 from heron_py.common.net import DEFAULT_LIVENESS, Connection, FrameHandler, Liveness, connect
 from heron_py.common.reconnect import Unreachable
 from heron_py.common.tls import PeerTls, tls_client_args
@@ -56,6 +57,10 @@ class LocationFollower:
             self._unwatch = None
 
 
+# the active master proves its role; it has no id (any container may run it)
+MASTER = PeerIdentity("tmanager", "")
+
+
 async def connect_master(follow: LocationFollower, handler: FrameHandler, secret: bytes, *, role: str, peer_id: str,
                          log: logging.Logger, max_frame: int,
                          tls: PeerTls | None,
@@ -67,7 +72,7 @@ async def connect_master(follow: LocationFollower, handler: FrameHandler, secret
         await follow.wait_change()
     try:
         conn = await connect(loc.host, loc.port, handler, secret, role=role, peer_id=peer_id, log=log,
-                             max_frame=max_frame, liveness=liveness, **tls_client_args(tls))
+                             max_frame=max_frame, liveness=liveness, expect=MASTER, **tls_client_args(tls))
     except OSError as e:
         raise Unreachable(f"topology master at {loc.host}:{loc.port} not reachable ({e}); "
                           f"waiting for a new location") from e

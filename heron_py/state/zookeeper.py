@@ -261,7 +261,7 @@ class _TlsHandler(SequentialThreadingHandler):  # type: ignore[misc]
 
 class ZkStateManager(StateManager):
     LAYOUT = ("topologies", "packingplans", "pplans", "tmanagers", "executionstate", "schedulers",
-              "locks", "packages", "secrets", "tls", "masterepochs", "checkpointrecords")
+              "locks", "packages", "secrets", "tls", "masterepochs", "checkpointrecords", "checkpointkeys")
 
     def __init__(self, cfg: StateConfig, home: Path | None = None) -> None:
         self.cfg = cfg

@@ -75,14 +75,14 @@ def test_a_frozen_stream_manager_is_dropped_and_killed_on_the_configured_timeout
     assert es is not None
     frozen = es["stmgrs"]["1"]
     frozen_pid, port = int(frozen["pid"]), int(frozen["port"])
-    # the line of stream manager 0's link to the frozen one: the configured 2 s, not 10 s
-    dropped = f"dropping connection: 127.0.0.1:{port} sent nothing for 2 s"
+    # the line of stream manager 0's link to the frozen one (the silence it names is measured)
+    dropped = f"dropping connection: 127.0.0.1:{port} sent nothing for "
     assert dropped not in _logs(running, NAME, "container-0/**/stmgr.log")
     os.kill(frozen_pid, signal.SIGSTOP)
     try:
         took = _when(lambda: dropped in _logs(running, NAME, "container-0/**/stmgr.log"), 10,
                      "stream manager 0 to drop its link to the frozen stream manager 1")
-        # silence is counted in ticks of 0.5 s: the abort comes 2 to 2.5 s after the last frame
+        # silence is elapsed time, judged at ticks of 0.5 s: the abort comes 2 to 2.5 s after the last frame
         assert 1.5 <= took <= 4.0, f"link dropped {took:.1f} s after the freeze; configured 2 s"
         probe = f"stmgr (pid {frozen_pid}) stopped answering its liveness probe"
         killed = took + _when(lambda: probe in _logs(running, NAME, "**/*.log"), 12,

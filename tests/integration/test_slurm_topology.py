@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 import wc_common
 
-from heron_py.common.handshake import http_token
+from heron_py.common.handshake import http_read_token
 from heron_py.common.tls import TlsMaterial, https_client_context, server_name
 from heron_py.testing import run_local
 from heron_py.testing.local import kill_local
@@ -201,7 +201,7 @@ def test_word_count_on_three_slurm_nodes(slurm_cluster, tmp_path, tls):
         with pytest.raises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(url, timeout=5, context=context)
         assert e.value.code == 401
-        req = urllib.request.Request(url, headers={"Authorization": f"Bearer {http_token(secret)}"})
+        req = urllib.request.Request(url, headers={"Authorization": f"Bearer {http_read_token(secret)}"})
         with urllib.request.urlopen(req, timeout=5, context=context) as r:
             assert json.loads(r.read())["result"]["topology"] == run.name
 

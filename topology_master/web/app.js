@@ -3,9 +3,10 @@
 "use strict";
 const SVG = "http://www.w3.org/2000/svg";
 
-// The API wants the topology's bearer token off loopback, and for actions everywhere.
-// heron-py status prints the page's address with "#token=..."; the page keeps it (this browser
-// only) and drops it from the address bar.
+// The API wants a bearer token off loopback (the read or the admin token), for a task's log from
+// another user of the host, and for actions everywhere (the admin token). heron-py status prints
+// the page's address with "#token=..." (admin) and a read-only one; the page keeps the token
+// (this browser only) and drops it from the address bar.
 const TOKEN_KEY = "heron-py-token:" + location.host;
 (function takeToken() {
   const m = /token=([0-9a-f]+)/.exec(location.hash);

@@ -215,7 +215,7 @@ class KafkaSpout(Spout):
     def _init_checkpointed(self, config: dict[str, Any]) -> None:
         from pathlib import Path
 
-        from heron_py.checkpoint.select import open_checkpoint_storage
+        from heron_py.checkpoint.select import open_checkpoint_storage, task_checkpoint_key
         from heron_py.common.config import StatefulConfig
 
         if self.cfg.guarantee is not PG.AT_LEAST_ONCE:
@@ -227,8 +227,9 @@ class KafkaSpout(Spout):
         # the spout reads (never writes) the checkpoint storage to learn which checkpoints the
         # master declared complete: the engine has no "checkpoint complete" callback
         home = Path(os.environ.get("HERON_PY_HOME", "."))
-        # files or Redis, as the master's
-        self._storage = open_checkpoint_storage(StatefulConfig.from_config(config), home)
+        # files or Redis, as the master's; with the task's checkpoint key: only signed markers count
+        self._storage = open_checkpoint_storage(StatefulConfig.from_config(config), home,
+                                                secret=task_checkpoint_key())
         if self._restored:
             self.log(f"{self.where}: restored positions " +
                      ", ".join(f"{t}-{p}@{o}" for (t, p), o in sorted(self._restored.items())))

@@ -97,7 +97,9 @@ def test_pod_command_derives_container_from_ordinal() -> None:
     assert 'ordinal="${HOSTNAME##*-}"' in script
     assert "container=$((ordinal + $HERON_PY_CONTAINER_OFFSET))" in script
     assert "--container \"$container\" --host \"$POD_IP\"" in script
-    assert "--zk-auth-file /var/lib/heron-py/zk.auth" in script
+    assert "--zk-auth-file /var/lib/heron-py/home/zk.auth" in script
+    # the home is made by the pod's user inside the emptyDir, which is root's
+    assert 'mkdir -p "/var/lib/heron-py/home/topologies/' in script
     assert kr.container_index("wc-executors-3", 1) == 4 and kr.container_index("wc-tmanager-0", 0) == 0
     with pytest.raises(ValueError):
         kr.container_index("laptop", 0)

@@ -90,10 +90,10 @@ def stored_topology(home: Path) -> LocalFsStateManager:
     state = LocalFsStateManager(home)
     comps = (ComponentDef("spout", ComponentKind.SPOUT, PickledRef(b""), "m:S", 1, (), ()),
              ComponentDef("count", ComponentKind.BOLT, PickledRef(b""), "m:C", 2, (), ()))
+    state.set_secret("wc", b"k" * 32)  # as submit stores them: the document is signed under it
     state.set_topology(TopologyDef("wc", comps, {}))
     state.set_packing_plan("wc", PackingPlan(3, (TaskPlacement(1, "spout", 0, 0), TaskPlacement(2, "count", 0, 1),
                                                  TaskPlacement(3, "count", 1, 2))))
-    state.set_secret("wc", b"k" * 32)
     (home / "zk.auth").write_text("heron-py:pw\n")
     return state
 
@@ -253,12 +253,3 @@ def test_invalid_image_stops_submit_before_the_file_runs(tmp_path: Path, monkeyp
         "[REGISTRY[:PORT]/]NAME[:TAG][@DIGEST] with a lower-case NAME (e.g. registry.example.com/heron-py:0.1.0), "
         "found 'Heron:1'\n")
 
-
-def test_zookeeper_over_tls_is_refused_until_pods_get_the_files(tmp_path: Path) -> None:
-    from heron_py.state.config import StateConfig
-
-    cfg = StateConfig(kind="zookeeper", zk_hosts="127.0.0.1:2181", zk_tls=True, zk_ca_file=str(tmp_path / "ca.pem"))
-    with pytest.raises(SchedulerError) as e:
-        KubernetesScheduler(stored_topology(tmp_path), tmp_path, state_config=cfg)
-    assert str(e.value) == ("kubernetes scheduler: expected ZooKeeper without --zk-tls (its pods do not get the TLS "
-                            "files yet), found --zk-tls")

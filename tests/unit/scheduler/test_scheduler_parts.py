@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from heron_py.common.handshake import authorized, http_token
+from heron_py.common.handshake import authorized, http_read_token
 from heron_py.scheduler.base import SchedulerError, preflight
 from heron_py.scheduler.hosts import HostError, is_loopback, resolve_host, route_source
 from heron_py.scheduler.local import LocalScheduler
@@ -56,8 +56,8 @@ def test_resolve_host():
 
 
 def test_http_token_is_derived_and_checked():
-    token = http_token(b"s" * 32)
-    assert len(token) == 64 and token != http_token(b"t" * 32)
+    token = http_read_token(b"s" * 32)
+    assert len(token) == 64 and token != http_read_token(b"t" * 32)
     assert authorized(f"Bearer {token}", token) and authorized(f"bearer  {token} ", token)
     assert not authorized(None, token) and not authorized("Bearer nope", token)
     assert not authorized(f"Basic {token}", token)

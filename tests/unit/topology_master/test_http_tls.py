@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from heron_py.cli.admin import AdminError, tm_get
-from heron_py.common.handshake import http_token
+from heron_py.common.handshake import http_admin_token, http_read_token
 from heron_py.common.tls import PeerTls, TlsMaterial, https_client_context, make_topology_tls
 from heron_py.state.base import TManagerLocation
 from heron_py.state.localfs import LocalFsStateManager
@@ -31,8 +31,8 @@ def material() -> TlsMaterial:
 @pytest.fixture
 async def https_server(material: TlsMaterial) -> AsyncIterator[HttpServer]:
     tls = PeerTls.of(material, "t")
-    srv = await serve_http(Api(FakeMaster()), "127.0.0.1", token=http_token(SECRET),
-                           action_token=http_token(SECRET), ssl_context=tls.http)
+    srv = await serve_http(Api(FakeMaster()), "127.0.0.1", token=http_read_token(SECRET),
+                           action_token=http_admin_token(SECRET), ssl_context=tls.http)
     yield srv
     await srv.close()
 
@@ -46,12 +46,17 @@ def _state(tmp_path: Path, port: int, material: TlsMaterial | None, scheme: str 
     return st
 
 
-async def test_the_cli_reads_the_api_over_https_verified_by_the_topologys_ca(https_server: HttpServer,
-                                                                              material: TlsMaterial,
+async def test_the_cli_reads_the_api_over_https_verified_by_the_topologys_ca(material: TlsMaterial,
                                                                               tmp_path: Path) -> None:
-    st = _state(tmp_path, https_server.port, material)
-    result = await asyncio.to_thread(tm_get, st, "t", "/topologies/execution_state")
-    assert result["topology"] == "t"
+    # as the master serves on loopback: reads without a token (the CLI sends none there)
+    srv = await serve_http(Api(FakeMaster()), "127.0.0.1", action_token=http_admin_token(SECRET),
+                           ssl_context=PeerTls.of(material, "t").http)
+    try:
+        st = _state(tmp_path, srv.port, material)
+        result = await asyncio.to_thread(tm_get, st, "t", "/topologies/execution_state")
+        assert result["topology"] == "t"
+    finally:
+        await srv.close()
 
 
 async def test_plain_http_to_the_https_port_gets_no_answer(https_server: HttpServer) -> None:

@@ -208,7 +208,7 @@ async def test_actions_need_the_token_even_on_loopback(server: HttpServer, maste
     async with aiohttp.ClientSession() as s:
         async with s.post(url) as r:
             assert (r.status, await r.text()) == (401, (
-                "an action needs the header 'Authorization: Bearer TOKEN' with the topology's token, on loopback "
+                "an action needs the header 'Authorization: Bearer TOKEN' with the topology's admin token, on loopback "
                 "too (heron-py status prints the page's address with it), found no Authorization header"))
             assert r.headers["WWW-Authenticate"] == "Bearer"
         async with s.post(url, headers={"Authorization": "Bearer nope"}) as r:
