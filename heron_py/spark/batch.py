@@ -43,6 +43,9 @@ from heron_py.spark.plan import BatchError, plan_batch
 Record = tuple[int, tuple[int, bytes]]
 # at most this many next_tuple calls in a row that emit nothing end a bounded spout
 IDLE_CALLS = 1000
+# input rows handed at once to a spout that takes its input itself (a Streamlet source: its
+# fused operators run per batch), as many as a source takes in one next_tuple at most
+INPUT_CHUNK = 512
 
 _log = logging.getLogger("heron_py.spark")
 _loaded: dict[str, str] = {}  # package digest -> folder, per Python worker process
@@ -137,14 +140,30 @@ def run_spout_input_partition(spec: StageSpec, package: bytes, index: int, rows:
     """Partition ``index`` of a spout's input, emitted on ``stream`` as the spout's task ``index
     mod par`` would. The spout's own code does not run for an input (its rows are the tuples),
     so the input keeps its partitions: every core reads and routes a share, instead of one
-    partition per spout task after a shuffle of the whole input."""
+    partition per spout task after a shuffle of the whole input. A Streamlet source's spout
+    (``heron_input``) still runs the operators fused behind the source on its rows."""
     _ensure_package(package)
     task = _Task(spec, index % par)
-    emit = task.host.emitter.emit
-    for values in rows:
-        emit(list(values), stream, None, False)
-        if len(task.frames) > 8:
-            yield from task.drain()
+    feed = getattr(task.host.user, "heron_input", None)
+    if callable(feed):
+        # a Streamlet source: its rows go through the operators fused behind it (a spout named
+        # "lines__flatmap-1" maps its input as the streaming run does), a chunk at a time
+        chunk: list[Sequence[Any]] = []
+        for values in rows:
+            chunk.append(values)
+            if len(chunk) >= INPUT_CHUNK:
+                feed(chunk)
+                chunk = []
+                if len(task.frames) > 8:
+                    yield from task.drain()
+        if chunk:
+            feed(chunk)
+    else:
+        emit = task.host.emitter.emit
+        for values in rows:
+            emit(list(values), stream, None, False)
+            if len(task.frames) > 8:
+                yield from task.drain()
     task.host.flush()
     yield from task.drain()
 

@@ -37,7 +37,7 @@ from heron_py.planner.packing import round_robin
 from heron_py.runtime.acking import ClockedTracker
 from heron_py.runtime.host import BoltHost, ComponentHost, HostOptions, SpoutHost, make_host
 from heron_py.runtime.stateful import StatefulTask
-from heron_py.testing.inprocess import InProcessResult, Received
+from heron_py.testing.inprocess import InProcessResult, Received, fused_hint
 from heron_py.testing.source import SourceLedger, TaskKilled, TestSource, set_active_ledgers
 from proto import heron_py_pb2 as pb
 
@@ -156,6 +156,28 @@ class _Task:
     next_tick: float | None = None
 
 
+def _guarded_batch(kills: dict[tuple[str, int], int], task: _Task,
+                   process_batch: Callable[[list[Any]], tuple[list[Any], int]]
+                   ) -> Callable[[list[Any]], tuple[list[Any], int]]:
+    """A bolt's untracked batches (heron_process_batch: the Streamlet operators) count towards
+    ``kill_at`` (``kills``: (component, task index) -> nth tuple) as their tuples do: the task
+    dies at the batch holding its nth tuple, before processing it (what it would have emitted
+    of the batch is lost either way). ``fail_at`` concerns tracked tuples, which come one at a
+    time through ``process``."""
+    kill_key = (task.component, task.index)
+
+    def run(values: list[Any]) -> tuple[list[Any], int]:
+        first = task.received + 1
+        task.received += len(values)
+        nth = kills.get(kill_key)
+        if nth is not None and first <= nth <= task.received:
+            del kills[kill_key]
+            raise TaskKilled(task.component, task.task_id, f"kill_at its tuple {nth}")
+        return process_batch(values)
+
+    return run
+
+
 class Harness:
     """Runs ``topology`` (a TopologyDef or anything with ``build()``) in this process.
 
@@ -182,6 +204,9 @@ class Harness:
                  start_time: float = START_TIME) -> None:
         topo: TopologyDef = topology if isinstance(topology, TopologyDef) else topology.build()
         validate(topo)
+        capture = list(capture)
+        for c in capture:
+            fused_hint(topo, "Harness capture", c)
         self.topology = topo
         self._clock = ManualClock(start_time)
         self._rng = random.Random(seed)
@@ -348,6 +373,7 @@ class Harness:
 
     def _check_bolt(self, what: str, component: str) -> None:
         names = [c.name for c in self.topology.components]
+        fused_hint(self.topology, what, component)
         if component not in names:
             raise ValueError(f"{what}: component '{component}' is not in topology '{self.topology.name}' "
                              f"(components: {', '.join(names)})")
@@ -393,6 +419,8 @@ class Harness:
         self.result.components[task.task_id] = host.user
         if isinstance(host, BoltHost):
             host._process = self._guarded(task, host._process)
+            if host._batch is not None:
+                host._batch = _guarded_batch(self._kills, task, host._batch)
             task.next_tick = self._clock() + host.tick_s if host.tick_s else None
         elif isinstance(host, SpoutHost):
             self._record_outcomes(task, host)

@@ -40,6 +40,16 @@ class InProcessResult:
         return [r.values for r in self.received.get(component, []) if stream is None or r.stream == stream]
 
 
+def fused_hint(topology: TopologyDef, what: str, name: str) -> None:
+    """ValueError when ``name`` is no component of ``topology`` but a streamlet fused into one
+    (Streamlet fusion is on by default): capturing it would give nothing, silently."""
+    from heron_py.api.streamlet.graph import fused_name_error
+
+    error = fused_name_error(topology, what, name)
+    if error is not None:
+        raise ValueError(error)
+
+
 def run_in_process(
     topology: TopologyDef | Any,
     *,
@@ -60,6 +70,9 @@ def run_in_process(
     until they are quiet (``heron_busy()`` false, when they define it); they are closed at the end."""
     topo: TopologyDef = topology if isinstance(topology, TopologyDef) else topology.build()
     validate(topo)
+    capture = list(capture)
+    for c in capture:
+        fused_hint(topo, "run_in_process capture", c)
     run = _InProcess(topo, containers, InProcessResult(received={c: [] for c in capture}), random.Random(seed))
     run.spouts_until_idle(max_spout_calls, idle_calls)
     _settle(run.pollable, run.drain, settle_timeout_s)

@@ -138,12 +138,23 @@ def run_local(
             if time.monotonic() > deadline:
                 sizes = {c: len(v) for c, v in run.received.items()}
                 raise AssertionError(f"topology '{topo_name}': condition not met within {timeout:g} s "
-                                     f"(captured tuples per component: {sizes})")
+                                     f"(captured tuples per component: {sizes}){_no_files(capture_dir, capture)}")
             time.sleep(0.2)
     finally:
         if not keep_running:
             kill_local(home, topo_name, cluster=cluster, env=env)
     return run
+
+
+def _no_files(capture_dir: Path, capture: Sequence[str]) -> str:
+    """What to say of captured names no task wrote a file for: perhaps no component bears them
+    (a Streamlet streamlet fused into another component has none of its own)."""
+    missing = [c for c in capture if not any(capture_dir.glob(f"{c}-*.jsonl"))]
+    if not missing:
+        return ""
+    return (f"; no task wrote a capture file for {', '.join(map(repr, missing))}: expected component names "
+            f"(a Streamlet program's operators fused into one task are one component named after them, "
+            f"such as 'generator-1__flatmap-1'; config.set_fusion(False) keeps a component per streamlet)")
 
 
 def kill_local(home: Path, name: str, *, cluster: str = "local", env: Mapping[str, str] | None = None) -> None:

@@ -25,9 +25,12 @@ def _logs(home, name, component):
     return "".join(f.read_text() for f in logs.glob(f"container-*/{component}-*.log"))
 
 
-# the sinks of streamlet_families.py, by the names heronpy gives them (checked below)
-ELEMENTS, CLONE, COUNTS, TOTALS, JOINED, OUTER = "log-3", "consume-1", "log-1", "log-2", "log-4", "log-5"
-SINK_INPUTS = {ELEMENTS: "tagged", CLONE: "repartition-3", COUNTS: "counts", TOTALS: "total", JOINED: "joined",
+# the sinks of streamlet_families.py, by the names heronpy gives them (checked below); with
+# fusion on (the default) the clone's consume runs in its repartition's task, one component
+# named after both, which reads what the repartition read
+ELEMENTS, CLONE, COUNTS, TOTALS, JOINED, OUTER = ("log-3", "repartition-3__consume-1", "log-1", "log-2", "log-4",
+                                                  "log-5")
+SINK_INPUTS = {ELEMENTS: "tagged", CLONE: "repartition-1", COUNTS: "counts", TOTALS: "total", JOINED: "joined",
                OUTER: "outer"}
 
 

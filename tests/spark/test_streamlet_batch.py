@@ -4,6 +4,7 @@ PySpark (`heron-py batch`), both equal to a plain Python count."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -25,15 +26,18 @@ def test_streamlet_word_count_streaming_equals_batch(heron_home: Path, tmp_path:
     want = Counter(w for line in lines for w in line.split())
 
     def pairs(received: dict) -> dict[str, int]:
-        return {v[0][0]: v[0][1] for v in (r["values"] for r in received.get("log-1", []))}
+        # what "pairs" receives: (KeyedWindow, count), a KeyedWindow captured as its repr
+        windows = (r["values"][0] for r in received.get("pairs", []))
+        return {re.search(r"key: (\w+),", kw).group(1): n for kw, n in windows}
 
-    run = run_local(PROGRAM, ["swc", str(text)], home=heron_home, name="swc", capture=["log-1"],
+    run = run_local(PROGRAM, ["swc", str(text)], home=heron_home, name="swc", capture=["pairs"],
                     until=lambda r: sum(pairs(r).values()) == sum(want.values()), timeout=60)
     streamed = pairs(run.received)
 
     out = tmp_path / "pairs.jsonl"
-    p = _cli(heron_home, "batch", "--input", f"lines={text}", "--output", f"pairs:output={out}", str(PROGRAM), "swc",
-             str(text))
+    # the source's spout runs the flat_map and map (fusion): the input's lines go through them
+    p = _cli(heron_home, "batch", "--input", f"lines__flatmap-1__map-1={text}", "--output", f"pairs:output={out}",
+             str(PROGRAM), "swc", str(text))
     assert p.returncode == 0, p.stdout + p.stderr
     rows = [json.loads(line) for part in sorted(out.glob("part-*")) for line in part.read_text().splitlines()]
     # Spark writes a Python tuple value as a struct {"_1": ..., "_2": ...}

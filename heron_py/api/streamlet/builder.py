@@ -31,8 +31,8 @@ class Builder:
         self._sources.append(streamlet)
         return streamlet
 
-    def build(self, bldr: TopologyBuilder, *, fusion: bool = False) -> None:
+    def build(self, bldr: TopologyBuilder, *, fusion: bool = True) -> None:
         """Adds every streamlet's spout or bolt to ``bldr`` (heronpy's signature). With
-        ``fusion`` (heron-py's), the stateless operators between two repartitions run in one
-        task (graph.fuse)."""
+        ``fusion`` (heron-py's; on unless False), the stateless operators between two
+        repartitions run in one task (graph.fuse)."""
         graph.add_to(bldr, self._sources, fusion=fusion)

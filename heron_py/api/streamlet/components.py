@@ -174,6 +174,16 @@ class SourceSpout(StreamletSpout):
         self._send(xs, emit)
         self._sizer.observe(len(xs), clock() - t0)
 
+    def heron_input(self, rows: Sequence[Sequence[Any]]) -> None:
+        """Elements given from outside in place of the source's (``heron-py batch --input``: a
+        row per element, its one value): the operators fused behind the source, and a
+        combiner, run on them as on a batch the source took, so an input file feeds what the
+        source would have fed."""
+        emit = self._emit_batch
+        if emit is None:
+            emit = self._emit_batch = batch_emit(self)
+        self._send([row[0] for row in rows], emit)
+
     def _send(self, xs: list[Any], emit: Callable[[list[Any]], None]) -> None:
         if not xs:
             return

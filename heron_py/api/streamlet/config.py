@@ -8,9 +8,11 @@ from typing import Any
 from heron_py.api import api_constants
 from heron_py.api.streamlet.errors import StreamletError
 from heron_py.api.streamlet.resources import Resources
+from heron_py.common.config import STREAMLET_FUSION
 
-# heron-py's: run the stateless operators between two repartitions in one task (graph.fuse)
-FUSION = "streamlet.fusion"
+# heron-py's: run the stateless operators between two repartitions in one task (graph.fuse);
+# on unless the program's Config sets it false
+FUSION = STREAMLET_FUSION.name
 
 
 class DeliverySemantics(enum.IntEnum):
@@ -60,9 +62,10 @@ class Config:
         self._api_config[api_constants.TOPOLOGY_CONTAINER_RAM_REQUESTED] = resources.get_ram()
 
     def set_fusion(self, fusion: Any) -> None:
-        """heron-py's addition: with True, consecutive map, flat_map, filter, consume, log and
-        to_sink streamlets of one parallelism, each the only reader of the one before, run in
-        one task (one component named "a__b__c"), per batch, without a hop between them."""
+        """heron-py's addition. With True (the default), consecutive map, flat_map, filter,
+        consume, log and to_sink streamlets of one parallelism, each the only reader of the one
+        before, run in one task (one component named "a__b__c"), per batch, without a hop
+        between them. False keeps a component per streamlet, named as heronpy names them."""
         if not isinstance(fusion, bool):
             raise StreamletError(f"Config.set_fusion: expected True or False, found {fusion!r}")
         self._api_config[FUSION] = fusion

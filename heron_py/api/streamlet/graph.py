@@ -14,6 +14,8 @@ from heron_py.api.streamlet.errors import StreamletError
 from heron_py.api.streamlet.stage import shuffle
 from heron_py.api.streamlet.streamlet import PARTITIONER, Streamlet
 from heron_py.api.topology import TopologyBuilder
+from heron_py.common.config import STREAMLET_FUSION
+from heron_py.planner.model import TopologyDef
 
 
 def ordered(sources: Sequence[Streamlet]) -> list[Streamlet]:
@@ -63,9 +65,15 @@ def assign_names(streamlets: Sequence[Streamlet]) -> None:
             used.add(s._name)
 
 
-# between the streamlet names in a fused component's name (a component name allows letters,
-# digits, '.', '_' and '-' only)
+# between the streamlet names in a fused component's name, as Flink's " -> " is between a
+# chain's operators: a component name allows letters, digits, '.', '_' and '-' only (it names
+# log, capture and checkpoint files, and URLs of the web page), and heronpy's default names
+# hold single '-' ("flatmap-1"), so a doubled '_' stands out as the boundary between two names
 FUSED_SEPARATOR = "__"
+# a longer fused name keeps the names of its first two and its last streamlet and counts the
+# ones between ("generator-1__flatmap-1__3-more__consume-1"): the name goes into file names, one
+# per task ("<component>-<task>.log"), which a file system caps at 255 bytes
+MAX_FUSED_NAME = 120
 # the operator kind (chain.py) of each streamlet bolt that a fused task can run
 _KINDS: dict[type, str] = {
     comp.MapBolt: chain.MAP, comp.FlatMapBolt: chain.FLATMAP, comp.FilterBolt: chain.FILTER,
@@ -118,6 +126,47 @@ def fuse(streamlets: Sequence[Streamlet]) -> list[list[Streamlet]]:
             groups.append(g)
         group_of[id(s)] = g
     return groups
+
+
+def component_name(group: Sequence[Streamlet]) -> str:
+    """The component name of a group of fused streamlets (``fuse``): their names joined by
+    ``FUSED_SEPARATOR`` in chain order, or, past ``MAX_FUSED_NAME`` characters, the first two,
+    how many more, and the last. A streamlet alone keeps its own name."""
+    names = [str(s._name) for s in group]
+    full = FUSED_SEPARATOR.join(names)
+    if len(names) <= 3 or len(full) <= MAX_FUSED_NAME:
+        return full
+    return FUSED_SEPARATOR.join([names[0], names[1], f"{len(names) - 3}-more", names[-1]])
+
+
+def fused_component(topology: TopologyDef, name: str) -> str | None:
+    """The component that runs streamlet ``name`` fused with others (``fuse``), when no
+    component bears that name itself; None otherwise. A fused component's config lists its
+    operators' streamlets (``FUSED_NAMES``); a spout's list leaves out the source, whose name
+    heads the component's."""
+    if any(c.name == name for c in topology.components):
+        return None
+    for c in topology.components:
+        listed = c.config.get(comp.FUSED_NAMES)  # a plain string, as built and as sanitized
+        if not isinstance(listed, str):
+            continue
+        names = listed.split(",")
+        if name in names or (not c.inputs and c.name.startswith(f"{name}{FUSED_SEPARATOR}{names[0]}")):
+            return c.name
+    return None
+
+
+def fused_name_error(topology: TopologyDef, what: str, name: str) -> str | None:
+    """The error for ``name`` given where a component is expected (a capture, a fault) when it
+    is a streamlet fused into another component: it receives nothing of its own, so the
+    mistake would otherwise pass in silence. None when ``name`` is no such streamlet."""
+    fused = fused_component(topology, name)
+    if fused is None:
+        return None
+    return (f"{what} '{name}': topology '{topology.name}' has no component of that name; streamlet '{name}' runs "
+            f"fused in component '{fused}' (Streamlet fusion is on by default): expected '{fused}' (what its "
+            f"first streamlet receives), or the topology built with config.set_fusion(False) for a component "
+            f"per streamlet")
 
 
 def _packed(s: Streamlet) -> tuple[str, dict[str, bytes]]:
@@ -218,7 +267,7 @@ def _add_fused(bldr: TopologyBuilder, group: list[Streamlet], component_of: dict
     reading what the head read the way the head read it, or, headed by a source, the source's
     spout running the rest. Each fused operator's function is in its config."""
     head = group[0]
-    name = FUSED_SEPARATOR.join(str(s._name) for s in group)
+    name = component_name(group)
     first_op = 0 if head._stage.grouping is not None else 1  # a source is no chain operator
     ops = group[first_op:]
     config: dict[str, Any] = {comp.FUSED_KINDS: ",".join(_KINDS[s._stage.component] for s in ops),
@@ -241,9 +290,11 @@ def _add_fused(bldr: TopologyBuilder, group: list[Streamlet], component_of: dict
                   inputs={GlobalStreamId(p, comp.OUTPUT_STREAM): grouping for p in parents}, config=config)
 
 
-def add_to(bldr: TopologyBuilder, sources: Sequence[Streamlet], *, fusion: bool = False) -> None:
-    """Adds a component per streamlet, or with ``fusion`` a component per group of streamlets
-    that run in one task (``fuse``), and the count_by_key combiners (``combiners``)."""
+def add_to(bldr: TopologyBuilder, sources: Sequence[Streamlet], *, fusion: bool = True) -> None:
+    """Adds a component per group of streamlets that run in one task (``fuse``) and the
+    count_by_key combiners (``combiners``), or without ``fusion`` a component per streamlet.
+    Each source's spout holds ``streamlet.fusion`` as built (common/config.py
+    check_streamlet_fusion compares it with the topology's at submit)."""
     if not sources:
         raise StreamletError("Builder has no sources: add one with builder.new_source(...) before running it")
     streamlets = ordered(sources)
@@ -251,7 +302,7 @@ def add_to(bldr: TopologyBuilder, sources: Sequence[Streamlet], *, fusion: bool 
     groups = fuse(streamlets) if fusion else [[s] for s in streamlets]
     component_of: dict[int, str] = {}
     for g in groups:
-        name = FUSED_SEPARATOR.join(str(s._name) for s in g)
+        name = component_name(g)
         for s in g:
             component_of[id(s)] = name
     combining = combiners(groups) if fusion else {}
@@ -259,6 +310,8 @@ def add_to(bldr: TopologyBuilder, sources: Sequence[Streamlet], *, fusion: bool 
     for g in groups:
         c = combining.get(id(g[-1]))
         extra = _combiner_config(c) if c is not None else {}
+        if g[0]._stage.is_source:
+            extra[STREAMLET_FUSION.name] = fusion
         if len(g) == 1:
             _add(bldr, g[0], component_of, extra, combined=combined.get(id(g[0])))
         else:

@@ -7,9 +7,10 @@ from typing import Any
 
 from heron_py.api import submit_hook
 from heron_py.api.streamlet.builder import Builder
-from heron_py.api.streamlet.config import FUSION, Config
+from heron_py.api.streamlet.config import Config
 from heron_py.api.streamlet.errors import StreamletError
 from heron_py.api.topology import TopologyBuilder
+from heron_py.common.config import STREAMLET_FUSION, ConfigError
 from heron_py.planner.model import TopologyDef
 
 
@@ -24,9 +25,10 @@ def build_topology(name: Any, config: Any, builder: Any) -> TopologyDef:
         raise StreamletError(f"Runner.run: builder must be a heronpy.streamlet.builder.Builder, "
                              f"found {type(builder).__name__}")
     bldr = TopologyBuilder(name=name)
-    fusion = config._api_config.get(FUSION, False)
-    if not isinstance(fusion, bool):
-        raise StreamletError(f"Runner.run: config {FUSION} must be True or False, found {fusion!r}")
+    try:  # a bool, or "true"/"false" as heronpy's sanitized configs and config files hold it
+        fusion = bool(STREAMLET_FUSION.parse(config._api_config))
+    except ConfigError as e:
+        raise StreamletError(f"Runner.run: {e}") from None
     builder.build(bldr, fusion=fusion)
     bldr.set_config(config._api_config)
     return bldr.build()

@@ -9,7 +9,9 @@ Streamlet program, so the module launches one topology instead of one per family
 Each family reads its own sources, so one family's tuples never reach another's operators.
 heronpy numbers the unnamed sinks in the order it builds them (the test checks the names before
 it reads them): log-1 the keyed window counts, log-2 the window totals, log-3 the tagged
-elements, consume-1 their clone, log-4 the join, log-5 the outer join."""
+elements, consume-1 their clone, log-4 the join, log-5 the outer join. With fusion on (the
+default, unchanged here) consume-1 runs in its repartition's task: component
+repartition-3__consume-1."""
 
 import sys
 import time

@@ -40,10 +40,25 @@ def word_count() -> Builder:
     return b
 
 
-def test_word_count_compiles_to_heronpys_components():
-    topo = build_topology("wc", Config(), word_count())
-    shape = [(c.name, c.kind.value, c.par, [(i.component, i.stream, i.grouping.kind) for i in c.inputs])
-             for c in topo.components]
+def shape_of(topo):
+    return [(c.name, c.kind.value, c.par, [(i.component, i.stream, i.grouping.kind) for i in c.inputs])
+            for c in topo.components]
+
+
+def test_word_count_compiles_to_one_component_per_task_by_default():
+    # the flat_map and map run in the source's spout; a windowed operator is never fused
+    assert shape_of(build_topology("wc", Config(), word_count())) == [
+        ("generator-1__flatmap-1__map-1", "spout", 1, []),
+        ("reducebykeyandwindow-1", "bolt", 1, [("generator-1__flatmap-1__map-1", "output", GroupingKind.CUSTOM)]),
+        ("log-1", "bolt", 1, [("reducebykeyandwindow-1", "output", GroupingKind.SHUFFLE)]),
+    ]
+
+
+def test_word_count_without_fusion_compiles_to_heronpys_components():
+    config = Config()
+    config.set_fusion(False)
+    topo = build_topology("wc", config, word_count())
+    shape = shape_of(topo)
     assert shape == [
         ("generator-1", "spout", 1, []),
         ("flatmap-1", "bolt", 1, [("generator-1", "output", GroupingKind.SHUFFLE)]),

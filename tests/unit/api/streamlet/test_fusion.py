@@ -61,7 +61,7 @@ def test_a_chain_between_repartitions_compiles_to_one_bolt_named_after_its_opera
 def test_without_fusion_every_streamlet_keeps_its_component():
     b = Builder()
     b.new_source(Items(SENTENCES)).flat_map(str.split).map(lambda w: w).consume(print)
-    assert [c.name for c in build_topology("f", Config(), b).components] == \
+    assert [c.name for c in build_topology("f", config(False), b).components] == \
         ["generator-1", "flatmap-1", "map-1", "consume-1"]
 
 

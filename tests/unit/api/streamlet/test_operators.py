@@ -18,8 +18,11 @@ from tests.fakes import Items
 
 
 def run(builder, capture, ticks=0, **kw):
-    topo = build_topology("t", Config(), builder)
-    return run_in_process(topo, capture=capture, ticks=ticks, **kw)
+    """Each streamlet its own component (fusion off), so a capture is one operator's input;
+    test_fusion_equivalence.py runs these shapes fused, as they run by default."""
+    config = Config()
+    config.set_fusion(False)
+    return run_in_process(build_topology("t", config, builder), capture=capture, ticks=ticks, **kw)
 
 
 def elements(result, component):
