@@ -7,7 +7,7 @@
 Without backpressure the stream managers' buffers would grow until a process is killed for
 memory; with it, the spouts stop being read while the slow bolt's connection is above the
 high watermark (topology config heron.streammgr.network.backpressure.highwatermark.mb,
-default 100; this example sets 4/2 MB so it shows quickly). Each tuple carries a payload of
+default 16; this example sets 4/2 MB so it shows quickly). Each tuple carries a payload of
 --payload bytes. The spout logs how many tuples it emitted when deactivated; the bolt logs
 how many it received every second, so emitted == received can be checked after a drain.
 """

@@ -79,6 +79,9 @@ class TaskReports:
         counters["__emit-count/default"] = em.emitted - sum(others.values())
         for stream, n in others.items():
             counters[f"__emit-count/{stream}"] = n
+        if em.storm_arity is not None:  # a Storm component's emits of more values than declared
+            for stream, n in dict(em.storm_arity.mismatches).items():
+                counters[f"__emit-arity-mismatch/{stream}"] = n
         c = self._exec()
         for key, n in list(c.executed.items()):
             counters[f"__execute-count/{key}"] = n

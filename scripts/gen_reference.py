@@ -312,20 +312,46 @@ def http_routes(sources: Mapping[str, str]) -> list[Route]:
     return routes
 
 
+def _token_of(r: Route) -> str:
+    """Which bearer token a route wants (http_server.py and metrics_manager/http.py decide)."""
+    if r.source == "metrics_manager/http.py":
+        return "scrape, off loopback"
+    if r.method == "POST":
+        return "admin, everywhere"
+    if r.path == "/topologies/logs":
+        return "read or admin, off loopback and from another user"
+    return "read or admin, off loopback"
+
+
 def render_http(sources: Mapping[str, str]) -> str:
     lines = [HEADER + "# HTTP API\n",
              "The topology master serves a JSON API shaped like Heron's tracker (`{\"status\", "
              "\"message\", \"result\", ...}`) and the web page (`/`, `/static/...`) at the address "
-             "`heron-py status` prints. Off loopback every JSON request needs "
-             "`Authorization: Bearer TOKEN` (the topology's token; `heron-py status` prints the page's "
-             "address with it); a POST action needs it on loopback too. Each metrics manager serves "
-             "Prometheus text at `/metrics`; off loopback it wants a bearer token too (the one "
-             "`heron-py prometheus-config --scrape-config` puts in the scrape job). See "
-             "[Security](../security.md).\n",
-             "| method | path | query parameters | served by |", "|---|---|---|---|"]
+             "`heron-py status` prints. Each metrics manager serves Prometheus text at `/metrics`. "
+             "See [Security](../security.md).\n",
+             "## Tokens\n",
+             "Every token is derived from the topology secret (`heron_py/common/handshake.py`) and sent as "
+             "`Authorization: Bearer TOKEN`:\n",
+             "| token | where you get it | what it does |", "|---|---|---|",
+             "| **read** (`http_read_token`) | `heron-py status`: the read-only address "
+             "(`#token=...`) | reads the master's JSON API off loopback, and a task's log from another user "
+             "on the same host; never acts |",
+             "| **admin** (`http_admin_token`) | `heron-py status`: the page's address (`#token=...`) | runs "
+             "the page's actions (activate, deactivate, restart, kill), on loopback too; reads as the read "
+             "token does |",
+             "| **scrape** (`scrape_token`) | `heron-py prometheus-config --scrape-config` | reads a metrics "
+             "manager's `/metrics` off loopback; nothing else |",
+             "",
+             "On loopback the master's JSON reads need no token, except a task's log (it carries tuple "
+             "data): the master serves it without one only to a process of its own user (the kernel's "
+             "record of the peer's socket). The CLI sends a token only where one is needed: none on "
+             "loopback, the read token off loopback and only over HTTPS to a server whose certificate the "
+             "topology's CA signed; it refuses plain HTTP off loopback.\n",
+             "## Routes\n",
+             "| method | path | query parameters | token | served by |", "|---|---|---|---|---|"]
     for r in http_routes(sources):
         params = ", ".join(f"`{p}`" for p in r.params)
-        lines.append(f"| {r.method} | `{r.path}` | {params} | `{r.source}` |")
+        lines.append(f"| {r.method} | `{r.path}` | {params} | {_token_of(r)} | `{r.source}` |")
     return "\n".join(lines) + "\n"
 
 

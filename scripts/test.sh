@@ -17,6 +17,8 @@ ruff check .
 # the docs site: the generated reference pages match the code, and mkdocs build --strict passes
 bash scripts/docs.sh
 mypy heron_py heronpy topology_master stream_manager instance metrics_manager
+# heron, heron.api and heron.api.src are namespace packages: checked as a package by name
+mypy -p heron.api.src.python
 # four workers (pytest-xdist) on this 2-core machine kind: most of a topology test's time is
 # waiting for processes, not CPU (three left a quarter of the CPU idle, vmstat: 553 s against
 # 585 s for the compiled suite); tests that share a service (one Slurm cluster, one ZooKeeper)

@@ -4,16 +4,19 @@ The forwarder reads only a frame's headers (type, destination task, count) and s
 same bytes on: a local task's frames go to its instance's connection, another container's
 to the outbound connection to that container's stream manager. It owns the policy:
 
-- no connection yet (start-up, a restart): the frame is held, at most ``max_held`` frames
-  and ``max_held_bytes`` per destination and ``max_held_total_bytes`` in all (the oldest are
-  dropped and counted), and released in order on connect;
+- no connection yet (start-up, a restart): the frame is held and released in order on
+  connect. Above the high watermark a destination's held frames count as a slow connection (the
+  spouts pause); at most ``max_held`` frames and ``max_held_bytes`` (``held_bound()``) per
+  destination and ``max_held_total_bytes`` (twice that) in all are kept: past them the oldest
+  are dropped and counted;
 - a connection whose writing is paused (above its high watermark): sent anyway, and the
   backpressure machinery pauses the spouts, unless the topology asked to drop instead
   (``topology.droptuples.upon.backpressure``); then tuple batches, and only those (acks and
   results must arrive, or roots time out), are dropped and counted;
 - a task the plan does not have: dropped and counted;
 - no physical plan yet (a restarted stream manager whose instances kept running): every
-  frame is held, up to ``max_unplanned_bytes`` in all, and routed when the plan comes
+  frame is held, up to ``max_unplanned_bytes`` in all (``held_bound()`` of the default high
+  watermark: the topology's own is in the plan), and routed when the plan comes
   (``set_routing``), so a restart loses nothing that fits;
 - an ACK_BATCH for one of our spouts is not forwarded: it goes to the ack callback.
 
@@ -31,6 +34,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
+from heron_py.common.config import StreamManagerConfig
 from heron_py.common.framing import MsgType, batch_count, batch_dest, frame_type
 from stream_manager.backpressure import ConnKey, ConnKind
 from stream_manager.routing import RoutingTable
@@ -38,11 +42,15 @@ from stream_manager.routing import RoutingTable
 # frames held for a destination that is not connected yet (start-up, restart); beyond
 # this the oldest are dropped and counted, so memory stays bounded
 MAX_HELD_FRAMES = 4096
-# ... and in bytes: a count alone lets 4096 frames of 16 MiB each sit outside the watermarks
-MAX_HELD_BYTES = 32 * 1024 * 1024  # per destination
-MAX_HELD_TOTAL_BYTES = 128 * 1024 * 1024  # all destinations
-# frames held before the first physical plan (all destinations together)
-MAX_UNPLANNED_BYTES = 32 * 1024 * 1024
+# ... and in bytes (a count alone lets 4096 frames of 16 MiB each sit outside the watermarks):
+# the spouts pause once a destination holds more than the high watermark, and it keeps twice
+# that, the rest for what was already on its way (peers' frames, bolts' outputs); at least
+# MIN_HELD_BYTES whatever the watermark, since part of what is on its way sits in the peers'
+# TCP buffers (a few MB), so a start-up with small watermarks does not drop what the spouts sent
+# before their bolts' instances registered. All destinations together keep twice one's bound;
+# the frames held before the first physical plan (all destinations together), one bound.
+HELD_HIGHS = 2
+MIN_HELD_BYTES = 32 * 1024 * 1024
 
 
 class DropReason(enum.Enum):
@@ -74,8 +82,10 @@ class Destinations(Protocol):
 class Forwarder:
     def __init__(self, destinations: Destinations, *, log: logging.Logger,
                  on_ack_batch: Callable[[bytes], None] = lambda frame: None, max_held: int = MAX_HELD_FRAMES,
-                 max_unplanned_bytes: int = MAX_UNPLANNED_BYTES, max_held_bytes: int = MAX_HELD_BYTES,
-                 max_held_total_bytes: int = MAX_HELD_TOTAL_BYTES) -> None:
+                 max_unplanned_bytes: int | None = None, max_held_bytes: int | None = None,
+                 max_held_total_bytes: int | None = None) -> None:
+        """The byte bounds, when not given, follow the high watermark as each plan sets it
+        (``held_high``; ``held_bound``)."""
         self.routing = RoutingTable(container=-1)
         self.drop_on_backpressure = False
         self.held: dict[ConnKey, collections.deque[bytes]] = {}
@@ -100,7 +110,7 @@ class Forwarder:
         # the high watermark (set from the plan) the destination is slow until released, so the
         # spouts pause before the hold bound drops anything (a spout that starts before its
         # bolt's instance registered would otherwise fill the hold at once)
-        self.held_high = 100 * 1024 * 1024
+        self.held_high = StreamManagerConfig().high_watermark
         self.on_held: Callable[[ConnKey, bool], None] = lambda key, high: None
         # a drop of in-flight data (any reason but a restore's fence): effectively once rolls back
         self.on_loss: Callable[[DropReason], None] = lambda reason: None
@@ -149,10 +159,15 @@ class Forwarder:
             return
         self._deliver(ConnKey.stmgr(container), self._dests.peer(container), frame, ftype)
 
+    def held_bound(self) -> int:
+        """Bytes held for one destination (and before the first plan) past which the oldest go."""
+        return max(HELD_HIGHS * self.held_high, MIN_HELD_BYTES)
+
     def _hold_unplanned(self, frame: bytes) -> None:
         self.unplanned.append(frame)
         self.unplanned_bytes += len(frame)
-        while self.unplanned_bytes > self._max_unplanned:
+        bound = self._max_unplanned or self.held_bound()
+        while self.unplanned_bytes > bound:
             old = self.unplanned.popleft()
             self.unplanned_bytes -= len(old)
             self.drop(DropReason.NO_PLAN_OVERFLOW, old)
@@ -188,8 +203,9 @@ class Forwarder:
             self._held_slow.add(key)
             self.on_held(key, True)
         # the oldest of this destination go first: the newest are the likeliest still wanted
-        while q and (len(q) > self._max_held or self.held_bytes[key] > self._max_held_bytes
-                     or self.held_total_bytes > self._max_held_total):
+        per_dest = self._max_held_bytes or self.held_bound()
+        total = self._max_held_total or 2 * self.held_bound()
+        while q and (len(q) > self._max_held or self.held_bytes[key] > per_dest or self.held_total_bytes > total):
             old = q.popleft()
             self.held_bytes[key] -= len(old)
             self.held_total_bytes -= len(old)

@@ -84,6 +84,9 @@ class StreamManagerMetrics:
                                     "__pending-roots": self._acks.pending}
         for key, c in conns.items():
             gauges[f"__buffered-bytes/{key}"] = c.write_buffer_size()
+        # frames held for destinations not connected yet, and before the first plan: with the
+        # connections' buffers, all the tuples this process holds (docs/guides/backpressure.md)
+        gauges["__held-bytes"] = self._fwd.held_total_bytes + self._fwd.unplanned_bytes
         return {"kind": "stmgr", "container": self.container, "time": self._wall_clock(), "counters": counters,
                 "gauges": gauges, "process": self._process()}
 

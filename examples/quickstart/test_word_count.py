@@ -1,5 +1,6 @@
 """A test of the quickstart topology with heron_py.testing, as you would write one for yours:
 
+    pip install pytest                  # once: heron-py does not install it
     python -m pytest examples/quickstart
 """
 from collections import Counter

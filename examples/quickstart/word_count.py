@@ -3,7 +3,7 @@
     heron-py submit local examples/quickstart/word_count.py
     heron-py logs local quickstart count      # "count: 3000 words, 10 distinct; top: the=600, ..."
     heron-py kill local quickstart
-    python -m pytest examples/quickstart                # its test, test_word_count.py
+    python -m pytest examples/quickstart                # its test, test_word_count.py (pip install pytest)
 """
 import itertools
 from collections import Counter

@@ -5,8 +5,11 @@ speaking Storm's multilang protocol over its stdin and stdout.
                            inputs={sentences: Grouping.SHUFFLE}, par=2, name="split")
     words = ShellSpout.spec("node randomsentence.js", outputs=["sentence"], name="spout")
 
-The subprocess runs in the topology package's ``resources/`` folder if it has one, else in
-the package folder (config ``heron_py.shell.cwd`` overrides). Storm's adapters (storm.py,
+The subprocess runs in the topology package's working folder, where Storm would run it: the
+one its manifest names (the project's shape decided it at submit, heron_py.common.layout: a
+Flux or Maven project's ``resources/``, a streamparse project's ``src/`` contents), else
+``resources/`` if the package has one, else the package folder (config
+``heron_py.shell.cwd`` overrides). Storm's adapters (storm.py,
 storm.js, pystorm and streamparse components) run unchanged; a script that imports ``storm``
 or requires ``./storm`` with no adapter of its own beside it gets heron-py's
 (heron_py.multilang.scripts), as Storm's jars bring Storm's. ``serializer="msgpack"``
@@ -48,6 +51,9 @@ def _outputs(cls: type, outputs: Any, optional_outputs: Any) -> list[Any]:
 
 class ShellBolt(Bolt):
     command: ClassVar[list[str] | str | None] = None
+    # a Storm component: more values than its stream declares are counted and cut to its
+    # fields, as Storm lets them pass (heron_py.runtime.emitter.StormArity)
+    heron_storm_arity = True
     # the host calls heron_poll() this often: commands from the subprocess, heartbeats
     heron_poll_interval_s = 0.005
 
@@ -96,6 +102,7 @@ class ShellBolt(Bolt):
 
 class ShellSpout(Spout):
     command: ClassVar[list[str] | str | None] = None
+    heron_storm_arity = True  # as ShellBolt's
     # between commands the host polls: a subprocess that exited is noticed while idle too
     heron_poll_interval_s = 0.1
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from heron_py.common.config import KEYS
-from heron_py.common.package import MAX_BYTES
+from heron_py.common.package import MAX_BYTES, WARN_BYTES
 from heron_py.planner.model import TopologyDef
 
 # engine namespaces: a key under one of these is meant for heron-py, Heron or Storm
@@ -24,7 +24,7 @@ ENGINE_PREFIXES = ("topology.", "heron.", "heron_py.", "storm.", "nimbus.", "sup
 
 # keys heron-py reads outside the config table (heron_py/common/config.py KEYS), or writes itself
 READ_ELSEWHERE = frozenset({
-    MAX_BYTES.name,
+    MAX_BYTES.name, WARN_BYTES.name,
     "topology.name", "topology.workers", "topology.acker.executors", "topology.debug", "topology.secret",
     "topology.component.parallelism", "topology.auto.task.hooks", "topology.enable.message.timeouts",
     "topology.subprocess.timeout.secs", "topology.shellbolt.max.pending", "supervisor.worker.timeout.secs",

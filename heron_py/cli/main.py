@@ -116,8 +116,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
         check_image(args.image or DEFAULT_IMAGE)  # a bad name stops the submit before the file runs
     path = Path(args.file)
-    topo = load_topology_file(path, args.args, Path(args.filter) if args.filter else None)
     properties = parse_properties(args.config_property)
+    topo = load_topology_file(path, args.args, Path(args.filter) if args.filter else None, properties)
     checked, n = prepare(topo, name=args.name, containers=args.containers, properties=properties)
     for line in config_warnings(checked):
         print(f"heron-py: warning: {line}", file=sys.stderr)
@@ -149,7 +149,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def _require(state: StateManager, name: str) -> None:
-    if state.get_topology(name) is None:
+    if not state.has_topology(name):
         raise SubmitError(f"topology '{name}' is not running (heron-py list local shows what is)")
 
 
@@ -230,13 +230,17 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"  tmanager: {tm['host']}:{tm['port']} pid {tm['pid']}" if tm else "  tmanager: not running",
           "" if doc["tmanager_reachable"] else "(not reachable)")
     if tm and tm.get("http_port"):
-        from heron_py.common.handshake import http_token
+        from heron_py.common.handshake import http_admin_token, http_read_token
 
         page = f"{tm.get('http_scheme', 'http')}://{tm['host']}:{tm['http_port']}/"
         secret = state.get_secret(args.name)
-        # the page takes the token from the address once: off loopback every request needs it,
-        # on loopback only its actions (activate, deactivate, restart, kill) do
-        print(f"  web page and HTTP API: {page}" + (f"#token={http_token(secret)}" if secret else ""))
+        # the page takes the token from the address once. The admin token runs its actions
+        # (activate, deactivate, restart, kill) and reads; the read token only reads (off
+        # loopback every request needs one, on loopback a task's log from another user): the
+        # address to give a dashboard or a colleague
+        print(f"  web page and HTTP API: {page}" + (f"#token={http_admin_token(secret)}" if secret else ""))
+        if secret:
+            print(f"  read-only (no actions): {page}#token={http_read_token(secret)}")
     unit = "pod" if doc["scheduler"] == "kubernetes" else "job"
     where = {str(p["container"]): f"{unit} {p['handle']} {p['state']}" + (f" on {p['where']}" if p["where"] else "")
              for p in doc["placement"]}
@@ -481,8 +485,10 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
 
 SUBMIT_DESCRIPTION = """\
 Run the topology file to build its topology, check it, ship its package (the file, the user
-modules and packages it imports from its folder and PYTHONPATH, resources/ and Flux scripts)
-and launch it on CLUSTER.
+modules and packages it imports from its folder and PYTHONPATH, resources/, a Flux YAML's
+folder or its Maven project's jar resources, a streamparse project's src/, a package folder's
+package) and launch it on CLUSTER. FILE may be a Python package folder holding __main__.py,
+run as python -m runs it.
 
 Topology arguments: heron-py's options below are recognised anywhere on the line, before or
 after FILE; every other word after FILE goes to the topology as its sys.argv[1:], in order.
@@ -578,7 +584,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.description = SUBMIT_DESCRIPTION
     p.usage = "heron-py submit [options] [CLUSTER] FILE [TOPOLOGY ARG ...] [-- TOPOLOGY ARG ...]"
     _cluster_arg(p, SUBMIT_CLUSTER_HELP)
-    p.add_argument("file", metavar="FILE", help="the topology: a Python file or a Flux .yaml/.yml file")
+    p.add_argument("file", metavar="FILE", help="the topology: a Python file, a Python package folder (run as python "
+                                                "-m PACKAGE runs it), or a Flux .yaml/.yml file")
     p.add_argument("--name", default=None, help="topology name (default: the name the file gives)")
     p.add_argument("--containers", type=int, default=None,
                    help="number of containers (default: topology.stmgrs, else topology.workers, else 1)")

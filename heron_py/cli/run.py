@@ -164,17 +164,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.DEBUG if getattr(args, "verbose", False) else logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s", stream=sys.stdout, force=True)
     path = Path(args.file)
-    topo = load_topology_file(path, args.args)
+    properties = parse_properties(args.config_property)
+    topo = load_topology_file(path, args.args, properties=properties)
     # classes pickled from the file as __main__ resolve to the module it ran as (a container's
     # __heron_main__); load_topology_file keeps it as __heron_submitted_main__
     # (a Flux file: a stand-in named after it); its folder is where shell components run, as
     # in a container (resources/ if it has one)
-    main = sys.modules.get("__heron_submitted_main__") if path.suffix == ".py" else None
+    main = sys.modules.get("__heron_submitted_main__") if path.suffix not in (".yaml", ".yml") else None
     if main is None:
         main = types.ModuleType(MAIN_ALIAS)
         main.__file__ = str(path.resolve())
     sys.modules.setdefault(MAIN_ALIAS, main)
-    topo, _ = prepare(topo, name=None, containers=1, properties=parse_properties(args.config_property))
+    topo, _ = prepare(topo, name=None, containers=1, properties=properties)
     if effectively_once(topo.config):
         # no checkpoints here: a stateful component's init_state would never be called
         raise SubmitError(f"run: topology '{topo.name}' asks for EFFECTIVELY_ONCE (topology.reliability.mode), "
@@ -203,7 +204,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def add_parser(add_parser: Callable[..., argparse.ArgumentParser]) -> None:
     p = add_parser("run", state=False, help="run a topology in this process, without daemons, for development")
     p.usage = "heron-py run [options] FILE [TOPOLOGY ARG ...] [-- TOPOLOGY ARG ...]"
-    p.add_argument("file", metavar="FILE", help="the topology: a Python file or a Flux .yaml/.yml file")
+    p.add_argument("file", metavar="FILE", help="the topology: a Python file, a Python package folder (run as python "
+                                                "-m PACKAGE runs it), or a Flux .yaml/.yml file")
     p.add_argument("--duration", type=float, default=10.0, metavar="SECONDS",
                    help="how long to run (default 10); Ctrl-C stops it sooner")
     p.add_argument("--containers", type=int, default=1,

@@ -21,7 +21,17 @@ from heron_py.cli.errors import SubmitError as SubmitError  # raised here; kept 
 from heron_py.cli.words import counted
 from heron_py.common.config import TLS_ENABLED, ConfigError, check_tls_local_link
 from heron_py.common.config_codec import restore_config, sanitize_config
-from heron_py.common.package import MAX_BYTES, Package, PackageError, check_size, make_package, sign_package
+from heron_py.common.layout import PACKAGE_MAIN, python_package
+from heron_py.common.package import (
+    MAX_BYTES,
+    WARN_BYTES,
+    Package,
+    PackageError,
+    check_size,
+    make_package,
+    sign_package,
+    size_warning,
+)
 from heron_py.common.tls import make_topology_tls
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.logical import validate
@@ -49,49 +59,48 @@ def _load_flux_file(path: Path, args: Sequence[str], filter_file: Path | None) -
     return load_flux(path, filter_file=filter_file, env=os.environ)
 
 
-def load_topology_file(path: Path, args: Sequence[str], filter_file: Path | None = None) -> TopologyDef:
+def load_topology_file(path: Path, args: Sequence[str], filter_file: Path | None = None,
+                       properties: Mapping[str, Any] | None = None) -> TopologyDef:
     """Runs ``path`` as ``__main__`` with ``args`` as its argv and returns the topology it built;
-    a ``.yaml``/``.yml`` path is a Storm Flux file instead, read with ``filter_file`` (--filter)."""
+    a Python package folder holding ``__main__.py`` runs as ``python -m`` runs it (from the
+    folder above the package, its relative imports resolved); a ``.yaml``/``.yml`` path is a
+    Storm Flux file instead, read with ``filter_file`` (--filter). ``properties``
+    (--config-property) are the overrides a translation reads (a streamparse topology's
+    ``heron_py.pystorm.mode``)."""
     from heron_py.flux import FLUX_SUFFIXES
 
     check_topology_path(path, FLUX_SUFFIXES)
-    if path.suffix in FLUX_SUFFIXES:
+    if path.suffix in FLUX_SUFFIXES and not path.is_dir():
         return _load_flux_file(path, args, filter_file)
     if filter_file is not None:
         raise SubmitError(f"--filter {filter_file} applies to Flux YAML files only; {path} is not one "
                           f"(expected a .yaml or .yml file)")
+    package = python_package(path) if path.is_dir() else None
+    main_file = path / PACKAGE_MAIN if package is not None else path
     captured: list[TopologyDef] = []
     mod = types.ModuleType("__main__")
-    mod.__file__ = str(path)
+    mod.__file__ = str(main_file)
     mod.__dict__["__builtins__"] = __builtins__
     old_main = sys.modules.get("__main__")
     old_argv = sys.argv
-    topo_dir = str(path.resolve().parent)
-    sys.path.insert(0, topo_dir)
+    # python -m runs from the folder above the package; a file, from its own folder
+    sys.path.insert(0, str(package[0] if package is not None else path.resolve().parent))
     from heron_py.storm.project import add_project_paths
-    from heron_py.storm.streamparse_dsl import streamparse_topologies
 
-    add_project_paths(path)  # a streamparse project's src/ (its imports, and the package's files)
+    add_project_paths(main_file)  # a streamparse project's src/ (its imports, and the package's files)
     sys.modules["__main__"] = mod
-    sys.argv = [str(path), *args]
+    sys.argv = [str(main_file), *args]
     previous = submit_hook.set_submit_handler(captured.append)
     from heron_py.api import topology as topology_api
 
     before = len(topology_api.defined_topologies())
     try:
-        code = compile(path.read_bytes(), str(path), "exec")
+        if package is not None:
+            _as_package_main(mod, package[1])
+        code = compile(main_file.read_bytes(), str(main_file), "exec")
         exec(code, mod.__dict__)
         if not captured:
-            # class-style: a Topology subclass defined in the file
-            new = [t for t in topology_api.defined_topologies()[before:] if t.__module__ == "__main__"]
-            if len(new) > 1:
-                raise SubmitError(f"{path} defines {len(new)} Topology classes "
-                                  f"({', '.join(t.__name__ for t in new)}); expected one")
-            if new:
-                # Heron's CLI: a class-style topology's first argument is its name
-                captured.append(new[0].build(args[0] if args else None))  # type: ignore[attr-defined]
-        if not captured:
-            captured.extend(streamparse_topologies(mod.__dict__, path))
+            captured.extend(_defined_topologies(mod, path, main_file, args, before, properties or {}))
     except SystemExit as e:
         if e.code not in (0, None) or not captured:
             raise SubmitError(f"{path} exited with code {e.code} before building a topology") from e
@@ -117,11 +126,44 @@ def load_topology_file(path: Path, args: Sequence[str], filter_file: Path | None
     return captured[0]
 
 
+def _defined_topologies(mod: types.ModuleType, path: Path, main_file: Path, args: Sequence[str], before: int,
+                        properties: Mapping[str, Any]) -> list[TopologyDef]:
+    """The topology a file defined without submitting it: a heronpy Topology subclass (class
+    style, the ``before``-th and later ones defined), else its streamparse Topology classes."""
+    from heron_py.api import topology as topology_api
+    from heron_py.storm.streamparse_dsl import streamparse_topologies
+
+    new = [t for t in topology_api.defined_topologies()[before:] if t.__module__ == "__main__"]
+    if len(new) > 1:
+        raise SubmitError(f"{path} defines {len(new)} Topology classes "
+                          f"({', '.join(t.__name__ for t in new)}); expected one")
+    if new:
+        # Heron's CLI: a class-style topology's first argument is its name
+        return [new[0].build(args[0] if args else None)]  # type: ignore[attr-defined]
+    return streamparse_topologies(mod.__dict__, main_file, properties)
+
+
+def _as_package_main(mod: types.ModuleType, package: str) -> None:
+    """Makes ``mod`` the ``__main__`` of ``package`` as ``python -m package`` does: the package
+    imported first, then the spec of its ``__main__`` submodule, which relative imports use."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(f"{package}.__main__")
+    if spec is None:
+        raise SubmitError(f"package '{package}': no {package}.__main__ module on the path; expected "
+                          f"{package.replace('.', '/')}/__main__.py")
+    mod.__spec__ = spec
+    mod.__package__ = package
+
+
 def check_topology_path(path: Path, flux_suffixes: Sequence[str]) -> None:
     """One error for a topology argument that is not a topology file."""
     kinds = f"a Python file (.py) or a Flux file ({', '.join(flux_suffixes)})"
     if path.is_dir():
-        raise SubmitError(f"topology file {path} is a directory; expected {kinds} (e.g. {path / 'topology.py'})")
+        if (path / PACKAGE_MAIN).is_file():
+            return  # a package folder, run as python -m runs it
+        raise SubmitError(f"topology file {path} is a directory without a {PACKAGE_MAIN}; expected {kinds}, or a "
+                          f"Python package folder holding {PACKAGE_MAIN} (e.g. {path / 'topology.py'})")
     if not path.is_file():
         raise SubmitError(f"topology file {path} does not exist; expected {kinds}")
     if path.suffix in flux_suffixes or path.suffix == ".py":
@@ -197,14 +239,17 @@ def prepare(topology: TopologyDef, *, name: str | None, containers: int | None,
 
 
 def shell_commands(topology: TopologyDef) -> dict[str, Any]:
-    """Component → the command of each shell component (ShellBolt/ShellSpout, Flux's)."""
+    """Component → the command of each shell component (ShellBolt/ShellSpout, Flux's) whose
+    script must ship: not one given a working folder of its own (``heron_py.shell.cwd``, in
+    its config or the topology's, where --config-property puts it), which runs scripts
+    installed there."""
     from heron_py.multilang.setup import COMMAND_KEY, CWD_KEY
 
+    topology_cwd = restore_config(topology.config).get(CWD_KEY)
     out: dict[str, Any] = {}
     for c in topology.components:
         conf = restore_config(c.config)
-        # a component given its own working folder runs scripts installed there, not shipped ones
-        if conf.get(COMMAND_KEY) is not None and not conf.get(CWD_KEY):
+        if conf.get(COMMAND_KEY) is not None and not conf.get(CWD_KEY, topology_cwd):
             out[c.name] = conf[COMMAND_KEY]
     return out
 
@@ -212,13 +257,18 @@ def shell_commands(topology: TopologyDef) -> dict[str, Any]:
 def package_for(topology: TopologyDef, topology_file: Path, args: Sequence[str]) -> Package:
     """The topology's package, checked: no engine-name clash, every shell script found, no
     bigger than heron_py.package.max.bytes. ``topology`` is the prepared one (its config holds
-    the --config-property values)."""
+    the --config-property values). What the submitter should hear (a package over
+    heron_py.package.warn.bytes, a pom read in part) is one warning line each, on stderr."""
     try:
         max_bytes = int(MAX_BYTES.parse(topology.config))
+        warn_bytes = int(WARN_BYTES.parse(topology.config))
         pkg = make_package(topology_file.resolve(), list(args), [p for p in sys.path if p], shell_commands(topology))
         check_size(pkg, max_bytes)
     except (PackageError, ConfigError) as e:
         raise SubmitError(str(e)) from None
+    too_big = size_warning(pkg, warn_bytes)
+    for line in [*pkg.notes, *([too_big] if too_big else [])]:
+        print(f"heron-py: warning: {line}", file=sys.stderr)
     return pkg
 
 
@@ -252,7 +302,7 @@ def submit(state: StateManager, topology: TopologyDef, topology_file: Path, args
                 check_tls_local_link({**topo.config, **comp.config}, True)
             except ConfigError as e:
                 raise SubmitError(f"topology '{topo.name}': component '{comp.name}': {e}") from None
-    if state.get_topology(topo.name) is not None:
+    if state.has_topology(topo.name):
         raise SubmitError(f"topology '{topo.name}' is already running; kill it first "
                           f"(heron-py kill {sched.kind} {topo.name})")
     paths = TopologyPaths.of(topo.name, home)

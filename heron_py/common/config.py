@@ -125,10 +125,19 @@ FORK_SERVER = _key("heron_py.executor.fork.server", Kind.BOOL, True,
                    doc="a container's daemons are forked from one pre-imported process (shared memory)")
 UNIX = _key("heron_py.instance.unix.socket", Kind.BOOL, True,
             doc="instances reach their stream manager through a Unix socket, not TCP")
-IN_Q = _key("heron_py.instance.inbound.queue.batches", Kind.INT, 64, 1)
-IN_Q_BYTES = _key("heron_py.instance.inbound.queue.bytes", Kind.INT, 32 * MB, 1)
-OUT_Q = _key("heron_py.instance.outbound.queue.batches", Kind.INT, 64, 1)
-OUT_Q_BYTES = _key("heron_py.instance.outbound.queue.bytes", Kind.INT, 32 * MB, 1)
+# An instance holds at most its two queues' bytes of tuples, plus about two batches (one flush
+# always fits a queue, and a gateway's socket buffer holds one more: docs/guides/backpressure.md).
+# The batch counts bind for small tuples (64 batches of 1024 words are about 2 MB); the bytes
+# bind for large ones, where 8 MB is still 8 batches of 1024 1-KB tuples each way: enough for the
+# execution thread never to wait on the gateway, which hands over one batch at a time
+IN_Q = _key("heron_py.instance.inbound.queue.batches", Kind.INT, 64, 1,
+            doc="batches an instance holds received and not yet processed")
+IN_Q_BYTES = _key("heron_py.instance.inbound.queue.bytes", Kind.INT, 8 * MB, 1,
+                  doc="bytes of those batches (one batch past it is taken whole)")
+OUT_Q = _key("heron_py.instance.outbound.queue.batches", Kind.INT, 64, 1,
+             doc="flushes an instance holds emitted and not yet sent to its stream manager")
+OUT_Q_BYTES = _key("heron_py.instance.outbound.queue.bytes", Kind.INT, 8 * MB, 1,
+                   doc="bytes of those flushes (one flush past it is taken whole)")
 FRAME = _key("heron_py.network.max.frame.bytes", Kind.INT, 16 * MB, 1024)
 TLS_ENABLED = _key("heron.network.tls.enabled", Kind.BOOL, None,
                    doc="mutual TLS on daemon connections, with a certificate and CA per topology; unset: on "
@@ -141,6 +150,16 @@ SERIALIZER = _key("topology.serializer.classname", Kind.STR, "",
 CAPTURE_DIR_KEY = _key("heron_py.testing.capture.dir", Kind.STR, "", doc="tests: folder for received tuples")
 CAPTURE_COMPONENTS_KEY = _key("heron_py.testing.capture.components", Kind.STR, "",
                               doc="tests: comma-separated components whose received tuples are written")
+# --- Streamlet programs (heron_py/api/streamlet/) ---
+# read when a Streamlet program builds its topology (Runner.run), not by a daemon: a value given
+# at submit cannot change the components already built, so check_topology_config refuses one
+# that contradicts what the program's sources were built with
+STREAMLET_FUSION = _key("streamlet.fusion", Kind.BOOL, True,
+                        doc="Streamlet programs: consecutive map, flat_map, filter, consume, log and to_sink "
+                            "streamlets of one parallelism, each the only reader of the one before, run in one "
+                            "task, one component named after them (`generator-1__flatmap-1`); false keeps a "
+                            "component per streamlet. Read when the program builds its topology: set it in the "
+                            "program's Config (`config.set_fusion(False)`)")
 # --- reliability ---
 MODE = _key("topology.reliability.mode", Kind.CHOICE, "ATMOST_ONCE",
             choices=("ATMOST_ONCE", "ATLEAST_ONCE", "EFFECTIVELY_ONCE"))
@@ -197,8 +216,17 @@ OUTPUT_BPS = _key("topology.component.output.bps", Kind.INT, -1, -1, unit="bytes
                   doc="a component's output rate limit, split evenly over its tasks (Heron's key: its stream "
                       "manager stops reading a task that is over it, with a burst of 1.5 times the rate); set "
                       "on the topology it applies to every component that does not set its own; -1: no limit")
-HIGH = _key("heron.streammgr.network.backpressure.highwatermark.mb", Kind.FLOAT, 100.0, positive=True, unit="MB")
-LOW = _key("heron.streammgr.network.backpressure.lowwatermark.mb", Kind.FLOAT, 50.0, positive=True, unit="MB")
+# Per connection of a stream manager (docs/guides/backpressure.md has the bound per process).
+# Heron's defaults are 100/50 MB: a slow bolt then had about 100 MB waiting for it in its stream
+# manager, minutes of its input. 16/8 MB measured the same throughput (bench/RESULTS.md, 11-24
+# morning: B/A 1.030); the low mark is what a destination still has queued when the spouts
+# resume (8 MB: 80 ms at 100 MB/s), where the resume takes a message and an event-loop turn
+HIGH = _key("heron.streammgr.network.backpressure.highwatermark.mb", Kind.FLOAT, 16.0, positive=True, unit="MB",
+            doc="a stream manager connection's buffer above which the topology's spouts pause (and frames held "
+                "for a destination not connected: twice it, at least 32 MB, is kept per destination, twice "
+                "that in all)")
+LOW = _key("heron.streammgr.network.backpressure.lowwatermark.mb", Kind.FLOAT, 8.0, positive=True, unit="MB",
+           doc="the buffer below which they resume")
 # --- scheduling ---
 RELAUNCH = _key("heron.tmanager.relaunch.lost.containers", Kind.BOOL, True,
                 doc="the topology master asks the scheduler to relaunch a container whose stream manager is gone")
@@ -263,9 +291,9 @@ class InstanceConfig:
     batch_size: int = 1024
     flush_interval_s: float = 0.001
     in_queue_batches: int = 64
-    in_queue_bytes: int = 32 * MB
+    in_queue_bytes: int = 8 * MB
     out_queue_batches: int = 64
-    out_queue_bytes: int = 32 * MB
+    out_queue_bytes: int = 8 * MB
     tick_freq_s: float | None = None
     max_frame: int = 16 * MB
     flush_when_idle: bool = True
@@ -504,9 +532,10 @@ class StatefulConfig:
 class HeartbeatConfig:
     """The daemon links' heartbeats (``heron_py.common.net.Liveness`` is this class): once a
     connection is open a LINK_PING goes out after ``interval_s`` with nothing sent, and a peer
-    from which nothing came for ``timeout_s`` while we were reading is aborted (a frozen process
-    or a host gone without FIN or RST sends nothing, and TCP alone would wait for its
-    retransmissions for about 15 minutes); ``timeout_s`` 0: never. A daemon reads it once from the
+    from which nothing came for ``timeout_s`` of elapsed time is aborted once we could read it for
+    an interval (``session.Silence``: our own paused reading defers that, never resets it). A
+    frozen process or a host gone without FIN or RST sends nothing, and TCP alone would wait for
+    its retransmissions for about 15 minutes; ``timeout_s`` 0: never. A daemon reads it once from the
     topology's config and hands the same value to every connect and serve."""
 
     interval_s: float = float(HEARTBEAT_INTERVAL.default)
@@ -516,9 +545,9 @@ class HeartbeatConfig:
     def from_config(cls, cfg: Mapping[str, Any]) -> HeartbeatConfig:
         """The topology's ``heron_py.network.heartbeat.*`` keys; ConfigError on a bad value."""
         interval, timeout = float(HEARTBEAT_INTERVAL.parse(cfg)), float(HEARTBEAT_TIMEOUT.parse(cfg))
-        # silence is counted in whole ticks of one interval, and a peer pings only after a whole
-        # tick with nothing sent, so up to two intervals pass between its frames on an idle link:
-        # a timeout of two intervals or less would drop healthy idle peers on any timer jitter
+        # a peer pings only after a whole tick of one interval with nothing sent, so up to two
+        # intervals pass between its frames on an idle link: a timeout of two intervals or less
+        # would drop healthy idle peers on any timer jitter (session.Silence counts in seconds)
         if 0 < timeout <= 2 * interval:
             raise ConfigError(f"config {HEARTBEAT_TIMEOUT.name}: expected 0 (off) or more than twice "
                               f"{HEARTBEAT_INTERVAL.name} ({2 * interval:g}), found {timeout:g}")
@@ -528,8 +557,8 @@ class HeartbeatConfig:
 @dataclass(frozen=True)
 class StreamManagerConfig:
     drop_on_backpressure: bool = False
-    high_watermark: int = int(100.0 * MB)  # bytes
-    low_watermark: int = int(50.0 * MB)
+    high_watermark: int = int(16.0 * MB)  # bytes
+    low_watermark: int = int(8.0 * MB)
     message_timeout_s: float = 30.0
     metrics_interval_s: float = 10.0
 
@@ -549,6 +578,25 @@ def check_tls_local_link(cfg: Mapping[str, Any], tls: bool) -> None:
     if tls and not UNIX.parse(cfg):
         raise ConfigError(f"config {TLS_ENABLED.name}: TLS needs {UNIX.name} true (instances reach their "
                           f"stream manager through its Unix socket), found false")
+
+
+def check_streamlet_fusion(topology_config: Mapping[str, Any],
+                           component_configs: Mapping[str, Mapping[str, Any]]) -> None:
+    """A Streamlet program's sources hold the ``streamlet.fusion`` their topology was built with
+    (heron_py/api/streamlet/graph.py). A topology value set apart from it (``--config-property``
+    at submit) would claim a plan the components do not have: refused, naming where to set it."""
+    if topology_config.get(STREAMLET_FUSION.name) in (None, ""):
+        return
+    wanted = STREAMLET_FUSION.parse(topology_config)
+    for name, comp in component_configs.items():
+        if comp.get(STREAMLET_FUSION.name) in (None, ""):
+            continue
+        built = STREAMLET_FUSION.parse(comp)
+        if built != wanted:
+            raise ConfigError(f"config {STREAMLET_FUSION.name}: the Streamlet program built its topology with "
+                              f"{str(built).lower()} (source '{name}'), found {str(wanted).lower()} in the "
+                              f"topology's config; the key is read when the program builds its topology: set it "
+                              f"in the program (config.set_fusion({wanted}))")
 
 
 def check_topology_config(topology_config: Mapping[str, Any],
@@ -585,6 +633,7 @@ def check_topology_config(topology_config: Mapping[str, Any],
         # connections between hosts, so the local link must be the Unix socket
         raise ConfigError(f"config {TLS_ENABLED.name}: TLS needs {UNIX.name} true (instances reach their "
                           f"stream manager through its Unix socket), found false")
+    check_streamlet_fusion(topology_config, component_configs)
     for name, comp in component_configs.items():
         merged = {**topology_config, **comp}
         try:

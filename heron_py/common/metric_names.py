@@ -4,9 +4,9 @@ increase of a counter over an interval) both read names this way, so the rule li
 rather than in either daemon.
 
 Names keep Heron's form (``__emit-count/<stream>``): the part before the first "/" is the
-base name and the rest becomes labels (``stream`` for emit counts, ``source`` and ``stream``
-for execute, ack and fail counts and execute latencies, ``reason`` for dropped tuples, ``key``
-otherwise).
+base name and the rest becomes labels (``stream`` for emit counts and arity mismatches,
+``source`` and ``stream`` for execute, ack and fail counts and execute latencies, ``reason`` for
+dropped tuples, ``key`` otherwise).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from __future__ import annotations
 # Heron's metrics that only grow (totals since the process started); everything else is a gauge
 COUNTERS = frozenset({"__emit-count", "__execute-count", "__ack-count", "__fail-count", "__time-blocked-ms",
                       "__time_spent_back_pressure_ms", "__dropped-tuples", "__tuples-in", "__tuples-out",
-                      "__bytes-in", "__bytes-out", "__restarts", "__checkpoint-aborted", "__rate-limit-pauses"})
+                      "__bytes-in", "__bytes-out", "__restarts", "__checkpoint-aborted", "__rate-limit-pauses",
+                      "__emit-arity-mismatch"})
 
 _PER_SOURCE = ("__execute-count", "__execute-latency-ms", "__ack-count", "__fail-count")
 
@@ -27,7 +28,7 @@ def split_name(name: str) -> tuple[str, dict[str, str]]:
     parts = rest.split("/")
     if base in _PER_SOURCE and len(parts) == 2:
         return base, {"source": parts[0], "stream": parts[1]}
-    if base == "__emit-count":
+    if base in ("__emit-count", "__emit-arity-mismatch"):
         return base, {"stream": rest}
     if base == "__dropped-tuples":
         return base, {"reason": rest}

@@ -1,20 +1,32 @@
 """The topology package: the topology file plus the user code it needs, as a wheel would hold it.
 
-At submit, the CLI runs the topology file; then ``collect_user_files`` takes every top-level
-package or module that the topology imported (``sys.modules``) or that an import statement of
-the topology file or of a user module names (``imported_names``, at any depth: a module only a
-component's method imports is not imported at submit), looked up the way ``import`` would,
-in the topology's folder and the submitter's path entries that are not the standard library
-or site-packages. Each is shipped whole: every module, compiled extension module and data
-file, from every folder that holds it on the path (a package that extends its ``__path__``,
-a namespace package); an installed distribution there (``pip install --target``) is shipped
-by its ``RECORD``, metadata included. Archive names are relative to the path entry, so the
-same ``import`` lines work in a container after the executor unpacks the zip and puts it
-first on ``sys.path``. Shell components' scripts (Storm multilang, Flux) are found in
-``resources/`` or beside the topology file (``shell_files``); a script in neither is refused,
-as is a user module named like one of the engine's top-level packages (``ENGINE_PACKAGES``),
-which a container could not import beside the engine's. ``check_size`` refuses a package over
-``heron_py.package.max.bytes``, listing its largest entries.
+The folders a project ships whole, and the working folder of its components, follow the
+project's shape (heron_py.common.layout: a streamparse project's ``src/``, a Flux YAML's
+folder, a Maven project's jar resources, a Python package folder with ``__main__.py``, the
+``resources/`` beside a Python file), as Storm's jar and streamparse's ``sparse submit`` ship
+them, minus the ignored files (version control, caches, virtualenvs, build outputs).
+
+Besides those, at submit the CLI runs the topology file; then ``collect_user_files`` takes
+every top-level package or module that the topology imported (``sys.modules``) or that an
+import statement of the topology file or of a user module names (``imported_names``, at any
+depth: a module only a component's method imports is not imported at submit), looked up the
+way ``import`` would, in the topology's folder and the submitter's path entries that are not
+the standard library or site-packages. Each is shipped whole: every module, compiled extension
+module and data file, from every folder that holds it on the path (a package that extends its
+``__path__``, a namespace package); an installed distribution there (``pip install
+--target``) is shipped by its ``RECORD``, metadata included. Archive names are relative to the
+path entry, so the same ``import`` lines work in a container after the executor unpacks the
+zip and puts it first on ``sys.path``. Shell components' scripts (Storm multilang, Flux) must
+be in the package's working folder; a Python file's or a plain Flux YAML's may also be beside
+it (``shell_files``, which ships it there); a script found nowhere is refused, as is a user
+module named like one of the engine's top-level packages (``ENGINE_PACKAGES``), which a
+container could not import beside the engine's. ``check_size`` refuses a package over
+``heron_py.package.max.bytes``, listing its largest entries; ``size_warning`` is one line
+above ``heron_py.package.warn.bytes``.
+
+The manifest (``MANIFEST``) names the topology file (``main``), its argv, the dotted package a
+package's ``__main__.py`` runs in (``package``) and the working folder (``workdir``, relative
+to the package root), which shell components and native pystorm components run in.
 
 A package stored for containers is signed (``sign_package``): a header, then the
 HMAC-SHA256 of the zip under the topology secret, then the zip. Executors check the MAC
@@ -32,6 +44,7 @@ import hmac
 import importlib.util
 import io
 import json
+import posixpath
 import shlex
 import sys
 import sysconfig
@@ -44,12 +57,24 @@ from pathlib import Path
 from typing import Any
 
 from heron_py.common.config import MB, Key, Kind
+from heron_py.common.layout import (
+    FLUX,
+    IGNORED,
+    MAVEN,
+    PACKAGE,
+    PYTHON,
+    RESOURCES,
+    STREAMPARSE,
+    Layout,
+    Tree,
+    layout_of,
+)
 from heron_py.common.node_requires import NODE_SCRIPTS, node_files
 from heron_py.common.serialization import MAIN_ALIAS
 
 MANIFEST = "__heron_package__.json"
-# Storm's convention: multilang scripts live in resources/ beside the topology; it ships as is
-RESOURCES = "resources"
+# the main module's attribute naming the folder its package was unpacked to (load_main)
+PACKAGE_DIR_ATTR = "__heron_package_dir__"
 # a Flux YAML topology is read at submit (heron_py.flux); containers run the stored plan
 # and have no Python file to import as the main module
 _NOT_PYTHON_MAIN = (".yaml", ".yml")
@@ -69,7 +94,6 @@ _ENGINE_PACKAGES = set(ENGINE_PACKAGES)
 # the engine's source tree (a checkout on sys.path): its tests and examples ship module by
 # module, as imported; never its whole folders, which are not the user's project
 _ENGINE_ROOT = Path(__file__).resolve().parents[2]
-_SKIP_PARTS = ("__pycache__",)
 _SKIP_SUFFIXES = (".pyc", ".pyo")
 # interpreters whose first non-option argument is the script a shell component runs
 _INTERPRETERS = {"python", "python3", "python2", "node", "nodejs", "ruby", "perl", "bash", "sh", "php", "Rscript",
@@ -77,7 +101,11 @@ _INTERPRETERS = {"python", "python3", "python2", "node", "nodejs", "ruby", "perl
 _SCRIPT_SUFFIXES = (".py", ".js", ".rb", ".pl", ".sh", ".php", ".R", ".lua")
 MAX_BYTES = Key("heron_py.package.max.bytes", Kind.INT, 256 * MB, 1,
                 doc="submit refuses a topology package whose files add up to more bytes than this")
+WARN_BYTES = Key("heron_py.package.warn.bytes", Kind.INT, 32 * MB, 1,
+                 doc="submit warns, naming the largest files, when a topology package's files add up to more "
+                     "bytes than this")
 LARGEST_LISTED = 10
+LARGEST_WARNED = 3
 
 
 @dataclass(frozen=True)
@@ -85,6 +113,7 @@ class Package:
     """A built package: the zip, and each entry's size before compression."""
     data: bytes
     sizes: Mapping[str, int]
+    notes: tuple[str, ...] = ()  # what the submitter should hear about how it was built
 
     @property
     def total_bytes(self) -> int:
@@ -105,11 +134,24 @@ def check_size(pkg: Package, max_bytes: int) -> None:
     """PackageError naming the largest entries when the files add up to more than ``max_bytes``."""
     if pkg.total_bytes <= max_bytes:
         return
-    largest = sorted(pkg.sizes.items(), key=lambda kv: (-kv[1], kv[0]))[:LARGEST_LISTED]
-    listed = ", ".join(f"{arc} ({human_bytes(n)})" for arc, n in largest)
+    listed = _largest(pkg, LARGEST_LISTED)
     raise PackageError(f"the topology package is {human_bytes(pkg.total_bytes)} in {len(pkg.sizes)} files, over "
                        f"{MAX_BYTES.name} ({human_bytes(max_bytes)}); largest: {listed}; move data out of the "
                        f"shipped folders or raise {MAX_BYTES.name}")
+
+
+def _largest(pkg: Package, n: int) -> str:
+    largest = sorted(pkg.sizes.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+    return ", ".join(f"{arc} ({human_bytes(size)})" for arc, size in largest)
+
+
+def size_warning(pkg: Package, warn_bytes: int) -> str | None:
+    """One line when the files add up to more than ``warn_bytes``, naming the largest."""
+    if pkg.total_bytes <= warn_bytes:
+        return None
+    return (f"the topology package is {human_bytes(pkg.total_bytes)} in {len(pkg.sizes)} files, over "
+            f"{WARN_BYTES.name} ({human_bytes(warn_bytes)}); largest: {_largest(pkg, LARGEST_WARNED)}; every "
+            f"container unpacks it: keep data out of the shipped folders (never shipped: {'; '.join(IGNORED)})")
 
 
 def _system_roots() -> list[Path]:
@@ -130,12 +172,13 @@ def _is_system(path: Path, system: Sequence[Path]) -> bool:
     return any(path.is_relative_to(s) for s in system)
 
 
-def _user_roots(topology_file: Path, search_path: Sequence[str]) -> list[Path]:
-    """Where user code is looked up, in ``import``'s order: the topology's folder, then each
-    ``search_path`` entry that is not the standard library or site-packages."""
+def _user_roots(first: Path, search_path: Sequence[str]) -> list[Path]:
+    """Where user code is looked up, in ``import``'s order: ``first`` (the topology's folder,
+    or the folder a package topology runs from), then each ``search_path`` entry that is not
+    the standard library or site-packages."""
     system = _system_roots()
     out: list[Path] = []
-    for p in [topology_file.parent, *(Path(e).resolve() for e in search_path if e)]:
+    for p in [first, *(Path(e).resolve() for e in search_path if e)]:
         if p not in out and p.is_dir() and not _is_system(p, system):
             out.append(p)
     return out
@@ -160,16 +203,10 @@ def _locate(name: str, roots: Sequence[Path]) -> list[tuple[Path, Path]]:
 
 def _tree(path: Path) -> list[Path]:
     """Every file of a package folder (modules, extension modules, data files), as a wheel
-    holds them: no bytecode caches, no hidden folders."""
+    holds them: none of what a project never ships (heron_py.common.layout's ignore list)."""
     if path.is_file():
         return [path]
-    out = []
-    for f in sorted(path.rglob("*")):
-        rel = f.relative_to(path)
-        if (f.is_file() and f.suffix not in _SKIP_SUFFIXES
-                and not any(part in _SKIP_PARTS or part.startswith(".") for part in rel.parts)):
-            out.append(f)
-    return out
+    return [f for _, f in sorted(Tree(path).files().items())]
 
 
 def _distributions(root: Path) -> dict[str, list[str]]:
@@ -194,7 +231,26 @@ def _distributions(root: Path) -> dict[str, list[str]]:
     return out
 
 
-def collect_user_files(topology_file: Path, search_path: list[str]) -> dict[str, Path]:
+def _engine_clash(where: Path, name: str) -> PackageError:
+    return PackageError(f"{where}: a user module named '{name}', like heron-py's own top-level package "
+                        f"'{name}' ({', '.join(ENGINE_PACKAGES)} are the engine's); rename it (e.g. "
+                        f"'my_{name}') and its imports")
+
+
+def _tree_files(tree: Tree) -> dict[str, Path]:
+    """A shipped folder's files; PackageError for a module it would put at the package root
+    under an engine package's name (first on a container's path, it would hide the engine's)."""
+    files = tree.files()
+    for arc, path in files.items():
+        name, _, rest = arc.partition("/")
+        if (rest == "__init__.py" and name in _ENGINE_PACKAGES) or (not rest and arc[:-3] in _ENGINE_PACKAGES
+                                                                    and arc.endswith(".py")):
+            raise _engine_clash(path.parent if rest else path, name if rest else arc[:-3])
+    return files
+
+
+def collect_user_files(topology_file: Path, search_path: list[str], *, root: Path | None = None,
+                       module: str | None = None) -> dict[str, Path]:
     """Maps archive names to the user's files a topology needs.
 
     The top-level packages and modules that the topology imported (``sys.modules``) or that
@@ -205,15 +261,17 @@ def collect_user_files(topology_file: Path, search_path: list[str]) -> dict[str,
     installed distribution found there (``*.dist-info``) is shipped whole with its metadata.
     The archive names are relative to the path entry, so the same ``import`` lines work once
     the package folder is first on ``sys.path``. A name of the engine's own packages
-    (``ENGINE_PACKAGES``) found among the user's files is refused (PackageError).
+    (``ENGINE_PACKAGES``) found among the user's files is refused (PackageError). ``root``:
+    where ``import`` looks first (default: the topology's folder); ``module``: the name the
+    topology file's relative imports resolve against (a package's ``__main__``).
     """
     topo = topology_file.resolve()
-    roots = _user_roots(topo, search_path)
+    roots = _user_roots(root.resolve() if root is not None else topo.parent, search_path)
     out: dict[str, Path] = {}
     # the engine's checkout: what was imported from it, file by file (the old rule)
     for arc, path in _loaded_files(topo, roots).items():
         out.setdefault(arc, path)
-    names = _top_level_names(topo, roots)
+    names = _top_level_names(topo, roots, module)
     dists: dict[Path, dict[str, list[str]]] = {}
     for name in sorted(names):
         hits = _locate(name, roots)
@@ -221,9 +279,7 @@ def collect_user_files(topology_file: Path, search_path: list[str]) -> dict[str,
             continue
         if name in _ENGINE_PACKAGES:
             root, where = hits[0]
-            raise PackageError(f"{where}: a user module named '{name}', like heron-py's own top-level package "
-                               f"'{name}' ({', '.join(ENGINE_PACKAGES)} are the engine's); rename it (e.g. "
-                               f"'my_{name}') and its imports")
+            raise _engine_clash(where, name)
         if hits[0][0] == _ENGINE_ROOT:
             continue  # shipped file by file above
         if hits[0][1].is_dir():
@@ -258,7 +314,7 @@ def _loaded_files(topo: Path, roots: Sequence[Path]) -> dict[str, Path]:
     return out
 
 
-def _top_level_names(topo: Path, roots: Sequence[Path]) -> set[str]:
+def _top_level_names(topo: Path, roots: Sequence[Path], module: str | None = None) -> set[str]:
     """Top-level names the topology uses: imported now from a user root (not the engine's
     checkout), or named by an import statement of the topology file or of a user module."""
     names: set[str] = set()
@@ -277,7 +333,7 @@ def _top_level_names(topo: Path, roots: Sequence[Path]) -> set[str]:
                 names.add(name.split(".")[0])
                 break
     # the import statements: modules only a component's method imports, and engine-name clashes
-    todo: list[tuple[Path, str | None, bool]] = [(topo, None, False)]
+    todo: list[tuple[Path, str | None, bool]] = [(topo, module, False)]
     seen_files: set[Path] = set()
     seen: set[str] = set()
     while todo:
@@ -395,31 +451,73 @@ def _script_imports(script: Path) -> list[Path]:
     return out
 
 
+_WORKDIR_NOTES = {
+    STREAMPARSE: "src/ ships whole as the working folder, as in streamparse's jar",
+    MAVEN: "the jar's resources/ is the working folder, as in Storm",
+    PACKAGE: "the package folder's resources/, else the package folder, is the working folder",
+}
+
+
+def check_scripts(layout: Layout, files: Mapping[str, Path], commands: Mapping[str, Any]) -> None:
+    """A PackageError for the first shell component (component → command) whose script the
+    package does not hold in its working folder, naming where the script would come from."""
+    for component, command in sorted(commands.items()):
+        script = shell_script(command)
+        if script is None:
+            continue
+        arc = posixpath.normpath(posixpath.join(layout.workdir, script))
+        if arc in files:
+            continue
+        places = " or ".join(str(p) for p in layout.sources_of(arc)) or f"'{arc}' in the package"
+        raise PackageError(f"component '{component}': its command {_command_parts(command)} runs {script}, which is "
+                           f"not in the topology package's working folder; expected it at {places} "
+                           f"({_WORKDIR_NOTES.get(layout.kind, 'the working folder')})")
+
+
+def package_files(layout: Layout, search_path: list[str], shell_commands: Mapping[str, Any]) -> dict[str, Path]:
+    """Archive name → file of everything the package holds but the topology file and the
+    manifest: the layout's folders, the user's modules (``collect_user_files``) and the
+    scripts of shell components."""
+    files: dict[str, Path] = {}
+    for tree in layout.trees:
+        for arc, path in _tree_files(tree).items():
+            files.setdefault(arc, path)
+    for arc, path in collect_user_files(layout.topology, search_path, root=layout.root,
+                                        module=layout.module).items():
+        files.setdefault(arc, path)
+    if layout.kind in (PYTHON, FLUX):
+        files.update(shell_files(layout.topology, shell_commands))
+    else:
+        check_scripts(layout, files, shell_commands)
+    other = files.pop(layout.main, None)
+    if other is not None and other.resolve() != layout.topology.resolve():
+        raise PackageError(f"{other}: it would ship as package entry '{layout.main}', the topology file "
+                           f"{layout.topology}'s own name; expected one file per name: rename one of them")
+    return files
+
+
 def make_package(topology_file: Path, argv: list[str], search_path: list[str],
                  shell_commands: Mapping[str, Any] | None = None) -> Package:
-    """The topology package: the topology file, the user's files it needs
-    (``collect_user_files``), ``resources/`` and the scripts of shell components."""
-    topology_file = topology_file.resolve()
-    files = collect_user_files(topology_file, search_path)
-    resources = topology_file.parent / RESOURCES
-    if resources.is_dir():
-        for path in _tree(resources):
-            files.setdefault(path.relative_to(topology_file.parent).as_posix(), path)
-    files.update(shell_files(topology_file, shell_commands or {}))
-    files.pop(topology_file.name, None)
+    """The topology package of ``topology_file`` (a file, or a Python package folder holding
+    ``__main__.py``): the topology file, the folders its project ships
+    (heron_py.common.layout), the user's files it needs (``collect_user_files``) and the
+    scripts of shell components."""
+    layout = layout_of(topology_file)
+    files = package_files(layout, search_path, shell_commands or {})
     buf = io.BytesIO()
     sizes: dict[str, int] = {}
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        manifest = json.dumps({"main": topology_file.name, "argv": argv,
+        manifest = json.dumps({"main": layout.main, "argv": argv, "workdir": layout.workdir,
+                               "package": layout.package,
                                "modules": sorted(a for a in files if a.endswith(".py"))})
         z.writestr(MANIFEST, manifest)
         sizes[MANIFEST] = len(manifest)
-        z.write(topology_file, topology_file.name)
-        sizes[topology_file.name] = topology_file.stat().st_size
+        z.write(layout.topology, layout.main)
+        sizes[layout.main] = layout.topology.stat().st_size
         for arc, path in sorted(files.items()):
             z.write(path, arc)
             sizes[arc] = path.stat().st_size
-    return Package(buf.getvalue(), sizes)
+    return Package(buf.getvalue(), sizes, layout.notes)
 
 
 def build_package(topology_file: Path, argv: list[str], search_path: list[str],
@@ -523,6 +621,31 @@ def unpack(data: bytes, dest: Path, *, secret: bytes | None = None,
     return manifest
 
 
+def working_folder(package_dir: Path) -> Path | None:
+    """The working folder of the package unpacked in ``package_dir``, as its manifest names it
+    (the package folder when the package holds nothing there: a project without scripts);
+    None when the manifest does not name one (a package from before ``workdir``) or there is
+    no manifest."""
+    try:
+        workdir = json.loads((package_dir / MANIFEST).read_text()).get("workdir")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(workdir, str):
+        return None
+    folder = package_dir / workdir
+    return folder if folder.is_dir() else package_dir
+
+
+def _main_module(main_file: Path, package: str | None) -> types.ModuleType:
+    """The module the topology file runs in: named ``__heron_main__``; a package's
+    ``__main__.py`` with the spec ``python -m`` gives it, so its relative imports resolve."""
+    spec = importlib.util.spec_from_file_location(f"{package}.__main__" if package else MAIN_ALIAS, main_file)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    mod.__name__ = MAIN_ALIAS
+    return mod
+
+
 def load_main(package_dir: Path) -> types.ModuleType:
     """Imports the topology file as ``__heron_main__`` (not ``__main__``, so its
     ``if __name__ == "__main__"`` block does not run again) and registers it."""
@@ -537,11 +660,11 @@ def load_main(package_dir: Path) -> types.ModuleType:
         # so later calls return at once
         stand_in = types.ModuleType(MAIN_ALIAS)
         stand_in.__file__ = str(main_file)
+        setattr(stand_in, PACKAGE_DIR_ATTR, str(package_dir))
         sys.modules[MAIN_ALIAS] = stand_in
         return stand_in
-    spec = importlib.util.spec_from_file_location(MAIN_ALIAS, main_file)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
+    mod = _main_module(main_file, manifest.get("package"))
+    setattr(mod, PACKAGE_DIR_ATTR, str(package_dir))
     sys.modules[MAIN_ALIAS] = mod
     old_argv = sys.argv
     sys.argv = [str(main_file), *manifest.get("argv", [])]
@@ -551,7 +674,7 @@ def load_main(package_dir: Path) -> types.ModuleType:
     # that call must do nothing
     previous = submit_hook.set_submit_handler(lambda topology: None)
     try:
-        spec.loader.exec_module(mod)
+        exec(compile(main_file.read_bytes(), str(main_file), "exec"), mod.__dict__)
     finally:
         submit_hook.set_submit_handler(previous)
         sys.argv = old_argv

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from heron_py.common.package import PACKAGE_DIR_ATTR, working_folder
 from heron_py.multilang.codec import DEFAULT_MAX_BYTES, LIMIT_KEY, check_serializer
 from heron_py.planner.model import GroupingKind
 
@@ -77,19 +78,36 @@ def _positive(value: Any, key: str, where: str) -> float:
 
 
 def package_dir() -> Path | None:
-    """The folder the topology package was unpacked to: where its topology file was loaded
-    from (heron_py.common.package.load_main); None outside a packaged task."""
+    """The folder the topology package was unpacked to (heron_py.common.package.load_main
+    names it on the topology's module); outside a packaged task, the folder of the topology
+    file the process loaded; None when there is none."""
     main = sys.modules.get(MAIN_MODULE)
+    unpacked = getattr(main, PACKAGE_DIR_ATTR, None)
+    if unpacked:
+        return Path(unpacked)
     f = getattr(main, "__file__", None)
     return Path(f).resolve().parent if f else None
 
 
+def package_working_dir() -> Path | None:
+    """The working folder of the unpacked topology package this process runs (its manifest's
+    ``workdir``, else Storm's rule below); None outside a packaged task."""
+    unpacked = getattr(sys.modules.get(MAIN_MODULE), PACKAGE_DIR_ATTR, None)
+    return working_dir(package=Path(unpacked)) if unpacked else None
+
+
 def working_dir(override: Any = None, package: Path | None = None, cwd: Path | None = None) -> Path:
-    """Storm's rule: the package's ``resources/`` folder if it has one, else the package
-    folder; outside a package (in-process tests) the current folder stands for it."""
+    """Where a component's process runs: ``override`` (config ``heron_py.shell.cwd``), else the
+    working folder the package's manifest names (the project's shape decided it at submit:
+    heron_py.common.layout), else Storm's rule: the package's ``resources/`` folder if it has
+    one, else the package folder; outside a package (in-process tests) the current folder
+    stands for it."""
     if override:
         return Path(str(override))
     base = package or package_dir() or cwd or Path(os.getcwd())
+    named = working_folder(base)
+    if named is not None:
+        return named
     resources = base / "resources"
     return resources if resources.is_dir() else base
 

@@ -7,6 +7,7 @@ serialized once per destination batch at flush, never per tuple.
 
 from __future__ import annotations
 
+import logging
 import random
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -69,6 +70,46 @@ def _choose_each(values_list: Sequence[Sequence[Any]], nfields: int,
             yield chooses[0](values)
         else:
             yield [t for choose in chooses for t in choose(values)]
+
+
+class StormArity:
+    """Storm's rule for the values a Storm component emits (a multilang shell component, a
+    pystorm or streamparse component), where heronpy's own components are refused: Storm
+    compares a tuple's values with its stream's fields only when it builds the tuple for a
+    consumer, and Storm 2.x only in local mode, so a component that emits more values than it
+    declares runs in production. Here such an emit is counted per stream
+    (``__emit-arity-mismatch/<stream>``, said in the task's log once per stream) and its tuple
+    goes out with the declared fields' values, the first ones: all that a consumer can name.
+    Storm hands its consumers the whole list, but the values past the declared fields have no
+    field name (getValueByField reads the declared field's index), a pystorm consumer fails on
+    them (its values are a namedtuple of the declared fields), and a sink that maps fields to
+    columns would get a row longer than its schema. Fewer values than declared are refused when
+    the stream has a consumer, which would read a missing field; with none, no tuple is built
+    (as in Storm), so they are only counted."""
+
+    def __init__(self, log: logging.Logger, component: str, task: int) -> None:
+        self.log = log
+        self.component = component
+        self.task = task
+        self.mismatches: dict[str, int] = {}  # emits per stream whose values did not match its fields
+
+    def fit(self, values: Sequence[Any], stream: str, fields: Sequence[str],
+            consumers: Sequence[str]) -> Sequence[Any] | None:
+        """The values to send for an emit of ``len(values) != len(fields)`` values; None when
+        it must be refused (fewer values than fields, and a consumer to read them)."""
+        n = len(fields)
+        if len(values) < n and consumers:
+            return None
+        seen = self.mismatches.get(stream, 0)
+        self.mismatches[stream] = seen + 1
+        if not seen:
+            sent = f"sent its first {n}, as Storm's consumers read them" if consumers else \
+                "nothing subscribes to the stream, so nothing was sent"
+            self.log.warning("component '%s' task %d emitted %d values on stream '%s', which declares %d fields "
+                             "%s: %s (Storm checks the count only in local mode); counted in "
+                             "__emit-arity-mismatch/%s, said once per stream", self.component, self.task,
+                             len(values), stream, n, list(fields), sent, stream)
+        return values[:n] if len(values) > n else values
 
 
 @dataclass
@@ -166,19 +207,30 @@ class Emitter:
         self._edge_ids = Edges(rng.getrandbits(64))
         self._edge = self._edge_ids.draw
 
-    def _check(self, values: Sequence[Any], stream: str, direct_task: int | None = None) -> list[Edge]:
+    # set by the host for a Storm component (multilang, pystorm, streamparse): Storm's rule for
+    # an emit whose values do not match its stream's fields; None: heronpy's, which refuses it
+    storm_arity: StormArity | None = None
+
+    def _check(self, values: Sequence[Any], stream: str, direct_task: int | None = None) -> Sequence[Any]:
+        """The values to send (a Storm component's fitted to its stream's fields), or EmitError."""
         edges = self._edges.get(stream)
         if edges is None:
             raise EmitError(
                 f"component '{self.component}' emitted on stream '{stream}', which it does not declare "
                 f"(declared streams: {sorted(self._fields)})"
             )
-        nfields = len(self._fields[stream])
-        if len(values) != nfields:
-            raise EmitError(
-                f"component '{self.component}' emitted {len(values)} values on stream '{stream}', "
-                f"which declares {nfields} fields {list(self._fields[stream])}"
-            )
+        fields = self._fields[stream]
+        if len(values) != len(fields):
+            consumers = [e.consumer for e in edges]
+            storm = self.storm_arity
+            fitted = storm.fit(values, stream, fields, consumers) if storm is not None else None
+            if fitted is None:
+                why = f", and its consumers {consumers} would read a missing field" if storm is not None else ""
+                raise EmitError(
+                    f"component '{self.component}' emitted {len(values)} values on stream '{stream}', "
+                    f"which declares {len(fields)} fields {list(fields)}{why}"
+                )
+            values = fitted
         direct = self._direct.get(stream)
         if direct is not None:
             # checked before any copy is added, so a refused emit sends nothing
@@ -189,7 +241,7 @@ class Emitter:
                     f"but '{consumer}' subscribes to it with direct grouping"
                 )
             check_direct(direct_task, direct)
-        return edges
+        return values
 
     def _tasks(self, edge: Edge, values: Sequence[Any], stream: str, direct_task: int | None) -> Sequence[int]:
         """Destinations of one copy on ``edge``; a direct edge takes the named task only when
@@ -239,7 +291,8 @@ class Emitter:
                   root: int) -> tuple[list[int] | None, int]:
         """A spout's tracked emit: every copy gets a random 64-bit id descending from ``root``.
         Returns (task ids if asked, XOR of the copies' ids); an XOR of 0 means no copy was sent."""
-        edges = self._check(values, stream, direct_task)
+        values = self._check(values, stream, direct_task)
+        edges = self._edges[stream]
         me = self.task_id
         xor = 0
         sent: list[int] | None = [] if need_task_ids else None
@@ -279,7 +332,8 @@ class Emitter:
                       anchors: Sequence[Any]) -> list[int] | None:
         """A bolt's anchored emit (Storm's scheme): for each copy and each anchor a fresh edge id
         is XORed into the anchor's ack value and into the copy's id for each of its roots."""
-        edges = self._check(values, stream, direct_task)
+        values = self._check(values, stream, direct_task)
+        edges = self._edges[stream]
         sent: list[int] | None = [] if need_task_ids else None
         draw = self._edge
         for edge in edges:
@@ -345,7 +399,7 @@ class Emitter:
         """An untracked emit: the hot path, kept to one dict lookup and one route per edge."""
         edges = self._edges.get(stream)
         if edges is None or len(values) != self._nfields[stream] or stream in self._direct:
-            self._check(values, stream, direct_task)  # raises if bad; checks a direct task
+            values = self._check(values, stream, direct_task)  # raises if bad; checks a direct task
         assert edges is not None
         row = (stream, values)
         pending = self.pending
@@ -380,6 +434,8 @@ class Emitter:
                 self.emit(values, stream, None, False)  # raises for an undeclared stream
             return
         nfields = self._nfields[stream]
+        if self.storm_arity is not None:  # a Storm component's values fitted first (or refused)
+            values_list = [v if len(v) == nfields else self._check(v, stream) for v in values_list]
         routers = [e.router for e in edges if e.router is not None]
         chosen: Iterable[Sequence[int]] | None = None
         if len(routers) == 1:
@@ -442,9 +498,13 @@ class Emitter:
             # an undeclared stream raises there; a direct one needs a task per tuple
             return [self.emit_root(v, stream, None, False, r)[1] for v, r in zip(values_list, roots, strict=True)]
         nfields = self._nfields[stream]
-        for values in values_list:  # all checked before any is sent: a refused batch sends nothing
-            if len(values) != nfields:
-                self._check(values, stream)  # raises
+        # all checked before any is sent: a refused batch sends nothing (a Storm component's are fitted)
+        bad = [i for i, values in enumerate(values_list) if len(values) != nfields]
+        if bad:
+            fitted = list(values_list)
+            for i in bad:
+                fitted[i] = self._check(fitted[i], stream)
+            values_list = fitted
         chooses = [e.router.choose for e in edges if e.router is not None]
         me = self.task_id
         draw = self._edge
@@ -519,7 +579,7 @@ class Emitter:
             if stream != "default" or need_task_ids or direct_task is not None:
                 return slow(values, stream, direct_task, need_task_ids)
             if len(values) != nfields:
-                self._check(values, "default")  # raises
+                values = self._check(values, "default")  # raises, or fits a Storm component's
             key = values[idx]
             hit = cache_get(key) if type(key) is str else None
             t = hit[0] if hit is not None else choose(values)[0]

@@ -34,7 +34,7 @@ from heron_py.common.config_codec import restore_config
 from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, RESULT_ACKED, RESULT_RECORD
 from heron_py.common.serialization import RUN_LEN, body_rows, expand_runs, loads_body, loads_user_object, row_count
 from heron_py.planner.model import ComponentKind, PhysicalPlan, TopologyState
-from heron_py.runtime.emitter import Emitter
+from heron_py.runtime.emitter import Emitter, StormArity
 from heron_py.runtime.hooks import Hooks, auto_hooks
 from heron_py.runtime.reliability import Reliability, TaskMetrics
 from heron_py.runtime.tracked import BoltAck, deliver, received_roots
@@ -183,6 +183,8 @@ class ComponentHost:
         self.log = logging.getLogger(f"{self.component}-{task_id}")
         self._wake = options.wake
         self.user: Any = self._new_user()
+        if getattr(type(self.user), "heron_storm_arity", False):  # a Storm component: Storm's rule
+            self.emitter.storm_arity = StormArity(self.log, self.component, task_id)
         self.auto_anchor = bool(getattr(self.user, "auto_anchor", False))
         self.current: HeronTuple | None = None  # the input being processed (auto_anchor)
         self.active = False

@@ -10,8 +10,10 @@
   no subprocess and no JSON.
 
 Per component, ``config={"heron_py.pystorm.mode": "subprocess"}`` on ``X.spec(...)`` (or in the
-topology's ``config``, for every component) runs it as streamparse does on Storm instead: a
-``python -m streamparse.run module.Class`` multilang subprocess (heron_py.api.shell).
+topology's ``config``, or ``--config-property heron_py.pystorm.mode=subprocess`` at submit,
+for every component that sets none) runs it as streamparse does on Storm instead: a
+``python -m streamparse.run module.Class`` multilang subprocess (heron_py.api.shell). Either
+way a component runs in the package's working folder, the unpacked ``src/``, as on Storm.
 """
 
 MODE_KEY = "heron_py.pystorm.mode"

@@ -26,15 +26,18 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import threading
 import time
 from collections import namedtuple
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from heron_py.api.bolt.bolt import Bolt
 from heron_py.api.spout.spout import Spout
 from heron_py.common.serialization import resolve_user_name
+from heron_py.multilang.setup import package_working_dir
 from heron_py.storm import CLASS_KEY
 
 # Storm's multilang log levels (pystorm's _STORM_LOG_LEVELS) → Python's
@@ -238,7 +241,27 @@ def _ignore(msg: dict[str, Any]) -> None:
     pass
 
 
+def enter_working_dir(log: logging.Logger, where: str) -> Path | None:
+    """Moves this process into the topology package's working folder, where Storm runs a
+    pystorm component (its subprocess's cwd: the jar's resources/, which holds a streamparse
+    project's src/), so the component's relative paths (``open("resources/data.txt")``) mean
+    what they mean on Storm. Inside an unpacked package only: an instance process runs one
+    task; ``heron-py run`` and the in-process harness run every task in the user's folder.
+    Returns the folder, or None when the process stays where it is."""
+    folder = package_working_dir()
+    if folder is None:
+        return None
+    try:
+        os.chdir(folder)
+    except OSError as e:
+        raise PystormError(f"{where}: cannot enter the topology package's working folder {folder} ({e}); "
+                           f"expected the folder the executor unpacked") from e
+    log.debug("%s runs in %s", where, folder)
+    return folder
+
+
 def _start(adapter: Any, config: dict[str, Any], context: Any, is_spout: bool) -> Link:
+    enter_working_dir(adapter.logger, f"{'spout' if is_spout else 'bolt'} '{context.get_component_id()}'")
     comp = make_component(load_class(config.get(CLASS_KEY)))
     link = Link(comp, adapter.delegate, adapter.logger, is_spout)
     conf, ctx = storm_conf(config, context), storm_context(context)
@@ -254,6 +277,9 @@ class PystormBolt(Bolt):
     auto_anchor = False
     auto_ack = False
     auto_fail = False
+    # a Storm component: more values than its stream declares are counted and cut to its
+    # fields, as Storm lets them pass (heron_py.runtime.emitter.StormArity)
+    heron_storm_arity = True
 
     def initialize(self, config: dict[str, Any], context: Any) -> None:
         import pystorm
@@ -296,6 +322,8 @@ class PystormBolt(Bolt):
 
 class PystormSpout(Spout):
     """Runs the pystorm Spout named by config ``heron_py.pystorm.class``."""
+
+    heron_storm_arity = True  # as PystormBolt's
 
     def initialize(self, config: dict[str, Any], context: Any) -> None:
         self.link = _start(self, config, context, True)

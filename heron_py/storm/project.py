@@ -2,9 +2,9 @@
 
 ``sparse`` runs components with the project's src/ as the import root (the topology file
 says ``from bolts.wordcount import WordCountBolt``). At submit, heron-py puts src/ on
-``sys.path`` before the topology file runs, so those imports work and the imported modules
-are collected into the topology package (heron_py.common.package collects modules found
-under ``sys.path`` entries). config.json is for deploying to Storm (nimbus, workers,
+``sys.path`` before the topology file runs, so those imports work; the topology package
+ships src/ whole, as ``sparse submit`` puts it in the jar's resources/ (heron_py.common.layout
+finds the project). config.json is for deploying to Storm (nimbus, workers,
 virtualenvs, ssh): only ``serializer`` (for subprocess components) and ``envs`` (to pick a
 per-environment parallelism) are read; nothing in it is required.
 """
@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from heron_py.common.layout import STREAMPARSE_SRC, find_streamparse_root
 from heron_py.planner.errors import TopologyError
-
-_MAX_UP = 3  # topologies/NAME.py is one level below the root; allow a little nesting
 
 
 @dataclass(frozen=True)
@@ -29,7 +28,7 @@ class Project:
 
     @property
     def src(self) -> Path:
-        return self.root / "src"
+        return self.root / STREAMPARSE_SRC
 
     @property
     def serializer(self) -> str:
@@ -42,20 +41,10 @@ class Project:
         return sorted(envs) if isinstance(envs, dict) else []
 
 
-def _is_root(folder: Path) -> bool:
-    return (folder / "config.json").is_file() and (folder / "topologies").is_dir() and (folder / "src").is_dir()
-
-
 def find_project(topology_file: Path) -> Project | None:
     """The streamparse project holding ``topology_file``, or None for a plain topology file."""
-    folder = topology_file.resolve().parent
-    for _ in range(_MAX_UP + 1):
-        if _is_root(folder):
-            return Project(folder, _read_config(folder / "config.json"))
-        if folder.parent == folder:
-            break
-        folder = folder.parent
-    return None
+    root = find_streamparse_root(topology_file)
+    return Project(root, _read_config(root / "config.json")) if root is not None else None
 
 
 def _read_config(path: Path) -> dict[str, Any]:

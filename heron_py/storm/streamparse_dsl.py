@@ -47,9 +47,11 @@ _SIMPLE_GROUPINGS = {
 }
 
 
-def streamparse_topologies(namespace: Mapping[str, Any], topology_file: Path) -> list[TopologyDef]:
+def streamparse_topologies(namespace: Mapping[str, Any], topology_file: Path,
+                           overrides: Mapping[str, Any] | None = None) -> list[TopologyDef]:
     """The streamparse Topology classes the topology file itself defined (not imported ones),
-    translated; [] when the file did not use streamparse."""
+    translated; [] when the file did not use streamparse. ``overrides``: the submit's
+    --config-property values, over the class's config."""
     if "streamparse.dsl.topology" not in sys.modules:
         return []  # the file never imported streamparse: nothing to look for
     from streamparse.dsl.topology import Topology
@@ -58,18 +60,25 @@ def streamparse_topologies(namespace: Mapping[str, Any], topology_file: Path) ->
     classes = [v for v in namespace.values() if isinstance(v, type) and issubclass(v, Topology)
                and v is not Topology and v.__module__ == module]
     project = find_project(topology_file)
-    return [translate(c, name=topology_file.stem, project=project) for c in classes]
+    return [translate(c, name=topology_file.stem, project=project, overrides=overrides) for c in classes]
 
 
-def translate(topology_cls: Any, name: str | None = None, project: Project | None = None) -> TopologyDef:
+def translate(topology_cls: Any, name: str | None = None, project: Project | None = None,
+              overrides: Mapping[str, Any] | None = None) -> TopologyDef:
     """One streamparse Topology class → its plan. The name defaults to the class name
-    (``sparse`` names a topology after its file: streamparse_topologies passes the file's stem)."""
+    (``sparse`` names a topology after its file: streamparse_topologies passes the file's stem).
+    ``overrides`` (--config-property) set the topology-wide ``heron_py.pystorm.mode`` over the
+    class's config, as they override the rest of its config at submit; a component's own
+    config still decides for that component."""
     name = name or topology_cls.__name__
     where = f"streamparse topology '{name}'"
     raw_config = getattr(topology_cls, "config", None) or {}
     if not isinstance(raw_config, dict):
         raise TopologyError(f"{where}: config must be a dict, found {type(raw_config).__name__}")
-    default_mode = _mode(f"{where}: config", raw_config.get(MODE_KEY, MODE_NATIVE))
+    if overrides and MODE_KEY in overrides:
+        default_mode = _mode(f"{where}: --config-property", overrides[MODE_KEY])
+    else:
+        default_mode = _mode(f"{where}: config", raw_config.get(MODE_KEY, MODE_NATIVE))
     builder = TopologyBuilder(name)
     shown: dict[str, str] = {}
     for spec in topology_cls.specs:

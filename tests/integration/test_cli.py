@@ -103,7 +103,7 @@ def test_submit_status_deactivate_activate_logs_kill(heron_home):
      "topology 'word_count': config topology.message.timeout.secs: expected a number of seconds > 0, found 'soon'"),
     ("heron.streammgr.network.backpressure.lowwatermark.mb=200",
      "topology 'word_count': config heron.streammgr.network.backpressure.lowwatermark.mb (200) must be below "
-     "heron.streammgr.network.backpressure.highwatermark.mb (100)"),
+     "heron.streammgr.network.backpressure.highwatermark.mb (16)"),
 ])
 def test_a_bad_engine_config_value_is_one_error_at_submit(heron_home, prop, error):
     p = cli(heron_home, "submit", "local", "--config-property", prop, str(EXAMPLES / "word_count.py"), check=False)

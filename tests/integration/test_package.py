@@ -261,7 +261,8 @@ def test_a_package_over_the_limit_is_refused_listing_its_largest_entries(heron_h
              "--dry-run")
     size = topo.stat().st_size
     assert p.returncode == 1, p.stdout
-    manifest = len(__import__("json").dumps({"main": "topo.py", "argv": [], "modules": []}))
+    manifest = len(__import__("json").dumps({"main": "topo.py", "argv": [], "workdir": "resources", "package": None,
+                                             "modules": []}))
     total = 300_000 + 2048 + size + manifest
     from heron_py.common.package import human_bytes
 

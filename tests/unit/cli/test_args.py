@@ -135,8 +135,8 @@ def test_a_directory_or_a_non_python_file_is_one_error(tmp_path):
     kinds = "a Python file (.py) or a Flux file (.yaml, .yml)"
     with pytest.raises(SubmitError) as e:
         load_topology_file(tmp_path, [])
-    assert str(e.value) == (f"topology file {tmp_path} is a directory; expected {kinds} "
-                            f"(e.g. {tmp_path / 'topology.py'})")
+    assert str(e.value) == (f"topology file {tmp_path} is a directory without a __main__.py; expected {kinds}, or "
+                            f"a Python package folder holding __main__.py (e.g. {tmp_path / 'topology.py'})")
     (tmp_path / "conf.json").write_text("{}")
     with pytest.raises(SubmitError) as e:
         load_topology_file(tmp_path / "conf.json", [])

@@ -81,14 +81,14 @@ def test_every_default_is_in_range(name):
 def test_defaults():
     assert InstanceConfig.from_config({}) == InstanceConfig()
     assert InstanceConfig() == InstanceConfig(
-        batch_size=1024, flush_interval_s=0.001, in_queue_batches=64, in_queue_bytes=32 * MB,
-        out_queue_batches=64, out_queue_bytes=32 * MB, tick_freq_s=None, max_frame=16 * MB,
+        batch_size=1024, flush_interval_s=0.001, in_queue_batches=64, in_queue_bytes=8 * MB,
+        out_queue_batches=64, out_queue_bytes=8 * MB, tick_freq_s=None, max_frame=16 * MB,
         flush_when_idle=True, metrics_interval_s=10.0, specialized_emit=True, capture_dir="",
         capture_components=(), gc_threshold=10000)
     assert ReliabilityConfig.from_config({}) == ReliabilityConfig() == ReliabilityConfig(Mode.ATMOST_ONCE, 30.0, None)
     assert not ReliabilityConfig().acking
     assert StreamManagerConfig.from_config({}) == StreamManagerConfig() == StreamManagerConfig(
-        False, 100 * MB, 50 * MB, 30.0, 10.0)
+        False, 16 * MB, 8 * MB, 30.0, 10.0)
     check_topology_config({}, {})
 
 
@@ -271,8 +271,8 @@ def test_bad_stream_manager_values(key, raw, message):
 
 @pytest.mark.parametrize("low, high, message", [
     ("10", "10", f"config {LOW} (10) must be below {HIGH} (10)"),
-    ("150", None, f"config {LOW} (150) must be below {HIGH} (100)"),
-    (None, "40", f"config {LOW} (50) must be below {HIGH} (40)"),
+    ("150", None, f"config {LOW} (150) must be below {HIGH} (16)"),
+    (None, "6", f"config {LOW} (8) must be below {HIGH} (6)"),
     ("2.5", "1.5", f"config {LOW} (2.5) must be below {HIGH} (1.5)"),
 ])
 def test_low_watermark_must_be_below_high(low, high, message):
@@ -284,7 +284,7 @@ def test_low_watermark_must_be_below_high(low, high, message):
 def test_watermarks_in_bytes():
     sm = StreamManagerConfig.from_config({LOW: "0.5", HIGH: "1"})
     assert (sm.low_watermark, sm.high_watermark) == (MB // 2, MB)
-    assert StreamManagerConfig.from_config({LOW: "99.9"}).low_watermark == int(99.9 * MB)
+    assert StreamManagerConfig.from_config({LOW: "15.9"}).low_watermark == int(15.9 * MB)
 
 
 @pytest.mark.parametrize("key, raw, message", [
@@ -404,7 +404,7 @@ def test_validate_refuses_a_bad_engine_key_naming_the_topology():
     assert str(e) == ("topology 'wc': config topology.stateful.checkpoint.interval.seconds: expected a number of "
                       "seconds > 0, found '-1'")
     e = _validate_err(wc({LOW: 200}))
-    assert str(e) == f"topology 'wc': config {LOW} (200) must be below {HIGH} (100)"
+    assert str(e) == f"topology 'wc': config {LOW} (200) must be below {HIGH} (16)"
 
 
 def test_validate_refuses_a_bad_component_key_naming_topology_and_component():

@@ -21,8 +21,8 @@ class _Outbox:
 
 def _host(user):
     metrics = SimpleNamespace(acked=0, failed=0, timed_out=0, percentile=lambda q: None)
-    return SimpleNamespace(emitter=SimpleNamespace(emitted_by_stream={}, emitted=0), metrics=metrics,
-                           user_metrics=user)
+    emitter = SimpleNamespace(emitted_by_stream={}, emitted=0, storm_arity=None)
+    return SimpleNamespace(emitter=emitter, metrics=metrics, user_metrics=user)
 
 
 def test_a_user_metric_json_cannot_carry_is_reported_once_and_left_out_the_rest_kept(caplog):

@@ -39,8 +39,8 @@ def test_a_sink_that_writes_as_inputs_come_is_refused_under_effectively_once() -
         "topology 'eo': bolt 'sink' (heron_py.connectors.rabbitmq.bolt:RabbitMQBolt) does not write exactly once "
         "under EFFECTIVELY_ONCE (a publish to RabbitMQ cannot be taken back or deduplicated): a replay after a "
         "failure writes again what it wrote; expected a sink that commits with the checkpoints (PostgresInsertBolt, "
-        "RedisStreamBolt, RedisStoreBolt, FileSink), or topology.reliability.mode ATLEAST_ONCE with consumers that drop duplicates, or "
-        "heron_py.sink.at.least.once.ok: true to accept duplicates in that sink's system")
+        "RedisStreamBolt, RedisStoreBolt, FileSink), or topology.reliability.mode ATLEAST_ONCE with consumers that "
+        "drop duplicates, or heron_py.sink.at.least.once.ok: true to accept duplicates in that sink's system")
     validate(_topology(RabbitMQBolt, "ATLEAST_ONCE"))  # type: ignore[arg-type]
     validate(_topology(RabbitMQBolt, "EFFECTIVELY_ONCE",  # type: ignore[arg-type]
                        **{"heron_py.sink.at.least.once.ok": True}))

@@ -42,7 +42,9 @@ def test_pages_hold_what_the_code_declares() -> None:
         assert f"| `{t.name}` | {int(t)} |" in pages["docs/reference/wire-protocol.md"]
     assert "| `__emit-count/<stream>` | `heron_emit_count_total` | counter | instance |" in \
         pages["docs/reference/metrics.md"]
-    assert "| GET | `/topologies/metrics` | `component`, `metricname`, `interval` | `topology_master/http_api.py` |" \
+    assert ("| GET | `/topologies/metrics` | `component`, `metricname`, `interval` | read or admin, off loopback | "
+            "`topology_master/http_api.py` |") in pages["docs/reference/http-api.md"]
+    assert "| POST | `/topologies/actions/ACTION` |  | admin, everywhere | `topology_master/ui_api.py` |" \
         in pages["docs/reference/http-api.md"]
     assert "## submit\n" in pages["docs/reference/cli.md"]
 

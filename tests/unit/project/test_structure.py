@@ -54,8 +54,9 @@ HERON_PY_ALLOWANCES: dict[tuple[str, str], int] = {
     ("heron_py/common/net.py", "__init__"): 76,
     ("heron_py/runtime/emitter.py", "Emitter"): 29,
     ("heron_py/runtime/emitter.py", "__init__"): 85,
-    # interfaces: one method per stored document kind (plans, state, secrets, TLS, locks, ...)
-    ("heron_py/state/base.py", "StateManager"): 37,
+    # interfaces: one method per stored document kind (plans, state, secrets, TLS, locks, ...),
+    # the master location's claim, release and removal after a crash, and an existence check
+    ("heron_py/state/base.py", "StateManager"): 40,
     # and the trust checks of every node it reads or writes (its ACL, the same node's value)
     ("heron_py/state/zookeeper.py", "ZkStateManager"): 25,
     # a state machine: one method per event it takes, plus what status and the master read
@@ -71,11 +72,13 @@ HERON_PY_ALLOWANCES: dict[tuple[str, str], int] = {
     # both modes: at least once (batched, acked) and effectively once (a checkpoint's commit)
     ("heron_py/connectors/postgres/bolts.py", "PostgresInsertBolt"): 16,
     ("heron_py/connectors/files/sink.py", "FileSink"): 19,  # and its part files' life (open, roll, finish)
+    # and the subclass hooks (prepare, queue, written) and a lookup's answers before a barrier
+    ("heron_py/connectors/redis/bolts.py", "RedisBatchBolt"): 18,
     # the users' test harness: its public controls are its methods
     ("heron_py/testing/harness.py", "Harness"): 38,
     ("heron_py/scheduler/local.py", "LocalScheduler"): 16,
     # long functions still to split
-    ("heron_py/cli/main.py", "build_parser"): 146,
+    ("heron_py/cli/main.py", "build_parser"): 147,
     ("heron_py/cli/submit.py", "load_topology_file"): 69,
     ("heron_py/planner/logical.py", "validate"): 71,
     ("heron_py/scheduler/executor.py", "prepare"): 84,

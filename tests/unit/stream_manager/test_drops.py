@@ -83,3 +83,34 @@ def test_frames_held_for_a_down_task_are_bounded_in_bytes_and_counted():
     conn = dests.instances[3] = FakeConn()
     fwd.release(ConnKey.task(3), conn)
     assert conn.sent == [big] * 3 and fwd.held_total_bytes == sum(len(f) for f in fwd.held[ConnKey.stmgr(1)])
+
+
+def test_held_bytes_follow_the_high_watermark_with_a_floor_and_are_a_gauge():
+    """Twice the high watermark is kept per destination (at least 32 MiB, what may still be on
+    its way whatever the watermark), twice that in all; the metrics report what is held."""
+    mib = 1024 * 1024
+    frame = encode_batch_frame(3, 1, b"z" * (mib - 64), MsgType.TUPLE_BATCH, 1)
+    for high, per_dest in ((40 * mib, 80 * mib), (mib, 32 * mib)):
+        fwd = Forwarder(FakeDestinations(), on_ack_batch=lambda f: None, log=LOG)
+        fwd.set_routing(RoutingTable.build(word_count_plan(), 0))
+        fwd.held_high = high  # as each plan sets it
+        assert fwd.held_bound() == per_dest
+        for _ in range(per_dest // mib + 8):  # task 3 is down
+            fwd.route(frame)
+        assert per_dest - len(frame) < fwd.held_bytes[ConnKey.task(3)] <= per_dest
+        assert fwd.drops[DropReason.HELD_OVERFLOW] == 8
+        fake = SimpleNamespace(conns={}, peers={}, pending=0, metrics={}, rate_pauses={})
+        m = StreamManagerMetrics(container=0, bp=BackpressureState(clock=lambda: 0.0), forwarder=fwd, acks=fake,
+                                 instances=fake, clique=fake, counters=Counters(), spouts_held=lambda: False,
+                                 process=lambda: {})
+        assert m.report()["gauges"]["__held-bytes"] == fwd.held_bytes[ConnKey.task(3)]
+    # all destinations together: twice one's bound
+    fwd = Forwarder(FakeDestinations(), on_ack_batch=lambda f: None, log=LOG)
+    fwd.set_routing(RoutingTable.build(word_count_plan(), 0))
+    fwd.held_high = mib
+    for dest in (3, 1, 2):  # three destinations down (tasks 3 and 1 here, the peer of task 2), 32 MiB each
+        f = encode_batch_frame(dest, 1, b"z" * (mib - 64), MsgType.TUPLE_BATCH, 1)
+        for _ in range(32):
+            fwd.route(f)
+    assert 64 * mib - mib < fwd.held_total_bytes <= 64 * mib
+    assert fwd.drops[DropReason.HELD_OVERFLOW] > 31

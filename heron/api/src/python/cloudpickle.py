@@ -1,0 +1,7 @@
+"""Heron's vendored cloudpickle: here the cloudpickle package itself (the same module object)."""
+
+import sys
+
+import cloudpickle
+
+sys.modules[__name__] = cloudpickle

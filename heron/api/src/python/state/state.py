@@ -1,0 +1,3 @@
+"""Alias of heronpy.api.state.state (heron_py.api.state.state)."""
+
+from heronpy.api.state.state import *  # noqa: F403

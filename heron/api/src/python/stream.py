@@ -1,0 +1,3 @@
+"""Alias of heronpy.api.stream (heron_py.api.stream)."""
+
+from heronpy.api.stream import *  # noqa: F403
