@@ -20,7 +20,7 @@ import argparse
 import os
 import sys
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,9 @@ def main() -> None:
     words = 10 * n
 
     t0 = time.perf_counter()
-    d: Counter[str] = Counter()
+    # the shared baseline's loop (../shared/bench/peers/bench_plain.py: a defaultdict count; a
+    # Counter is 1.65x slower), over the same sentences made beforehand
+    d: defaultdict[str, int] = defaultdict(int)
     for s in sentences:
         for w in s.split():
             d[w] += 1
