@@ -150,15 +150,17 @@ class FileSink(CommittingSink, Bolt):
     # --- effectively once: a checkpoint's lines, file by file ---
     def _commit(self, checkpoint_id: int, items: list[StagedInput]) -> None:
         chunks: list[bytes] = []
-        current = b""
-        for t in items:
-            line = self._data([t])
-            if current and len(current) + len(line) > self.cfg.rolling_bytes:
-                chunks.append(current)
-                current = b""
-            current += line
-        if current:
-            chunks.append(current)
+        part: list[bytes] = []
+        size = 0
+        for t in items:  # a file per files.out.rolling.bytes, cut between lines
+            line = (self._line(t) + "\n").encode(self.cfg.encoding, errors="replace")
+            if part and size + len(line) > self.cfg.rolling_bytes:
+                chunks.append(b"".join(part))
+                part, size = [], 0
+            part.append(line)
+            size += len(line)
+        if part:
+            chunks.append(b"".join(part))
         written = 0
         for k, data in enumerate(chunks):
             path = self.folder / f"{self.prefix}{checkpoint_id:020d}-{k:04d}"
