@@ -341,6 +341,11 @@ class Gateway(Routed):
         conn = self.conn
         if conn is not None and conn.is_open and self.state is GatewayState.RUNNING:
             conn.send_msg(MsgType.INSTANCE_READY, pb.InstanceReady(task_id=self.cfg.task_id, pid=os.getpid()))
+        if self.metrics_link is not None:
+            # the first report with the task's counters goes now, not an export interval after
+            # the start (the link's first report, at its connection, came before the task had a
+            # host); on this loop, never waiting, and leaving ``sent`` to report_now's callers
+            self.metrics_link.send_now()
 
 
 def _plan(inbox: Inbox, conn: Connection, pplan_json: bytes, log: logging.Logger) -> None:

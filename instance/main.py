@@ -79,18 +79,11 @@ def main(argv: list[str] | None = None) -> int:
     wake.append(gateway.wake)
     outbound.mark = lambda: wire_mark(gateway)
 
-    def mark_ready() -> None:
-        gateway.mark_ready()
-        # the first report with the task's counters goes now, not an export interval after the
-        # start (the link's first report, at its connection, came before the task had a host);
-        # queued on the gateway's loop, without waiting for it
-        gateway.report_now(timeout=0.0)
-
     checkpoint_key = checkpoint_key_beside(args.secret_file, cfg.secret)
     set_task_checkpoint_key(checkpoint_key)  # for components that open the checkpoint storage themselves
     runner = TaskRunner(task_id=args.task_id, component=args.component, package_dir=args.package_dir,
                         inbound=inbound, in_bytes=in_bytes, outbox=outbox, reports=reports,
-                        mark_ready=mark_ready, log=log, topology=args.topology,
+                        mark_ready=gateway.mark_ready, log=log, topology=args.topology,
                         checkpoint_root=args.checkpoint_root, secret=checkpoint_key)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -205,14 +206,22 @@ def _wait(ev: threading.Event, what: str, timeout: float = 30.0) -> None:
 
 
 def _wait_backed_up(mm: FakeMetricsMgr) -> None:
-    """Until a report (every 0.1 s) shows the outbound queue full: the stop then has
-    megabytes to drain, not what the socket buffers took at once."""
+    """Until reports (every 0.1 s) show the outbound queue full for 0.3 s running: the socket
+    buffers are full by then, and the stop has megabytes to drain. (One full report is not
+    enough: a task reports as soon as it is ready, when its queue may fill for a moment before
+    the gateway has written the socket buffers full.)"""
     tick = threading.Event()
+    full_since: float | None = None
     for _ in range(600):
-        if any(r["gauges"].get("__out-queue-batches", 0) >= 4 for r in list(mm.reports)):
-            return
+        last = mm.reports[-1] if mm.reports else None
+        if last is not None and last["gauges"].get("__out-queue-batches", 0) >= 4:
+            full_since = full_since if full_since is not None else time.monotonic()
+            if time.monotonic() - full_since >= 0.3:
+                return
+        else:
+            full_since = None
         tick.wait(0.05)
-    raise AssertionError("the outbound queue never filled")
+    raise AssertionError("the outbound queue never stayed full")
 
 
 def test_a_sigterm_drains_everything_to_a_slow_stream_manager_in_order(servers: Servers, tmp_path: Path) -> None:
