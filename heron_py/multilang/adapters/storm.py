@@ -38,6 +38,7 @@ import sys
 import threading
 import traceback
 from collections import deque
+from collections.abc import Callable
 from typing import IO, Any
 
 HEARTBEAT_STREAM = "__heartbeat"
@@ -289,6 +290,32 @@ class Tuple:
         return self.task == SYSTEM_TASK and self.stream == TICK_STREAM
 
 
+def _serve(mode: type, component: Any, step: Callable[[], None]) -> None:
+    """A component's whole life: the handshake, its ``initialize``, then ``step`` (one input
+    handled) until the engine closes stdin. An error the component cannot go on after ends the
+    process (``_died``)."""
+    global MODE
+    MODE = mode
+    conf, context = initComponent()
+    try:
+        component.initialize(conf, context)
+        while True:
+            step()
+    except EndOfInput:
+        return
+    except Exception:
+        _died()
+
+
+def _input_tuple() -> Tuple:
+    """The next tuple for the component: heartbeats are answered here (a sync), never passed on."""
+    tup = readTuple()
+    while tup.is_heartbeat_tuple():
+        sync()
+        tup = readTuple()
+    return tup
+
+
 class Bolt:
     """A bolt that acks and fails its tuples itself (``storm.ack(tup)``, ``storm.fail(tup)``)."""
 
@@ -299,21 +326,7 @@ class Bolt:
         pass
 
     def run(self) -> None:
-        global MODE
-        MODE = Bolt
-        conf, context = initComponent()
-        try:
-            self.initialize(conf, context)
-            while True:
-                tup = readTuple()
-                if tup.is_heartbeat_tuple():
-                    sync()
-                else:
-                    self.process(tup)
-        except EndOfInput:
-            return
-        except Exception:
-            _died()
+        _serve(Bolt, self, lambda: self.process(_input_tuple()))
 
 
 class BasicBolt:
@@ -326,31 +339,21 @@ class BasicBolt:
     def process(self, tuple: Tuple) -> None:
         pass
 
-    def run(self) -> None:
-        global MODE, ANCHOR_TUPLE
-        MODE = Bolt
-        conf, context = initComponent()
+    def _one(self) -> None:
+        global ANCHOR_TUPLE
+        tup = ANCHOR_TUPLE = _input_tuple()
         try:
-            self.initialize(conf, context)
-            while True:
-                tup = readTuple()
-                if tup.is_heartbeat_tuple():
-                    sync()
-                    continue
-                ANCHOR_TUPLE = tup
-                try:
-                    self.process(tup)
-                except EndOfInput:
-                    raise
-                except Exception:
-                    reportError(traceback.format_exc())
-                    fail(tup)
-                else:
-                    ack(tup)
+            self.process(tup)
         except EndOfInput:
-            return
-        except Exception:
-            _died()
+            raise
+        except Exception:  # this tuple's error, not the bolt's: the next one is processed
+            reportError(traceback.format_exc())
+            fail(tup)
+        else:
+            ack(tup)
+
+    def run(self) -> None:
+        _serve(Bolt, self, self._one)
 
 
 class Spout:
@@ -372,27 +375,16 @@ class Spout:
     def nextTuple(self) -> None:
         pass
 
+    def _one(self) -> None:
+        """One command, answered with a sync whatever it was (the engine waits for it)."""
+        msg = readCommand()
+        handlers: dict[str, Callable[[], None]] = {  # Storm's commands; any other is only synced
+            "next": self.nextTuple, "activate": self.activate, "deactivate": self.deactivate,
+            "ack": lambda: self.ack(msg["id"]), "fail": lambda: self.fail(msg["id"])}
+        handler = handlers.get(str(msg.get("command")))
+        if handler is not None:
+            handler()
+        sync()
+
     def run(self) -> None:
-        global MODE
-        MODE = Spout
-        conf, context = initComponent()
-        try:
-            self.initialize(conf, context)
-            while True:
-                msg = readCommand()
-                command = msg.get("command")
-                if command == "next":
-                    self.nextTuple()
-                elif command == "ack":
-                    self.ack(msg["id"])
-                elif command == "fail":
-                    self.fail(msg["id"])
-                elif command == "activate":
-                    self.activate()
-                elif command == "deactivate":
-                    self.deactivate()
-                sync()
-        except EndOfInput:
-            return
-        except Exception:
-            _died()
+        _serve(Spout, self, self._one)
