@@ -68,8 +68,8 @@ class LossReport:
             self._answered = True
             self._log.info("the master rolls back the run of restore %d (%s)", msg.restore_id, msg.reason)
             return
-        self._log.info("the master answered our rollback request for restore %d as moot (%s); %d markers "
-                       "dropped meanwhile", msg.restore_id, msg.reason, self.markers_dropped)
+        self._log.info("the master answered our rollback request for restore %d as moot (%s); markers dropped "
+                       "meanwhile: %d", msg.restore_id, msg.reason, self.markers_dropped)
         restore_id = self._asked[0]
         self._asked = None
         self.markers_dropped = 0
@@ -80,7 +80,7 @@ class LossReport:
     def on_restore(self, restore_id: int) -> None:
         """A newer restore answers every request: the run they were about is gone."""
         if self._asked is not None:
-            self._log.info("restore %d replaces the run whose loss we reported (%d markers dropped meanwhile)",
+            self._log.info("restore %d replaces the run whose loss we reported (markers dropped meanwhile: %d)",
                            restore_id, self.markers_dropped)
         self._asked = None
         self._answered = False
