@@ -98,7 +98,7 @@ class CheckpointRelay:
         frame = encode_frame(MsgType.START_PROCESSING, go.SerializeToString())
         for dest in self._instances():
             dest.send(frame)
-        self._log.info("restore %d done everywhere: processing (%d old-run frames fenced off)",
+        self._log.info("restore %d done everywhere: processing (old-run frames fenced off: %d)",
                        go.restore_id, self.fenced_frames)
 
     def _restore(self, msg: pb.RestoreState, frame: bytes) -> None:
