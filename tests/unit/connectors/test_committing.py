@@ -52,6 +52,7 @@ def test_a_failed_commit_keeps_its_batch_and_the_later_ones_behind_it() -> None:
     sink.down = True
     c.on_complete(4)
     assert sink.written == [] and sink.errors == [(3, "server down")] and c.due
+    assert not c.run()  # still down: the round stops at the first failure
     assert c.commits.barrier(5) == [(3, ["a"]), (4, ["b"])]  # still in the next checkpoint's state
     sink.down = False
     assert c.run()
@@ -86,3 +87,17 @@ def test_a_staged_input_is_what_a_mapper_reads_of_a_tuple() -> None:
         component, stream, values, id = "src", "default", ["w", 1], 42
 
     assert StagedInput.of(Tup()) == StagedInput("src", "default", ("w", 1), "42")
+
+
+def test_a_batch_is_not_due_before_its_word_even_the_first_checkpoint() -> None:
+    sink = Sink()
+    c: Committer[str] = Committer(CheckpointCommits(), sink.commit, sink.failed)
+    c.commits.add("a")
+    c.commits.barrier(1)
+    assert not c.due and c.run() and sink.written == []
+    c.on_restored([])  # a clean start: nothing staged, nothing known complete
+    c.commits.add("b")
+    c.commits.barrier(1)
+    assert not c.due
+    c.on_complete(1)
+    assert sink.written == [(1, ["b"])]

@@ -63,3 +63,46 @@ def test_the_first_restore_fences_and_every_step_is_one_line(caplog: pytest.LogC
         "restore 2 to checkpoint 9 (failure: x): 0 held frames of the old run dropped",
         "effectively once: frames dropped (held-overflow); asking the master to roll back the run of restore 2 (no "
         "checkpoint marker passes until it answers)"]
+
+
+def test_a_checkpoints_word_reaches_every_local_instance() -> None:
+    r = Relay()
+    r.instances[4] = FakeConn(PeerIdentity("instance", "4"))
+    r.command(MsgType.CHECKPOINT_COMMITTED, pb.CheckpointCommitted(checkpoint_id=12))
+    for conn in r.instances.values():
+        [word] = conn.sent
+        assert frame_type(word) == MsgType.CHECKPOINT_COMMITTED
+        assert pb.CheckpointCommitted.FromString(word[6:]).checkpoint_id == 12
+
+
+def test_a_fence_moves_only_forward_and_only_on_its_own_connection(caplog: pytest.LogCaptureFixture) -> None:
+    r = Relay()
+    relay = r.relay
+    inst = r.instances[3]
+    r.command(MsgType.RESTORE_STATE, pb.RestoreState(restore_id=5, checkpoint_id=0, reason="start"))
+    relay.on_state_restored(inst, pb.StateRestored(restore_id=5, task_id=3, ok=False, error="bad"))
+    assert not relay.admits(inst)  # a failed restore is no fence
+    relay.on_state_restored(inst, pb.StateRestored(restore_id=5, task_id=4, ok=True))
+    assert not relay.admits(inst)  # another task's report on this connection is no fence either
+    relay.on_state_restored(inst, pb.StateRestored(restore_id=5, task_id=3, ok=True))
+    relay.on_state_restored(inst, pb.StateRestored(restore_id=3, task_id=3, ok=True))  # a late, older one
+    assert relay.admits(inst)
+    peer, other = FakeConn(PeerIdentity("stmgr", "1")), FakeConn(PeerIdentity("stmgr", "2"))
+    with caplog.at_level(logging.WARNING, logger="stmgr[5]"):
+        relay.on_peer_fence(other, pb.RestoreFence(container=1, restore_id=5))
+    assert not relay.admits(other)  # container 1's fence on container 2's connection: ignored
+    assert [m.getMessage() for m in caplog.records] == [
+        "a restore fence for container 1 on the connection of 2; ignored"]
+    relay.on_peer_fence(peer, pb.RestoreFence(container=1, restore_id=5))
+    relay.on_peer_fence(peer, pb.RestoreFence(container=1, restore_id=4))
+    assert relay.admits(peer)
+
+
+def test_a_restore_answers_the_reported_loss_in_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    r = Relay()
+    r.command(MsgType.RESTORE_STATE, pb.RestoreState(restore_id=1, checkpoint_id=0, reason="start"))
+    r.relay.loss("the connection of instance task 3 closed")
+    with caplog.at_level(logging.INFO, logger="stmgr[5]"):
+        r.command(MsgType.RESTORE_STATE, pb.RestoreState(restore_id=2, checkpoint_id=0, reason="rollback"))
+    assert ("restore 2 replaces the run whose loss we reported (markers dropped meanwhile: 0)"
+            in [m.getMessage() for m in caplog.records])

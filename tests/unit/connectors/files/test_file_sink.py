@@ -189,3 +189,26 @@ def test_a_missing_folder_setting_is_one_line() -> None:
         file_sink_config({}, "file sink 'out' task 3")
     assert str(e.value) == "file sink 'out' task 3: config files.out.dir: expected the folder to write the part " \
                            "files in, found None"
+
+
+def test_effectively_once_a_commit_that_fails_is_kept_and_written_after_the_backoff(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    storage = LocalFsStorage(tmp_path / "ckpt")
+    plan = _plan("EFFECTIVELY_ONCE", **{"files.out.dir": str(out), "files.out.retry.initial.ms": 100})
+    t = Task(plan, storage)
+    clock = ManualClock(100.0)
+    t.host.user.clock = clock
+    t.start(1, 0)
+    t.rt.on_batch(_frame(plan, ("a", 1)))
+    t.rt.on_marker(encode_marker(t.me, t.src, 3))
+    out.rename(tmp_path / "elsewhere")
+    out.write_text("a file where the folder was")
+    t.rt.checkpoint_committed(3)  # the write fails: kept, not dropped
+    assert t.host.user.counts["write-errors"] == 1 and t.host.user.heron_busy()
+    out.unlink()
+    (tmp_path / "elsewhere").rename(out)
+    t.host.user.heron_poll()  # within the backoff: not tried again yet
+    assert t.host.user.counts["write-errors"] == 1 and t.host.user.heron_busy()
+    clock.t += 0.2
+    t.host.user.heron_poll()
+    assert _lines(out) == ["a\t1"] and not t.host.user.heron_busy()
