@@ -90,9 +90,11 @@ def test_a_fence_moves_only_forward_and_only_on_its_own_connection(caplog: pytes
     peer, other = FakeConn(PeerIdentity("stmgr", "1")), FakeConn(PeerIdentity("stmgr", "2"))
     with caplog.at_level(logging.WARNING, logger="stmgr[5]"):
         relay.on_peer_fence(other, pb.RestoreFence(container=1, restore_id=5))
+        relay.on_peer_fence(FakeConn(None), pb.RestoreFence(container=1, restore_id=5))  # not authenticated
     assert not relay.admits(other)  # container 1's fence on container 2's connection: ignored
     assert [m.getMessage() for m in caplog.records] == [
-        "a restore fence for container 1 on the connection of 2; ignored"]
+        "a restore fence for container 1 on the connection of 2; ignored",
+        "a restore fence for container 1 on the connection of ?; ignored"]
     relay.on_peer_fence(peer, pb.RestoreFence(container=1, restore_id=5))
     relay.on_peer_fence(peer, pb.RestoreFence(container=1, restore_id=4))
     assert relay.admits(peer)
