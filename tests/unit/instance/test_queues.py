@@ -224,9 +224,10 @@ def test_a_spout_held_by_backpressure_wakes_when_the_gateway_takes(stand_in_main
     ev = threading.Event()
     ev.wait(0.2)
     calls, wakeups = task.spout().calls, task.runner.wakeups
-    # at most one round of next_tuple (64 calls, fewer when the round's time budget, the flush
-    # interval, ran out first on a loaded machine), then none while held
-    assert task.out.qsize() == 2 and 1 <= calls <= 64, calls
+    # the rounds of next_tuple (64 calls each) until the queue was full: a round whose time budget
+    # (the flush interval) ran out on a loaded machine ends early and its flush leaves room, so
+    # the queue of 2 flushes may take a second round (65 calls seen in CI); then none while held
+    assert task.out.qsize() == 2 and 1 <= calls <= 2 * 64, calls
     ev.wait(0.3)
     assert (task.spout().calls, task.runner.wakeups) == (calls, wakeups)  # asleep: not one wake-up
     taken = 0
