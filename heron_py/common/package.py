@@ -373,7 +373,8 @@ def _source_of(name: str, roots: Sequence[Path]) -> tuple[Path, Path] | None:
     return None
 
 
-def _command_parts(command: Any) -> list[str]:
+def command_parts(command: Any) -> list[str]:
+    """A shell component's command as its words (a string split as a shell would)."""
     if isinstance(command, str):
         try:
             return shlex.split(command)
@@ -388,7 +389,7 @@ def shell_script(command: Any) -> str | None:
     """The script file a shell component's command runs, relative to its working folder:
     ``python3 splitsentence.py`` → splitsentence.py, ``./run.sh`` → ./run.sh; None for a
     program on PATH, a module (``python3 -m m``) or an absolute path."""
-    parts = _command_parts(command)
+    parts = command_parts(command)
     if not parts:
         return None
     program = Path(parts[0]).name
@@ -427,7 +428,7 @@ def shell_files(topology_file: Path, commands: Mapping[str, Any]) -> dict[str, P
             for f in _script_imports(beside):
                 out.setdefault((target / Path(script).parent / f.relative_to(beside.parent)).as_posix(), f)
             continue
-        raise PackageError(f"component '{component}': its command {_command_parts(command)} runs {script}, which is "
+        raise PackageError(f"component '{component}': its command {command_parts(command)} runs {script}, which is "
                            f"neither in {resources / script} nor beside the topology file at {beside}; expected "
                            f"the script in one of them")
     return out
@@ -469,7 +470,7 @@ def check_scripts(layout: Layout, files: Mapping[str, Path], commands: Mapping[s
         if arc in files:
             continue
         places = " or ".join(str(p) for p in layout.sources_of(arc)) or f"'{arc}' in the package"
-        raise PackageError(f"component '{component}': its command {_command_parts(command)} runs {script}, which is "
+        raise PackageError(f"component '{component}': its command {command_parts(command)} runs {script}, which is "
                            f"not in the topology package's working folder; expected it at {places} "
                            f"({_WORKDIR_NOTES.get(layout.kind, 'the working folder')})")
 

@@ -22,13 +22,13 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shlex
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from heron_py.common.node_requires import NODE_SCRIPTS, walk
+from heron_py.common.package import command_parts
 from heron_py.multilang.adapters import FOLDER, NODE_ADAPTER
 
 NODE_PROGRAMS = re.compile(r"^nodejs$|^node[0-9.]*$")
@@ -49,21 +49,10 @@ def subprocess_env(base: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def _parts(command: Any) -> list[str]:
-    if isinstance(command, str):
-        try:
-            return shlex.split(command)
-        except ValueError:
-            return command.split()
-    if isinstance(command, (list, tuple)):
-        return [str(c) for c in command]
-    return []
-
-
 def node_script(command: Any, cwd: Path) -> Path | None:
     """The JavaScript file a command runs with Node.js (``node x.js``, or ``./x.js`` itself),
     relative paths taken from ``cwd``; None for any other command or ``node -e``."""
-    parts = _parts(command)
+    parts = command_parts(command)
     if not parts:
         return None
     script: str | None = None
