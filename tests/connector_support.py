@@ -149,3 +149,46 @@ def ack_all_until(s: Any, d: Delegate, n: int, fault: Any, finished: Any, timeou
                 break
     return seen
 
+
+
+class SinkTask:
+    """A sink's task under effectively once, as in an instance: its StatefulTask over a real
+    component host and checkpoint storage (topology ``eo``), fed by the spout ``words``; a
+    restore is a new SinkTask (the process the executor relaunches)."""
+
+    def __init__(self, plan: Any, storage: Any, sink: str = "sink") -> None:
+        import logging
+
+        from heron_py.runtime.host import HostOptions, make_host
+        from heron_py.runtime.stateful import StatefulTask
+
+        self.plan = plan
+        self.me, self.src = plan.packing.tasks_of(sink)[0], plan.packing.tasks_of("words")[0]
+        self.sent: list[bytes] = []  # what the task sends its stream manager, in order
+        self.host = make_host(plan, self.me, self.sent.extend, HostOptions())
+        self.rt = StatefulTask(self.host, storage, "eo", self.sent.extend, align_bytes=1 << 20,
+                               log=logging.getLogger("test"))
+
+    def start(self, restore_id: int, checkpoint_id: int) -> None:
+        self.rt.restore(restore_id, checkpoint_id)
+        self.rt.start_processing(restore_id)
+
+    def words(self, *pairs: tuple[str, int]) -> None:
+        from heron_py.common.framing import encode_batch_frame
+        from heron_py.common.serialization import dumps_batch
+
+        self.rt.on_batch(encode_batch_frame(self.me, self.src, dumps_batch([("default", [w, n]) for w, n in pairs]),
+                                            count=len(pairs)))
+
+    def barrier(self, checkpoint_id: int) -> None:
+        from heron_py.common.framing import encode_marker
+
+        self.rt.on_marker(encode_marker(self.me, self.src, checkpoint_id))
+
+    def saved(self) -> list[tuple[int, bool]]:
+        """The checkpoints this task reported saved, and whether each save failed."""
+        from heron_py.common.framing import MsgType, frame_type
+        from proto import heron_py_pb2 as pb
+
+        return [(m.checkpoint_id, m.failed) for m in (pb.CheckpointSaved.FromString(f[6:]) for f in self.sent
+                                                      if frame_type(f) == MsgType.CHECKPOINT_SAVED)]

@@ -7,7 +7,6 @@ checkpoint storage; a restore is a new host (the process the executor relaunches
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,17 +19,15 @@ from heron_py.api.spout.spout import Spout
 from heron_py.api.stream import Grouping
 from heron_py.api.topology import TopologyBuilder
 from heron_py.checkpoint.storage import LocalFsStorage
-from heron_py.common.framing import MsgType, encode_batch_frame, encode_marker, frame_type
+from heron_py.common.framing import MsgType, encode_batch_frame, frame_type
 from heron_py.common.serialization import dumps_batch
 from heron_py.connectors.postgres import PostgresInsertBolt, PostgresLookupBolt
 from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
 from heron_py.planner.packing import round_robin
 from heron_py.runtime.host import HostOptions, make_host
-from heron_py.runtime.stateful import StatefulTask
 from proto import heron_py_pb2 as pb
+from tests.connector_support import SinkTask
 from tests.postgres_server import PostgresServer, postgres_or_skip
-
-LOG = logging.getLogger("test")
 
 
 class Words(Spout):
@@ -66,28 +63,7 @@ def _plan(pg: PostgresServer, table: str) -> PhysicalPlan:
     return PhysicalPlan(topo, round_robin(topo, 1), (StmgrLocation(0, "h", 1, 2),), TopologyState.RUNNING, 1)
 
 
-class Task:
-    """The sink's task in one process: a restore makes it anew, as a relaunched process."""
-
-    def __init__(self, plan: PhysicalPlan, storage: LocalFsStorage) -> None:
-        self.plan = plan
-        self.me = plan.packing.tasks_of("sink")[0]
-        self.src = plan.packing.tasks_of("words")[0]
-        self.sent: list[bytes] = []  # what the task sends its stream manager, in order
-        self.host = make_host(plan, self.me, self.sent.extend, HostOptions())
-        self.rt = StatefulTask(self.host, storage, "eo", self.sent.extend, align_bytes=1 << 20, log=LOG)
-
-    def start(self, restore_id: int, checkpoint_id: int) -> None:
-        self.rt.restore(restore_id, checkpoint_id)
-        self.rt.start_processing(restore_id)
-
-    def words(self, *pairs: tuple[str, int]) -> None:
-        self.rt.on_batch(encode_batch_frame(self.me, self.src, dumps_batch([("default", [w, n]) for w, n in pairs]),
-                                            count=len(pairs)))
-
-    def barrier(self, checkpoint_id: int) -> None:
-        self.rt.on_marker(encode_marker(self.me, self.src, checkpoint_id))
-
+class Task(SinkTask):
     def poll(self) -> None:
         self.host.user.heron_poll()
 

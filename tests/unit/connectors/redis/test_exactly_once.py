@@ -8,7 +8,6 @@ StatefulTask over a real component host and checkpoint storage; a restore is a n
 
 from __future__ import annotations
 
-import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -18,16 +17,11 @@ from heron_py.api.spout.spout import Spout
 from heron_py.api.stream import Grouping
 from heron_py.api.topology import TopologyBuilder
 from heron_py.checkpoint.storage import LocalFsStorage
-from heron_py.common.framing import MsgType, encode_batch_frame, encode_marker, frame_type
-from heron_py.common.serialization import dumps_batch
+from heron_py.common.framing import MsgType, frame_type
 from heron_py.connectors.redis import RedisLookupBolt, RedisStoreBolt, RedisStreamBolt
 from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
 from heron_py.planner.packing import round_robin
-from heron_py.runtime.host import HostOptions, make_host
-from heron_py.runtime.stateful import StatefulTask
-from proto import heron_py_pb2 as pb
-
-LOG = logging.getLogger("test")
+from tests.connector_support import SinkTask
 
 
 class Words(Spout):
@@ -57,32 +51,7 @@ def _plan(bolt: Any, conf: dict[str, Any]) -> PhysicalPlan:
     return PhysicalPlan(topo, round_robin(topo, 1), (StmgrLocation(0, "h", 1, 2),), TopologyState.RUNNING, 1)
 
 
-class Task:
-    def __init__(self, plan: PhysicalPlan, storage: LocalFsStorage) -> None:
-        self.me, self.src = plan.packing.tasks_of("sink")[0], plan.packing.tasks_of("words")[0]
-        self.sent: list[bytes] = []
-        self.host = make_host(plan, self.me, self.sent.extend, HostOptions())
-        self.rt = StatefulTask(self.host, storage, "eo", self.sent.extend, align_bytes=1 << 20, log=LOG)
-
-    def start(self, restore_id: int, checkpoint_id: int) -> None:
-        self.rt.restore(restore_id, checkpoint_id)
-        self.rt.start_processing(restore_id)
-
-    def words(self, *pairs: tuple[str, int]) -> None:
-        self.rt.on_batch(encode_batch_frame(self.me, self.src, dumps_batch([("default", [w, n]) for w, n in pairs]),
-                                            count=len(pairs)))
-
-    def barrier(self, checkpoint_id: int) -> None:
-        self.rt.on_marker(encode_marker(self.me, self.src, checkpoint_id))
-
-    def saved(self) -> list[tuple[int, bool]]:
-        out = []
-        for f in self.sent:
-            if frame_type(f) == MsgType.CHECKPOINT_SAVED:
-                m = pb.CheckpointSaved()
-                m.ParseFromString(f[6:])
-                out.append((m.checkpoint_id, m.failed))
-        return out
+Task = SinkTask
 
 
 STORE = {"redis.data.type": "HINCRBY", "redis.additional.key": "counts", "redis.key.field": "word",
