@@ -117,6 +117,16 @@ def _consumer_pending(server, stream: str) -> dict[str, int]:
     return {c["name"].decode(): int(c["pending"]) for c in info.get("consumers") or []}
 
 
+def _server_links(proc: psutil.Process, port: int) -> set[int]:
+    """The local ports of ``proc``'s connections to the server on ``port``."""
+    return {c.laddr.port for c in proc.net_connections(kind="tcp") if c.raddr and c.raddr.port == port}
+
+
+def _client_ports(server) -> set[int]:
+    """The client ports of the connections the server still has open."""
+    return {int(c["addr"].rsplit(":", 1)[1]) for c in server.client().client_list()}
+
+
 def _kill_a_spout_holding_entries(home: Path, name: str, server, stream: str) -> tuple[str, int]:
     """kill -9 a spout task while its consumer holds unacknowledged entries; returns the consumer
     and the entries it held once dead (a dead task acknowledges nothing more). Under load a task
@@ -133,8 +143,12 @@ def _kill_a_spout_holding_entries(home: Path, name: str, server, stream: str) ->
         task, pid = wait_for(holder, 30, "a spout task holding unacknowledged entries")
         consumer = f"spout-{task}"
         proc = psutil.Process(pid)
+        ports = _server_links(proc, server.port)
         os.kill(pid, signal.SIGKILL)
         wait_for(lambda p=proc: exited(p), 10, f"spout task {pid} gone")
+        # an XACK the task wrote just before it died can still sit in the server's socket: once
+        # the server has closed the task's connections it has read (and applied) all they carried
+        wait_for(lambda p=ports: not p & _client_ports(server), 10, f"the server closed {consumer}'s connections")
         held = _consumer_pending(server, stream).get(consumer, 0)
         if held > 0:
             return consumer, held
