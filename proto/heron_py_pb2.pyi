@@ -229,20 +229,22 @@ class StartCheckpoint(_message.Message):
     def __init__(self, checkpoint_id: _Optional[int] = ...) -> None: ...
 
 class CheckpointSaved(_message.Message):
-    __slots__ = ("checkpoint_id", "task_id", "size_bytes", "duration_secs", "failed", "error")
+    __slots__ = ("checkpoint_id", "task_id", "size_bytes", "duration_secs", "failed", "error", "stored")
     CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
     DURATION_SECS_FIELD_NUMBER: _ClassVar[int]
     FAILED_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    STORED_FIELD_NUMBER: _ClassVar[int]
     checkpoint_id: int
     task_id: int
     size_bytes: int
     duration_secs: float
     failed: bool
     error: str
-    def __init__(self, checkpoint_id: _Optional[int] = ..., task_id: _Optional[int] = ..., size_bytes: _Optional[int] = ..., duration_secs: _Optional[float] = ..., failed: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
+    stored: bool
+    def __init__(self, checkpoint_id: _Optional[int] = ..., task_id: _Optional[int] = ..., size_bytes: _Optional[int] = ..., duration_secs: _Optional[float] = ..., failed: _Optional[bool] = ..., error: _Optional[str] = ..., stored: _Optional[bool] = ...) -> None: ...
 
 class RestoreState(_message.Message):
     __slots__ = ("restore_id", "checkpoint_id", "reason")

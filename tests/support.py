@@ -69,3 +69,26 @@ class Prometheus:
         self._proc.terminate()
         self._proc.wait(timeout=30)
         self._log.close()
+
+
+def saved_tasks(storage: Any, topology: str, checkpoint_id: int) -> list[int]:
+    """The tasks whose state ``storage`` holds for a checkpoint (a test's stand-in for the
+    master's count of the tasks that reported saving state)."""
+    from heron_py.checkpoint.redis_storage import RedisCheckpointStorage
+    from heron_py.checkpoint.storage import LocalFsStorage
+    from heron_py.testing.harness import MemoryStorage
+
+    if isinstance(storage, LocalFsStorage):
+        folder = storage.root / topology / str(checkpoint_id)
+        return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit()) if folder.is_dir() else []
+    if isinstance(storage, RedisCheckpointStorage):
+        state = storage._keys(topology, checkpoint_id)[1]
+        return sorted(int(f) for f in storage.client.hkeys(state) if f.isdigit())
+    if isinstance(storage, MemoryStorage):
+        return sorted(storage._data.get((topology, checkpoint_id), {}))
+    raise TypeError(f"saved_tasks: unknown storage {type(storage).__name__}")
+
+
+def mark_saved(storage: Any, topology: str, checkpoint_id: int) -> None:
+    """Mark a checkpoint complete as the master would once every task of a test reported saving."""
+    storage.mark_complete(topology, checkpoint_id, saved_tasks(storage, topology, checkpoint_id), {})

@@ -11,7 +11,7 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from heron_py.checkpoint.failures import backoff_secs
@@ -136,9 +136,9 @@ class StorageWorker:
             if newest != self._epoch:
                 raise Superseded(f"a newer master took over (epoch {newest}, ours {self._epoch})")
 
-    def mark(self, checkpoint_id: int) -> None:
+    def mark(self, checkpoint_id: int, stored: tuple[int, ...], packing: Mapping[str, tuple[int, ...]]) -> None:
         self.fence()  # right before the write: an old master must not complete a checkpoint
-        self._storage.mark_complete(self.topology, checkpoint_id)
+        self._storage.mark_complete(self.topology, checkpoint_id, stored, packing)
 
     def gc(self, keep_last: int, protect: tuple[int, ...]) -> tuple[list[int], list[int]]:
         self.fence()  # a zombie master's idea of what to keep is no longer the truth

@@ -286,7 +286,7 @@ class CheckpointDriver:
             self._apply(c.on_task_save_failed(msg.checkpoint_id, msg.task_id, msg.error))
         else:
             self._apply(c.on_task_saved(msg.checkpoint_id, msg.task_id, msg.size_bytes, msg.duration_secs,
-                                        self._clock()))
+                                        self._clock(), stored=msg.stored))
 
     def operator_restore(self, checkpoint_id: int | None) -> tuple[bool, str]:
         """``heron-py restore NAME --checkpoint ID | --clean``: checked against the ids known to
@@ -325,7 +325,8 @@ class CheckpointDriver:
             if isinstance(a, StartCheckpoint):
                 self._send(MsgType.START_CHECKPOINT, pb.StartCheckpoint(checkpoint_id=a.checkpoint_id))
             elif isinstance(a, CheckpointComplete):
-                self.io.submit(functools.partial(self.io.mark, a.checkpoint.checkpoint_id),
+                self.io.submit(functools.partial(self.io.mark, a.checkpoint.checkpoint_id, a.checkpoint.stored,
+                                                 a.checkpoint.packing),
                                functools.partial(self._marked, a))
             elif isinstance(a, CheckpointCommitted):
                 if a.checkpoint_id > int(self._record.get("completed", 0)):

@@ -38,6 +38,7 @@ from enum import Enum
 from typing import Any, TypeAlias
 
 from heron_py.checkpoint.failures import CheckpointFailureManager, backoff_secs, is_transient_load_error
+from heron_py.checkpoint.storage import packing_of
 from heron_py.common.config import MAX_FAILURES, RESTORE_TIMEOUT, StatefulConfig
 
 # a checkpoint's markers wait behind the tuples queued before them, which under full load
@@ -109,6 +110,7 @@ class TaskSave:
     component: str
     size_bytes: int
     duration_secs: float
+    stored: bool = True  # wrote state (a stateful component); a stateless task saves nothing
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,16 @@ class CompletedCheckpoint:
     @property
     def size_bytes(self) -> int:
         return sum(t.size_bytes for t in self.tasks)
+
+    @property
+    def stored(self) -> tuple[int, ...]:
+        """The tasks whose state is in the storage: the marker lists these."""
+        return tuple(t.task_id for t in self.tasks if t.stored)
+
+    @property
+    def packing(self) -> dict[str, tuple[int, ...]]:
+        """Component → its task ids: the plan this checkpoint was taken under."""
+        return packing_of({t.task_id: t.component for t in self.tasks})
 
     def per_component(self) -> tuple[ComponentStats, ...]:
         by: dict[str, list[TaskSave]] = {}
@@ -412,8 +424,9 @@ class CheckpointCoordinator:
         return self._abort(f"task {task_id} could not save its state: {error}")
 
     def on_task_saved(self, checkpoint_id: int, task_id: int, size_bytes: int, duration_secs: float,
-                      now: float) -> list[CoordinatorAction]:
-        """A task saved its state for ``checkpoint_id`` (the storage write finished)."""
+                      now: float, *, stored: bool = True) -> list[CoordinatorAction]:
+        """A task saved its state for ``checkpoint_id`` (the storage write finished; ``stored``:
+        it wrote state, a stateless task saves nothing)."""
         flight = self._in_flight
         if task_id not in self._tasks:
             return [Ignored(f"task {task_id} saved checkpoint {checkpoint_id}: not a task of the plan")]
@@ -421,7 +434,7 @@ class CheckpointCoordinator:
             current = "none" if flight is None else str(flight.checkpoint_id)
             return [Ignored(f"task {task_id} saved checkpoint {checkpoint_id}: not under way "
                             f"(state {self._state.value}, under way {current})")]
-        flight.saved[task_id] = TaskSave(task_id, self._tasks[task_id], size_bytes, duration_secs)
+        flight.saved[task_id] = TaskSave(task_id, self._tasks[task_id], size_bytes, duration_secs, stored)
         if len(flight.saved) < len(self._tasks):
             return []
         done = CompletedCheckpoint(checkpoint_id, flight.started_at, now,
@@ -560,9 +573,11 @@ class CheckpointCoordinator:
 
     # --- internals ---
     def _protected(self) -> tuple[int, ...]:
-        """Never collected: the kept targets and what the running tasks restored from (a
-        restore after a fallback may run on an older checkpoint than the kept ones)."""
-        return tuple(sorted({*self._completed, *(() if self._loaded is None else (self._loaded,))}))
+        """Never collected: the kept targets, what the running tasks restored from (a restore
+        after a fallback may run on an older checkpoint than the kept ones) and what a restore
+        under way is loading (a marker that lands meanwhile may push it out of the kept ones)."""
+        loading = None if self._restore is None else self._restore.checkpoint_id
+        return tuple(sorted({*self._completed, *(c for c in (self._loaded, loading) if c is not None)}))
 
     def _abort(self, reason: str) -> list[CoordinatorAction]:
         assert self._in_flight is not None

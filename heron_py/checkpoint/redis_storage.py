@@ -31,9 +31,8 @@ master or the Kafka spout cannot make is retried as an unreadable folder would b
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from heron_py.checkpoint.storage import (
@@ -42,6 +41,7 @@ from heron_py.checkpoint.storage import (
     CheckpointStorage,
     CorruptCheckpointError,
     IncompleteCheckpointError,
+    Marker,
     TransientCheckpointError,
     _binding,
     _check_id,
@@ -130,18 +130,46 @@ class RedisCheckpointStorage(CheckpointStorage):
             raise CheckpointError(f"checkpoint {checkpoint_id} of topology {topology!r}: already complete, "
                                   f"task {task_id} cannot save into it")
 
-    def mark_complete(self, topology: str, checkpoint_id: int) -> None:
-        _, state, marker = self._keys(topology, checkpoint_id)
+    def mark_complete(self, topology: str, checkpoint_id: int, stored: Iterable[int],
+                      packing: Mapping[str, Sequence[int]]) -> None:
+        ids, state, marker = self._keys(topology, checkpoint_id)
         what = f"checkpoint {checkpoint_id} of topology {topology!r}: cannot mark it complete"
-        fields = self._call(lambda: self.client.hkeys(state), what)
-        if not fields:
+        tasks = frozenset(stored)
+        have = {int(f) for f in self._call(lambda: self.client.hkeys(state), what) if f.isdigit()}
+        missing = sorted(tasks - have)
+        if missing:
             raise IncompleteCheckpointError(f"checkpoint {checkpoint_id} of topology {topology!r}: cannot mark "
-                                            f"complete, no task saved into {self.where} key {state}")
+                                            f"complete, task(s) {missing} reported saving state but "
+                                            f"{self.where} key {state} has none for them")
         # the marker lists the tasks, so a field that went missing later is an error, not "no state"
-        tasks = sorted(int(f) for f in fields if f.isdigit())
-        body = encode_frame(json.dumps({"tasks": tasks}).encode(), self._secret,
+        body = encode_frame(Marker(tasks, {c: tuple(t) for c, t in packing.items()}).encode(), self._secret,
                             _binding(topology, checkpoint_id, COMPLETE_MARKER))
-        self._durably(lambda pipe: pipe.set(marker, body), what)
+
+        def write(pipe: Any) -> None:
+            pipe.sadd(ids, checkpoint_id)  # a checkpoint of stateless tasks only: listed by its marker
+            pipe.set(marker, body)
+
+        self._durably(write, what)
+
+    def marker(self, topology: str, checkpoint_id: int) -> Marker:
+        _, _, marker = self._keys(topology, checkpoint_id)
+        what = f"checkpoint {checkpoint_id} of topology {topology!r}: its complete marker"
+        try:
+            raw = self._call(lambda: self.client.get(marker), what)
+        except RedisCheckpointError as e:
+            if "WRONGTYPE" in str(e):  # someone wrote another type at our key
+                raise CorruptCheckpointError(f"{what}: {self.where} key {marker}: expected a string, found "
+                                             f"another type") from None
+            # read before every load: a server down is a blip the master retries, as for load
+            raise TransientCheckpointError(str(e)) from None
+        if raw is None:
+            raise IncompleteCheckpointError(f"checkpoint {checkpoint_id} of topology {topology!r}: not complete "
+                                            f"(no key {marker} in {self.where}); only complete checkpoints are "
+                                            f"loaded")
+        if not isinstance(raw, bytes):
+            raise CorruptCheckpointError(f"checkpoint file {self.where} key {marker}: expected a string, found "
+                                         f"{type(raw).__name__}")
+        return self._decode_marker(topology, checkpoint_id, marker, raw)
 
     def load(self, topology: str, checkpoint_id: int, task_id: int) -> bytes | None:
         _, state, marker = self._keys(topology, checkpoint_id)
@@ -167,7 +195,7 @@ class RedisCheckpointStorage(CheckpointStorage):
             raise IncompleteCheckpointError(f"checkpoint {checkpoint_id} of topology {topology!r}: not complete "
                                             f"(no key {marker} in {self.where}); only complete checkpoints are "
                                             f"loaded")
-        if task_id not in self._marked_tasks(topology, checkpoint_id, marker, raw_marker):
+        if task_id not in self._decode_marker(topology, checkpoint_id, marker, raw_marker).tasks:
             return None
         where = f"{self.where} key {state} field {task_id}"
         if raw is None:
@@ -227,14 +255,10 @@ class RedisCheckpointStorage(CheckpointStorage):
                    f"topology {topology!r}: cannot delete its checkpoints")
 
     # --- helpers ---
-    def _marked_tasks(self, topology: str, checkpoint_id: int, marker: str, raw: bytes) -> set[int]:
+    def _decode_marker(self, topology: str, checkpoint_id: int, marker: str, raw: bytes) -> Marker:
         where = f"{self.where} key {marker}"
         body = decode_frame(raw, where, self._secret, _binding(topology, checkpoint_id, COMPLETE_MARKER))
-        try:
-            return {int(t) for t in json.loads(body)["tasks"]}
-        except (ValueError, KeyError, TypeError):
-            raise CorruptCheckpointError(f"checkpoint file {where}: expected {{\"tasks\": [ids]}}, "
-                                         f"found {body[:80]!r}") from None
+        return Marker.decode(body, where)
 
     def _durably(self, write: Callable[[Any], None], what: str) -> Any:
         """``write``'s command in a pipeline (one connection) followed, where the server has it, by

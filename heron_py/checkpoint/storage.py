@@ -30,8 +30,10 @@ import tempfile
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from heron_py.checkpoint.failures import is_transient_errno
 from heron_py.common.atomic import atomic_write_bytes, fsync_dir
@@ -61,6 +63,7 @@ TMP_PREFIX = ".tmp-"
 _OTHERS_WRITE = 0o022
 # the folders this store makes: the owner's to write, anyone's to read (as a umask of 022 makes them)
 _FOLDER_MODE = 0o755
+T = TypeVar("T")
 DEFAULT_KEEP_LAST = 2
 
 
@@ -82,6 +85,59 @@ class TransientCheckpointError(CheckpointError):
     same checkpoint instead of dropping it (heron_py/checkpoint/failures.py)."""
 
 
+@dataclass(frozen=True)
+class Marker:
+    """What a complete checkpoint's ``_COMPLETE`` marker says: the tasks that stored state in it
+    (those that reported a save with state, as the master counted them, not whatever files are
+    in the folder: a stray file of an old run is never loaded, a missing one is an error) and
+    the packing it was taken under (component → its task ids), so that a restore onto another
+    packing is refused instead of giving each task another task's state. ``packing`` is None in
+    markers written before it was recorded."""
+
+    tasks: frozenset[int]
+    packing: Mapping[str, tuple[int, ...]] | None
+
+    def encode(self) -> bytes:
+        body: dict[str, object] = {"tasks": sorted(self.tasks)}
+        if self.packing is not None:
+            body["packing"] = {c: list(t) for c, t in sorted(self.packing.items())}
+        return json.dumps(body).encode()
+
+    @staticmethod
+    def decode(body: bytes, where: str) -> Marker:
+        try:
+            raw = json.loads(body)
+            tasks = frozenset(int(t) for t in raw["tasks"])
+            packing = raw.get("packing")
+            if packing is not None:
+                packing = {str(c): tuple(int(t) for t in ids) for c, ids in packing.items()}
+            return Marker(tasks, packing)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise CorruptCheckpointError(f"checkpoint file {where}: expected {{\"tasks\": [ids], \"packing\": "
+                                         f"{{component: [ids]}}}}, found {body[:80]!r}") from None
+
+    def packing_mismatch(self, checkpoint_id: int, component: str, tasks: Sequence[int]) -> str | None:
+        """Why a task of ``component``, which now runs on ``tasks``, cannot restore this
+        checkpoint; None when it can (same tasks, or a marker without the packing)."""
+        if self.packing is None:
+            return None
+        then = self.packing.get(component)
+        now = tuple(sorted(tasks))
+        if then is None or tuple(sorted(then)) == now:
+            return None  # a component the checkpoint did not have starts empty, as in a clean start
+        return (f"checkpoint {checkpoint_id} was taken with component {component!r} on tasks {list(then)}, "
+                f"which now runs on tasks {list(now)}: its state cannot be restored task by task; restore a "
+                f"checkpoint taken with this packing, or start clean (heron-py restore NAME --clean)")
+
+
+def packing_of(components: Mapping[int, str]) -> dict[str, tuple[int, ...]]:
+    """Component → its task ids, from task id → component."""
+    out: dict[str, list[int]] = {}
+    for task, comp in sorted(components.items()):
+        out.setdefault(comp, []).append(task)
+    return {c: tuple(t) for c, t in out.items()}
+
+
 class CheckpointStorage(ABC):
     """Checkpoint ids are ints > 0 (see ``coordinator``); task ids are ints >= 0."""
 
@@ -90,8 +146,16 @@ class CheckpointStorage(ABC):
         """Store one task's state; durable when this returns."""
 
     @abstractmethod
-    def mark_complete(self, topology: str, checkpoint_id: int) -> None:
-        """Every task saved (the master said so): make the checkpoint loadable."""
+    def mark_complete(self, topology: str, checkpoint_id: int, stored: Iterable[int],
+                      packing: Mapping[str, Sequence[int]]) -> None:
+        """Every task saved (the master said so): make the checkpoint loadable. ``stored``: the
+        tasks that reported saving state (each must have it here, or this raises
+        IncompleteCheckpointError); ``packing``: component → task ids of the plan it was taken
+        under."""
+
+    @abstractmethod
+    def marker(self, topology: str, checkpoint_id: int) -> Marker:
+        """The marker of a complete checkpoint; IncompleteCheckpointError when it has none."""
 
     @abstractmethod
     def load(self, topology: str, checkpoint_id: int, task_id: int) -> bytes | None:
@@ -223,34 +287,46 @@ class LocalFsStorage(CheckpointStorage):
         atomic_write(folder / str(task_id), encode_frame(data, self._secret,
                                                          _binding(topology, checkpoint_id, str(task_id))))
 
-    def mark_complete(self, topology: str, checkpoint_id: int) -> None:
+    def mark_complete(self, topology: str, checkpoint_id: int, stored: Iterable[int],
+                      packing: Mapping[str, Sequence[int]]) -> None:
         folder = self._checkpoint_dir(topology, checkpoint_id)
-        if not folder.is_dir():
+        tasks = frozenset(stored)
+        missing = sorted(t for t in tasks if not (folder / str(t)).is_file())
+        if missing:
             raise IncompleteCheckpointError(f"checkpoint {checkpoint_id} of topology {topology!r}: cannot mark "
-                                            f"complete, no task saved into {folder}")
-        # the marker lists the task files, so a file that went missing later is an error, not "no state"
-        tasks = sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
-        atomic_write(folder / COMPLETE_MARKER, encode_frame(json.dumps({"tasks": tasks}).encode(), self._secret,
+                                            f"complete, task(s) {missing} reported saving state but {folder} has "
+                                            f"none for them")
+        self._make_dirs(folder)  # a checkpoint of stateless tasks only has a folder for its marker
+        # the marker lists the tasks, so a file that went missing later is an error, not "no state"
+        marker = Marker(tasks, {c: tuple(t) for c, t in packing.items()})
+        atomic_write(folder / COMPLETE_MARKER, encode_frame(marker.encode(), self._secret,
                                                             _binding(topology, checkpoint_id, COMPLETE_MARKER)))
 
     def load(self, topology: str, checkpoint_id: int, task_id: int) -> bytes | None:
+        return self._retrying(lambda: self._load_once(topology, checkpoint_id, task_id),
+                              f"checkpoint {checkpoint_id} of topology {topology!r}", f"task {task_id}'s state")
+
+    def marker(self, topology: str, checkpoint_id: int) -> Marker:
+        return self._retrying(lambda: self._marker_once(topology, checkpoint_id),
+                              f"checkpoint {checkpoint_id} of topology {topology!r}", "its complete marker")
+
+    def _retrying(self, read: Callable[[], T], where: str, what: str) -> T:
+        """``read``, retried ``retries`` times on a transient error; then TransientCheckpointError."""
         attempt = 0
         while True:
             try:
-                return self._load_once(topology, checkpoint_id, task_id)
+                return read()
             except TransientCheckpointError:
                 if attempt >= self._retries:
                     raise
             except MemoryError:
                 if attempt >= self._retries:
-                    raise TransientCheckpointError(f"checkpoint {checkpoint_id} of topology {topology!r}: out "
-                                                   f"of memory reading task {task_id}'s state") from None
+                    raise TransientCheckpointError(f"{where}: out of memory reading {what}") from None
             except OSError as e:
                 if not is_transient_errno(e.errno):
                     raise
                 if attempt >= self._retries:
-                    raise TransientCheckpointError(f"checkpoint {checkpoint_id} of topology {topology!r}: task "
-                                                   f"{task_id}'s state: {errno.errorcode.get(e.errno or 0, '?')} "
+                    raise TransientCheckpointError(f"{where}: {what}: {errno.errorcode.get(e.errno or 0, '?')} "
                                                    f"{e.strerror} ({e.filename})") from None
             attempt += 1
             self._sleep(self._retry_delay_s * attempt)
@@ -258,7 +334,7 @@ class LocalFsStorage(CheckpointStorage):
     def _load_once(self, topology: str, checkpoint_id: int, task_id: int) -> bytes | None:
         folder = self._checkpoint_dir(topology, checkpoint_id)
         _check_id("task id", task_id, 0)
-        if task_id not in self._marked_tasks(topology, checkpoint_id, folder):
+        if task_id not in self._marker_once(topology, checkpoint_id).tasks:
             return None
         path = folder / str(task_id)
         try:
@@ -311,7 +387,8 @@ class LocalFsStorage(CheckpointStorage):
         fsync_dir(path.parent)
         shutil.rmtree(grave)
 
-    def _marked_tasks(self, topology: str, checkpoint_id: int, folder: Path) -> set[int]:
+    def _marker_once(self, topology: str, checkpoint_id: int) -> Marker:
+        folder = self._checkpoint_dir(topology, checkpoint_id)
         marker = folder / COMPLETE_MARKER
         try:
             raw = marker.read_bytes()
@@ -320,12 +397,7 @@ class LocalFsStorage(CheckpointStorage):
                                             f"(no {COMPLETE_MARKER} in {folder}); only complete checkpoints "
                                             f"are loaded") from None
         body = decode_frame(raw, str(marker), self._secret, _binding(topology, checkpoint_id, COMPLETE_MARKER))
-        try:
-            tasks = json.loads(body)["tasks"]
-            return {int(t) for t in tasks}
-        except (ValueError, KeyError, TypeError):
-            raise CorruptCheckpointError(f"checkpoint file {marker}: expected {{\"tasks\": [ids]}}, "
-                                         f"found {body[:80]!r}") from None
+        return Marker.decode(body, str(marker))
 
     def _make_dirs(self, folder: Path) -> None:
         # new folders' entries must be durable too, or a crash can lose a whole checkpoint folder
@@ -362,8 +434,7 @@ def marker_verifies(raw: bytes, where: str, secret: bytes, topology: str, checkp
     """Whether a complete marker's bytes are signed under ``secret`` for this checkpoint. A
     store that holds the key lists a checkpoint as complete only then: whoever may write the
     storage (and not the key) could otherwise declare a checkpoint complete, and a reader of
-    ``completed_ids`` (the master choosing what to restore, the Kafka spout committing offsets)
-    would act on it."""
+    ``completed_ids`` (the master choosing what to restore) would act on it."""
     try:
         decode_frame(raw, where, secret, _binding(topology, checkpoint_id, COMPLETE_MARKER))
     except CorruptCheckpointError:

@@ -36,7 +36,7 @@ from heron_py.checkpoint.alignment import (
     Save,
     SpoutCheckpoint,
 )
-from heron_py.checkpoint.storage import CheckpointStorage
+from heron_py.checkpoint.storage import CheckpointError, CheckpointStorage
 from heron_py.common.framing import BATCH_HEADER, HEADER_SIZE, MsgType, decode_marker, encode_frame, encode_marker
 from heron_py.planner.model import PhysicalPlan
 from heron_py.runtime.host import BoltHost, ComponentHost
@@ -53,6 +53,10 @@ def upstream_tasks(plan: PhysicalPlan, component: str) -> list[int]:
     """Every task of every component this one takes input from: a bolt's input channels."""
     sources = {i.component for i in plan.topology.component(component).inputs}
     return sorted(t.task_id for t in plan.packing.tasks if t.component in sources)
+
+
+def component_tasks(plan: PhysicalPlan, component: str) -> list[int]:
+    return sorted(t.task_id for t in plan.packing.tasks if t.component == component)
 
 
 def downstream_tasks(plan: PhysicalPlan, component: str) -> list[int]:
@@ -243,7 +247,7 @@ class StatefulTask:
                         took * 1000)
         self._send([encode_frame(MsgType.CHECKPOINT_SAVED, pb.CheckpointSaved(
             checkpoint_id=checkpoint_id, task_id=self.task_id, size_bytes=size,
-            duration_secs=took).SerializeToString())])
+            duration_secs=took, stored=self.stateful).SerializeToString())])
 
     def _forward(self, checkpoint_id: int) -> None:
         self.host.flush()  # the tuples emitted before the snapshot go ahead of the markers
@@ -253,6 +257,11 @@ class StatefulTask:
     def _load(self, checkpoint_id: int) -> State:
         if checkpoint_id == 0 or not self.stateful:
             return HashMapState()
+        marker = self._storage.marker(self._topology, checkpoint_id)
+        mismatch = marker.packing_mismatch(checkpoint_id, self.host.component,
+                                           component_tasks(self.host.plan, self.host.component))
+        if mismatch is not None:
+            raise CheckpointError(mismatch)
         data = self._storage.load(self._topology, checkpoint_id, self.task_id)
         return HashMapState() if data is None else self._codec.loads(data)
 

@@ -22,12 +22,18 @@ import collections
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from heron_py.checkpoint.storage import DEFAULT_KEEP_LAST, CheckpointStorage, IncompleteCheckpointError
+from heron_py.checkpoint.storage import (
+    DEFAULT_KEEP_LAST,
+    CheckpointStorage,
+    IncompleteCheckpointError,
+    Marker,
+    packing_of,
+)
 from heron_py.common.config import ReliabilityConfig, StatefulConfig, effectively_once
 from heron_py.common.framing import MsgType, batch_dest, frame_type
 from heron_py.common.wire import decode_as
@@ -76,18 +82,30 @@ class MemoryStorage(CheckpointStorage):
 
     def __init__(self) -> None:
         self._data: dict[tuple[str, int], dict[int, bytes]] = {}
-        self._complete: set[tuple[str, int]] = set()
+        self._complete: dict[tuple[str, int], Marker] = {}
 
     def save(self, topology: str, checkpoint_id: int, task_id: int, data: bytes) -> None:
         self._data.setdefault((topology, checkpoint_id), {})[task_id] = data
 
-    def mark_complete(self, topology: str, checkpoint_id: int) -> None:
-        self._data.setdefault((topology, checkpoint_id), {})
-        self._complete.add((topology, checkpoint_id))
+    def mark_complete(self, topology: str, checkpoint_id: int, stored: Iterable[int],
+                      packing: Mapping[str, Sequence[int]]) -> None:
+        saved = self._data.setdefault((topology, checkpoint_id), {})
+        tasks = frozenset(stored)
+        missing = sorted(tasks - set(saved))
+        if missing:
+            raise IncompleteCheckpointError(f"checkpoint {checkpoint_id} of '{topology}': cannot mark complete, "
+                                            f"task(s) {missing} reported saving state but have none")
+        self._complete[(topology, checkpoint_id)] = Marker(tasks, {c: tuple(t) for c, t in packing.items()})
+
+    def marker(self, topology: str, checkpoint_id: int) -> Marker:
+        marker = self._complete.get((topology, checkpoint_id))
+        if marker is None:
+            raise IncompleteCheckpointError(f"checkpoint {checkpoint_id} of '{topology}' is not complete")
+        return marker
 
     def load(self, topology: str, checkpoint_id: int, task_id: int) -> bytes | None:
-        if (topology, checkpoint_id) not in self._complete:
-            raise IncompleteCheckpointError(f"checkpoint {checkpoint_id} of '{topology}' is not complete")
+        if task_id not in self.marker(topology, checkpoint_id).tasks:
+            return None
         return self._data[(topology, checkpoint_id)].get(task_id)
 
     def completed_ids(self, topology: str) -> list[int]:
@@ -102,12 +120,12 @@ class MemoryStorage(CheckpointStorage):
     def remove(self, topology: str, checkpoint_ids: list[int]) -> None:
         for c in checkpoint_ids:
             self._data.pop((topology, c), None)
-            self._complete.discard((topology, c))
+            self._complete.pop((topology, c), None)
 
     def delete_topology(self, topology: str) -> None:
         for key in [k for k in self._data if k[0] == topology]:
             del self._data[key]
-            self._complete.discard(key)
+            self._complete.pop(key, None)
 
 
 @dataclass(frozen=True)
@@ -228,7 +246,7 @@ class Harness:
         self._fails: list[_FailRule] = []
         self._restore_id = 0
         self._next_ckpt_id = 1
-        self._saved: dict[int, set[int]] = {}  # checkpoint id -> tasks that saved
+        self._saved: dict[int, dict[int, bool]] = {}  # checkpoint id -> tasks that saved -> whether with state
         self._next_ckpt_at = self._clock() + self._ckpt.interval_s
         self._started = False
         self.tasks: dict[int, _Task] = {}
@@ -626,7 +644,7 @@ class Harness:
     def _start_checkpoint(self) -> int:
         cid = self._next_ckpt_id
         self._next_ckpt_id += 1
-        self._saved[cid] = set()
+        self._saved[cid] = {}
         for task in self.tasks.values():
             if task.rt is not None and task.host.is_spout:
                 task.rt.start_checkpoint(cid)
@@ -637,12 +655,13 @@ class Harness:
         saved = self._saved.get(msg.checkpoint_id)
         if saved is None or msg.failed:
             return  # a checkpoint of a run rolled back, or one that failed: never complete
-        saved.add(msg.task_id)
+        saved[msg.task_id] = msg.stored
         if len(saved) == len(self.tasks):
-            self._storage.mark_complete(self.topology.name, msg.checkpoint_id)
+            self._storage.mark_complete(self.topology.name, msg.checkpoint_id, [t for t, s in saved.items() if s],
+                                        packing_of({t: task.host.component for t, task in self.tasks.items()}))
             self.result.checkpoints.append(msg.checkpoint_id)
             del self._saved[msg.checkpoint_id]
-            for task in self.tasks.values():  # as the master's CheckpointCommitted: sinks commit
+            for task in self.tasks.values():  # as the master's CheckpointCommitted: sinks and spouts commit
                 if task.rt is not None:
                     task.rt.checkpoint_committed(msg.checkpoint_id)
 

@@ -285,3 +285,29 @@ def test_after_the_operator_rolls_back_the_status_shows_no_figures_of_a_newer_ch
     s = c.status()
     assert s.last_completed_id == 3
     assert (s.last_completed_at, s.last_duration_secs, s.last_size_bytes, s.components) == (None, None, None, ())
+
+
+def test_with_one_kept_gc_never_removes_the_checkpoint_a_restore_is_loading() -> None:
+    """keep=1: a loss starts a restore of checkpoint A while B is committing; B's marker lands
+    during the restore and pushes A out of the kept one, but the tasks are loading A: gc keeps it."""
+    c = running(keep_completed=1)
+    a = checkpoint(c, 10)
+    save(c, a, 10.5)
+    c.on_marked(a, 10.5)
+    b = checkpoint(c, 20)
+    save(c, b, 20.5)  # committing: every task saved, B's marker not durable yet
+    (restore,) = [x for x in c.on_failure(21, "a stream manager lost in-flight data") if isinstance(x, StartRestore)]
+    assert restore.checkpoint_id == a
+    out = c.on_marked(b, 21.5)
+    # B is a consistent snapshot (the kept one now), and A, being loaded, is protected from gc
+    assert out == [CheckpointCommitted(b, (a, b))]
+
+
+def test_a_completed_checkpoint_names_the_tasks_that_stored_state_and_its_packing() -> None:
+    c = running()
+    cid = checkpoint(c, 10)
+    c.on_task_saved(cid, 1, 0, 0.1, 10.2, stored=False)  # a stateless spout saves nothing
+    (complete,) = c.on_task_saved(cid, 2, 30, 0.2, 10.4, stored=True)
+    assert isinstance(complete, CheckpointComplete)
+    assert complete.checkpoint.stored == (2,)
+    assert complete.checkpoint.packing == {"spout": (1,), "bolt": (2,)}

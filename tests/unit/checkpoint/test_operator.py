@@ -18,6 +18,7 @@ from heron_py.common.framing import MsgType
 from heron_py.planner.model import TopologyState
 from heron_py.state import StateManager
 from proto import heron_py_pb2 as pb
+from tests.support import mark_saved
 from tests.unit.topology_master.test_checkpoints import TOPOLOGY, Harness, save_files
 from topology_master.admin import AdminCommands
 
@@ -79,7 +80,7 @@ async def test_a_topology_waiting_for_the_operator_restores_what_the_operator_na
     storage = LocalFsStorage(tmp_path)
     for cid in (5, 6):
         save_files(storage, cid)
-        storage.mark_complete(TOPOLOGY, cid)
+        mark_saved(storage, TOPOLOGY, cid)
     h = Harness(storage, epoch=2)
     await h.start()
     admin = AdminCommands(Master(h), pid=1)

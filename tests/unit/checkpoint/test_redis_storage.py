@@ -28,6 +28,7 @@ from heron_py.checkpoint.storage import (
     CorruptCheckpointError,
     IncompleteCheckpointError,
     LocalFsStorage,
+    Marker,
     TransientCheckpointError,
 )
 from heron_py.cli.config_check import key_warnings
@@ -73,7 +74,7 @@ def store(server: RedisServer) -> Iterator[RedisCheckpointStorage]:
 def complete(s: RedisCheckpointStorage, cid: int, tasks: dict[int, bytes], topology: str = "wc") -> None:
     for t, data in tasks.items():
         s.save(topology, cid, t, data)
-    s.mark_complete(topology, cid)
+    s.mark_complete(topology, cid, tasks, {"c": tuple(tasks)})
 
 
 def _dead_url() -> str:
@@ -106,9 +107,9 @@ def test_incomplete_checkpoints_are_never_loaded(store: RedisCheckpointStorage, 
     assert str(e.value) == (f"checkpoint 4 of topology 'wc': not complete (no key heron-py:ckpt:{{wc}}:4:complete "
                             f"in {server.url}); only complete checkpoints are loaded")
     with pytest.raises(IncompleteCheckpointError) as e:
-        store.mark_complete("wc", 5)
-    assert str(e.value) == (f"checkpoint 5 of topology 'wc': cannot mark complete, no task saved into "
-                            f"{server.url} key heron-py:ckpt:{{wc}}:5:state")
+        store.mark_complete("wc", 5, [0, 3], {})
+    assert str(e.value) == (f"checkpoint 5 of topology 'wc': cannot mark complete, task(s) [0, 3] reported "
+                            f"saving state but {server.url} key heron-py:ckpt:{{wc}}:5:state has none for them")
     assert store.completed_ids("wc") == [] and store.checkpoint_ids("wc") == [4]
 
 
@@ -263,7 +264,7 @@ def test_server_down_load_is_transient_after_quick_retries_and_save_fails_the_ch
         s.completed_ids("wc")
     assert str(e3.value) == Ours(f"topology 'wc': cannot list its checkpoints: redis server {url}: ", refused)
     with pytest.raises(RedisCheckpointError, match="cannot mark it complete"):
-        s.mark_complete("wc", 1)
+        s.mark_complete("wc", 1, [0], {})
 
 
 def test_wrong_password_is_one_line_without_the_password(tmp_path: Path) -> None:
@@ -449,3 +450,14 @@ def test_the_factory_and_the_kube_rule_follow_the_storage(tmp_path: Path) -> Non
     assert checkpoint_root_problem("wc", {**EO, "topology.state.provider": STORM_REDIS_PROVIDER}) is None
     assert checkpoint_root_problem("wc", EO) is not None
     assert not (tmp_path / "checkpoints").exists()  # opening a store writes nothing
+
+
+def test_the_marker_lists_the_tasks_the_master_counted_not_the_hash_fields(store: RedisCheckpointStorage) -> None:
+    store.save("wc", 4, 1, b"state of task 1")
+    store.save("wc", 4, 9, b"a stray field")
+    store.mark_complete("wc", 4, [1], {"count": (1,), "sink": (2, 3)})
+    assert store.load("wc", 4, 1) == b"state of task 1"
+    assert store.load("wc", 4, 9) is None
+    assert store.marker("wc", 4) == Marker(frozenset({1}), {"count": (1,), "sink": (2, 3)})
+    store.mark_complete("wc", 5, [], {"sink": (2, 3)})  # stateless tasks only: listed by its marker
+    assert store.completed_ids("wc") == [4, 5] and store.load("wc", 5, 2) is None

@@ -10,6 +10,7 @@ import shutil
 import pytest
 
 from heron_py.checkpoint.storage import CheckpointError, CorruptCheckpointError, LocalFsStorage
+from tests.support import mark_saved
 
 SECRET = b"k" * 32
 
@@ -18,7 +19,7 @@ def _saved(tmp_path) -> LocalFsStorage:
     s = LocalFsStorage(tmp_path, secret=SECRET)
     s.save("wc", 1, 0, b"state of task 0")
     s.save("wc", 1, 1, b"state of task 1")
-    s.mark_complete("wc", 1)
+    mark_saved(s, "wc", 1)
     return s
 
 
@@ -38,7 +39,7 @@ def test_a_file_moved_from_another_task_or_signed_with_another_secret_is_refused
                             f"changed or moved from elsewhere after it was saved); refusing to load it")
     other = LocalFsStorage(tmp_path / "x", secret=b"o" * 32)
     other.save("wc", 1, 0, b"forged")
-    other.mark_complete("wc", 1)
+    mark_saved(other, "wc", 1)
     shutil.copy(tmp_path / "x" / "wc" / "1" / "0", path)
     with pytest.raises(CorruptCheckpointError, match="its MAC does not match the topology secret"):
         s.load("wc", 1, 0)
@@ -46,7 +47,7 @@ def test_a_file_moved_from_another_task_or_signed_with_another_secret_is_refused
 
 def test_an_unsigned_file_is_refused_where_a_secret_is_held(tmp_path) -> None:
     LocalFsStorage(tmp_path).save("wc", 1, 0, b"unsigned")
-    LocalFsStorage(tmp_path).mark_complete("wc", 1)
+    LocalFsStorage(tmp_path).mark_complete("wc", 1, [0], {})
     with pytest.raises(CorruptCheckpointError, match=r"bad header: expected magic b'HPCK' version 2 \(signed under "
                                                      r"the topology secret\), found magic b'HPCK' version 1"):
         LocalFsStorage(tmp_path, secret=SECRET).load("wc", 1, 0)

@@ -16,6 +16,7 @@ from heron_py.checkpoint.storage import (
     CorruptCheckpointError,
     IncompleteCheckpointError,
     LocalFsStorage,
+    Marker,
     SharedDirStorage,
     TransientCheckpointError,
     encode_frame,
@@ -25,7 +26,7 @@ from heron_py.checkpoint.storage import (
 def complete(s: LocalFsStorage, cid: int, tasks: dict[int, bytes]) -> None:
     for t, data in tasks.items():
         s.save("wc", cid, t, data)
-    s.mark_complete("wc", cid)
+    s.mark_complete("wc", cid, tasks, {"c": tuple(tasks)})
 
 
 def test_save_mark_load_roundtrip_and_layout(tmp_path: Path) -> None:
@@ -47,8 +48,10 @@ def test_incomplete_checkpoints_are_never_loaded(tmp_path: Path) -> None:
         s.load("wc", 4, 0)
     assert str(e.value) == (f"checkpoint 4 of topology 'wc': not complete (no _COMPLETE in {tmp_path}/wc/4); "
                             "only complete checkpoints are loaded")
-    with pytest.raises(IncompleteCheckpointError, match="no task saved into"):
-        s.mark_complete("wc", 5)
+    with pytest.raises(IncompleteCheckpointError) as e:
+        s.mark_complete("wc", 5, [0, 3], {})
+    assert str(e.value) == (f"checkpoint 5 of topology 'wc': cannot mark complete, task(s) [0, 3] reported "
+                            f"saving state but {tmp_path}/wc/5 has none for them")
     assert s.completed_ids("wc") == [] and s.checkpoint_ids("wc") == [4]
 
 
@@ -58,11 +61,11 @@ def test_atomic_write_survives_a_crash_that_left_a_temp_file(tmp_path: Path) -> 
     folder = tmp_path / "wc" / "2"
     # a crash mid-write of v2: the temp file holds part of it, the rename never happened
     (folder / ".tmp-7.crashed").write_bytes(encode_frame(b"v2 that never finished")[:20])
-    s.mark_complete("wc", 2)
+    s.mark_complete("wc", 2, [7], {})
     assert s.load("wc", 2, 7) == b"v1"
     assert s.checkpoint_ids("wc") == [2] and s.completed_ids("wc") == [2]
     s.save("wc", 3, 7, b"v3")  # the store keeps working
-    s.mark_complete("wc", 3)
+    s.mark_complete("wc", 3, [7], {})
     assert s.load("wc", 3, 7) == b"v3"
     # and a temp folder left by a crash in the middle of a gc is not taken for a checkpoint
     (tmp_path / "wc" / ".tmp-gone-1-abc").mkdir()
@@ -134,7 +137,9 @@ def test_missing_task_file_or_corrupt_marker_is_an_error_not_empty_state(tmp_pat
         s.load("wc", 1, 1)
     assert str(e.value) == f"checkpoint file {tmp_path}/wc/1/1: missing, but the complete marker lists task 1"
     (tmp_path / "wc" / "1" / "_COMPLETE").write_bytes(encode_frame(b"[1, 2]"))
-    with pytest.raises(CorruptCheckpointError, match=r"_COMPLETE: expected \{\"tasks\": \[ids\]\}, found b'\[1, 2\]'"):
+    with pytest.raises(CorruptCheckpointError,
+                       match=r"_COMPLETE: expected \{\"tasks\": \[ids\], \"packing\": \{component: \[ids\]\}\}, "
+                             r"found b'\[1, 2\]'"):
         s.load("wc", 1, 0)
 
 
@@ -143,10 +148,10 @@ def test_a_checkpoint_removed_by_gc_while_it_is_read_is_not_called_corrupt(tmp_p
     the marker is read, then gc renames the checkpoint away, then the task's file is missing."""
 
     class GcBetween(LocalFsStorage):
-        def _marked_tasks(self, topology: str, checkpoint_id: int, folder: Path) -> set[int]:
-            tasks = super()._marked_tasks(topology, checkpoint_id, folder)
+        def _marker_once(self, topology: str, checkpoint_id: int) -> Marker:
+            marker = super()._marker_once(topology, checkpoint_id)
             assert self.gc(topology, keep_last=2) == [1]
-            return tasks
+            return marker
 
     s = GcBetween(tmp_path, retries=0)
     for cid in (1, 2, 3):
@@ -262,3 +267,25 @@ def test_gc_never_deletes_the_checkpoint_the_tasks_loaded(tmp_path: Path) -> Non
     assert s.gc("wc", keep_last=2, protect=[1]) == [2]
     assert s.completed_ids("wc") == [1, 3, 4]
     assert s.gc("wc", keep_last=2) == [1]
+
+
+def test_the_marker_lists_the_tasks_the_master_counted_not_the_files_in_the_folder(tmp_path: Path) -> None:
+    """A file no task reported (left by an earlier run's task, or put there) is never loaded; a
+    stateless task's absence is no state; the marker keeps the packing it was taken under."""
+    s = LocalFsStorage(tmp_path)
+    s.save("wc", 4, 1, b"state of task 1")
+    s.save("wc", 4, 9, b"a stray file")
+    s.mark_complete("wc", 4, [1], {"count": (1,), "sink": (2, 3)})
+    assert s.load("wc", 4, 1) == b"state of task 1"
+    assert s.load("wc", 4, 9) is None
+    assert s.marker("wc", 4) == Marker(frozenset({1}), {"count": (1,), "sink": (2, 3)})
+    # a checkpoint of stateless tasks only: a folder for its marker alone
+    s.mark_complete("wc", 5, [], {"sink": (2, 3)})
+    assert s.completed_ids("wc") == [4, 5] and s.load("wc", 5, 2) is None
+
+
+def test_a_marker_without_the_packing_is_read_and_restores_anywhere(tmp_path: Path) -> None:
+    marker = Marker.decode(b'{"tasks": [1, 2]}', "old")
+    assert marker == Marker(frozenset({1, 2}), None)
+    assert marker.packing_mismatch(3, "count", [7]) is None
+    assert Marker(frozenset(), {"count": (1,)}).packing_mismatch(3, "new", [5]) is None  # not in it: starts empty

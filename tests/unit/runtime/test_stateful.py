@@ -40,6 +40,7 @@ from heron_py.testing import Harness
 from proto import heron_py_pb2 as pb
 from stream_manager.checkpoints import CheckpointRelay
 from tests.fakes import FakeConn
+from tests.support import mark_saved
 
 LOG = logging.getLogger("test")
 
@@ -173,7 +174,7 @@ def test_spout_saves_then_sends_markers_behind_its_tuples_and_restores_its_posit
     spout.sent.clear()
     spout.rt.start_checkpoint(3)  # a duplicate start changes nothing
     assert spout.sent == []
-    storage.mark_complete("eo", 3)
+    mark_saved(storage, "eo", 3)
     for _ in range(4):
         spout.host.next_tuples(1)
     assert spout.host.user.pos == 9
@@ -205,12 +206,13 @@ def test_bolt_aligns_markers_saves_a_consistent_cut_and_rolls_back(storage):
     assert bolt.take(MsgType.CHECKPOINT_SAVED) == []
     bolt.rt.on_marker(encode_marker(me, s2, 5))
     [saved] = bolt.report(MsgType.CHECKPOINT_SAVED, pb.CheckpointSaved)
+    assert saved.stored  # stateful: the complete marker lists it
     assert (saved.checkpoint_id, saved.task_id) == (5, me) and saved.size_bytes > 0
     markers = bolt.take(MsgType.CKPT_MARKER)
     assert sorted(BATCH_HEADER.unpack_from(m, HEADER_SIZE)[0] for m in markers) == downstream_tasks(plan, "count")
     assert bolt.host.user.counts == Counter(a=2, c=1, b=3)  # the held batch, processed after the save
     assert bolt.host.user.saved_ids == ["5"]  # heronpy passes the id as a string
-    storage.mark_complete("eo", 5)
+    mark_saved(storage, "eo", 5)
     assert pickle.loads(storage.load("eo", 5, me)) == {"a": 2, "c": 1}
     bolt.host.flush()
     bolt.sent.clear()
@@ -232,9 +234,10 @@ def test_unstateful_bolt_reports_an_empty_save_and_a_corrupt_checkpoint_is_repor
     sink.rt.on_marker(encode_marker(sink.task_id, count, 2))
     [saved] = sink.report(MsgType.CHECKPOINT_SAVED, pb.CheckpointSaved)
     assert saved.size_bytes == 0 and sink.take(MsgType.CKPT_MARKER) == []  # no downstream
+    assert not saved.stored  # stateless: the complete marker will not list it
     bolt = _Task(plan, "count", storage)
     storage.save("eo", 9, bolt.task_id, b"not a pickle")
-    storage.mark_complete("eo", 9)
+    mark_saved(storage, "eo", 9)
     bolt.rt.restore(4, 9)
     [done] = bolt.report(MsgType.STATE_RESTORED, pb.StateRestored)
     assert not done.ok and done.error.startswith("UnpicklingError: ")
@@ -497,3 +500,26 @@ def test_harness_a_crash_before_any_checkpoint_completed_is_a_clean_start():
     assert all(h.component("letters", i).inits == 1 for i in range(2))
     positions = [h.component("letters", i).pos for i in range(2)]
     assert h.component("count").counts == _letters(_letters(Counter(), positions[0]), positions[1])
+
+
+def test_a_checkpoint_taken_under_another_packing_is_refused_with_one_line(storage):
+    """The state of task N is task N's only under the packing the checkpoint was taken with: on
+    another one (a component's parallelism changed), a restore would hand keys to the wrong
+    task, so the task refuses it (the master then falls back, then waits for the operator)."""
+    plan = _plan()
+    bolt = _Task(plan, "count", storage)
+    me = bolt.task_id
+    storage.save("eo", 7, me, pickle.dumps({"a": 1}))
+    storage.mark_complete("eo", 7, [me], {"count": (me, me + 10), "letters": (1, 2)})
+    bolt.rt.restore(1, 7)
+    [done] = bolt.report(MsgType.STATE_RESTORED, pb.StateRestored)
+    assert not done.ok
+    assert done.error == (f"CheckpointError: checkpoint 7 was taken with component 'count' on tasks [{me}, {me + 10}], "
+                          f"which now runs on tasks [{me}]: its state cannot be restored task by task; restore a "
+                          f"checkpoint taken with this packing, or start clean (heron-py restore NAME --clean)")
+    # the same packing restores (the other components' packing is theirs to check)
+    storage.save("eo", 8, me, pickle.dumps({"a": 1}))
+    storage.mark_complete("eo", 8, [me], {"count": (me,), "letters": (99,)})
+    bolt.rt.restore(2, 8)
+    [done] = bolt.report(MsgType.STATE_RESTORED, pb.StateRestored)
+    assert done.ok and bolt.host.user.counts == Counter(a=1)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from heron_py.checkpoint.storage import LocalFsStorage
+from tests.support import mark_saved
 from topology_master.checkpoint_io import SessionLost, StorageWorker, Superseded
 
 
@@ -17,7 +18,7 @@ def _storage(tmp_path: Path) -> LocalFsStorage:
     s = LocalFsStorage(tmp_path / "ckpt")
     for cid in (1, 2, 3):
         s.save("wc", cid, 0, b"x")
-        s.mark_complete("wc", cid)
+        mark_saved(s, "wc", cid)
     return s
 
 
@@ -27,7 +28,7 @@ def test_a_master_without_its_session_collects_nothing(tmp_path: Path) -> None:
     with pytest.raises(SessionLost):
         w.gc(1, ())
     with pytest.raises(SessionLost):
-        w.mark(4)
+        w.mark(4, (0,), {"c": (0,)})
     assert storage.completed_ids("wc") == [1, 2, 3]
     w.close()
 

@@ -13,17 +13,18 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from heron_py.checkpoint.coordinator import CoordinatorConfig
-from heron_py.checkpoint.storage import CheckpointStorage, LocalFsStorage
+from heron_py.checkpoint.storage import CheckpointStorage, LocalFsStorage, Marker
 from heron_py.common.framing import HEADER, MsgType
 from heron_py.common.wire import decode
 from proto import heron_py_pb2 as pb
+from tests.support import mark_saved
 from topology_master.checkpoints import CheckpointDriver
 
 TASKS = {1: "spout", 2: "bolt"}
@@ -67,10 +68,10 @@ class Harness:
         for t in TASKS:
             self.driver.on_report(pb.StateRestored(restore_id=restore_id, task_id=t, ok=ok, error=error))
 
-    def saved(self, checkpoint_id: int, tasks: tuple[int, ...] = tuple(TASKS)) -> None:
+    def saved(self, checkpoint_id: int, tasks: tuple[int, ...] = tuple(TASKS), stateless: tuple[int, ...] = ()) -> None:
         for t in tasks:
             self.driver.on_report(pb.CheckpointSaved(checkpoint_id=checkpoint_id, task_id=t, size_bytes=10,
-                                                    duration_secs=0.001))
+                                                    duration_secs=0.001, stored=t not in stateless))
 
     async def processing(self) -> int:
         """Answers the newest restore for every task; returns its wire id once processing starts."""
@@ -113,9 +114,10 @@ class ThreadRecordingStorage(LocalFsStorage):
         self._note("checkpoint_ids")
         return super().checkpoint_ids(topology)
 
-    def mark_complete(self, topology: str, checkpoint_id: int) -> None:
+    def mark_complete(self, topology: str, checkpoint_id: int, stored: Iterable[int],
+                      packing: Mapping[str, Sequence[int]]) -> None:
         self._note("mark_complete")
-        super().mark_complete(topology, checkpoint_id)
+        super().mark_complete(topology, checkpoint_id, stored, packing)
 
     def gc(self, topology: str, keep_last: int = 2, protect: Iterable[int] = ()) -> list[int]:
         self._note("gc")
@@ -147,6 +149,23 @@ async def test_checkpoint_io_runs_off_the_event_loop(tmp_path: Path) -> None:
     assert set(threads) == {"completed_ids", "checkpoint_ids", "mark_complete", "gc"}
     assert all(loop_thread not in ids for ids in threads.values()), threads
     assert storage.completed_ids(TOPOLOGY) == done[1:]
+
+
+async def test_the_marker_names_the_tasks_that_reported_state_and_the_packing(tmp_path: Path) -> None:
+    """The master writes what it counted: a stray file in the folder is not listed, a stateless
+    task is not listed, and the plan's packing is recorded for the restore's check."""
+    storage = LocalFsStorage(tmp_path)
+    h = Harness(storage, epoch=1)
+    await h.start()
+    await h.processing()
+    cid = await h.next_checkpoint()
+    storage.save(TOPOLOGY, cid, 2, b"state 2")
+    storage.save(TOPOLOGY, cid, 7, b"stray")  # no task 7 in the plan
+    h.saved(cid, stateless=(1,))
+    await until(lambda: h.driver.status()["last_completed_id"] == cid)
+    await h.stop()
+    assert storage.marker(TOPOLOGY, cid) == Marker(frozenset({2}), {"spout": (1,), "bolt": (2,)})
+    assert storage.load(TOPOLOGY, cid, 7) is None
 
 
 async def test_the_old_master_stops_completing_once_its_session_is_lost(tmp_path: Path) -> None:
@@ -268,7 +287,7 @@ async def test_waiting_for_the_operator_then_the_operator_restores(tmp_path: Pat
     storage = LocalFsStorage(tmp_path)
     for cid in (5, 6):
         save_files(storage, cid)
-        storage.mark_complete(TOPOLOGY, cid)
+        mark_saved(storage, TOPOLOGY, cid)
     (tmp_path / TOPOLOGY / "6" / "1").write_bytes(b"rot")  # corrupt
     (tmp_path / TOPOLOGY / "5" / "2").write_bytes(b"rot")
     seen: list[str] = []  # the execution state the page reads is written at each change

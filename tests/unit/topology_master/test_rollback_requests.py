@@ -20,6 +20,7 @@ from heron_py.checkpoint.storage import LocalFsStorage
 from heron_py.common.framing import MsgType
 from heron_py.common.wire import decode
 from proto import heron_py_pb2 as pb
+from tests.support import mark_saved
 from tests.unit.topology_master.test_checkpoints import TASKS, TOPOLOGY, Harness, save_files, until
 
 
@@ -137,7 +138,7 @@ async def test_the_discarded_checkpoint_leaves_the_storage(tmp_path: Path) -> No
     rid = await h.processing()
     cid = await h.next_checkpoint()
     save_files(storage, cid)
-    storage.mark_complete(TOPOLOGY, cid)  # the marker is durable, as if written before the loss was heard
+    mark_saved(storage, TOPOLOGY, cid)  # the marker is durable, as if written before the loss was heard
     assert cid in storage.completed_ids(TOPOLOGY)
     coord = h.driver.coordinator
     assert coord is not None

@@ -24,6 +24,7 @@ from heron_py.api.streamlet.runner import build_topology
 from heron_py.planner.model import GroupingKind
 from heron_py.testing import run_in_process
 from tests.fakes import Items
+from tests.support import mark_saved
 
 TEXT = ["the cat sat", "the dog sat on the cat", "a cat", "", "on and on"]
 WORDS = [w for line in TEXT for w in line.split()]
@@ -396,7 +397,7 @@ def test_a_combined_count_restored_from_a_checkpoint_continues_exactly(tmp_path,
     task.on_batch(_batch(me, src, [c("a", 2), c("b", 1)]))
     task.on_batch(_batch(me, src, [c("c", 4), c("a", 1)]))
     task.on_marker(encode_marker(me, src, 5))
-    storage.mark_complete("k", 5)
+    mark_saved(storage, "k", 5)
     saved = pickle.loads(storage.load("k", 5, me))
     assert saved[keyed.VALUES] == {"a": 3, "b": 1, "c": 4}
     task.on_batch(_batch(me, src, [c("a", 10), c("z", 1)]))  # after the checkpoint: rolled back below

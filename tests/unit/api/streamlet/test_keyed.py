@@ -31,6 +31,7 @@ from heron_py.runtime.host import HostOptions, make_host
 from heron_py.runtime.stateful import StatefulTask
 from heron_py.testing import run_in_process
 from tests.fakes import HostPipeline, Items
+from tests.support import mark_saved
 
 LOG = logging.getLogger("test")
 TEXT = ["the cat sat", "the dog sat on the cat", "a cat"]
@@ -257,7 +258,7 @@ def test_state_restored_from_a_checkpoint_continues_exactly(tmp_path, emit):
         host.tick()  # a and b emitted; then c changes before the checkpoint, unemitted
     task.on_batch(_batch(me, src, ["c"]))
     task.on_marker(encode_marker(me, src, 5))
-    storage.mark_complete("k", 5)
+    mark_saved(storage, "k", 5)
     saved = pickle.loads(storage.load("k", 5, me))
     assert saved[keyed.VALUES] == {"a": 2, "b": 1, "c": 1}
     assert saved.get(keyed.CHANGED, []) == (["c"] if emit == "tick" else [])

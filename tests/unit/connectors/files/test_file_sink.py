@@ -27,6 +27,7 @@ from heron_py.runtime.host import HostOptions, make_host
 from heron_py.runtime.stateful import StatefulTask
 from heron_py.testing import ManualClock
 from tests.foreign import Foreign, Ours
+from tests.support import mark_saved
 
 LOG = logging.getLogger("test")
 
@@ -86,7 +87,7 @@ def test_effectively_once_each_checkpoints_lines_once_through_a_restore(tmp_path
     old.start(1, 0)
     old.rt.on_batch(_frame(plan, ("a", 1), ("b", 2)))
     old.rt.on_marker(encode_marker(old.me, old.src, 5))
-    storage.mark_complete("fs", 5)
+    mark_saved(storage, "fs", 5)
     old.rt.on_batch(_frame(plan, ("c", 3)))  # after checkpoint 5: rolled back below
     assert _visible(out) == []  # nothing before the master's word
     new = Task(plan, storage)  # killed before the word: the relaunched task restores 5

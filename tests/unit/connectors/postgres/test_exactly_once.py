@@ -28,6 +28,7 @@ from heron_py.runtime.host import HostOptions, make_host
 from proto import heron_py_pb2 as pb
 from tests.connector_support import SinkTask
 from tests.postgres_server import PostgresServer, postgres_or_skip
+from tests.support import mark_saved
 
 
 class Words(Spout):
@@ -84,7 +85,7 @@ def test_a_kill_between_the_pre_commit_and_the_commit_writes_each_row_once(pg: P
     old.start(1, 0)
     old.words(("a", 1), ("b", 2), ("c", 3))
     old.barrier(5)  # saved: checkpoint 5 holds the staged batch
-    storage.mark_complete("eo", 5)  # the master completed it...
+    mark_saved(storage, "eo", 5)  # the master completed it...
     old.words(("d", 4))  # ...and the run went on past it
     assert _rows(pg, table) == []  # nothing leaves before the master's word
     # killed before the notification reached it: the relaunched task restores checkpoint 5

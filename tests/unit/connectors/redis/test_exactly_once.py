@@ -22,6 +22,7 @@ from heron_py.connectors.redis import RedisLookupBolt, RedisStoreBolt, RedisStre
 from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
 from heron_py.planner.packing import round_robin
 from tests.connector_support import SinkTask
+from tests.support import mark_saved
 
 
 class Words(Spout):
@@ -65,7 +66,7 @@ def test_counts_stay_exact_through_a_kill_between_the_save_and_the_word(server: 
     old.start(1, 0)
     old.words(("a", 1), ("b", 2), ("a", 3))
     old.barrier(5)
-    storage.mark_complete("eo", 5)
+    mark_saved(storage, "eo", 5)
     old.words(("a", 100))  # after checkpoint 5: rolled back
     assert r.hgetall("counts") == {}  # nothing before the master's word
     new = Task(plan, storage)
