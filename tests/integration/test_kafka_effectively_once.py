@@ -3,8 +3,9 @@ KafkaSpout task, a count task and a stream manager mid-run (one after the other,
 the topology restored from the previous one), and the final state is exact: the counts of
 the newest completed checkpoint whose spout positions reach the log end equal a plain Python
 count of the input. No acking, no de-duplication anywhere: a record replayed into the counts
-twice would show as a count too high. The group's committed offsets follow the completed
-checkpoints up to the log end."""
+twice would show as a count too high. The group's committed offsets follow the complete
+checkpoints up to the log end: the spouts commit them at the master's word that a checkpoint is
+complete, and at each restore (they never read the checkpoint storage)."""
 
 import os
 import pickle
@@ -140,7 +141,7 @@ def test_kafka_stateful_count_exact_through_three_kills(broker, heron_home):
         expected = Counter(w for i in range(N) for w in words(i).split())
         assert sum(counts.values()) == 2 * N, f"checkpoint {cid}: {sum(counts.values())} words, expected {2 * N}"
         assert counts == expected
-        # the group's commits follow completed checkpoints up to the log end
+        # the group's commits follow the master's words for complete checkpoints up to the log end
         wait_for(lambda: broker.committed("eo", "eo-words") == ends, 20, f"commits to reach {ends}")
         spout_logs = _logs(heron_home, run.name, "container-*/kafka-*.log")
         assert "restored positions eo-words-" in spout_logs

@@ -11,15 +11,22 @@ retry re-emits the kept record instead of seeking the consumer back (bounded by
 Effectively once (``topology.reliability.mode`` EFFECTIVELY_ONCE) the spout is a stateful
 component: each partition's position (the next offset to emit) goes into its state at every
 checkpoint (``pre_save``) and is sought after a restore (``init_state`` comes before
-``initialize``). The group's committed offsets follow completed checkpoints only: the positions
-saved for checkpoint N are committed once the checkpoint storage marks N complete, so a
-monitor sees lag, and nothing past a state that could still be rolled back is committed.
+``initialize``). The group's committed offsets follow complete checkpoints only, so a monitor
+sees lag and nothing past a state that could still be rolled back is committed. The spout does
+not read the checkpoint storage (the master's): it learns that checkpoint N is complete from the
+master's notification (``on_checkpoint_complete(N)``, as a committing sink does), then commits,
+asynchronously, the positions it saved for the newest checkpoint at or below N and forgets those
+up to N. A restore
+target is complete by definition, so a restore commits the restored positions once their
+partitions are assigned (the notification may have been lost, or the task killed before its
+commit). Those positions stay due until the broker confirms them: a failed commit is logged
+(throttled) and retried at the periodic commit, unless a newer complete checkpoint supersedes
+it first.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from collections import deque
@@ -84,10 +91,11 @@ def positions_from_state(value: Any) -> dict[TP, int]:
     return {(str(t), int(p)): int(o) for t, p, o in (value or [])}
 
 
-def newest_completed(saved: dict[int, dict[TP, int]], completed: set[int]) -> int | None:
-    """The newest checkpoint id among ``saved`` that ``completed`` holds (its positions are the
-    ones to commit), or None."""
-    done = [cid for cid in saved if cid in completed]
+def newest_complete(saved: dict[int, dict[TP, int]], complete_id: int) -> int | None:
+    """The newest checkpoint id among ``saved`` at or below ``complete_id``, or None. Its
+    positions are the ones to commit: the complete checkpoint's state covers every record before
+    them, so no restore replays what they pass."""
+    done = [cid for cid in saved if cid <= complete_id]
     return max(done) if done else None
 
 
@@ -173,7 +181,7 @@ class KafkaSpout(Spout):
         self.checkpointed = mode == "EFFECTIVELY_ONCE"
         self.tracked = self.cfg.guarantee is PG.AT_LEAST_ONCE and source_acking(config)
         if self.checkpointed:
-            self._init_checkpointed(config)
+            self._init_checkpointed()
         elif self.cfg.guarantee is PG.AT_LEAST_ONCE and not self.tracked:
             self.log(f"{self.where}: kafka.processing.guarantee AT_LEAST_ONCE needs topology.reliability.mode "
                      f"ATLEAST_ONCE, found {mode}; committing periodically without tracking (NO_GUARANTEE)", "warn")
@@ -209,46 +217,36 @@ class KafkaSpout(Spout):
         if not getattr(self, "checkpointed", False) or self._state is None:
             return
         self._state.put(POSITIONS_KEY, positions_to_state(self.positions))
+        # kept until the master says this checkpoint (or a newer one) is complete: committed
+        # earlier, the offsets could pass records a rollback to an older checkpoint replays
         self._saved[int(checkpoint_id)] = dict(self.positions)
-        self._commit_checkpointed()
 
-    def _init_checkpointed(self, config: dict[str, Any]) -> None:
-        from pathlib import Path
-
-        from heron_py.checkpoint.select import open_checkpoint_storage, task_checkpoint_key
-        from heron_py.common.config import StatefulConfig
-
+    def _init_checkpointed(self) -> None:
         if self.cfg.guarantee is not PG.AT_LEAST_ONCE:
             self.log(f"{self.where}: kafka.processing.guarantee {self.cfg.guarantee.value} is ignored in "
                      f"EFFECTIVELY_ONCE mode: positions are checkpointed", "warn")
         # next offset to emit per partition; what a checkpoint saves and a restore seeks to
         self.positions: dict[TP, int] = {}
-        self._saved: dict[int, dict[TP, int]] = {}  # checkpoint id → positions saved, not yet committed
-        # the spout reads (never writes) the checkpoint storage to learn which checkpoints the
-        # master declared complete: the engine has no "checkpoint complete" callback
-        home = Path(os.environ.get("HERON_PY_HOME", "."))
-        # files or Redis, as the master's; with the task's checkpoint key: only signed markers count
-        self._storage = open_checkpoint_storage(StatefulConfig.from_config(config), home,
-                                                secret=task_checkpoint_key())
+        self._saved: dict[int, dict[TP, int]] = {}  # checkpoint id → positions saved, not known complete
+        # the positions of the newest complete checkpoint (or the restored one) the broker has not
+        # confirmed yet: a failed commit stays here and is retried
+        self._complete: dict[TP, int] = {}
         if self._restored:
             self.log(f"{self.where}: restored positions " +
                      ", ".join(f"{t}-{p}@{o}" for (t, p), o in sorted(self._restored.items())))
 
-    def _commit_checkpointed(self) -> None:
-        if not self._saved:
+    def on_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """The master's word that ``checkpoint_id`` is complete (``StatefulTask.checkpoint_committed``):
+        the positions saved for the newest checkpoint at or below it become the ones to commit,
+        and every saved checkpoint up to it is forgotten (a newer complete one supersedes it)."""
+        if not getattr(self, "checkpointed", False):
             return
-        try:
-            completed = set(self._storage.completed_ids(self.topology))
-        except OSError as e:
-            self._log_once(f"{self.where}: cannot read the checkpoint storage: {e}")
-            return
-        cid = newest_completed(self._saved, completed)
-        if cid is None:
-            return
-        offsets = {tp: off for tp, off in self._saved[cid].items() if tp in self.assigned}
-        self._saved = {k: v for k, v in self._saved.items() if k > cid}
-        if offsets:
-            self._commit_offsets(offsets, sync=False)
+        cid = newest_complete(self._saved, checkpoint_id)
+        if cid is not None:
+            # replaces what an older checkpoint left unconfirmed: these positions are newer
+            self._complete = dict(self._saved[cid])
+        self._saved = {k: v for k, v in self._saved.items() if k > checkpoint_id}
+        self._commit()
 
     def activate(self) -> None:
         self.active = True
@@ -481,14 +479,16 @@ class KafkaSpout(Spout):
                 self.buffers.pop(tp, None)
                 if self.checkpointed:
                     self.positions.pop(tp, None)
+                    self._complete.pop(tp, None)
         committed = self.consumer.committed(self._tps(added), timeout=10) if added else []
         starts: list[Any] = []
+        restored: dict[TP, int] = {}
         for c in committed:
             tp = (c.topic, c.partition)
             ours = self._metadata_is_ours(getattr(c, "metadata", None))
             off = start_offset(self.cfg.first_poll, c.offset if c.offset >= 0 else None, ours)
             if self.checkpointed and self._restored and tp in self._restored:
-                off = self._restored[tp]  # the restored checkpoint's position wins
+                off = restored[tp] = self._restored[tp]  # the restored checkpoint's position wins
             if self.checkpointed and isinstance(off, int):
                 self.positions[tp] = off
             pos = off if isinstance(off, int) else {"earliest": -2, "latest": -1}[off]
@@ -500,6 +500,11 @@ class KafkaSpout(Spout):
         if not self.active:
             self.consumer.pause(self._tps(mine))
         self.log(f"{self.where}: assigned {len(mine)} partitions: {', '.join(f'{t}-{p}' for t, p in mine)}")
+        if restored:
+            # a restore target is complete, and the master's word for it may never come (lost, or
+            # sent before this task restarted): its positions are committed here
+            self._complete.update(restored)
+            self._commit()
 
     def _metadata_is_ours(self, metadata: str | None) -> bool:
         try:
@@ -515,7 +520,14 @@ class KafkaSpout(Spout):
     # --- commits -------------------------------------------------------------------------------
     def _commit(self, sync: bool = False) -> None:
         if self.checkpointed:
-            self._commit_checkpointed()
+            # the complete positions not confirmed yet (after a word or a restore, and as a retry
+            # at the periodic point), of the partitions this task holds: a revoked partition is
+            # another task's to commit. Asynchronous even at close: a restore closes the
+            # component, the broker may be what failed, and the new component commits the
+            # restored positions itself
+            due = {tp: off for tp, off in self._complete.items() if tp in self.assigned}
+            if due:
+                self._commit_offsets(due, sync=False)
             return
         if self.cfg.guarantee is PG.AT_MOST_ONCE:
             return
@@ -546,6 +558,11 @@ class KafkaSpout(Spout):
             return
         done = {(tp.topic, tp.partition): tp.offset for tp in partitions if tp.error is None and tp.offset >= 0}
         self.source.committed(done)
+        if self.checkpointed:
+            # confirmed: no retry; a newer position due meanwhile stays due
+            for tp, off in done.items():
+                if self._complete.get(tp) == off:
+                    del self._complete[tp]
         self.log(f"{self.where}: committed " + ", ".join(f"{t}-{p}@{o}" for (t, p), o in sorted(done.items())) +
                  f" at {time.time():.6f}")
 

@@ -1,20 +1,18 @@
 """Checkpoint reads under the checkpoint key (heron_py/checkpoint/storage.py): a complete marker
-counts only when it is signed under the key (the master and the Kafka spout act on
-``completed_ids``), the shared-folder store signs like the local one, and a topology folder its
-group may write is refused like one anyone may write, while the folders the store makes stay
-writable by their owner alone whatever the umask."""
+counts only when it is signed under the key (the master acts on ``completed_ids``; tasks, the
+Kafka spout among them, learn of complete checkpoints only from the master's word), the
+shared-folder store signs like the local one, and a topology folder its group may write is
+refused like one anyone may write, while the folders the store makes stay writable by their
+owner alone whatever the umask."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import stat
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
-from heron_py.checkpoint import select
 from heron_py.checkpoint.storage import (
     SIGNED_VERSION,
     CheckpointError,
@@ -22,15 +20,14 @@ from heron_py.checkpoint.storage import (
     LocalFsStorage,
     SharedDirStorage,
 )
-from heron_py.connectors.kafka.config import spout_config
-from heron_py.connectors.kafka.spout import KafkaSpout
+from tests.support import mark_saved
 
 KEY = b"k" * 32
 
 
 def _complete(storage: LocalFsStorage, checkpoint_id: int) -> None:
     storage.save("wc", checkpoint_id, 0, f"state {checkpoint_id}".encode())
-    storage.mark_complete("wc", checkpoint_id)
+    mark_saved(storage, "wc", checkpoint_id)
 
 
 def test_only_markers_signed_under_the_key_make_a_checkpoint_complete(tmp_path) -> None:
@@ -44,38 +41,11 @@ def test_only_markers_signed_under_the_key_make_a_checkpoint_complete(tmp_path) 
     assert LocalFsStorage(tmp_path).completed_ids("wc") == [1, 2, 3, 4]  # tools check the checksum only
 
 
-@pytest.fixture
-def task_key() -> Iterator[None]:
-    select.set_task_checkpoint_key(KEY)
-    try:
-        yield
-    finally:
-        select.set_task_checkpoint_key(None)
-
-
-def test_the_kafka_spout_commits_only_offsets_of_checkpoints_signed_complete(tmp_path, monkeypatch, task_key) -> None:
-    monkeypatch.setenv("HERON_PY_HOME", str(tmp_path))
-    root = tmp_path / "checkpoints"  # the default root under the heron home, as the master's
-    _complete(LocalFsStorage(root, secret=KEY), 1)
-    _complete(LocalFsStorage(root), 2)  # a forged marker: unsigned
-    spout = KafkaSpout.__new__(KafkaSpout)  # its checkpointed part only: no Kafka client
-    spout.where, spout.topology, spout._restored = "kafka spout 'k'", "wc", {}
-    spout.cfg = spout_config({"kafka.bootstrap.servers": "h:1", "kafka.topics": ["t"]}, spout.where, "g")
-    committed: list[dict[Any, int]] = []
-    spout._commit_offsets = lambda offsets, sync: committed.append(offsets) or True  # type: ignore[method-assign]
-    spout._init_checkpointed({"topology.reliability.mode": "EFFECTIVELY_ONCE"})
-    spout.assigned = [("t", 0)]
-    spout._saved = {1: {("t", 0): 10}, 2: {("t", 0): 20}}
-    spout._commit_checkpointed()
-    assert committed == [{("t", 0): 10}]
-    assert spout._saved == {2: {("t", 0): 20}}
-
-
 def test_the_shared_folder_store_signs_and_checks_under_the_key(tmp_path) -> None:
     shared = SharedDirStorage(tmp_path, secret=KEY)
     shared.save("wc", 1, 0, b"state of task 0")
     shared.save("wc", 1, 1, b"state of task 1")
-    shared.mark_complete("wc", 1)
+    mark_saved(shared, "wc", 1)
     assert (tmp_path / "wc" / "1" / "0").read_bytes()[4] == SIGNED_VERSION
     assert shared.load("wc", 1, 0) == b"state of task 0"
     path = tmp_path / "wc" / "1" / "0"

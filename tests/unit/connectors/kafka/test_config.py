@@ -137,16 +137,17 @@ def test_a_topology_needing_a_missing_module_is_refused_in_one_line():
         requirements._BY_PREFIX.pop(__name__ + ".")
 
 
-def test_checkpointed_positions_round_trip_and_commit_the_newest_completed():
-    from heron_py.connectors.kafka.spout import newest_completed, positions_from_state, positions_to_state
+def test_checkpointed_positions_round_trip_and_commit_the_newest_complete():
+    from heron_py.connectors.kafka.spout import newest_complete, positions_from_state, positions_to_state
 
     pos = {("b", 1): 7, ("a", 0): 3}
     assert positions_to_state(pos) == [["a", 0, 3], ["b", 1, 7]]
     assert positions_from_state(positions_to_state(pos)) == pos and positions_from_state(None) == {}
-    saved = {4: {("a", 0): 1}, 5: {("a", 0): 2}, 6: {("a", 0): 3}}
-    # 6 is saved but not complete yet: its positions could still be rolled back
-    assert newest_completed(saved, {1, 2, 4, 5}) == 5
-    assert newest_completed(saved, {1, 2}) is None
+    saved = {4: {("a", 0): 1}, 5: {("a", 0): 2}, 7: {("a", 0): 3}}
+    # the master's word for 6: 7 is saved but not complete yet, its positions could still be rolled back
+    assert newest_complete(saved, 6) == 5
+    assert newest_complete(saved, 5) == 5
+    assert newest_complete(saved, 3) is None
 
 
 def test_streamlet_source_and_sink_refuse_what_they_cannot_do():
