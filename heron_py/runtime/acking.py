@@ -69,7 +69,9 @@ class XorTracker:
     unseen, since the spout no longer holds the root). At 40,000 roots/s that would be a million
     acked roots remembered for a timeout."""
 
-    def __init__(self, buckets: int = 3) -> None:
+    def __init__(self, buckets: int) -> None:
+        """``buckets``: the generations a root lives through before it times out (the stream
+        manager's rotation: between (buckets - 1) and buckets rotations)."""
         check_buckets(buckets)
         self._buckets = buckets
         self._tasks: dict[int, RootTable] = {}

@@ -47,7 +47,7 @@ def test_any_interleaving_completes_exactly_the_fully_acked_roots(seed, nroots, 
     incomplete = {k for k in trees if len(trees[k]) > 1 and data.draw(st.booleans())}
     events = [e for k, evs in trees.items() for e in (evs[:-1] if k in incomplete else evs)]
     events = data.draw(st.permutations(events))
-    tracker = XorTracker()
+    tracker = XorTracker(buckets=3)
     done = []
     for task, root, v in events:
         res = tracker.update(task, root, v)
@@ -58,7 +58,7 @@ def test_any_interleaving_completes_exactly_the_fully_acked_roots(seed, nroots, 
 
 
 def test_fail_is_reported_once_and_late_acks_are_ignored():
-    t = XorTracker()
+    t = XorTracker(buckets=3)
     assert t.update(1, 7, 0xABC) is None
     r = t.fail(1, 7)
     assert r is not None and r.outcome is Outcome.FAILED
@@ -90,7 +90,7 @@ def test_a_root_table_requires_two_buckets():
 def test_apply_resolves_a_batch_in_record_order_and_reports_unknown_kinds():
     from heron_py.common.framing import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RECORD, RESULT_ACKED, RESULT_FAILED
 
-    t = XorTracker()
+    t = XorTracker(buckets=3)
     body = b"".join(ACK_RECORD.pack(*r) for r in [
         (ACK_INIT, 1, 0xA), (ACK_INIT, 2, 0xB), (9, 3, 0x1),  # 9: no such kind
         (ACK_FAIL, 2, 0), (ACK_ACK, 1, 0xA), (ACK_ACK, 2, 0xB),  # 2 failed: its late ack is ignored
@@ -318,3 +318,37 @@ def test_acked_roots_leave_nothing_behind_failed_and_timed_out_ones_are_remember
     # that times out like any other (the spout holds no such root and ignores the result)
     assert t.update(1, 5000, 0x1) is None and t.update(1, 6000, 0x1) is None and t.pending == 0
     assert t.update(1, 17, 0x1) is None and t.pending == 1
+
+
+def test_clocked_tracker_opens_no_second_generation_for_the_same_reading():
+    """New roots at the reading of the newest generation go into it: generations number the
+    distinct readings, whatever their count (a reading compared with an older generation's, or
+    an equal one taken as newer, would open one per batch)."""
+    from heron_py.common.framing import ACK_ACK
+
+    clock = ManualClock(0.0)
+    t = ClockedTracker(1.0, clock)
+    for i, reading in enumerate((0.1, 0.2, 0.3)):
+        clock.t = reading
+        t.on_ack_batch(_batch(1, (ACK_ACK, i, 0xAB)))
+    opened = t.generations
+    for root in range(100, 105):  # five batches of new roots at the same reading
+        t.on_ack_batch(_batch(1, (ACK_ACK, root, 0xAB)))
+        t.expire()
+    assert t.generations == opened and t.pending == 8
+    clock.t = 1.3  # the roots of 0.3, the five included, time out together at 0.3 + T
+    t.expire()
+    assert t.pending == 0
+
+
+def test_an_ack_result_frame_names_its_spout_task_and_its_record_count():
+    """ACK_RESULT's wire format: the batch header's destination is the spout task, its source 0
+    (the stream manager, no task), its count the RESULT records in the body."""
+    from heron_py.common.framing import BATCH_HEADER, HEADER_SIZE, RESULT_RECORD, MsgType, frame_type
+    from heron_py.runtime.acking import result_frame
+
+    body = RESULT_RECORD.pack(1, 7) + RESULT_RECORD.pack(2, 8) + RESULT_RECORD.pack(1, 9)
+    frame = result_frame(5, body)
+    assert frame_type(frame) == MsgType.ACK_RESULT
+    assert BATCH_HEADER.unpack_from(frame, HEADER_SIZE) == (5, 0, 3)
+    assert frame.endswith(body)
