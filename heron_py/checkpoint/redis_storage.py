@@ -261,19 +261,22 @@ class RedisCheckpointStorage(CheckpointStorage):
         return Marker.decode(body, where)
 
     def _durably(self, write: Callable[[Any], None], what: str) -> Any:
-        """``write``'s command in a pipeline (one connection) followed, where the server has it, by
-        ``WAITAOF 1 0``: the write is fsynced to the AOF when this returns. The command's reply."""
+        """``write``'s commands in a pipeline (one connection) followed, where the server has it,
+        by ``WAITAOF 1 0``: the writes are fsynced to the AOF when this returns. The first
+        command's reply."""
 
         def run() -> Any:
             pipe = self.client.pipeline(transaction=False)
             write(pipe)
+            commands = len(pipe)  # WAITAOF's reply follows every command's
             if self._waitaof is not False:
                 pipe.execute_command("WAITAOF", 1, 0, max(1, int(self._timeout_s * 1000)))
             replies = pipe.execute(raise_on_error=False)
-            if isinstance(replies[0], Exception):
-                raise replies[0]
+            for reply in replies[:commands]:
+                if isinstance(reply, Exception):
+                    raise reply
             if self._waitaof is not False:
-                fsync = replies[1]
+                fsync = replies[commands]
                 if isinstance(fsync, self._redis.ResponseError):
                     # before Redis 7.2 (no such command) or with AOF off: the server's config decides
                     self._waitaof = False

@@ -461,3 +461,13 @@ def test_the_marker_lists_the_tasks_the_master_counted_not_the_hash_fields(store
     assert store.marker("wc", 4) == Marker(frozenset({1}), {"count": (1,), "sink": (2, 3)})
     store.mark_complete("wc", 5, [], {"sink": (2, 3)})  # stateless tasks only: listed by its marker
     assert store.completed_ids("wc") == [4, 5] and store.load("wc", 5, 2) is None
+
+
+def test_a_fresh_store_whose_first_write_is_a_marker_marks_it(server: RedisServer) -> None:
+    """The master's store writes no state: its first durable write is a marker (two commands,
+    then WAITAOF), whose fsync reply must be read after both, not after the first."""
+    tasks = RedisCheckpointStorage(server.url)
+    tasks.save("fresh", 1, 0, b"state")
+    master = RedisCheckpointStorage(server.url)
+    master.mark_complete("fresh", 1, [0], {"c": (0,)})
+    assert master.completed_ids("fresh") == [1] and master.load("fresh", 1, 0) == b"state"
