@@ -22,11 +22,11 @@ from typing import IO, Any
 
 from heron_py.checkpoint.select import checkpoint_location, open_checkpoint_storage
 from heron_py.common.config import SHUTDOWN_DRAIN, ConfigError, InstanceConfig, StatefulConfig, effectively_once
+from heron_py.common.host import heron_home
 from heron_py.common.package import load_main
 from heron_py.planner.model import PhysicalPlan
 from heron_py.runtime.host import BoltHost, ComponentHost, HostOptions, SpoutHost, jsonl_observer, make_host
 from heron_py.runtime.stateful import Phase, StatefulTask
-from heron_py.state.localfs import heron_home
 from instance.metrics import TaskReports
 from instance.queues import InItem, InKind, Outbox, QueueBytes
 

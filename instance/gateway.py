@@ -323,7 +323,7 @@ class Gateway(Routed):
                 # the connection's write later in this turn; until then writing_paused cannot
                 # turn. Come back after that write. Without this stop, an execution thread
                 # that refills the queue as fast as we take keeps this loop going, and all it
-                # emits piles up in the connection past every bound (issue 34: 800 MB from
+                # emits piles up in the connection past every bound (800 MB from
                 # one spout in a second, then a minute and more of draining).
                 loop = self._loop
                 if loop is not None:

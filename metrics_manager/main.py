@@ -23,11 +23,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from heron_py.common.config import ConfigError, max_frame_bytes
+from heron_py.common.config import ConfigError, LogCaps, max_frame_bytes
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
 from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType, encode_frame
 from heron_py.common.handshake import scrape_token
-from heron_py.common.logrotate import LogCaps, rotate_by_rename
+from heron_py.common.host import is_loopback
+from heron_py.common.logrotate import rotate_by_rename
 from heron_py.common.net import (
     DEFAULT_LIVENESS,
     BaseHandler,
@@ -41,10 +42,10 @@ from heron_py.common.net import (
 )
 from heron_py.common.reconnect import run_link
 from heron_py.common.tls import PeerTls
-from heron_py.scheduler.hosts import is_loopback
 from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import StateManager, StateManagerError, TManagerLocation
 from heron_py.state import config as statecfg
+from heron_py.state.stores import run_with_state
 from heron_py.state.tmlink import LocationFollower, connect_master
 from metrics_manager.http import MetricsHttp, serve_metrics
 from metrics_manager.store import MetricsStore, ReportError, parse_report
@@ -83,7 +84,7 @@ class MetricsManager(DaemonBase):
         self.http_scheme = "https" if tls is not None else "http"
         self.container = container
         self.host = host
-        self.store = MetricsStore(topology, container)
+        self.store = MetricsStore(topology, container, own=self._own_counters)
         self._secret = secret
         self._state = state
         self._paths = paths
@@ -166,6 +167,15 @@ class MetricsManager(DaemonBase):
             self._server.close()
         if self._http is not None:
             self._http_closed = asyncio.get_running_loop().create_task(self._http.close())
+
+    def _own_counters(self) -> dict[str, float]:
+        """What this process refused: a report it could not read, a connection shed at the caps
+        or past the handshake deadline, a frame with a wrong tag or from a role that may not
+        send it, a peer silent past the liveness timeout."""
+        c = self.counters
+        return {"__bad-reports": self.bad_reports, "__connections-shed": c.shed,
+                "__handshake-timeouts": c.handshake_timeouts, "__bad-frames/auth": c.bad_frame_auth,
+                "__bad-frames/role": c.bad_frame_role, "__silent-peers": c.silent_peers}
 
     def on_report(self, raw: bytes, peer: str) -> None:
         try:
@@ -280,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--container", type=int, required=True)
     args = ap.parse_args(argv)
     log = setup_logging(f"metricsmgr[{args.container}]")
-    return statecfg.run_with_state(args, log, lambda state: MetricsManager(
+    return run_with_state(args, log, lambda state: MetricsManager(
         topology=args.topology, container=args.container, secret=args.secret_file.read_bytes(), state=state,
         paths=TopologyPaths.of(args.topology, args.home), log=log, tls=PeerTls.load(args.tls_file, args.topology),
         http_host=args.host))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,7 @@ from heron_py.common.metric_names import COUNTERS, split_name
 
 _NAME = re.compile(r"[^a-zA-Z0-9_]")
 
-# Bounds of what the store keeps between reports (issue 18): it is sent whole to the master
+# Bounds of what the store keeps between reports: it is sent whole to the master
 # every interval, so it must not grow with a task's uptime or a peer's output.
 MAX_TRACE_CHARS = 8 * 1024  # one stack trace; longer ones keep their head and tail
 MAX_EXCEPTION_BYTES = 512 * 1024  # all traces kept; the least recently seen go first
@@ -99,6 +99,9 @@ class MetricsStore:
     # insertion-ordered, so the oldest ids are forgotten first
     _seen_exception_ids: dict[str, None] = field(default_factory=dict)
     _seen_id_bytes: int = 0
+    # the metrics manager's own counters (reports it dropped, connections it refused), read at
+    # each export: they change where no report comes in
+    own: Callable[[], dict[str, float]] = field(default=dict)
 
     @staticmethod
     def source_key(doc: dict[str, Any]) -> str:
@@ -146,6 +149,10 @@ class MetricsStore:
             yield "__restarts", {"process": n, "container": str(self.container)}, float(c), True
         # what the store's bounds made it forget, so a flood of exceptions is visible
         yield "__exceptions-dropped", {"container": str(self.container)}, float(self.exceptions_dropped), True
+        mine = {"container": str(self.container), "component": "__metricsmgr__", "task": "metricsmgr"}
+        for name, v in sorted(self.own().items()):
+            metric, labels = split_name(name)
+            yield metric, {**mine, **labels}, float(v), metric in COUNTERS
         for doc in self.latest.values():
             base = {"container": str(self.container)}
             if doc["kind"] == "instance":

@@ -42,6 +42,7 @@ from heron_py.planner.model import PhysicalPlan
 from heron_py.scheduler.paths import bind_stmgr_socket, release_stmgr_socket
 from heron_py.state import StateManager
 from heron_py.state import config as statecfg
+from heron_py.state.stores import run_with_state
 from proto import heron_py_pb2 as pb
 from stream_manager.backpressure import Action, ConnKey, describe
 from stream_manager.forwarder import DropReason
@@ -134,9 +135,9 @@ class StreamManager(DaemonBase):
             return  # a stale plan that arrived late
         self.pplan = plan
         # the plan reaches the local instances before any frame held for them, so an instance
-        # has its plan when its first batch comes (before this order, a spout's first batch,
-        # sent while this stream manager waited for the plan, was dropped by an instance still
-        # waiting for its own; instance.execution now keeps such early items too)
+        # has its plan when its first batch comes (a spout's first batch, sent while this
+        # stream manager waited for the plan, would otherwise reach an instance still waiting
+        # for its own; instance.execution keeps such early items too)
         self.instances.broadcast(encode_frame(
             MsgType.NEW_PHYSICAL_PLAN, pb.NewPhysicalPlan(pplan_json=raw).SerializeToString()))
         self.forwarder.set_routing(RoutingTable.build(plan, self.container))  # routes frames held for it
@@ -384,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
                              tls=PeerTls.load(args.tls_file, args.topology), max_frame=links.max_frame,
                              liveness=links.liveness)
 
-    return statecfg.run_with_state(args, log, make)
+    return run_with_state(args, log, make)
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ class StreamManagerMetrics:
         bp = self._bp
         counters: dict[str, float] = {
             "__time_spent_back_pressure_ms": int(bp.time_in_backpressure() * 1000)}
-        # connections refused before authentication (issue 18: shed at the caps, past the deadline)
+        # connections refused before authentication (shed at the caps, past the deadline)
         counters["__connections-shed"] = self._counters.shed
         counters["__handshake-timeouts"] = self._counters.handshake_timeouts
         # frames refused after authentication: a wrong tag, a batch from the wrong role or task, a

@@ -30,14 +30,14 @@ from heron_py.common.config import LOST_AFTER, RELAUNCH, ConfigError
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging
 from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType
 from heron_py.common.handshake import http_admin_token, http_read_token
+from heron_py.common.host import heron_home, is_loopback
 from heron_py.common.net import BaseHandler, Connection, Counters, Liveness, Routes, on, on_raw, serve
 from heron_py.common.tls import PeerTls
 from heron_py.planner.model import PackingPlan, PhysicalPlan, TopologyDef, TopologyState
-from heron_py.scheduler.base import CONTAINER_ENV
-from heron_py.scheduler.hosts import is_loopback
-from heron_py.state import StateManager, StateManagerError, TManagerLocation
+from heron_py.scheduler.paths import CONTAINER_ENV
+from heron_py.state import StateManager, StateManagerError, TManagerLocation, local_owner
 from heron_py.state import config as statecfg
-from heron_py.state.localfs import heron_home, local_owner
+from heron_py.state.stores import run_with_state
 from proto import heron_py_pb2 as pb
 from topology_master.admin import AdminCommands
 from topology_master.checkpoints import CheckpointDriver, StateRecords, driver_for, tick_forever
@@ -365,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="expect to wait as a standby (any master that finds the location held waits)")
     args = ap.parse_args(argv)
     log = setup_logging("tmanager-standby" if args.standby else "tmanager")
-    return statecfg.run_with_state(args, log, lambda state: TopologyMaster(
+    return run_with_state(args, log, lambda state: TopologyMaster(
         topology=args.topology, secret=args.secret_file.read_bytes(), state=state, log=log, standby=args.standby,
         checkpoint_key=checkpoint_key_beside(args.secret_file, args.secret_file.read_bytes()),
         host=args.host, relaunch=_relaunch_with(args, state), tls=PeerTls.load(args.tls_file, args.topology),

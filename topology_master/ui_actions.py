@@ -22,8 +22,7 @@ from typing import Any, Protocol
 
 from heron_py.common.logrotate import open_log
 from heron_py.planner.model import TopologyState
-from heron_py.scheduler.base import CONTAINER_ENV
-from heron_py.scheduler.paths import TOPOLOGY_ID_ENV, TopologyPaths
+from heron_py.scheduler.paths import CONTAINER_ENV, TOPOLOGY_ID_ENV, TopologyPaths
 
 ACTIONS = ("activate", "deactivate", "restart", "kill")
 ActionsCli = Callable[[str, "int | None"], None]  # runs heron-py restart|kill (action, container)

@@ -78,7 +78,7 @@ def tm_get(state: StateManager, name: str, path: str, params: dict[str, Any] | N
     import urllib.parse
     import urllib.request
 
-    from heron_py.scheduler.hosts import is_loopback
+    from heron_py.common.host import is_loopback
 
     loc = state.get_tmanager_location(name)
     if loc is None or not loc.http_port:

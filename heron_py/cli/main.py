@@ -363,7 +363,7 @@ def _prometheus_tls(state: StateManager, name: str, ca_file: Path | None) -> dic
 def cmd_prometheus_config(args: argparse.Namespace) -> int:
     from heron_py.cli.admin import live_status
     from heron_py.common.handshake import scrape_token
-    from heron_py.scheduler.hosts import is_loopback
+    from heron_py.common.host import is_loopback
 
     state = _state(args)
     _require(state, args.name)

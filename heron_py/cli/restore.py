@@ -1,5 +1,5 @@
 """``heron-py restore NAME --checkpoint ID | --clean``: the operator's decision for an
-effectively-once topology (issue 37).
+effectively-once topology.
 
 A restore that can load no checkpoint never falls back to a clean start on its own (that would
 drop the topology's state for good): the topology master waits, shows "waiting for the operator"

@@ -279,7 +279,7 @@ def tls_wanted(config: Mapping[str, Any], sched: Scheduler) -> bool:
     also keeps what crosses a network private and proves the peer's certificate."""
     if TLS_ENABLED.name in config:
         return bool(TLS_ENABLED.parse(config))
-    from heron_py.scheduler.hosts import is_loopback
+    from heron_py.common.host import is_loopback
 
     return not (sched.kind == "local" and is_loopback(str(getattr(sched, "host", "127.0.0.1"))))
 

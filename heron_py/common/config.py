@@ -263,6 +263,32 @@ LOG_MAX_FILES = _key("heron.logging.maximum.files", Kind.INT, 5, 0,
 LOG_MAX_FILES_ALIAS = _key("heron_py.logging.max.files", Kind.INT, 5, 0, doc="alias of heron.logging.maximum.files")
 
 
+@dataclass(frozen=True)
+class LogCaps:
+    """A log's size cap and how many rotated copies it keeps. Here, with the keys it is read
+    from, and not in logrotate (which acts on the files): check_topology_config parses it at
+    submit, and logrotate imports this table, so the table importing logrotate back would be a
+    cycle."""
+
+    max_bytes: int = 100 * MB
+    keep: int = 5  # old files kept beside the current one
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> LogCaps:
+        """The caps of a topology's config; a bad value raises ConfigError with the table's message
+        (``config KEY: expected WHAT, found VALUE``). Heron's own names are the keys a Heron user
+        sets; heron-py's spellings are read when Heron's is absent."""
+        mb_key = LOG_MAX_MB if _given(cfg, LOG_MAX_MB) or not _given(cfg, LOG_MAX_MB_ALIAS) else LOG_MAX_MB_ALIAS
+        files_key = (LOG_MAX_FILES if _given(cfg, LOG_MAX_FILES) or not _given(cfg, LOG_MAX_FILES_ALIAS)
+                     else LOG_MAX_FILES_ALIAS)
+        mb: float = mb_key.parse(cfg)
+        keep: int = files_key.parse(cfg)
+        return cls(max_bytes=max(1, int(mb * MB)), keep=keep)
+
+
+def _given(cfg: Mapping[str, Any], key: Key) -> bool:
+    return cfg.get(key.name) not in (None, "")
+
 
 def output_bps(cfg: Mapping[str, Any]) -> int | None:
     """A component's ``topology.component.output.bps`` (its config merged over the topology's):
@@ -621,8 +647,6 @@ def check_topology_config(topology_config: Mapping[str, Any],
     output_bps(topology_config)
     HeartbeatConfig.from_config(topology_config)
     EXECUTOR_LIVENESS.parse(topology_config)
-    from heron_py.common.logrotate import LogCaps  # logrotate imports this module
-
     LogCaps.from_config(topology_config)
     if effectively_once(topology_config) and DROP.parse(topology_config):
         # a dropped tuple is lost state: effectively once would have to roll back at every drop

@@ -26,17 +26,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
-from heron_py.common.config import LOG_MAX_FILES, LOG_MAX_FILES_ALIAS, LOG_MAX_MB, LOG_MAX_MB_ALIAS, MB, Key
-
-# The topology config keys (the table in heron_py/common/config.py): Heron's own names are the
-# keys a Heron user sets; heron-py's spellings are read when Heron's is absent.
-MAX_MB, MAX_MB_ALIAS = LOG_MAX_MB, LOG_MAX_MB_ALIAS
-MAX_FILES, MAX_FILES_ALIAS = LOG_MAX_FILES, LOG_MAX_FILES_ALIAS
+# the caps, read from a topology's config, are the config table's (heron_py/common/config.py)
+from heron_py.common.config import LogCaps
 
 LOG_MODE = 0o600
 # the executor looks at its container's logs this often (in the supervision loop it already has)
@@ -44,22 +39,6 @@ CHECK_EVERY_S = 2.0
 # the logs the executor's sweep rotates by copy-then-truncate; metrics.jsonl is not one of them
 # (its owner rotates it by rename) and neither are the rotated files themselves (x.log.1)
 LOG_GLOB = "*.log"
-
-
-@dataclass(frozen=True)
-class LogCaps:
-    max_bytes: int = 100 * MB
-    keep: int = 5  # old files kept beside the current one
-
-    @classmethod
-    def from_config(cls, cfg: Mapping[str, Any]) -> LogCaps:
-        """The caps of a topology's config; a bad value raises ConfigError with the table's message
-        (``config KEY: expected WHAT, found VALUE``)."""
-        mb_key = MAX_MB if _given(cfg, MAX_MB) or not _given(cfg, MAX_MB_ALIAS) else MAX_MB_ALIAS
-        files_key = MAX_FILES if _given(cfg, MAX_FILES) or not _given(cfg, MAX_FILES_ALIAS) else MAX_FILES_ALIAS
-        mb: float = mb_key.parse(cfg)
-        keep: int = files_key.parse(cfg)
-        return cls(max_bytes=max(1, int(mb * MB)), keep=keep)
 
 
 def open_log(path: Path) -> BinaryIO:
@@ -72,10 +51,6 @@ def open_log(path: Path) -> BinaryIO:
         os.close(fd)
         raise
     return os.fdopen(fd, "ab")
-
-
-def _given(cfg: Mapping[str, Any], key: Key) -> bool:
-    return cfg.get(key.name) not in (None, "")
 
 
 def over_cap(size: int, caps: LogCaps) -> bool:

@@ -130,9 +130,6 @@ class Routes:
         """The role's handlers by message type (empty for a role that may send nothing)."""
         return self._tables.get(role, {})
 
-    def allows(self, role: str, msg_type: int) -> bool:
-        return msg_type in self._tables.get(role, {})
-
 
 class BaseHandler:
     """No-op defaults of FrameHandler; handlers override what they use."""

@@ -309,9 +309,6 @@ class ReplayableSource(Generic[P]):
                 self.stats.retries += 1
         return out
 
-    def next_retry_at(self) -> float | None:
-        return self._retry_heap[0][0] if self._retry_heap else None
-
     def commits(self) -> dict[P, int]:
         """Partition → offset that may be committed now (only partitions that advanced)."""
         out: dict[P, int] = {}

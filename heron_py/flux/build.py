@@ -8,8 +8,9 @@ from typing import Any
 from heron_py.api.component.component_spec import GlobalStreamId
 from heron_py.api.stream import Grouping
 from heron_py.api.topology import TopologyBuilder
-from heron_py.flux.classes import Context, make_component, make_object
+from heron_py.flux.classes import make_component, make_object
 from heron_py.flux.errors import FluxError
+from heron_py.flux.makers import Context
 from heron_py.flux.model import FluxDef, StreamSpec
 from heron_py.flux.storm_config import translate_config
 from heron_py.planner.errors import TopologyError

@@ -1,26 +1,33 @@
-"""A Flux ``className`` → a heron-py component spec or object.
+"""A Flux ``className`` → a heron-py component spec or object: the registry of class names.
 
 Java cannot run here, so a Java class name is either one of the few Storm classes heron-py
 has a Python version of (BUILTIN_SPOUTS / BUILTIN_BOLTS) or an error saying so. Anything
 else is a Python "module.Class", imported with the Flux file's folder first on sys.path
 (that folder ships in the topology package, so containers import it the same way).
+
+The registry is filled here, from its members' tables (storm-kafka-client's, storm-redis' and
+storm-jdbc's classes: kafka_classes, redis_classes, jdbc_classes); they build with the helpers
+of heron_py.flux.makers and do not import this module back.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+# by their module names: ``from heron_py.flux import x`` would go through the package's
+# __init__ (its module __getattr__), whose lazy load_flux leads back here through the loader
+import heron_py.flux.jdbc_classes as jdbc_classes
+import heron_py.flux.kafka_classes as kafka_classes
+import heron_py.flux.redis_classes as redis_classes
 from heron_py.api.bolt.base_bolt import BaseBolt
 from heron_py.api.component.component_spec import HeronComponentSpec
 from heron_py.api.spout.base_spout import BaseSpout
 from heron_py.api.stream import Stream
-from heron_py.flux import builtins
+from heron_py.flux.builtins import LogInfoBolt, TestWordCounter, TestWordSpout
 from heron_py.flux.errors import FluxError, type_name
+from heron_py.flux.makers import Context, Maker, component_config, resolve_refs
 from heron_py.flux.model import ObjectSpec
 
 SHELL_BOLT = "org.apache.storm.flux.wrappers.bolts.FluxShellBolt"
@@ -29,38 +36,10 @@ SHELL_SPOUT = "org.apache.storm.flux.wrappers.spouts.FluxShellSpout"
 STORM_SHELL_BOLT = "org.apache.storm.task.ShellBolt"
 STORM_SHELL_SPOUT = "org.apache.storm.spout.ShellSpout"
 _JAVA_PREFIXES = ("org.", "com.", "java.", "javax.", "net.", "io.", "backtype.", "storm.")
-ADD_CONFIG = "addComponentConfig"
-
-
-@dataclass(frozen=True)
-class Context:
-    """What mapping a class needs besides its declaration."""
-
-    file: str  # the file's label in messages
-    base_dir: Path  # Python classes are imported relative to it
-    objects: Mapping[str, Any]  # built `components`, for `ref`
-
-    def err(self, where: str, text: str) -> FluxError:
-        return FluxError(f"flux file {self.file}: {where} {text}")
-
-
-Maker = Callable[[ObjectSpec, Context, Any], HeronComponentSpec]
 
 
 def is_java_name(name: str) -> bool:
     return name.startswith(_JAVA_PREFIXES)
-
-
-def resolve_refs(ctx: Context, where: str, value: Any) -> Any:
-    """Flux's ``{ref: id}`` → the built component of that id (lists are walked)."""
-    if isinstance(value, dict) and set(value) == {"ref"}:
-        if value["ref"] not in ctx.objects:
-            raise ctx.err(where, f"refers to component '{value['ref']}', which is not defined; expected one "
-                                 f"of {sorted(ctx.objects)}")
-        return ctx.objects[value["ref"]]
-    if isinstance(value, list):
-        return [resolve_refs(ctx, where, v) for v in value]
-    return value
 
 
 def import_python_class(ctx: Context, where: str, name: str) -> type:
@@ -79,23 +58,6 @@ def import_python_class(ctx: Context, where: str, name: str) -> type:
     if not isinstance(cls, type):
         raise ctx.err(where, f"className '{name}': expected a class, found {type(cls).__name__}")
     return cls
-
-
-def component_config(ctx: Context, obj: ObjectSpec, allowed: tuple[str, ...] = ()) -> dict[str, Any]:
-    """configMethods ``addComponentConfig(key, value)`` (Flux's wrappers have it; every
-    heron-py component takes it) → the component's config. Other methods: only ``allowed``
-    ones, which the caller handles."""
-    config: dict[str, Any] = {}
-    for m in obj.config_methods:
-        if m.name == ADD_CONFIG:
-            if len(m.args) != 2 or not isinstance(m.args[0], str):
-                raise ctx.err(obj.where, f"configMethods '{ADD_CONFIG}': expected args [key, value], "
-                                         f"found {list(m.args)!r}")
-            config[m.args[0]] = resolve_refs(ctx, obj.where, m.args[1])
-        elif m.name not in allowed:
-            raise ctx.err(obj.where, f"configMethods '{m.name}' is not supported for className "
-                                     f"'{obj.class_name}'; expected one of {[ADD_CONFIG, *allowed]}")
-    return config
 
 
 def _no_args(ctx: Context, obj: ObjectSpec, what: str) -> None:
@@ -118,7 +80,7 @@ def _word_spout(obj: ObjectSpec, ctx: Context, inputs: Any) -> HeronComponentSpe
     _no_properties(ctx, obj)
     # isDistributed false: Storm caps the spout at one task (topology.max.task.parallelism 1)
     par = 1 if args and args[0] is False else obj.parallelism
-    return builtins.TestWordSpout.spec(name=obj.id, par=par, config=component_config(ctx, obj))
+    return TestWordSpout.spec(name=obj.id, par=par, config=component_config(ctx, obj))
 
 
 def _plain(cls: Any) -> Maker:
@@ -192,11 +154,16 @@ BUILTIN_SPOUTS: dict[str, Maker] = {
     STORM_SHELL_SPOUT: _shell(True),
 }
 BUILTIN_BOLTS: dict[str, Maker] = {
-    "org.apache.storm.testing.TestWordCounter": _plain(builtins.TestWordCounter),
-    "org.apache.storm.flux.wrappers.bolts.LogInfoBolt": _plain(builtins.LogInfoBolt),
+    "org.apache.storm.testing.TestWordCounter": _plain(TestWordCounter),
+    "org.apache.storm.flux.wrappers.bolts.LogInfoBolt": _plain(LogInfoBolt),
     SHELL_BOLT: _shell(False),
     STORM_SHELL_BOLT: _shell(False),
 }
+# the members, in the order their names are looked up (as objects: make_object)
+_MEMBERS = (kafka_classes, redis_classes, jdbc_classes)
+for _member in _MEMBERS:
+    BUILTIN_SPOUTS.update(_member.SPOUTS)
+    BUILTIN_BOLTS.update(_member.BOLTS)
 
 
 def supported_names() -> list[str]:
@@ -243,36 +210,12 @@ def make_component(obj: ObjectSpec, ctx: Context, inputs: Any, is_spout: bool) -
     return _python_component(obj, ctx, inputs, is_spout)
 
 
-def constructor_args_only(factory: Callable[..., Any]) -> Callable[[ObjectSpec, Context], Any]:
-    """A Flux maker for a Storm helper class built from its constructorArgs alone (a pool config,
-    a mapper): properties or configMethods on it are an error, and so is a bad value."""
-    from heron_py.connectors.base import ConnectorConfigError
-
-    def make(obj: ObjectSpec, ctx: Context) -> Any:
-        args = [resolve_refs(ctx, obj.where, a) for a in obj.constructor_args]
-        if obj.properties or obj.config_methods:
-            raise ctx.err(obj.where, f"className '{obj.class_name}' takes constructorArgs only; found properties "
-                                     f"{[p for p, _ in obj.properties]} and configMethods "
-                                     f"{[m.name for m in obj.config_methods]}")
-        try:
-            return factory(*args)
-        except ConnectorConfigError as e:
-            raise ctx.err(obj.where, f"className '{obj.class_name}': {e}") from None
-        except TypeError as e:
-            raise ctx.err(obj.where, f"className '{obj.class_name}' could not be created with constructorArgs "
-                                     f"{list(obj.constructor_args)!r} ({e})") from None
-    return make
-
-
 def make_object(obj: ObjectSpec, ctx: Context) -> Any:
     """A plain object (a `components` entry or a custom grouping): a Python class called with
     constructorArgs, then bean ``properties`` set and ``configMethods`` called, as Flux does."""
-    if obj.class_name in kafka_classes.OBJECTS:
-        return kafka_classes.OBJECTS[obj.class_name](obj, ctx)
-    if obj.class_name in redis_classes.OBJECTS:
-        return redis_classes.OBJECTS[obj.class_name](obj, ctx)
-    if obj.class_name in jdbc_classes.OBJECTS:
-        return jdbc_classes.OBJECTS[obj.class_name](obj, ctx)
+    for member in _MEMBERS:
+        if obj.class_name in member.OBJECTS:
+            return member.OBJECTS[obj.class_name](obj, ctx)
     if is_java_name(obj.class_name):
         raise ctx.err(obj.where, f"className '{obj.class_name}' is a Java class; heron-py can only create "
                                  f"Python objects here: expected a Python class 'module.Class'")
@@ -289,14 +232,3 @@ def make_object(obj: ObjectSpec, ctx: Context) -> Any:
                                  f"{list(obj.constructor_args)!r} ({type(e).__name__}: {e})") from e
     return instance
 
-
-# storm-kafka-client's, storm-redis' and storm-jdbc's classes (imported last: they use this
-# module's helpers)
-from heron_py.flux import jdbc_classes, kafka_classes, redis_classes  # noqa: E402
-
-BUILTIN_SPOUTS.update(kafka_classes.SPOUTS)
-BUILTIN_BOLTS.update(kafka_classes.BOLTS)
-BUILTIN_SPOUTS.update(redis_classes.SPOUTS)
-BUILTIN_BOLTS.update(redis_classes.BOLTS)
-BUILTIN_SPOUTS.update(jdbc_classes.SPOUTS)
-BUILTIN_BOLTS.update(jdbc_classes.BOLTS)

@@ -23,8 +23,8 @@ from heron_py.connectors.base import ConnectorConfigError
 from heron_py.connectors.postgres.bolts import PostgresInsertBolt, PostgresLookupBolt
 from heron_py.connectors.postgres.config import insert_config, lookup_config
 from heron_py.connectors.postgres.mappers import Column, SimpleJdbcLookupMapper, SimpleJdbcMapper
-from heron_py.flux.classes import Context, Maker, component_config, resolve_refs
-from heron_py.flux.classes import constructor_args_only as _make
+from heron_py.flux.makers import Context, Maker, component_config, resolve_refs
+from heron_py.flux.makers import constructor_args_only as _make
 from heron_py.flux.model import ObjectSpec
 
 PKG = "org.apache.storm.jdbc."

@@ -20,7 +20,7 @@ from heron_py.connectors.base import ConnectorConfigError
 from heron_py.connectors.kafka.bolt import KafkaBolt
 from heron_py.connectors.kafka.spout import KafkaSpout
 from heron_py.connectors.kafka.translators import RecordTranslator, TopicRouterTranslator, ValueRecordTranslator
-from heron_py.flux.classes import Context, Maker, component_config, resolve_refs
+from heron_py.flux.makers import Context, Maker, component_config, resolve_refs
 from heron_py.flux.model import ObjectSpec
 
 SPOUT_PKG = "org.apache.storm.kafka.spout."

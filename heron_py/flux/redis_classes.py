@@ -23,8 +23,8 @@ from heron_py.api.component.component_spec import HeronComponentSpec
 from heron_py.connectors.base import ConnectorConfigError
 from heron_py.connectors.redis.bolts import RedisFilterBolt, RedisLookupBolt, RedisStoreBolt
 from heron_py.connectors.redis.mappers import FieldNameMapper, RedisDataType, RedisDataTypeDescription
-from heron_py.flux.classes import Context, Maker, component_config, resolve_refs
-from heron_py.flux.classes import constructor_args_only as _make
+from heron_py.flux.makers import Context, Maker, component_config, resolve_refs
+from heron_py.flux.makers import constructor_args_only as _make
 from heron_py.flux.model import ObjectSpec
 
 PKG = "org.apache.storm.redis."

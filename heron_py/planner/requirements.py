@@ -35,7 +35,7 @@ _BY_PREFIX: dict[str, Requirement] = {
 
 
 def declare(class_prefix: str, module: str, install: str) -> None:
-    """Connectors register theirs here (issue 38's Redis, RabbitMQ, PostgreSQL connectors)."""
+    """Connectors register theirs here (the Redis, RabbitMQ and PostgreSQL connectors)."""
     _BY_PREFIX[class_prefix] = Requirement(module, install)
 
 

@@ -16,10 +16,6 @@ from typing import Any, ClassVar
 
 from heron_py.state import StateConfig, StateManager
 
-# set in the environment of a container's executor and of every process it starts: with the
-# topology id (paths.TOPOLOGY_ID_ENV) it names the container a process belongs to
-CONTAINER_ENV = "HERON_PY_CONTAINER"
-
 
 class SchedulerError(Exception):
     """A scheduler cannot do what was asked; the message says what, where, and what to do."""

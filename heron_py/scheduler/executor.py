@@ -40,16 +40,16 @@ from heron_py.common.config import (
     ConfigError,
     HeartbeatConfig,
     InstanceConfig,
+    LogCaps,
     StatefulConfig,
 )
 from heron_py.common.daemon import setup_logging
-from heron_py.common.logrotate import CHECK_EVERY_S, LogCaps, logs_in, open_log, rotate_logs
+from heron_py.common.logrotate import CHECK_EVERY_S, logs_in, open_log, rotate_logs
 from heron_py.common.package import PackageError, unpack
 from heron_py.common.process import StopSignals
-from heron_py.scheduler.base import CONTAINER_ENV
 from heron_py.scheduler.forked import ForkedProcess, Zygote, ZygoteError, reap_orphans
 from heron_py.scheduler.hosts import HostError, resolve_host
-from heron_py.scheduler.paths import TopologyPaths
+from heron_py.scheduler.paths import CONTAINER_ENV, TopologyPaths
 from heron_py.scheduler.zygote import ROOM, ROOM_FLAG, become_subreaper, set_cmdline
 from heron_py.state import StateConfig, StateManager, StateManagerError, open_state
 from heron_py.state import config as statecfg

@@ -9,7 +9,6 @@ asks the kernel for the route.
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 
 from heron_py.state import StateConfig
@@ -20,13 +19,6 @@ LOOPBACK = "127.0.0.1"
 
 class HostError(Exception):
     pass
-
-
-def is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
 
 
 def zk_endpoints(state_config: StateConfig) -> list[tuple[str, int]]:

@@ -7,9 +7,13 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from heron_py.state.localfs import heron_home
+from heron_py.common.host import heron_home
 
 TOPOLOGY_ID_ENV = "HERON_PY_TOPOLOGY_ID"
+# set in the environment of a container's executor and of every process it starts: with the
+# topology id (TOPOLOGY_ID_ENV) it names the container a process belongs to. Here, with the
+# container's folders, not in the scheduler interface: the daemons read it too
+CONTAINER_ENV = "HERON_PY_CONTAINER"
 PRIVATE_DIR_MODE = 0o700
 
 

@@ -11,6 +11,8 @@ topology name's checkpoints) and checkpointrecords/. Values are JSON documents e
 from __future__ import annotations
 
 import abc
+import os
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +51,13 @@ class TManagerLocation:
         scheme = "https" if d.get("http_scheme") == "https" else "http"
         return cls(d["host"], int(d["port"]), int(d["pid"]), int(d.get("http_port", 0)), str(d.get("owner", "")),
                    scheme)
+
+
+def local_owner(pid: int | None = None) -> str:
+    """The owner a master on this host claims its location with, "<host>:<pid>" (what localfs
+    checks for a live holder; a ZooKeeper store puts its session id in its place). Here, beside
+    the location, so the master names itself without reaching into a store's backend."""
+    return f"{socket.gethostname()}:{os.getpid() if pid is None else pid}"
 
 
 # where an older heron-py kept topology NAME's checkpoint key: secrets/NAME.ckpt

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from heron_py.state.base import StateManager, StateManagerError
+from heron_py.state.base import StateManagerError
 
 ENV_KIND = "HERON_PY_STATE_MANAGER"
 ENV_ZK = "HERON_PY_ZK"
@@ -242,22 +242,6 @@ def zk_auth_path(cfg: StateConfig, home: Path | None = None, env: Mapping[str, s
     return (home or Path(env.get("HERON_PY_HOME", str(Path.home() / ".heron-py")))) / ZK_AUTH_FILE_NAME
 
 
-def open_state(cfg: StateConfig, home: Path | None = None) -> StateManager:
-    """The state manager ``cfg`` names, once the heron home is checked to be this user's alone
-    (every process opens its store here at start: the CLI, the executors, the daemons); the
-    home holds the logs whichever store holds the state."""
-    from heron_py.state.localfs import private_home
-
-    private_home(home)
-    if cfg.kind == "zookeeper":
-        from heron_py.state.zookeeper import ZkStateManager
-
-        return ZkStateManager(cfg, home)
-    from heron_py.state.localfs import LocalFsStateManager
-
-    return LocalFsStateManager(home)
-
-
 def daemon_parser(prog: str) -> argparse.ArgumentParser:
     """The arguments every daemon of a container takes from its executor."""
     ap = argparse.ArgumentParser(prog=prog)
@@ -270,26 +254,3 @@ def daemon_parser(prog: str) -> argparse.ArgumentParser:
                     help="the topology's TLS material (heron.network.tls.enabled), written by the executor")
     add_arguments(ap)
     return ap
-
-
-def run_with_state(args: argparse.Namespace, log: Any, make: Callable[[StateManager], Any]) -> int:
-    """A daemon's main: opens the state manager the arguments choose (an unreachable store is
-    one logged error and exit code 2, as is a StateManagerError from ``make``), runs the daemon
-    ``make(state)`` builds, closes the store."""
-    from heron_py.common.daemon import run_daemon
-
-    try:
-        state = open_state(resolve(args, home=args.home), args.home)
-    except StateManagerError as e:
-        log.error("%s", e)
-        return 2
-    try:
-        try:
-            daemon = make(state)
-        except StateManagerError as e:  # what it read there was refused (a document not signed)
-            log.error("%s", e)
-            return 2
-        code: int = run_daemon(daemon, log)
-        return code
-    finally:
-        state.close()

@@ -15,15 +15,12 @@ from pathlib import Path
 import psutil
 
 from heron_py.common.atomic import SweepTarget, atomic_write_bytes, sweep_temp_files
+from heron_py.common.host import heron_home
 from heron_py.planner.logical import check_topology_name
-from heron_py.state.base import LocationWatcher, StateManager, StateManagerError, TManagerLocation
+from heron_py.state.base import LocationWatcher, StateManager, StateManagerError, TManagerLocation, local_owner
 
 # how often a local watch looks at the file; a local store has no change notifications
 WATCH_POLL_S = 0.2
-
-
-def heron_home() -> Path:
-    return Path(os.environ.get("HERON_PY_HOME", str(Path.home() / ".heron-py")))
 
 
 HOME_MODE = 0o700
@@ -164,10 +161,6 @@ class LocalFsStateManager(StateManager):
 
         threading.Thread(target=poll, name=f"watch-tmanager-{name}", daemon=True).start()
         return stop.set
-
-
-def local_owner(pid: int | None = None) -> str:
-    return f"{socket.gethostname()}:{os.getpid() if pid is None else pid}"
 
 
 def _alive(loc: TManagerLocation) -> bool:

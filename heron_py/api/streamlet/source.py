@@ -1,14 +1,13 @@
 """A Streamlet source's elements, taken a batch at a time (pure: no emit, no clock of its own).
 
-A source spout's ``next_tuple`` used to ask its Generator for one element and emit it: one
-Python call into the spout, one into ``get``, one emit, per element. Here one ``next_tuple``
-fills a batch in one C-level loop (``starmap`` over ``repeat``: no Python frame of ours per
-element), runs the operators fused behind the source on it (chain.py) and emits the result in
-one call. ``fill_generator`` keeps heronpy's Generator contract: ``get()`` returning None
-means "nothing right now", so the batch ends at the first None (checked by identity, as the
-old ``is not None`` did: an element whose ``==`` is odd, a numpy array, is still an element)
-and the next ``next_tuple`` asks again. ``fill_supplier`` keeps the supplier's: every return
-value is an element, None included.
+One element per ``next_tuple`` would cost a Python call into the spout, one into ``get`` and
+one emit per element. Here one ``next_tuple`` fills a batch in one C-level loop (``starmap``
+over ``repeat``: no Python frame of ours per element), runs the operators fused behind the
+source on it (chain.py) and emits the result in one call. ``fill_generator`` keeps heronpy's
+Generator contract: ``get()`` returning None means "nothing right now", so the batch ends at
+the first None (checked by identity: an element whose ``==`` is odd, a numpy array, is still
+an element) and the next ``next_tuple`` asks again. ``fill_supplier`` keeps the supplier's:
+every return value is an element, None included.
 
 The batch is sized by ``BatchSizer``: it grows while batches fill fast and shrinks when one
 took long, so a slow ``get`` (one that blocks or sleeps) holds the task's thread, its emits

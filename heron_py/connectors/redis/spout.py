@@ -19,7 +19,7 @@ the topology. A server that is down, refuses the credentials or lacks the stream
 one line in the log (repeated at most every 10 s), retried with exponential backoff, and
 counted in the metric ``connection-errors``.
 
-Speed (issue 38): XREADGROUP's reply is taken raw (no dict per entry); redis-py parses replies
+Speed: XREADGROUP's reply is taken raw (no dict per entry); redis-py parses replies
 with hiredis, its C parser, which the ``[redis]`` extra installs (without it redis-py's own
 Python parser is the largest part of the spout's time); a ``>`` read's entries are decoded by
 ``fresh_rows`` and recorded in one ``emitted_many`` pass. At least once, a full ``>`` read is

@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from heron_py.common.atomic import TMP_PREFIX, SweepTarget, atomic_write_bytes, is_leftover, sweep_temp_files
-from heron_py.common.config import MB, ConfigError
+from heron_py.common.config import MB, ConfigError, LogCaps
 from heron_py.common.logrotate import (
-    LogCaps,
     copytruncate,
     logs_in,
     rotate_by_rename,

@@ -126,8 +126,8 @@ def test_routes_refuse_a_wrong_class_or_a_type_routed_twice_at_start() -> None:
     r = on_raw("instance", MsgType.TUPLE_BATCH, lambda c, f: None)
     with pytest.raises(ValueError, match=r"^routes of stmgr: instance/TUPLE_BATCH routed twice$"):
         Routes("stmgr", [r, r])
-    assert Routes("stmgr", [r]).allows("instance", MsgType.TUPLE_BATCH)
-    assert not Routes("stmgr", [r]).allows("metricsmgr", MsgType.TUPLE_BATCH)
+    assert set(Routes("stmgr", [r]).table("instance")) == {MsgType.TUPLE_BATCH}
+    assert Routes("stmgr", [r]).table("metricsmgr") == {}
 
 
 def test_the_master_refuses_a_cli_command_from_a_metrics_manager_and_answers_the_cli(

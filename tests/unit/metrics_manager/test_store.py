@@ -73,3 +73,29 @@ def test_hostile_reports(raw, message):
     with pytest.raises(ReportError) as e:
         parse_report(raw)
     assert str(e.value) == message
+
+
+def test_the_metrics_managers_own_refusals_are_exported(tmp_path, caplog):
+    """A report the metrics manager could not read is dropped with a line and counted, and the
+    count reaches Prometheus (it was counted and never exported), with its refused connections."""
+    import logging
+
+    from heron_py.scheduler.paths import TopologyPaths
+    from heron_py.state import LocalFsStateManager
+    from metrics_manager.main import MetricsManager
+
+    mm = MetricsManager(topology="wc", container=2, secret=b"s" * 32, state=LocalFsStateManager(tmp_path),
+                        paths=TopologyPaths.of("wc", tmp_path), log=logging.getLogger("test.mm"))
+    with caplog.at_level(logging.WARNING, "test.mm"):
+        mm.on_report(b"[1]", "task 7")
+        mm.on_report(b'{"kind": "spy"}', "task 7")
+    assert caplog.messages == [
+        "metrics report: expected a JSON object, found list (from task 7); dropped",
+        "metrics report: expected kind 'instance' or 'stmgr', found 'spy' (from task 7); dropped"]
+    mm.counters.shed = 3
+    text = generate_latest(registry_for(lambda: mm.store)).decode()
+    fams = {f.name: f for f in text_string_to_metric_families(text)}
+    [bad] = [s for s in fams["heron_bad_reports"].samples if s.name.endswith("_total")]
+    assert bad.value == 2.0 and bad.labels["component"] == "__metricsmgr__" and bad.labels["container"] == "2"
+    [shed] = fams["heron_connections_shed"].samples
+    assert shed.value == 3.0 and shed.labels["task"] == "metricsmgr"

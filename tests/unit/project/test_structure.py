@@ -1,23 +1,33 @@
 """The code base's shape, checked: the daemons stay small and keep to their layers.
 
 Each daemon package (stream_manager, instance, topology_master, metrics_manager) imports only
-heron_py, proto and itself, so one can be rewritten or moved without touching another; and
-no function in them is over 60 lines nor any class over 15 methods (issue 13's limits).
+heron_py, proto and itself, so one can be rewritten or moved without touching another; of
+heron_py, only the modules on its list (``DAEMON_IMPORTS``, each with the reason it needs it);
+and no function in them is over 60 lines nor any class over 15 methods (issue 13's limits).
 
 Inside heron_py, the subpackages form layers (``LAYERS``, lowest first) and import only from
 their own layer or a lower one, with no cycle between subpackages: the foundation (common),
 the models below the API (planner, checkpoint, the multilang protocol), the topology API
 (api: the contract users code against and the engine hosts, as heron-api sits below Heron's
 instance), the engine core (runtime), the front-ends that build on both (connectors, flux,
-storm, spark, testing), and operations (state, scheduler, cli). An import under
+storm, spark, testing), and operations (state, scheduler, cli). Within the layers, each
+subpackage imports only the subpackages on its list (``HERON_PY_IMPORTS``). An import under
 ``if TYPE_CHECKING:`` is an annotation, not a dependency: it is not counted. The same size
 limits hold in heron_py, with the exceptions listed in ``HERON_PY_ALLOWANCES`` and why.
+
+No two modules (files) of heron_py and the daemons import each other, directly or through
+others: every import counts here, a lazy one inside a function too (that is how a cycle
+hides), but not one under ``if TYPE_CHECKING:``. ``from a.b import c`` depends on ``a.b`` (its
+namespace is read: a package's module ``__getattr__`` runs) and on ``a.b.c`` when that is a
+module; ``import a.b.c`` on ``a.b.c``. A package's ``__init__`` running before its modules is
+Python's order, not a dependency of theirs.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -33,6 +43,67 @@ METHOD_ALLOWANCES = {
 }
 
 
+# Of heron_py, what each daemon imports, by module ("pkg.*": the package and everything in it),
+# each with why; an import of anything else fails with its file, line and module. A daemon that
+# needs something new gets it through a module listed here or adds the module with its reason.
+FOUNDATION = "the foundation every daemon stands on: framing, net, config, tls, daemon loop..."
+FINDER = "imported first: its import finder picks compiled modules or their sources (heron_py.hotpath)"
+PLANS = "the plans it is handed (topology, packing, physical plan)"
+CONTAINER = ("the container's folders, Unix socket and environment, which the executor lays out and the "
+             "daemons live in")
+STATE = "the state store's interface: StateManager, TManagerLocation"
+DAEMON_ARGS = "the daemon's command line and the state store it names (daemon_parser, resolve)"
+RUN = "a daemon's main: opens that store, runs the daemon, closes it (run_with_state)"
+MASTER_LINK = "the link to the active master, following its location in the store"
+DAEMON_IMPORTS: dict[str, dict[str, str]] = {
+    "stream_manager": {
+        "heron_py": FINDER,
+        "heron_py.common.*": FOUNDATION,
+        "heron_py.planner.model": PLANS,
+        # Storm's acker algorithm, pure: the one the in-process test harness runs too
+        "heron_py.runtime.acking": "the XOR ack tracker of its spouts' tuple trees",
+        "heron_py.scheduler.paths": CONTAINER,
+        "heron_py.state": STATE,
+        "heron_py.state.config": DAEMON_ARGS,
+        "heron_py.state.stores": RUN,
+        "heron_py.state.tmlink": MASTER_LINK,
+    },
+    "instance": {
+        "heron_py": FINDER,
+        "heron_py.common.*": FOUNDATION,
+        "heron_py.planner.model": PLANS,
+        "heron_py.checkpoint.select": "opens the checkpoint storage its stateful task saves to and restores from",
+        "heron_py.checkpoint.storage": "the checkpoint key, kept beside the topology's secret",
+        "heron_py.runtime.host": "the engine core it hosts: a task's spout or bolt host",
+        "heron_py.runtime.stateful": "a stateful task's side of a checkpoint (effectively once)",
+        "heron_py.scheduler.paths": CONTAINER,
+    },
+    "topology_master": {
+        "heron_py.common.*": FOUNDATION,
+        "heron_py.planner.model": PLANS,
+        "heron_py.checkpoint.coordinator": "the checkpoints' state machine, which the master drives",
+        "heron_py.checkpoint.failures": "the backoff of a failing checkpoint storage",
+        "heron_py.checkpoint.operator": "an operator's restore command, parsed",
+        "heron_py.checkpoint.select": "opens the topology's checkpoint storage (markers, gc, restore)",
+        "heron_py.checkpoint.storage": "the storage contract and the checkpoint key beside the secret",
+        "heron_py.scheduler.paths": CONTAINER,
+        # imported when a relaunch is set up: Heron's master asks its scheduler client the same way
+        "heron_py.scheduler.registry": "relaunches a lost container through the scheduler it was launched with",
+        "heron_py.state": STATE,
+        "heron_py.state.config": DAEMON_ARGS,
+        "heron_py.state.stores": RUN,
+    },
+    "metrics_manager": {
+        "heron_py.common.*": FOUNDATION,
+        "heron_py.scheduler.paths": CONTAINER,
+        "heron_py.state": STATE,
+        "heron_py.state.config": DAEMON_ARGS,
+        "heron_py.state.stores": RUN,
+        "heron_py.state.tmlink": MASTER_LINK,
+    },
+}
+
+
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("__init__", "hotpath", "compiled"),
     ("common",),
@@ -45,6 +116,31 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli",),
 )
 RANK = {sub: i for i, layer in enumerate(LAYERS) for sub in layer}
+# what each heron_py subpackage imports at run time (besides itself): the layers allow more, and
+# this is what each needs; a new edge is added here, where it is seen (and LAYERS must allow it)
+HERON_PY_IMPORTS: dict[str, frozenset[str]] = {
+    "__init__": frozenset({"hotpath"}),
+    "compiled": frozenset({"__init__", "hotpath"}),
+    "hotpath": frozenset(),
+    "common": frozenset(),
+    "planner": frozenset({"common"}),
+    "checkpoint": frozenset({"common"}),
+    "multilang": frozenset({"common", "planner"}),
+    "api": frozenset({"common", "planner", "multilang"}),  # multilang: the shell components (api/shell.py)
+    "runtime": frozenset({"common", "planner", "checkpoint", "api"}),  # checkpoint: stateful tasks
+    "connectors": frozenset({"common", "api"}),
+    # connectors: Storm's Kafka, Redis and JDBC class names are heron-py's connectors
+    "flux": frozenset({"planner", "api", "connectors"}),
+    "storm": frozenset({"common", "planner", "multilang", "api"}),
+    "spark": frozenset({"common", "planner", "api", "runtime"}),  # runtime: a batch runs in process
+    "testing": frozenset({"common", "planner", "checkpoint", "api", "runtime"}),  # runtime: in process
+    "state": frozenset({"common", "planner"}),
+    # api: a component's resource requests (kube_render); checkpoint: the executor's checkpoint key
+    "scheduler": frozenset({"common", "planner", "checkpoint", "api", "state"}),
+    # the top: its verbs submit, run and operate what every front-end builds
+    "cli": frozenset({"common", "planner", "checkpoint", "multilang", "api", "runtime", "connectors", "flux",
+                      "storm", "spark", "testing", "state", "scheduler"}),
+}
 # imports against the layers, each with its reason; none may be added without one
 LAYER_ALLOWANCES: dict[tuple[str, str], str] = {}
 # heron_py's classes and functions over the limits, each with its ceiling and reason
@@ -117,6 +213,45 @@ def _imported(tree: ast.Module, *, runtime_only: bool = False) -> list[tuple[int
     return out
 
 
+def _module_name(f: Path) -> str:
+    parts = f.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@functools.cache
+def _known() -> frozenset[str]:
+    """The modules (files) of heron_py and the daemons, by dotted name (a package by its own)."""
+    return frozenset(_module_name(f) for pkg in ("heron_py", *DAEMONS) for f, _ in _modules(pkg))
+
+
+def _owner(name: str) -> str | None:
+    """The known module ``name`` is, or is in (``a.b.Name`` → ``a.b``); None outside them."""
+    while name and name not in _known():
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _depends(pkg: str, *, runtime_only: bool = True) -> Iterator[tuple[Path, int, str, str]]:
+    """(file, line, its module, a known module it imports) for every import in ``pkg``, lazy
+    ones inside functions included, those under ``if TYPE_CHECKING:`` left out with
+    ``runtime_only``. ``from a.b import c`` is ``a.b`` and, when it is a module, ``a.b.c``."""
+    for f, tree in _modules(pkg):
+        me = _module_name(f)
+        skip = _type_checking_only(tree) if runtime_only else set()
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names
+                                         if f"{node.module}.{a.name}" in _known()]
+            else:
+                continue
+            for target in {t for t in map(_owner, names) if t is not None and t != me}:
+                yield f, node.lineno, me, target
+
+
 def test_daemons_import_only_heron_py_proto_and_themselves() -> None:
     bad = []
     for pkg in DAEMONS:
@@ -159,16 +294,19 @@ def _subpackage(f: Path) -> str:
     return parts[0] if len(parts) > 1 else parts[0].removesuffix(".py")
 
 
+def _subpackage_of(module: str) -> str:
+    """heron_py.x.y → x; heron_py itself → __init__ (its own file, in the lowest layer)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
 def _heron_py_edges() -> dict[tuple[str, str], list[str]]:
     """(importing subpackage, imported subpackage) -> where, for every runtime import in heron_py."""
     edges: dict[tuple[str, str], list[str]] = {}
-    for f, tree in _modules("heron_py"):
-        sub = _subpackage(f)
-        for line, mod in _imported(tree, runtime_only=True):
-            parts = mod.split(".")
-            if parts[0] != "heron_py" or len(parts) < 2 or parts[1] == sub:
-                continue
-            edges.setdefault((sub, parts[1]), []).append(f"{f.relative_to(ROOT)}:{line}")
+    for f, line, _, target in _depends("heron_py"):
+        sub, other = _subpackage(f), _subpackage_of(target)
+        if target.split(".")[0] == "heron_py" and other != sub:
+            edges.setdefault((sub, other), []).append(f"{f.relative_to(ROOT)}:{line}")
     return edges
 
 
@@ -221,3 +359,84 @@ def test_heron_py_functions_and_classes_stay_small_or_say_why() -> None:
                 if len(methods) > HERON_PY_ALLOWANCES.get((where, node.name), MAX_METHODS):
                     bad.append(f"{where}:{node.lineno} class {node.name} has {len(methods)} methods")
     assert bad == []
+
+
+def _allowed(module: str, allowed: dict[str, str]) -> bool:
+    return module in allowed or any(e.endswith(".*") and (module == e[:-2] or module.startswith(e[:-1]))
+                                    for e in allowed)
+
+
+def test_each_daemon_imports_only_the_heron_py_modules_on_its_list() -> None:
+    """Counted: every import, lazy and annotation-only ones too (a daemon naming a scheduler's
+    type is tied to it as much as one calling it)."""
+    bad = []
+    for pkg in DAEMONS:
+        for f, line, _, target in _depends(pkg, runtime_only=False):
+            if target.split(".")[0] == "heron_py" and not _allowed(target, DAEMON_IMPORTS[pkg]):
+                bad.append(f"{f.relative_to(ROOT)}:{line} imports {target}, which is not on {pkg}'s list "
+                           f"(DAEMON_IMPORTS)")
+    assert not bad, "\n" + "\n".join(bad)
+
+
+def test_each_daemon_list_holds_only_what_it_imports() -> None:
+    """An entry no import needs any more is taken off, so the lists stay what the daemons use."""
+    used = {(pkg, target) for pkg in DAEMONS for _, _, _, target in _depends(pkg, runtime_only=False)}
+    stale = [f"{pkg}: {entry}" for pkg in DAEMONS for entry in DAEMON_IMPORTS[pkg]
+             if not any(p == pkg and _allowed(t, {entry: ""}) for p, t in used)]
+    assert not stale, "\n" + "\n".join(stale)
+
+
+def test_heron_py_subpackages_import_only_what_their_lists_name() -> None:
+    bad = []
+    for (a, b), where in sorted(_heron_py_edges().items()):
+        if b not in HERON_PY_IMPORTS.get(a, frozenset()):
+            bad += [f"{w} ({a} imports {b}, which is not in HERON_PY_IMPORTS[{a!r}])" for w in where]
+    assert not bad, "\n" + "\n".join(bad)
+
+
+def test_heron_py_import_lists_are_used_and_keep_to_the_layers() -> None:
+    edges = _heron_py_edges()
+    assert sorted(HERON_PY_IMPORTS) == sorted(RANK)
+    stale = [f"HERON_PY_IMPORTS: {a} -> {b}" for a, subs in HERON_PY_IMPORTS.items() for b in sorted(subs)
+             if (a, b) not in edges]
+    excused = {(Path(f).parts[1].removesuffix(".py"), m.split(".")[1]) for f, m in LAYER_ALLOWANCES}
+    upward = [f"HERON_PY_IMPORTS: {a} -> {b}" for a, subs in HERON_PY_IMPORTS.items() for b in sorted(subs)
+              if RANK[b] > RANK[a] and (a, b) not in excused]
+    bad = [*(f"{e}: not imported" for e in stale), *(f"{e}: a higher layer" for e in upward)]
+    assert not bad, "\n" + "\n".join(bad)
+
+
+def _module_graph() -> dict[str, dict[str, str]]:
+    """module -> {module it imports: where (the first such import)}, over heron_py and the daemons."""
+    graph: dict[str, dict[str, str]] = {m: {} for m in _known()}
+    for pkg in ("heron_py", *DAEMONS):
+        for f, line, me, target in _depends(pkg):
+            graph[me].setdefault(target, f"{f.relative_to(ROOT)}:{line}")
+    return graph
+
+
+def _reachable(graph: dict[str, dict[str, str]], start: str) -> set[str]:
+    seen, todo = {start}, [start]
+    while todo:
+        for n in graph[todo.pop()]:
+            if n not in seen:
+                seen.add(n)
+                todo.append(n)
+    return seen
+
+
+def test_no_import_cycle_between_modules() -> None:
+    """A cycle is a strongly connected component of more than one module: the modules that each
+    reach all the others. Named with the imports that close it."""
+    graph = _module_graph()
+    reach = {m: _reachable(graph, m) for m in graph}
+    cycles, done = [], set()
+    for m in sorted(graph):
+        if m in done:
+            continue
+        component = sorted(n for n in reach[m] if m in reach[n])
+        done.update(component)
+        if len(component) > 1:
+            edges = [f"{graph[a][b]} imports {b}" for a in component for b in sorted(graph[a]) if b in component]
+            cycles.append(f"cycle between {', '.join(component)}: {'; '.join(edges)}")
+    assert not cycles, "\n" + "\n".join(cycles)

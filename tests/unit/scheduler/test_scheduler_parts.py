@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from heron_py.common.handshake import authorized, http_read_token
+from heron_py.common.host import is_loopback
 from heron_py.scheduler.base import SchedulerError, preflight
-from heron_py.scheduler.hosts import HostError, is_loopback, resolve_host, route_source
+from heron_py.scheduler.hosts import HostError, resolve_host, route_source
 from heron_py.scheduler.local import LocalScheduler
 from heron_py.scheduler.slurm import SlurmOptions, SlurmScheduler, batch_script, job_name, parse_squeue
 from heron_py.state import StateConfig

@@ -17,6 +17,7 @@ from heron_py.planner.model import TopologyDef
 from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import LocalFsStateManager, StateManager, StateManagerError
 from heron_py.state import config as statecfg
+from heron_py.state.stores import run_with_state
 from metrics_manager.main import MetricsManager
 from stream_manager import main as stmgr_main
 from tests.fakes import word_count_plan
@@ -62,7 +63,7 @@ def test_a_daemon_whose_state_read_is_refused_exits_2_with_one_line(tmp_path, ca
         raise StateManagerError(REFUSAL)
 
     with caplog.at_level(logging.ERROR):
-        assert statecfg.run_with_state(args, logging.getLogger("stmgr[0]"), make) == 2
+        assert run_with_state(args, logging.getLogger("stmgr[0]"), make) == 2
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == [REFUSAL]
 
 
