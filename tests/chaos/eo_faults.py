@@ -3,9 +3,11 @@
 Each injector acts on the real processes, sockets and file systems of one local topology:
 kill -9 and SIGSTOP/SIGCONT of a process found by its command line, a TCP reset of every
 connection to a daemon's port (``ss -K``), a checkpoint folder on a small tmpfs filled to the
-last byte and freed, a ZooKeeper restart, a master whose clock is behind (libfaketime).
-``Capabilities.probe`` finds which of them work on
-this machine (root, ``mount``, ``ss -K`` on a real socket pair) so the schedule draws only
+last byte and freed, a ZooKeeper restart, a master whose clock is behind (libfaketime), the
+sink servers (PostgreSQL, Redis) and the Redis checkpoint store restarted or frozen
+(``Servers``); the network faults are in eo_netns.py. ``Capabilities.probe`` finds which of
+them work on this machine (root, ``mount``, ``ss -K`` on a real socket pair, the checker's own
+network namespace) and ``Servers.probe`` which servers can run, so the schedule draws only
 faults that can be made, and says why the others are left out.
 """
 
@@ -26,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
+from tests.chaos import eo_netns
 
 # libfaketime (Debian's package faketime), where Debian and Ubuntu put it
 FAKETIME_LIBS = (Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"),
@@ -48,6 +52,7 @@ class Proc:
     role: str  # instance, stmgr, metricsmgr, tmanager, standby, executor
     label: str  # e.g. "count-5 (c0)", "stmgr c1": stable across restarts, sorted for the seed's pick
     pid: int
+    container: int | None = None  # its --container (a partition cuts a container's processes)
 
 
 def _arg(cmd: list[str], flag: str) -> str | None:
@@ -86,8 +91,25 @@ def processes(home: Path, name: str, active_tmanager_pid: int) -> list[Proc]:
         if found is None:
             continue
         role, label = found
-        out.append(Proc(role, label, int(p.info["pid"])))
+        container = _arg(cmd, "--container")
+        out.append(Proc(role, label, int(p.info["pid"]), int(container) if container is not None else None))
     return sorted(out, key=lambda q: (q.label, q.pid))
+
+
+def leftovers(home: Path, name: str) -> list[int]:
+    """Every live process of topology ``name`` under ``home`` (its supervisor too), for when
+    ``heron-py kill`` failed: the run must not leave a topology running behind it."""
+    out = []
+    for p in psutil.process_iter(["pid", "cmdline", "status"]):
+        try:
+            cmd = list(p.info["cmdline"] or ())
+            if p.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if _arg(cmd, "--topology") == name and any(str(home) in a for a in cmd):
+            out.append(int(p.info["pid"]))
+    return sorted(out)
 
 
 def signal_pid(pid: int, sig: int) -> bool:
@@ -218,14 +240,30 @@ class Capabilities:
     disk_full: bool
     notes: tuple[str, ...]
     clock_behind: bool = False
+    partition: bool = False  # iptables in the checker's own network namespace (partitions, half-open links)
 
     @staticmethod
-    def probe(scratch: Path) -> Capabilities:
+    def probe(scratch: Path, netns: str | None = None, netns_why: str = "") -> Capabilities:
+        """``netns``: the namespace the checker runs in (eo_netns.create), or None and why not."""
         notes: list[str] = []
         reset = _probe_reset(notes)
         disk = _probe_mount(scratch, notes)
         clock = _probe_faketime(notes)
-        return Capabilities(reset, disk, tuple(notes), clock)
+        partition = _probe_partition(netns, netns_why, notes)
+        return Capabilities(reset, disk, tuple(notes), clock, partition)
+
+
+def _probe_partition(netns: str | None, why: str, notes: list[str]) -> bool:
+    """The checker must run inside the namespace its rules go to: else a rule would cut nothing
+    of the topology's (and the host's firewall is never touched: rules go through ip netns exec)."""
+    if netns is None:
+        notes.append(f"partitions and half-open links skipped: {why or 'the checker runs outside a network namespace'}")
+        return False
+    if not eo_netns.inside(netns):
+        notes.append(f"partitions and half-open links skipped: this process is not in network namespace {netns}, "
+                     f"where its rules would go")
+        return False
+    return True
 
 
 def _probe_faketime(notes: list[str]) -> bool:
@@ -305,3 +343,100 @@ def zk_restarter(server: Any, down_s: float = 1.0) -> Callable[[Callable[[], Non
         time.sleep(max(0.0, down_s - (time.monotonic() - t0)))
         server.start()
     return restart
+
+
+# --- the servers besides the topology's: the sinks' and the checkpoint store -----------------
+
+SINK_SERVERS = ("postgres", "redis")  # the sinks with a server (the file sink has none)
+STORE = "store"  # the Redis checkpoint store
+
+
+class Servers:
+    """The real servers of one run (tests/postgres_server.py, tests/redis_server.py): the sinks'
+    PostgreSQL and Redis, and the Redis checkpoint store, each on a loopback port of its own (in
+    the checker's namespace when it has one). ``restart``, ``freeze`` and ``thaw`` are the faults;
+    ``stop`` resumes whatever is frozen (a stopped server would hang its own stop) and stops them."""
+
+    def __init__(self, folder: Path, names: tuple[str, ...]) -> None:
+        self.servers: dict[str, Any] = {}
+        self.frozen: set[str] = set()
+        try:
+            for name in names:
+                self.servers[name] = _start_server(name, folder / name)
+        except BaseException:
+            self.stop()
+            raise
+
+    @staticmethod
+    def probe(scratch: Path, names: tuple[str, ...], notes: list[str]) -> tuple[str, ...]:
+        """The servers among ``names`` that start here (each started once and stopped); a note
+        says why each other one cannot."""
+        found = []
+        for name in names:
+            try:
+                Servers(scratch / f"probe-{name}", (name,)).stop()
+                found.append(name)
+            except Exception as e:  # a missing binary or client library: the server's own words
+                notes.append(f"{_what(name)} skipped: {_reason(e)}")
+        return tuple(found)
+
+    def url(self, name: str) -> str:
+        return str(self.servers[name].url)
+
+    def port(self, name: str) -> int:
+        return int(self.servers[name].port)
+
+    def restart(self, name: str, down_s: float) -> None:
+        server = self.servers[name]
+        server.stop()
+        time.sleep(down_s)
+        server.start()
+
+    def freeze(self, name: str) -> None:
+        self.frozen.add(name)  # first: a failure half-way is still thawed
+        self.servers[name].freeze()
+
+    def thaw(self, name: str) -> None:
+        self.servers[name].thaw()
+        self.frozen.discard(name)
+
+    def stop(self) -> None:
+        """Stops every server and drops its data (PostgreSQL's cluster, Redis's append-only
+        files: a batch of schedules must not fill the disk; the Redis logs stay)."""
+        for name in list(self.frozen):
+            with contextlib.suppress(Exception):
+                self.thaw(name)
+        for name, server in self.servers.items():
+            with contextlib.suppress(Exception):  # every one is stopped, whatever one says
+                if name == "postgres":
+                    server.destroy()
+                else:
+                    server.stop()
+                    shutil.rmtree(server.folder / "appendonlydir", ignore_errors=True)
+        self.servers.clear()
+
+
+def _what(name: str) -> str:
+    return {"postgres": "the PostgreSQL sink", "redis": "the Redis sink", STORE: "the Redis checkpoint store"}[name]
+
+
+def _reason(e: BaseException) -> str:
+    msg = getattr(e, "msg", None) or str(e)  # pytest.skip's exception keeps its reason in msg
+    return str(msg).strip().splitlines()[0][:300] if str(msg).strip() else type(e).__name__
+
+
+def _start_server(name: str, folder: Path) -> Any:
+    """A fresh server: the fixtures' helpers, which skip (pytest's Skipped, a BaseException)
+    with the reason when a binary or a client library is missing."""
+    import pytest
+
+    try:
+        if name == "postgres":
+            from tests.postgres_server import postgres_or_skip
+
+            return postgres_or_skip()
+        from tests.redis_server import redis_or_skip
+
+        return redis_or_skip(folder)
+    except pytest.skip.Exception as e:
+        raise RuntimeError(_reason(e)) from None
