@@ -85,6 +85,8 @@ class StorageWorker:
         fut = self._io.submit(fn)
 
         def back(f: concurrent.futures.Future[T]) -> None:
+            if f.cancelled():  # close() dropped it: the driver is stopping, nobody waits for it
+                return
             try:
                 loop.call_soon_threadsafe(then, f)
             except RuntimeError:  # the loop closed: the master is gone
