@@ -1,5 +1,3 @@
-"""Metrics manager (DESIGN section 7).
-
-Not built yet: it arrives with the metrics issue (Prometheus export). The package exists
-so the layout and packaging are in place; nothing here runs.
-"""
+"""Metrics manager: one per container. It takes its processes' reports, keeps the latest in
+``store.py``, serves them to Prometheus (``http.py``, ``prom.py``), writes ``metrics.jsonl`` and
+forwards them to the topology master (``main.py``)."""

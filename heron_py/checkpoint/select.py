@@ -2,8 +2,8 @@
 (``RedisCheckpointStorage``), from ``heron_py.checkpoint.storage`` or Storm's
 ``topology.state.provider`` (``heron_py.common.config.checkpoint_storage_settings`` maps them).
 
-Every daemon that reads or writes checkpoints (the master's driver, each stateful task, the
-Kafka spout) opens its storage here, so they all agree on where the checkpoints are.
+Every daemon that reads or writes checkpoints (the master's driver, each stateful task) opens
+its storage here, so they all agree on where the checkpoints are.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Optional dependencies a component needs (confluent_kafka for the Kafka connectors, ...).
 
-A component's class declares them, by the module prefix of its class here (``declare``), so a
-topology that uses one without it installed is refused at submit with one line saying what to
+Each connector's client is named here by the module prefix of its classes, so a topology that
+uses one without it installed is refused at submit with one line saying what to
 install, instead of a task failing to import it at run time.
 
 A Streamlet source or operator is a generic component (``GeneratorSpout``, ...) whose user
@@ -31,12 +31,10 @@ class Requirement:
 # "package.prefix." of a component's class → what it needs
 _BY_PREFIX: dict[str, Requirement] = {
     "heron_py.connectors.kafka.": Requirement("confluent_kafka", "heron-py[kafka]"),
+    "heron_py.connectors.redis.": Requirement("redis", "heron-py[redis]"),
+    "heron_py.connectors.rabbitmq.": Requirement("pika", "heron-py[rabbitmq]"),
+    "heron_py.connectors.postgres.": Requirement("psycopg", "heron-py[postgres]"),
 }
-
-
-def declare(class_prefix: str, module: str, install: str) -> None:
-    """Connectors register theirs here (the Redis, RabbitMQ and PostgreSQL connectors)."""
-    _BY_PREFIX[class_prefix] = Requirement(module, install)
 
 
 def importable(module: str) -> bool:

@@ -20,7 +20,6 @@ from heron_py.api.bolt.bolt import Bolt
 from heron_py.connectors.common import LogThrottle, TupleFields, component_where
 from heron_py.connectors.kafka.config import BoltConfig, bolt_config
 from heron_py.connectors.kafka.inflight import InFlight, rebuild_after_poll, rebuild_reason
-from heron_py.connectors.kafka.spout import REQUIREMENT
 from heron_py.connectors.kafka.translators import serializer
 
 # the backstop past message.timeout.ms before inputs with no report at all count as lost
@@ -30,7 +29,6 @@ BACKSTOP_GRACE_S = 5.0
 
 class KafkaBolt(Bolt):
     outputs: list[Any] = []
-    requirements = [REQUIREMENT]
     # the runner polls the producer for delivery reports between inputs (heron_poll)
     heron_poll_interval_s = 0.005
     clock: Callable[[], float] = time.monotonic

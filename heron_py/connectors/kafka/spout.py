@@ -51,7 +51,6 @@ from heron_py.connectors.kafka.translators import (
 )
 
 TP = tuple[str, int]
-REQUIREMENT = ("confluent_kafka", "heron-py[kafka]")
 
 
 def round_robin(partitions: Sequence[TP], index: int, tasks: int) -> list[TP]:
@@ -133,7 +132,6 @@ class KafkaSpout(Spout):
     _state: State | None = None
 
     outputs = ["topic", "partition", "offset", "key", "value"]
-    requirements = [REQUIREMENT]
     clock: Callable[[], float] = time.monotonic
     # bound by the engine's host when nothing needs to see each emit (no hook, no tap): a poll's
     # tuples in one call, untracked (heron_emit_many) or with their message ids (runtime/host.py)

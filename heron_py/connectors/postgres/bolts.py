@@ -42,7 +42,6 @@ from heron_py.connectors.base import BatchPolicy
 from heron_py.connectors.committing import CommittingSink, StagedInput
 from heron_py.connectors.common import LogThrottle, Reconnect, TupleFields, component_where, config_error
 from heron_py.connectors.postgres.config import (
-    REQUIREMENT,
     InsertConfig,
     LookupConfig,
     insert_config,
@@ -104,7 +103,6 @@ def _mapper(config: dict[str, Any], where: str, default: Any, need: tuple[str, .
 
 
 class _PostgresBolt(Bolt):
-    requirements = [REQUIREMENT]
     clock: Callable[[], float] = time.monotonic
     kind = "postgres bolt"
     where: str

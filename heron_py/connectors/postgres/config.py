@@ -10,7 +10,6 @@ from urllib.parse import unquote, urlsplit
 from heron_py.connectors.base import RetryPolicy
 from heron_py.connectors.common import config_error, opt_bool, opt_fields, opt_int, opt_str
 
-REQUIREMENT = ("psycopg", "heron-py[postgres]")
 TCP_TIMEOUT_MS = 30_000
 TCP_TIMEOUT_MAX_MS = 2**31 - 1  # libpq parses tcp_user_timeout as an int
 ON_CONFLICT = ("error", "nothing", "update")

@@ -25,7 +25,7 @@ from typing import Any
 from heron_py.api.bolt.bolt import Bolt
 from heron_py.connectors.base import BatchPolicy
 from heron_py.connectors.common import LogThrottle, Reconnect, TupleFields, component_where
-from heron_py.connectors.rabbitmq.config import REQUIREMENT, BoltConfig, bolt_config, close_connection
+from heron_py.connectors.rabbitmq.config import BoltConfig, bolt_config, close_connection
 from heron_py.connectors.rabbitmq.errors import on_connection_error
 from heron_py.connectors.sink import CountsMetric, SinkLoop, bad_input_line
 
@@ -63,7 +63,6 @@ def build_message(cfg: BoltConfig, fields: dict[str, Any]) -> tuple[str, bytes, 
 
 class RabbitMQBolt(Bolt):
     outputs: list[Any] = []
-    requirements = [REQUIREMENT]
     heron_poll_interval_s = 0.005  # the runner calls heron_poll: a batch's delay and heartbeats while idle
     clock: Callable[[], float] = time.monotonic
 

@@ -11,8 +11,6 @@ from urllib.parse import quote, unquote, urlsplit
 from heron_py.connectors.base import RetryPolicy
 from heron_py.connectors.common import config_error, opt_bool, opt_int, opt_str, retry_policy
 
-REQUIREMENT = ("pika", "heron-py[rabbitmq]")
-
 
 @dataclass(frozen=True)
 class ServerConfig:

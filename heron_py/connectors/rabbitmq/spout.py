@@ -31,7 +31,7 @@ from heron_py.api.metrics import IMetric
 from heron_py.api.spout.spout import Spout
 from heron_py.connectors.base import ReplayableSource
 from heron_py.connectors.common import LogThrottle, Reconnect, component_where, source_acking
-from heron_py.connectors.rabbitmq.config import REQUIREMENT, SpoutConfig, close_connection, spout_config
+from heron_py.connectors.rabbitmq.config import SpoutConfig, close_connection, spout_config
 from heron_py.connectors.rabbitmq.errors import on_connection_error
 
 Key = tuple[int, int]  # (connection generation, delivery tag): the ReplayableSource message id
@@ -67,7 +67,6 @@ class RabbitMQSpout(Spout):
     Emits ``id`` (the message_id property, else ``delivery-<connection>-<tag>``) and ``body``."""
 
     outputs = ["id", "body"]
-    requirements = [REQUIREMENT]
     clock: Callable[[], float] = time.monotonic
     # the host stops calling next_tuple while max pending is reached; heron_poll keeps the
     # connection's heartbeats going then (pika answers them only inside process_data_events)

@@ -35,7 +35,7 @@ from heron_py.connectors.common import (
     opt_int,
     opt_str,
 )
-from heron_py.connectors.redis.config import REQUIREMENT, SinkConfig, sink_config
+from heron_py.connectors.redis.config import SinkConfig, sink_config
 from heron_py.connectors.redis.errors import ErrorKind, classify, describe
 from heron_py.connectors.redis.mappers import (
     FILTERABLE,
@@ -62,7 +62,6 @@ class RedisBatchBolt(CommittingSink, Bolt):
     and may override ``written`` (the command's reply; acks by default)."""
 
     outputs: list[Any] = []
-    requirements = [REQUIREMENT]
     heron_poll_interval_s = 0.005  # the runner calls heron_poll: a batch's delay is kept while idle
     clock: Callable[[], float] = time.monotonic
     kind = "redis bolt"

@@ -11,8 +11,6 @@ from heron_py.common.redis_client import redis_client
 from heron_py.connectors.base import RetryPolicy
 from heron_py.connectors.common import config_error, opt_bool, opt_fields, opt_int, opt_str, retry_policy
 
-REQUIREMENT = ("redis", "heron-py[redis]")
-
 
 @dataclass(frozen=True)
 class ServerConfig:

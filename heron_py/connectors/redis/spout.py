@@ -42,7 +42,7 @@ from heron_py.api.spout.spout import Spout
 from heron_py.api.stream import Stream
 from heron_py.connectors.base import ReplayableSource
 from heron_py.connectors.common import LogThrottle, Reconnect, component_where, source_acking
-from heron_py.connectors.redis.config import REQUIREMENT, StreamSpoutConfig, stream_spout_config
+from heron_py.connectors.redis.config import StreamSpoutConfig, stream_spout_config
 from heron_py.connectors.redis.errors import ErrorKind, classify, describe
 
 Key = tuple[str, int]  # the ReplayableSource message id: (stream, emit sequence number)
@@ -251,7 +251,6 @@ class RedisStreamSpout(Spout):
     Emits ``id`` (the entry id) and the entry's ``redis.fields`` (default ``value``)."""
 
     outputs = ["id", "value"]
-    requirements = [REQUIREMENT]
     clock: Callable[[], float] = time.monotonic
     # bound by the engine's host when nothing needs to see each emit (no hook, no tap): a
     # read's tuples with their message ids in one call (runtime/host.py)

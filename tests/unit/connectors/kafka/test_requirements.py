@@ -63,3 +63,40 @@ def test_pickled_globals_reads_nested_pickles_without_loading_them() -> None:
         outer = pickle.dumps({"packed": pickle.dumps([sink, sink], protocol=protocol)})
         assert ("heron_py.connectors.kafka.streamlet", "KafkaSink") in set(pickled_globals(outer))
     assert list(pickled_globals(b"\x80\x05not a pickle")) == []
+
+
+@pytest.mark.parametrize(("module", "install", "kind"), [
+    ("redis", "heron-py[redis]", "spout"),
+    ("pika", "heron-py[rabbitmq]", "spout"),
+    ("psycopg", "heron-py[postgres]", "bolt"),
+])
+def test_every_connector_without_its_client_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch, module: str,
+                                                                    install: str, kind: str) -> None:
+    """Not only Kafka's: each connector's client is checked at submit (the Redis, RabbitMQ and
+    PostgreSQL classes declared theirs in an attribute nothing read)."""
+    from heron_py.api.bolt.bolt import Bolt
+    from heron_py.api.spout.spout import Spout
+    from heron_py.api.stream import Grouping
+    from heron_py.connectors.postgres import PostgresInsertBolt
+    from heron_py.connectors.rabbitmq import RabbitMQSpout
+    from heron_py.connectors.redis import RedisStreamSpout
+
+    connector, conf = {"redis": (RedisStreamSpout, {"redis.stream": "s"}),
+                       "pika": (RabbitMQSpout, {"rabbitmq.queue": "q"}),
+                       "psycopg": (PostgresInsertBolt, {"postgres.url": "postgresql://h/db", "postgres.table": "t"})}[module]
+    tb = TopologyBuilder("conn_req")
+    if kind == "spout":
+        src = tb.add_spout("src", connector, par=1, config=conf)
+        tb.add_bolt("sink", Bolt, par=1, inputs={src: Grouping.SHUFFLE})
+    else:
+        src = tb.add_spout("src", Spout, par=1)
+        tb.add_bolt("sink", connector, par=1, inputs={src: Grouping.SHUFFLE}, config=conf)
+    topo = tb.build()
+    monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(TopologyError) as e:
+        validate(topo)
+    name = "src" if kind == "spout" else "sink"
+    used = next(c.class_name for c in topo.components if c.name == name)
+    assert str(e.value) == (f"topology 'conn_req': {kind} '{name}' ({used}) needs the Python module '{module}', "
+                            f"which is not installed: pip install '{install}'")
+    assert used.startswith(f"heron_py.connectors.")
