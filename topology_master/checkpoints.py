@@ -135,6 +135,7 @@ class CheckpointDriver:
         self.coordinator: CheckpointCoordinator | None = None  # once the storage was listed
         self._stored_complete: set[int] = set()  # the storage's complete ids as last listed
         self._restore_frame: bytes | None = None  # the restore under way, for late stream managers
+        self._start_frame: tuple[int, bytes] | None = None  # the checkpoint under way, for stream managers back
         self._pids: dict[int, int] = {}  # task -> pid while ready, as last seen
         self.superseded: str | None = None
         self.last_completed_wall: float | None = None
@@ -268,10 +269,18 @@ class CheckpointDriver:
             restore_id=restore_id, acted=acted, reason=reason).SerializeToString())
 
     def greet(self, conn: Connection) -> None:
-        """A stream manager registered: mid-restore it gets the restore (its tasks are waited for)."""
+        """A stream manager registered: mid-restore it gets the restore (its tasks are waited for);
+        mid-checkpoint it gets the checkpoint's start, which it may have missed while it was
+        away (its spouts would never start it, and the checkpoint would wait out its timeout
+        while the sinks' staged writes grow); a spout that started it already ignores it."""
         c = self.coordinator
-        if c is not None and c.state is CoordinatorState.RESTORING and self._restore_frame is not None:
+        if c is None:
+            return
+        if c.state is CoordinatorState.RESTORING and self._restore_frame is not None:
             conn.send(self._restore_frame)
+        elif (c.state is CoordinatorState.CHECKPOINTING and self._start_frame is not None
+              and c.status().in_progress_id == self._start_frame[0]):
+            conn.send(self._start_frame[1])
 
     def on_report(self, msg: pb.CheckpointSaved | pb.StateRestored) -> None:
         """An instance saved its state (or failed to), or restored, through its stream manager."""
@@ -323,7 +332,10 @@ class CheckpointDriver:
             changed |= isinstance(a, CheckpointsFailing | CheckpointsRecovered | RestoreFailed | StartProcessing
                                   | StartRestore)
             if isinstance(a, StartCheckpoint):
-                self._send(MsgType.START_CHECKPOINT, pb.StartCheckpoint(checkpoint_id=a.checkpoint_id))
+                frame = encode_frame(MsgType.START_CHECKPOINT,
+                                     pb.StartCheckpoint(checkpoint_id=a.checkpoint_id).SerializeToString())
+                self._start_frame = (a.checkpoint_id, frame)
+                self._send_all(frame)
             elif isinstance(a, CheckpointComplete):
                 self.io.submit(functools.partial(self.io.mark, a.checkpoint.checkpoint_id, a.checkpoint.stored,
                                                  a.checkpoint.packing),

@@ -875,8 +875,11 @@ def _one(home: Path, sched: Schedule, duration: float, rate: float, caps: eo_fau
     os.environ["HERON_PY_HOME"] = str(home)
     server = None
     servers = None
-    # checkpoints in Redis leave the folder unused: no tmpfs to fill
-    disk = eo_faults.FullDisk(home / "ckpt-tmpfs") if caps.disk_full and not store else None
+    # checkpoints in Redis leave the folder unused: no tmpfs to fill. With sinks every sink
+    # task's state holds its staged rows until their checkpoint commits: a few MB per
+    # checkpoint kept, more while a fault holds the commits back
+    disk = (eo_faults.FullDisk(home / "ckpt-tmpfs", size_mb=64 if sinks else 16)
+            if caps.disk_full and not store else None)
     try:
         names = tuple(s for s in SINK_SERVERS if s in sinks) + ((STORE,) if store else ())
         if names:

@@ -1,0 +1,44 @@
+"""A stream manager that registers again mid-checkpoint (its link to the master was cut while
+the checkpoint started) gets the checkpoint's start: without it its spouts never start it, and
+the checkpoint waits out its whole timeout (60 s by default) while the exact sinks' staged
+writes grow in every task's state (seen by the fault checker: a half-open master link, then
+the checkpoint folder full of staged rows)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from heron_py.checkpoint.storage import LocalFsStorage
+from heron_py.common.framing import HEADER, MsgType
+from heron_py.common.handshake import PeerIdentity
+from heron_py.common.wire import decode
+from tests.fakes import FakeConn
+from tests.unit.topology_master.test_checkpoints import Harness, save_files, until
+
+
+def _types(conn: FakeConn) -> list[tuple[int, object]]:
+    out = []
+    for f in conn.sent:
+        _, t = HEADER.unpack_from(f)
+        out.append((t, decode(t, f, "test")))
+    return out
+
+
+async def test_a_stream_manager_back_mid_checkpoint_gets_its_start_and_the_checkpoint_completes(
+        tmp_path: Path) -> None:
+    storage = LocalFsStorage(tmp_path)
+    h = Harness(storage, epoch=1)
+    await h.start()
+    await h.processing()
+    cid = await h.next_checkpoint()
+    back = FakeConn(PeerIdentity("stmgr", "1"))
+    h.driver.greet(back)
+    [(kind, msg)] = _types(back)
+    assert kind == MsgType.START_CHECKPOINT and msg.checkpoint_id == cid
+    save_files(storage, cid)
+    h.saved(cid)
+    await until(lambda: h.driver.status()["last_completed_id"] == cid)
+    idle = FakeConn(PeerIdentity("stmgr", "1"))
+    h.driver.greet(idle)  # between checkpoints: nothing to catch up on
+    await h.stop()
+    assert idle.sent == []
