@@ -4,8 +4,8 @@ Inbound frames go to the execution thread through a bounded queue (``Inbox``: wh
 full the gateway stops reading the socket, TCP then pushes back to the stream manager, and a
 short timer retries). Outbound frames come from the execution thread through another bounded
 queue; the execution thread wakes us with ``call_soon_threadsafe`` once per flush. Metrics
-reports go to the container's metrics manager on a connection of their own (``MetricsLink``),
-so they never wait behind tuples.
+reports go to the container's metrics manager on a connection of their own (``MetricsLink``, in
+heron_py/common/metrics_link.py, on the gateway's loop), so they never wait behind tuples.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from typing import Any
 from heron_py.common.alive import beat
 from heron_py.common.config import ConfigError, max_frame_bytes
 from heron_py.common.daemon import new_event_loop
-from heron_py.common.framing import MsgType, encode_frame
+from heron_py.common.framing import MsgType
 from heron_py.common.handshake import PeerIdentity
+from heron_py.common.metrics_link import MetricsLink
 from heron_py.common.net import (
     DEFAULT_LIVENESS,
     Connection,
@@ -71,9 +72,6 @@ def _routes(gw: Gateway) -> Routes:
     ])
 
 
-_NOTHING = Routes("instance's metrics link", ())
-
-
 class GatewayState(enum.Enum):
     CONNECTING = "connecting"
     REGISTERING = "registering"
@@ -103,80 +101,13 @@ class GatewayConfig:
         return None if self.container is None else PeerIdentity(role, str(self.container))
 
 
-# how soon a link that owes a report (``MetricsLink.send_now`` while not connected) tries to
-# connect again: a task that dies at start may do so before its container's metrics manager is
-# up, and its exception would be lost if the link waited out its ordinary retry
-OWED_RETRY_S = 0.05
-
-
-class MetricsLink:
-    """Sends ``report()`` to the container's metrics manager every ``interval_s``, on the
-    gateway's loop; ``report_now`` lets a dying task report its exception first."""
-
-    def __init__(self, cfg: GatewayConfig, report: Callable[[], dict[str, Any]], interval_s: float,
-                 mm_file: Path, log: logging.Logger, retry_s: float = 1.0) -> None:
-        self._cfg = cfg
-        self._report = report
-        self._interval = interval_s
-        self._mm_file = mm_file
-        self.log = log
-        self._retry_s = retry_s
-        self._conn: Connection | None = None
-        self.sent = threading.Event()
-        # set while a report is owed (send_now before a connection); bound to the gateway's loop
-        # at its first use there
-        self._owed = asyncio.Event()
-
-    def send(self) -> None:
-        conn = self._conn
-        if conn is not None and conn.is_open:
-            conn.send(encode_frame(MsgType.METRICS_REPORT, json.dumps(self._report(), default=repr).encode()))
-            self._owed.clear()
-            self.sent.set()
-
-    def send_now(self) -> None:
-        """On the loop: a report at once when connected; else the report is owed, and the link
-        tries to connect every ``OWED_RETRY_S`` until its session's first report pays it."""
-        conn = self._conn
-        if conn is not None and conn.is_open:
-            self.send()
-        else:
-            self._owed.set()
-
-    async def run(self, stop: asyncio.Event) -> None:
-        await run_link("metrics manager", self._connect, self._session, stop=stop, log=self.log,
-                       retry_s=self._retry_s, wait=self._wait)
-
-    async def _wait(self, seconds: float) -> None:
-        """``run_link``'s wait between tries, cut short when a report becomes owed."""
-        owed = self._owed
-        if owed.is_set():
-            await asyncio.sleep(min(seconds, OWED_RETRY_S))
-            return
-        try:
-            await asyncio.wait_for(owed.wait(), seconds)
-        except TimeoutError:
-            pass
-
-    async def _connect(self) -> Connection:
-        cfg = self._cfg
-        try:
-            port = int(json.loads(self._mm_file.read_text())["port"])
-        except (OSError, ValueError, KeyError) as e:
-            raise Unreachable(f"metrics manager not started yet ({e}); retrying") from None
-        # the metrics manager sends nothing back: any frame from it is refused
-        return await connect(cfg.host, port, Routed(_NOTHING), cfg.secret, role="instance", peer_id=str(cfg.task_id),
-                             log=self.log, max_frame=cfg.max_frame, liveness=cfg.liveness,
-                             expect=cfg.server("metricsmgr"))
-
-    async def _session(self, conn: Connection) -> None:
-        self._conn = conn
-        try:
-            while conn.is_open:
-                self.send()
-                await asyncio.sleep(self._interval)
-        finally:
-            self._conn = None
+def task_metrics_link(cfg: GatewayConfig, report: Callable[[], dict[str, Any]], interval_s: float, mm_file: Path,
+                      log: logging.Logger, retry_s: float = 1.0) -> MetricsLink:
+    """The task's link to its container's metrics manager (``mm_file``, its metricsmgr.json):
+    ``report()`` every ``interval_s``; ``Gateway.report_now`` sends one at once."""
+    return MetricsLink(mm_file=mm_file, host=cfg.host, secret=cfg.secret, role="instance", peer_id=str(cfg.task_id),
+                       expect=cfg.server("metricsmgr"), log=log, max_frame=cfg.max_frame, report=report,
+                       interval=lambda: interval_s, liveness=cfg.liveness, retry_s=retry_s)
 
 
 class Gateway(Routed):

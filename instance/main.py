@@ -12,13 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
-from heron_py.checkpoint.select import set_task_checkpoint_key
 from heron_py.checkpoint.storage import checkpoint_key_beside
 from heron_py.common.config import SHUTDOWN_DRAIN, InstanceConfig
 from heron_py.common.daemon import setup_logging
 from heron_py.common.net import DEFAULT_LIVENESS, Liveness
 from instance.execution import TaskRunner
-from instance.gateway import Gateway, GatewayConfig, GatewayState, MetricsLink
+from instance.gateway import Gateway, GatewayConfig, GatewayState, task_metrics_link
 from instance.metrics import TaskReports
 from instance.queues import InItem, Outbox, OutQueue, QueueBytes, WireMark
 
@@ -72,15 +71,14 @@ def main(argv: list[str] | None = None) -> int:
     reports = TaskReports(args.task_id, args.component, inbound, in_bytes, outbox)
     link = None
     if args.metrics_interval > 0:
-        link = MetricsLink(cfg, reports.report, args.metrics_interval,
-                           args.sm_port_file.parent / "metricsmgr.json", log)
+        link = task_metrics_link(cfg, reports.report, args.metrics_interval,
+                                 args.sm_port_file.parent / "metricsmgr.json", log)
     gateway = Gateway(cfg, inbound=inbound, outbound=outbound, in_bytes=in_bytes, out_bytes=out_bytes, log=log,
                       metrics=reports.message, metrics_link=link)
     wake.append(gateway.wake)
     outbound.mark = lambda: wire_mark(gateway)
 
     checkpoint_key = checkpoint_key_beside(args.secret_file, cfg.secret)
-    set_task_checkpoint_key(checkpoint_key)  # for components that open the checkpoint storage themselves
     runner = TaskRunner(task_id=args.task_id, component=args.component, package_dir=args.package_dir,
                         inbound=inbound, in_bytes=in_bytes, outbox=outbox, reports=reports,
                         mark_ready=gateway.mark_ready, log=log, topology=args.topology,

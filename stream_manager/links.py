@@ -1,26 +1,20 @@
-"""The stream manager's two control links, each kept up by ``heron_py.common.reconnect``:
-
-- to the active topology master, found through the state manager's watch on its location:
-  register, then heartbeat (with metrics) every second; a new location (a standby took
-  over) closes the connection and the loop connects to the new one;
-- to the container's metrics manager, found in ``metricsmgr.json``: one JSON report per
-  ``topology.metrics.export.interval.secs`` (none while it is 0).
+"""The stream manager's link to the active topology master, kept up by
+``heron_py.common.reconnect``: found through the state manager's watch on its location;
+register, then heartbeat (with metrics) every second; a new location (a standby took over)
+closes the connection and the loop connects to the new one. (Its other link, to the
+container's metrics manager, is ``heron_py.common.metrics_link``, shared with the instances.)
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable
-from pathlib import Path
-from typing import Any
 
-from heron_py.common.framing import MsgType, encode_frame
-from heron_py.common.handshake import PeerIdentity
-from heron_py.common.net import DEFAULT_LIVENESS, Connection, Liveness, Route, Routed, Routes, connect, on
-from heron_py.common.reconnect import Unreachable, run_link
+from heron_py.common.framing import MsgType
+from heron_py.common.net import DEFAULT_LIVENESS, Connection, Liveness, Route, Routed, Routes, on
+from heron_py.common.reconnect import run_link
 from heron_py.common.tls import PeerTls
 from heron_py.state import StateManager, TManagerLocation
 from heron_py.state.tmlink import LocationFollower, connect_master
@@ -139,41 +133,3 @@ class MasterLink:
         if self.channel.conn is not None:
             self.channel.conn.close(reason)
 
-
-class MetricsLink:
-    """Reports to the container's metrics manager on a connection of its own."""
-
-    def __init__(self, *, mm_file: Path, host: str, container: int, secret: bytes, log: logging.Logger,
-                 max_frame: int, report: Callable[[], dict[str, Any]], interval: Callable[[], float],
-                 sleep: Sleep = asyncio.sleep, liveness: Liveness = DEFAULT_LIVENESS) -> None:
-        self._mm_file = mm_file
-        self._host = host
-        self._container = container
-        self._secret = secret
-        self._log = log
-        self._max_frame = max_frame
-        self._report = report
-        self._interval = interval
-        self._liveness = liveness
-        self._sleep = sleep
-
-    async def run(self, stop: asyncio.Event) -> None:
-        await run_link("metrics manager", self._connect, self._session, stop=stop, log=self._log,
-                       retry_s=1.0, reconnect_s=0.2)
-
-    async def _connect(self) -> Connection:
-        try:
-            port = int(json.loads(self._mm_file.read_text())["port"])
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise Unreachable(f"metrics manager not found in {self._mm_file} yet ({e!r}); retrying") from e
-        # the metrics manager sends nothing back: any frame from it is refused
-        return await connect(self._host, port, Routed(Routes("stmgr's metrics link", ())), self._secret, role="stmgr",
-                             peer_id=str(self._container), log=self._log, max_frame=self._max_frame,
-                             liveness=self._liveness, expect=PeerIdentity("metricsmgr", str(self._container)))
-
-    async def _session(self, conn: Connection) -> None:
-        while True:
-            interval = self._interval()
-            if interval > 0:
-                conn.send(encode_frame(MsgType.METRICS_REPORT, json.dumps(self._report()).encode()))
-            await self._sleep(interval or 1.0)

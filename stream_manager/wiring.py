@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from heron_py.common.framing import MsgType
+from heron_py.common.handshake import PeerIdentity
+from heron_py.common.metrics_link import MetricsLink
 from heron_py.common.net import DEFAULT_LIVENESS, Connection, Counters, Liveness, Routed, Routes, on_raw
 from heron_py.common.tls import PeerTls
 from heron_py.state import StateManager
@@ -32,7 +34,7 @@ from stream_manager.checkpoints import CheckpointRelay
 from stream_manager.clique import Clique
 from stream_manager.forwarder import Forwarder
 from stream_manager.instances import LocalInstances
-from stream_manager.links import MasterChannel, MasterLink, MetricsLink, master_routes
+from stream_manager.links import MasterChannel, MasterLink, master_routes
 from stream_manager.metrics import StreamManagerMetrics
 from stream_manager.routing import RoutingTable
 
@@ -155,9 +157,9 @@ def build(site: Site, events: Events, spawn: Callable[[Coroutine[Any, Any, None]
                         routes=master_routes(events.on_new_pplan, log, ckpt.master_routes()),
                         instance_infos=instances.infos, metrics=metrics.for_master)
     # the metrics manager is always in this container, on loopback
-    metrics_link = MetricsLink(mm_file=site.port_file.parent / "metricsmgr.json", host=LOOPBACK, container=container,
-                               secret=site.secret, log=log, max_frame=site.max_frame, report=metrics.report,
-                               liveness=site.liveness,
+    metrics_link = MetricsLink(mm_file=site.port_file.parent / "metricsmgr.json", host=LOOPBACK, secret=site.secret,
+                               role="stmgr", peer_id=str(container), expect=PeerIdentity("metricsmgr", str(container)),
+                               log=log, max_frame=site.max_frame, report=metrics.report, liveness=site.liveness,
                                interval=events.metrics_interval)
     return Parts(counters=counters, bp=bp, instances=instances, forwarder=forwarder, acks=acks, ckpt=ckpt,
                  clique=clique, metrics=metrics, master=master, metrics_link=metrics_link)

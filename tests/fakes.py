@@ -1,5 +1,6 @@
 """The tests' one set of fakes: a manual clock, a connection that records what is sent, the
-plan and topology builders the unit tests share, and small picklable components.
+plan and topology builders the unit tests share, the master as its HTTP API reads it, and small
+picklable components.
 
 Components live at module level so pickling finds them (the planner stores them by reference).
 Everything here is pure: no sockets, no threads, no real time."""
@@ -37,6 +38,7 @@ from heron_py.planner.packing import round_robin
 from heron_py.runtime.host import HostOptions, SpoutHost, make_host
 from heron_py.testing import ManualClock as ManualClock  # users' clock: t, clock(), now, advance, sleep
 from stream_manager.acking import AckService
+from topology_master.http_api import MetricsView
 from topology_master.plan_book import PlanBook
 
 # --- connections -----------------------------------------------------------------------------
@@ -192,6 +194,28 @@ def plan_book(containers: int = 2) -> PlanBook:
     """The master's plan book for ``spout_bolt_topology()`` packed over ``containers``."""
     topo = spout_bolt_topology()
     return PlanBook("t", topo, round_robin(topo, containers))
+
+
+# --- the topology master ---------------------------------------------------------------------
+
+API_NOW = 1_700_000_000.0  # FakeApiMaster's clock
+
+
+class FakeApiMaster:
+    """The topology master as its HTTP API (topology_master/http_api.py ``Api``) reads it, and
+    nothing else: topology "t" (``numbers_topology()`` over 2 containers), its status, and
+    its metrics on a clock stopped at ``API_NOW``. (The admin commands' view of the master,
+    ``MasterControl``, has its own fake in tests/unit/topology_master/test_admin.py.)"""
+
+    def __init__(self) -> None:
+        self.topology = "t"
+        self._topo = numbers_topology()
+        self._packing = round_robin(self._topo, 2)
+        self.metrics = MetricsView(clock=lambda: API_NOW)
+
+    def status(self) -> dict[str, Any]:
+        return {"topology": "t", "state": "RUNNING", "pplan_version": 3, "tmanager": {"pid": 1},
+                "stmgrs": {"0": {"port": 1}}, "instances": {"1": {"ready": True}}}
 
 
 # --- in-process pipelines ------------------------------------------------------------------

@@ -13,22 +13,6 @@ from pathlib import Path
 from heron_py.checkpoint.storage import CheckpointStorage, LocalFsStorage, checkpoint_root
 from heron_py.common.config import StatefulConfig, redact_redis_url
 
-# the checkpoint key of the task this process runs, set once by the instance before any user
-# code: a component that opens the storage itself (the Kafka spout learns which checkpoints
-# completed) opens it with the key, as the task's own storage is, so that it trusts only markers
-# signed under it; None outside an instance (tests, tools)
-_task_key: bytes | None = None
-
-
-def set_task_checkpoint_key(key: bytes | None) -> None:
-    global _task_key
-    _task_key = key
-
-
-def task_checkpoint_key() -> bytes | None:
-    """The checkpoint key of this process's task (``set_task_checkpoint_key``), or None."""
-    return _task_key
-
 
 def open_checkpoint_storage(cfg: StatefulConfig, home: Path, *, secret: bytes | None = None,
                             root: Path | None = None) -> CheckpointStorage:

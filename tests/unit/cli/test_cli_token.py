@@ -24,7 +24,7 @@ from heron_py.common.handshake import http_admin_token, http_read_token
 from heron_py.common.tls import PeerTls, TlsMaterial, make_topology_tls
 from heron_py.state.base import TManagerLocation
 from heron_py.state.localfs import LocalFsStateManager
-from tests.unit.topology_master.test_http_api import FakeMaster
+from tests.fakes import FakeApiMaster
 from topology_master.http_api import Api
 from topology_master.http_server import serve_http
 
@@ -133,7 +133,7 @@ async def test_off_loopback_the_master_gets_the_read_token_over_https(tmp_path: 
     host = _own_address()
     material = make_topology_tls("t")
     # the master off loopback; a request with the admin token alone would be refused here
-    srv = await serve_http(Api(FakeMaster()), host, token=http_read_token(SECRET),
+    srv = await serve_http(Api(FakeApiMaster()), host, token=http_read_token(SECRET),
                            ssl_context=PeerTls.of(material, "t").http)
     try:
         st = _state(tmp_path, host, srv.port, "https", material)

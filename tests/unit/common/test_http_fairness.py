@@ -12,7 +12,8 @@ from prometheus_client import CollectorRegistry
 
 from heron_py.common import http_guard
 from heron_py.common.http_guard import SECURITY_HEADERS
-from tests.unit.topology_master.test_http_api import FakeMaster, _exchange
+from tests.fakes import FakeApiMaster
+from tests.unit.topology_master.test_http_api import _exchange
 from topology_master.http_api import Api
 from topology_master.http_server import HttpServer, serve_http
 
@@ -21,7 +22,7 @@ GET = b"GET /topologies HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n
 
 @pytest.fixture
 async def server() -> AsyncIterator[HttpServer]:
-    srv = await serve_http(Api(FakeMaster()), "127.0.0.1", head_timeout=30.0, action_token="a" * 64)
+    srv = await serve_http(Api(FakeApiMaster()), "127.0.0.1", head_timeout=30.0, action_token="a" * 64)
     yield srv
     await srv.close()
 

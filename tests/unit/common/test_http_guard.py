@@ -8,7 +8,8 @@ import pytest
 
 from heron_py.common.handshake import http_admin_token, http_read_token, scrape_token
 from heron_py.common.http_guard import host_allowed
-from tests.unit.topology_master.test_http_api import FakeMaster, _exchange
+from tests.fakes import FakeApiMaster
+from tests.unit.topology_master.test_http_api import _exchange
 from topology_master.http_api import Api
 from topology_master.http_server import serve_http
 
@@ -28,7 +29,7 @@ def test_scrape_and_action_tokens_differ() -> None:
 
 @pytest.fixture
 async def server():
-    srv = await serve_http(Api(FakeMaster()), "127.0.0.1", head_timeout=2.0)
+    srv = await serve_http(Api(FakeApiMaster()), "127.0.0.1", head_timeout=2.0)
     yield srv
     await srv.close()
 

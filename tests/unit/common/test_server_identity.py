@@ -150,7 +150,7 @@ async def test_an_instance_reaches_only_the_managers_of_its_container(tmp_path) 
     import json
     import queue
 
-    from instance.gateway import Gateway, GatewayConfig, MetricsLink
+    from instance.gateway import Gateway, GatewayConfig, task_metrics_link
     from instance.queues import InItem, OutQueue, QueueBytes
 
     stmgr = await serve("127.0.0.1", 0, BaseHandler, SECRET, role="stmgr", log=LOG, counters=Counters(),
@@ -164,7 +164,7 @@ async def test_an_instance_reaches_only_the_managers_of_its_container(tmp_path) 
                         max_frame=1 << 20, unix_socket=False, container=2)
     gw = Gateway(cfg, inbound=queue.Queue[InItem](), outbound=OutQueue(8, 1 << 20), in_bytes=QueueBytes(1 << 20),
                  out_bytes=QueueBytes(1 << 20), log=LOG)
-    link = MetricsLink(cfg, dict, 60.0, tmp_path / "metricsmgr.json", LOG)
+    link = task_metrics_link(cfg, dict, 60.0, tmp_path / "metricsmgr.json", LOG)
     try:
         with pytest.raises(HandshakeError, match=rf"^server 127.0.0.1:{sm_port} is stmgr '3', expected stmgr '2' "):
             await gw._connect()

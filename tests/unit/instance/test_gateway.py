@@ -11,7 +11,7 @@ from pathlib import Path
 
 from heron_py.common.framing import HEADER_SIZE, MsgType, encode_frame
 from heron_py.common.net import BaseHandler, Counters, connect, serve
-from instance.gateway import WRITE_HIGH, Gateway, GatewayConfig, GatewayState, MetricsLink
+from instance.gateway import WRITE_HIGH, Gateway, GatewayConfig, GatewayState, task_metrics_link
 from instance.queues import InItem, OutQueue, QueueBytes
 
 SECRET = b"s" * 32
@@ -92,7 +92,7 @@ async def test_a_report_owed_before_the_metrics_manager_is_up_goes_out_as_soon_a
     server = await serve("127.0.0.1", 0, lambda: rec, SECRET, role="metricsmgr", log=LOG, counters=Counters())
     mm_file = tmp_path / "metricsmgr.json"  # not there yet: the first try fails
     cfg = GatewayConfig(task_id=2, component="boom", secret=SECRET, sm_port_file=tmp_path / "port", max_frame=1 << 20)
-    link = MetricsLink(cfg, lambda: {"exceptions": ["ValueError: boom"]}, 60.0, mm_file, LOG, retry_s=30.0)
+    link = task_metrics_link(cfg, lambda: {"exceptions": ["ValueError: boom"]}, 60.0, mm_file, LOG, retry_s=30.0)
     stop = asyncio.Event()
     runner = asyncio.ensure_future(link.run(stop))
     try:

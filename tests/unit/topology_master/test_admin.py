@@ -1,4 +1,4 @@
-"""Admin commands (topology_master/admin.py) against a fake master."""
+"""Admin commands (topology_master/admin.py) against a fake of the master's control view."""
 
 import json
 from typing import Any
@@ -7,7 +7,10 @@ from heron_py.planner.model import TopologyState
 from topology_master.admin import AdminCommands
 
 
-class FakeMaster:
+class FakeMasterControl:
+    """The master as the admin commands see it (``MasterControl``); it records the run states set.
+    (The HTTP API's view of the master: tests/fakes.py ``FakeApiMaster``.)"""
+
     def __init__(self, active: bool) -> None:
         self.active = active
         self.states: list[TopologyState] = []
@@ -24,7 +27,7 @@ class FakeMaster:
 
 
 def test_activate_deactivate_status_on_the_active_master() -> None:
-    m = FakeMaster(active=True)
+    m = FakeMasterControl(active=True)
     admin = AdminCommands(m, pid=9)
     resp = admin.handle("deactivate")
     assert (resp.ok, resp.message) == (True, "now PAUSED; applied on every stream manager")
@@ -35,7 +38,7 @@ def test_activate_deactivate_status_on_the_active_master() -> None:
 
 
 def test_a_standby_answers_status_only() -> None:
-    m = FakeMaster(active=False)
+    m = FakeMasterControl(active=False)
     admin = AdminCommands(m, pid=9)
     resp = admin.handle("activate")
     assert (resp.ok, resp.message) == (False, "topology master pid 9 is a standby; send activate to the active "
@@ -44,6 +47,6 @@ def test_a_standby_answers_status_only() -> None:
 
 
 def test_unknown_command() -> None:
-    resp = AdminCommands(FakeMaster(active=True), pid=9).handle("explode")
+    resp = AdminCommands(FakeMasterControl(active=True), pid=9).handle("explode")
     assert (resp.ok, resp.message) == (False, "unknown admin command 'explode'; expected one of activate, "
                                               "deactivate, status")

@@ -1,6 +1,6 @@
-"""The topology master's HTTP API: the pure router against a small fake master, and the
-aiohttp transport on 127.0.0.1 against hostile and odd clients (raw sockets, so every byte
-of the answer is the server's)."""
+"""The topology master's HTTP API: the pure router against a small fake master (tests/fakes.py
+``FakeApiMaster``), and the aiohttp transport on 127.0.0.1 against hostile and odd clients (raw
+sockets, so every byte of the answer is the server's)."""
 
 import asyncio
 import json
@@ -10,28 +10,9 @@ from typing import Any
 import pytest
 from aiohttp.http_exceptions import BadHttpMessage, BadStatusLine, LineTooLong
 
-from heron_py.planner.packing import round_robin
-from tests.fakes import numbers_topology
-from topology_master.http_api import Api, MetricsView
+from tests.fakes import API_NOW, FakeApiMaster
+from topology_master.http_api import Api
 from topology_master.http_server import HttpServer, parse_error_answer, serve_http
-
-NOW = 1_700_000_000.0
-
-
-
-
-class FakeMaster:
-    """What Api reads of the TopologyMaster, and nothing else."""
-
-    def __init__(self) -> None:
-        self.topology = "t"
-        self._topo = numbers_topology()
-        self._packing = round_robin(self._topo, 2)
-        self.metrics = MetricsView(clock=lambda: NOW)
-
-    def status(self) -> dict[str, Any]:
-        return {"topology": "t", "state": "RUNNING", "pplan_version": 3, "tmanager": {"pid": 1},
-                "stmgrs": {"0": {"port": 1}}, "instances": {"1": {"ready": True}}}
 
 
 def _report(t: float, emitted: int, latency: float) -> dict[str, Any]:
@@ -43,9 +24,9 @@ def _report(t: float, emitted: int, latency: float) -> dict[str, Any]:
 
 
 @pytest.fixture
-def master() -> FakeMaster:
-    tm = FakeMaster()
-    for i, t in enumerate((NOW - 120, NOW - 50, NOW - 5)):
+def master() -> FakeApiMaster:
+    tm = FakeApiMaster()
+    for i, t in enumerate((API_NOW - 120, API_NOW - 50, API_NOW - 5)):
         tm.metrics.update(_report(t, 100 * (i + 1), float(i)))
     return tm
 
@@ -58,14 +39,14 @@ def _get(api: Api, path: str, **query: Any) -> tuple[int, dict[str, Any]]:
 
 # --- the pure router ---
 
-def test_every_answer_is_wrapped_like_herons_tracker(master: FakeMaster) -> None:
+def test_every_answer_is_wrapped_like_herons_tracker(master: FakeApiMaster) -> None:
     code, doc = _get(Api(master), "/topologies")
     assert code == 200
     assert doc == {"status": "success", "executiontime": pytest.approx(0, abs=1), "message": "",
                    "version": "heron-py 0.1", "result": {"local": {"default": ["t"]}}}
 
 
-def test_plans_and_execution_state(master: FakeMaster) -> None:
+def test_plans_and_execution_state(master: FakeApiMaster) -> None:
     api = Api(master)
     _, doc = _get(api, "/topologies/logicalplan")
     assert doc["result"]["spouts"]["numbers"]["outputs"] == [{"stream_name": "default", "fields": ["n"]}]
@@ -79,7 +60,7 @@ def test_plans_and_execution_state(master: FakeMaster) -> None:
     assert _get(api, "/topologies/execution_state")[1]["result"] == master.status()
 
 
-def test_metrics_now_and_over_an_interval(master: FakeMaster) -> None:
+def test_metrics_now_and_over_an_interval(master: FakeApiMaster) -> None:
     api = Api(master)
     _, doc = _get(api, "/topologies/metrics", component="numbers")
     res = doc["result"]
@@ -90,11 +71,11 @@ def test_metrics_now_and_over_an_interval(master: FakeMaster) -> None:
                   metricname=["__emit-count/default", "__latency"])
     assert doc["result"]["metrics"] == {"__emit-count/default": {"1": 200.0}, "__latency": {"1": 2.0}}
     _, doc = _get(api, "/topologies/metrics/timeline", component="numbers", metricname="__latency",
-                  starttime=str(NOW - 60), endtime=str(NOW))
-    assert doc["result"]["timeline"] == {"__latency": {"1": {f"{NOW - 50:.3f}": 1.0, f"{NOW - 5:.3f}": 2.0}}}
+                  starttime=str(API_NOW - 60), endtime=str(API_NOW))
+    assert doc["result"]["timeline"] == {"__latency": {"1": {f"{API_NOW - 50:.3f}": 1.0, f"{API_NOW - 5:.3f}": 2.0}}}
 
 
-def test_exceptions_by_component(master: FakeMaster) -> None:
+def test_exceptions_by_component(master: FakeApiMaster) -> None:
     api = Api(master)
     assert _get(api, "/topologies/exceptions")[1]["result"] == [
         {"component": "sink", "task": 2, "stacktrace": "Traceback", "count": 1, "container": 0}]
@@ -118,13 +99,13 @@ def test_exceptions_by_component(master: FakeMaster) -> None:
     ("/topologies/metrics/timeline", {"component": "sink"}, 400,
      "/topologies/metrics/timeline: expected at least one metricname parameter, found none"),
 ])
-def test_errors_are_one_clear_message(master: FakeMaster, path: str, query: dict[str, str], code: int,
+def test_errors_are_one_clear_message(master: FakeApiMaster, path: str, query: dict[str, str], code: int,
                                       message: str) -> None:
     got, doc = _get(Api(master), path, **query)
     assert (got, doc["status"], doc["message"], doc["result"]) == (code, "failure", message, None)
 
 
-def test_web_page_and_no_escape_from_its_folder(master: FakeMaster) -> None:
+def test_web_page_and_no_escape_from_its_folder(master: FakeApiMaster) -> None:
     api = Api(master)
     code, ctype, body = api.handle("/", {})
     assert (code, ctype) == (200, "text/html; charset=utf-8") and b"<html" in body.lower()
@@ -149,7 +130,7 @@ def test_parse_errors_map_to_our_answers() -> None:
 # --- the aiohttp server, with raw sockets ---
 
 @pytest.fixture
-async def server(master: FakeMaster) -> AsyncIterator[HttpServer]:
+async def server(master: FakeApiMaster) -> AsyncIterator[HttpServer]:
     srv = await serve_http(Api(master), "127.0.0.1", head_timeout=0.5)
     yield srv
     await srv.close()
@@ -249,7 +230,7 @@ async def test_a_slow_client_is_dropped_without_an_answer(server: HttpServer) ->
         writer.close()
 
 
-async def test_close_stops_listening(master: FakeMaster) -> None:
+async def test_close_stops_listening(master: FakeApiMaster) -> None:
     srv = await serve_http(Api(master), "127.0.0.1")
     await srv.close()
     with pytest.raises(OSError):

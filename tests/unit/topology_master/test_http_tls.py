@@ -16,7 +16,7 @@ from heron_py.common.handshake import http_admin_token, http_read_token
 from heron_py.common.tls import PeerTls, TlsMaterial, https_client_context, make_topology_tls
 from heron_py.state.base import TManagerLocation
 from heron_py.state.localfs import LocalFsStateManager
-from tests.unit.topology_master.test_http_api import FakeMaster
+from tests.fakes import FakeApiMaster
 from topology_master.http_api import Api
 from topology_master.http_server import HttpServer, serve_http
 
@@ -31,7 +31,7 @@ def material() -> TlsMaterial:
 @pytest.fixture
 async def https_server(material: TlsMaterial) -> AsyncIterator[HttpServer]:
     tls = PeerTls.of(material, "t")
-    srv = await serve_http(Api(FakeMaster()), "127.0.0.1", token=http_read_token(SECRET),
+    srv = await serve_http(Api(FakeApiMaster()), "127.0.0.1", token=http_read_token(SECRET),
                            action_token=http_admin_token(SECRET), ssl_context=tls.http)
     yield srv
     await srv.close()
@@ -49,7 +49,7 @@ def _state(tmp_path: Path, port: int, material: TlsMaterial | None, scheme: str 
 async def test_the_cli_reads_the_api_over_https_verified_by_the_topologys_ca(material: TlsMaterial,
                                                                               tmp_path: Path) -> None:
     # as the master serves on loopback: reads without a token (the CLI sends none there)
-    srv = await serve_http(Api(FakeMaster()), "127.0.0.1", action_token=http_admin_token(SECRET),
+    srv = await serve_http(Api(FakeApiMaster()), "127.0.0.1", action_token=http_admin_token(SECRET),
                            ssl_context=PeerTls.of(material, "t").http)
     try:
         st = _state(tmp_path, srv.port, material)

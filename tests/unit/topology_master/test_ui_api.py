@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from heron_py.planner.model import TopologyState
-from tests.unit.topology_master.test_http_api import NOW, FakeMaster
+from tests.fakes import API_NOW, FakeApiMaster
 from topology_master.http_api import Api
 from topology_master.http_server import HttpServer, serve_http
 from topology_master.ui_actions import Actions, check_action, cli_command
@@ -20,7 +20,7 @@ from topology_master.ui_actions import Actions, check_action, cli_command
 TOKEN = "ab" * 32
 
 
-class Master(FakeMaster):
+class Master(FakeApiMaster):
     """The fake master with a run state, stream managers and a metrics manager's restarts."""
 
     def __init__(self) -> None:
@@ -48,7 +48,7 @@ def _report(t: float, emitted: int, executed: int) -> dict[str, Any]:
                 {"kind": "instance", "component": "numbers", "task": 1, "time": t,
                  "counters": {"__emit-count/default": emitted, "__ack-count": emitted},
                  "gauges": {"__complete-latency-ms/p50": 5.0},
-                 "process": {"cpu_seconds": t - NOW, "rss_bytes": 30e6}},
+                 "process": {"cpu_seconds": t - API_NOW, "rss_bytes": 30e6}},
                 {"kind": "instance", "component": "sink", "task": 2, "time": t,
                  "counters": {"__execute-count/numbers/default": executed}, "gauges": {"__execute-latency-ms": 2.0}}],
             "exceptions": [{"component": "sink", "task": 2, "stacktrace": "Traceback", "count": 1,
@@ -63,8 +63,8 @@ def master() -> Master:
 @pytest.fixture
 def api(master: Master, tmp_path: Path) -> Api:
     a = Api(master, logs=tmp_path)
-    master.metrics.update(_report(NOW - 20, 1000, 0))
-    master.metrics.update(_report(NOW - 10, 1500, 400))
+    master.metrics.update(_report(API_NOW - 20, 1000, 0))
+    master.metrics.update(_report(API_NOW - 10, 1500, 400))
     log = tmp_path / "container-1" / "sink-2.log"
     log.parent.mkdir()
     log.write_bytes(b"".join(b"line %04d\n" % i for i in range(1000)))  # 10 bytes a line
@@ -109,7 +109,7 @@ def test_series_for_charts(api: Api) -> None:
     res = doc["result"]
     assert (res["unit"], res["bucket_s"], res["window"]) == ("tuples/s", 10.0, "600")
     assert sum(v * (t1 - t0) for t0, t1, v in res["points"]) == pytest.approx(1500)
-    assert [p[:2] for p in res["points"]] == [[NOW - 21, NOW - 20], [NOW - 20, NOW - 10]]
+    assert [p[:2] for p in res["points"]] == [[API_NOW - 21, API_NOW - 20], [API_NOW - 20, API_NOW - 10]]
     _, doc = _get(api, "/topologies/series", component="sink", metric="exec_ms", window="all")
     assert doc["result"]["unit"] == "ms" and doc["result"]["points"][-1][2] == 2.0
 

@@ -123,7 +123,8 @@ def test_bolt_defaults_and_error():
 
 
 def test_a_topology_needing_a_missing_module_is_refused_in_one_line():
-    requirements.declare(__name__ + ".", "heron_py_no_such_module_xyz", "heron-py[nothing]")
+    requirements._BY_PREFIX[__name__ + "."] = requirements.Requirement("heron_py_no_such_module_xyz",
+                                                                        "heron-py[nothing]")
     try:
         b = TopologyBuilder("req")
         s = b.add_spout("s", ReqSpout, par=1)

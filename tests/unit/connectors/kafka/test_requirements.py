@@ -81,9 +81,10 @@ def test_every_connector_without_its_client_is_refused_in_one_line(monkeypatch: 
     from heron_py.connectors.rabbitmq import RabbitMQSpout
     from heron_py.connectors.redis import RedisStreamSpout
 
+    pg = {"postgres.url": "postgresql://h/db", "postgres.table": "t"}
     connector, conf = {"redis": (RedisStreamSpout, {"redis.stream": "s"}),
                        "pika": (RabbitMQSpout, {"rabbitmq.queue": "q"}),
-                       "psycopg": (PostgresInsertBolt, {"postgres.url": "postgresql://h/db", "postgres.table": "t"})}[module]
+                       "psycopg": (PostgresInsertBolt, pg)}[module]
     tb = TopologyBuilder("conn_req")
     if kind == "spout":
         src = tb.add_spout("src", connector, par=1, config=conf)
@@ -99,4 +100,4 @@ def test_every_connector_without_its_client_is_refused_in_one_line(monkeypatch: 
     used = next(c.class_name for c in topo.components if c.name == name)
     assert str(e.value) == (f"topology 'conn_req': {kind} '{name}' ({used}) needs the Python module '{module}', "
                             f"which is not installed: pip install '{install}'")
-    assert used.startswith(f"heron_py.connectors.")
+    assert used.startswith("heron_py.connectors.")
