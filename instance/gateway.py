@@ -41,7 +41,7 @@ from heron_py.common.net import (
 )
 from heron_py.common.reconnect import Unreachable, run_link
 from heron_py.scheduler.paths import stmgr_socket
-from instance.queues import Inbox, InItem, InKind, QueueBytes
+from instance.queues import Inbox, InItem, InKind, QueueBytes, WireMark
 from proto import heron_py_pb2 as pb
 
 # the gateway's own socket buffer stays small: the bounded outbound queue is the buffer
@@ -110,12 +110,55 @@ def task_metrics_link(cfg: GatewayConfig, report: Callable[[], dict[str, Any]], 
                        interval=lambda: interval_s, liveness=cfg.liveness, retry_s=retry_s)
 
 
+class GatewayPort:
+    """The gateway thread as the execution thread sees it, made before either (instance/wiring.py
+    gives it to the outbox, the outbound queue and the gateway): the outbox wakes the gateway
+    through it (``wake``, once per flush), and the outbound queue and the shutdown drain read
+    where the gateway's connection to the stream manager stands (``wire_mark``). The gateway
+    attaches its loop once that runs and says when its connection opens and closes: both are
+    known only on the gateway thread, after everything is made."""
+
+    def __init__(self) -> None:
+        # (the gateway's running loop, its drain of the outbound queue): set once, as one value
+        self._loop_and_drain: tuple[asyncio.AbstractEventLoop, Callable[[], None]] | None = None
+        self._conn: Connection | None = None  # to the stream manager while open
+
+    def attach(self, loop: asyncio.AbstractEventLoop, drain: Callable[[], None]) -> None:
+        """On the gateway thread, once its loop exists and before the gateway says it started:
+        from now on ``wake`` schedules ``drain`` on ``loop`` (until the loop is closed)."""
+        self._loop_and_drain = (loop, drain)
+
+    def connected(self, conn: Connection | None) -> None:
+        """On the gateway thread: its connection to the stream manager (None once it closed)."""
+        self._conn = conn
+
+    def wake(self) -> None:
+        """From the execution thread: the gateway takes what was queued (a no-op before its loop
+        runs or after it closed)."""
+        target = self._loop_and_drain
+        if target is not None and not target[0].is_closed():
+            target[0].call_soon_threadsafe(target[1])
+
+    def wire_mark(self) -> WireMark | None:
+        """Where the gateway's connection to the stream manager stands (queues.WireMark). At a
+        take it runs on the gateway's thread; at the drain's end on the execution thread, where
+        the two ints may be a moment stale (the stop's count is taken after the queue is empty,
+        when only the gateway's own small messages still go)."""
+        conn = self._conn
+        if conn is None or not conn.is_open:
+            return None
+        return conn, conn.bytes_out, conn.write_buffer_size()
+
+
 class Gateway(Routed):
     def __init__(self, cfg: GatewayConfig, *, inbound: queue.Queue[InItem], outbound: queue.Queue[list[bytes]],
                  in_bytes: QueueBytes, out_bytes: QueueBytes, log: logging.Logger,
                  metrics: Callable[[], pb.InstanceMetrics] | None = None,
-                 metrics_link: MetricsLink | None = None) -> None:
+                 metrics_link: MetricsLink | None = None, port: GatewayPort | None = None) -> None:
+        """``port``: how the execution thread reaches this gateway (made before both; a gateway
+        of its own when none is given, for a test that drives the gateway alone)."""
         self.cfg = cfg
+        self._port = port if port is not None else GatewayPort()
         self.state = GatewayState.CONNECTING
         self._out = outbound
         self.out_bytes = out_bytes
@@ -136,11 +179,6 @@ class Gateway(Routed):
     def start(self) -> None:
         self._thread.start()
         self.started.wait()
-
-    def wake(self) -> None:
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._drain_out)
 
     def mark_ready(self) -> None:
         loop = self._loop
@@ -169,6 +207,7 @@ class Gateway(Routed):
         self._loop = loop
         asyncio.set_event_loop(loop)
         self._stop = asyncio.Event()
+        self._port.attach(loop, self._drain_out)
         self.started.set()
         try:
             loop.run_until_complete(self._main())
@@ -207,6 +246,7 @@ class Gateway(Routed):
         """One connection to the stream manager: register, then report metrics every second
         (frames flow through on_frame and _drain_out meanwhile)."""
         self.conn = conn
+        self._port.connected(conn)
         try:
             conn.set_write_limits(WRITE_HIGH, WRITE_LOW)
             self.state = GatewayState.REGISTERING
@@ -218,6 +258,7 @@ class Gateway(Routed):
                     conn.send_msg(MsgType.INSTANCE_METRICS, self._metrics())
         finally:
             self.conn = None
+            self._port.connected(None)
             self.state = GatewayState.CONNECTING
 
     # FrameHandler (what else the stream manager sends goes by _routes)

@@ -1,25 +1,24 @@
-"""Entry point of an instance process: one task of one component."""
+"""Entry point of an instance process: one task of one component. Its parts are built by
+``wiring.build``; this module runs them and ends them (SIGTERM, the drain, the last report)."""
 
 from __future__ import annotations
 
 import argparse
 import logging
-import queue
 import signal
 import sys
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
-from heron_py.checkpoint.storage import checkpoint_key_beside
 from heron_py.common.config import SHUTDOWN_DRAIN, InstanceConfig
 from heron_py.common.daemon import setup_logging
-from heron_py.common.net import DEFAULT_LIVENESS, Liveness
+from heron_py.common.net import DEFAULT_LIVENESS
 from instance.execution import TaskRunner
-from instance.gateway import Gateway, GatewayConfig, GatewayState, task_metrics_link
+from instance.gateway import Gateway, GatewayState
 from instance.metrics import TaskReports
-from instance.queues import InItem, Outbox, OutQueue, QueueBytes, WireMark
+from instance.queues import Outbox
+from instance.wiring import build
 
 # the last metrics report (with __dropped-tuples/shutdown) may take this long to go out
 LAST_REPORT_S = 0.5
@@ -57,32 +56,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     log = setup_logging(f"instance[{args.component}-{args.task_id}]")
-    # the queues exist before the physical plan arrives, so their bounds come from the
-    # executor, which read them from the topology's config
-    inbound: queue.Queue[InItem] = queue.Queue(maxsize=args.in_queue_batches)
-    outbound = OutQueue(args.out_queue_batches, args.out_queue_bytes)
-    in_bytes, out_bytes = QueueBytes(args.in_queue_bytes), QueueBytes(args.out_queue_bytes)
-    cfg = GatewayConfig(task_id=args.task_id, component=args.component, secret=args.secret_file.read_bytes(),
-                        sm_port_file=args.sm_port_file, max_frame=InstanceConfig.max_frame, sm_host=args.sm_host,
-                        unix_socket=not args.tcp,
-                        liveness=Liveness(args.heartbeat_interval, args.heartbeat_timeout), container=args.container)
-    wake: list[Callable[[], None]] = []
-    outbox = Outbox(outbound, out_bytes, lambda: wake[0]())
-    reports = TaskReports(args.task_id, args.component, inbound, in_bytes, outbox)
-    link = None
-    if args.metrics_interval > 0:
-        link = task_metrics_link(cfg, reports.report, args.metrics_interval,
-                                 args.sm_port_file.parent / "metricsmgr.json", log)
-    gateway = Gateway(cfg, inbound=inbound, outbound=outbound, in_bytes=in_bytes, out_bytes=out_bytes, log=log,
-                      metrics=reports.message, metrics_link=link)
-    wake.append(gateway.wake)
-    outbound.mark = lambda: wire_mark(gateway)
-
-    checkpoint_key = checkpoint_key_beside(args.secret_file, cfg.secret)
-    runner = TaskRunner(task_id=args.task_id, component=args.component, package_dir=args.package_dir,
-                        inbound=inbound, in_bytes=in_bytes, outbox=outbox, reports=reports,
-                        mark_ready=gateway.mark_ready, log=log, topology=args.topology,
-                        checkpoint_root=args.checkpoint_root, secret=checkpoint_key)
+    task = build(args, log)
+    runner, gateway = task.runner, task.gateway
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         runner.stop()
@@ -90,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     gateway.start()
-    return run_to_end(runner, outbox, gateway, reports, log, f"task {args.task_id} ({args.component})")
+    return run_to_end(runner, task.outbox, gateway, task.reports, log, f"task {args.task_id} ({args.component})")
 
 
 def run_to_end(runner: TaskRunner, outbox: Outbox, gateway: Gateway, reports: TaskReports, log: logging.Logger,
@@ -135,13 +110,3 @@ def shutdown_drain(outbox: Outbox, gateway: Gateway, drain_s: float, log: loggin
                     drain_s)
     return outbox.dropped_tuples
 
-
-def wire_mark(gateway: Gateway) -> WireMark | None:
-    """Where the gateway's connection to the stream manager stands (queues.WireMark). At a take
-    it runs on the gateway's thread; at the drain's end on ours, where the two ints may be a
-    moment stale (the stop's count is taken after the queue is empty, when only the gateway's
-    own small messages still go)."""
-    conn = gateway.conn
-    if conn is None or not conn.is_open:
-        return None
-    return conn, conn.bytes_out, conn.write_buffer_size()

@@ -109,7 +109,10 @@ class OutQueue(queue.Queue[list[bytes]]):
     ``on_room``, when armed with ``want_room``, is called once (on the taking thread, outside
     the lock) after the next take: a spout that waits on its inbound queue is woken by it."""
 
-    def __init__(self, maxsize: int, max_bytes: int) -> None:
+    def __init__(self, maxsize: int, max_bytes: int, *, mark: Callable[[], WireMark | None] | None = None) -> None:
+        """``mark()``: where the gateway's connection stands (``GatewayPort.wire_mark``), read at
+        each take (the gateway sends what it took right after taking it, on the same thread) and
+        at the shutdown drain's end; None: no ledger is kept (a queue without a gateway)."""
         super().__init__(maxsize)
         self.max_bytes = max_bytes
         self.depth_bytes = 0  # guarded by self.mutex
@@ -117,9 +120,7 @@ class OutQueue(queue.Queue[list[bytes]]):
         self._room_wanted = False
         self.room_signals = 0  # on_room calls (tests count wake-ups with it)
         self.waits = 0  # times an offer slept on the condition
-        # set by the instance: where the gateway's connection stands, read at each take (the
-        # gateway sends what it took right after taking it, on the same thread)
-        self.mark: Callable[[], WireMark | None] | None = None
+        self.mark = mark
         self.ledger = WireLedger()
 
     # queue.Queue's storage hooks, called with self.mutex held

@@ -25,7 +25,7 @@ from typing import Any
 
 from heron_py.common.config import ConfigError, LogCaps, max_frame_bytes
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
-from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType, encode_frame
+from heron_py.common.framing import DEFAULT_MAX_FRAME, MsgType, encode_frame
 from heron_py.common.handshake import scrape_token
 from heron_py.common.host import is_loopback
 from heron_py.common.logrotate import rotate_by_rename
@@ -37,7 +37,6 @@ from heron_py.common.net import (
     Liveness,
     Routed,
     Routes,
-    on_raw,
     serve,
 )
 from heron_py.common.reconnect import run_link
@@ -48,7 +47,8 @@ from heron_py.state import config as statecfg
 from heron_py.state.stores import run_with_state
 from heron_py.state.tmlink import LocationFollower, connect_master
 from metrics_manager.http import MetricsHttp, serve_metrics
-from metrics_manager.store import MetricsStore, ReportError, parse_report
+from metrics_manager.store import ReportError, parse_report
+from metrics_manager.wiring import build
 
 INTERVAL_KEY = "topology.metrics.export.interval.secs"
 DEFAULT_INTERVAL_S = 10.0
@@ -84,7 +84,6 @@ class MetricsManager(DaemonBase):
         self.http_scheme = "https" if tls is not None else "http"
         self.container = container
         self.host = host
-        self.store = MetricsStore(topology, container, own=self._own_counters)
         self._secret = secret
         self._state = state
         self._paths = paths
@@ -103,6 +102,9 @@ class MetricsManager(DaemonBase):
         self._tm_loc: TManagerLocation | None = None
         self._tm_conn: Connection | None = None  # to the active master, while its session runs
         self._forward: asyncio.TimerHandle | None = None  # an early forward, scheduled
+        # its parts (wiring.build): the store, the routes reports come by, the Prometheus registry
+        parts = build(topology, container, self)
+        self.store, self._routes, self._registry = parts.store, parts.routes, parts.registry
 
     async def start(self) -> None:
         self._begin()
@@ -124,16 +126,13 @@ class MetricsManager(DaemonBase):
             handler = BaseHandler()  # no lifecycle to follow: a report stands alone
             self._server = await serve(self.host, 0, lambda: handler, self._secret, role="metricsmgr",
                                        log=self._log, counters=self.counters, max_frame=self._max_frame,
-                                       routes=_routes(self), liveness=liveness, server_id=str(self.container))
+                                       routes=self._routes, liveness=liveness, server_id=str(self.container))
         except OSError as e:
             raise FatalError(f"metrics manager of container {self.container}: cannot listen on {self.host}: {e}") from e
         self.port = self._server.sockets[0].getsockname()[1]
         self._read_restarts()  # the executor wrote every process's count (0) before it started us
-        from metrics_manager.prom import registry_for
-
         # a restarted metrics manager takes its predecessor's port again when it is free, so a
         # Prometheus scrape config made by prometheus-config stays valid
-        registry = registry_for(lambda: self.store)
         try:
             old = int(json.loads((self._paths.container(self.container) / "metricsmgr.json").read_text())["http_port"])
         except (FileNotFoundError, ValueError, KeyError, TypeError):
@@ -141,9 +140,9 @@ class MetricsManager(DaemonBase):
         token = None if is_loopback(self.http_host) else scrape_token(self._secret)
         tls = self._tls.http if self._tls else None  # HTTPS with TLS on: the scrape token stays off the wire
         try:
-            self._http = await serve_metrics(registry, self.http_host, old, token, tls)
+            self._http = await serve_metrics(self._registry, self.http_host, old, token, tls)
         except OSError:
-            self._http = await serve_metrics(registry, self.http_host, 0, token, tls)
+            self._http = await serve_metrics(self._registry, self.http_host, 0, token, tls)
         self.http_port = self._http.port
         write_atomically(self._paths.container(self.container) / "metricsmgr.json",
                          json.dumps({"port": self.port, "http_port": self.http_port, "pid": os.getpid()}))
@@ -168,7 +167,7 @@ class MetricsManager(DaemonBase):
         if self._http is not None:
             self._http_closed = asyncio.get_running_loop().create_task(self._http.close())
 
-    def _own_counters(self) -> dict[str, float]:
+    def own_counters(self) -> dict[str, float]:
         """What this process refused: a report it could not read, a connection shed at the caps
         or past the handshake deadline, a frame with a wrong tag or from a role that may not
         send it, a peer silent past the liveness timeout."""
@@ -268,17 +267,6 @@ class MetricsManager(DaemonBase):
             conn.close("topology master moved")
         finally:
             self._tm_conn = None
-
-
-def _routes(mm: MetricsManager) -> Routes:
-    """Reports come from the container's instances and its stream manager; any other message,
-    or any role, is refused by the connection (counted, one line, closed)."""
-
-    def report(conn: Connection, frame: bytes) -> None:
-        mm.on_report(bytes(frame[HEADER_SIZE:]), conn.peer_name)
-
-    return Routes("metricsmgr", [on_raw("instance", MsgType.METRICS_REPORT, report),
-                                 on_raw("stmgr", MsgType.METRICS_REPORT, report)])
 
 
 # the master sends nothing on the metrics manager's link to it

@@ -71,6 +71,11 @@ class BackpressureState:
     def spouts_paused(self) -> bool:
         return bool(self.slow or self.peers)
 
+    def local_cause(self) -> str | None:
+        """What we are in backpressure for (our slow connections), or None when none is slow: a
+        peer that connects late is told at once (the clique's ``backpressure_cause``)."""
+        return describe(self.slow) if self.slow else None
+
     def time_in_backpressure(self) -> float:
         open_s = self.clock() - self.since if self.since is not None else 0.0
         return self.total_s + open_s

@@ -80,13 +80,17 @@ class Destinations(Protocol):
 
 
 class Forwarder:
-    def __init__(self, destinations: Destinations, *, log: logging.Logger,
-                 on_ack_batch: Callable[[bytes], None] = lambda frame: None, max_held: int = MAX_HELD_FRAMES,
+    def __init__(self, destinations: Destinations, *, log: logging.Logger, routing: RoutingTable | None = None,
+                 on_ack_batch: Callable[[bytes], None] = lambda frame: None,
+                 on_held: Callable[[ConnKey, bool], None] = lambda key, high: None,
+                 on_loss: Callable[[str], None] = lambda reason: None, max_held: int = MAX_HELD_FRAMES,
                  max_unplanned_bytes: int | None = None, max_held_bytes: int | None = None,
                  max_held_total_bytes: int | None = None) -> None:
-        """The byte bounds, when not given, follow the high watermark as each plan sets it
-        (``held_high``; ``held_bound``)."""
-        self.routing = RoutingTable(container=-1)
+        """``routing``: the table until the first plan's (``set_routing``); ``on_held(key, high)``:
+        what is held for ``key`` crossed the high watermark (up or down); ``on_loss(reason)``: in-flight
+        data was dropped, said in words. The byte bounds, when not given, follow the high watermark
+        as each plan sets it (``held_high``; ``held_bound``)."""
+        self.routing = routing if routing is not None else RoutingTable(container=-1)
         self.drop_on_backpressure = False
         self.held: dict[ConnKey, collections.deque[bytes]] = {}
         self.held_bytes: dict[ConnKey, int] = {}
@@ -99,7 +103,8 @@ class Forwarder:
         self.unplanned_bytes = 0
         self._dests = destinations
         # an ack batch for one of our spouts goes to the ack tracker, which sends its results back
-        # through this forwarder: the composition root (wiring.py) closes that one cycle here
+        # through this forwarder: the composition root (wiring.py) closes that cycle with
+        # ack_batches_to, once the tracker exists
         self.on_ack_batch = on_ack_batch
         self._log = log
         self._max_held = max_held
@@ -111,9 +116,9 @@ class Forwarder:
         # spouts pause before the hold bound drops anything (a spout that starts before its
         # bolt's instance registered would otherwise fill the hold at once)
         self.held_high = StreamManagerConfig().high_watermark
-        self.on_held: Callable[[ConnKey, bool], None] = lambda key, high: None
+        self.on_held = on_held
         # a drop of in-flight data (any reason but a restore's fence): effectively once rolls back
-        self.on_loss: Callable[[DropReason], None] = lambda reason: None
+        self.on_loss = on_loss
         self._held_slow: set[ConnKey] = set()
 
     @property
@@ -124,7 +129,19 @@ class Forwarder:
         self.drops[reason] += batch_count(frame)
         self.dropped_frames += 1
         if reason is not DropReason.OLD_RUN:
-            self.on_loss(reason)
+            self.on_loss(f"frames dropped ({reason.value})")
+
+    def ack_batches_to(self, on_ack_batch: Callable[[bytes], None]) -> None:
+        """Where an ack batch for one of our spouts goes from now on: the ack service, which
+        sends its results back through this forwarder (``send_to_task``) and so can only be
+        made after it. The composition root (wiring.py) closes that cycle with this call, once,
+        before any frame comes; a constructor argument could not name a service not made yet."""
+        self.on_ack_batch = on_ack_batch
+
+    def local_spouts(self) -> frozenset[int]:
+        """The spouts of this container in the current plan's table (``set_routing`` replaces it
+        with each plan): for the parts that ask now and then (the checkpoint relay)."""
+        return self.routing.local_spouts
 
     def set_routing(self, routing: RoutingTable) -> None:
         """A new plan's table; frames that came before the first plan are routed now, in order."""
@@ -232,21 +249,28 @@ class Forwarder:
         the restore rolls back, so they go (counted); other frames (acks, results) stay."""
         before = self.held_frames()
         for key, q in list(self.held.items()):
-            keep = self.held[key] = self._drop_old_run(q)
+            keep, old = _split_old_run(q)
+            self.held[key] = keep
+            for f in old:
+                self.drop(DropReason.OLD_RUN, f)
             # the byte bounds of hold() count what is held: keep them true
             size = sum(len(f) for f in keep)
             self.held_total_bytes += size - self.held_bytes.get(key, 0)
             self.held_bytes[key] = size
-        self.unplanned = self._drop_old_run(self.unplanned)
+        self.unplanned, old = _split_old_run(self.unplanned)
+        for f in old:
+            self.drop(DropReason.OLD_RUN, f)
         self.unplanned_bytes = sum(len(f) for f in self.unplanned)
         return before - self.held_frames()
 
-    def _drop_old_run(self, frames: Iterable[bytes]) -> collections.deque[bytes]:
-        """``frames`` without the tuple batches and markers, which are dropped and counted."""
-        kept: collections.deque[bytes] = collections.deque()
-        for f in frames:
-            if frame_type(f) in (MsgType.TUPLE_BATCH, MsgType.CKPT_MARKER):
-                self.drop(DropReason.OLD_RUN, f)
-            else:
-                kept.append(f)
-        return kept
+
+def _split_old_run(frames: Iterable[bytes]) -> tuple[collections.deque[bytes], list[bytes]]:
+    """``frames`` without the tuple batches and markers (what a restore rolls back), and those."""
+    kept: collections.deque[bytes] = collections.deque()
+    old: list[bytes] = []
+    for f in frames:
+        if frame_type(f) in (MsgType.TUPLE_BATCH, MsgType.CKPT_MARKER):
+            old.append(f)
+        else:
+            kept.append(f)
+    return kept, old

@@ -65,7 +65,7 @@ class MasterLink:
         self._unanswered = unanswered
         self._liveness = liveness
         self._tls = tls
-        self.port = 0  # ours, set once we listen
+        self.port = 0  # ours, once we listen (listening_on)
         self._topology = topology
         self._container = container
         self._host = host
@@ -79,6 +79,12 @@ class MasterLink:
         self._sleep = sleep
         self._follow: LocationFollower | None = None
         self._loc: TManagerLocation | None = None
+
+    def listening_on(self, port: int) -> None:
+        """Our port, which the registration tells the master. Known only once the stream manager
+        listens, after its parts are made (its server's handler needs them), so it comes here
+        rather than to the constructor; before the link runs (``run``)."""
+        self.port = port
 
     async def run(self, stop: asyncio.Event) -> None:
         """Stays registered with the active master until ``stop``; the location comes from a

@@ -81,8 +81,12 @@ class StreamManager(DaemonBase):
         self.forwarder, self.acks, self.ckpt, self.clique = parts.forwarder, parts.acks, parts.ckpt, parts.clique
         self.metrics, self.master, self.metrics_link = parts.metrics, parts.master, parts.metrics_link
 
+    # the plan's config, read at each use: each physical plan replaces it
     def metrics_interval(self) -> float:
         return self.config.metrics_interval_s
+
+    def message_timeout(self) -> float:
+        return self.config.message_timeout_s
 
     # --- lifecycle ---
     async def start(self) -> None:
@@ -99,7 +103,8 @@ class StreamManager(DaemonBase):
         except OSError as e:
             raise FatalError(f"stream manager of container {self.container}: cannot listen on "
                              f"{self.host}: {e}") from e
-        self.port = self.master.port = self._server.sockets[0].getsockname()[1]
+        self.port = self._server.sockets[0].getsockname()[1]
+        self.master.listening_on(self.port)
         # the container's instances come through a Unix socket (no TCP stack on the way)
         sock = self._sock_path = bind_stmgr_socket(site.port_file)
         try:
@@ -113,7 +118,7 @@ class StreamManager(DaemonBase):
         self.log.info("stream manager of container %d listening on %s:%d and %s", self.container, self.host,
                       self.port, sock)
         self._spawn(self.master.run(self._stopped))
-        self._spawn(self.acks.run_rotation(lambda: self.config.message_timeout_s))
+        self._spawn(self.acks.run_rotation(self.message_timeout))
         self._spawn(self.metrics_link.run(self._stopped))
 
     def stop(self) -> None:

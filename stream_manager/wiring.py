@@ -1,16 +1,20 @@
 """The stream manager's composition root: its parts, built once in dependency order, each
-given what it needs explicitly.
+given what it needs explicitly: constructor arguments, bound methods of parts made before it,
+and small objects that stand between two parts that need each other. No closure reads an
+attribute assigned later and no part's attribute is set from here after it is made
+(tests/unit/project/test_structure.py checks ``build``).
 
-Three cycles exist between the parts; each is closed here, by name, instead of by closures
-over attributes assigned later:
+Three cycles exist between the parts; each is closed here, by name:
 - the forwarder delivers to the clique's connections and the clique releases held frames
-  through the forwarder: both share the ``peers`` dict (the clique writes it, the
-  forwarder's destinations read it);
-- the forwarder hands ack batches to the ack tracker, which sends its results through the
-  forwarder: ``forwarder.on_ack_batch`` is set once both exist;
+  through the forwarder: both see the ``peers`` dict (the clique writes it, ``Connections``
+  reads it for the forwarder and the checkpoint relay), and ``PeerLinks`` (made after the
+  forwarder) is the clique's handler of each peer connection and its ``on_connected``;
+- the forwarder hands ack batches to the ack service, which sends its results through the
+  forwarder: ``forwarder.ack_batches_to`` closes it once both exist (the one call of its kind);
 - the checkpoint relay reports to the master and the master link passes the master's
   commands to the relay: both hold the ``MasterChannel`` (the registered connection).
-The stream manager's own decisions over several parts come in through ``Events``.
+The stream manager's own decisions over several parts come in through ``Events``; the port it
+listens on, known only once it listens, reaches the master link through ``listening_on``.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from heron_py.common.net import DEFAULT_LIVENESS, Connection, Counters, Liveness
 from heron_py.common.tls import PeerTls
 from heron_py.state import StateManager
 from stream_manager.acking import AckService
-from stream_manager.backpressure import BackpressureState, ConnKey, describe
+from stream_manager.backpressure import BackpressureState, ConnKey
 from stream_manager.checkpoints import CheckpointRelay
 from stream_manager.clique import Clique
 from stream_manager.forwarder import Forwarder
@@ -83,9 +87,10 @@ class Parts:
     metrics_link: MetricsLink
 
 
-class Destinations:
-    """The forwarder's view of our connections: the instances' and the clique's dicts, read
-    as they are at each frame."""
+class Connections:
+    """Our connections: the instances' and the clique's dicts, read as they are at each call.
+    The forwarder looks one up per frame (its ``Destinations``); the checkpoint relay takes
+    them all, as lists (a close while it sends cannot change what it iterates)."""
 
     def __init__(self, instances: dict[int, Connection], peers: dict[int, Connection]) -> None:
         self._instances = instances
@@ -97,16 +102,34 @@ class Destinations:
     def peer(self, container: int) -> Connection | None:
         return self._peers.get(container)
 
+    def all_instances(self) -> list[Connection]:
+        return list(self._instances.values())
 
-def peer_out_routes(forwarder: Forwarder) -> Routes:
-    """What a peer may send back on our connection to it: batches only (peers send their own
-    data on their own connections; these are kept for a peer that does otherwise)."""
+    def all_peers(self) -> list[Connection]:
+        return list(self._peers.values())
 
-    def route(conn: Connection, frame: bytes) -> None:
-        forwarder.route(frame)
 
-    return Routes("stmgr's outbound link", [on_raw("stmgr", MsgType.TUPLE_BATCH, route),
-                                            on_raw("stmgr", MsgType.ACK_BATCH, route)])
+class PeerLinks:
+    """The clique's side of the other parts: the handler of our connection to each peer (what
+    the peer may send back on it, and its writing and closing, which are the stream manager's
+    events), and what follows its connecting: the frames held for that peer go out."""
+
+    def __init__(self, events: Events, forwarder: Forwarder) -> None:
+        self._events = events
+        self._forwarder = forwarder
+        # batches only (peers send their own data on their own connections; these are kept for
+        # a peer that does otherwise)
+        self._routes = Routes("stmgr's outbound link", [on_raw("stmgr", MsgType.TUPLE_BATCH, self.route),
+                                                        on_raw("stmgr", MsgType.ACK_BATCH, self.route)])
+
+    def handler(self, container: int) -> PeerOut:
+        return PeerOut(self._events, self._routes, container)
+
+    def connected(self, container: int, conn: Connection) -> None:
+        self._forwarder.release(ConnKey.stmgr(container), conn)
+
+    def route(self, conn: Connection, frame: bytes) -> None:
+        self._forwarder.route(frame)
 
 
 class PeerOut(Routed):
@@ -132,23 +155,21 @@ def build(site: Site, events: Events, spawn: Callable[[Coroutine[Any, Any, None]
     bp = BackpressureState(clock=clock)
     instances = LocalInstances(log, clock)
     peers: dict[int, Connection] = {}  # the clique's connections up (first cycle)
-    forwarder = Forwarder(Destinations(instances.conns, peers), log=log)
-    forwarder.routing = RoutingTable(container)
-    forwarder.on_held = events.on_writing  # held frames count toward backpressure
-    forwarder.on_loss = lambda reason: events.data_lost(f"frames dropped ({reason.value})")
+    conns = Connections(instances.conns, peers)
+    # held frames count toward backpressure; a drop of in-flight data is a loss (effectively once)
+    forwarder = Forwarder(conns, log=log, routing=RoutingTable(container), on_held=events.on_writing,
+                          on_loss=events.data_lost)
     acks = AckService(send=forwarder.send_to_task, log=log)
-    forwarder.on_ack_batch = acks.on_ack_batch  # the second cycle, closed
+    forwarder.ack_batches_to(acks.on_ack_batch)  # the second cycle, closed
     channel = MasterChannel()  # the third cycle: the relay reports on it, the link sets it
-    ckpt = CheckpointRelay(container, log, to_master=channel.send,
-                           instances=lambda: list(instances.conns.values()), instance=instances.get,
-                           local_spouts=lambda: forwarder.routing.local_spouts,  # replaced with each plan
-                           peers=lambda: list(peers.values()), discard_held=forwarder.discard_old_run)
-    routes = peer_out_routes(forwarder)
+    ckpt = CheckpointRelay(container, log, to_master=channel.send, instances=conns.all_instances,
+                           instance=instances.get, local_spouts=forwarder.local_spouts, peers=conns.all_peers,
+                           discard_held=forwarder.discard_old_run)
+    peer_links = PeerLinks(events, forwarder)
     clique = Clique(container=container, secret=site.secret, log=log, max_frame=site.max_frame, tls=site.tls,
-                    liveness=site.liveness,
-                    peers=peers, handler=lambda c: PeerOut(events, routes, c),
-                    on_connected=lambda c, conn: forwarder.release(ConnKey.stmgr(c), conn), spawn=spawn,
-                    backpressure_cause=lambda: describe(bp.slow) if bp.local else None, fence=ckpt.fence_frame)
+                    liveness=site.liveness, peers=peers, handler=peer_links.handler,
+                    on_connected=peer_links.connected, spawn=spawn, backpressure_cause=bp.local_cause,
+                    fence=ckpt.fence_frame)
     metrics = StreamManagerMetrics(container=container, bp=bp, forwarder=forwarder, acks=acks, instances=instances,
                                    clique=clique, counters=counters, spouts_held=events.spouts_held)
     master = MasterLink(topology=site.topology, container=container, host=site.host, secret=site.secret,

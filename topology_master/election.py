@@ -177,3 +177,32 @@ class Election:
             # session, claim it back before anybody else does; candidate: our first claim may
             # have read the node just before it went (attempt claims again after it)
             self.attempt()
+
+
+class Standing:
+    """Whether this master speaks for the topology, for the parts that ask (the stream managers'
+    links, the relauncher, the checkpoint driver, and the daemon's ``active``): claimed in the
+    ``election`` *and* the stored plan read (``took_over``). A master that took over must not
+    push a plan before it knows the version to continue from, or stream managers that already
+    hold that version would ignore the new plan. And whether the state manager's session is up
+    (``on_session``, its listener; localfs has none to lose)."""
+
+    def __init__(self, election: Election) -> None:
+        self._election = election
+        self.since: float | None = None  # when the stored plan was read, once claimed
+        self._session_up = True
+
+    def is_active(self) -> bool:
+        return self._election.role is Role.ACTIVE and self.since is not None
+
+    def session_ok(self) -> bool:
+        """Active with its session up: the checkpoint driver completes checkpoints only then."""
+        return self.is_active() and self._session_up
+
+    def took_over(self, at: float) -> None:
+        """The stored plan is read (and the master's epoch taken) after the claim, at ``at``."""
+        self.since = at
+
+    def on_session(self, state: str) -> None:
+        """The state manager's session listener (its thread): "connected" or not."""
+        self._session_up = state == "connected"

@@ -9,7 +9,9 @@ gets a new plan version pushed to all; a master that took over continues the sto
 version and run state. Admin commands from the CLI (activate, deactivate, status) arrive on
 the same port, from peers that proved the topology's secret.
 
-This module wires the I/O; the master's parts live beside it: plan_book.py (the rules, pure),
+This module runs the I/O: the listeners, the election's callbacks and the state writes. The
+master's parts are built by wiring.py (``build`` once the topology is read, ``build_active``
+when this master becomes the active one) and live beside it: plan_book.py (the rules, pure),
 stmgrs.py (the stream managers' connections), admin.py (the CLI's commands), http_api.py
 (the HTTP API, pure) and http_server.py (its aiohttp transport), election.py (who is active).
 """
@@ -17,16 +19,16 @@ stmgrs.py (the stream managers' connections), admin.py (the CLI's commands), htt
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from heron_py.checkpoint.storage import checkpoint_key_beside
-from heron_py.common.config import LOST_AFTER, RELAUNCH, ConfigError
+from heron_py.common.config import ConfigError
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging
 from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType
 from heron_py.common.handshake import http_admin_token, http_read_token
@@ -34,15 +36,13 @@ from heron_py.common.host import heron_home, is_loopback
 from heron_py.common.net import BaseHandler, Connection, Counters, Liveness, Routes, on, on_raw, serve
 from heron_py.common.tls import PeerTls
 from heron_py.planner.model import PackingPlan, PhysicalPlan, TopologyDef, TopologyState
-from heron_py.scheduler.paths import CONTAINER_ENV
 from heron_py.state import StateManager, StateManagerError, TManagerLocation, local_owner
 from heron_py.state import config as statecfg
 from heron_py.state.stores import run_with_state
 from proto import heron_py_pb2 as pb
 from topology_master.admin import AdminCommands
-from topology_master.checkpoints import CheckpointDriver, StateRecords, driver_for, tick_forever
-from topology_master.election import Election, Role, StateWorker
-from topology_master.health import ContainerHealth, HealthConfig
+from topology_master.checkpoints import CheckpointDriver, tick_forever
+from topology_master.election import Role, StateWorker
 from topology_master.http_api import Api, MetricsView
 from topology_master.http_server import HttpServer, serve_http
 from topology_master.plan_book import PlanBook
@@ -50,6 +50,7 @@ from topology_master.plan_store import PlanStore
 from topology_master.relauncher import Relaunch, Relauncher
 from topology_master.stmgrs import StmgrLinks
 from topology_master.ui_actions import Actions, ActionsCli, detached_cli, scheduler_name
+from topology_master.wiring import Parts, Site, build, build_active
 
 # exit code of a master that lost its claim to another: the executor restarts it as a standby
 EXIT_STEPPED_DOWN = 3
@@ -60,9 +61,9 @@ ADMIN_STORE_WAIT_S = 3.0
 
 
 class TopologyMaster(DaemonBase):
-    """The daemon: it wires the listeners, the election and the state writes to its
-    collaborators (PlanBook: the rules; StmgrLinks: the stream managers' connections;
-    AdminCommands: the CLI's commands; Api: the HTTP API)."""
+    """The daemon: it runs the listeners, the election's callbacks and the state writes over its
+    parts (wiring.py builds them: PlanBook, the rules; StmgrLinks, the stream managers'
+    connections; ...), and answers the CLI's commands (AdminCommands) and the HTTP API (Api)."""
 
     def __init__(self, *, topology: str, secret: bytes, state: StateManager, log: logging.Logger,
                  host: str = "127.0.0.1", max_frame: int = DEFAULT_MAX_FRAME, standby: bool = False,
@@ -70,16 +71,14 @@ class TopologyMaster(DaemonBase):
                  ui_cli: ActionsCli | None = None, home: Path | None = None,
                  checkpoint_key: bytes | None = None) -> None:
         self.topology = topology
-        self._checkpoint_key = checkpoint_key if checkpoint_key is not None else secret
-        # effectively once: the checkpoints' driver while active (checkpoints.py); their folder
-        # is under the heron home unless the topology names one
+        self.site = Site(topology=topology, state=state, log=log, home=home or heron_home(),
+                         checkpoint_key=checkpoint_key if checkpoint_key is not None else secret,
+                         relaunch=relaunch, ui_cli=ui_cli)
+        # effectively once: the checkpoints' driver while active (wiring.build_active)
         self.checkpoints: CheckpointDriver | None = None
-        self._home = home or heron_home()
-        self._ui_cli = ui_cli  # runs the web page's restart and kill (heron-py, detached)
         self.actions: Actions | None = None
         self._tls = tls
         self.http_scheme = "https" if tls is not None else "http"  # the HTTP API serves HTTPS with TLS on
-        self._relaunch = relaunch  # asks the topology's scheduler to relaunch a lost container
         self.standby_requested = standby
         self.host = host
         self._secret = secret
@@ -89,55 +88,42 @@ class TopologyMaster(DaemonBase):
         self.counters = Counters()
         self._server: asyncio.Server | None = None
         self.started_at = time.time()
-        self.active_since: float | None = None
         self.port = 0
         self.exit_code = 0
         self._worker = StateWorker(log)
-        self._election: Election | None = None
         self.metrics = MetricsView()
-        self._session_up = True  # the state manager's session ("connected"); localfs has none to lose
         self.admin = AdminCommands(self, os.getpid())
         self.http_port = 0
         self._http: HttpServer | None = None
         self._http_closed: asyncio.Task[None] | None = None
-        # set in start(), once the topology's definition has been read
+        # set in start(), once the topology's definition has been read (wiring.build)
+        self._parts: Parts | None = None
         self._topo: TopologyDef
         self._packing: PackingPlan
         self.book: PlanBook
         self.links: StmgrLinks
         self.plans: PlanStore | None = None
+        self.relauncher: Relauncher | None = None
 
     async def start(self) -> None:
         self._begin()
         loop = asyncio.get_running_loop()
         try:
-            topo, packing = await loop.run_in_executor(
-                None, lambda: (self._state.get_topology(self.topology, self._secret),
-                               self._state.get_packing_plan(self.topology)))
+            topo, packing = await loop.run_in_executor(None, _read_definition, self._state, self.topology,
+                                                       self._secret)
         except StateManagerError as e:
             raise FatalError(f"topology master: {e}") from None
         if topo is None or packing is None:
             raise FatalError(f"topology master: topology '{self.topology}' has no definition or packing "
                              f"plan in the state manager; was it submitted?")
         self._topo, self._packing = topo, packing
-        if self._ui_cli is not None:
-            self.actions = Actions(self, self.topology, packing.num_containers, self._log, self._ui_cli)
-        self.book = PlanBook(self.topology, topo, packing)
-        self.plans = PlanStore(topology=self.topology, book=self.book, state=self._state, worker=self._worker,
-                               loop=loop, changed=self._write_execution_state, log=self._log)
-        self.links = StmgrLinks(self.book, is_active=lambda: self.active, store_plan=self.plans.store,
-                                state_changed=self._write_execution_state, log=self._log)
-        config = {**topo.config}
-        if self._relaunch is not None and RELAUNCH.parse(config):
-            health = ContainerHealth(packing.num_containers, time.monotonic,
-                                     HealthConfig(lost_after_s=LOST_AFTER.parse(config)))
-            own = os.environ.get(CONTAINER_ENV)
-            self.relauncher = Relauncher(health, heard=lambda: self.links.heard, active=lambda: self.active,
-                                         relaunch=self._relaunch, log=self._log,
-                                         own_container=int(own) if own and own.isdigit() else None)
-            self._spawn(self.relauncher.run())
+        parts = self._parts = build(self.site, topo, packing, self, worker=self._worker, loop=loop)
+        self.book, self.plans, self.links = parts.book, parts.plans, parts.links
+        self.relauncher, self.actions = parts.relauncher, parts.actions
+        if parts.relauncher is not None:
+            self._spawn(parts.relauncher.run())
         try:  # the topology's heartbeats, once for every stream manager's and metrics manager's link
-            liveness = Liveness.from_config(config)
+            liveness = Liveness.from_config({**topo.config})
         except ConfigError as e:
             raise FatalError(f"topology master: {e}") from None
         try:
@@ -161,10 +147,8 @@ class TopologyMaster(DaemonBase):
         self._log.info("topology master of '%s' listening on %s:%d, HTTP API and web page at %s://%s:%d/%s",
                        self.topology, self.host, self.port, self.http_scheme, self.host, self.http_port,
                        " (started as standby)" if self.standby_requested else "")
-        self._state.add_session_listener(lambda st: setattr(self, "_session_up", st == "connected"))
-        self._election = Election(state=self._state, worker=self._worker, topology=self.topology,
-                                  location=self.location, loop=loop, on_role=self._on_role, log=self._log)
-        self._election.start()
+        self._state.add_session_listener(parts.standing.on_session)
+        parts.election.start()
 
     async def wait(self) -> int:
         code = await super().wait()
@@ -177,18 +161,18 @@ class TopologyMaster(DaemonBase):
 
     @property
     def active(self) -> bool:
-        # claimed *and* the stored plan read (active_since is set then): a master that took over
-        # must not push a plan before it knows the version to continue from, or SMs that already
-        # hold that version would ignore the new plan
-        return self._election is not None and self._election.role is Role.ACTIVE and self.active_since is not None
+        # claimed *and* the stored plan read (election.Standing says why both)
+        parts = self._parts
+        return parts is not None and parts.standing.is_active()
 
-    def _on_role(self, role: Role, holder: TManagerLocation | None) -> None:
+    def on_role(self, role: Role, holder: TManagerLocation | None) -> None:
+        """The election's: this master's role changed."""
         if role is Role.STANDBY:
             h = f"{holder.host}:{holder.port} pid {holder.pid}" if holder else "another master"
             self._log.info("standby: the topology master's location is held by %s; waiting for it to vanish", h)
         elif role is Role.ACTIVE:
-            self._worker.submit(self._takeover_read).add_done_callback(
-                lambda f: self._loop_call(self._became_active, f))
+            self._worker.submit(_takeover_read, self._state, self.topology).add_done_callback(
+                functools.partial(self._loop_call, self._became_active))
         elif role is Role.STOPPED:
             self._log.error("another topology master (%s) holds the location after our ZooKeeper session "
                             "came back; stepping down", holder.to_dict() if holder else "?")
@@ -200,12 +184,9 @@ class TopologyMaster(DaemonBase):
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(fn, *args)
 
-    def _takeover_read(self) -> tuple[PhysicalPlan | None, int]:
-        """The stored plan and a new master epoch (plan versions never go backwards across masters)."""
-        return self._state.get_physical_plan(self.topology), self._state.next_master_epoch(self.topology)
-
     def _became_active(self, fut: Any) -> None:
-        if self._stopped is None or self._stopped.is_set():
+        parts = self._parts
+        if self._stopped is None or self._stopped.is_set() or parts is None:
             return
         if fut.exception() is not None:
             # without an epoch our versions could fall below what SMs hold: a fresh start retries
@@ -215,21 +196,13 @@ class TopologyMaster(DaemonBase):
             return
         plan, epoch = fut.result()
         self.book.adopt(plan, epoch)
-        # checkpoint and restore ids from the election epoch (never the wall clock); the driver
-        # stops completing checkpoints as soon as this master's session is lost or a newer
-        # master took an epoch
-        self.checkpoints = driver_for(self.topology, self._topo, self._packing, self._home, log=self._log,
-                                      send_all=self.links.send_all, epoch=epoch,
-                                      session_ok=lambda: self.active and self._session_up,
-                                      epoch_now=lambda: self._state.master_epoch(self.topology),
-                                      state_changed=self._write_execution_state, secret=self._checkpoint_key,
-                                      records=StateRecords(self._state, self.topology))
+        self.checkpoints = build_active(self.site, self._topo, self._packing, parts, self, epoch=epoch)
         if self.checkpoints is not None:
             self._spawn(tick_forever(self.checkpoints, self._stopped))
-        self.active_since = time.time()
+        parts.standing.took_over(time.time())
         self._log.info("topology master of '%s' is ACTIVE at %s:%d (plan v%d, %s)", self.topology, self.host,
                        self.port, self.book.version, self.book.run_state.value)
-        self._write_execution_state()
+        self.execution_state_changed()
 
     def restore(self, checkpoint_id: int | None) -> tuple[bool, str]:
         """The operator's decision for a restore that waits for one (heron-py restore): a
@@ -238,20 +211,20 @@ class TopologyMaster(DaemonBase):
             return False, (f"topology '{self.topology}' is not effectively once or this master is not active: "
                            f"nothing to restore")
         ok, msg = self.checkpoints.operator_restore(checkpoint_id)
-        self._write_execution_state()
+        self.execution_state_changed()
         return ok, msg
 
     def stop(self) -> None:
         if not self._begin_stop():
             return
-        if self._election is not None:
-            self._election.stop()
+        if self._parts is not None:
+            self._parts.election.stop()
         if self._server is not None:
             self._server.close()
         if self._http is not None:
             self._http_closed = asyncio.get_running_loop().create_task(self._http.close())
-        if hasattr(self, "links"):  # not when start() failed before reading the topology
-            self.links.close_all("the topology master is stopping")
+        if self._parts is not None:  # not when start() failed before reading the topology
+            self._parts.links.close_all("the topology master is stopping")
         # the release (if any) is queued before this: a clean stop frees the node at once
         self._worker.close(wait=True)
 
@@ -260,25 +233,28 @@ class TopologyMaster(DaemonBase):
         if change.push_plan:
             self.links.push_plan()  # writes the execution state too
         elif change.changed:
-            self._write_execution_state()
+            self.execution_state_changed()
         return change.message
 
     def status(self) -> dict[str, Any]:
-        role = self._election.role.value if self._election else Role.CANDIDATE.value
+        parts = self._parts
+        role = parts.election.role.value if parts is not None else Role.CANDIDATE.value
         tmanager = {"pid": os.getpid(), "host": self.host, "port": self.port, "http_port": self.http_port,
                     "http_scheme": self.http_scheme, "started_at": self.started_at,
-                    "active_since": self.active_since, "role": role}
+                    "active_since": parts.standing.since if parts is not None else None, "role": role}
         doc = self.book.status(tmanager=tmanager, auth_failures=self.counters.auth_failures,
                                bad_frames=self.counters.bad_frames, metricsmgrs=self.metrics.endpoints())
         if self.checkpoints is not None:
             doc["checkpoints"] = self.checkpoints.status()
         return doc
 
-    def _write_execution_state(self) -> None:
+    def execution_state_changed(self) -> None:
+        """The execution state is due for a write (the parts say when)."""
         if not self.active:
             return  # only the active master speaks for the topology
         doc = self.status()
-        self._worker.put_latest("executionstate", lambda: self._state.set_execution_state(self.topology, doc))
+        self._worker.put_latest("executionstate", functools.partial(self._state.set_execution_state, self.topology,
+                                                                    doc))
 
 
 class _Handler(BaseHandler):
@@ -294,12 +270,9 @@ class _Handler(BaseHandler):
         return Routes("tmanager", [
             on("stmgr", MsgType.REGISTER_STMGR_REQUEST, pb.RegisterStmgrRequest, self._register),
             on("stmgr", MsgType.STMGR_HEARTBEAT, pb.StmgrHeartbeat, self._heartbeat),
-            on("stmgr", MsgType.CHECKPOINT_SAVED, pb.CheckpointSaved,
-               lambda conn, m: self._checkpoints(lambda c: c.on_report(m))),
-            on("stmgr", MsgType.STATE_RESTORED, pb.StateRestored,
-               lambda conn, m: self._checkpoints(lambda c: c.on_report(m))),
-            on("stmgr", MsgType.ROLLBACK_REQUEST, pb.RollbackRequest, lambda conn, m: self._checkpoints(
-                lambda c: c.on_rollback_request(m.container, m.restore_id, m.reason, conn.send))),
+            on("stmgr", MsgType.CHECKPOINT_SAVED, pb.CheckpointSaved, self._checkpoint_report),
+            on("stmgr", MsgType.STATE_RESTORED, pb.StateRestored, self._checkpoint_report),
+            on("stmgr", MsgType.ROLLBACK_REQUEST, pb.RollbackRequest, self._rollback_request),
             on_raw("metricsmgr", MsgType.METRICS_REPORT, self._metrics_report),
             on("cli", MsgType.ADMIN_REQUEST, pb.AdminRequest, self._admin),
         ])
@@ -333,11 +306,20 @@ class _Handler(BaseHandler):
         self.tm.links.heartbeat(conn, hb)
         self._instances_changed(f"stream manager {hb.container} reported")
 
-    def _checkpoints(self, act: Callable[[CheckpointDriver], None]) -> None:
+    def _driver(self) -> CheckpointDriver | None:
         """Effectively once's reports count only on the active master that drives checkpoints."""
         tm = self.tm
-        if tm.checkpoints is not None and tm.active:
-            act(tm.checkpoints)
+        return tm.checkpoints if tm.checkpoints is not None and tm.active else None
+
+    def _checkpoint_report(self, conn: Connection, msg: pb.CheckpointSaved | pb.StateRestored) -> None:
+        driver = self._driver()
+        if driver is not None:
+            driver.on_report(msg)
+
+    def _rollback_request(self, conn: Connection, msg: pb.RollbackRequest) -> None:
+        driver = self._driver()
+        if driver is not None:
+            driver.on_rollback_request(msg.container, msg.restore_id, msg.reason, conn.send)
 
     def _metrics_report(self, conn: Connection, frame: bytes) -> None:
         try:
@@ -365,13 +347,30 @@ def main(argv: list[str] | None = None) -> int:
                     help="expect to wait as a standby (any master that finds the location held waits)")
     args = ap.parse_args(argv)
     log = setup_logging("tmanager-standby" if args.standby else "tmanager")
-    return run_with_state(args, log, lambda state: TopologyMaster(
-        topology=args.topology, secret=args.secret_file.read_bytes(), state=state, log=log, standby=args.standby,
-        checkpoint_key=checkpoint_key_beside(args.secret_file, args.secret_file.read_bytes()),
-        host=args.host, relaunch=_relaunch_with(args, state), tls=PeerTls.load(args.tls_file, args.topology),
-        home=args.home,
-        ui_cli=detached_cli(args.topology, statecfg.resolve(args, home=args.home).to_args(),
-                            lambda: scheduler_name(state, args.topology), log)))
+
+    def make(state: StateManager) -> TopologyMaster:
+        return TopologyMaster(
+            topology=args.topology, secret=args.secret_file.read_bytes(), state=state, log=log,
+            standby=args.standby, checkpoint_key=checkpoint_key_beside(args.secret_file, args.secret_file.read_bytes()),
+            host=args.host, relaunch=_relaunch_with(args, state), tls=PeerTls.load(args.tls_file, args.topology),
+            home=args.home,
+            ui_cli=detached_cli(args.topology, statecfg.resolve(args, home=args.home).to_args(),
+                                functools.partial(scheduler_name, state, args.topology), log))
+
+    return run_with_state(args, log, make)
+
+
+def _read_definition(state: StateManager, topology: str,
+                     secret: bytes) -> tuple[TopologyDef | None, PackingPlan | None]:
+    """The topology's definition (its signature checked under ``secret``) and packing plan; on
+    the loop's executor (the state manager may block)."""
+    return state.get_topology(topology, secret), state.get_packing_plan(topology)
+
+
+def _takeover_read(state: StateManager, topology: str) -> tuple[PhysicalPlan | None, int]:
+    """The stored plan and a new master epoch (plan versions never go backwards across masters);
+    on the state worker."""
+    return state.get_physical_plan(topology), state.next_master_epoch(topology)
 
 
 def _relaunch_with(args: Any, state: StateManager) -> Relaunch:

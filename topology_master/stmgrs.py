@@ -8,7 +8,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from google.protobuf.json_format import MessageToDict
 
@@ -117,6 +117,10 @@ class StmgrLinks:
         self._log.info("pushed physical plan v%d (%s) to %d stream managers", plan.version, plan.state.value,
                        len(self.conns))
         self._state_changed()
+
+    def last_heard(self) -> Mapping[int, float]:
+        """When each container's stream manager last registered or heartbeated (the relauncher's)."""
+        return self.heard
 
     def send_all(self, frame: bytes) -> None:
         """A command for every registered stream manager (effectively once's)."""

@@ -440,3 +440,69 @@ def test_no_import_cycle_between_modules() -> None:
             edges = [f"{graph[a][b]} imports {b}" for a in component for b in sorted(graph[a]) if b in component]
             cycles.append(f"cycle between {', '.join(component)}: {'; '.join(edges)}")
     assert not cycles, "\n" + "\n".join(cycles)
+
+
+# Each daemon's composition root (issue 54): the functions that build its parts, every part
+# given what it needs as explicit arguments. In them, no lambda and no nested function (a
+# closure over a local reads it as it is at each call: ``lambda: forwarder.routing`` read an
+# attribute that each plan replaced, and ``wake[0]()`` a list filled once the gateway existed),
+# and no attribute of anything assigned (``forwarder.on_held = ...``, ``outbound.mark = ...``:
+# a part is whole once made; a value that exists only later comes through a method of the part
+# that says why, like ``MasterLink.listening_on``). What a part needs from another made later
+# goes through a small object both are given (the stream manager's ``MasterChannel``, the
+# instance's ``GatewayPort``) or a Protocol the daemon implements (``Events``, ``Master``).
+COMPOSITION: dict[str, tuple[str, ...]] = {
+    "stream_manager/wiring.py": ("build",),
+    "instance/wiring.py": ("build",),
+    "topology_master/wiring.py": ("build", "build_active"),
+    "metrics_manager/wiring.py": ("build",),
+}
+# the lambdas kept in them, by (file, function), each with how many and why; none closes over
+# anything assigned after it
+COMPOSITION_LAMBDAS: dict[tuple[str, str], tuple[int, str]] = {
+    ("metrics_manager/wiring.py", "build"): (1, "prom.registry_for takes a getter of the store (its tests hand it "
+                                                "one they fill); this one returns the store made just before it"),
+}
+
+
+def _composition_faults(where: str, func: ast.FunctionDef) -> list[str]:
+    """Lambdas, nested functions and classes, and attribute assignments in ``func``'s body."""
+    bad, lambdas = [], 0
+    for node in (n for stmt in func.body for n in ast.walk(stmt)):
+        if isinstance(node, ast.Lambda):
+            lambdas += 1
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bad.append(f"{where}:{node.lineno} {func.name} defines {node.name}: a closure, or a part made here")
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                for sub in ast.walk(t):
+                    if isinstance(sub, ast.Attribute):
+                        bad.append(f"{where}:{node.lineno} {func.name} assigns {ast.unparse(sub)} after it was made")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+            bad.append(f"{where}:{node.lineno} {func.name} calls setattr")
+    allowed, _why = COMPOSITION_LAMBDAS.get((where, func.name), (0, ""))
+    if lambdas != allowed:
+        bad.append(f"{where}:{func.lineno} {func.name} has {lambdas} lambdas; {allowed} allowed "
+                   f"(COMPOSITION_LAMBDAS)")
+    return bad
+
+
+def test_composition_roots_take_explicit_arguments_and_set_nothing_later() -> None:
+    bad = []
+    for where, names in COMPOSITION.items():
+        path = ROOT / where
+        if not path.is_file():
+            bad.append(f"{where}: no such module (its daemon's composition root)")
+            continue
+        funcs = {n.name: n for n in ast.parse(path.read_text(), where).body if isinstance(n, ast.FunctionDef)}
+        for name in names:
+            if name not in funcs:
+                bad.append(f"{where}: no function {name}")
+            else:
+                bad += _composition_faults(where, funcs[name])
+    assert bad == [], "\n" + "\n".join(bad)
+
+
+def test_composition_lambda_allowances_name_functions_of_the_roots() -> None:
+    assert {k for k in COMPOSITION_LAMBDAS if k[1] not in COMPOSITION.get(k[0], ())} == set()
