@@ -392,10 +392,14 @@ class CheckpointDriver:
             self._apply(c.on_marked(cp.checkpoint_id, self._clock(), f"{type(error).__name__}: {error}"))
             return
         self._stored_complete.add(cp.checkpoint_id)
-        self.last_completed_wall = self._wall()
         self._log.info("checkpoint %d complete: %d tasks, %d bytes, %.1f ms", cp.checkpoint_id, len(cp.tasks),
                        cp.size_bytes, cp.duration_secs * 1000)
-        self._apply(c.on_marked(cp.checkpoint_id, self._clock()))
+        actions = c.on_marked(cp.checkpoint_id, self._clock())
+        if any(isinstance(a, CheckpointCommitted) for a in actions):
+            # only a checkpoint that counts shows its time: a discarded one (a loss or the
+            # operator's choice while it was committing) must not lend it to the one before
+            self.last_completed_wall = self._wall()
+        self._apply(actions)
 
     def _collected(self, f: concurrent.futures.Future[tuple[list[int], list[int]]]) -> None:
         error = f.exception()
@@ -403,7 +407,8 @@ class CheckpointDriver:
             self._log.warning("effectively once: garbage collection of old checkpoints failed: %s", error)
             return
         removed, complete = f.result()
-        self._stored_complete = set(complete)
+        # the storage still holds what the operator rolled back past: never a choice again
+        self._stored_complete = {c for c in complete if not ruled_out_by_operator(self._record, c)}
         if removed:
             self._log.info("effectively once: removed old checkpoints %s", removed)
 
