@@ -67,6 +67,9 @@ class ReportError(ValueError):
     pass
 
 
+REPORT_KINDS = ("instance", "stmgr", "tmanager")  # a task, the stream manager, a topology master
+
+
 def parse_report(raw: bytes) -> dict[str, Any]:
     """A report from the wire, checked: hostile input gets one clear error."""
     try:
@@ -76,8 +79,8 @@ def parse_report(raw: bytes) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise ReportError(f"metrics report: expected a JSON object, found {type(doc).__name__}")
     kind = doc.get("kind")
-    if kind not in ("instance", "stmgr"):
-        raise ReportError(f"metrics report: expected kind 'instance' or 'stmgr', found {kind!r}")
+    if kind not in REPORT_KINDS:
+        raise ReportError(f"metrics report: expected kind 'instance', 'stmgr' or 'tmanager', found {kind!r}")
     for key in ("counters", "gauges", "process", "user"):
         v = doc.get(key, {})
         if not isinstance(v, dict):
@@ -105,7 +108,10 @@ class MetricsStore:
 
     @staticmethod
     def source_key(doc: dict[str, Any]) -> str:
-        return f"task {doc.get('task')}" if doc["kind"] == "instance" else f"stmgr {doc.get('container')}"
+        kind = doc["kind"]
+        if kind == "instance":
+            return f"task {doc.get('task')}"
+        return "tmanager" if kind == "tmanager" else f"stmgr {doc.get('container')}"
 
     def update(self, doc: dict[str, Any]) -> None:
         self.latest[self.source_key(doc)] = doc
@@ -157,6 +163,8 @@ class MetricsStore:
             base = {"container": str(self.container)}
             if doc["kind"] == "instance":
                 base.update(component=str(doc.get("component", "")), task=str(doc.get("task", "")))
+            elif doc["kind"] == "tmanager":
+                base.update(component="__tmanager__", task="tmanager")
             else:
                 base.update(component="__stmgr__", task="stmgr")
             for section in ("counters", "gauges"):

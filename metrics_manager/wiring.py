@@ -31,13 +31,15 @@ class Parts:
 
 
 class ReportRoutes:
-    """Reports come from the container's instances and its stream manager; any other message,
+    """Reports come from the container's instances, its stream manager and a topology master
+    running in it (the active one or the standby); any other message,
     or any role, is refused by the connection (counted, one line, closed)."""
 
     def __init__(self, events: Events) -> None:
         self._events = events
         self.routes = Routes("metricsmgr", [on_raw("instance", MsgType.METRICS_REPORT, self.report),
-                                            on_raw("stmgr", MsgType.METRICS_REPORT, self.report)])
+                                            on_raw("stmgr", MsgType.METRICS_REPORT, self.report),
+                                            on_raw("tmanager", MsgType.METRICS_REPORT, self.report)])
 
     def report(self, conn: Connection, frame: bytes) -> None:
         self._events.on_report(bytes(frame[HEADER_SIZE:]), conn.peer_name)

@@ -73,7 +73,7 @@ class TopologyMaster(DaemonBase):
         self.topology = topology
         self.site = Site(topology=topology, state=state, log=log, home=home or heron_home(),
                          checkpoint_key=checkpoint_key if checkpoint_key is not None else secret,
-                         relaunch=relaunch, ui_cli=ui_cli)
+                         relaunch=relaunch, ui_cli=ui_cli, secret=secret, max_frame=max_frame)
         # effectively once: the checkpoints' driver while active (wiring.build_active)
         self.checkpoints: CheckpointDriver | None = None
         self.actions: Actions | None = None
@@ -117,15 +117,18 @@ class TopologyMaster(DaemonBase):
             raise FatalError(f"topology master: topology '{self.topology}' has no definition or packing "
                              f"plan in the state manager; was it submitted?")
         self._topo, self._packing = topo, packing
-        parts = self._parts = build(self.site, topo, packing, self, worker=self._worker, loop=loop)
-        self.book, self.plans, self.links = parts.book, parts.plans, parts.links
-        self.relauncher, self.actions = parts.relauncher, parts.actions
-        if parts.relauncher is not None:
-            self._spawn(parts.relauncher.run())
         try:  # the topology's heartbeats, once for every stream manager's and metrics manager's link
             liveness = Liveness.from_config({**topo.config})
         except ConfigError as e:
             raise FatalError(f"topology master: {e}") from None
+        parts = self._parts = build(self.site, topo, packing, self, worker=self._worker, loop=loop,
+                                    liveness=liveness)
+        self.book, self.plans, self.links = parts.book, parts.plans, parts.links
+        self.relauncher, self.actions = parts.relauncher, parts.actions
+        if parts.relauncher is not None:
+            self._spawn(parts.relauncher.run())
+        if parts.metrics_link is not None and self._stopped is not None:
+            self._spawn(parts.metrics_link.run(self._stopped))
         try:
             handler = _Handler(self)  # stateless: one handler and one routing table for every connection
             self._server = await serve(self.host, 0, lambda: handler, self._secret, role="tmanager",
@@ -183,6 +186,13 @@ class TopologyMaster(DaemonBase):
         loop = self._server.get_loop() if self._server is not None else None
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(fn, *args)
+
+    def metrics_report(self) -> dict[str, Any]:
+        """The master's own metrics for its container's metrics manager: effectively once's
+        failing and waiting-for-the-operator (zeros on a standby and in the other modes)."""
+        values = self.checkpoints.metrics() if self.checkpoints is not None else {}
+        return {"kind": "tmanager", "time": time.time(),
+                "gauges": {k: float(v) for k, v in values.items()}}
 
     def _became_active(self, fut: Any) -> None:
         parts = self._parts

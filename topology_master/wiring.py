@@ -24,11 +24,14 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from heron_py.common.config import LOST_AFTER, RELAUNCH
+from heron_py.common.config import LOST_AFTER, METRICS, RELAUNCH
+from heron_py.common.handshake import PeerIdentity
+from heron_py.common.metrics_link import MetricsLink
+from heron_py.common.net import Liveness
 from heron_py.planner.model import PackingPlan, TopologyDef
-from heron_py.scheduler.paths import CONTAINER_ENV
+from heron_py.scheduler.paths import CONTAINER_ENV, TopologyPaths
 from heron_py.state import StateManager, TManagerLocation
 from topology_master.checkpoints import CheckpointDriver, StateRecords, driver_for
 from topology_master.election import Election, Role, Standing, StateWorker
@@ -39,6 +42,8 @@ from topology_master.relauncher import Relaunch, Relauncher
 from topology_master.stmgrs import StmgrLinks
 from topology_master.ui_actions import Actions, ActionsCli, Control
 
+LOOPBACK = "127.0.0.1"  # a container's metrics manager listens on loopback only
+
 
 class Master(Control, Protocol):
     """What the parts tell the master daemon, or ask it."""
@@ -46,6 +51,7 @@ class Master(Control, Protocol):
     def location(self) -> TManagerLocation: ...
     def on_role(self, role: Role, holder: TManagerLocation | None) -> None: ...
     def execution_state_changed(self) -> None: ...
+    def metrics_report(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,8 @@ class Site:
     checkpoint_key: bytes  # checkpoint files are signed under it
     relaunch: Relaunch | None  # asks the topology's scheduler to relaunch a lost container
     ui_cli: ActionsCli | None  # runs the web page's restart and kill (heron-py, detached)
+    secret: bytes  # the topology's: the link to the container's metrics manager proves it
+    max_frame: int
 
 
 @dataclass(frozen=True)
@@ -71,10 +79,13 @@ class Parts:
     links: StmgrLinks
     relauncher: Relauncher | None  # when the topology relaunches lost containers and a scheduler can
     actions: Actions | None  # when the web page may run heron-py
+    # the master's own metrics (effectively once's failing and waiting-for-the-operator) to its
+    # container's metrics manager, so Prometheus has them; None outside a container (tests)
+    metrics_link: MetricsLink | None
 
 
 def build(site: Site, topo: TopologyDef, packing: PackingPlan, master: Master, *, worker: StateWorker,
-          loop: asyncio.AbstractEventLoop) -> Parts:
+          loop: asyncio.AbstractEventLoop, liveness: Liveness) -> Parts:
     """The parts of a master of ``topo``, in the order each one's needs exist; none runs yet
     (``TopologyMaster.start`` starts the election and the relauncher once it listens)."""
     log, topology = site.log, site.topology
@@ -87,16 +98,23 @@ def build(site: Site, topo: TopologyDef, packing: PackingPlan, master: Master, *
     links = StmgrLinks(book, is_active=standing.is_active, store_plan=plans.store,
                        state_changed=master.execution_state_changed, log=log)
     relauncher = None
+    own = os.environ.get(CONTAINER_ENV)  # this master's container, which it never relaunches
     if site.relaunch is not None and RELAUNCH.parse(topo.config):
         health = ContainerHealth(packing.num_containers, time.monotonic,
                                  HealthConfig(lost_after_s=LOST_AFTER.parse(topo.config)))
-        own = os.environ.get(CONTAINER_ENV)  # this master's container, which it never relaunches
         relauncher = Relauncher(health, heard=links.last_heard, active=standing.is_active, relaunch=site.relaunch,
                                 log=log, own_container=int(own) if own and own.isdigit() else None)
     actions = (Actions(master, topology, packing.num_containers, log, site.ui_cli)
                if site.ui_cli is not None else None)
+    metrics_link = None
+    if own is not None and own.isdigit():
+        metrics_link = MetricsLink(
+            mm_file=TopologyPaths.of(topology, site.home).container(int(own)) / "metricsmgr.json", host=LOOPBACK,
+            secret=site.secret, role="tmanager", peer_id=own, expect=PeerIdentity("metricsmgr", own), log=log,
+            max_frame=site.max_frame, report=master.metrics_report, liveness=liveness,
+            interval=functools.partial(METRICS.parse, dict(topo.config)))
     return Parts(election=election, standing=standing, book=book, plans=plans, links=links, relauncher=relauncher,
-                 actions=actions)
+                 actions=actions, metrics_link=metrics_link)
 
 
 def build_active(site: Site, topo: TopologyDef, packing: PackingPlan, parts: Parts, master: Master, *,

@@ -146,6 +146,13 @@ def test_no_fault_exact_and_checkpoints_logged(heron_home):
         wait_for(lambda: size.search(_prometheus(heron_home, run.name)), 30, "checkpoint sizes in /metrics")
         assert re.search(r'^heron_checkpoint_save_ms\{.*component="split".*\} ', _prometheus(heron_home, run.name),
                          re.M)
+        # and the master its own: failing and waiting for the operator (both 0 here), from its
+        # container's metrics manager
+        master = re.compile(r'^heron_checkpoint_waiting_for_operator\{.*component="__tmanager__".*container="0".*\} '
+                            r'0\.0$', re.M)
+        wait_for(lambda: master.search(_prometheus(heron_home, run.name)), 30, "the master's checkpoint metrics")
+        assert re.search(r'^heron_checkpoint_failing\{.*component="__tmanager__".*\} 0\.0$',
+                         _prometheus(heron_home, run.name), re.M)
         update = run_cli(heron_home, "update", "local", run.name, "--component-parallelism", "count:3")
         assert update.returncode == 1 and update.stderr == (
             f"heron-py: error: update: topology '{run.name}' is EFFECTIVELY_ONCE, whose checkpointed state belongs "

@@ -66,7 +66,7 @@ def test_exceptions_are_counted_once_each():
     (b"{nope", "metrics report: expected a JSON object, found invalid JSON (Expecting property name enclosed in "
                "double quotes: line 1 column 2 (char 1))"),
     (b"[1]", "metrics report: expected a JSON object, found list"),
-    (b'{"kind": "spy"}', "metrics report: expected kind 'instance' or 'stmgr', found 'spy'"),
+    (b'{"kind": "spy"}', "metrics report: expected kind 'instance', 'stmgr' or 'tmanager', found 'spy'"),
     (b'{"kind": "stmgr", "counters": 3}', "metrics report: expected 'counters' to be an object, found int"),
 ])
 def test_hostile_reports(raw, message):
@@ -91,7 +91,7 @@ def test_the_metrics_managers_own_refusals_are_exported(tmp_path, caplog):
         mm.on_report(b'{"kind": "spy"}', "task 7")
     assert caplog.messages == [
         "metrics report: expected a JSON object, found list (from task 7); dropped",
-        "metrics report: expected kind 'instance' or 'stmgr', found 'spy' (from task 7); dropped"]
+        "metrics report: expected kind 'instance', 'stmgr' or 'tmanager', found 'spy' (from task 7); dropped"]
     mm.counters.shed = 3
     text = generate_latest(registry_for(lambda: mm.store)).decode()
     fams = {f.name: f for f in text_string_to_metric_families(text)}
@@ -99,3 +99,15 @@ def test_the_metrics_managers_own_refusals_are_exported(tmp_path, caplog):
     assert bad.value == 2.0 and bad.labels["component"] == "__metricsmgr__" and bad.labels["container"] == "2"
     [shed] = fams["heron_connections_shed"].samples
     assert shed.value == 3.0 and shed.labels["task"] == "metricsmgr"
+
+
+def test_a_topology_masters_report_is_exported_under_its_own_labels():
+    store = MetricsStore("wc", 0)
+    store.update(parse_report(json.dumps({"kind": "tmanager", "time": 5.0, "gauges": {
+        "__checkpoint-failing": 0.0, "__checkpoint-waiting-for-operator": 1.0}}).encode()))
+    text = generate_latest(registry_for(lambda: store)).decode()
+    fams = {f.name: f for f in text_string_to_metric_families(text)}
+    [s] = fams["heron_checkpoint_waiting_for_operator"].samples
+    assert s.value == 1.0 and (s.labels["component"], s.labels["task"], s.labels["container"]) == (
+        "__tmanager__", "tmanager", "0")
+    assert store.source_key({"kind": "tmanager"}) == "tmanager"
