@@ -105,13 +105,12 @@ class CheckpointDriver:
                  *, epoch: int, send_all: Callable[[bytes], None], log: logging.Logger,
                  io: concurrent.futures.Executor | None = None, session_ok: Callable[[], bool] = lambda: True,
                  epoch_now: Callable[[], int] | None = None, clock: Callable[[], float] = time.monotonic,
-                 wall: Callable[[], float] = time.time, legacy_wall_ids: bool = False,
+                 wall: Callable[[], float] = time.time,
                  state_changed: Callable[[], None] = lambda: None, records: CheckpointRecords | None = None) -> None:
         """``epoch``: this master's election epoch. ``io``: where storage calls run (default: a
         thread of our own). ``session_ok``: False once the state-manager session is lost.
         ``epoch_now``: the newest epoch in the state manager (read on the I/O thread).
-        ``legacy_wall_ids``: ids from the wall clock as before issue 37 (only while a caller
-        cannot pass the epoch yet). ``state_changed``: called when what the page shows changed
+        ``state_changed``: called when what the page shows changed
         (waiting for the operator, failing, recovered, processing again): the master writes its
         execution state. ``records``: the durable record of completed checkpoints and the
         operator's choice (None: none is kept, as in tests of the storage alone)."""
@@ -130,8 +129,7 @@ class CheckpointDriver:
         self._state_changed = state_changed
         self.io = StorageWorker(topology, storage, records, log, epoch=epoch, io=io, session_ok=session_ok,
                                 epoch_now=epoch_now)
-        self._legacy = legacy_wall_ids
-        self._rid_base = int(wall() * 1_000_000) if legacy_wall_ids else epoch << EPOCH_BITS
+        self._rid_base = epoch << EPOCH_BITS
         self.coordinator: CheckpointCoordinator | None = None  # once the storage was listed
         self._stored_complete: set[int] = set()  # the storage's complete ids as last listed
         self._restore_frame: bytes | None = None  # the restore under way, for late stream managers
@@ -174,12 +172,12 @@ class CheckpointDriver:
         # checkpoints the operator rolled back past stay no targets, whichever master reads them
         completed = [c for c in completed if not ruled_out_by_operator(record, c)]
         self._stored_complete = set(completed)
-        first = (max(ids) + 1 if ids else None) if self._legacy else first_checkpoint_id(self.epoch, ids)
+        first = first_checkpoint_id(self.epoch, ids)
         recorded = int(record.get("completed", 0))
         self.coordinator = CheckpointCoordinator(self.config, self._tasks, completed=completed, first_id=first,
                                                  recorded=recorded)
         self._log.info("effectively once: master epoch %d, complete checkpoints %s (recorded: %s), first id %d",
-                       self.epoch, completed[-self.config.keep_completed:], recorded or "none", first or 0)
+                       self.epoch, completed[-self.config.keep_completed:], recorded or "none", first)
         self._maybe_start()
 
     def _save_record(self, **changes: Any) -> None:
@@ -465,24 +463,22 @@ class CheckpointDriver:
 
 
 def driver_for(topology: str, topo: TopologyDef, packing: PackingPlan, home: Path, *,
-               send_all: Callable[[bytes], None], log: logging.Logger, epoch: int | None = None,
+               send_all: Callable[[bytes], None], log: logging.Logger, epoch: int,
                session_ok: Callable[[], bool] = lambda: True,
                epoch_now: Callable[[], int] | None = None,
                state_changed: Callable[[], None] = lambda: None,
                secret: bytes | None = None, records: CheckpointRecords | None = None) -> CheckpointDriver | None:
     """The driver of an effectively-once topology (None in the other modes). ``epoch``: the
-    master's election epoch (without it, ids fall back to the wall clock as before issue 37)."""
+    master's election epoch: checkpoint and restore ids come from it."""
     if not effectively_once(topo.config):
         return None
     cfg = StatefulConfig.from_config(topo.config)
     log.info("effectively once: a checkpoint every %gs, kept in %s", cfg.interval_s,
              checkpoint_location(cfg, home))
-    if epoch is None:
-        log.warning("effectively once: no master epoch given; restore ids come from the wall clock")
     return CheckpointDriver(topology, {t.task_id: t.component for t in packing.tasks},
                             CoordinatorConfig.from_config(topo.config),
                             open_checkpoint_storage(cfg, home, secret=secret),
-                            epoch=epoch or 0, legacy_wall_ids=epoch is None, send_all=send_all, log=log,
+                            epoch=epoch, send_all=send_all, log=log,
                             session_ok=session_ok, epoch_now=epoch_now, state_changed=state_changed,
                             records=records)
 

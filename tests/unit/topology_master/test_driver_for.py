@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
@@ -102,24 +101,3 @@ async def test_the_driver_of_an_effectively_once_topology(tmp_path: Path, caplog
     assert not any("no master epoch" in m for _, m in lines(caplog))
     assert driver.operator_restore(None) == (False, "topology 'wc': this master may not restore (a newer master "
                                                     "took over (epoch 4, ours 3))")
-
-
-async def test_without_an_epoch_restore_ids_come_from_the_wall_clock(tmp_path: Path,
-                                                                     caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger=LOGGER)
-    sent: list[bytes] = []
-    before = int(time.time() * 1_000_000)
-    driver = driver_for("wc", topology(EO), PACKING, tmp_path, send_all=sent.append, log=logging.getLogger(LOGGER))
-    after = int(time.time() * 1_000_000)
-    assert driver is not None
-    assert lines(caplog)[-1] == ("WARNING", "effectively once: no master epoch given; restore ids come from the "
-                                            "wall clock")
-    stopped = asyncio.Event()
-    task = asyncio.create_task(tick_forever(driver, stopped, 0.01))
-    await until(lambda: driver.coordinator is not None)
-    driver.on_instances(READY)
-    await until(lambda: bool(frames(sent, MsgType.RESTORE_STATE)))
-    stopped.set()
-    await task
-    assert before < frames(sent, MsgType.RESTORE_STATE)[0].restore_id <= after + 1
-    assert driver.status()["epoch"] == 0

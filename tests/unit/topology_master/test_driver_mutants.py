@@ -417,37 +417,6 @@ async def test_storage_calls_run_on_the_executor_given_and_a_failed_listing_is_l
                                          "error; retry 1 in 0.01s")
 
 
-# --- without an epoch (legacy_wall_ids) ---
-
-async def test_without_an_epoch_restore_ids_come_from_the_wall_clock_and_checkpoint_ids_follow_the_storage(
-        tmp_path: Path) -> None:
-    storage = LocalFsStorage(tmp_path)
-    complete(storage, (5,))
-    storage.save(TOPOLOGY, 7, 1, b"a save that never completed")
-    h = Harness(storage, epoch=0, legacy_wall_ids=True, wall=lambda: 1_700_000_000.0)
-    await h.start()
-    rid = await h.processing()
-    await h.next_checkpoint()
-    await h.stop()
-    assert rid == 1_700_000_000_000_001  # µs of the wall clock + 1
-    assert h.frames(MsgType.RESTORE_STATE)[0].checkpoint_id == 5
-    assert h.frames(MsgType.START_CHECKPOINT)[0].checkpoint_id == 8  # above the incomplete 7 too
-
-
-async def test_without_an_epoch_the_first_checkpoint_of_an_empty_storage_is_1_and_is_recorded(tmp_path: Path) -> None:
-    storage = LocalFsStorage(tmp_path)
-    records = Records()
-    h = Harness(storage, epoch=0, legacy_wall_ids=True, records=records)
-    await h.start()
-    await h.processing()
-    cid = await h.next_checkpoint()
-    assert cid == 1
-    save_files(storage, cid)
-    h.saved(cid)
-    await until(lambda: records.record == {"completed": 1})
-    await h.stop()
-
-
 # --- the master's loop ---
 
 def counting_driver(tmp_path: Path, ticks: list[float]) -> CheckpointDriver:
