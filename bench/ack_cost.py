@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import wc_topology as wc  # noqa: E402
 
+from heron_py.acking.tracker import XorTracker  # noqa: E402
 from heron_py.common.config import InstanceConfig, Mode, ReliabilityConfig  # noqa: E402
 from heron_py.common.framing import (  # noqa: E402
     BATCH_HEADER,
@@ -53,7 +54,6 @@ from heron_py.common.framing import (  # noqa: E402
     encode_batch_frame,
     frame_type,
 )
-from heron_py.runtime.acking import XorTracker  # noqa: E402
 from heron_py.runtime.host import BoltHost, HostOptions, SpoutHost, make_host  # noqa: E402
 from heron_py.spark.plan import plan_batch  # noqa: E402
 from heronpy.api.stream import Grouping  # noqa: E402

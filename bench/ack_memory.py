@@ -13,7 +13,7 @@ import argparse
 import random
 import tracemalloc
 
-from heron_py.runtime.acking import XorTracker
+from heron_py.acking.tracker import XorTracker
 
 
 def main() -> None:

@@ -27,14 +27,14 @@ from types import ModuleType
 
 # The per-tuple paths of the instance (emit, routing, encoding, the receive loop, the queues
 # and the gateway) and of the stream manager (forwarding, the XOR tracker, which lives in
-# heron_py.runtime.acking since the test harness runs it too, its ack service, the links and
+# heron_py.acking.tracker since the test harness runs it too, its ack service, the links and
 # backpressure). Measured in bench/RESULTS.md.
 MODULES: tuple[str, ...] = (
     "heron_py.common.framing",
     "heron_py.common.serialization",
     "heron_py.planner.grouping",
     "heron_py.runtime.emitter",
-    "heron_py.runtime.acking",
+    "heron_py.acking.tracker",
     "heron_py.runtime.host",
     "heron_py.runtime.reliability",
     "instance.execution",
@@ -52,7 +52,7 @@ MODULES: tuple[str, ...] = (
     "heron_py.connectors.base",
     "heron_py.connectors.redis.spout",
     # the stream manager's XOR tracker's tables (one per spout task)
-    "heron_py.runtime.roots",
+    "heron_py.acking.roots",
     "heron_py.runtime.tracked",
 )
 
@@ -60,7 +60,7 @@ MODULES: tuple[str, ...] = (
 # their ``.py``: the ``.py`` is the reference and the fallback, the twin the same contract in C
 # types where Python objects per record were the cost (each module's tests run both: the compiled
 # pass and the pure one, and a differential test where both can be imported).
-TYPED: tuple[str, ...] = ("heron_py.runtime.roots", "heron_py.runtime.tracked")
+TYPED: tuple[str, ...] = ("heron_py.acking.roots", "heron_py.runtime.tracked")
 
 PURE_ENV = "HERON_PY_PURE"
 _EXTENSIONS = tuple(importlib.machinery.EXTENSION_SUFFIXES)

@@ -77,12 +77,15 @@ class TaskRunner:
     def __init__(self, *, task_id: int, component: str, package_dir: Path, inbound: queue.Queue[InItem],
                  in_bytes: QueueBytes, outbox: Outbox, reports: TaskReports, mark_ready: Callable[[], None],
                  log: logging.Logger, topology: str = "", checkpoint_root: Path | None = None,
-                 secret: bytes | None = None,
+                 secret: bytes | None = None, max_frame: int | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.task_id = task_id
         self.topology = topology
         self._checkpoint_root = checkpoint_root
         self._secret = secret  # checkpoint files are signed and checked under it
+        # the topology's frame limit, as the links have it (the executor's LinkConfig): the
+        # emitter's batches keep under it; None (a runner made by hand): the plan's
+        self._max_frame = max_frame
         self.stateful: StatefulTask | None = None  # effectively once only
         self.component = component
         self._package_dir = package_dir
@@ -140,7 +143,8 @@ class TaskRunner:
         if plan is None:
             return 0
         self.drain_s = shutdown_drain_secs(plan.topology.config, self.task_id, self.component)
-        host = make_host(plan, self.task_id, self.outbox.send, HostOptions(clock=self._clock, wake=self._wake))
+        host = make_host(plan, self.task_id, self.outbox.send, HostOptions(clock=self._clock, wake=self._wake,
+                                                                             max_frame=self._max_frame))
         set_gc_threshold(host.config)
         capture = self._open_capture(host.config)
         if capture is not None:

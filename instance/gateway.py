@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import json
 import logging
 import os
 import queue
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from heron_py.common.alive import beat
-from heron_py.common.config import ConfigError, max_frame_bytes
+from heron_py.common.container_layout import ContainerLayout
 from heron_py.common.daemon import new_event_loop
 from heron_py.common.framing import MsgType
 from heron_py.common.handshake import PeerIdentity
@@ -40,7 +39,6 @@ from heron_py.common.net import (
     on_raw,
 )
 from heron_py.common.reconnect import Unreachable, run_link
-from heron_py.scheduler.paths import stmgr_socket
 from instance.queues import Inbox, InItem, InKind, QueueBytes, WireMark
 from proto import heron_py_pb2 as pb
 
@@ -68,7 +66,7 @@ def _routes(gw: Gateway) -> Routes:
            lambda conn, m: deliver((InKind.COMMITTED, m.checkpoint_id))),
         on("stmgr", MsgType.REGISTER_INSTANCE_RESPONSE, pb.RegisterInstanceResponse, gw.on_registered),
         on("stmgr", MsgType.NEW_PHYSICAL_PLAN, pb.NewPhysicalPlan,
-           lambda conn, m: _plan(gw.inbox, conn, m.pplan_json, gw.log)),
+           lambda conn, m: _plan(gw.inbox, m.pplan_json)),
     ])
 
 
@@ -89,8 +87,8 @@ class GatewayConfig:
     host: str = "127.0.0.1"  # the container's metrics manager is always local, on loopback
     sm_host: str = "127.0.0.1"  # the stream manager's TCP address (when not on the Unix socket)
     unix_socket: bool = True  # the stream manager's Unix socket (heron_py.instance.unix.socket)
-    # both links' heartbeats: the topology's, from the executor's arguments (the links exist
-    # before the physical plan brings the config)
+    # both links' heartbeats, as max_frame their frame limit: the topology's, from the executor's
+    # arguments (LinkConfig; the links exist before the physical plan brings the config)
     liveness: Liveness = DEFAULT_LIVENESS
     # the task's container, whose stream and metrics managers alone it connects to (their
     # handshake proves it); None: any of the topology's (an instance started by hand)
@@ -235,7 +233,8 @@ class Gateway(Routed):
         except (OSError, ValueError) as e:
             raise Unreachable(f"stream manager not reachable yet ({e}); retrying") from None
         if cfg.unix_socket:
-            return await connect_unix(stmgr_socket(cfg.sm_port_file), self, cfg.secret, role="instance",
+            sock = ContainerLayout.beside(cfg.sm_port_file).stmgr_socket()
+            return await connect_unix(sock, self, cfg.secret, role="instance",
                                       peer_id=str(cfg.task_id), log=self.log, max_frame=cfg.max_frame,
                                       liveness=cfg.liveness, expect=cfg.server("stmgr"))
         return await connect(cfg.sm_host, port, self, cfg.secret, role="instance", peer_id=str(cfg.task_id),
@@ -250,12 +249,12 @@ class Gateway(Routed):
         try:
             conn.set_write_limits(WRITE_HIGH, WRITE_LOW)
             self.state = GatewayState.REGISTERING
-            conn.send_msg(MsgType.REGISTER_INSTANCE_REQUEST, pb.RegisterInstanceRequest(
+            conn.send_msg(pb.RegisterInstanceRequest(
                 task_id=self.cfg.task_id, component=self.cfg.component, pid=os.getpid()))
             while True:
                 await asyncio.sleep(1.0)
                 if self._metrics is not None and conn.is_open and self.state is GatewayState.RUNNING:
-                    conn.send_msg(MsgType.INSTANCE_METRICS, self._metrics())
+                    conn.send_msg(self._metrics())
         finally:
             self.conn = None
             self._port.connected(None)
@@ -270,7 +269,7 @@ class Gateway(Routed):
         self.state = GatewayState.RUNNING
         self._drain_out()
         if resp.pplan_json:
-            _plan(self.inbox, conn, resp.pplan_json, self.log)
+            _plan(self.inbox, resp.pplan_json)
         if self._ready:
             self._send_ready()
 
@@ -312,7 +311,7 @@ class Gateway(Routed):
         self._ready = True
         conn = self.conn
         if conn is not None and conn.is_open and self.state is GatewayState.RUNNING:
-            conn.send_msg(MsgType.INSTANCE_READY, pb.InstanceReady(task_id=self.cfg.task_id, pid=os.getpid()))
+            conn.send_msg(pb.InstanceReady(task_id=self.cfg.task_id, pid=os.getpid()))
         if self.metrics_link is not None:
             # the first report with the task's counters goes now, not an export interval after
             # the start (the link's first report, at its connection, came before the task had a
@@ -320,17 +319,7 @@ class Gateway(Routed):
             self.metrics_link.send_now()
 
 
-def _plan(inbox: Inbox, conn: Connection, pplan_json: bytes, log: logging.Logger) -> None:
-    """A physical plan: its frame limit applies to the link at once; the plan goes to the task."""
-    _use_plan_frame_limit(conn, pplan_json, log)
+def _plan(inbox: Inbox, pplan_json: bytes) -> None:
+    """A physical plan goes to the task. The links' frame limit and heartbeats are not taken from
+    it: they came before it, from the executor (``GatewayConfig``, ``LinkConfig``)."""
     inbox.deliver((InKind.PPLAN, pplan_json))
-
-
-def _use_plan_frame_limit(conn: Connection, pplan_json: bytes, log: logging.Logger) -> None:
-    """Applies the topology's heron_py.network.max.frame.bytes to the stream manager link:
-    the instance connects before it has the plan, so the limit arrives with it."""
-    try:
-        cfg = json.loads(pplan_json)["topology"].get("config", {})
-        conn.set_max_frame(max_frame_bytes(cfg))
-    except (ValueError, KeyError, TypeError, AttributeError, ConfigError) as e:
-        log.warning("physical plan without a usable frame limit (%s); keeping %d bytes", e, conn.max_frame)

@@ -11,9 +11,8 @@ import traceback
 from pathlib import Path
 from types import FrameType
 
-from heron_py.common.config import SHUTDOWN_DRAIN, InstanceConfig
+from heron_py.common.config import SHUTDOWN_DRAIN, ConfigError, InstanceConfig, LinkConfig
 from heron_py.common.daemon import setup_logging
-from heron_py.common.net import DEFAULT_LIVENESS
 from instance.execution import TaskRunner
 from instance.gateway import Gateway, GatewayState
 from instance.metrics import TaskReports
@@ -44,19 +43,22 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--tcp", action="store_true", help="reach the stream manager over TCP, not its Unix socket")
     ap.add_argument("--metrics-interval", type=float, default=InstanceConfig.metrics_interval_s,
                     help="seconds between reports to the metrics manager (0: none)")
-    ap.add_argument("--heartbeat-interval", type=float, default=DEFAULT_LIVENESS.interval_s,
-                    help="heron_py.network.heartbeat.interval.secs of the links to the stream and metrics managers")
-    ap.add_argument("--heartbeat-timeout", type=float, default=DEFAULT_LIVENESS.timeout_s,
-                    help="heron_py.network.heartbeat.timeout.secs of those links (0: off)")
+    # the links' frame limit and heartbeats (to the stream and metrics managers)
+    LinkConfig.add_arguments(ap)
     ap.add_argument("--container", type=int, default=None,
                     help="the task's container: its stream and metrics managers must prove it in their handshake")
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    ap = _parser()
+    args = ap.parse_args(argv)
+    try:
+        links = LinkConfig.from_args(args)
+    except ConfigError as e:
+        ap.error(str(e))
     log = setup_logging(f"instance[{args.component}-{args.task_id}]")
-    task = build(args, log)
+    task = build(args, links, log)
     runner, gateway = task.runner, task.gateway
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

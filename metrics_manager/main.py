@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from heron_py.common.config import ConfigError, LogCaps, max_frame_bytes
+from heron_py.common.config import ConfigError, LinkConfig, LogCaps
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
 from heron_py.common.framing import DEFAULT_MAX_FRAME, MsgType, encode_frame
 from heron_py.common.handshake import scrape_token
@@ -34,18 +35,16 @@ from heron_py.common.net import (
     BaseHandler,
     Connection,
     Counters,
-    Liveness,
     Routed,
     Routes,
     serve,
 )
 from heron_py.common.reconnect import run_link
 from heron_py.common.tls import PeerTls
-from heron_py.scheduler.paths import TopologyPaths
+from heron_py.links.tmlink import LocationFollower, connect_master
 from heron_py.state import StateManager, StateManagerError, TManagerLocation
 from heron_py.state import config as statecfg
 from heron_py.state.stores import run_with_state
-from heron_py.state.tmlink import LocationFollower, connect_master
 from metrics_manager.http import MetricsHttp, serve_metrics
 from metrics_manager.store import ReportError, parse_report
 from metrics_manager.wiring import build
@@ -116,10 +115,11 @@ class MetricsManager(DaemonBase):
         if topo is None:
             raise FatalError(f"metrics manager: topology '{self.topology}' is not in the state manager")
         self.interval = export_interval(dict(topo.config)) or DEFAULT_INTERVAL_S
-        try:  # reports and the master link use the topology's frame limit, like every daemon
-            self._max_frame = max_frame_bytes(topo.config)
+        try:  # reports and the master link use the topology's frame limit and heartbeats, like every daemon
+            links = LinkConfig.from_config(topo.config)
             self.log_caps = LogCaps.from_config(topo.config)
-            liveness = self._liveness = Liveness.from_config(topo.config)  # every link's heartbeats
+            self._max_frame, liveness = links.max_frame, links.liveness
+            self._liveness = liveness
         except ConfigError as e:
             raise FatalError(str(e)) from e
         try:
@@ -134,7 +134,7 @@ class MetricsManager(DaemonBase):
         # a restarted metrics manager takes its predecessor's port again when it is free, so a
         # Prometheus scrape config made by prometheus-config stays valid
         try:
-            old = int(json.loads((self._paths.container(self.container) / "metricsmgr.json").read_text())["http_port"])
+            old = int(json.loads(self._paths.layout(self.container).metricsmgr.read_text())["http_port"])
         except (FileNotFoundError, ValueError, KeyError, TypeError):
             old = 0
         token = None if is_loopback(self.http_host) else scrape_token(self._secret)
@@ -144,7 +144,7 @@ class MetricsManager(DaemonBase):
         except OSError:
             self._http = await serve_metrics(self._registry, self.http_host, 0, token, tls)
         self.http_port = self._http.port
-        write_atomically(self._paths.container(self.container) / "metricsmgr.json",
+        write_atomically(self._paths.layout(self.container).metricsmgr,
                          json.dumps({"port": self.port, "http_port": self.http_port, "pid": os.getpid()}))
         self._log.info("metrics manager of container %d: reports on %s:%d, Prometheus at %s://%s:%d/metrics",
                        self.container, self.host, self.port, self.http_scheme, self.http_host, self.http_port)
@@ -201,7 +201,7 @@ class MetricsManager(DaemonBase):
             conn.send(self._tm_report())
 
     def _read_restarts(self) -> None:
-        path = self._paths.container(self.container) / "restarts.json"
+        path = self._paths.layout(self.container).restarts
         try:
             data = json.loads(path.read_text())
         except (FileNotFoundError, ValueError):

@@ -1,5 +1,5 @@
 """The stream manager's side of XOR acking: ``AckService`` turns ACK_BATCH frames into updates
-of the shared tracker (``heron_py.runtime.acking.XorTracker``, Storm's acker algorithm, which the
+of the shared tracker (``heron_py.acking.tracker.XorTracker``, Storm's acker algorithm, which the
 test harness runs too) and resolved roots into one ACK_RESULT frame per spout task, and rotates
 the tracker's buckets on a timer. It does no I/O: frames leave through the ``send`` callback it
 is given (which sends them, or holds them while the spout is not connected).
@@ -11,8 +11,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from heron_py.acking.tracker import Resolved, XorTracker, result_frame, result_frames
 from heron_py.common.framing import BODY_OFFSET, batch_dest
-from heron_py.runtime.acking import Resolved, XorTracker, result_frame, result_frames
 
 
 class AckService:

@@ -31,8 +31,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
-from heron_py.common.framing import MsgType, encode_frame
+from heron_py.common.framing import MsgType
 from heron_py.common.net import Connection, Route, on, relay
+from heron_py.common.wire import encode_msg
 from proto import heron_py_pb2 as pb
 from stream_manager.losses import LossReport
 
@@ -87,7 +88,7 @@ class CheckpointRelay:
             dest.send(frame)
 
     def on_restore(self, conn: Connection, msg: pb.RestoreState) -> None:
-        self._restore(msg, encode_frame(MsgType.RESTORE_STATE, msg.SerializeToString()))
+        self._restore(msg, encode_msg(msg))
 
     def on_start_processing(self, conn: Connection, go: pb.StartProcessing) -> None:
         if go.restore_id != self.restore_id:
@@ -95,7 +96,7 @@ class CheckpointRelay:
                            self.restore_id)
             return
         self.restoring = False
-        frame = encode_frame(MsgType.START_PROCESSING, go.SerializeToString())
+        frame = encode_msg(go)
         for dest in self._instances():
             dest.send(frame)
         self._log.info("restore %d done everywhere: processing (old-run frames fenced off: %d)",
@@ -125,8 +126,7 @@ class CheckpointRelay:
         """What a new outbound connection to a peer sends first (None before any restore)."""
         if not self.restore_id:
             return None
-        return encode_frame(MsgType.RESTORE_FENCE, pb.RestoreFence(
-            container=self.container, restore_id=self.restore_id).SerializeToString())
+        return encode_msg(pb.RestoreFence(container=self.container, restore_id=self.restore_id))
 
     # --- from instances and peers ---
     def on_state_restored(self, conn: Connection, msg: pb.StateRestored) -> None:
@@ -134,7 +134,7 @@ class CheckpointRelay:
         ident = conn.identity
         if ident is not None and msg.ok and str(msg.task_id) == ident.peer_id:
             self._fences[conn] = max(self._fences.get(conn, 0), msg.restore_id)
-        self.to_master(encode_frame(MsgType.STATE_RESTORED, msg.SerializeToString()))
+        self.to_master(encode_msg(msg))
 
     def on_peer_fence(self, conn: Connection, msg: pb.RestoreFence) -> None:
         ident = conn.identity

@@ -15,10 +15,10 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from heron_py.common.framing import MsgType, encode_frame
 from heron_py.common.handshake import HandshakeError, PeerIdentity
 from heron_py.common.net import DEFAULT_LIVENESS, Connection, FrameHandler, Liveness, connect
 from heron_py.common.tls import PeerTls, tls_client_args
+from heron_py.common.wire import encode_msg
 from heron_py.planner.model import PhysicalPlan, StmgrLocation
 from proto import heron_py_pb2 as pb
 
@@ -122,13 +122,13 @@ class Clique:
         conn.context = PeerAddress(loc.host, loc.port)
         if self._limits is not None:
             conn.set_write_limits(*self._limits)
-        conn.send_msg(MsgType.STMGR_HELLO, pb.StmgrHello(container=self.container))
+        conn.send_msg(pb.StmgrHello(container=self.container))
         fence = self._fence()
         if fence is not None:  # before any batch: the peer then knows they are the new run's
             conn.send(fence)
         cause = self._bp_cause()
         if cause is not None:
-            conn.send_msg(MsgType.BACKPRESSURE, pb.BackPressure(container=self.container, start=True, cause=cause))
+            conn.send_msg(pb.BackPressure(container=self.container, start=True, cause=cause))
         self.peers[container] = conn
         self._log.info("connected to stream manager %d at %s:%d", container, loc.host, loc.port)
         self._on_connected(container, conn)
@@ -144,8 +144,7 @@ class Clique:
         return list(self.peers.values())
 
     def broadcast_backpressure(self, start: bool, cause: str) -> None:
-        msg = encode_frame(MsgType.BACKPRESSURE, pb.BackPressure(
-            container=self.container, start=start, cause=cause).SerializeToString())
+        msg = encode_msg(pb.BackPressure(container=self.container, start=start, cause=cause))
         for conn in self.peers.values():
             conn.send(msg)
         self._log.info("broadcast %s to %d peers", "StartBackPressure" if start else "StopBackPressure",

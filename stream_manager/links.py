@@ -16,8 +16,8 @@ from heron_py.common.framing import MsgType
 from heron_py.common.net import DEFAULT_LIVENESS, Connection, Liveness, Route, Routed, Routes, on
 from heron_py.common.reconnect import run_link
 from heron_py.common.tls import PeerTls
+from heron_py.links.tmlink import LocationFollower, connect_master
 from heron_py.state import StateManager, TManagerLocation
-from heron_py.state.tmlink import LocationFollower, connect_master
 from proto import heron_py_pb2 as pb
 
 HEARTBEAT_S = 1.0
@@ -111,7 +111,7 @@ class MasterLink:
         assert follow is not None and loc is not None
         self.channel.conn = conn
         try:
-            conn.send_msg(MsgType.REGISTER_STMGR_REQUEST, pb.RegisterStmgrRequest(
+            conn.send_msg(pb.RegisterStmgrRequest(
                 container=self._container, host=self._host, port=self.port, pid=os.getpid(),
                 instances=self._instance_infos()))
             self._log.info("registered with topology master at %s:%d (pid %d)", loc.host, loc.port, loc.pid)
@@ -132,7 +132,7 @@ class MasterLink:
         hb = pb.StmgrHeartbeat(container=self._container, instances=self._instance_infos())
         if with_metrics:
             hb.metrics.CopyFrom(self._metrics())
-        conn.send_msg(MsgType.STMGR_HEARTBEAT, hb)
+        conn.send_msg(hb)
         conn.send_many(self._unanswered())
 
     def close(self, reason: str) -> None:

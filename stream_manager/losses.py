@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from heron_py.common.framing import MsgType, encode_frame
+from heron_py.common.wire import encode_msg
 from proto import heron_py_pb2 as pb
 
 
@@ -44,8 +44,7 @@ class LossReport:
             self._later = reason
             return False
         self._later = None
-        frame = encode_frame(MsgType.ROLLBACK_REQUEST, pb.RollbackRequest(
-            container=self._container, restore_id=restore_id, reason=reason).SerializeToString())
+        frame = encode_msg(pb.RollbackRequest(container=self._container, restore_id=restore_id, reason=reason))
         self._asked = (restore_id, frame)
         self._answered = False
         self._log.warning("effectively once: %s; asking the master to roll back the run of restore %d (no "

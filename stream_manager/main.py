@@ -17,12 +17,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 
-from heron_py.common.config import MB, ConfigError, StreamManagerConfig, effectively_once, max_frame_bytes
+from heron_py.common.config import MB, ConfigError, LinkConfig, StreamManagerConfig, effectively_once
+from heron_py.common.container_layout import ContainerLayout
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
-from heron_py.common.framing import DEFAULT_MAX_FRAME, MsgType, batch_src, encode_frame, frame_type
+from heron_py.common.framing import DEFAULT_MAX_FRAME, MsgType, batch_src, frame_type
 from heron_py.common.guard import RateLimitedLog
 from heron_py.common.net import (
     DEFAULT_LIVENESS,
@@ -37,9 +37,8 @@ from heron_py.common.net import (
     serve_unix,
 )
 from heron_py.common.tls import PeerTls
-from heron_py.common.wire import decode_as
+from heron_py.common.wire import decode_as, encode_msg
 from heron_py.planner.model import PhysicalPlan
-from heron_py.scheduler.paths import bind_stmgr_socket, release_stmgr_socket
 from heron_py.state import StateManager
 from heron_py.state import config as statecfg
 from heron_py.state.stores import run_with_state
@@ -106,7 +105,7 @@ class StreamManager(DaemonBase):
         self.port = self._server.sockets[0].getsockname()[1]
         self.master.listening_on(self.port)
         # the container's instances come through a Unix socket (no TCP stack on the way)
-        sock = self._sock_path = bind_stmgr_socket(site.port_file)
+        sock = self._sock_path = ContainerLayout.beside(site.port_file).bind_stmgr_socket()
         try:
             self._local_server = await serve_unix(sock, lambda: inbound, site.secret, role="stmgr",
                                                   log=self.log, counters=self.counters, max_frame=site.max_frame,
@@ -128,7 +127,7 @@ class StreamManager(DaemonBase):
             if server is not None:
                 server.close()
         if self._local_server is not None:
-            release_stmgr_socket(self.site.port_file, self._sock_path)
+            ContainerLayout.beside(self.site.port_file).release_stmgr_socket(self._sock_path)
         self.instances.close("stream manager stopping")
         self.clique.close("stream manager stopping")
         self.master.close("stream manager stopping")
@@ -143,8 +142,7 @@ class StreamManager(DaemonBase):
         # has its plan when its first batch comes (a spout's first batch, sent while this
         # stream manager waited for the plan, would otherwise reach an instance still waiting
         # for its own; instance.execution keeps such early items too)
-        self.instances.broadcast(encode_frame(
-            MsgType.NEW_PHYSICAL_PLAN, pb.NewPhysicalPlan(pplan_json=raw).SerializeToString()))
+        self.instances.broadcast(encode_msg(pb.NewPhysicalPlan(pplan_json=raw)))
         self.forwarder.set_routing(RoutingTable.build(plan, self.container))  # routes frames held for it
         self._apply_config(plan)
         self.log.info("physical plan v%d: state %s, %d tasks, %d containers", plan.version, plan.state.value,
@@ -224,7 +222,7 @@ class StreamManager(DaemonBase):
         if self.forwarder.routing.is_local_spout(task) and self.spouts_held():
             conn.pause_reading()
         raw = json.dumps(self.pplan.to_dict()).encode() if self.pplan is not None else b""
-        conn.send_msg(MsgType.REGISTER_INSTANCE_RESPONSE, pb.RegisterInstanceResponse(ok=True, pplan_json=raw))
+        conn.send_msg(pb.RegisterInstanceResponse(ok=True, pplan_json=raw))
         self.ckpt.on_instance_registered(conn, task)
         self.forwarder.release(ConnKey.task(task), conn)
         self.log.info("instance task %d (%s, pid %d) registered", task, req.component, req.pid)
@@ -347,7 +345,7 @@ class _Inbound(BaseHandler):
         if str(req.task_id) != ident.peer_id or (not sm.forwarder.routing.is_local(req.task_id)
                                                  and sm.pplan is not None):
             error = f"task {req.task_id} does not run in container {sm.container}"
-            conn.send_msg(MsgType.REGISTER_INSTANCE_RESPONSE, pb.RegisterInstanceResponse(ok=False, error=error))
+            conn.send_msg(pb.RegisterInstanceResponse(ok=False, error=error))
             conn.close(f"refused registration: {error}")
             return
         sm.register_instance(conn, req)
@@ -393,12 +391,6 @@ def main(argv: list[str] | None = None) -> int:
     return run_with_state(args, log, make)
 
 
-@dataclass(frozen=True)
-class LinkConfig:
-    max_frame: int = DEFAULT_MAX_FRAME
-    liveness: Liveness = DEFAULT_LIVENESS
-
-
 def _link_config(state: StateManager, topology: str, secret: bytes) -> LinkConfig:
     """The topology's frame limit and heartbeats, read once before any connection: instances
     connect before the plan comes, and their frames are checked against the same limit their
@@ -409,4 +401,4 @@ def _link_config(state: StateManager, topology: str, secret: bytes) -> LinkConfi
     topo = state.get_topology(topology, secret)
     if topo is None:
         return LinkConfig()
-    return LinkConfig(max_frame_bytes(topo.config), Liveness.from_config(topo.config))
+    return LinkConfig.from_config(topo.config)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from heron_py.common.container_layout import ContainerLayout
 from heron_py.common.framing import MsgType
 from heron_py.common.handshake import PeerIdentity
 from heron_py.common.metrics_link import MetricsLink
@@ -178,9 +179,10 @@ def build(site: Site, events: Events, spawn: Callable[[Coroutine[Any, Any, None]
                         routes=master_routes(events.on_new_pplan, log, ckpt.master_routes()),
                         instance_infos=instances.infos, metrics=metrics.for_master)
     # the metrics manager is always in this container, on loopback
-    metrics_link = MetricsLink(mm_file=site.port_file.parent / "metricsmgr.json", host=LOOPBACK, secret=site.secret,
-                               role="stmgr", peer_id=str(container), expect=PeerIdentity("metricsmgr", str(container)),
-                               log=log, max_frame=site.max_frame, report=metrics.report, liveness=site.liveness,
+    metrics_link = MetricsLink(mm_file=ContainerLayout.beside(site.port_file).metricsmgr, host=LOOPBACK,
+                               secret=site.secret, role="stmgr", peer_id=str(container),
+                               expect=PeerIdentity("metricsmgr", str(container)), log=log, max_frame=site.max_frame,
+                               report=metrics.report, liveness=site.liveness,
                                interval=events.metrics_interval)
     return Parts(counters=counters, bp=bp, instances=instances, forwarder=forwarder, acks=acks, ckpt=ckpt,
                  clique=clique, metrics=metrics, master=master, metrics_link=metrics_link)

@@ -11,7 +11,7 @@ from typing import Any
 
 from heron_py.api.stream import Stream
 from heron_py.api.tuple import HeronTuple
-from heron_py.scheduler.paths import TopologyPaths
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.state import LocalFsStateManager
 from heron_py.testing import ManualClock
 

@@ -13,6 +13,8 @@ import random
 from collections.abc import Iterable
 from typing import Any
 
+from google.protobuf.message import Message
+
 from heron_py.api.bolt.bolt import Bolt
 from heron_py.api.spout.spout import Spout
 from heron_py.api.stream import Stream
@@ -78,8 +80,8 @@ class FakeConn:
         self.send_many_calls += 1
         self.sent.extend(frames)
 
-    def send_msg(self, msg_type: object, msg: Any) -> None:
-        self.sent.append(bytes(msg.SerializeToString()))
+    def send_msg(self, msg: Message) -> None:
+        self.sent.append(msg.SerializeToString())  # the body: tests parse it as the class they expect
 
     def set_write_limits(self, high: int, low: int) -> None:
         pass

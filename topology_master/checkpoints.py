@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from google.protobuf.message import Message
+
 from heron_py.checkpoint.coordinator import (
     CheckpointAborted,
     CheckpointCommitted,
@@ -52,8 +54,8 @@ from heron_py.checkpoint.coordinator import (
 from heron_py.checkpoint.select import checkpoint_location, open_checkpoint_storage
 from heron_py.checkpoint.storage import CheckpointStorage
 from heron_py.common.config import StatefulConfig, effectively_once
-from heron_py.common.framing import MsgType, encode_frame
 from heron_py.common.net import Connection
+from heron_py.common.wire import encode_msg
 from heron_py.planner.model import PackingPlan, TopologyDef
 from proto import heron_py_pb2 as pb
 from topology_master.checkpoint_io import CheckpointRecords, StorageWorker, Superseded
@@ -263,8 +265,7 @@ class CheckpointDriver:
 
     @staticmethod
     def _answer(restore_id: int, *, acted: bool, reason: str) -> bytes:
-        return encode_frame(MsgType.ROLLBACK_ANSWER, pb.RollbackAnswer(
-            restore_id=restore_id, acted=acted, reason=reason).SerializeToString())
+        return encode_msg(pb.RollbackAnswer(restore_id=restore_id, acted=acted, reason=reason))
 
     def greet(self, conn: Connection) -> None:
         """A stream manager registered: mid-restore it gets the restore (its tasks are waited for);
@@ -330,8 +331,7 @@ class CheckpointDriver:
             changed |= isinstance(a, CheckpointsFailing | CheckpointsRecovered | RestoreFailed | StartProcessing
                                   | StartRestore)
             if isinstance(a, StartCheckpoint):
-                frame = encode_frame(MsgType.START_CHECKPOINT,
-                                     pb.StartCheckpoint(checkpoint_id=a.checkpoint_id).SerializeToString())
+                frame = encode_msg(pb.StartCheckpoint(checkpoint_id=a.checkpoint_id))
                 self._start_frame = (a.checkpoint_id, frame)
                 self._send_all(frame)
             elif isinstance(a, CheckpointComplete):
@@ -342,7 +342,7 @@ class CheckpointDriver:
                 if a.checkpoint_id > int(self._record.get("completed", 0)):
                     self._save_record(completed=a.checkpoint_id)
                 # every task commits what it staged for it (sinks, a spout's offsets)
-                self._send(MsgType.CHECKPOINT_COMMITTED, pb.CheckpointCommitted(checkpoint_id=a.checkpoint_id))
+                self._send(pb.CheckpointCommitted(checkpoint_id=a.checkpoint_id))
                 self.io.submit(functools.partial(self.io.gc, self.config.keep_completed, a.protect),
                                self._collected)
             elif isinstance(a, CheckpointAborted):
@@ -360,16 +360,16 @@ class CheckpointDriver:
             elif isinstance(a, StartRestore):
                 what = "a clean start" if a.checkpoint_id is None else f"checkpoint {a.checkpoint_id}"
                 self._log.info("restore %d to %s (%s)", a.restore_id, what, a.reason)
-                self._restore_frame = encode_frame(MsgType.RESTORE_STATE, pb.RestoreState(
+                self._restore_frame = encode_msg(pb.RestoreState(
                     restore_id=self._rid_base + a.restore_id, checkpoint_id=a.checkpoint_id or 0,
-                    reason=a.reason).SerializeToString())
+                    reason=a.reason))
                 self._send_all(self._restore_frame)
             elif isinstance(a, RestoreRetry):
                 self._log.warning("restore %d of checkpoint %s: transient error (%s); retry %d in %gs",
                                   a.restore_id, a.checkpoint_id, a.reason, a.attempt, a.delay_secs)
             elif isinstance(a, StartProcessing):
                 self._log.info("every task restored (restore %d): processing", a.restore_id)
-                self._send(MsgType.START_PROCESSING, pb.StartProcessing(restore_id=self._rid_base + a.restore_id))
+                self._send(pb.StartProcessing(restore_id=self._rid_base + a.restore_id))
             elif isinstance(a, RestoreFailed):
                 self._log.error("effectively once: no checkpoint could be restored, waiting for the operator: %s",
                                 a.reason)
@@ -429,8 +429,8 @@ class CheckpointDriver:
             self.superseded = why
             self._log.error("effectively once: this master stops driving checkpoints: %s", why)
 
-    def _send(self, msg_type: int, msg: Any) -> None:
-        self._send_all(encode_frame(msg_type, msg.SerializeToString()))
+    def _send(self, msg: Message) -> None:
+        self._send_all(encode_msg(msg))
 
     def metrics(self) -> dict[str, int]:
         """The master's own checkpoint metrics (for its metrics report)."""

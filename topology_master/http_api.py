@@ -28,8 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.common.metric_names import is_counter
-from heron_py.scheduler.paths import TopologyPaths
 from topology_master.metrics_windows import MetricsWindows, fanout_of
 from topology_master.ui_api import ENDPOINTS, UiError, UiRoutes
 

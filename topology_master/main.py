@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from heron_py.checkpoint.storage import checkpoint_key_beside
-from heron_py.common.config import ConfigError
+from heron_py.common.config import ConfigError, LinkConfig
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging
-from heron_py.common.framing import DEFAULT_MAX_FRAME, HEADER_SIZE, MsgType
+from heron_py.common.framing import HEADER_SIZE, MsgType
 from heron_py.common.handshake import http_admin_token, http_read_token
 from heron_py.common.host import heron_home, is_loopback
-from heron_py.common.net import BaseHandler, Connection, Counters, Liveness, Routes, on, on_raw, serve
+from heron_py.common.net import BaseHandler, Connection, Counters, Routes, on, on_raw, serve
 from heron_py.common.tls import PeerTls
 from heron_py.planner.model import PackingPlan, PhysicalPlan, TopologyDef, TopologyState
 from heron_py.state import StateManager, StateManagerError, TManagerLocation, local_owner
@@ -66,14 +66,14 @@ class TopologyMaster(DaemonBase):
     connections; ...), and answers the CLI's commands (AdminCommands) and the HTTP API (Api)."""
 
     def __init__(self, *, topology: str, secret: bytes, state: StateManager, log: logging.Logger,
-                 host: str = "127.0.0.1", max_frame: int = DEFAULT_MAX_FRAME, standby: bool = False,
+                 host: str = "127.0.0.1", standby: bool = False,
                  relaunch: Relaunch | None = None, tls: PeerTls | None = None,
                  ui_cli: ActionsCli | None = None, home: Path | None = None,
                  checkpoint_key: bytes | None = None) -> None:
         self.topology = topology
         self.site = Site(topology=topology, state=state, log=log, home=home or heron_home(),
                          checkpoint_key=checkpoint_key if checkpoint_key is not None else secret,
-                         relaunch=relaunch, ui_cli=ui_cli, secret=secret, max_frame=max_frame)
+                         relaunch=relaunch, ui_cli=ui_cli, secret=secret)
         # effectively once: the checkpoints' driver while active (wiring.build_active)
         self.checkpoints: CheckpointDriver | None = None
         self.actions: Actions | None = None
@@ -84,7 +84,6 @@ class TopologyMaster(DaemonBase):
         self._secret = secret
         self._state = state
         self._log = log
-        self._max_frame = max_frame
         self.counters = Counters()
         self._server: asyncio.Server | None = None
         self.started_at = time.time()
@@ -117,12 +116,12 @@ class TopologyMaster(DaemonBase):
             raise FatalError(f"topology master: topology '{self.topology}' has no definition or packing "
                              f"plan in the state manager; was it submitted?")
         self._topo, self._packing = topo, packing
-        try:  # the topology's heartbeats, once for every stream manager's and metrics manager's link
-            liveness = Liveness.from_config({**topo.config})
+        try:  # the topology's frame limit and heartbeats, once for every link
+            link_config = LinkConfig.from_config(topo.config)
         except ConfigError as e:
             raise FatalError(f"topology master: {e}") from None
         parts = self._parts = build(self.site, topo, packing, self, worker=self._worker, loop=loop,
-                                    liveness=liveness)
+                                    link_config=link_config)
         self.book, self.plans, self.links = parts.book, parts.plans, parts.links
         self.relauncher, self.actions = parts.relauncher, parts.actions
         if parts.relauncher is not None:
@@ -132,9 +131,9 @@ class TopologyMaster(DaemonBase):
         try:
             handler = _Handler(self)  # stateless: one handler and one routing table for every connection
             self._server = await serve(self.host, 0, lambda: handler, self._secret, role="tmanager",
-                                       log=self._log, counters=self.counters, max_frame=self._max_frame,
+                                       log=self._log, counters=self.counters, max_frame=link_config.max_frame,
                                        ssl=self._tls.server if self._tls else None, routes=handler.routes(),
-                                       liveness=liveness)
+                                       liveness=link_config.liveness)
         except OSError as e:
             raise FatalError(f"topology master: cannot listen on {self.host}: {e}") from e
         self.port = self._server.sockets[0].getsockname()[1]
@@ -293,7 +292,7 @@ class _Handler(BaseHandler):
         resp = tm.admin.handle(req.command)
         plans = tm.plans
         if tm.book.version == before or plans is None:
-            conn.send_msg(MsgType.ADMIN_RESPONSE, resp)
+            conn.send_msg(resp)
             return
 
         async def answer_once_stored(version: int) -> None:
@@ -301,7 +300,7 @@ class _Handler(BaseHandler):
             # over adopts the stored one): the answer waits for the write, briefly
             await plans.settled(version, timeout=ADMIN_STORE_WAIT_S)
             if conn.is_open:
-                conn.send_msg(MsgType.ADMIN_RESPONSE, tm.admin.run_state_answer())
+                conn.send_msg(tm.admin.run_state_answer())
 
         tm.spawn(answer_once_stored(tm.book.version))
 

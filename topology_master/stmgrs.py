@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 
 from google.protobuf.json_format import MessageToDict
 
-from heron_py.common.framing import MsgType, encode_frame
 from heron_py.common.net import Connection
+from heron_py.common.wire import encode_msg
 from heron_py.planner.model import PhysicalPlan, StmgrLocation
 from proto import heron_py_pb2 as pb
 from topology_master.plan_book import PlanBook
@@ -48,7 +48,7 @@ class StmgrLinks:
     def register(self, conn: Connection, req: pb.RegisterStmgrRequest) -> None:
         error = self.book.registration_error(req.container, self._is_active(), os.getpid())
         if error is not None:
-            conn.send_msg(MsgType.REGISTER_STMGR_RESPONSE, pb.RegisterStmgrResponse(ok=False, error=error))
+            conn.send_msg(pb.RegisterStmgrResponse(ok=False, error=error))
             conn.close(f"registration refused: {error}")
             return
         old = self.conns.get(req.container)
@@ -58,7 +58,7 @@ class StmgrLinks:
         self.conns[req.container] = conn
         self.heard[req.container] = self._clock()
         conn.context = req.container
-        conn.send_msg(MsgType.REGISTER_STMGR_RESPONSE, pb.RegisterStmgrResponse(ok=True))
+        conn.send_msg(pb.RegisterStmgrResponse(ok=True))
         self._log.info("stream manager %d registered (%s:%d pid %d)", req.container, req.host, req.port, req.pid)
         self.book.update_instances(req.container, req.instances)
         self._state_changed()
@@ -111,7 +111,7 @@ class StmgrLinks:
         plan = self.book.next_plan()
         self._store_plan(plan)
         raw = json.dumps(plan.to_dict()).encode()
-        frame = encode_frame(MsgType.NEW_PHYSICAL_PLAN, pb.NewPhysicalPlan(pplan_json=raw).SerializeToString())
+        frame = encode_msg(pb.NewPhysicalPlan(pplan_json=raw))
         for conn in self.conns.values():
             conn.send(frame)
         self._log.info("pushed physical plan v%d (%s) to %d stream managers", plan.version, plan.state.value,

@@ -20,9 +20,9 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from heron_py.common.container_layout import CONTAINER_ENV, TOPOLOGY_ID_ENV, TopologyPaths
 from heron_py.common.logrotate import open_log
 from heron_py.planner.model import TopologyState
-from heron_py.scheduler.paths import CONTAINER_ENV, TOPOLOGY_ID_ENV, TopologyPaths
 
 ACTIONS = ("activate", "deactivate", "restart", "kill")
 ActionsCli = Callable[[str, "int | None"], None]  # runs heron-py restart|kill (action, container)

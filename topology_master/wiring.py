@@ -26,12 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from heron_py.common.config import LOST_AFTER, METRICS, RELAUNCH
+from heron_py.common.config import LOST_AFTER, METRICS, RELAUNCH, LinkConfig
+from heron_py.common.container_layout import CONTAINER_ENV, TopologyPaths
 from heron_py.common.handshake import PeerIdentity
 from heron_py.common.metrics_link import MetricsLink
-from heron_py.common.net import Liveness
 from heron_py.planner.model import PackingPlan, TopologyDef
-from heron_py.scheduler.paths import CONTAINER_ENV, TopologyPaths
 from heron_py.state import StateManager, TManagerLocation
 from topology_master.checkpoints import CheckpointDriver, StateRecords, driver_for
 from topology_master.election import Election, Role, Standing, StateWorker
@@ -67,7 +66,6 @@ class Site:
     relaunch: Relaunch | None  # asks the topology's scheduler to relaunch a lost container
     ui_cli: ActionsCli | None  # runs the web page's restart and kill (heron-py, detached)
     secret: bytes  # the topology's: the link to the container's metrics manager proves it
-    max_frame: int
 
 
 @dataclass(frozen=True)
@@ -85,7 +83,7 @@ class Parts:
 
 
 def build(site: Site, topo: TopologyDef, packing: PackingPlan, master: Master, *, worker: StateWorker,
-          loop: asyncio.AbstractEventLoop, liveness: Liveness) -> Parts:
+          loop: asyncio.AbstractEventLoop, link_config: LinkConfig) -> Parts:
     """The parts of a master of ``topo``, in the order each one's needs exist; none runs yet
     (``TopologyMaster.start`` starts the election and the relauncher once it listens)."""
     log, topology = site.log, site.topology
@@ -109,9 +107,9 @@ def build(site: Site, topo: TopologyDef, packing: PackingPlan, master: Master, *
     metrics_link = None
     if own is not None and own.isdigit():
         metrics_link = MetricsLink(
-            mm_file=TopologyPaths.of(topology, site.home).container(int(own)) / "metricsmgr.json", host=LOOPBACK,
+            mm_file=TopologyPaths.of(topology, site.home).layout(int(own)).metricsmgr, host=LOOPBACK,
             secret=site.secret, role="tmanager", peer_id=own, expect=PeerIdentity("metricsmgr", own), log=log,
-            max_frame=site.max_frame, report=master.metrics_report, liveness=liveness,
+            max_frame=link_config.max_frame, report=master.metrics_report, liveness=link_config.liveness,
             interval=functools.partial(METRICS.parse, dict(topo.config)))
     return Parts(election=election, standing=standing, book=book, plans=plans, links=links, relauncher=relauncher,
                  actions=actions, metrics_link=metrics_link)

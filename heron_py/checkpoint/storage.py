@@ -37,6 +37,7 @@ from typing import TypeVar
 
 from heron_py.checkpoint.failures import is_transient_errno
 from heron_py.common.atomic import atomic_write_bytes, fsync_dir
+from heron_py.common.container_layout import ContainerLayout
 from heron_py.common.signing import CHECKPOINT_LABEL
 
 MAGIC = b"HPCK"
@@ -46,16 +47,12 @@ _HEADER = struct.Struct(">4sBQ32s")
 HEADER_SIZE = _HEADER.size  # 45
 MAC_SIZE = 32
 COMPLETE_MARKER = "_COMPLETE"
-# beside a container's secret file: the key that signs checkpoint files (the state store's
-# secrets/NAME.ckpt, kept across kills so that a topology submitted again can load them)
-CHECKPOINT_KEY_FILE = "checkpoint.key"
-
 
 def checkpoint_key_beside(secret_file: Path, secret: bytes) -> bytes:
     """The checkpoint key a daemon finds beside its secret file (the executor writes it); the
     topology secret when there is none (a daemon started by hand)."""
     try:
-        return (secret_file.parent / CHECKPOINT_KEY_FILE).read_bytes()
+        return ContainerLayout.beside(secret_file).checkpoint_key.read_bytes()
     except FileNotFoundError:
         return secret
 TMP_PREFIX = ".tmp-"

@@ -56,7 +56,7 @@ def admin_command(state: StateManager, name: str, command: str, timeout: float =
             raise AdminError(f"topology master of '{name}' at {loc.host}:{loc.port} refused the CLI: {e} "
                              f"(expected the master of '{name}'; is the location in the state manager stale?)") from e
         try:
-            conn.send_msg(MsgType.ADMIN_REQUEST, pb.AdminRequest(command=command))
+            conn.send_msg(pb.AdminRequest(command=command))
             return await asyncio.wait_for(reply.future, timeout)
         finally:
             conn.close()

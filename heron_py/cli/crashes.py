@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.planner.model import PackingPlan
-from heron_py.scheduler.paths import TopologyPaths
 
 # instance/main.py's line for a task whose user code raised, and instance/execution.py's once
 # initialize() returned
@@ -65,7 +65,7 @@ def repeated_start_crash(paths: TopologyPaths, packing: PackingPlan, not_ready: 
     initialized, from its container's restarts.json (restarted twice at least) and its log."""
     for container in range(packing.num_containers):
         try:
-            restarts = json.loads((paths.container(container) / "restarts.json").read_text())
+            restarts = json.loads(paths.layout(container).restarts.read_text())
         except (OSError, ValueError):
             continue  # none yet (nothing restarted), or being replaced
         if not isinstance(restarts, dict):

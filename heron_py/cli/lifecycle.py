@@ -23,10 +23,10 @@ from heron_py.cli.errors import SubmitError
 from heron_py.cli.submit import _log_tails
 from heron_py.cli.words import counted
 from heron_py.common.config import effectively_once
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.planner.logical import validate
 from heron_py.planner.packing import round_robin
 from heron_py.scheduler.base import Scheduler
-from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import StateManager
 
 

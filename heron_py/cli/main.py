@@ -15,9 +15,9 @@ from heron_py.cli.argv import cluster_name, option_arities, split_topology_args,
 from heron_py.cli.errors import AdminError, SubmitError
 from heron_py.cli.words import counted
 from heron_py.common.config_codec import ConfigCodecError
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.planner.errors import TopologyError
 from heron_py.scheduler.base import SchedulerError
-from heron_py.scheduler.paths import TopologyPaths
 from heron_py.scheduler.registry import KINDS as CLUSTERS
 from heron_py.scheduler.registry import scheduler_class
 from heron_py.state import StateManagerError, open_state

@@ -9,7 +9,7 @@ every spout has gone quiet, or Ctrl-C), closes every component, and prints what 
 received.
 
 At least once (``topology.reliability.mode`` ATLEAST_ONCE, or Storm's ``topology.acking``), the
-stream managers' XOR tracker (``heron_py.runtime.acking``, as the test harness runs it) tracks
+stream managers' XOR tracker (``heron_py.acking.tracker``, as the test harness runs it) tracks
 every tuple tree here on the wall clock: spouts get ``ack``/``fail`` (a timeout after
 ``topology.message.timeout.secs`` too) and ``topology.max.spout.pending`` holds them back, as
 in a submitted topology; the last line adds what the spouts' trees came to.
@@ -34,8 +34,8 @@ from heron_py.common.config import TICK
 from heron_py.common.config_codec import restore_config
 
 if TYPE_CHECKING:  # the engine is imported by the run itself: the CLI's other verbs do not load it
+    from heron_py.acking.tracker import ClockedTracker
     from heron_py.planner.model import TopologyDef
-    from heron_py.runtime.acking import ClockedTracker
     from heron_py.testing.inprocess import _InProcess
 
 IDLE_SLEEP_S = 0.001  # a round in which no spout emitted and nothing moved: do not spin
@@ -47,9 +47,9 @@ def _counting(topo: TopologyDef, containers: int, seed: int,
     """The in-process run, counting what each bolt receives instead of keeping it (a run of
     minutes would otherwise hold every tuple), with the topology's acking; its counts; and its
     ack tracker (None at most once)."""
+    from heron_py.acking.tracker import ClockedTracker
     from heron_py.common.config import ReliabilityConfig
     from heron_py.common.framing import MsgType, batch_dest, frame_type
-    from heron_py.runtime.acking import ClockedTracker
     from heron_py.runtime.host import Observer, SpoutHost
     from heron_py.testing.inprocess import InProcessResult, _InProcess
 

@@ -21,6 +21,7 @@ from heron_py.cli.errors import SubmitError as SubmitError  # raised here; kept 
 from heron_py.cli.words import counted
 from heron_py.common.config import TLS_ENABLED, ConfigError, check_tls_local_link
 from heron_py.common.config_codec import restore_config, sanitize_config
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.common.layout import PACKAGE_MAIN, python_package
 from heron_py.common.package import (
     MAX_BYTES,
@@ -39,7 +40,6 @@ from heron_py.planner.model import PackingPlan, PhysicalPlan, TopologyDef, Topol
 from heron_py.planner.packing import round_robin
 from heron_py.scheduler.base import Scheduler, SchedulerError, preflight
 from heron_py.scheduler.local import LocalScheduler
-from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import StateConfig, StateManager
 
 TOPOLOGY_STMGRS = "topology.stmgrs"

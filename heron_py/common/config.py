@@ -10,6 +10,7 @@ reader at submit, so a bad value is refused there and never reaches a running da
 
 from __future__ import annotations
 
+import argparse
 import enum
 import json
 import math
@@ -17,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
+
+from heron_py.common.framing import DEFAULT_MAX_FRAME
 
 MB = 1024 * 1024
 
@@ -138,7 +141,7 @@ OUT_Q = _key("heron_py.instance.outbound.queue.batches", Kind.INT, 64, 1,
              doc="flushes an instance holds emitted and not yet sent to its stream manager")
 OUT_Q_BYTES = _key("heron_py.instance.outbound.queue.bytes", Kind.INT, 8 * MB, 1,
                    doc="bytes of those flushes (one flush past it is taken whole)")
-FRAME = _key("heron_py.network.max.frame.bytes", Kind.INT, 16 * MB, 1024)
+FRAME = _key("heron_py.network.max.frame.bytes", Kind.INT, DEFAULT_MAX_FRAME, 1024)
 TLS_ENABLED = _key("heron.network.tls.enabled", Kind.BOOL, None,
                    doc="mutual TLS on daemon connections, with a certificate and CA per topology; unset: on "
                        "when containers may be on different hosts (Slurm, Kubernetes), off on the local "
@@ -321,7 +324,7 @@ class InstanceConfig:
     out_queue_batches: int = 64
     out_queue_bytes: int = 8 * MB
     tick_freq_s: float | None = None
-    max_frame: int = 16 * MB
+    max_frame: int = DEFAULT_MAX_FRAME
     flush_when_idle: bool = True
     metrics_interval_s: float = 10.0
     specialized_emit: bool = True
@@ -578,6 +581,48 @@ class HeartbeatConfig:
             raise ConfigError(f"config {HEARTBEAT_TIMEOUT.name}: expected 0 (off) or more than twice "
                               f"{HEARTBEAT_INTERVAL.name} ({2 * interval:g}), found {timeout:g}")
         return cls(interval, timeout)
+
+
+# an instance's command-line options that carry the topology's link settings, each a key's value
+_LINK_OPTIONS = (("--max-frame-bytes", FRAME), ("--heartbeat-interval", HEARTBEAT_INTERVAL),
+                 ("--heartbeat-timeout", HEARTBEAT_TIMEOUT))
+
+
+@dataclass(frozen=True)
+class LinkConfig:
+    """A process's connections: the topology's frame limit (``heron_py.network.max.frame.bytes``:
+    every decoder's, and the batches of every emitter) and heartbeats (``HeartbeatConfig``), each
+    parsed by its key here and handed on as this one value, by one route per process. A daemon
+    (stream manager, metrics manager, master) parses them from the topology's definition, which
+    it reads from the state store before it listens or connects; an instance, whose links open
+    before the physical plan brings the config, gets them from its executor, which parsed them
+    from the same definition and passes them on the instance's command line (``args``; read back
+    through the same keys by ``from_args``)."""
+
+    max_frame: int = DEFAULT_MAX_FRAME
+    liveness: HeartbeatConfig = HeartbeatConfig()
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> LinkConfig:
+        """The topology's keys; ConfigError on a bad value."""
+        return cls(max_frame_bytes(cfg), HeartbeatConfig.from_config(cfg))
+
+    def args(self) -> list[str]:
+        """The options an executor gives its instances."""
+        values = (self.max_frame, self.liveness.interval_s, self.liveness.timeout_s)
+        return [a for (opt, _), v in zip(_LINK_OPTIONS, values, strict=True) for a in (opt, str(v))]
+
+    @staticmethod
+    def add_arguments(ap: argparse.ArgumentParser) -> None:
+        for opt, key in _LINK_OPTIONS:
+            ap.add_argument(opt, default=None, metavar=key.kind.name,
+                            help=f"the topology's {key.name}, from the executor (default {key.default})")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> LinkConfig:
+        """The options ``add_arguments`` added, parsed by their keys (a missing one: the key's
+        default); ConfigError on a bad value, in the key's words."""
+        return cls.from_config({key.name: getattr(args, opt[2:].replace("-", "_")) for opt, key in _LINK_OPTIONS})
 
 
 @dataclass(frozen=True)

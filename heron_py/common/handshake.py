@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from google.protobuf.message import DecodeError
 
 from heron_py.common.frameauth import session_keys
-from heron_py.common.framing import HEADER_SIZE, MsgType, encode_frame
+from heron_py.common.framing import HEADER_SIZE, MsgType
+from heron_py.common.wire import encode_msg
 from proto import heron_py_pb2 as pb
 
 NONCE_SIZE = 32
@@ -89,8 +90,7 @@ class ServerHandshake:
         if self.state is not HandshakeState.START:
             raise HandshakeError("handshake already started")
         self.state = HandshakeState.AWAIT_CLIENT_HELLO
-        return encode_frame(MsgType.SERVER_HELLO, pb.ServerHello(nonce=self._nonce_s, server_role=self._role,
-                                                                 server_id=self._id).SerializeToString())
+        return encode_msg(pb.ServerHello(nonce=self._nonce_s, server_role=self._role, server_id=self._id))
 
     def on_frame(self, msg_type: int, frame: bytes) -> bytes:
         """Consumes the client's hello; returns the frame to send back. Raises on failure."""
@@ -122,7 +122,7 @@ class ServerHandshake:
                                 self._id)
         self.keys = SessionKeys(send=s2c, recv=c2s)
         mac_s = _mac(self._secret, b"server", hello.nonce, self._nonce_s, self._role.encode(), self._id.encode())
-        return encode_frame(MsgType.SERVER_AUTH, pb.ServerAuth(mac=mac_s).SerializeToString())
+        return encode_msg(pb.ServerAuth(mac=mac_s))
 
 
 class ClientHandshake:
@@ -178,8 +178,7 @@ class ClientHandshake:
             mac = _mac(self._secret, b"client", self._nonce_s, self._nonce_c,
                        self._role.encode(), self._id.encode())
             self.state = HandshakeState.AWAIT_SERVER_AUTH
-            return encode_frame(MsgType.CLIENT_HELLO, pb.ClientHello(
-                nonce=self._nonce_c, role=self._role, peer_id=self._id, mac=mac).SerializeToString())
+            return encode_msg(pb.ClientHello(nonce=self._nonce_c, role=self._role, peer_id=self._id, mac=mac))
         if self.state is HandshakeState.AWAIT_SERVER_AUTH and msg_type == MsgType.SERVER_AUTH:
             auth = pb.ServerAuth()
             try:

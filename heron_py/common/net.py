@@ -42,7 +42,7 @@ from heron_py.common.framing import (
 from heron_py.common.guard import DEFAULT_LIMITS, Admission, GuardLimits, PortGuard, RateLimitedLog
 from heron_py.common.handshake import HandshakeError, PeerIdentity
 from heron_py.common.session import Session, Silence, Step
-from heron_py.common.wire import MESSAGES, RAW, WireError, decode_as
+from heron_py.common.wire import MESSAGES, RAW, WireError, decode_as, encode_msg
 
 
 def _type_name(msg_type: int) -> str:
@@ -703,8 +703,9 @@ class Connection(asyncio.Protocol):
         if out and tr is not None and not tr.is_closing():
             tr.writelines(out)
 
-    def send_msg(self, msg_type: MsgType, msg: object) -> None:
-        self.send(encode_frame(msg_type, msg.SerializeToString()))  # type: ignore[attr-defined]
+    def send_msg(self, msg: Message) -> None:
+        """Sends a protobuf message, framed as the type its class is registered under (``wire``)."""
+        self.send(encode_msg(msg))
 
     def write_buffer_size(self) -> int:
         return self.transport.get_write_buffer_size() + self._out_bytes if self.transport is not None else 0

@@ -15,8 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from heron_py.common.frameauth import FrameMac
-from heron_py.common.framing import DEFAULT_MAX_FRAME, FrameDecoder, MsgType, encode_frame
+from heron_py.common.framing import DEFAULT_MAX_FRAME, FrameDecoder
 from heron_py.common.handshake import ClientHandshake, HandshakeError, PeerIdentity, ServerHandshake
+from heron_py.common.wire import encode_msg
 from proto import heron_py_pb2 as pb
 
 
@@ -87,7 +88,7 @@ class Session:
         """What a server answers a failed handshake with (a client answers nothing)."""
         if self._server_hs is None:
             return None
-        return encode_frame(MsgType.AUTH_FAILED, pb.AuthFailed(reason="authentication failed").SerializeToString())
+        return encode_msg(pb.AuthFailed(reason="authentication failed"))
 
     def set_max_frame(self, max_frame: int) -> None:
         self.max_frame = max_frame

@@ -6,7 +6,9 @@ Every message type has exactly one codec: a protobuf class in ``MESSAGES`` or a 
 12-byte header and forwarded as the same bytes, a metrics report is one JSON object, a
 heartbeat has no body. ``decode`` is the only place a protobuf body is parsed after the
 handshake, so a body that does not parse is refused with one line everywhere: which type,
-from which peer, what failed.
+from which peer, what failed. Each protobuf class is registered under one type only, so a
+message's class determines its type: ``encode_msg(msg)`` is the one protobuf encoder, and a
+sender never names a type.
 """
 
 from __future__ import annotations
@@ -62,6 +64,12 @@ RAW: frozenset[MsgType] = frozenset((
 
 _BY_INT: dict[int, type[Message]] = {int(t): cls for t, cls in MESSAGES.items()}  # frames carry ints
 
+# each class is registered once, so a message's class is its type: senders name the message,
+# never the type (``encode_msg``, ``net.Connection.send_msg``)
+TYPES: Mapping[type[Message], MsgType] = MappingProxyType({cls: t for t, cls in MESSAGES.items()})
+if len(TYPES) != len(MESSAGES):
+    raise RuntimeError("wire.MESSAGES registers a protobuf class under two message types; each class needs its own")
+
 
 class WireError(FrameError):
     """A frame whose body does not parse as its type's message: the connection is closed."""
@@ -96,6 +104,16 @@ def decode_as(cls: type[M], msg_type: int, frame: bytes, peer: str = "a peer") -
     return msg
 
 
+def encode_msg(msg: Message) -> bytes:
+    """The frame of a protobuf message, its type given by its class (``TYPES``); a class not in
+    ``MESSAGES`` is a programming error. Raw frames have their own encoders (framing.py)."""
+    msg_type = TYPES.get(type(msg))
+    if msg_type is None:
+        raise TypeError(f"{type(msg).__name__} is not a wire message: no message type carries it "
+                        f"(heron_py/common/wire.py MESSAGES)")
+    return encode_frame(msg_type, msg.SerializeToString())
+
+
 def encode(msg_type: MsgType, body: Message | bytes) -> bytes:
     """The frame of a message: a protobuf body for a ``MESSAGES`` type, raw bytes (the payload,
     without header) for a ``RAW`` one; the wrong kind of body is a programming error."""
@@ -103,7 +121,7 @@ def encode(msg_type: MsgType, body: Message | bytes) -> bytes:
     if cls is not None:
         if not isinstance(body, cls):
             raise TypeError(f"{msg_type.name} carries {cls.__name__}, found {type(body).__name__}")
-        return encode_frame(msg_type, body.SerializeToString())
+        return encode_msg(body)
     if not isinstance(body, (bytes, bytearray)):
         raise TypeError(f"{msg_type.name} carries raw bytes, found {type(body).__name__}")
     return encode_frame(msg_type, bytes(body))

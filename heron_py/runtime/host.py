@@ -58,6 +58,9 @@ class HostOptions:
     # wakes the runner's task thread at once (a component that polls calls it from its own
     # threads when input arrived, so a multilang emit waiting for task ids is answered now)
     wake: Callable[[], None] | None = None
+    # the receivers' frame limit, which the emitter's batches keep under: an instance's is its
+    # links' (from its executor); None: the topology's, from the plan (the in-process runners)
+    max_frame: int | None = None
 
 
 @dataclass
@@ -179,7 +182,8 @@ class ComponentHost:
         self.emitter = Emitter(plan, task_id, self.config.batch_size, sink, custom_loader=loads_user_object,
                                prepare_custom=lambda g, c, s, targets: g.prepare(context, c, s, targets),
                                rng=options.rng,
-                               max_frame=max_frame_bytes(topo.config))  # the receivers' limit
+                               max_frame=max_frame_bytes(topo.config) if options.max_frame is None
+                               else options.max_frame)
         self.log = logging.getLogger(f"{self.component}-{task_id}")
         self._wake = options.wake
         self.user: Any = self._new_user()

@@ -37,7 +37,8 @@ from heron_py.checkpoint.alignment import (
     SpoutCheckpoint,
 )
 from heron_py.checkpoint.storage import CheckpointError, CheckpointStorage
-from heron_py.common.framing import BATCH_HEADER, HEADER_SIZE, MsgType, decode_marker, encode_frame, encode_marker
+from heron_py.common.framing import BATCH_HEADER, HEADER_SIZE, decode_marker, encode_marker
+from heron_py.common.wire import encode_msg
 from heron_py.planner.model import PhysicalPlan
 from heron_py.runtime.host import BoltHost, ComponentHost
 from proto import heron_py_pb2 as pb
@@ -237,17 +238,17 @@ class StatefulTask:
         except Exception as e:
             # not saved: the master aborts the checkpoint at once (not at its timeout); the task goes on
             self._log.error("task %d could not save checkpoint %d: %s", self.task_id, checkpoint_id, e)
-            self._send([encode_frame(MsgType.CHECKPOINT_SAVED, pb.CheckpointSaved(
+            self._send([encode_msg(pb.CheckpointSaved(
                 checkpoint_id=checkpoint_id, task_id=self.task_id, failed=True,
-                error=f"{type(e).__name__}: {e}"[:500]).SerializeToString())])
+                error=f"{type(e).__name__}: {e}"[:500]))])
             return
         took = self._clock() - t0
         self.last_saved = (checkpoint_id, size, took)
         self._log.debug("task %d saved checkpoint %d (%d bytes, %.1f ms)", self.task_id, checkpoint_id, size,
                         took * 1000)
-        self._send([encode_frame(MsgType.CHECKPOINT_SAVED, pb.CheckpointSaved(
+        self._send([encode_msg(pb.CheckpointSaved(
             checkpoint_id=checkpoint_id, task_id=self.task_id, size_bytes=size,
-            duration_secs=took, stored=self.stateful).SerializeToString())])
+            duration_secs=took, stored=self.stateful))])
 
     def _forward(self, checkpoint_id: int) -> None:
         self.host.flush()  # the tuples emitted before the snapshot go ahead of the markers
@@ -266,5 +267,5 @@ class StatefulTask:
         return HashMapState() if data is None else self._codec.loads(data)
 
     def _report_restored(self, *, ok: bool, error: str = "") -> None:
-        self._send([encode_frame(MsgType.STATE_RESTORED, pb.StateRestored(
-            restore_id=self.restore_id, task_id=self.task_id, ok=ok, error=error).SerializeToString())])
+        self._send([encode_msg(pb.StateRestored(
+            restore_id=self.restore_id, task_id=self.task_id, ok=ok, error=error))])

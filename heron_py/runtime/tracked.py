@@ -32,9 +32,9 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from heron_py.acking.root_errors import ids_error
 from heron_py.api.tuple import TrackedTuple
 from heron_py.common.framing import ACK_ACK, ACK_INIT, ACK_RECORD
-from heron_py.runtime.root_errors import ids_error
 
 MASK = (1 << 64) - 1
 GOLDEN, MIX1, MIX2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB

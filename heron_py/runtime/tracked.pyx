@@ -16,7 +16,7 @@ from libc.stdint cimport int64_t, uint64_t
 import array as _array_mod
 
 from heron_py.common.framing import ACK_ACK, ACK_INIT
-from heron_py.runtime.root_errors import ids_error
+from heron_py.acking.root_errors import ids_error
 
 cdef extern from "Python.h":
     # a tuple subclass's tp_alloc (a heap type's is this one): the instance with n empty slots,

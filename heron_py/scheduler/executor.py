@@ -31,25 +31,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from heron_py.checkpoint.storage import CHECKPOINT_KEY_FILE, checkpoint_root
+from heron_py.checkpoint.storage import checkpoint_root
 from heron_py.common.alive import ALIVE_ENV, EXECUTOR_ENV, silent_for
 from heron_py.common.atomic import SweepTarget, atomic_write_bytes, atomic_write_text, sweep_temp_files
 from heron_py.common.config import (
     EXECUTOR_LIVENESS,
     FORK_SERVER,
     ConfigError,
-    HeartbeatConfig,
     InstanceConfig,
+    LinkConfig,
     LogCaps,
     StatefulConfig,
 )
+from heron_py.common.container_layout import CONTAINER_ENV, TopologyPaths
 from heron_py.common.daemon import setup_logging
 from heron_py.common.logrotate import CHECK_EVERY_S, logs_in, open_log, rotate_logs
 from heron_py.common.package import PackageError, unpack
 from heron_py.common.process import StopSignals
 from heron_py.scheduler.forked import ForkedProcess, Zygote, ZygoteError, reap_orphans
 from heron_py.scheduler.hosts import HostError, resolve_host
-from heron_py.scheduler.paths import CONTAINER_ENV, TopologyPaths
 from heron_py.scheduler.zygote import ROOM, ROOM_FLAG, become_subreaper, set_cmdline
 from heron_py.state import StateConfig, StateManager, StateManagerError, open_state
 from heron_py.state import config as statecfg
@@ -97,11 +97,10 @@ def next_backoff(current: float, uptime: float) -> float:
 
 def _liveness(config: Mapping[str, Any], given: float | None) -> tuple[float, list[str]]:
     """The probe's timeout (``given`` by a test, else the topology's) and, as the instances'
-    arguments, the links' heartbeats: an instance connects before the physical plan brings it the
-    config. Raises ConfigError."""
+    arguments, their links' frame limit and heartbeats (``LinkConfig``): an instance connects
+    before the physical plan brings it the config. Raises ConfigError."""
     timeout = float(EXECUTOR_LIVENESS.parse(config)) if given is None else given
-    heartbeat = HeartbeatConfig.from_config(config)
-    return timeout, ["--heartbeat-interval", str(heartbeat.interval_s), "--heartbeat-timeout", str(heartbeat.timeout_s)]
+    return timeout, LinkConfig.from_config(config).args()
 
 
 class Executor:
@@ -135,7 +134,8 @@ class Executor:
         self._next_log_check = 0.0
 
     def prepare(self) -> None:
-        workdir = self.paths.private(self.paths.container(self.container))
+        layout = self.paths.layout(self.container)
+        workdir = self.paths.private(layout.folder)
         self.paths.private(self.paths.container_logs(self.container))
         package = self.state.get_package(self.topology)
         secret = self.state.get_secret(self.topology)
@@ -143,28 +143,28 @@ class Executor:
         if package is None or secret is None or packing is None:
             raise SystemExit(f"executor {self.container}: topology '{self.topology}' is not in the state "
                              f"manager (package, secret or packing plan missing)")
-        self.package_dir = workdir / "package"
+        self.package_dir = layout.package
         try:
             # the package's code runs here: only one signed under the topology secret is unpacked
             unpack(package, self.package_dir, secret=secret,
                    where=f"executor {self.container}: topology '{self.topology}' ({self.state_config.describe()})")
         except PackageError as e:
             raise SystemExit(str(e)) from None
-        self.secret_file = workdir / "secret"
+        self.secret_file = layout.secret
         # a new file (O_EXCL) renamed over the path: a symlink planted there is replaced, never
         # followed, and nobody sees the secret in a file with looser permissions meanwhile
         atomic_write_bytes(self.secret_file, secret, mode=0o600)
         # the checkpoint files' key (kept across kills, unlike the secret), beside it; the master
-        # and the instances read it from there (CHECKPOINT_KEY_FILE)
-        atomic_write_bytes(workdir / CHECKPOINT_KEY_FILE, self.state.get_checkpoint_key(self.topology) or secret,
+        # and the instances read it from there (checkpoint_key_beside)
+        atomic_write_bytes(layout.checkpoint_key, self.state.get_checkpoint_key(self.topology) or secret,
                            mode=0o600)
         tls = self.state.get_tls(self.topology)
         self.tls_args: list[str] = []
         if tls is not None:
-            tls_file = workdir / "tls.json"
+            tls_file = layout.tls
             atomic_write_bytes(tls_file, tls, mode=0o600)
             self.tls_args = ["--tls-file", str(tls_file)]
-        self.port_file = workdir / "stmgr.port"
+        self.port_file = layout.stmgr_port
         self.port_file.unlink(missing_ok=True)
         py = sys.executable
         home = ["--home", str(self.paths.home)]
@@ -179,7 +179,7 @@ class Executor:
         assert topology is not None
         try:
             self.log_caps = LogCaps.from_config(topology.config)
-            self.liveness_timeout_s, heartbeat_args = _liveness(topology.config, self._liveness_given)
+            self.liveness_timeout_s, link_args = _liveness(topology.config, self._liveness_given)
             ckpt_root = checkpoint_root(self.paths.home, (stateful := StatefulConfig.from_config(topology.config)).root)
         except ConfigError as e:
             raise SystemExit(f"executor {self.container}: topology '{self.topology}': {e}") from None
@@ -214,7 +214,7 @@ class Executor:
                  "--in-queue-batches", str(icfg.in_queue_batches), "--in-queue-bytes", str(icfg.in_queue_bytes),
                  "--out-queue-batches", str(icfg.out_queue_batches), "--out-queue-bytes", str(icfg.out_queue_bytes),
                  "--metrics-interval", str(icfg.metrics_interval_s), "--sm-host", self.host,
-                 "--checkpoint-root", str(ckpt_root), "--container", str(self.container), *heartbeat_args,
+                 "--checkpoint-root", str(ckpt_root), "--container", str(self.container), *link_args,
                  *([] if icfg.unix_socket else ["--tcp"])],
                 logs / f"{t.component}-{t.task_id}.log", task=True))
 
@@ -276,7 +276,7 @@ class Executor:
     def _spawn(self, child: Child) -> None:
         cwd = self.paths.container(self.container)
         if child.alive_file is None:
-            alive = cwd / "alive"
+            alive = self.paths.layout(self.container).alive
             alive.mkdir(mode=0o700, exist_ok=True)
             child.alive_file = alive / child.name
         child.alive_file.unlink(missing_ok=True)  # the last run's touches prove nothing
@@ -383,7 +383,7 @@ class Executor:
             c.started_wall = self.wall()  # one kill per timeout, however long the exit takes to show
 
     def _write_restarts(self) -> None:
-        path = self.paths.container(self.container) / "restarts.json"
+        path = self.paths.layout(self.container).restarts
         # a crash (or a kill -9 of the executor) mid-write must not leave half a document
         atomic_write_text(path, json.dumps({c.name: c.restarts for c in self.children}))
 

@@ -12,9 +12,9 @@ import socket
 import sys
 from pathlib import Path
 
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.planner.model import PhysicalPlan
 from heron_py.scheduler.kube_render import OFFSET_ENV, container_index
-from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import StateManagerError, open_state
 from heron_py.state import config as statecfg
 
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     statecfg.add_arguments(ap)
     args = ap.parse_args(argv)
     k = container_index(os.environ.get("HOSTNAME") or socket.gethostname(), int(os.environ.get(OFFSET_ENV, "0")))
-    port_file = TopologyPaths.of(args.topology, args.home).container(k) / "stmgr.port"
+    port_file = TopologyPaths.of(args.topology, args.home).layout(k).stmgr_port
     try:
         port = int(port_file.read_text().strip())
     except (OSError, ValueError):

@@ -25,6 +25,7 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from heron_py.api.api_constants import (
@@ -33,9 +34,9 @@ from heron_py.api.api_constants import (
     TOPOLOGY_CONTAINER_RAM_PADDING,
     TOPOLOGY_CONTAINER_RAM_REQUESTED,
 )
+from heron_py.common.container_layout import TOPOLOGY_ID_ENV, TopologyPaths
 from heron_py.planner.model import PackingPlan, TopologyDef
 from heron_py.scheduler.base import SchedulerError
-from heron_py.scheduler.paths import TOPOLOGY_ID_ENV
 from heron_py.state import StateConfig
 
 # Heron's key for per-component CPU (api_constants has only the RAM map)
@@ -285,7 +286,7 @@ def _zk_tls_args(cfg: StateConfig) -> list[str]:
 
 def pod_command(kt: KubeTopology) -> list[str]:
     """The pod's shell command: its container index from the hostname, then the executor."""
-    folder = f"{HOME}/topologies/{kt.name}/container-$container"
+    layout = TopologyPaths(Path(HOME), kt.name).layout("$container")  # the shell's variable, below
     argv = ["python", "-m", "heron_py.scheduler.executor", "--topology", kt.name, "--home", HOME,
             *state_args(kt.state_config)]
     script = "\n".join([
@@ -293,14 +294,14 @@ def pod_command(kt: KubeTopology) -> list[str]:
         "# a StatefulSet pod is named SET-ORDINAL; the set's first container is the offset",
         "ordinal=\"${HOSTNAME##*-}\"",
         f"container=$((ordinal + ${OFFSET_ENV}))",
-        f"mkdir -p \"{folder}\"",
+        f"mkdir -p \"{layout.folder}\"",
         "# the ZooKeeper client wants its credential mode 0600 and ours: a Secret volume file is neither",
         f"install -m 600 {SECRET_MOUNT}/zk.auth {HOME}/zk.auth",
         *([f"install -m 600 {SECRET_MOUNT}/{ZK_KEY_IN_HOME} {HOME}/{ZK_KEY_IN_HOME}"]
           if ZK_KEY_IN_HOME in zk_tls_keys(kt.state_config) else []),
         "# the metrics manager takes its predecessor's Prometheus port when free: here the fixed one",
         "# the scrape annotations name (a fresh pod has its own network, so it is free)",
-        f"echo '{{\"http_port\": {METRICS_PORT}}}' > \"{folder}/metricsmgr.json\"",
+        f"echo '{{\"http_port\": {METRICS_PORT}}}' > \"{layout.metricsmgr}\"",
         "echo \"heron-py container $container of " + kt.name + " in pod $HOSTNAME ($POD_IP)\"",
         "exec " + " ".join(shlex.quote(a) for a in argv) + " --container \"$container\" --host \"$POD_IP\"",
     ])

@@ -35,9 +35,9 @@ from typing import Any, TypeVar
 
 import psutil
 
+from heron_py.common.container_layout import CONTAINER_ENV, TOPOLOGY_ID_ENV, TopologyPaths
 from heron_py.common.logrotate import open_log
 from heron_py.scheduler.base import ContainerStatus, Scheduler, SchedulerError
-from heron_py.scheduler.paths import CONTAINER_ENV, TOPOLOGY_ID_ENV, TopologyPaths
 from heron_py.scheduler.zygote import ROOM, ROOM_FLAG
 from heron_py.state import StateConfig, StateManager
 

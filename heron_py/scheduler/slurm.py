@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from heron_py.common.container_layout import TOPOLOGY_ID_ENV, TopologyPaths
 from heron_py.scheduler.base import ContainerStatus, Scheduler, SchedulerError
-from heron_py.scheduler.paths import TOPOLOGY_ID_ENV, TopologyPaths
 from heron_py.state import StateConfig, StateManager
 
 JOB_PREFIX = "heronpy"

@@ -36,6 +36,7 @@ from typing import Any
 
 from heron_py.api.bolt.bolt import Bolt
 from heron_py.api.spout.spout import Spout
+from heron_py.common.config import TICK
 from heron_py.common.serialization import resolve_user_name
 from heron_py.multilang.setup import package_working_dir
 from heron_py.storm import CLASS_KEY
@@ -292,7 +293,7 @@ class PystormBolt(Bolt):
             self._next_batch = time.monotonic() + secs
             self.heron_poll = self._poll_batches
             self.heron_poll_interval_s = max(0.001, min(0.05, secs / 10))
-        elif isinstance(comp, pystorm.BatchingBolt) and not config.get("topology.tick.tuple.freq.secs"):
+        elif isinstance(comp, pystorm.BatchingBolt) and TICK.parse(config) is None:
             self.logger.warning("BatchingBolt %s gets no tick tuples, so its batches are never processed: "
                                 "expected config topology.tick.tuple.freq.secs (seconds between ticks)",
                                 type(comp).__name__)

@@ -3,7 +3,7 @@
 Every task is the engine's own component host (routing, groupings, batching, anchoring), driven
 by this module in place of the instance, the stream manager and the master:
 
-- acking (at least once): the stream managers' XOR tracker (``heron_py.runtime.acking``), run
+- acking (at least once): the stream managers' XOR tracker (``heron_py.acking.tracker``), run
   here on the harness's clock (``ClockedTracker``: a root times out at exactly the message
   timeout); ACK_RESULT frames go back to the spouts' hosts, which call ``ack``/``fail``;
 - effectively once: each task's ``StatefulTask`` (the instance's own code), checkpoints into
@@ -27,6 +27,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from google.protobuf.message import Message
+
+from heron_py.acking.tracker import ClockedTracker
 from heron_py.checkpoint.storage import (
     DEFAULT_KEEP_LAST,
     CheckpointStorage,
@@ -36,11 +39,10 @@ from heron_py.checkpoint.storage import (
 )
 from heron_py.common.config import ReliabilityConfig, StatefulConfig, effectively_once
 from heron_py.common.framing import MsgType, batch_dest, frame_type
-from heron_py.common.wire import decode_as
+from heron_py.common.wire import decode
 from heron_py.planner.logical import validate
 from heron_py.planner.model import ComponentKind, PhysicalPlan, StmgrLocation, TopologyDef, TopologyState
 from heron_py.planner.packing import round_robin
-from heron_py.runtime.acking import ClockedTracker
 from heron_py.runtime.host import BoltHost, ComponentHost, HostOptions, SpoutHost, make_host
 from heron_py.runtime.stateful import StatefulTask
 from heron_py.testing.inprocess import InProcessResult, Received, fused_hint
@@ -529,7 +531,9 @@ class Harness:
         self._wire.extend(frames)
 
     def _route(self) -> bool:
-        """Every frame on the wire to its place; True if any."""
+        """Every frame on the wire to its place; True if any. Batch frames (tuples, markers, acks)
+        stay raw, routed on their header as the stream manager routes them; any other frame is
+        decoded by the wire's registry (``heron_py.common.wire``) and handled by its class."""
         moved = bool(self._wire)
         while self._wire:
             f = self._wire.popleft()
@@ -538,12 +542,15 @@ class Harness:
                 self._inbox[batch_dest(f)].append(f)
             elif kind == MsgType.ACK_BATCH:
                 self._tracker.on_ack_batch(f)
-            elif kind == MsgType.CHECKPOINT_SAVED:
-                self._on_saved(f)
-            elif kind == MsgType.STATE_RESTORED:
-                msg = decode_as(pb.StateRestored, kind, f, "an in-process task")
-                if not msg.ok:
-                    raise AssertionError(f"task {msg.task_id} could not restore: {msg.error}")
+            else:  # a task's report, taken as the master takes it; another raw frame is dropped
+                match decode(kind, f, "an in-process task"):
+                    case pb.CheckpointSaved() as saved:
+                        self._on_saved(saved)
+                    case pb.StateRestored() as restored:
+                        if not restored.ok:
+                            raise AssertionError(f"task {restored.task_id} could not restore: {restored.error}")
+                    case Message() as msg:
+                        raise AssertionError(f"the harness has no handler for a task's {type(msg).__name__}")
         return moved
 
     def _deliver_results(self) -> bool:
@@ -650,8 +657,7 @@ class Harness:
                 task.rt.start_checkpoint(cid)
         return cid
 
-    def _on_saved(self, frame: bytes) -> None:
-        msg = decode_as(pb.CheckpointSaved, MsgType.CHECKPOINT_SAVED, frame, "an in-process task")
+    def _on_saved(self, msg: pb.CheckpointSaved) -> None:
         saved = self._saved.get(msg.checkpoint_id)
         if saved is None or msg.failed:
             return  # a checkpoint of a run rolled back, or one that failed: never complete

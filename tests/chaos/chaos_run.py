@@ -34,7 +34,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 
 import psutil  # noqa: E402
 
-from heron_py.scheduler.paths import TopologyPaths  # noqa: E402
+from heron_py.common.container_layout import TopologyPaths  # noqa: E402
 from heron_py.state import config as statecfg  # noqa: E402
 from heron_py.state import open_state  # noqa: E402
 from heron_py.testing import run_local  # noqa: E402

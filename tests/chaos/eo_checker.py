@@ -86,7 +86,7 @@ for _p in (ROOT, ROOT / "examples"):  # run as a script or a module from anywher
 import wc_common  # type: ignore[import-not-found]  # noqa: E402  (examples/, on sys.path above)
 
 from heron_py.checkpoint.storage import CheckpointError, CheckpointStorage, LocalFsStorage  # noqa: E402
-from heron_py.scheduler.paths import TopologyPaths  # noqa: E402
+from heron_py.common.container_layout import TopologyPaths  # noqa: E402
 from heron_py.state import config as statecfg  # noqa: E402
 from heron_py.state import open_state  # noqa: E402
 from heron_py.testing import run_local  # noqa: E402

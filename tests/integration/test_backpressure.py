@@ -11,8 +11,8 @@ import time
 
 import pytest
 
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.scheduler.local import LocalScheduler
-from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import LocalFsStateManager
 from heron_py.testing.local import kill_local
 from tests.conftest import EXAMPLES

@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from heron_py.common.config import BATCH, HIGH, IN_Q_BYTES, LOW, MB, OUT_Q_BYTES
-from heron_py.scheduler.paths import TopologyPaths
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.state import LocalFsStateManager
 from tests.integration.test_cli import cli
 from tests.support import wait_for

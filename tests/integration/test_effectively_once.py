@@ -24,7 +24,7 @@ import pytest
 import wc_common
 
 from heron_py.checkpoint.storage import IncompleteCheckpointError, LocalFsStorage
-from heron_py.scheduler.paths import TopologyPaths
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.state import config as statecfg
 from heron_py.state import open_state
 from heron_py.testing import run_local

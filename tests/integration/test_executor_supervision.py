@@ -11,8 +11,8 @@ import signal
 import psutil
 import pytest
 
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.scheduler.local import SUPERVISOR_KEY, LocalScheduler, executor_records
-from heron_py.scheduler.paths import TopologyPaths
 from heron_py.testing.local import kill_local
 from tests.integration.test_effectively_once import _checkpoints_done, _finish_exact, _start, _state
 from tests.support import wait_for

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.multilang.adapters import NODE_ADAPTER
-from heron_py.scheduler.paths import TopologyPaths
 from heron_py.testing import run_local
 from heron_py.testing.local import kill_local
 from tests.integration.test_shell_components import by_source, expected_words

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.flux.builtins import WORDS
-from heron_py.scheduler.paths import TopologyPaths
 from heron_py.testing import run_local
 
 pytestmark = pytest.mark.integration

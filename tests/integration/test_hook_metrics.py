@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from heron_py.scheduler.paths import TopologyPaths
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.testing import run_local
 from heron_py.testing.local import complete_lines, kill_local
 from tests.support import wait_for

@@ -22,8 +22,8 @@ import psutil
 import pytest
 import wc_common
 
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.common.framing import MsgType
-from heron_py.scheduler.paths import TopologyPaths, stmgr_socket
 from heron_py.state import LocalFsStateManager
 from heron_py.testing import run_local
 from tests.conftest import EXAMPLES
@@ -68,7 +68,7 @@ def _ports(home: Path, name: str) -> dict[str, tuple[str, object]] | None:
     ports: dict[str, tuple[str, object]] = {"tmanager": ("tcp", loc.port), "tmanager http": ("http", loc.http_port)}
     for c, sm in es["stmgrs"].items():
         ports[f"stmgr {c}"] = ("tcp", int(sm["port"]))
-        ports[f"stmgr {c} unix"] = ("unix", stmgr_socket(paths.container(int(c)) / "stmgr.port"))
+        ports[f"stmgr {c} unix"] = ("unix", paths.layout(int(c)).stmgr_socket())
         try:
             mm = json.loads((paths.container(int(c)) / "metricsmgr.json").read_text())
         except (FileNotFoundError, ValueError):

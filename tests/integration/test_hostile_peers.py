@@ -8,9 +8,9 @@ import time
 
 import pytest
 
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.common.framing import FrameDecoder, MsgType
 from heron_py.common.handshake import ClientHandshake
-from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import LocalFsStateManager
 from heron_py.testing import run_local
 from heron_py.testing.local import kill_local

@@ -13,7 +13,7 @@ from collections import defaultdict
 
 import pytest
 
-from heron_py.scheduler.paths import TopologyPaths
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.testing import run_local
 from heron_py.testing.local import kill_local
 from tests.connector_support import task_pid as _pid

@@ -12,8 +12,8 @@ from collections import Counter
 import psutil
 import pytest
 
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.scheduler.local import SUPERVISOR_KEY, LocalScheduler
-from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import LocalFsStateManager
 from heron_py.testing.local import kill_local, read_capture
 from tests.integration.test_reliability import _all_acked, _check_exact, _start

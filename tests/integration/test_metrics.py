@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from heron_py.scheduler.paths import TopologyPaths
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.state import LocalFsStateManager
 from heron_py.testing import run_local
 from tests.conftest import EXAMPLES

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from heron_py.scheduler.paths import TopologyPaths
+from heron_py.common.container_layout import TopologyPaths
 from tests.conftest import EXAMPLES
 from tests.integration.test_cli import cli
 from tests.support import wait_for

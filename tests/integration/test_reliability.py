@@ -12,7 +12,7 @@ import psutil
 import pytest
 import wc_common
 
-from heron_py.scheduler.paths import TopologyPaths
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.state import LocalFsStateManager
 from heron_py.testing import run_local
 from heron_py.testing.local import kill_local, read_capture

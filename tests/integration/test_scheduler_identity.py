@@ -16,10 +16,10 @@ import psutil
 import pytest
 
 from heron_py.cli.main import main
+from heron_py.common.container_layout import TOPOLOGY_ID_ENV, TopologyPaths
 from heron_py.planner.model import TopologyDef
 from heron_py.scheduler.base import SchedulerError
 from heron_py.scheduler.local import STARTED_KEY, LocalScheduler
-from heron_py.scheduler.paths import TOPOLOGY_ID_ENV, TopologyPaths
 from heron_py.state import LocalFsStateManager
 from heron_py.testing import run_local
 from tests.conftest import EXAMPLES

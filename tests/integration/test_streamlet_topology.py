@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from heron_py.cli.submit import load_topology_file
-from heron_py.scheduler.paths import TopologyPaths
+from heron_py.common.container_layout import TopologyPaths
 from tests.integration._shared_topology import running
 from tests.support import run_cli, wait_for
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from heron_py.scheduler.paths import TopologyPaths
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.testing import run_local
 from heron_py.testing.local import read_capture
 from tests.integration._shared_topology import running

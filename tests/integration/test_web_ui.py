@@ -23,7 +23,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from heron_py.scheduler.paths import TopologyPaths
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.testing import run_local
 from tests.conftest import EXAMPLES
 from tests.support import run_cli

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from heron_py.scheduler.paths import TopologyPaths
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.testing import run_local
 from heron_py.testing.local import kill_local
 from tests.support import wait_for

@@ -22,10 +22,10 @@ import time
 
 import pytest
 
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.common.frameauth import TAG_SIZE
 from heron_py.common.framing import MsgType, encode_batch_frame, encode_frame
 from heron_py.common.net import BaseHandler, connect
-from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import LocalFsStateManager
 from heron_py.testing.local import kill_local
 from tests.integration.test_reliability import _all_acked, _check_exact, _start

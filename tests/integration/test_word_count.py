@@ -153,7 +153,7 @@ def test_the_daemons_run_the_compiled_hot_path_unless_told_to_run_its_source(her
                     assert {built["instance.execution"], built["heron_py.runtime.emitter"]} <= mapped[pid], role
                 elif role == "stream_manager":
                     assert {built["stream_manager.forwarder"], built["stream_manager.acking"],
-                            built["heron_py.runtime.acking"]} <= mapped[pid], role
+                            built["heron_py.acking.tracker"]} <= mapped[pid], role
         assert Counter(v[0] for v in run.values("count")) == expected
 
 

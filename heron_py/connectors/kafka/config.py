@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from heron_py.common.config import TIMEOUT, ConfigError
 from heron_py.connectors.base import RetryPolicy
 from heron_py.connectors.common import config_error, opt_bool, opt_int, retry_policy
 
@@ -160,11 +161,10 @@ def _message_timeout_ms(conf: dict[str, Any], where: str) -> int:
     for k in _TIMEOUT_KEYS:
         if PRODUCER_PREFIX + k in conf:
             return opt_int(conf, where, PRODUCER_PREFIX + k, 30_000, 1)
-    v = conf.get("topology.message.timeout.secs", 30)
     try:
-        secs = float(v)
-    except (TypeError, ValueError):
-        secs = 30.0  # the engine refuses a bad value with its own line before any task starts
+        secs = float(TIMEOUT.parse(conf))  # the engine's key: its default, its parse
+    except ConfigError:
+        secs = float(TIMEOUT.default)  # the engine refuses a bad value with its own line before any task starts
     return max(1, int(secs * 1000))
 
 

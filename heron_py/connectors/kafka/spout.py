@@ -37,6 +37,7 @@ from heron_py.api.metrics import IMetric
 from heron_py.api.spout.spout import Spout
 from heron_py.api.state.state import State
 from heron_py.api.stream import Stream
+from heron_py.common.config import MODE
 from heron_py.connectors.base import ReplayableSource
 from heron_py.connectors.common import LogThrottle, component_where, source_acking
 from heron_py.connectors.kafka.config import FirstPollOffsetStrategy as FP
@@ -174,7 +175,7 @@ class KafkaSpout(Spout):
         tasks = sorted(context.get_component_tasks(comp) or [context.get_task_id()])
         self.index, self.tasks = tasks.index(context.get_task_id()), len(tasks)
         # tracking needs the engine's acking: without it ids are never acked and commits would stall
-        mode = str(config.get("topology.reliability.mode", "ATMOST_ONCE")).upper()
+        mode = MODE.parse(config)  # the engine's key (submit refused a bad value)
         # effectively once has no acking: positions travel in checkpoints instead
         self.checkpointed = mode == "EFFECTIVELY_ONCE"
         self.tracked = self.cfg.guarantee is PG.AT_LEAST_ONCE and source_acking(config)

@@ -30,6 +30,7 @@ from typing import Any
 from heron_py.api.streamlet.context import Context
 from heron_py.api.streamlet.generator import Generator
 from heron_py.api.streamlet.sink import Sink
+from heron_py.common.config import MODE, Mode, effectively_once
 from heron_py.connectors.base import ConnectorConfigError
 from heron_py.connectors.kafka.bolt import BACKSTOP_GRACE_S
 from heron_py.connectors.kafka.config import ProcessingGuarantee, bolt_config, spout_config
@@ -83,10 +84,10 @@ class KafkaSource(Generator):
             raise RuntimeError("KafkaSource needs heron-py's streamlet runtime (a Context with the task's "
                                "TopologyContext)")
         conf = {**top.get_cluster_config(), **self.config}
-        eo = str(conf.get("topology.reliability.mode", "")).upper() == "EFFECTIVELY_ONCE"
+        eo = effectively_once(conf)
         if not eo:
             # no message ids reach the spout: it must not wait for acks
-            conf["topology.reliability.mode"] = "ATMOST_ONCE"
+            conf[MODE.name] = Mode.ATMOST_ONCE.value
             conf.setdefault("kafka.processing.guarantee", "NO_GUARANTEE")
         self._collector = _Collector(self.logger)
         self._spout = KafkaSpout(self._collector)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
+from heron_py.common.config import PENDING, ConfigError
 from heron_py.connectors.base import RetryPolicy
 from heron_py.connectors.common import config_error, opt_bool, opt_int, opt_str, retry_policy
 
@@ -115,9 +116,11 @@ def spout_config(conf: dict[str, Any], where: str) -> SpoutConfig:
         raise config_error(where, "rabbitmq.queue", "the name of a queue", None)
     # the broker holds back deliveries past the prefetch: the spout's max pending (Storm's
     # topology.max.spout.pending) is the natural bound, rabbitmq.prefetch overrides it
-    pending = conf.get("topology.max.spout.pending")
-    default_prefetch = int(pending) if isinstance(pending, int) and not isinstance(pending, bool) and pending > 0 \
-        else 1000
+    try:
+        pending = PENDING.parse(conf)  # the engine's key, as the engine reads it
+    except ConfigError:
+        pending = None  # the engine refuses a bad value with its own line before any task starts
+    default_prefetch = int(pending) if pending is not None else 1000
     prefetch = opt_int(conf, where, "rabbitmq.prefetch", default_prefetch, 1)
     if prefetch > 65535:  # basic.qos's prefetch_count is a short
         raise config_error(where, "rabbitmq.prefetch", "an integer from 1 to 65535", prefetch)

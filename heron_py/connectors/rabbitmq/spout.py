@@ -76,7 +76,7 @@ class RabbitMQSpout(Spout):
         self.context = context
         self.where = component_where("rabbitmq spout", context)
         self.cfg: SpoutConfig = spout_config(config, self.where)
-        from heron_py.common.config import effectively_once
+        from heron_py.common.config import MODE, effectively_once
 
         self.tracked = source_acking(config)
         if effectively_once(config):
@@ -84,7 +84,7 @@ class RabbitMQSpout(Spout):
                      f"EFFECTIVELY_ONCE mode messages are acknowledged when emitted (at most once)", "warn")
         elif not self.tracked:
             self.log(f"{self.where}: the topology has no acking (topology.reliability.mode "
-                     f"{config.get('topology.reliability.mode', 'ATMOST_ONCE')}); messages are acknowledged when "
+                     f"{MODE.parse(config)}); messages are acknowledged when "
                      f"emitted (at most once); use ATLEAST_ONCE for at least once", "warn")
         self.address = self.cfg.server.address()
         self.source: ReplayableSource[int] = ReplayableSource(retry=self.cfg.retry,

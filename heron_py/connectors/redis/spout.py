@@ -289,14 +289,14 @@ class RedisStreamSpout(Spout):
         topology = context.get_topology_name()
         self.cfg: StreamSpoutConfig = stream_spout_config(config, self.where, f"heron-py-{topology}-{comp}",
                                                           f"{comp}-{context.get_task_id()}")
-        from heron_py.common.config import effectively_once
+        from heron_py.common.config import MODE, effectively_once
 
         self.eo = effectively_once(config)
         # the engine acks only in at-least-once mode (Storm's acker setting included)
         self.tracked = source_acking(config)
         if not self.tracked and not self.eo:
             self.log(f"{self.where}: the topology has no acking (topology.reliability.mode "
-                     f"{config.get('topology.reliability.mode', 'ATMOST_ONCE')}); entries are acknowledged when "
+                     f"{MODE.parse(config)}); entries are acknowledged when "
                      f"emitted (at most once); use ATLEAST_ONCE for at least once", "warn")
         self.address = self.cfg.server.address()
         self.client = self.cfg.server.client()

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from heron_py.checkpoint.storage import (
-    CHECKPOINT_KEY_FILE,
     COMPLETE_MARKER,
     CheckpointError,
     CorruptCheckpointError,
@@ -35,6 +34,7 @@ from heron_py.checkpoint.storage import (
     packing_of,
 )
 from heron_py.common.atomic import SweepTarget, fsync_dir, sweep_temp_files
+from heron_py.common.container_layout import ContainerLayout
 
 KEY = b"k" * 32
 ROOT = Path(__file__).resolve().parents[3]
@@ -381,7 +381,7 @@ def test_the_checkpoint_key_beside_the_secret_file_else_the_secret(tmp_path: Pat
     secret_file = tmp_path / "secret"
     secret_file.write_bytes(b"s" * 32)
     assert checkpoint_key_beside(secret_file, b"s" * 32) == b"s" * 32  # a daemon started by hand
-    (tmp_path / CHECKPOINT_KEY_FILE).write_bytes(b"c" * 32)
+    ContainerLayout(tmp_path).checkpoint_key.write_bytes(b"c" * 32)
     assert checkpoint_key_beside(secret_file, b"s" * 32) == b"c" * 32
 
 

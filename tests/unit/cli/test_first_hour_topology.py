@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from heron_py.cli.crashes import start_errors
-from heron_py.scheduler.paths import TopologyPaths
+from heron_py.common.container_layout import TopologyPaths
 from tests.support import run_cli
 
 TOPOLOGY = textwrap.dedent('''

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from heron_py.common.config import LogCaps
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.common.logrotate import copytruncate, open_log
-from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import StateConfig, StateManagerError, open_state
 
 OTHER_UID = 65534

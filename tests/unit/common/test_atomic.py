@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from heron_py.common.atomic import atomic_write_bytes
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.scheduler.executor import Executor
 from heron_py.state import LocalFsStateManager
 
@@ -52,9 +53,9 @@ def test_localfs_state_survives_a_crash_mid_write(tmp_path: Path, monkeypatch: p
 
 
 def test_restarts_json_survives_a_crash_mid_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    folder = tmp_path / "container-0"
-    folder.mkdir()
-    paths = types.SimpleNamespace(container=lambda k: tmp_path / f"container-{k}")
+    paths = TopologyPaths.of("wc", tmp_path)
+    folder = paths.container(0)
+    folder.mkdir(parents=True, exist_ok=True)
     ex = types.SimpleNamespace(container=0, paths=paths, children=[types.SimpleNamespace(name="stmgr", restarts=1)])
     Executor._write_restarts(ex)  # type: ignore[arg-type]
     assert json.loads((folder / "restarts.json").read_text()) == {"stmgr": 1}
@@ -64,11 +65,3 @@ def test_restarts_json_survives_a_crash_mid_write(tmp_path: Path, monkeypatch: p
         Executor._write_restarts(ex)  # type: ignore[arg-type]
     assert json.loads((folder / "restarts.json").read_text()) == {"stmgr": 1}
     assert sorted(p.name for p in folder.iterdir()) == ["restarts.json"]
-
-
-
-
-
-
-
-

@@ -6,11 +6,10 @@ import random
 
 import pytest
 
-from heron_py.common.config import ConfigError, max_frame_bytes
+from heron_py.common.config import ConfigError, LinkConfig, max_frame_bytes
 from heron_py.common.framing import BODY_OFFSET, FrameDecoder, MsgType, batch_count, frame_type
 from heron_py.common.serialization import loads_batch
 from heron_py.runtime.emitter import EmitError, Emitter
-from tests.fakes import FakeConn
 from tests.unit.runtime.test_emitter import _no_custom, main_plan
 
 LIMIT = 4096
@@ -83,16 +82,24 @@ def test_the_configured_limit_is_one_value_with_one_error():
 
 
 
-def test_an_instance_link_takes_the_frame_limit_from_the_plan():
-    import json
-    import logging
+def test_an_instance_takes_its_frame_limit_and_heartbeats_from_its_executor_by_the_keys():
+    """One route: the executor parses the topology's keys (LinkConfig) and passes them on the
+    instance's command line, which the instance reads back through the same keys."""
+    from instance.main import _parser
 
-    from instance.gateway import _use_plan_frame_limit
-
-    conn = FakeConn()
-    plan = {"topology": {"name": "t", "components": [], "config": {"heron_py.network.max.frame.bytes": 8192}}}
-    _use_plan_frame_limit(conn, json.dumps(plan).encode(), logging.getLogger("t"))
-    assert conn.max_frame == 8192
+    topology = {"heron_py.network.max.frame.bytes": "8192", "heron_py.network.heartbeat.interval.secs": "0.5",
+                "heron_py.network.heartbeat.timeout.secs": "2"}
+    links = LinkConfig.from_config(topology)
+    required = ["--topology", "t", "--task-id", "1", "--component", "c", "--sm-port-file", "p", "--secret-file", "s",
+                "--package-dir", "d"]
+    ap = _parser()
+    assert LinkConfig.from_args(ap.parse_args([*required, *links.args()])) == links
+    assert links.max_frame == 8192 and links.liveness.timeout_s == 2.0
+    # an instance started by hand: the keys' defaults; a bad value: the key's one error
+    assert LinkConfig.from_args(ap.parse_args(required)) == LinkConfig() == LinkConfig.from_config({})
+    with pytest.raises(ConfigError) as e:
+        LinkConfig.from_args(ap.parse_args([*required, "--max-frame-bytes", "10"]))
+    assert str(e.value) == "config heron_py.network.max.frame.bytes: expected an integer >= 1024, found '10'"
 
 
 def test_a_connection_decoder_follows_set_max_frame():

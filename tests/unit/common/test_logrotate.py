@@ -15,6 +15,7 @@ import pytest
 
 from heron_py.common.atomic import TMP_PREFIX, SweepTarget, atomic_write_bytes, is_leftover, sweep_temp_files
 from heron_py.common.config import MB, ConfigError, LogCaps
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.common.logrotate import (
     copytruncate,
     logs_in,
@@ -24,7 +25,6 @@ from heron_py.common.logrotate import (
     shift_plan,
 )
 from heron_py.scheduler.executor import Executor
-from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state.localfs import LocalFsStateManager
 from metrics_manager.main import MetricsManager
 

@@ -183,7 +183,7 @@ async def test_watch_close_keeps_the_links_handler_and_signals_the_close():
     conn = await connector(port, H())()
     closed = watch_close(conn)
     await until(lambda: srv.accepted)
-    srv.accepted[0].send_msg(MsgType.STMGR_HELLO, pb.StmgrHello())
+    srv.accepted[0].send_msg(pb.StmgrHello())
     await until(lambda: frames)
     assert frames == [MsgType.STMGR_HELLO] and not closed.done()
     srv.accepted[0].close("bye")

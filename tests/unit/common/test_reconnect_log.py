@@ -10,7 +10,6 @@ import logging
 
 import pytest
 
-from heron_py.common.framing import MsgType
 from heron_py.common.net import BaseHandler, Counters, connect, serve
 from heron_py.common.reconnect import run_link
 from proto import heron_py_pb2 as pb
@@ -56,7 +55,7 @@ async def test_a_tampering_relay_costs_at_most_5_reconnect_lines_in_10_s(caplog:
     async def session(conn) -> None:  # type: ignore[no-untyped-def]
         nonlocal sessions
         sessions += 1
-        conn.send_msg(MsgType.ADMIN_REQUEST, pb.AdminRequest(command="status"))  # any frame: the relay changes it
+        conn.send_msg(pb.AdminRequest(command="status"))  # any frame: the relay changes it
         await asyncio.Event().wait()
 
     stop = asyncio.Event()

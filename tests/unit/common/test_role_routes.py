@@ -91,7 +91,7 @@ def test_a_message_the_role_may_send_goes_through(tmp_path: Path) -> None:
     async def body(sm: StreamManager) -> None:
         handler = _Closed()
         conn = await connect("127.0.0.1", sm.port, handler, SECRET, role="stmgr", peer_id="1", log=LOG)
-        conn.send_msg(MsgType.BACKPRESSURE, pb.BackPressure(container=1, start=True, cause="task 9"))
+        conn.send_msg(pb.BackPressure(container=1, start=True, cause="task 9"))
         for _ in range(100):
             if 1 in sm.bp.peers:
                 break

@@ -126,8 +126,8 @@ async def test_the_clique_connects_only_to_the_stream_manager_of_the_peers_conta
 
 async def test_a_daemon_reaches_the_master_only() -> None:
     """A stale master location whose port a stream manager of the topology took since: refused."""
+    from heron_py.links.tmlink import connect_master
     from heron_py.state import TManagerLocation
-    from heron_py.state.tmlink import connect_master
 
     server = await serve("127.0.0.1", 0, BaseHandler, SECRET, role="stmgr", log=LOG, counters=Counters(),
                          server_id="0")

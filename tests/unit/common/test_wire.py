@@ -7,7 +7,7 @@ import pytest
 from google.protobuf.message import Message
 
 from heron_py.common.framing import HEADER_SIZE, FrameError, MsgType, encode_batch_frame, encode_frame
-from heron_py.common.wire import MESSAGES, RAW, WireError, codec_of, decode, decode_as, encode
+from heron_py.common.wire import MESSAGES, RAW, TYPES, WireError, codec_of, decode, decode_as, encode, encode_msg
 from proto import heron_py_pb2 as pb
 
 
@@ -66,3 +66,29 @@ def test_a_type_without_codec_and_a_wrong_body_are_refused() -> None:
         encode(MsgType.BACKPRESSURE, pb.StmgrHello())
     with pytest.raises(TypeError, match=r"^TUPLE_BATCH carries raw bytes, found BackPressure$"):
         encode(MsgType.TUPLE_BATCH, pb.BackPressure())
+
+
+def test_each_class_is_registered_once_so_the_class_is_the_type() -> None:
+    assert len(set(MESSAGES.values())) == len(MESSAGES)
+    assert {cls: t for t, cls in MESSAGES.items()} == dict(TYPES)
+
+
+@pytest.mark.parametrize("msg_type", sorted(MESSAGES))
+def test_the_typed_encoder_frames_byte_for_byte_as_by_hand(msg_type: MsgType) -> None:
+    cls = MESSAGES[msg_type]
+    empty = cls()
+    assert encode_msg(empty) == encode_frame(msg_type, empty.SerializeToString())
+    full = cls()
+    for field in cls.DESCRIPTOR.fields:  # every scalar field set, so each one's bytes are compared
+        if field.is_repeated or field.type == field.TYPE_MESSAGE:
+            continue
+        value = {field.TYPE_STRING: "x", field.TYPE_BYTES: b"\x00\xff", field.TYPE_BOOL: True,
+                 field.TYPE_DOUBLE: 1.5, field.TYPE_FLOAT: 0.5}.get(field.type, 7)
+        setattr(full, field.name, value)
+    assert encode_msg(full) == encode_frame(msg_type, full.SerializeToString())
+    assert decode(msg_type, encode_msg(full)) == full
+
+
+def test_an_unregistered_class_is_refused_by_name() -> None:
+    with pytest.raises(TypeError, match=r"^InstanceInfo is not a wire message: no message type carries it "):
+        encode_msg(pb.InstanceInfo())

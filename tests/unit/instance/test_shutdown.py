@@ -101,7 +101,7 @@ class FakeStmgr(BaseHandler):
     def on_frame(self, conn: Connection, msg_type: int, frame: bytes) -> None:
         if msg_type == MsgType.REGISTER_INSTANCE_REQUEST:
             self.conn = conn
-            conn.send_msg(MsgType.REGISTER_INSTANCE_RESPONSE, pb.RegisterInstanceResponse(
+            conn.send_msg(pb.RegisterInstanceResponse(
                 ok=True, pplan_json=self.pplan_json))
         elif msg_type == MsgType.TUPLE_BATCH:
             self.tuples += batch_count(frame)

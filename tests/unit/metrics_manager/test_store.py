@@ -80,7 +80,7 @@ def test_the_metrics_managers_own_refusals_are_exported(tmp_path, caplog):
     count reaches Prometheus (it was counted and never exported), with its refused connections."""
     import logging
 
-    from heron_py.scheduler.paths import TopologyPaths
+    from heron_py.common.container_layout import TopologyPaths
     from heron_py.state import LocalFsStateManager
     from metrics_manager.main import MetricsManager
 

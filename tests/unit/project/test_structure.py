@@ -7,10 +7,10 @@ and no function in them is over 60 lines nor any class over 15 methods (issue 13
 
 Inside heron_py, the subpackages form layers (``LAYERS``, lowest first) and import only from
 their own layer or a lower one, with no cycle between subpackages: the foundation (common),
-the models below the API (planner, checkpoint, the multilang protocol), the topology API
+the models below the API (planner, checkpoint, the multilang protocol, the XOR acker), the topology API
 (api: the contract users code against and the engine hosts, as heron-api sits below Heron's
 instance), the engine core (runtime), the front-ends that build on both (connectors, flux,
-storm, spark, testing), and operations (state, scheduler, cli). Within the layers, each
+storm, spark, testing), and operations (state, the links that follow it, scheduler, cli). Within the layers, each
 subpackage imports only the subpackages on its list (``HERON_PY_IMPORTS``). An import under
 ``if TYPE_CHECKING:`` is an annotation, not a dependency: it is not counted. The same size
 limits hold in heron_py, with the exceptions listed in ``HERON_PY_ALLOWANCES`` and why.
@@ -46,11 +46,10 @@ METHOD_ALLOWANCES = {
 # Of heron_py, what each daemon imports, by module ("pkg.*": the package and everything in it),
 # each with why; an import of anything else fails with its file, line and module. A daemon that
 # needs something new gets it through a module listed here or adds the module with its reason.
-FOUNDATION = "the foundation every daemon stands on: framing, net, config, tls, daemon loop..."
+FOUNDATION = ("the foundation every daemon stands on: framing, net, config, tls, daemon loop, the container's "
+              "files (container_layout)...")
 FINDER = "imported first: its import finder picks compiled modules or their sources (heron_py.hotpath)"
 PLANS = "the plans it is handed (topology, packing, physical plan)"
-CONTAINER = ("the container's folders, Unix socket and environment, which the executor lays out and the "
-             "daemons live in")
 STATE = "the state store's interface: StateManager, TManagerLocation"
 DAEMON_ARGS = "the daemon's command line and the state store it names (daemon_parser, resolve)"
 RUN = "a daemon's main: opens that store, runs the daemon, closes it (run_with_state)"
@@ -61,12 +60,11 @@ DAEMON_IMPORTS: dict[str, dict[str, str]] = {
         "heron_py.common.*": FOUNDATION,
         "heron_py.planner.model": PLANS,
         # Storm's acker algorithm, pure: the one the in-process test harness runs too
-        "heron_py.runtime.acking": "the XOR ack tracker of its spouts' tuple trees",
-        "heron_py.scheduler.paths": CONTAINER,
+        "heron_py.acking.tracker": "the XOR ack tracker of its spouts' tuple trees",
         "heron_py.state": STATE,
         "heron_py.state.config": DAEMON_ARGS,
         "heron_py.state.stores": RUN,
-        "heron_py.state.tmlink": MASTER_LINK,
+        "heron_py.links.tmlink": MASTER_LINK,
     },
     "instance": {
         "heron_py": FINDER,
@@ -76,7 +74,6 @@ DAEMON_IMPORTS: dict[str, dict[str, str]] = {
         "heron_py.checkpoint.storage": "the checkpoint key, kept beside the topology's secret",
         "heron_py.runtime.host": "the engine core it hosts: a task's spout or bolt host",
         "heron_py.runtime.stateful": "a stateful task's side of a checkpoint (effectively once)",
-        "heron_py.scheduler.paths": CONTAINER,
     },
     "topology_master": {
         "heron_py.common.*": FOUNDATION,
@@ -86,7 +83,6 @@ DAEMON_IMPORTS: dict[str, dict[str, str]] = {
         "heron_py.checkpoint.operator": "an operator's restore command, parsed",
         "heron_py.checkpoint.select": "opens the topology's checkpoint storage (markers, gc, restore)",
         "heron_py.checkpoint.storage": "the storage contract and the checkpoint key beside the secret",
-        "heron_py.scheduler.paths": CONTAINER,
         # imported when a relaunch is set up: Heron's master asks its scheduler client the same way
         "heron_py.scheduler.registry": "relaunches a lost container through the scheduler it was launched with",
         "heron_py.state": STATE,
@@ -95,11 +91,10 @@ DAEMON_IMPORTS: dict[str, dict[str, str]] = {
     },
     "metrics_manager": {
         "heron_py.common.*": FOUNDATION,
-        "heron_py.scheduler.paths": CONTAINER,
         "heron_py.state": STATE,
         "heron_py.state.config": DAEMON_ARGS,
         "heron_py.state.stores": RUN,
-        "heron_py.state.tmlink": MASTER_LINK,
+        "heron_py.links.tmlink": MASTER_LINK,
     },
 }
 
@@ -107,11 +102,12 @@ DAEMON_IMPORTS: dict[str, dict[str, str]] = {
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("__init__", "hotpath", "compiled"),
     ("common",),
-    ("planner", "checkpoint", "multilang"),
+    ("planner", "checkpoint", "multilang", "acking"),
     ("api",),
     ("runtime",),
     ("connectors", "flux", "storm", "spark", "testing"),
     ("state",),
+    ("links",),
     ("scheduler",),
     ("cli",),
 )
@@ -126,19 +122,23 @@ HERON_PY_IMPORTS: dict[str, frozenset[str]] = {
     "planner": frozenset({"common"}),
     "checkpoint": frozenset({"common"}),
     "multilang": frozenset({"common", "planner"}),
+    "acking": frozenset({"common"}),  # Storm's acker algorithm, pure: the tracker and its root tables
     "api": frozenset({"common", "planner", "multilang"}),  # multilang: the shell components (api/shell.py)
-    "runtime": frozenset({"common", "planner", "checkpoint", "api"}),  # checkpoint: stateful tasks
+    # checkpoint: stateful tasks; acking: the received tuples' ids (tracked.py) share the root tables' errors
+    "runtime": frozenset({"common", "planner", "checkpoint", "acking", "api"}),
     "connectors": frozenset({"common", "api"}),
     # connectors: Storm's Kafka, Redis and JDBC class names are heron-py's connectors
     "flux": frozenset({"planner", "api", "connectors"}),
     "storm": frozenset({"common", "planner", "multilang", "api"}),
     "spark": frozenset({"common", "planner", "api", "runtime"}),  # runtime: a batch runs in process
-    "testing": frozenset({"common", "planner", "checkpoint", "api", "runtime"}),  # runtime: in process
+    # runtime: in process; acking: the stream managers' XOR tracker on the harness's clock
+    "testing": frozenset({"common", "planner", "checkpoint", "acking", "api", "runtime"}),
     "state": frozenset({"common", "planner"}),
+    "links": frozenset({"common", "state"}),  # the link to the active master follows its location in the store
     # api: a component's resource requests (kube_render); checkpoint: the executor's checkpoint key
     "scheduler": frozenset({"common", "planner", "checkpoint", "api", "state"}),
     # the top: its verbs submit, run and operate what every front-end builds
-    "cli": frozenset({"common", "planner", "checkpoint", "multilang", "api", "runtime", "connectors", "flux",
+    "cli": frozenset({"common", "planner", "checkpoint", "multilang", "acking", "api", "runtime", "connectors", "flux",
                       "storm", "spark", "testing", "state", "scheduler"}),
 }
 # imports against the layers, each with its reason; none may be added without one
@@ -406,6 +406,98 @@ def test_heron_py_import_lists_are_used_and_keep_to_the_layers() -> None:
     assert not bad, "\n" + "\n".join(bad)
 
 
+# the container's files that more than one process names, each spelled only where ContainerLayout
+# names them: the executor, the daemons, the CLI and the pod's script reach them through it
+CONTAINER_LAYOUT = "heron_py/common/container_layout.py"
+CONTAINER_FILE_NAMES = ("metricsmgr.json", "stmgr.port", "restarts.json", "stmgr.sock", "checkpoint.key")
+
+
+def _docstring_ids(tree: ast.Module) -> set[int]:
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                out.add(id(first.value))
+    return out
+
+
+def test_the_container_files_are_named_by_the_layout_only() -> None:
+    bad = []
+    for pkg in ("heron_py", *DAEMONS):
+        for f, tree in _modules(pkg):
+            rel = str(f.relative_to(ROOT))
+            if rel == CONTAINER_LAYOUT:
+                continue
+            docs = _docstring_ids(tree)
+            bad += [f"{rel}:{node.lineno}: {name!r}: ContainerLayout names it" for node in ast.walk(tree)
+                    if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+                    for name in CONTAINER_FILE_NAMES if name in node.value]
+    assert not bad, "\n" + "\n".join(bad)
+
+
+# an engine key (heron_py/common/config.py's table) is read through its typed key, whose parse has
+# its default and its error, and handed on parsed: never read as a raw string with a default of
+# its own (``conf.get("topology.message.timeout.secs", 30)``); nor are the options that carry the
+# links' keys to an instance (LinkConfig) spelled anywhere else. Each exception, with its reason:
+RAW_KEY_READS: dict[tuple[str, str], str] = {
+    ("heron_py/cli/submit.py", "topology.stmgrs"): "submit reads the container count (Storm's topology.workers "
+                                                   "copied in) before the config check, with its own error",
+}
+LINK_OPTIONS = ("--max-frame-bytes", "--heartbeat-interval", "--heartbeat-timeout")
+
+
+def _raw_key_reads(tree: ast.Module, keys: frozenset[str], named: dict[str, str]) -> Iterator[tuple[int, str]]:
+    """(line, key) of each ``x.get(KEY)``, ``x.pop(KEY)`` and ``x[KEY]`` read of an engine key, spelled
+    or named by one of heron_py.api.api_constants's names."""
+    def key_of(node: ast.expr) -> str | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+        return named.get(name) if name is not None else None
+
+    for node in ast.walk(tree):
+        key = None
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "pop")
+                and node.args):
+            key = key_of(node.args[0])
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            key = key_of(node.slice)
+        if key in keys:
+            yield node.lineno, key
+
+
+def test_engine_keys_are_read_through_the_config_table_only() -> None:
+    from heron_py.api import api_constants
+    from heron_py.common.config import KEYS
+
+    keys = frozenset(KEYS)
+    named = {n: v for n, v in vars(api_constants).items() if isinstance(v, str) and v in keys}
+    bad, used = [], set()
+    for pkg in ("heron_py", *DAEMONS):
+        for f, tree in _modules(pkg):
+            rel = str(f.relative_to(ROOT))
+            if rel == "heron_py/common/config.py":
+                continue
+            for line, key in _raw_key_reads(tree, keys, named):
+                if (rel, key) in RAW_KEY_READS:
+                    used.add((rel, key))
+                else:
+                    bad.append(f"{rel}:{line}: {key} read raw: expected its key's parse (heron_py.common.config)")
+            bad += [f"{rel}:{node.lineno}: {node.value!r}: LinkConfig names it" for node in ast.walk(tree)
+                    if isinstance(node, ast.Constant) and node.value in LINK_OPTIONS]
+    bad += [f"RAW_KEY_READS: {rel} reads {key} no more" for rel, key in sorted(set(RAW_KEY_READS) - used)]
+    assert not bad, "\n" + "\n".join(bad)
+
+
+def test_the_state_package_holds_the_stores_and_no_daemon_link() -> None:
+    """A network link of the daemons (the master's, heron_py.links) is not the state store's."""
+    links = ("heron_py.common.net", "heron_py.common.handshake", "heron_py.common.reconnect", "heron_py.common.tls")
+    bad = [f"{f.relative_to(ROOT)}:{line}: {m}" for f, tree in _modules("heron_py/state")
+           for line, m in _imported(tree) if m.startswith(links)]
+    assert not bad, "\n" + "\n".join(bad)
+
+
 def _module_graph() -> dict[str, dict[str, str]]:
     """module -> {module it imports: where (the first such import)}, over heron_py and the daemons."""
     graph: dict[str, dict[str, str]] = {m: {} for m in _known()}
@@ -506,3 +598,42 @@ def test_composition_roots_take_explicit_arguments_and_set_nothing_later() -> No
 
 def test_composition_lambda_allowances_name_functions_of_the_roots() -> None:
     assert {k for k in COMPOSITION_LAMBDAS if k[1] not in COMPOSITION.get(k[0], ())} == set()
+
+
+# the wire's registry owns the protobuf frames' encoding (issue 54): the class is the type
+WIRE_ENCODERS = ("heron_py/common/wire.py", "heron_py/common/framing.py")
+
+
+def _hand_framed(call: ast.Call, protobuf_types: frozenset[str]) -> str | None:
+    """Why ``call`` hand-frames a protobuf message (None if it does not): ``encode_frame`` of a
+    ``.SerializeToString()`` body, or of a type the registry gives a protobuf class."""
+    func = call.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    if name != "encode_frame" or not call.args:
+        return None
+    if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "SerializeToString"
+           for a in call.args for n in ast.walk(a)):
+        return "a .SerializeToString() body"
+    first = call.args[0]
+    if (isinstance(first, ast.Attribute) and isinstance(first.value, ast.Name) and first.value.id == "MsgType"
+            and first.attr in protobuf_types):
+        return f"MsgType.{first.attr}, a protobuf type"
+    return None
+
+
+def test_protobuf_frames_are_encoded_by_the_registry_only() -> None:
+    from heron_py.common.wire import MESSAGES
+
+    protobuf_types = frozenset(t.name for t in MESSAGES)
+    bad = []
+    for pkg in ("heron_py", "heronpy", *DAEMONS):
+        for f, tree in _modules(pkg):
+            where = str(f.relative_to(ROOT))
+            if where in WIRE_ENCODERS:
+                continue
+            for node in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+                why = _hand_framed(node, protobuf_types)
+                if why is not None:
+                    bad.append(f"{where}:{node.lineno} calls encode_frame with {why}; "
+                               f"send the message (wire.encode_msg, Connection.send_msg)")
+    assert bad == [], "\n" + "\n".join(bad)

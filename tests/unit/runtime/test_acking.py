@@ -1,4 +1,4 @@
-"""The XOR tracker (heron_py.runtime.acking) under any interleaving: exactly the fully-acked roots
+"""The XOR tracker (heron_py.acking.tracker) under any interleaving: exactly the fully-acked roots
 complete, once; and on the harness's clock (ClockedTracker), each root times out at exactly T."""
 
 import random
@@ -6,8 +6,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from heron_py.runtime.acking import ClockedTracker, Outcome, XorTracker
-from heron_py.runtime.roots import RootTable
+from heron_py.acking.roots import RootTable
+from heron_py.acking.tracker import ClockedTracker, Outcome, XorTracker
 from heron_py.testing import ManualClock
 
 
@@ -344,8 +344,8 @@ def test_clocked_tracker_opens_no_second_generation_for_the_same_reading():
 def test_an_ack_result_frame_names_its_spout_task_and_its_record_count():
     """ACK_RESULT's wire format: the batch header's destination is the spout task, its source 0
     (the stream manager, no task), its count the RESULT records in the body."""
+    from heron_py.acking.tracker import result_frame
     from heron_py.common.framing import BATCH_HEADER, HEADER_SIZE, RESULT_RECORD, MsgType, frame_type
-    from heron_py.runtime.acking import result_frame
 
     body = RESULT_RECORD.pack(1, 7) + RESULT_RECORD.pack(2, 8) + RESULT_RECORD.pack(1, 9)
     frame = result_frame(5, body)

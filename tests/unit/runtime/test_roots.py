@@ -1,4 +1,4 @@
-"""The tracker's root tables (heron_py.runtime.roots): the Python reference and its typed twin
+"""The tracker's root tables (heron_py.acking.roots): the Python reference and its typed twin
 (roots.pyx, compiled in its place) give the same results, record for record, over random
 streams of records, fails, rotations and generation changes; and both refuse a body that is not
 whole records, verbatim, applying none of it."""
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from heron_py.common.framing import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RECORD, RESULT_RECORD
 from tests.unit.runtime import twins
 
-MODULE = "heron_py.runtime.roots"
+MODULE = "heron_py.acking.roots"
 
 
 def _reference() -> ModuleType:

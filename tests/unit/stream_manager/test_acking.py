@@ -1,4 +1,4 @@
-"""The stream manager's AckService around the shared XOR tracker (heron_py.runtime.acking):
+"""The stream manager's AckService around the shared XOR tracker (heron_py.acking.tracker):
 ACK_BATCH frames in, one ACK_RESULT frame per spout task out, rotation on its timer."""
 
 from __future__ import annotations

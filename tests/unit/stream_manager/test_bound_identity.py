@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from google.protobuf.message import Message
 
 from heron_py.common.framing import MsgType, encode_frame
 from heron_py.common.handshake import PeerIdentity
+from heron_py.common.wire import encode_msg
 from heron_py.state.localfs import LocalFsStateManager
 from proto import heron_py_pb2 as pb
 from stream_manager.main import StreamManager, _Inbound
@@ -22,8 +24,8 @@ from tests.fakes import FakeConn, word_count_plan
 
 
 class _MasterConn(FakeConn):
-    def send_msg(self, msg_type: object, msg: Any) -> None:
-        self.sent.append(encode_frame(int(msg_type), msg.SerializeToString()))  # type: ignore[call-overload]
+    def send_msg(self, msg: Message) -> None:
+        self.sent.append(encode_msg(msg))
 
 
 @pytest.fixture

@@ -9,13 +9,13 @@ import dataclasses
 import json
 import logging
 from pathlib import Path
-from typing import Any
 
 import pytest
+from google.protobuf.message import Message
 
 from heron_py.common.framing import MsgType, encode_batch_frame, encode_frame, encode_marker, frame_type
 from heron_py.common.handshake import PeerIdentity
-from heron_py.common.wire import decode_as
+from heron_py.common.wire import decode_as, encode_msg
 from heron_py.state.localfs import LocalFsStateManager
 from proto import heron_py_pb2 as pb
 from stream_manager.forwarder import DropReason
@@ -26,8 +26,8 @@ from tests.fakes import FakeConn, word_count_plan
 class _MasterConn(FakeConn):
     """Records typed sends as whole frames, so requests and heartbeats can be told apart."""
 
-    def send_msg(self, msg_type: object, msg: Any) -> None:
-        self.sent.append(encode_frame(int(msg_type), msg.SerializeToString()))  # type: ignore[call-overload]
+    def send_msg(self, msg: Message) -> None:
+        self.sent.append(encode_msg(msg))
 
 
 @pytest.fixture

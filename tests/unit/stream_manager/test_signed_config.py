@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from heron_py.common.container_layout import TopologyPaths
 from heron_py.common.daemon import FatalError
 from heron_py.planner.model import TopologyDef
-from heron_py.scheduler.paths import TopologyPaths
 from heron_py.state import LocalFsStateManager, StateManager, StateManagerError
 from heron_py.state import config as statecfg
 from heron_py.state.stores import run_with_state

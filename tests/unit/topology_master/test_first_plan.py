@@ -7,7 +7,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from google.protobuf.message import Message
+
 from heron_py.common.framing import MsgType, frame_type
+from heron_py.common.wire import TYPES
 from heron_py.testing.harness import ManualClock
 from proto import heron_py_pb2 as pb
 from tests.fakes import plan_book
@@ -21,8 +24,8 @@ class Conn:
         self.sent: list[Any] = []
         self.context: Any = None
 
-    def send_msg(self, msg_type: int, msg: Any) -> None:
-        self.sent.append(msg_type)
+    def send_msg(self, msg: Message) -> None:
+        self.sent.append(TYPES[type(msg)])
 
     def send(self, frame: bytes) -> None:
         self.sent.append(frame_type(frame))

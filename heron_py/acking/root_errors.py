@@ -1,4 +1,4 @@
-"""The errors of the typed id modules (heron_py.runtime.roots: the tracker's root tables;
+"""The errors of the typed id modules (heron_py.acking.roots: the tracker's root tables;
 heron_py.runtime.tracked: received tuples' roots), in one place: each Python module and its
 typed twin (a .pyx cannot import its .py: it is compiled in its place) refuse alike."""
 

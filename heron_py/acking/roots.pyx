@@ -18,7 +18,7 @@ from libc.stdlib cimport calloc, free
 from heron_py.common.framing import ACK_ACK, ACK_FAIL, ACK_INIT, RESULT_ACKED, RESULT_FAILED
 
 # the reference's messages, so both implementations refuse alike
-from heron_py.runtime.root_errors import body_error, check_buckets, shrink_error
+from heron_py.acking.root_errors import body_error, check_buckets, shrink_error
 
 cdef uint64_t FIB = 0x9E3779B97F4A7C15ULL
 cdef size_t MIN_BITS = 6  # 64 entries

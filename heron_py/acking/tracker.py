@@ -17,7 +17,7 @@ feeds it ACK_BATCH frames and rotates it on a timer; the test harness wraps it i
 ``ClockedTracker``, whose buckets are opened and dropped on its manual clock so a root times out
 at exactly ``timeout`` after it was first seen. A hot-path module (``heron_py.hotpath``); the
 stream manager's hottest loop with acking on, a record's update, is ``RootTable.apply``
-(``heron_py.runtime.roots``, compiled from its typed twin ``roots.pyx``).
+(``heron_py.acking.roots``, compiled from its typed twin ``roots.pyx``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from heron_py.acking.root_errors import check_buckets
+from heron_py.acking.roots import RootTable
 from heron_py.common.framing import (
     ACK_ACK,
     ACK_FAIL,
@@ -40,8 +42,6 @@ from heron_py.common.framing import (
     batch_dest,
     encode_batch_frame,
 )
-from heron_py.runtime.root_errors import check_buckets
-from heron_py.runtime.roots import RootTable
 
 MASK64 = (1 << 64) - 1
 
@@ -60,7 +60,7 @@ class Resolved:
 
 
 class XorTracker:
-    """Per spout task, a ``RootTable`` (``heron_py.runtime.roots``): its live roots and the roots
+    """Per spout task, a ``RootTable`` (``heron_py.acking.roots``): its live roots and the roots
     failed or timed out recently, keyed by the root alone, so a record costs no (task, root) key
     to build and hash. After a fail or a timeout the rest of the tree's records still arrive;
     they must not resurrect an entry (which would time out later), hence the resolved roots. An

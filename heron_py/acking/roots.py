@@ -1,4 +1,4 @@
-"""One spout task's roots at the XOR tracker (heron_py.runtime.acking), pure: the live roots,
+"""One spout task's roots at the XOR tracker (heron_py.acking.tracker), pure: the live roots,
 each with the XOR of its tree's ids not yet acked, and the roots resolved by a fail or a timeout
 (remembered, so the rest of their tree's records do not make them live again), both in
 generations: a new root joins the newest, ``rotate`` drops the oldest, and the live roots it
@@ -16,6 +16,7 @@ ACK_RESULT record (``framing.RESULT_RECORD``: outcome, root) per root it resolve
 
 from __future__ import annotations
 
+from heron_py.acking.root_errors import body_error, check_buckets, shrink_error
 from heron_py.common.framing import (
     ACK_ACK,
     ACK_FAIL,
@@ -25,7 +26,6 @@ from heron_py.common.framing import (
     RESULT_FAILED,
     RESULT_RECORD,
 )
-from heron_py.runtime.root_errors import body_error, check_buckets, shrink_error
 
 
 class RootTable:
