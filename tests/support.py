@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import resource
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +95,22 @@ def saved_tasks(storage: Any, topology: str, checkpoint_id: int) -> list[int]:
 def mark_saved(storage: Any, topology: str, checkpoint_id: int) -> None:
     """Mark a checkpoint complete as the master would once every task of a test reported saving."""
     storage.mark_complete(topology, checkpoint_id, saved_tasks(storage, topology, checkpoint_id), {})
+
+
+@contextmanager
+def no_free_descriptors() -> Iterator[None]:
+    """A real EMFILE: the descriptor limit lowered and used up for the duration."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    held: list[int] = []
+    resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 8, hard))
+    try:
+        try:
+            while True:
+                held.append(os.open("/dev/null", os.O_RDONLY))
+        except OSError as e:
+            assert e.errno == errno.EMFILE
+        yield
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

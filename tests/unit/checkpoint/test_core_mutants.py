@@ -10,7 +10,6 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,7 +29,7 @@ from heron_py.checkpoint.failures import CheckpointFailureManager, FailureVerdic
 from heron_py.checkpoint.operator import parse_restore
 from heron_py.checkpoint.select import checkpoint_location, open_checkpoint_storage
 from heron_py.common.config import StatefulConfig
-from tests.redis_server import RedisServer, redis_or_skip
+from tests.redis_server import RedisServer
 
 SECRET = b"k" * 32
 
@@ -115,13 +114,6 @@ def test_the_configured_folder_is_where_the_checkpoints_go(tmp_path: Path) -> No
     storage.save("wc", 1, 0, b"x")
     assert (tmp_path / "shared").is_dir() and not (tmp_path / "home").exists()
     assert checkpoint_location(cfg, tmp_path / "home") == str(tmp_path / "shared")
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    srv = redis_or_skip(tmp_path_factory.mktemp("redis"))
-    yield srv
-    srv.stop()
 
 
 def test_redis_values_are_signed_under_the_topology_key(server: RedisServer) -> None:

@@ -54,13 +54,6 @@ SECRET = b"k" * 32
 EO = {"topology.reliability.mode": "EFFECTIVELY_ONCE"}
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    srv = redis_or_skip(tmp_path_factory.mktemp("redis"))
-    yield srv
-    srv.stop()
-
-
 @pytest.fixture
 def store(server: RedisServer) -> Iterator[RedisCheckpointStorage]:
     c = server.client()

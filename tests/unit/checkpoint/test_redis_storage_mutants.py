@@ -124,13 +124,6 @@ class Recorder:
             server.close()
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    srv = redis_or_skip(tmp_path_factory.mktemp("redis"))
-    yield srv
-    srv.stop()
-
-
 @pytest.fixture
 def redis(server: RedisServer) -> Iterator[Any]:
     c = server.client()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import resource
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from heron_py.checkpoint.storage import (
     TransientCheckpointError,
     encode_frame,
 )
+from tests.support import no_free_descriptors
 
 
 def complete(s: LocalFsStorage, cid: int, tasks: dict[int, bytes]) -> None:
@@ -202,22 +202,9 @@ def test_too_many_open_files_is_transient_and_retried(tmp_path: Path) -> None:
     """A real EMFILE: the process's descriptor limit lowered and used up, then freed."""
     s = LocalFsStorage(tmp_path, retries=1, sleep=lambda _: None)
     complete(s, 1, {0: b"a"})
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    held: list[int] = []
-    resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 8, hard))
-    try:
-        try:
-            while True:
-                held.append(os.open("/dev/null", os.O_RDONLY))
-        except OSError as e:
-            assert e.errno == errno.EMFILE
-        with pytest.raises(TransientCheckpointError) as err:
-            s.load("wc", 1, 0)
-        assert str(err.value).startswith("checkpoint 1 of topology 'wc': task 0's state: EMFILE Too many open files")
-    finally:
-        for fd in held:
-            os.close(fd)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    with no_free_descriptors(), pytest.raises(TransientCheckpointError) as err:
+        s.load("wc", 1, 0)
+    assert str(err.value).startswith("checkpoint 1 of topology 'wc': task 0's state: EMFILE Too many open files")
     assert s.load("wc", 1, 0) == b"a"
 
 

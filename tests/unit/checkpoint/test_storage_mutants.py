@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import errno
 import os
-import resource
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -35,6 +32,7 @@ from heron_py.checkpoint.storage import (
 )
 from heron_py.common.atomic import SweepTarget, fsync_dir, sweep_temp_files
 from heron_py.common.container_layout import ContainerLayout
+from tests.support import no_free_descriptors
 
 KEY = b"k" * 32
 ROOT = Path(__file__).resolve().parents[3]
@@ -57,25 +55,6 @@ def complete(s: LocalFsStorage, cid: int, tasks: dict[int, bytes]) -> None:
     for t, data in tasks.items():
         s.save("wc", cid, t, data)
     s.mark_complete("wc", cid, tasks, {"c": tuple(tasks)})
-
-
-@contextmanager
-def no_free_descriptors() -> Iterator[None]:
-    """A real EMFILE: the descriptor limit lowered and used up for the duration."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    held: list[int] = []
-    resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 8, hard))
-    try:
-        try:
-            while True:
-                held.append(os.open("/dev/null", os.O_RDONLY))
-        except OSError as e:
-            assert e.errno == errno.EMFILE
-        yield
-    finally:
-        for fd in held:
-            os.close(fd)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 # --- the file format ---
