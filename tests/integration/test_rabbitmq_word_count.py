@@ -150,7 +150,8 @@ def test_kill_9_of_the_spout_and_of_the_sink_loses_nothing(heron_home, server):
         # would prove nothing (a CI run saw no replay at all). The last third is released first:
         # held back, an input the topology had caught up with would leave the spout nothing to hold
         producer.resume.set()
-        held = wait_for(lambda: max(0, server.depth("lines1")[1]), 30, "the spout to hold unacknowledged lines")
+        # each look is a rabbitmqctl call (seconds each on a loaded machine): a long deadline
+        held = wait_for(lambda: max(0, server.depth("lines1")[1]), 90, "the spout to hold unacknowledged lines")
         os.kill(_pid(heron_home, run.name, "spout"), signal.SIGKILL)
         wait_for(lambda: out.drain() > 6000, 40, "2000 lines published")
         os.kill(_pid(heron_home, run.name, "sink"), signal.SIGKILL)
