@@ -81,6 +81,11 @@ class RedisCheckpointError(CheckpointError, OSError):
     listing, the Kafka spout's) retry an unreachable server the same way."""
 
 
+def _incomplete(topology: str, checkpoint_id: int, marker: str, where: str) -> IncompleteCheckpointError:
+    return IncompleteCheckpointError(f"checkpoint {checkpoint_id} of topology {topology!r}: not complete (no key "
+                                     f"{marker} in {where}); only complete checkpoints are loaded")
+
+
 def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split()) or type(e).__name__
 
@@ -163,9 +168,7 @@ class RedisCheckpointStorage(CheckpointStorage):
             # read before every load: a server down is a blip the master retries, as for load
             raise TransientCheckpointError(str(e)) from None
         if raw is None:
-            raise IncompleteCheckpointError(f"checkpoint {checkpoint_id} of topology {topology!r}: not complete "
-                                            f"(no key {marker} in {self.where}); only complete checkpoints are "
-                                            f"loaded")
+            raise _incomplete(topology, checkpoint_id, marker, self.where)
         if not isinstance(raw, bytes):
             raise CorruptCheckpointError(f"checkpoint file {self.where} key {marker}: expected a string, found "
                                          f"{type(raw).__name__}")
@@ -192,9 +195,7 @@ class RedisCheckpointStorage(CheckpointStorage):
                                              f"and a hash, found another type") from None
             raise TransientCheckpointError(str(e)) from None
         if raw_marker is None:
-            raise IncompleteCheckpointError(f"checkpoint {checkpoint_id} of topology {topology!r}: not complete "
-                                            f"(no key {marker} in {self.where}); only complete checkpoints are "
-                                            f"loaded")
+            raise _incomplete(topology, checkpoint_id, marker, self.where)
         if task_id not in self._decode_marker(topology, checkpoint_id, marker, raw_marker).tasks:
             return None
         where = f"{self.where} key {state} field {task_id}"

@@ -22,7 +22,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,31 +75,8 @@ def classify(cmd: list[str], pid: int, active_tmanager_pid: int) -> tuple[str, s
     return role, f"{role} c{container}"
 
 
-def processes(home: Path, name: str, active_tmanager_pid: int) -> list[Proc]:
-    """The live processes of topology ``name`` under ``home``, sorted by label."""
-    out: list[Proc] = []
-    for p in psutil.process_iter(["pid", "cmdline", "status"]):
-        try:
-            cmd = list(p.info["cmdline"] or ())
-            if p.info["status"] == psutil.STATUS_ZOMBIE:
-                continue
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-        if _arg(cmd, "--topology") != name or not any(str(home) in a for a in cmd):
-            continue
-        found = classify(cmd, int(p.info["pid"]), active_tmanager_pid)
-        if found is None:
-            continue
-        role, label = found
-        container = _arg(cmd, "--container")
-        out.append(Proc(role, label, int(p.info["pid"]), int(container) if container is not None else None))
-    return sorted(out, key=lambda q: (q.label, q.pid))
-
-
-def leftovers(home: Path, name: str) -> list[int]:
-    """Every live process of topology ``name`` under ``home`` (its supervisor too), for when
-    ``heron-py kill`` failed: the run must not leave a topology running behind it."""
-    out = []
+def _topology_processes(home: Path, name: str) -> Iterator[tuple[int, list[str]]]:
+    """(pid, command line) of every live process of topology ``name`` under ``home``."""
     for p in psutil.process_iter(["pid", "cmdline", "status"]):
         try:
             cmd = list(p.info["cmdline"] or ())
@@ -108,8 +85,26 @@ def leftovers(home: Path, name: str) -> list[int]:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
         if _arg(cmd, "--topology") == name and any(str(home) in a for a in cmd):
-            out.append(int(p.info["pid"]))
-    return sorted(out)
+            yield int(p.info["pid"]), cmd
+
+
+def processes(home: Path, name: str, active_tmanager_pid: int) -> list[Proc]:
+    """The live processes of topology ``name`` under ``home``, sorted by label."""
+    out: list[Proc] = []
+    for pid, cmd in _topology_processes(home, name):
+        found = classify(cmd, pid, active_tmanager_pid)
+        if found is None:
+            continue
+        role, label = found
+        container = _arg(cmd, "--container")
+        out.append(Proc(role, label, pid, int(container) if container is not None else None))
+    return sorted(out, key=lambda q: (q.label, q.pid))
+
+
+def leftovers(home: Path, name: str) -> list[int]:
+    """Every live process of topology ``name`` under ``home`` (its supervisor too), for when
+    ``heron-py kill`` failed: the run must not leave a topology running behind it."""
+    return sorted(pid for pid, _ in _topology_processes(home, name))
 
 
 def signal_pid(pid: int, sig: int) -> bool:
