@@ -1,15 +1,30 @@
-"""Kafka → word count → Kafka end to end, on a Tansu broker it starts (issue 35, acceptance 7):
-throughput (input records/s) and the latency of each count update (produce → read back). The
-lead runs it:
+"""Kafka → word count → Kafka end to end, on a Tansu broker it starts (issue 57, goal 1):
+heron-py's topology beside the floors it is held to, in one run. The lead runs it:
 
-    .venv/bin/python bench/kafka_e2e.py [--records 100000] [--rate 0] [--par 2]
+    .venv/bin/python bench/kafka_e2e.py [--records 100000] [--seconds 10] [--par 2] [--quick]
 
-The input records are sentences of 4 words, each prefixed with its send time; the topology is
-KafkaSpout (par P, at least once) → split → count (fields grouping) → KafkaBolt, the count
-emitting (word, "count send-time") for each word. A reader on the output topic takes each
-record's latency as its arrival time minus the send time of the input record it came from.
-``--rate 0`` produces everything first and measures throughput (first record in → last count
-out); ``--rate R`` paces the input at R records/s, which is the fair way to read the latency.
+Each phase gets a broker of its own (Tansu's memory engine lists a partition's whole history on
+every fetch, so a phase on a used broker would pay for the phases before it):
+
+1. **peak**: the input produced first, then consumed as fast as it goes: the bare loop (one
+   Python process: confluent-kafka consume → split → count → produce, offsets committed after
+   the producer's flush) and the topology (KafkaSpout par P, at least once → split → count
+   (fields) → KafkaBolt par P). Records/s from the first count out to the last.
+2. **latency at half the topology's peak**, the input paced by a producer thread: the broker's
+   own floor (produce → consume, one hop), the bare loop (two hops, the same transform) and the
+   topology. Each output record's latency is its arrival minus its input's send time, cut in
+   three where the code marks it: *in* (send → the split step: the bench's producer, the broker,
+   the consumer's fetch and, in the topology, the spout and one engine hop), *engine* (the
+   split step → the sink's produce call, the output record's CreateTime: the engine's hops and
+   the count) and *out* (produce → read back: linger, the broker, the reader's fetch).
+
+Every consumer here (the spout's, the bare loop's, the readers') waits at most
+``--fetch-wait-ms`` for a fetch: Tansu 0.6.0 answers a fetch that waits for data by sleeping
+half of the time left instead of waking when a record arrives, so librdkafka's default (500 ms)
+costs up to 250 ms per hop on it and nothing on a real Kafka broker. The topology gets it as
+``kafka.consumer.fetch.wait.max.ms`` (docs/connectors/kafka.md, "Latency"); nothing else is
+tuned. ``--quick`` is the smoke run of ``bench/run.py --quick``: fewer records, one figure per
+phase.
 """
 
 from __future__ import annotations
@@ -20,7 +35,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -29,8 +48,7 @@ from tests.kafka_broker import TansuBroker  # noqa: E402
 
 WORDS = 4  # per input record
 TOPOLOGY = '''
-import sys
-from collections import Counter
+import sys, time
 from heron_py.connectors.kafka import KafkaBolt, KafkaSpout
 from heronpy.api.bolt.bolt import Bolt
 from heronpy.api.stream import Grouping
@@ -40,109 +58,259 @@ class Split(Bolt):
     outputs = ["word", "sent"]
     def process(self, tup):
         sent, _, text = tup.values[4].partition(" ")
+        marks = f"{sent} {time.time():.6f}"
         for w in text.split():
-            self.emit([w, sent], anchors=[tup])
+            self.emit([w, marks], anchors=[tup])
         self.ack(tup)
 
 class Count(Bolt):
     outputs = ["key", "message"]
     def initialize(self, config, context):
-        self.counts = Counter()
+        self.counts = {}
     def process(self, tup):
-        word, sent = tup.values
-        self.counts[word] += 1
-        self.emit([word, f"{self.counts[word]} {sent}"], anchors=[tup])
+        word, marks = tup.values
+        n = self.counts[word] = self.counts.get(word, 0) + 1
+        self.emit([word, f"{n} {marks}"], anchors=[tup])
         self.ack(tup)
 
-bootstrap, par = sys.argv[1], int(sys.argv[2])
+bootstrap, par, fetch_wait = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 b = TopologyBuilder("kafka_e2e")
 spout = KafkaSpout.spec(name="kafka", par=par, config={"kafka.bootstrap.servers": bootstrap,
-    "kafka.topics": ["e2e-in"], "kafka.group.id": "e2e", "kafka.offset.commit.period.ms": 1000})
+    "kafka.topics": ["in"], "kafka.group.id": "e2e", "kafka.offset.commit.period.ms": 1000,
+    "kafka.consumer.fetch.wait.max.ms": int(fetch_wait)})
 b.add_spec(spout)
 split = b.add_bolt("split", Split, par=par, inputs={spout: Grouping.SHUFFLE})
 count = b.add_bolt("count", Count, par=par, inputs={split: Grouping.fields("word")})
 b.add_bolt("out", KafkaBolt, par=par, inputs={count: Grouping.SHUFFLE},
-           config={"kafka.bootstrap.servers": bootstrap, "kafka.topic": "e2e-out"})
+           config={"kafka.bootstrap.servers": bootstrap, "kafka.topic": "out"})
 b.set_config({"topology.stmgrs": 1, "topology.reliability.mode": "ATLEAST_ONCE",
               "topology.max.spout.pending": 2000})
 b.build_and_submit()
 '''
 
 
-def produce(bootstrap: str, n: int, rate: float) -> None:
+def produce(bootstrap: str, topic: str, n: int, rate: float) -> None:
+    """``n`` sentences of WORDS words, each prefixed with its send time; ``rate`` 0: unpaced."""
     from confluent_kafka import Producer
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
     t0 = time.perf_counter()
     for i in range(n):
-        if rate and i % 100 == 0:
+        if rate and i % 20 == 0:
             ahead = i / rate - (time.perf_counter() - t0)
             if ahead > 0:
                 time.sleep(ahead)
-        p.produce("e2e-in", value=f"{time.time():.6f} w{i % 101} x{i % 13} y{i % 7} z{i % 3}".encode())
-        if i % 1000 == 0:
+        p.produce(topic, value=f"{time.time():.6f} w{i % 101} x{i % 13} y{i % 7} z{i % 3}".encode())
+        if i % 500 == 0:
             p.poll(0)
     p.flush(120)
 
 
-def read(bootstrap: str, expected: int, timeout_s: float) -> tuple[list[float], float]:
-    """Latencies (s) of the output records and the arrival time of the last one."""
-    from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "e2e-reader", "enable.auto.commit": False})
-    parts = c.list_topics("e2e-out", timeout=10).topics["e2e-out"].partitions
-    c.assign([TopicPartition("e2e-out", p, -2) for p in parts])
-    lat: list[float] = []
-    last = time.time()
+@dataclass
+class Readings:
+    """What a reader saw: per record its latency and, when the record carries the split step's
+    mark and a CreateTime, its three parts (seconds)."""
+    total: list[float] = field(default_factory=list)
+    parts: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    first: float = 0.0
+    last: float = 0.0
+
+
+def read(bootstrap: str, topic: str, expected: int, fetch_wait_ms: int, timeout_s: float) -> Readings:
+    from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{topic}", "enable.auto.commit": False,
+                  "fetch.wait.max.ms": fetch_wait_ms})
+    parts = c.list_topics(topic, timeout=10).topics[topic].partitions
+    c.assign([TopicPartition(topic, p, -2) for p in parts])
+    r = Readings()
     deadline = time.monotonic() + timeout_s
-    while len(lat) < expected and time.monotonic() < deadline:
-        for m in c.consume(1000, 0.5):
-            if m.error() is None:
-                last = time.time()
-                lat.append(last - float((m.value() or b"0 0").split()[1]))
+    while len(r.total) < expected and time.monotonic() < deadline:
+        for m in c.consume(1000, 0.2):
+            if m.error() is not None:
+                continue
+            now = time.time()
+            r.first = r.first or now
+            r.last = now
+            fields = (m.value() or b"").split()
+            if len(fields) == 1:  # the floor probe: the send time alone
+                r.total.append(now - float(fields[0]))
+                continue
+            sent, split = float(fields[1]), float(fields[2])
+            r.total.append(now - sent)
+            kind, ts = m.timestamp()
+            if kind == TIMESTAMP_CREATE_TIME:
+                produced = ts / 1000.0
+                r.parts["in"].append(split - sent)
+                r.parts["engine"].append(produced - split)
+                r.parts["out"].append(now - produced)
     c.close()
-    return lat, last
+    return r
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--records", type=int, default=100_000)
-    ap.add_argument("--rate", type=float, default=0, help="input records/s; 0: all produced first")
-    ap.add_argument("--par", type=int, default=2)
-    args = ap.parse_args()
+def bare_loop(bootstrap: str, fetch_wait_ms: int, stop: threading.Event) -> None:
+    """The loop a user would write without an engine: consume (waiting for the first record,
+    then what is ready), split, count, produce each word's count, commit after the flush."""
+    from confluent_kafka import Consumer, Producer
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bare", "enable.auto.commit": False,
+                  "auto.offset.reset": "earliest", "fetch.wait.max.ms": fetch_wait_ms})
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    c.subscribe(["in"])
+    counts: defaultdict[str, int] = defaultdict(int)
+    next_commit = time.monotonic() + 1.0
+    while not stop.is_set():
+        msgs = c.consume(1, 0.02)
+        if not msgs:
+            continue
+        msgs += c.consume(499, 0)
+        for m in msgs:
+            if m.error() is not None:
+                continue
+            sent, _, text = m.value().decode().partition(" ")
+            marks = f"{sent} {time.time():.6f}"
+            for w in text.split():
+                counts[w] += 1
+                while True:
+                    try:
+                        p.produce("out", key=w.encode(), value=f"{counts[w]} {marks}".encode())
+                        break
+                    except BufferError:
+                        p.poll(0.01)
+        p.poll(0)
+        if time.monotonic() >= next_commit:  # at least once: commit only what was delivered
+            p.flush(30)
+            c.commit(asynchronous=True)
+            next_commit = time.monotonic() + 1.0
+    p.flush(30)
+    c.close()
+
+
+def q(xs: list[float], k: int) -> float:
+    return statistics.quantiles(xs, n=100)[k - 1] * 1000 if len(xs) >= 100 else float("nan")
+
+
+class Phase:
+    """One broker with fresh topics ``in`` and ``out`` for one measurement."""
+
+    def __init__(self, home: Path, par: int) -> None:
+        self.broker = TansuBroker(home)
+        self.broker.create_topic("in", par)
+        self.broker.create_topic("out", par)
+        self.bootstrap = self.broker.bootstrap
+
+    def __enter__(self) -> Phase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.broker.stop()
+
+
+def run_bare(home: Path, args: argparse.Namespace, records: int, rate: float) -> Readings:
+    with Phase(home, args.par) as ph:
+        stop = threading.Event()
+        if not rate:
+            produce(ph.bootstrap, "in", records, 0)
+        loop = threading.Thread(target=bare_loop, args=(ph.bootstrap, args.fetch_wait_ms, stop))
+        loop.start()
+        feeder = _feeder(ph.bootstrap, records, rate)
+        try:
+            r = read(ph.bootstrap, "out", records * WORDS, args.fetch_wait_ms, 300)
+        finally:
+            stop.set()
+            loop.join()
+            if feeder:
+                feeder.join()
+        return r
+
+
+def run_topology(home: Path, args: argparse.Namespace, records: int, rate: float) -> Readings:
     from heron_py.testing import run_local
     from heron_py.testing.local import kill_local
-
-    home = Path(tempfile.mkdtemp(prefix="kafka_e2e"))
-    broker = TansuBroker(home)
-    try:
-        broker.create_topic("e2e-in", args.par)
-        broker.create_topic("e2e-out", args.par)
+    with Phase(home, args.par) as ph:
         f = home / "kafka_e2e_topology.py"
         f.write_text(TOPOLOGY)
-        if not args.rate:
-            produce(broker.bootstrap, args.records, 0)
-        run = run_local(f, [broker.bootstrap, str(args.par)], home=home, name="kafka_e2e", keep_running=True)
+        if not rate:
+            produce(ph.bootstrap, "in", records, 0)
+        run = run_local(f, [ph.bootstrap, str(args.par), str(args.fetch_wait_ms)], home=home, name="kafka_e2e",
+                        keep_running=True)
         try:
-            t0 = time.time()
-            feeder = threading.Thread(target=produce, args=(broker.bootstrap, args.records, args.rate)) \
-                if args.rate else None
-            if feeder:
-                feeder.start()
-            lat, last = read(broker.bootstrap, args.records * WORDS, 600)
+            feeder = _feeder(ph.bootstrap, records, rate)
+            r = read(ph.bootstrap, "out", records * WORDS, args.fetch_wait_ms, 300)
             if feeder:
                 feeder.join()
         finally:
             kill_local(home, run.name)
-        if len(lat) < args.records * WORDS:
-            print(f"only {len(lat)} of {args.records * WORDS} count updates came out within 600 s")
-        qs = statistics.quantiles(lat, n=100) if len(lat) >= 100 else [float("nan")] * 99
-        print(f"| records | rate (records/s) | par | throughput (records/s) | p50 latency (ms) | p99 latency (ms) |\n"
-              f"|---|---|---|---|---|---|\n"
-              f"| {args.records} | {args.rate or 'unpaced'} | {args.par} | {args.records / (last - t0):,.0f} | "
-              f"{qs[49] * 1000:.1f} | {qs[98] * 1000:.1f} |")
-        if not args.rate:
-            print("(unpaced: the latency includes the time the input waited in the topic; read it with --rate)")
-    finally:
-        broker.stop()
+        return r
+
+
+def run_probe(home: Path, args: argparse.Namespace, records: int, rate: float) -> Readings:
+    with Phase(home, args.par) as ph:
+        feeder = _feeder(ph.bootstrap, records, rate, topic="out", bare=True)
+        r = read(ph.bootstrap, "out", records, args.fetch_wait_ms, 300)
+        if feeder:
+            feeder.join()
+        return r
+
+
+def _feeder(bootstrap: str, records: int, rate: float, topic: str = "in", bare: bool = False) -> threading.Thread | None:
+    if not rate:
+        return None
+    target: Callable[..., None] = _produce_bare if bare else produce
+    t = threading.Thread(target=target, args=(bootstrap, topic, records, rate))
+    t.start()
+    return t
+
+
+def _produce_bare(bootstrap: str, topic: str, n: int, rate: float) -> None:
+    """The floor probe's input: the send time alone, read back as it is."""
+    from confluent_kafka import Producer
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
+    t0 = time.perf_counter()
+    for i in range(n):
+        if i % 20 == 0:
+            ahead = i / rate - (time.perf_counter() - t0)
+            if ahead > 0:
+                time.sleep(ahead)
+        p.produce(topic, value=f"{time.time():.6f}".encode())
+        if i % 500 == 0:
+            p.poll(0)
+    p.flush(120)
+
+
+def peak(r: Readings, records: int) -> float:
+    return records / (r.last - r.first) if r.last > r.first else float("nan")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=100_000, help="input records of the peak phases")
+    ap.add_argument("--seconds", type=float, default=10.0, help="length of each paced phase")
+    ap.add_argument("--par", type=int, default=2)
+    ap.add_argument("--fetch-wait-ms", type=int, default=10)
+    ap.add_argument("--rate", type=float, default=0, help="the paced rate (records/s); 0: half the topology's peak")
+    ap.add_argument("--quick", action="store_true", help="fewer records: bench/run.py --quick's smoke figures")
+    args = ap.parse_args()
+    if args.quick:
+        args.records, args.seconds = 20_000, 4.0
+    home = Path(tempfile.mkdtemp(prefix="kafka_e2e"))
+    out = run_topology(home, args, args.records, 0)
+    top_peak = peak(out, args.records)
+    bare = run_bare(home, args, args.records, 0)
+    bare_peak = peak(bare, args.records)
+    print(f"peak (records/s, first count out to last): topology {top_peak:,.0f}, bare loop {bare_peak:,.0f}, "
+          f"ratio {top_peak / bare_peak:.2f}x")
+    rate = args.rate or round(top_peak / 2, -2)
+    n = int(rate * args.seconds)
+    rows = [("broker floor (produce → consume)", run_probe(home, args, n, rate)),
+            ("bare loop (consume → count → produce)", run_bare(home, args, n, rate)),
+            ("heron-py topology", run_topology(home, args, n, rate))]
+    print(f"\nlatency at {rate:,.0f} records/s ({n:,} records, fetch.wait.max.ms {args.fetch_wait_ms}):\n")
+    print("| run | outputs | p50 (ms) | p99 (ms) | in p50/p99 | engine p50/p99 | out p50/p99 |\n|---|---|---|---|---|---|---|")
+    for name, r in rows:
+        parts = " | ".join(f"{q(r.parts[k], 50):.1f} / {q(r.parts[k], 99):.1f}" if r.parts.get(k) else "-"
+                           for k in ("in", "engine", "out"))
+        print(f"| {name} | {len(r.total):,} | {q(r.total, 50):.1f} | {q(r.total, 99):.1f} | {parts} |")
+    top, bare_r = rows[2][1], rows[1][1]
+    print(f"\nheron-py adds over the bare loop: p50 {q(top.total, 50) - q(bare_r.total, 50):+.1f} ms, "
+          f"p99 {q(top.total, 99) - q(bare_r.total, 99):+.1f} ms")
 
 
 if __name__ == "__main__":

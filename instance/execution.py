@@ -37,8 +37,9 @@ BOLT_BATCHES = 8
 # A spout whose next_tuple emits nothing waits before calling it again, on its inbound queue
 # (an ack, a plan or a wake ends the wait at once): 1 ms at first, as Storm's sleep strategy,
 # doubling while next_tuple stays empty, up to IDLE_WAIT_MAX_S (Storm 2's progressive wait).
-# An idle spout so wakes ~20 times a second, not 1000; a spout polling a source of its own
-# in next_tuple sees at most IDLE_WAIT_MAX_S more latency after a quiet spell.
+# An idle spout so wakes ~20 times a second, not 1000. A spout that waits on a source of its
+# own in next_tuple says so (heron_waited, SpoutHost.waited_for_input) and gets no idle wait:
+# the loop's wait would add up to IDLE_WAIT_MAX_S to a record arriving in a quiet spell.
 IDLE_WAIT_MIN_S = 0.001
 IDLE_WAIT_MAX_S = 0.05
 # the longest the execution thread sleeps on its inbound queue: a SIGTERM's handler only sets
@@ -375,6 +376,10 @@ class SpoutLoop:
             # nothing to emit: flush what we have, then wait (progressively longer) for input
             host.flush()
             self.last_flush = now
+            if host.waited_for_input():
+                # the spout waited on its source itself (and wakes at its first record)
+                self.idle_wait = IDLE_WAIT_MIN_S
+                return
             if runner.drain(host, block_s=min(self.idle_wait, self._until_timer(now))):
                 self.idle_wait = IDLE_WAIT_MIN_S
             else:

@@ -345,6 +345,12 @@ class SpoutHost(ComponentHost):
                     break
         return self.emitter.emitted - before
 
+    def waited_for_input(self) -> bool:
+        """Whether the last next_tuple waited on the spout's own source: a spout that blocks in
+        next_tuple until its first record (the Kafka spout's poll) sets ``heron_waited``, and the
+        loop then adds no idle wait of its own, which would only delay the next record."""
+        return getattr(self.user, "heron_waited", False) is True
+
     def acks_due(self) -> None:
         """Acks tuples whose tree completed at emit (no consumer took a copy)."""
         if self.reliability is not None:

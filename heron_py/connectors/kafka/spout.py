@@ -134,6 +134,10 @@ class KafkaSpout(Spout):
 
     outputs = ["topic", "partition", "offset", "key", "value"]
     clock: Callable[[], float] = time.monotonic
+    # the last next_tuple waited in the consumer's poll (read by the engine's spout loop, which
+    # then adds no idle wait of its own: SpoutHost.waited_for_input)
+    heron_waited = False
+    _last_poll_empty = False
     # bound by the engine's host when nothing needs to see each emit (no hook, no tap): a poll's
     # tuples in one call, untracked (heron_emit_many) or with their message ids (runtime/host.py)
     heron_emit_many: Callable[[list[Any], str], None] | None = None
@@ -266,6 +270,7 @@ class KafkaSpout(Spout):
 
     # --- the loop ------------------------------------------------------------------------------
     def next_tuple(self) -> None:
+        self.heron_waited = False
         now = self.clock()
         if now >= self._next_refresh:
             self._refresh()
@@ -302,7 +307,20 @@ class KafkaSpout(Spout):
     def _poll(self) -> None:
         if not self.assigned:
             return
-        msgs: list[Any] = self.consumer.consume(self.cfg.max_poll_records, self.cfg.poll_timeout_s)
+        cfg, consumer = self.cfg, self.consumer
+        if self._last_poll_empty and cfg.poll_timeout_s > 0:
+            # librdkafka's consume(n, timeout) returns when n records came or the timeout ran
+            # out, so a 500-record poll at a few thousand records/s always waited the whole
+            # timeout. Wait for the first record only, then take what else is ready. Only
+            # after a look that found nothing: the engine flushed this spout's emits before it
+            # called again, so nothing emitted waits here with it.
+            msgs: list[Any] = consumer.consume(1, cfg.poll_timeout_s)
+            self.heron_waited = True
+            if msgs and cfg.max_poll_records > 1:
+                msgs += consumer.consume(cfg.max_poll_records - 1, 0)
+        else:
+            msgs = consumer.consume(cfg.max_poll_records, 0)
+        self._last_poll_empty = not msgs
         if not msgs:
             return
         if self.untracked:

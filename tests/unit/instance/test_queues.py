@@ -149,9 +149,26 @@ class Sink(Bolt):
         pass
 
 
-def _plan(burst: int) -> PhysicalPlan:
+class WaitingSpout(Spout):
+    """Waits 10 ms for a source of its own in every next_tuple, which never has a record;
+    says it waited (``heron_waited``) when the config asks it to, as the Kafka spout does."""
+
+    outputs = ["n"]
+
+    def initialize(self, config: dict[str, Any], context: Any) -> None:
+        self.says = bool(config.get("says_waited"))
+        self.calls = 0
+        self.source = threading.Event()
+
+    def next_tuple(self) -> None:
+        self.calls += 1
+        self.source.wait(0.01)
+        self.heron_waited = self.says
+
+
+def _plan(burst: int, spout: type[Spout] = IdleSpout, **conf: Any) -> PhysicalPlan:
     b = TopologyBuilder("wake")
-    s = b.add_spout("spout", IdleSpout, par=1, config={"burst": burst})
+    s = b.add_spout("spout", spout, par=1, config={"burst": burst, **conf})
     b.add_bolt("sink", Sink, par=1, inputs={s: Grouping.SHUFFLE})
     b.set_config({"heron_py.instance.batch.size": 1})  # one frame per tuple: a full queue soon
     topo = b.build()
@@ -211,6 +228,28 @@ def test_an_idle_spout_loop_sleeps_on_its_queue_instead_of_polling(stand_in_main
     # doubles to IDLE_WAIT_MAX_S (50 ms) and timers: ~20 plus a few
     assert 1 <= w1 - w0 <= 40, w1 - w0
     assert 1 <= c1 - c0 <= 40, c1 - c0  # one next_tuple per wake-up once idle (was 64 per 1 ms)
+
+
+@pytest.mark.parametrize("says_waited", [True, False])
+def test_a_spout_that_waits_on_its_own_source_gets_no_idle_wait_of_the_loop(stand_in_main: None,
+                                                                            says_waited: bool) -> None:
+    task = _Task(_plan(burst=0, spout=WaitingSpout, says_waited=says_waited), out_batches=64)
+    task.thread.start()
+    task.wait_for(lambda: task.runner.reports.host is not None and task.spout().calls > 0, "the first next_tuple")
+    ev = threading.Event()
+    w0, c0 = task.runner.wakeups, task.spout().calls
+    ev.wait(0.5)
+    w1, c1 = task.runner.wakeups, task.spout().calls
+    task.runner.stop()
+    task.thread.join(timeout=10)
+    assert not task.thread.is_alive()
+    assert c1 > c0
+    if says_waited:
+        # the loop goes straight back to next_tuple: it never sleeps on its queue (a timer
+        # due would still be served by the non-blocking drain at the top of each round)
+        assert w1 == w0
+    else:  # a spout that does not say so still gets the loop's progressive wait
+        assert w1 - w0 >= 1
 
 
 def test_a_spout_held_by_backpressure_wakes_when_the_gateway_takes(stand_in_main: None,

@@ -81,6 +81,7 @@ class Consumer:
         self.conf = conf
         self.callbacks: deque[tuple[Any, list[TopicPartition]]] = deque()
         self.position: dict[int, int] = {}
+        self.polls: list[tuple[int, float]] = []  # each consume call's (num, timeout)
         self.broker.consumers.append(self)
 
     def list_topics(self, timeout: float | None = None) -> Any:
@@ -110,9 +111,10 @@ class Consumer:
         while self.callbacks:  # the client serves commit callbacks inside consume/poll
             err, tps = self.callbacks.popleft()
             self.conf["on_commit"](err, tps)
+        self.polls.append((num, timeout))
         out: list[Msg] = []
         for p, pos in sorted(self.position.items()):
-            end = self.broker.log[p]
+            end = min(self.broker.log[p], pos + num - len(out))  # at most num, as the client
             out += [Msg(p, o) for o in range(pos, end)]
             self.position[p] = end
         return out
