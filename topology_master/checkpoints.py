@@ -1,69 +1,62 @@
 """The active master's driver of effectively once: it feeds the coordinator
-(heron_py/checkpoint/coordinator.py, the rules) with time, the tasks' reports and failures, and
-carries out its actions: commands to every stream manager, completion in the storage.
+(heron_py/checkpoint/coordinator.py, the rules) with time, the tasks' reports and failures and
+the operator's command, and hands what the coordinator decides to be carried out.
+
+The parts, one job each, as Flink's checkpoint coordinator stands beside its checkpoint storage
+and its completed-checkpoint store:
+- ``CheckpointDriver`` (here): deciding what an input means and when; the clocks are injected.
+- ``ActingGate`` (here): whether this master may act, and what waits until it may.
+- ``ActionRunner`` (checkpoint_actions.py): the commands to every stream manager, the log lines.
+- ``CompletedCheckpoints`` (checkpoint_store.py): the complete ids and the durable record.
+- ``StorageWorker`` (checkpoint_io.py): the blocking storage calls, in order on one I/O thread,
+  their results back on the event loop; an id is complete only once its marker is durable
+  (``on_marked``).
 
 Failures are seen in what the stream managers report of their instances: a task that was
 ready and is now gone, or is back with another pid, or a stream manager that disconnected.
 The first restore happens once every task is ready (a master that took over restores too: it
 cannot know what the tasks did while no master watched).
 
-Issue 37:
-- Ids come from the master's election epoch (``masterepochs/NAME`` in the state manager, one
-  more for every master that becomes active; docs/ARCHITECTURE.md section 7): restore ids go on
-  the wire as ``epoch << 32 | n`` and checkpoint ids start at ``epoch << 32 | 1``, so a master
-  that took over sends ids above every id an earlier master sent, whatever the clocks say, and
-  never reuses a checkpoint id an earlier master's tasks may still be saving into.
-- Checkpoint I/O (listing, marking complete, gc with its fsyncs and rmtree) runs on one I/O
-  thread, in order; its results come back to the event loop as coordinator events. An id is
-  complete only once its marker is durable (``on_marked``).
-- A master that lost its state-manager session (``session_ok``) or whose epoch is no longer the
-  newest (``epoch_now``) neither starts nor completes a checkpoint: the check runs on the I/O
-  thread right before the marker is written.
+Ids come from the master's election epoch (``masterepochs/NAME`` in the state manager, one more
+for every master that becomes active; docs/ARCHITECTURE.md section 7): restore ids go on the wire
+as ``epoch << 32 | n`` and checkpoint ids start at ``epoch << 32 | 1``, so a master that took over
+sends ids above every id an earlier master sent, whatever the clocks say, and never reuses a
+checkpoint id an earlier master's tasks may still be saving into. A master that lost its
+state-manager session (``session_ok``) or whose epoch is no longer the newest (``epoch_now``)
+neither starts nor completes a checkpoint: the check runs on the I/O thread right before the
+marker is written.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from enum import Enum
 from pathlib import Path
-from typing import Any, TypeVar
-
-from google.protobuf.message import Message
+from typing import Any
 
 from heron_py.checkpoint.coordinator import (
-    CheckpointAborted,
     CheckpointCommitted,
     CheckpointComplete,
     CheckpointCoordinator,
-    CheckpointDiscarded,
-    CheckpointsFailing,
-    CheckpointsRecovered,
-    CoordinatorAction,
     CoordinatorConfig,
     CoordinatorState,
-    RestoreFailed,
-    RestoreRetry,
-    StartCheckpoint,
-    StartProcessing,
-    StartRestore,
 )
 from heron_py.checkpoint.select import checkpoint_location, open_checkpoint_storage
 from heron_py.checkpoint.storage import CheckpointStorage
 from heron_py.common.config import StatefulConfig, effectively_once
 from heron_py.common.net import Connection
-from heron_py.common.wire import encode_msg
 from heron_py.planner.model import PackingPlan, TopologyDef
 from proto import heron_py_pb2 as pb
+from topology_master.checkpoint_actions import ActionRunner
 from topology_master.checkpoint_io import CheckpointRecords, StorageWorker, Superseded
+from topology_master.checkpoint_store import CompletedCheckpoints
 
 EPOCH_BITS = 32
 SEQ_MASK = (1 << EPOCH_BITS) - 1
-
-T = TypeVar("T")
 
 
 def restore_wire_id(epoch: int, n: int) -> int:
@@ -79,30 +72,62 @@ def first_checkpoint_id(epoch: int, stored_ids: Iterable[int]) -> int:
     return max([(epoch << EPOCH_BITS) | 1, *(c + 1 for c in stored_ids)])
 
 
-class StateRecords:
-    """``CheckpointRecords`` in the state manager (they outlive a kill, as the checkpoints do)."""
-
-    def __init__(self, state: Any, topology: str) -> None:
-        self._state = state
-        self._topology = topology
-
-    def load(self) -> dict[str, Any] | None:
-        record: dict[str, Any] | None = self._state.get_checkpoint_record(self._topology)
-        return record
-
-    def save(self, record: dict[str, Any]) -> None:
-        self._state.set_checkpoint_record(self._topology, record)
+class Acting(Enum):
+    """Whether this master may drive checkpoints."""
+    ACTING = "acting"
+    SESSION_LOST = "session lost"  # it cannot know it is still the active master; it may act again
+    SUPERSEDED = "superseded"  # a newer master took over: for good
 
 
-def ruled_out_by_operator(record: Mapping[str, Any], checkpoint_id: int) -> bool:
-    """Whether the operator's last choice rolled the topology back past ``checkpoint_id``."""
-    op = record.get("operator")
-    if not isinstance(op, Mapping):
-        return False
-    return int(op.get("checkpoint", 0)) < checkpoint_id <= int(op.get("below", 0))
+class ActingGate:
+    """Whether this master may act, and what came while it could not (its state-manager
+    session suspended): a task gone or restarted, a stream manager's rollback request (newest
+    per container, with the answer's way back). The driver acts on those first thing once it may
+    act again: a restarted task would wait for a restore forever, and a stream manager asks until
+    it is answered."""
+
+    def __init__(self, session_ok: Callable[[], bool], log: logging.Logger) -> None:
+        self._session_ok = session_ok
+        self._log = log
+        self.superseded: str | None = None
+        self._failures: list[str] = []
+        self._rollbacks: dict[int, tuple[int, str, Callable[[bytes], None]]] = {}
+
+    @property
+    def state(self) -> Acting:
+        if self.superseded is not None:
+            return Acting.SUPERSEDED
+        return Acting.ACTING if self._session_ok() else Acting.SESSION_LOST
+
+    def may_act(self) -> bool:
+        return self.state is Acting.ACTING
+
+    def why_not(self) -> str:
+        return self.superseded or "its state-manager session is lost"
+
+    def stop(self, why: str) -> None:
+        if self.superseded is None:
+            self.superseded = why
+            self._log.error("effectively once: this master stops driving checkpoints: %s", why)
+
+    def defer_failure(self, reason: str) -> None:
+        self._failures.append(reason)
+
+    def defer_rollback(self, container: int, restore_id: int, reason: str, answer: Callable[[bytes], None]) -> None:
+        self._rollbacks[container] = (restore_id, reason, answer)
+
+    def take_deferred(self) -> tuple[list[str], list[tuple[int, tuple[int, str, Callable[[bytes], None]]]]]:
+        """What waited, emptied: the failures in order, the rollback requests by container."""
+        failures, self._failures = self._failures, []
+        rollbacks, self._rollbacks = self._rollbacks, {}
+        return failures, sorted(rollbacks.items())
 
 
 class CheckpointDriver:
+    """The master's side of effectively once: it feeds the coordinator, tells the
+    ``ActionRunner`` to carry out what the coordinator decided, and keeps the master from acting
+    when it may not (``ActingGate``)."""
+
     def __init__(self, topology: str, tasks: Mapping[int, str], config: CoordinatorConfig, storage: CheckpointStorage,
                  *, epoch: int, send_all: Callable[[bytes], None], log: logging.Logger,
                  io: concurrent.futures.Executor | None = None, session_ok: Callable[[], bool] = lambda: True,
@@ -122,37 +147,35 @@ class CheckpointDriver:
         self.epoch = epoch
         self.config = config
         self._tasks = dict(tasks)
-        self._storage = storage
-        self._send_all = send_all
         self._log = log
         self._clock = clock
         self._wall = wall
-        self._session_ok = session_ok
-        self._state_changed = state_changed
-        self.io = StorageWorker(topology, storage, records, log, epoch=epoch, io=io, session_ok=session_ok,
-                                epoch_now=epoch_now)
+        self._gate = ActingGate(session_ok, log)
+        self._store = CompletedCheckpoints(
+            StorageWorker(topology, storage, records, log, epoch=epoch, io=io, session_ok=session_ok,
+                          epoch_now=epoch_now),
+            keep_completed=config.keep_completed, log=log)
         self._rid_base = epoch << EPOCH_BITS
+        self._actions = ActionRunner(self._store, rid_base=self._rid_base, send_all=send_all, log=log,
+                                     state_changed=state_changed, marked=self._marked)
         self.coordinator: CheckpointCoordinator | None = None  # once the storage was listed
-        self._stored_complete: set[int] = set()  # the storage's complete ids as last listed
-        self._restore_frame: bytes | None = None  # the restore under way, for late stream managers
-        self._start_frame: tuple[int, bytes] | None = None  # the checkpoint under way, for stream managers back
         self._pids: dict[int, int] = {}  # task -> pid while ready, as last seen
-        self.superseded: str | None = None
         self.last_completed_wall: float | None = None
-        # what came while this master could not act (its state-manager session suspended): a
-        # task gone or restarted, a stream manager's rollback request (newest per container,
-        # with the answer's way back); acted on once it may act again, first thing
-        self._deferred_failures: list[str] = []
-        self._record: dict[str, Any] = {}  # the durable record, as last read or written
-        self._deferred_rollbacks: dict[int, tuple[int, str, Callable[[bytes], None]]] = {}
 
     # --- life ---
     async def run(self, stopped: asyncio.Event, period_s: float = 0.2) -> None:
         """Lists the storage (on the I/O thread, retried), then ticks the coordinator until ``stopped``."""
         try:
-            listed = await self.io.listing()
-            if listed is not None and not stopped.is_set():
-                self._opened(*listed)
+            opened = await self._store.opened()
+            if opened is not None and not stopped.is_set():
+                completed, ids, recorded = opened
+                first = first_checkpoint_id(self.epoch, ids)
+                self.coordinator = CheckpointCoordinator(self.config, self._tasks, completed=completed,
+                                                         first_id=first, recorded=recorded)
+                self._log.info("effectively once: master epoch %d, complete checkpoints %s (recorded: %s), "
+                               "first id %d", self.epoch, completed[-self.config.keep_completed:],
+                               recorded or "none", first)
+                self._maybe_start()
             while not stopped.is_set():
                 self.tick()
                 try:
@@ -163,52 +186,33 @@ class CheckpointDriver:
             self.close()
 
     def close(self) -> None:
-        self.io.close()
+        self._store.close()
 
     @property
     def storage_error(self) -> str | None:
-        return self.io.storage_error
+        return self._store.storage_error
 
-    def _opened(self, completed: list[int], ids: list[int], record: dict[str, Any]) -> None:
-        self._record = dict(record)
-        # checkpoints the operator rolled back past stay no targets, whichever master reads them
-        completed = [c for c in completed if not ruled_out_by_operator(record, c)]
-        self._stored_complete = set(completed)
-        first = first_checkpoint_id(self.epoch, ids)
-        recorded = int(record.get("completed", 0))
-        self.coordinator = CheckpointCoordinator(self.config, self._tasks, completed=completed, first_id=first,
-                                                 recorded=recorded)
-        self._log.info("effectively once: master epoch %d, complete checkpoints %s (recorded: %s), first id %d",
-                       self.epoch, completed[-self.config.keep_completed:], recorded or "none", first)
-        self._maybe_start()
-
-    def _save_record(self, **changes: Any) -> None:
-        """The durable record, changed and written on the I/O thread (in order with the rest)."""
-        self._record = {**self._record, **changes}
-        self.io.save_record(dict(self._record))
+    @property
+    def superseded(self) -> str | None:
+        """Why this master stopped driving checkpoints for good (None while it may)."""
+        return self._gate.superseded
 
     # --- inputs ---
     def tick(self) -> None:
         c = self.coordinator
-        if c is None or not self._may_act():
+        if c is None or not self._gate.may_act():
             return
         # what waited for the session first: a checkpoint must not complete past a loss
-        self._act_on_deferred()
-        self._maybe_start()
-        self._apply(c.tick(self._clock()))
-
-    def _act_on_deferred(self) -> None:
-        failures, self._deferred_failures = self._deferred_failures, []
-        rollbacks, self._deferred_rollbacks = self._deferred_rollbacks, {}
-        c = self.coordinator
-        assert c is not None
+        failures, rollbacks = self._gate.take_deferred()
         if failures and c.state not in (CoordinatorState.STARTING, CoordinatorState.WAITING_FOR_OPERATOR):
             reason = "; ".join(failures)
             self._log.warning("effectively once: while this master could not act: %s; rolling every task back",
                               reason)
-            self._apply(c.on_failure(self._clock(), reason))
-        for container, (restore_id, reason, answer) in sorted(rollbacks.items()):
-            self.on_rollback_request(container, restore_id, reason, answer)
+            self._actions.apply(c.on_failure(self._clock(), reason))
+        for container, (restore_id, why, answer) in rollbacks:
+            self.on_rollback_request(container, restore_id, why, answer)
+        self._maybe_start()
+        self._actions.apply(c.tick(self._clock()))
 
     def on_instances(self, instances: Mapping[int, Mapping[str, Any]], cause: str = "") -> None:
         """The master's view of every task (component, container, pid, ready) changed."""
@@ -225,16 +229,16 @@ class CheckpointDriver:
         c = self.coordinator
         if c is None:
             return  # the first restore, once listed, replaces whatever the tasks did
-        if not self._may_act():
+        if not self._gate.may_act():
             if gone:  # a restarted task would wait for a restore forever
-                self._deferred_failures.append((cause + ": " if cause else "") + ", ".join(gone))
+                self._gate.defer_failure((cause + ": " if cause else "") + ", ".join(gone))
             return
         if c.state is CoordinatorState.STARTING:
             self._maybe_start()
         elif gone and c.state is not CoordinatorState.WAITING_FOR_OPERATOR:
             reason = (cause + ": " if cause else "") + ", ".join(gone)
             self._log.warning("effectively once: %s; rolling every task back", reason)
-            self._apply(c.on_failure(self._clock(), reason))
+            self._actions.apply(c.on_failure(self._clock(), reason))
 
     def on_rollback_request(self, container: int, restore_id: int, reason: str,
                             answer: Callable[[bytes], None] = lambda frame: None) -> None:
@@ -244,11 +248,11 @@ class CheckpointDriver:
         manager is answered (it asks again until it is). One that comes while this master may
         not act waits until it may."""
         c = self.coordinator
-        if c is None or not self._may_act():
+        if c is None or not self._gate.may_act():
             self._log.warning("effectively once: stream manager %d asked to roll back restore %d (%s) while this "
                               "master cannot act (%s); kept until it can", container, restore_id, reason,
-                              "storage not listed yet" if c is None else self._not_acting())
-            self._deferred_rollbacks[container] = (restore_id, reason, answer)
+                              "storage not listed yet" if c is None else self._gate.why_not())
+            self._gate.defer_rollback(container, restore_id, reason, answer)
             return
         current = self._rid_base + c.restore_seq if c.restore_seq else 0
         if restore_id != current or c.state in (CoordinatorState.STARTING, CoordinatorState.RESTORING,
@@ -256,45 +260,32 @@ class CheckpointDriver:
             why = f"restore {current}, {c.state.value}"
             self._log.info("effectively once: stream manager %d asked to roll back restore %d (%s): moot (%s)",
                            container, restore_id, reason, why)
-            answer(self._answer(restore_id, acted=False, reason=why))
+            answer(ActionRunner.answer(restore_id, acted=False, reason=why))
             return
         why = f"stream manager {container}: {reason}"
         self._log.warning("effectively once: %s; rolling every task back", why)
-        self._apply(c.on_failure(self._clock(), why, data_lost=True))
-        answer(self._answer(restore_id, acted=True, reason=why))
-
-    @staticmethod
-    def _answer(restore_id: int, *, acted: bool, reason: str) -> bytes:
-        return encode_msg(pb.RollbackAnswer(restore_id=restore_id, acted=acted, reason=reason))
+        self._actions.apply(c.on_failure(self._clock(), why, data_lost=True))
+        answer(ActionRunner.answer(restore_id, acted=True, reason=why))
 
     def greet(self, conn: Connection) -> None:
-        """A stream manager registered: mid-restore it gets the restore (its tasks are waited for);
-        mid-checkpoint it gets the checkpoint's start, which it may have missed while it was
-        away (its spouts would never start it, and the checkpoint would wait out its timeout
-        while the sinks' staged writes grow); a spout that started it already ignores it."""
-        c = self.coordinator
-        if c is None:
-            return
-        if c.state is CoordinatorState.RESTORING and self._restore_frame is not None:
-            conn.send(self._restore_frame)
-        elif (c.state is CoordinatorState.CHECKPOINTING and self._start_frame is not None
-              and c.status().in_progress_id == self._start_frame[0]):
-            conn.send(self._start_frame[1])
+        """A stream manager registered: it gets the restore or the checkpoint start under way."""
+        if self.coordinator is not None:
+            self._actions.greet(conn, self.coordinator)
 
     def on_report(self, msg: pb.CheckpointSaved | pb.StateRestored) -> None:
         """An instance saved its state (or failed to), or restored, through its stream manager."""
         c = self.coordinator
-        if c is None or not self._may_act():
+        if c is None or not self._gate.may_act():
             return
         if isinstance(msg, pb.StateRestored):
             n = msg.restore_id - self._rid_base
             if 0 < n <= SEQ_MASK:  # else another master's restore (an older epoch): not ours to count
-                self._apply(c.on_task_restored(n, msg.task_id, msg.ok, self._clock(), msg.error))
+                self._actions.apply(c.on_task_restored(n, msg.task_id, msg.ok, self._clock(), msg.error))
         elif msg.failed:
-            self._apply(c.on_task_save_failed(msg.checkpoint_id, msg.task_id, msg.error))
+            self._actions.apply(c.on_task_save_failed(msg.checkpoint_id, msg.task_id, msg.error))
         else:
-            self._apply(c.on_task_saved(msg.checkpoint_id, msg.task_id, msg.size_bytes, msg.duration_secs,
-                                        self._clock(), stored=msg.stored))
+            self._actions.apply(c.on_task_saved(msg.checkpoint_id, msg.task_id, msg.size_bytes, msg.duration_secs,
+                                                self._clock(), stored=msg.stored))
 
     def operator_restore(self, checkpoint_id: int | None) -> tuple[bool, str]:
         """``heron-py restore NAME --checkpoint ID | --clean``: checked against the ids known to
@@ -303,93 +294,37 @@ class CheckpointDriver:
         if c is None:
             return False, (f"topology {self.topology!r}: the checkpoint storage is not listed yet "
                            f"({self.storage_error or 'in progress'}); try again")
-        if not self._may_act():
-            return False, f"topology {self.topology!r}: this master may not restore ({self._not_acting()})"
+        if not self._gate.may_act():
+            return False, f"topology {self.topology!r}: this master may not restore ({self._gate.why_not()})"
         if checkpoint_id is not None:
-            known = self._stored_complete | set(c.completed)
+            known = self._store.complete | set(c.completed)
             if checkpoint_id not in known:
                 return False, (f"topology {self.topology!r}: checkpoint {checkpoint_id} is not complete in the "
                                f"storage; expected one of {sorted(known) or 'none'} or --clean")
         before = c.state
         actions = c.operator_restore(self._clock(), checkpoint_id)
         if c.state is before and c.state is not CoordinatorState.RESTORING:
-            self._apply(actions)
+            self._actions.apply(actions)
             return False, "; ".join(getattr(a, "reason", "") for a in actions)
         # durable before the restore's commands go: a master taking over keeps the choice
-        self._save_record(completed=checkpoint_id or 0,
-                          operator={"checkpoint": checkpoint_id or 0, "below": c.issued_up_to})
-        self._stored_complete = {x for x in self._stored_complete if not ruled_out_by_operator(self._record, x)}
-        self._apply(actions)
+        self._store.operator_chose(checkpoint_id, c.issued_up_to)
+        self._actions.apply(actions)
         what = "a clean start (every task's state is dropped)" if checkpoint_id is None else \
             f"checkpoint {checkpoint_id}"
         return True, f"topology {self.topology!r}: restoring {what}"
 
-    # --- actions ---
-    def _apply(self, actions: Iterable[CoordinatorAction]) -> None:
-        changed = False
-        for a in actions:
-            changed |= isinstance(a, CheckpointsFailing | CheckpointsRecovered | RestoreFailed | StartProcessing
-                                  | StartRestore)
-            if isinstance(a, StartCheckpoint):
-                frame = encode_msg(pb.StartCheckpoint(checkpoint_id=a.checkpoint_id))
-                self._start_frame = (a.checkpoint_id, frame)
-                self._send_all(frame)
-            elif isinstance(a, CheckpointComplete):
-                self.io.submit(functools.partial(self.io.mark, a.checkpoint.checkpoint_id, a.checkpoint.stored,
-                                                 a.checkpoint.packing),
-                               functools.partial(self._marked, a))
-            elif isinstance(a, CheckpointCommitted):
-                if a.checkpoint_id > int(self._record.get("completed", 0)):
-                    self._save_record(completed=a.checkpoint_id)
-                # every task commits what it staged for it (sinks, a spout's offsets)
-                self._send(pb.CheckpointCommitted(checkpoint_id=a.checkpoint_id))
-                self.io.submit(functools.partial(self.io.gc, self.config.keep_completed, a.protect),
-                               self._collected)
-            elif isinstance(a, CheckpointAborted):
-                self._log.warning("checkpoint %d aborted: %s", a.checkpoint_id, a.reason)
-            elif isinstance(a, CheckpointDiscarded):
-                self._log.warning("checkpoint %d discarded: %s", a.checkpoint_id, a.reason)
-                self._stored_complete.discard(a.checkpoint_id)
-                self.io.discard(a.checkpoint_id)
-            elif isinstance(a, CheckpointsFailing):
-                self._log.error("effectively once: %d checkpoints failed in a row "
-                                "(topology.stateful.max.consecutive.failures); the state is not being saved: %s",
-                                a.consecutive, "; ".join(a.reasons))
-            elif isinstance(a, CheckpointsRecovered):
-                self._log.info("effectively once: checkpoint %d completed after a run of failures", a.checkpoint_id)
-            elif isinstance(a, StartRestore):
-                what = "a clean start" if a.checkpoint_id is None else f"checkpoint {a.checkpoint_id}"
-                self._log.info("restore %d to %s (%s)", a.restore_id, what, a.reason)
-                self._restore_frame = encode_msg(pb.RestoreState(
-                    restore_id=self._rid_base + a.restore_id, checkpoint_id=a.checkpoint_id or 0,
-                    reason=a.reason))
-                self._send_all(self._restore_frame)
-            elif isinstance(a, RestoreRetry):
-                self._log.warning("restore %d of checkpoint %s: transient error (%s); retry %d in %gs",
-                                  a.restore_id, a.checkpoint_id, a.reason, a.attempt, a.delay_secs)
-            elif isinstance(a, StartProcessing):
-                self._log.info("every task restored (restore %d): processing", a.restore_id)
-                self._send(pb.StartProcessing(restore_id=self._rid_base + a.restore_id))
-            elif isinstance(a, RestoreFailed):
-                self._log.error("effectively once: no checkpoint could be restored, waiting for the operator: %s",
-                                a.reason)
-        if changed:
-            self._state_changed()
-
-    # event loop, with the I/O's outcome
-    def _marked(self, done: CheckpointComplete, f: concurrent.futures.Future[None]) -> None:
+    # event loop, with the marker's outcome
+    def _marked(self, done: CheckpointComplete, error: BaseException | None) -> None:
         c = self.coordinator
         assert c is not None
         cp = done.checkpoint
-        error = f.exception()
         if isinstance(error, Superseded):
-            self._stop_acting(str(error))
+            self._gate.stop(str(error))
         if error is not None:
             self._log.error("checkpoint %d: every task saved, but marking it complete failed: %s", cp.checkpoint_id,
                             error)
-            self._apply(c.on_marked(cp.checkpoint_id, self._clock(), f"{type(error).__name__}: {error}"))
+            self._actions.apply(c.on_marked(cp.checkpoint_id, self._clock(), f"{type(error).__name__}: {error}"))
             return
-        self._stored_complete.add(cp.checkpoint_id)
         self._log.info("checkpoint %d complete: %d tasks, %d bytes, %.1f ms", cp.checkpoint_id, len(cp.tasks),
                        cp.size_bytes, cp.duration_secs * 1000)
         actions = c.on_marked(cp.checkpoint_id, self._clock())
@@ -397,41 +332,16 @@ class CheckpointDriver:
             # only a checkpoint that counts shows its time: a discarded one (a loss or the
             # operator's choice while it was committing) must not lend it to the one before
             self.last_completed_wall = self._wall()
-        self._apply(actions)
+        self._actions.apply(actions)
 
-    def _collected(self, f: concurrent.futures.Future[tuple[list[int], list[int]]]) -> None:
-        error = f.exception()
-        if error is not None:  # the old checkpoints stay; the next gc tries again
-            self._log.warning("effectively once: garbage collection of old checkpoints failed: %s", error)
-            return
-        removed, complete = f.result()
-        # the storage still holds what the operator rolled back past: never a choice again
-        self._stored_complete = {c for c in complete if not ruled_out_by_operator(self._record, c)}
-        if removed:
-            self._log.info("effectively once: removed old checkpoints %s", removed)
-
-    # --- helpers ---
     def _maybe_start(self) -> None:
         c = self.coordinator
         if c is not None and c.state is CoordinatorState.STARTING and len(self._pids) == len(self._tasks) \
-                and self._may_act():
+                and self._gate.may_act():
             self._log.info("every task is ready: restoring before processing")
-            self._apply(c.start(self._clock()))
+            self._actions.apply(c.start(self._clock()))
 
-    def _may_act(self) -> bool:
-        return self.superseded is None and self._session_ok()
-
-    def _not_acting(self) -> str:
-        return self.superseded or "its state-manager session is lost"
-
-    def _stop_acting(self, why: str) -> None:
-        if self.superseded is None:
-            self.superseded = why
-            self._log.error("effectively once: this master stops driving checkpoints: %s", why)
-
-    def _send(self, msg: Message) -> None:
-        self._send_all(encode_msg(msg))
-
+    # --- what it shows ---
     def metrics(self) -> dict[str, int]:
         """The master's own checkpoint metrics (for its metrics report)."""
         s = self.coordinator.status() if self.coordinator is not None else None

@@ -32,7 +32,8 @@ from heron_py.common.handshake import PeerIdentity
 from heron_py.common.metrics_link import MetricsLink
 from heron_py.planner.model import PackingPlan, TopologyDef
 from heron_py.state import StateManager, TManagerLocation
-from topology_master.checkpoints import CheckpointDriver, StateRecords, driver_for
+from topology_master.checkpoint_store import StateRecords
+from topology_master.checkpoints import CheckpointDriver, driver_for
 from topology_master.election import Election, Role, Standing, StateWorker
 from topology_master.health import ContainerHealth, HealthConfig
 from topology_master.plan_book import PlanBook

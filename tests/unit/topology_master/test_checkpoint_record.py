@@ -20,7 +20,7 @@ from heron_py.checkpoint.storage import LocalFsStorage
 from heron_py.common.framing import MsgType
 from heron_py.state.localfs import LocalFsStateManager
 from tests.unit.topology_master.test_checkpoints import TASKS, TOPOLOGY, Harness, save_files, until
-from topology_master.checkpoints import StateRecords
+from topology_master.checkpoint_store import StateRecords
 
 WAITING = ("checkpoint 5 completed (the state manager recorded it), but the checkpoint storage shows {}: is it "
            "the storage the topology used, mounted and whole? Waiting for the operator (heron-py restore NAME "
