@@ -1,19 +1,26 @@
 """``Harness``: a topology in this process with fault and time control, for users' tests.
 
 Every task is the engine's own component host (routing, groupings, batching, anchoring), driven
-by this module in place of the instance, the stream manager and the master:
+here in place of the instance, the stream manager and the master:
 
+- the wire (``heron_py.testing.wire``): frames routed on their header as the stream managers
+  route them, the tasks' reports decoded by the daemons' message registry;
 - acking (at least once): the stream managers' XOR tracker (``heron_py.acking.tracker``), run
   here on the harness's clock (``ClockedTracker``: a root times out at exactly the message
   timeout); ACK_RESULT frames go back to the spouts' hosts, which call ``ack``/``fail``;
-- effectively once: each task's ``StatefulTask`` (the instance's own code), checkpoints into
-  an in-memory storage, markers routed behind the tuples, and the master's rollback after a crash;
+- effectively once: each task's ``StatefulTask`` (the instance's own code), checkpoints into an
+  in-memory storage, markers routed behind the tuples, and the master's own checkpoint rules
+  (``heron_py.testing.master``: the real ``CheckpointCoordinator``, with its timeouts, failure
+  count and restore fallbacks) rolling every task back after a crash;
 - time: one manual clock (``advance``); ticks, window bolts' clocks, message timeouts and
   checkpoint intervals read it, never the wall clock;
-- faults: ``kill_at`` (a bolt task dies at its Nth tuple), ``fail_at`` (a bolt fails a tuple
-  instead of processing it), and ``TestSource``'s ``ABORT`` marker (a spout task dies there).
+- faults (``heron_py.testing.faults``): ``kill_at`` (a bolt task dies at its Nth tuple),
+  ``fail_at`` (a bolt fails a tuple instead of processing it), and ``TestSource``'s ``ABORT``
+  marker (a spout task dies there).
 
-Nothing here sleeps or opens a socket: a run is deterministic for its seed.
+In this module: ``_TaskSet`` makes, restarts and commands the tasks; ``_Loop`` moves tuples and
+time; ``Harness`` is the API over them. Nothing here sleeps or opens a socket: a run is
+deterministic for its seed.
 """
 
 from __future__ import annotations
@@ -30,24 +37,23 @@ from typing import Any
 from google.protobuf.message import Message
 
 from heron_py.acking.tracker import ClockedTracker
+from heron_py.checkpoint.coordinator import CheckpointCoordinator, CoordinatorConfig
 from heron_py.checkpoint.storage import (
     DEFAULT_KEEP_LAST,
     CheckpointStorage,
     IncompleteCheckpointError,
     Marker,
-    packing_of,
 )
 from heron_py.common.config import ReliabilityConfig, StatefulConfig, effectively_once
-from heron_py.common.framing import MsgType, batch_dest, frame_type
-from heron_py.common.wire import decode
-from heron_py.planner.logical import validate
-from heron_py.planner.model import ComponentKind, PhysicalPlan, StmgrLocation, TopologyDef, TopologyState
-from heron_py.planner.packing import round_robin
+from heron_py.common.framing import MsgType, frame_type
+from heron_py.planner.model import PhysicalPlan, TopologyDef
 from heron_py.runtime.host import BoltHost, ComponentHost, HostOptions, SpoutHost, make_host
 from heron_py.runtime.stateful import StatefulTask
-from heron_py.testing.inprocess import InProcessResult, Received, fused_hint
+from heron_py.testing.faults import Faults
+from heron_py.testing.inprocess import InProcessResult, capture_observer, in_process_plan, load_topology
+from heron_py.testing.master import SimulatedMaster
 from heron_py.testing.source import SourceLedger, TaskKilled, TestSource, set_active_ledgers
-from proto import heron_py_pb2 as pb
+from heron_py.testing.wire import InProcessWire
 
 LOG = logging.getLogger("heron_py.testing.harness")
 START_TIME = 1_000_000.0  # the clock's first reading: a fixed epoch, so window bounds repeat
@@ -156,16 +162,6 @@ class HarnessResult(InProcessResult):
 
 
 @dataclass
-class _FailRule:
-    component: str
-    nth: int | None
-    when: Callable[[Any], bool] | None
-    times: int
-    seen: int = 0
-    failed: int = 0
-
-
-@dataclass
 class _Task:
     task_id: int
     component: str
@@ -176,26 +172,284 @@ class _Task:
     next_tick: float | None = None
 
 
-def _guarded_batch(kills: dict[tuple[str, int], int], task: _Task,
-                   process_batch: Callable[[list[Any]], tuple[list[Any], int]]
-                   ) -> Callable[[list[Any]], tuple[list[Any], int]]:
-    """A bolt's untracked batches (heron_process_batch: the Streamlet operators) count towards
-    ``kill_at`` (``kills``: (component, task index) -> nth tuple) as their tuples do: the task
-    dies at the batch holding its nth tuple, before processing it (what it would have emitted
-    of the batch is lost either way). ``fail_at`` concerns tracked tuples, which come one at a
-    time through ``process``."""
-    kill_key = (task.component, task.index)
+class _TaskSet:
+    """Every task of the plan: its host made, (re)started and instrumented (the harness's clock,
+    the faults' guards, the spouts' outcomes recorded), and, effectively once, the master's
+    commands carried out on all of them (the ``Cluster`` of ``heron_py.testing.master``)."""
 
-    def run(values: list[Any]) -> tuple[list[Any], int]:
-        first = task.received + 1
-        task.received += len(values)
-        nth = kills.get(kill_key)
-        if nth is not None and first <= nth <= task.received:
-            del kills[kill_key]
-            raise TaskKilled(task.component, task.task_id, f"kill_at its tuple {nth}")
-        return process_batch(values)
+    def __init__(self, plan: PhysicalPlan, wire: InProcessWire, faults: Faults, result: HarnessResult,
+                 clock: ManualClock, rng: random.Random, reliability: ReliabilityConfig,
+                 stateful: StatefulConfig | None, storage: CheckpointStorage) -> None:
+        self._plan = plan
+        self._wire = wire
+        self._faults = faults
+        self._result = result
+        self._clock = clock
+        self._rng = rng
+        self._reliability = reliability
+        self._stateful = stateful  # None: not effectively once
+        self._storage = storage
+        self.ledgers: dict[tuple[str, int], SourceLedger] = {}
+        self._fresh: dict[int, _Task] = {}  # restored for the first time: activated when processing starts
+        self.tasks: dict[int, _Task] = {}
+        index: dict[str, int] = collections.Counter()
+        for t in plan.packing.tasks:
+            task = _Task(t.task_id, t.component, index[t.component], self._new_host(t.task_id))
+            index[t.component] += 1
+            self.tasks[t.task_id] = task
+            if stateful is not None:
+                task.rt = self._new_rt(task.host)
 
-    return run
+    def start_all(self) -> None:
+        """Not effectively once: every task initializes and activates now (effectively once,
+        the master's first restore does it)."""
+        for task in self.tasks.values():
+            self._start(task)
+
+    def replace(self, task_id: int) -> None:
+        """The process of ``task_id`` died: a new host, whose emitted but unsent frames are gone
+        with the old one; a new component, started at once unless the master restores it."""
+        task = self.tasks[task_id]
+        task.host.emitter.discard()
+        task.host = self._new_host(task_id)
+        if self._stateful is not None:
+            task.rt = self._new_rt(task.host)
+        else:
+            self._start(task)
+
+    # --- the master's commands (effectively once) ---
+    def start_checkpoint(self, checkpoint_id: int) -> None:
+        for task in self.tasks.values():
+            if task.rt is not None and task.host.is_spout:
+                task.rt.start_checkpoint(checkpoint_id)
+
+    def restore(self, restore_id: int, checkpoint_id: int) -> None:
+        self._wire.clear()  # the old run's frames
+        for task in self.tasks.values():
+            assert task.rt is not None
+            if not task.rt.initialized:
+                self._fresh[task.task_id] = task
+            self._prepare(task.host)
+            task.rt.restore(restore_id, checkpoint_id)
+            self._instrument(task)
+
+    def start_processing(self, restore_id: int) -> None:
+        for task in self.tasks.values():
+            assert task.rt is not None
+            task.rt.start_processing(restore_id)
+        for task in self._fresh.values():
+            task.host.start()
+        self._fresh.clear()
+
+    def committed(self, checkpoint_id: int) -> None:
+        for task in self.tasks.values():  # sinks and spouts commit what they staged for it
+            if task.rt is not None:
+                task.rt.checkpoint_committed(checkpoint_id)
+
+    # --- what the result reads ---
+    def pending_ids(self) -> list[Any]:
+        out: list[Any] = []
+        for task in self.tasks.values():
+            rel = task.host.reliability
+            if task.host.is_spout and rel is not None:
+                out.extend(tup_id for tup_id, _ in rel.pending.values())
+        return out
+
+    def sources_not_done(self) -> list[str]:
+        # a source held at PAUSE waits for the test's next advance, not for complete()
+        return [f"{t.component}[{t.index}]" for t in self.tasks.values()
+                if isinstance(t.host.user, TestSource) and not t.host.user.done and not t.host.user.paused]
+
+    # --- making a task ---
+    def _new_host(self, task_id: int) -> ComponentHost:
+        component = self._plan.task(task_id).component
+        options = HostOptions(reliability=self._reliability,
+                              observer=capture_observer(self._result.received, task_id, component),
+                              rng=random.Random(self._rng.random()), clock=self._clock)
+        self.ledgers.setdefault((component, task_id), SourceLedger(acking=self._reliability.acking, clock=self._clock))
+        return make_host(self._plan, task_id, self._wire.send, options)
+
+    def _new_rt(self, host: ComponentHost) -> StatefulTask:
+        assert self._stateful is not None
+        return StatefulTask(host, self._storage, self._plan.topology.name, self._wire.send,
+                            align_bytes=self._stateful.align_bytes, log=LOG, clock=self._clock)
+
+    def _start(self, task: _Task) -> None:
+        """A task's start or restart when the master does not restore it: initialize, activate."""
+        self._prepare(task.host)
+        task.host.initialize()
+        self._instrument(task)
+        task.host.start()
+
+    def _prepare(self, host: ComponentHost) -> None:
+        # a component with heronpy's window bolts' clock (time.time as an attribute) reads ours
+        if getattr(type(host.user), "clock", None) in (time.time, time.monotonic):
+            host.user.clock = self._clock
+
+    def _instrument(self, task: _Task) -> None:
+        """After (re)initialize: the faults' guards around process(), the spout's outcomes
+        recorded, the first tick scheduled."""
+        host = task.host
+        self._prepare(host)
+        self._result.components[task.task_id] = host.user
+        if isinstance(host, BoltHost):
+            self._faults.guard(task, host)
+            task.next_tick = self._clock() + host.tick_s if host.tick_s else None
+        elif isinstance(host, SpoutHost):
+            _record_outcomes(task, host, self._result)
+
+
+def _record_outcomes(task: _Task, host: SpoutHost, result: HarnessResult) -> None:
+    """The spout's ``ack`` and ``fail`` calls, counted and listed in ``result`` before its own."""
+    user = host.user
+    ack, fail = user.ack, user.fail
+
+    def recorded_ack(tup_id: Any) -> None:
+        result.acked[tup_id] += 1
+        result.outcomes.append(Outcome(task.component, task.task_id, tup_id, "ack"))
+        ack(tup_id)
+
+    def recorded_fail(tup_id: Any) -> None:
+        result.failed[tup_id] += 1
+        result.outcomes.append(Outcome(task.component, task.task_id, tup_id, "fail"))
+        fail(tup_id)
+
+    user.ack, user.fail = recorded_ack, recorded_fail
+
+
+def _no_master(msg: Message) -> None:
+    raise AssertionError(f"the harness has no handler for a task's {type(msg).__name__}")
+
+
+class _Loop:
+    """Moves tuples and time: frames through the wire, acks through the tracker, spouts called
+    until nothing moves, and what is due on the clock (ticks, message timeouts, the master's
+    checkpoints and timeouts) fired in time order. A task that dies is recovered here."""
+
+    def __init__(self, tasks: _TaskSet, wire: InProcessWire, tracker: ClockedTracker,
+                 master: SimulatedMaster | None, result: HarnessResult, clock: ManualClock, *,
+                 idle_calls: int, max_spout_calls: int) -> None:
+        self._tasks = tasks
+        self._wire = wire
+        self._tracker = tracker
+        self._master = master  # None: not effectively once
+        self._on_report = master.on_message if master is not None else _no_master
+        self._result = result
+        self._clock = clock
+        self._idle_calls = idle_calls
+        self._max_spout_calls = max_spout_calls
+
+    def route(self) -> bool:
+        """Every frame on the wire to its place (a report to the master); True if any."""
+        return self._wire.route(self._on_report)
+
+    def crash(self, killed: TaskKilled) -> None:
+        """A task died: Heron's recovery. At least once (or at most once) the task alone restarts,
+        with what it had not sent lost; effectively once the master rolls every task back."""
+        self._result.kills.append(str(killed))
+        LOG.info("%s", killed)
+        self._tasks.replace(killed.task_id)
+        if self._master is not None:
+            self._master.on_failure(str(killed))
+            self.route()  # the restored tasks' reports: every task processes again before the run goes on
+
+    def drain(self) -> bool:
+        """Flush, route and deliver until nothing is left; True if anything moved."""
+        moved = False
+        tasks = self._tasks.tasks
+        while True:
+            for task in list(tasks.values()):
+                task.host.flush()
+            busy = self.route()
+            busy = self._deliver_results() or busy
+            for task in list(tasks.values()):
+                box = self._wire.inboxes[task.task_id]
+                while box:
+                    busy = True
+                    frame = box.popleft()
+                    try:
+                        self._deliver(task, frame)
+                    except TaskKilled as killed:
+                        self.crash(killed)
+                        break
+            if not busy:
+                return moved
+            moved = True
+
+    def quiesce(self) -> None:
+        """Spouts emit and batches move until a round where no spout emits and nothing moves."""
+        calls = 0
+        while True:
+            moved = self.drain()
+            emitted = False
+            for task in list(self._tasks.tasks.values()):
+                host = task.host
+                if not isinstance(host, SpoutHost) or (task.rt is not None and not task.rt.processing):
+                    continue
+                for _ in range(self._idle_calls):
+                    calls += 1
+                    try:
+                        n = host.next_tuples(1)
+                    except TaskKilled as killed:
+                        self.crash(killed)
+                        emitted = True
+                        break
+                    host.acks_due()
+                    if n:
+                        emitted = True
+                        break
+            if not emitted and not moved:
+                return
+            if calls >= self._max_spout_calls:
+                self.drain()
+                return
+
+    def next_event(self) -> float | None:
+        due = [t.next_tick for t in self._tasks.tasks.values() if t.next_tick is not None]
+        deadline = self._tracker.next_deadline()
+        if deadline is not None:
+            due.append(deadline)
+        wake = self._master.next_wake() if self._master is not None else None
+        if wake is not None:
+            due.append(wake)
+        return min(due) if due else None
+
+    def fire_due(self) -> None:
+        now = self._clock()
+        self._tracker.expire()
+        for task in list(self._tasks.tasks.values()):
+            host = task.host
+            if task.next_tick is not None and task.next_tick <= now and isinstance(host, BoltHost):
+                if task.rt is None or task.rt.processing:
+                    host.tick()
+                tick_s = host.tick_s or 0.0
+                task.next_tick += tick_s
+                if task.next_tick <= now:  # late by more than a period: one tick, as the instance's loop
+                    task.next_tick = now + tick_s
+        if self._master is not None:
+            self._master.tick()
+
+    def finished(self) -> bool:
+        return not self._tracker.pending and not self._tasks.pending_ids() and not self._tasks.sources_not_done()
+
+    def _deliver_results(self) -> bool:
+        results = self._tracker.take_results()
+        for spout_task, frame in results.items():
+            host = self._tasks.tasks[spout_task].host
+            assert isinstance(host, SpoutHost)
+            host.on_results(frame)
+        return bool(results)
+
+    @staticmethod
+    def _deliver(task: _Task, frame: bytes) -> None:
+        if task.rt is None:
+            host = task.host
+            assert isinstance(host, BoltHost)
+            host.process_frame(frame)
+        elif frame_type(frame) == MsgType.CKPT_MARKER:
+            task.rt.on_marker(frame)
+        else:
+            task.rt.on_batch(frame)
 
 
 class Harness:
@@ -216,55 +470,43 @@ class Harness:
     Recovery is the engine's: a killed task is restarted with a new component (its fields are
     gone). At least once, the tuples it held time out and a replaying spout emits them again;
     effectively once, every task rolls back to the last complete checkpoint (``checkpoint()``,
-    or every ``topology.stateful.checkpoint.interval.secs`` of harness time).
+    or every ``topology.stateful.checkpoint.interval.secs`` of harness time), as the master's
+    checkpoint coordinator decides.
     """
 
     def __init__(self, topology: TopologyDef | Any, *, containers: int = 1, capture: Iterable[str] = (),
                  seed: int = 0, idle_calls: int = 100, max_spout_calls: int = 1_000_000,
                  start_time: float = START_TIME) -> None:
-        topo: TopologyDef = topology if isinstance(topology, TopologyDef) else topology.build()
-        validate(topo)
         capture = list(capture)
-        for c in capture:
-            fused_hint(topo, "Harness capture", c)
-        self.topology = topo
+        topo = self.topology = load_topology(topology, "Harness capture", capture)
         self._clock = ManualClock(start_time)
-        self._rng = random.Random(seed)
-        self._idle_calls = idle_calls
-        self._max_spout_calls = max_spout_calls
-        packing = round_robin(topo, containers)
-        self._plan = PhysicalPlan(topo, packing, tuple(StmgrLocation(c, "harness", 0, 0) for c in range(containers)),
-                                  TopologyState.RUNNING, 1)
+        plan = self._plan = in_process_plan(topo, containers, "harness")
         self.result = HarnessResult(received={c: [] for c in capture})
         self.stateful = effectively_once(topo.config)
-        self._reliability = ReliabilityConfig() if self.stateful else ReliabilityConfig.from_config(topo.config)
-        self._ckpt = StatefulConfig.from_config(topo.config)
-        self._storage = MemoryStorage()
-        self._ledgers: dict[tuple[str, int], SourceLedger] = {}
-        self._wire: collections.deque[bytes] = collections.deque()
-        self._inbox: dict[int, collections.deque[bytes]] = {t.task_id: collections.deque() for t in packing.tasks}
-        self._tracker = ClockedTracker(self._reliability.timeout_s, self._clock)
-        self._kills: dict[tuple[str, int], int] = {}  # (component, task index) -> nth tuple
-        self._fails: list[_FailRule] = []
-        self._restore_id = 0
-        self._next_ckpt_id = 1
-        self._saved: dict[int, dict[int, bool]] = {}  # checkpoint id -> tasks that saved -> whether with state
-        self._next_ckpt_at = self._clock() + self._ckpt.interval_s
-        self._started = False
-        self.tasks: dict[int, _Task] = {}
-        index: dict[str, int] = collections.Counter()
+        reliability = ReliabilityConfig() if self.stateful else ReliabilityConfig.from_config(topo.config)
+        tracker = ClockedTracker(reliability.timeout_s, self._clock)
+        self._wire = InProcessWire((t.task_id for t in plan.packing.tasks), on_acks=tracker.on_ack_batch)
+        self._faults = Faults(plan)
+        storage = MemoryStorage()
+        self._tasks = _TaskSet(plan, self._wire, self._faults, self.result, self._clock, random.Random(seed),
+                               reliability, StatefulConfig.from_config(topo.config) if self.stateful else None,
+                               storage)
+        self.tasks = self._tasks.tasks
+        master = None
+        if self.stateful:
+            coordinator = CheckpointCoordinator(CoordinatorConfig.from_config(topo.config),
+                                                {t.task_id: t.component for t in plan.packing.tasks},
+                                                storage.completed_ids(topo.name))
+            master = SimulatedMaster(coordinator, storage, topo.name, self._tasks, self.result, self._clock)
+        self._master = master
+        self._loop = _Loop(self._tasks, self._wire, tracker, master, self.result, self._clock,
+                           idle_calls=idle_calls, max_spout_calls=max_spout_calls)
         with self._driving():
-            for t in packing.tasks:
-                task = _Task(t.task_id, t.component, index[t.component], self._new_host(t.task_id))
-                index[t.component] += 1
-                self.tasks[t.task_id] = task
-            if self.stateful:
-                for task in self.tasks.values():
-                    task.rt = self._new_rt(task.host)
-                self._rollback(first=True)
+            if master is not None:
+                master.start()
+                self._loop.route()  # the first restore's reports: every task processes
             else:
-                for task in self.tasks.values():
-                    self._start(task)
+                self._tasks.start_all()
 
     # --- the API ---
     @property
@@ -276,14 +518,7 @@ class Harness:
         """Kill task ``task_index`` (0-based, within the bolt ``component``) when it receives its
         ``nth_tuple``-th tuple (1-based, counted across restarts), before processing it; the
         task restarts at once. Once per call."""
-        self._check_bolt("kill_at", component)
-        n = len(self._plan.packing.tasks_of(component))
-        if not 0 <= task_index < n:
-            raise ValueError(f"kill_at: task_index {task_index} of '{component}': expected 0..{n - 1}, "
-                             f"found {task_index}")
-        if nth_tuple < 1:
-            raise ValueError(f"kill_at: nth_tuple of '{component}': expected an int >= 1, found {nth_tuple}")
-        self._kills[(component, task_index)] = nth_tuple
+        self._faults.kill_at(component, task_index, nth_tuple)
         return self
 
     def fail_at(self, component: str, nth: int | None = None, *, when: Callable[[Any], bool] | None = None,
@@ -291,19 +526,13 @@ class Harness:
         """The bolt ``component`` fails a tuple instead of processing it: its ``nth`` tuple
         (1-based, over all its tasks), or the first ``times`` tuples for which ``when(tuple)``
         is true. A replayed tuple is a new arrival: ``nth`` fails it once only."""
-        self._check_bolt("fail_at", component)
-        if (nth is None) == (when is None):
-            raise ValueError(f"fail_at('{component}'): expected exactly one of nth or when, found "
-                             f"{'both' if nth is not None else 'neither'}")
-        if nth is not None and nth < 1:
-            raise ValueError(f"fail_at('{component}'): nth: expected an int >= 1, found {nth}")
-        self._fails.append(_FailRule(component, nth, when, 1 if nth is not None else times))
+        self._faults.fail_at(component, nth, when, times)
         return self
 
     def run(self) -> HarnessResult:
         """Runs until nothing moves, with no time passing."""
         with self._driving():
-            self._quiesce()
+            self._loop.quiesce()
         return self._snapshot()
 
     def advance(self, seconds: float) -> HarnessResult:
@@ -312,18 +541,19 @@ class Harness:
         if seconds < 0:
             raise ValueError(f"advance: seconds: expected a number >= 0, found {seconds}")
         target = self._clock() + seconds
+        loop = self._loop
         with self._driving():
-            self._quiesce()
+            loop.quiesce()
             while True:
-                due = self._next_event()
+                due = loop.next_event()
                 if due is None or due > target:
                     break
                 self._clock.t = max(self._clock.t, due)
-                self._fire_due()
-                self._quiesce()
+                loop.fire_due()
+                loop.quiesce()
             self._clock.t = target
-            self._fire_due()
-            self._quiesce()
+            loop.fire_due()
+            loop.quiesce()
         return self._snapshot()
 
     def complete(self, max_seconds: float = 3600.0) -> HarnessResult:
@@ -331,28 +561,29 @@ class Harness:
         flight (acked, failed or timed out); AssertionError after ``max_seconds`` of harness time."""
         limit = self._clock() + max_seconds
         self.run()
-        while not self._finished():
-            due = self._next_event()
+        while not self._loop.finished():
+            due = self._loop.next_event()
             if due is None or due > limit:
                 raise AssertionError(f"Harness.complete: not done after {max_seconds:g} s of harness time "
-                                     f"(in flight: {sorted(map(repr, self._pending_ids()))}, sources not done: "
-                                     f"{self._sources_not_done()}); expected every tuple acked, failed or timed out")
+                                     f"(in flight: {sorted(map(repr, self._tasks.pending_ids()))}, sources not "
+                                     f"done: {self._tasks.sources_not_done()}); expected every tuple acked, "
+                                     f"failed or timed out")
             self.advance(due - self._clock())
         return self._snapshot()
 
     def checkpoint(self) -> int:
         """Effectively once: takes a checkpoint now, as the master would; returns its id once
         every task saved (complete). It becomes the checkpoint a crash rolls back to."""
-        if not self.stateful:
+        if self._master is None:
             raise ValueError(f"checkpoint: topology '{self.topology.name}' is not EFFECTIVELY_ONCE "
                              f"(topology.reliability.mode); expected a stateful topology")
         with self._driving():
-            cid = self._start_checkpoint()
-            self._quiesce()
+            cid = self._master.checkpoint_now()
+            self._loop.quiesce()
         self._snapshot()
         if cid not in self.result.checkpoints:
-            saved = sorted(self._saved.get(cid, ()))
-            raise AssertionError(f"checkpoint {cid}: expected every task to save it, found only tasks {saved}")
+            raise AssertionError(f"checkpoint {cid}: expected every task to save it, found only tasks "
+                                 f"{self._master.saved(cid)}")
         return cid
 
     def component(self, component: str, task_index: int = 0) -> Any:
@@ -372,7 +603,7 @@ class Harness:
         with self._driving():
             for task in self.tasks.values():
                 task.host.close()
-            self._drain()
+            self._loop.drain()
         self._snapshot()
 
     def __enter__(self) -> Harness:
@@ -381,313 +612,15 @@ class Harness:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # --- building and restarting tasks ---
     @contextmanager
     def _driving(self) -> Iterator[None]:
         # TestSource finds its ledger (the outside world it reads from) through this
-        set_active_ledgers(self._ledgers)
+        set_active_ledgers(self._tasks.ledgers)
         try:
             yield
         finally:
             set_active_ledgers(None)
 
-    def _check_bolt(self, what: str, component: str) -> None:
-        names = [c.name for c in self.topology.components]
-        fused_hint(self.topology, what, component)
-        if component not in names:
-            raise ValueError(f"{what}: component '{component}' is not in topology '{self.topology.name}' "
-                             f"(components: {', '.join(names)})")
-        if self.topology.component(component).kind is not ComponentKind.BOLT:
-            raise ValueError(f"{what}: component '{component}' is a spout; expected a bolt (a spout task "
-                             f"crashes at an ABORT item of a TestSource)")
-
-    def _new_host(self, task_id: int) -> ComponentHost:
-        component = self._plan.task(task_id).component
-        observer = None
-        if component in self.result.received:
-            out = self.result.received[component]
-
-            def observer(source: str, src: int, rows: list[Any]) -> None:
-                out.extend(Received(task_id, source, src, r[0], list(r[1])) for r in rows)
-
-        options = HostOptions(reliability=self._reliability, observer=observer, rng=random.Random(self._rng.random()),
-                              clock=self._clock)
-        self._ledgers.setdefault((component, task_id), SourceLedger(acking=self._reliability.acking, clock=self._clock))
-        return make_host(self._plan, task_id, self._sink, options)
-
-    def _new_rt(self, host: ComponentHost) -> StatefulTask:
-        return StatefulTask(host, self._storage, self.topology.name, self._sink,
-                            align_bytes=self._ckpt.align_bytes, log=LOG, clock=self._clock)
-
-    def _start(self, task: _Task) -> None:
-        """A non-stateful task's first start or restart: initialize, activate."""
-        self._prepare(task.host)
-        task.host.initialize()
-        self._instrument(task)
-        task.host.start()
-
-    def _prepare(self, host: ComponentHost) -> None:
-        # a component with heronpy's window bolts' clock (time.time as an attribute) reads ours
-        if getattr(type(host.user), "clock", None) in (time.time, time.monotonic):
-            host.user.clock = self._clock
-
-    def _instrument(self, task: _Task) -> None:
-        """After (re)initialize: our guards around process(), the spout's outcomes recorded,
-        the first tick scheduled."""
-        host = task.host
-        self._prepare(host)
-        self.result.components[task.task_id] = host.user
-        if isinstance(host, BoltHost):
-            host._process = self._guarded(task, host._process)
-            if host._batch is not None:
-                host._batch = _guarded_batch(self._kills, task, host._batch)
-            task.next_tick = self._clock() + host.tick_s if host.tick_s else None
-        elif isinstance(host, SpoutHost):
-            self._record_outcomes(task, host)
-
-    def _record_outcomes(self, task: _Task, host: SpoutHost) -> None:
-        user = host.user
-        ack, fail = user.ack, user.fail
-        result = self.result
-
-        def recorded_ack(tup_id: Any) -> None:
-            result.acked[tup_id] += 1
-            result.outcomes.append(Outcome(task.component, task.task_id, tup_id, "ack"))
-            ack(tup_id)
-
-        def recorded_fail(tup_id: Any) -> None:
-            result.failed[tup_id] += 1
-            result.outcomes.append(Outcome(task.component, task.task_id, tup_id, "fail"))
-            fail(tup_id)
-
-        user.ack, user.fail = recorded_ack, recorded_fail
-
-    def _guarded(self, task: _Task, process: Callable[[Any], None]) -> Callable[[Any], None]:
-        kill_key = (task.component, task.index)
-        host = task.host
-        fails = self._fails  # read at each tuple: rules may be added after the start
-
-        def run(tup: Any) -> None:
-            task.received += 1
-            nth = self._kills.get(kill_key)
-            if nth is not None and task.received == nth:
-                del self._kills[kill_key]
-                raise TaskKilled(task.component, task.task_id, f"kill_at its tuple {nth}")
-            for r in fails:
-                if r.component != task.component:
-                    continue
-                r.seen += 1
-                if r.failed < r.times and (r.seen == r.nth if r.when is None else r.when(tup)):
-                    r.failed += 1
-                    host.user.delegate.fail(tup)  # the engine's fail, whatever the bolt overrides
-                    return
-            process(tup)
-
-        return run
-
-    def _crash(self, killed: TaskKilled) -> None:
-        """A task died: Heron's recovery. At least once (or at most once) the task alone restarts,
-        with what it had not sent lost; effectively once every task rolls back."""
-        self.result.kills.append(str(killed))
-        LOG.info("%s", killed)
-        old = self.tasks[killed.task_id]
-        old.host.emitter.discard()  # emitted, not sent: gone with the process
-        old.host = self._new_host(killed.task_id)
-        if self.stateful:
-            old.rt = self._new_rt(old.host)
-            self._rollback(first=False)
-        else:
-            self._start(old)
-
-    def _rollback(self, *, first: bool) -> None:
-        """The master's restore: every task loads the last complete checkpoint (0: clean), the
-        old run's frames are dropped, then every task starts processing."""
-        self._restore_id += 1
-        completed = self._storage.completed_ids(self.topology.name)
-        cid = completed[-1] if completed else 0
-        self._wire.clear()
-        for box in self._inbox.values():
-            box.clear()
-        self._saved.clear()
-        fresh = []  # tasks whose first restore this is: they are activated after it
-        for task in self.tasks.values():
-            assert task.rt is not None
-            if not task.rt.initialized:
-                fresh.append(task)
-            self._prepare(task.host)
-            task.rt.restore(self._restore_id, cid)
-            self._instrument(task)
-        self._route()  # the StateRestored reports
-        for task in self.tasks.values():
-            assert task.rt is not None
-            task.rt.start_processing(self._restore_id)
-        for task in fresh:
-            task.host.start()
-        if not first:
-            self.result.restores.append(cid)
-
-    # --- moving tuples ---
-    def _sink(self, frames: list[bytes]) -> None:
-        self._wire.extend(frames)
-
-    def _route(self) -> bool:
-        """Every frame on the wire to its place; True if any. Batch frames (tuples, markers, acks)
-        stay raw, routed on their header as the stream manager routes them; any other frame is
-        decoded by the wire's registry (``heron_py.common.wire``) and handled by its class."""
-        moved = bool(self._wire)
-        while self._wire:
-            f = self._wire.popleft()
-            kind = frame_type(f)
-            if kind in (MsgType.TUPLE_BATCH, MsgType.CKPT_MARKER):
-                self._inbox[batch_dest(f)].append(f)
-            elif kind == MsgType.ACK_BATCH:
-                self._tracker.on_ack_batch(f)
-            else:  # a task's report, taken as the master takes it; another raw frame is dropped
-                match decode(kind, f, "an in-process task"):
-                    case pb.CheckpointSaved() as saved:
-                        self._on_saved(saved)
-                    case pb.StateRestored() as restored:
-                        if not restored.ok:
-                            raise AssertionError(f"task {restored.task_id} could not restore: {restored.error}")
-                    case Message() as msg:
-                        raise AssertionError(f"the harness has no handler for a task's {type(msg).__name__}")
-        return moved
-
-    def _deliver_results(self) -> bool:
-        results = self._tracker.take_results()
-        for spout_task, frame in results.items():
-            host = self.tasks[spout_task].host
-            assert isinstance(host, SpoutHost)
-            host.on_results(frame)
-        return bool(results)
-
-    def _drain(self) -> bool:
-        """Flush, route and deliver until nothing is left; True if anything moved."""
-        moved = False
-        while True:
-            for task in list(self.tasks.values()):
-                task.host.flush()
-            busy = self._route()
-            busy = self._deliver_results() or busy
-            for task in list(self.tasks.values()):
-                box = self._inbox[task.task_id]
-                while box:
-                    busy = True
-                    frame = box.popleft()
-                    try:
-                        self._deliver(task, frame)
-                    except TaskKilled as killed:
-                        self._crash(killed)
-                        break
-            if not busy:
-                return moved
-            moved = True
-
-    def _deliver(self, task: _Task, frame: bytes) -> None:
-        if task.rt is None:
-            host = task.host
-            assert isinstance(host, BoltHost)
-            host.process_frame(frame)
-        elif frame_type(frame) == MsgType.CKPT_MARKER:
-            task.rt.on_marker(frame)
-        else:
-            task.rt.on_batch(frame)
-
-    def _quiesce(self) -> None:
-        """Spouts emit and batches move until a round where no spout emits and nothing moves."""
-        calls = 0
-        while True:
-            moved = self._drain()
-            emitted = False
-            for task in list(self.tasks.values()):
-                host = task.host
-                if not isinstance(host, SpoutHost) or (task.rt is not None and not task.rt.processing):
-                    continue
-                for _ in range(self._idle_calls):
-                    calls += 1
-                    try:
-                        n = host.next_tuples(1)
-                    except TaskKilled as killed:
-                        self._crash(killed)
-                        emitted = True
-                        break
-                    host.acks_due()
-                    if n:
-                        emitted = True
-                        break
-            if not emitted and not moved:
-                return
-            if calls >= self._max_spout_calls:
-                self._drain()
-                return
-
-    # --- time ---
-    def _next_event(self) -> float | None:
-        due = [t.next_tick for t in self.tasks.values() if t.next_tick is not None]
-        deadline = self._tracker.next_deadline()
-        if deadline is not None:
-            due.append(deadline)
-        if self.stateful:
-            due.append(self._next_ckpt_at)
-        return min(due) if due else None
-
-    def _fire_due(self) -> None:
-        now = self._clock()
-        self._tracker.expire()
-        for task in list(self.tasks.values()):
-            host = task.host
-            if task.next_tick is not None and task.next_tick <= now and isinstance(host, BoltHost):
-                if task.rt is None or task.rt.processing:
-                    host.tick()
-                tick_s = host.tick_s or 0.0
-                task.next_tick += tick_s
-                if task.next_tick <= now:  # late by more than a period: one tick, as the instance's loop
-                    task.next_tick = now + tick_s
-        if self.stateful and self._next_ckpt_at <= now:
-            self._next_ckpt_at = now + self._ckpt.interval_s
-            self._start_checkpoint()
-
-    # --- checkpoints ---
-    def _start_checkpoint(self) -> int:
-        cid = self._next_ckpt_id
-        self._next_ckpt_id += 1
-        self._saved[cid] = {}
-        for task in self.tasks.values():
-            if task.rt is not None and task.host.is_spout:
-                task.rt.start_checkpoint(cid)
-        return cid
-
-    def _on_saved(self, msg: pb.CheckpointSaved) -> None:
-        saved = self._saved.get(msg.checkpoint_id)
-        if saved is None or msg.failed:
-            return  # a checkpoint of a run rolled back, or one that failed: never complete
-        saved[msg.task_id] = msg.stored
-        if len(saved) == len(self.tasks):
-            self._storage.mark_complete(self.topology.name, msg.checkpoint_id, [t for t, s in saved.items() if s],
-                                        packing_of({t: task.host.component for t, task in self.tasks.items()}))
-            self.result.checkpoints.append(msg.checkpoint_id)
-            del self._saved[msg.checkpoint_id]
-            for task in self.tasks.values():  # as the master's CheckpointCommitted: sinks and spouts commit
-                if task.rt is not None:
-                    task.rt.checkpoint_committed(msg.checkpoint_id)
-
-    # --- the result ---
-    def _pending_ids(self) -> list[Any]:
-        out: list[Any] = []
-        for task in self.tasks.values():
-            rel = task.host.reliability
-            if task.host.is_spout and rel is not None:
-                out.extend(tup_id for tup_id, _ in rel.pending.values())
-        return out
-
-    def _sources_not_done(self) -> list[str]:
-        # a source held at PAUSE waits for the test's next advance, not for complete()
-        return [f"{t.component}[{t.index}]" for t in self.tasks.values()
-                if isinstance(t.host.user, TestSource) and not t.host.user.done and not t.host.user.paused]
-
-    def _finished(self) -> bool:
-        return not self._tracker.pending and not self._pending_ids() and not self._sources_not_done()
-
     def _snapshot(self) -> HarnessResult:
-        self.result.pending = self._pending_ids()
+        self.result.pending = self._tasks.pending_ids()
         return self.result

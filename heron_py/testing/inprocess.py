@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import random
 import time
 from collections.abc import Callable, Iterable
@@ -10,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from heron_py.common.config import ReliabilityConfig
-from heron_py.common.framing import MsgType, batch_dest, frame_type
 from heron_py.planner.logical import validate
 from heron_py.planner.model import (
     PhysicalPlan,
@@ -20,6 +18,7 @@ from heron_py.planner.model import (
 )
 from heron_py.planner.packing import round_robin
 from heron_py.runtime.host import BoltHost, ComponentHost, HostOptions, Observer, SpoutHost, make_host
+from heron_py.testing.wire import InProcessWire
 
 
 @dataclass
@@ -50,6 +49,32 @@ def fused_hint(topology: TopologyDef, what: str, name: str) -> None:
         raise ValueError(error)
 
 
+def load_topology(topology: TopologyDef | Any, what: str, capture: Iterable[str]) -> TopologyDef:
+    """``topology`` (a TopologyDef or anything with ``build()``), validated, with every captured
+    name checked: both runners refuse what a submit would, and a fused streamlet's name."""
+    topo: TopologyDef = topology if isinstance(topology, TopologyDef) else topology.build()
+    validate(topo)
+    for c in capture:
+        fused_hint(topo, what, c)
+    return topo
+
+
+def in_process_plan(topology: TopologyDef, containers: int, host: str) -> PhysicalPlan:
+    """The physical plan of a run in this process: the submit's packing, no ports."""
+    packing = round_robin(topology, containers)
+    return PhysicalPlan(topology, packing, tuple(StmgrLocation(c, host, 0, 0) for c in range(containers)),
+                        TopologyState.RUNNING, 1)
+
+
+def capture_observer(received: dict[str, list[Received]], task: int, component: str) -> Observer | None:
+    """What a captured component's task receives, appended to ``received[component]`` (None:
+    not captured)."""
+    if component not in received:
+        return None
+    out = received[component]
+    return lambda source, src, rows: out.extend(Received(task, source, src, r[0], list(r[1])) for r in rows)
+
+
 def run_in_process(
     topology: TopologyDef | Any,
     *,
@@ -68,11 +93,8 @@ def run_in_process(
     Components with input of their own (a ``heron_poll`` method: shell components and their
     subprocesses) are polled with every delivery and waited for, up to ``settle_timeout_s``,
     until they are quiet (``heron_busy()`` false, when they define it); they are closed at the end."""
-    topo: TopologyDef = topology if isinstance(topology, TopologyDef) else topology.build()
-    validate(topo)
     capture = list(capture)
-    for c in capture:
-        fused_hint(topo, "run_in_process capture", c)
+    topo = load_topology(topology, "run_in_process capture", capture)
     run = _InProcess(topo, containers, InProcessResult(received={c: [] for c in capture}), random.Random(seed))
     run.spouts_until_idle(max_spout_calls, idle_calls)
     _settle(run.pollable, run.drain, settle_timeout_s)
@@ -93,16 +115,16 @@ def run_in_process(
 
 
 class _InProcess:
-    """Every task's host in this process, with a deque per task for the frames routed to it."""
+    """Every task's host in this process, on an in-process wire whose inboxes (one deque per
+    task) the runner delivers. At most once, nothing is tracked: the wire drops acks and reports."""
 
     def __init__(self, topo: TopologyDef, containers: int, result: InProcessResult, rng: random.Random) -> None:
-        packing = round_robin(topo, containers)
-        plan = PhysicalPlan(topo, packing, tuple(StmgrLocation(c, "in-process", 0, 0) for c in range(containers)),
-                            TopologyState.RUNNING, 1)
+        plan = in_process_plan(topo, containers, "in-process")
         self.result = result
-        self.inboxes: dict[int, collections.deque[bytes]] = {t.task_id: collections.deque() for t in packing.tasks}
+        self.wire = InProcessWire(t.task_id for t in plan.packing.tasks)
+        self.inboxes = self.wire.inboxes
         self.hosts: dict[int, ComponentHost] = {}
-        for t in packing.tasks:
+        for t in plan.packing.tasks:
             options = HostOptions(reliability=self._reliability(), observer=self._observer(t.task_id, t.component),
                                   rng=random.Random(rng.random()))
             host = self.hosts[t.task_id] = make_host(plan, t.task_id, self._sink, options)
@@ -119,15 +141,12 @@ class _InProcess:
         return ReliabilityConfig()
 
     def _sink(self, frames: list[bytes]) -> None:
-        for f in frames:
-            if frame_type(f) == MsgType.TUPLE_BATCH:  # in process, acking is not tracked
-                self.inboxes[batch_dest(f)].append(f)
+        # routed at once: a bolt later in this round may take what an earlier one emitted
+        self.wire.send(frames)
+        self.wire.route()
 
     def _observer(self, task: int, component: str) -> Observer | None:
-        if component not in self.result.received:
-            return None
-        out = self.result.received[component]
-        return lambda source, src, rows: out.extend(Received(task, source, src, r[0], list(r[1])) for r in rows)
+        return capture_observer(self.result.received, task, component)
 
     def drain(self) -> bool:
         """Delivers every batch; True if any was delivered."""

@@ -36,11 +36,7 @@ MAX_FUNCTION_LINES = 60
 MAX_METHODS = 15
 # classes over the method limit, each with its own ceiling and the reason: an exception is
 # visible here, and it cannot grow unnoticed
-METHOD_ALLOWANCES = {
-    # the master's effectively-once driver: one handler per stream-manager report, operator
-    # command and coordinator action (its storage I/O is topology_master/checkpoint_io.py's)
-    ("topology_master/checkpoints.py", "CheckpointDriver"): 24,
-}
+METHOD_ALLOWANCES: dict[tuple[str, str], int] = {}
 
 
 # Of heron_py, what each daemon imports, by module ("pkg.*": the package and everything in it),
@@ -146,8 +142,8 @@ LAYER_ALLOWANCES: dict[tuple[str, str], str] = {}
 # heron_py's classes and functions over the limits, each with its ceiling and reason
 HERON_PY_ALLOWANCES: dict[tuple[str, str], int] = {
     # hot path: one object per connection or task, whose methods are the per-frame, per-tuple calls
-    ("heron_py/common/net.py", "Connection"): 34,
-    ("heron_py/common/net.py", "__init__"): 76,
+    # (a connection's admission, TLS set-up, heartbeats and refusals are heron_py/common/conn_*.py's)
+    ("heron_py/common/net.py", "Connection"): 25,
     ("heron_py/runtime/emitter.py", "Emitter"): 29,
     ("heron_py/runtime/emitter.py", "__init__"): 85,
     # interfaces: one method per stored document kind (plans, state, secrets, TLS, locks, ...),
@@ -174,8 +170,6 @@ HERON_PY_ALLOWANCES: dict[tuple[str, str], int] = {
     ("heron_py/connectors/files/sink.py", "FileSink"): 19,  # and its part files' life (open, roll, finish)
     # and the subclass hooks (prepare, queue, written) and a lookup's answers before a barrier
     ("heron_py/connectors/redis/bolts.py", "RedisBatchBolt"): 18,
-    # the users' test harness: its public controls are its methods
-    ("heron_py/testing/harness.py", "Harness"): 38,
     ("heron_py/scheduler/local.py", "LocalScheduler"): 16,
     # long functions still to split
     ("heron_py/cli/main.py", "build_parser"): 147,

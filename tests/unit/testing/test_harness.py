@@ -234,11 +234,11 @@ class StatefulCount(Bolt, StatefulComponent):
         self.state.put(w, (self.state.get(w) or 0) + 1)
 
 
-def stateful_count(items: list[Any]) -> TopologyBuilder:
+def stateful_count(items: list[Any], counter: type = StatefulCount) -> TopologyBuilder:
     b = TopologyBuilder("swc")
     s = b.add_spout("sentences", Sentences, par=1, config=TestSource.config(items))
     sp = b.add_bolt("split", Split, par=2, inputs={s: Grouping.SHUFFLE})
-    b.add_bolt("count", StatefulCount, par=2, inputs={sp: Grouping.fields("word")})
+    b.add_bolt("count", counter, par=2, inputs={sp: Grouping.fields("word")})
     b.set_config({"topology.reliability.mode": "EFFECTIVELY_ONCE",
                   "topology.stateful.checkpoint.interval.secs": "1000"})
     return b
@@ -277,6 +277,28 @@ def test_stateful_kill_at_with_interval_checkpoints_from_the_clock() -> None:
     assert r.checkpoints == [1, 2] and state_counts(h) == words("a b c d")
     h.advance(5)
     assert r.checkpoints == [1, 2, 3] and r.restores == [1] and state_counts(h) == words("a b c d e")
+
+
+class SaveFailsOnce(StatefulCount):
+    """Its first save fails (a full disk): the master aborts that checkpoint, not the next."""
+
+    failed = False
+
+    def pre_save(self, checkpoint_id: str) -> None:
+        if not type(self).failed:
+            type(self).failed = True
+            raise OSError("no space left on device")
+
+
+def test_a_failed_save_aborts_that_checkpoint_and_the_next_one_is_the_rollback_target() -> None:
+    SaveFailsOnce.failed = False
+    h = Harness(stateful_count(["a b", PAUSE, "c", ABORT, EOF], counter=SaveFailsOnce))
+    h.run()
+    with pytest.raises(AssertionError, match=r"checkpoint 1: expected every task to save it, found only tasks"):
+        h.checkpoint()
+    assert h.checkpoint() == 2  # the master is idle again at once: the failed one was aborted, not left open
+    r = h.advance(1)  # "c", then ABORT: every task rolls back to checkpoint 2
+    assert r.checkpoints == [2] and r.restores == [2] and state_counts(h) == words("a b")
 
 
 def test_bad_arguments_are_one_clear_line() -> None:
