@@ -39,7 +39,6 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -250,7 +249,8 @@ def run_probe(home: Path, args: argparse.Namespace, records: int, rate: float) -
         return r
 
 
-def _feeder(bootstrap: str, records: int, rate: float, topic: str = "in", bare: bool = False) -> threading.Thread | None:
+def _feeder(bootstrap: str, records: int, rate: float, topic: str = "in",
+            bare: bool = False) -> threading.Thread | None:
     if not rate:
         return None
     target: Callable[..., None] = _produce_bare if bare else produce
@@ -303,7 +303,8 @@ def main() -> None:
             ("bare loop (consume → count → produce)", run_bare(home, args, n, rate)),
             ("heron-py topology", run_topology(home, args, n, rate))]
     print(f"\nlatency at {rate:,.0f} records/s ({n:,} records, fetch.wait.max.ms {args.fetch_wait_ms}):\n")
-    print("| run | outputs | p50 (ms) | p99 (ms) | in p50/p99 | engine p50/p99 | out p50/p99 |\n|---|---|---|---|---|---|---|")
+    print("| run | outputs | p50 (ms) | p99 (ms) | in p50/p99 | engine p50/p99 | out p50/p99 |\n"
+          "|---|---|---|---|---|---|---|")
     for name, r in rows:
         parts = " | ".join(f"{q(r.parts[k], 50):.1f} / {q(r.parts[k], 99):.1f}" if r.parts.get(k) else "-"
                            for k in ("in", "engine", "out"))

@@ -401,6 +401,10 @@ def main() -> int:
         # its operators run per batch (bench/streamlet_wc.py)
         rows.append(("heron-py Streamlet word count, acking off",
                      ours(n, False, home, program="streamlet_wc.py")))
+        # the program as heronpy's API has a user write it: ... → repartition(2, fn) →
+        # consume(a counting function), the default config (issue 57's "obvious" program)
+        rows.append(("heron-py Streamlet word count, written the obvious way (consume), defaults",
+                     ours(n, False, home, program="streamlet_wc.py", program_args=("consume",))))
         # the same with the engine's keyed count: flat_map -> count_by_key -> a latest-count sink
         rows.append(("heron-py Streamlet word count, count_by_key, acking off",
                      ours(n, False, home, program="streamlet_wc.py", program_args=("keyed",))))

@@ -1,8 +1,8 @@
-"""The shared word-count workload as a heronpy Streamlet program with fusion on, for
-bench/run.py: the same argv and the same files as bench/wc_topology.py, so its ``ours()``
-runs it by file name.
+"""The shared word-count workload as a heronpy Streamlet program with the default config
+(operator fusion on, as Flink chains operators), for bench/run.py: the same argv and the same
+files as bench/wc_topology.py, so its ``ours()`` runs it by file name.
 
-    python bench/streamlet_wc.py N OUT_DIR on|off [keyed|keyed-repartition|keyed-update|reduce]
+    python bench/streamlet_wc.py N OUT_DIR on|off [consume|keyed|keyed-repartition|keyed-update|reduce]
 
 source (sentences 0..N-1 of wc_common, 2 partitions, each reading every second sentence from
 its partition index, as bytewax's peer's DynamicSource reads one partition per worker)
@@ -20,10 +20,13 @@ repartition(2, by word) → count_by_key → the same (combined through the repa
 source's task calls by_word and counts per (partition, word); the repartition's task forwards
 the triples). With "keyed-update": count_by_key in its default "update" mode (a pair per
 word to the sink). With "reduce": map to (word, 1) → reduce_by_key(first, add, value_fn=second,
-emit every 50 ms) → the same sink. Note: a Streamlet source emits untracked tuples (as heronpy's), so "on"
-changes the mode, not what is acked.
+emit every 50 ms) → the same sink. With "consume": the program as heronpy's own API has a user
+write it, flat_map(str.split) → repartition(2, fn) → consume(a function counting into a
+Counter): no Sink class (the counting task writes the same files). Note: a Streamlet source
+emits untracked tuples (as heronpy's), so "on" changes the mode, not what is acked.
 """
 
+import functools
 import json
 import os
 import sys
@@ -118,6 +121,27 @@ class TotalSink(CountSink):
         self.last = time.time()  # when the count that completed the total reached the sink
 
 
+_COUNTER = None  # consume's counter: one per counting task (a process of its own)
+
+
+def count_word(out_dir, w):
+    """The "consume" shape's function (bound to OUT_DIR with functools.partial): what a user
+    passes to consume() to count words, a Counter made at the first word."""
+    global _COUNTER
+    if _COUNTER is None:
+        _COUNTER = _ConsumeCounter(out_dir)
+    _COUNTER.put(w)
+
+
+class _ConsumeCounter(CountSink):
+    """CountSink's counting and files for consume(), which gets no context: the task id is
+    the process id (one task per process)."""
+
+    def __init__(self, out_dir):
+        super().__init__(out_dir)
+        self.setup(type("Ctx", (), {"get_task_id": staticmethod(os.getpid)})())
+
+
 def word(w):
     return w
 
@@ -162,11 +186,12 @@ if __name__ == "__main__":
         else:
             counted = words.count_by_key(word, **emit)
         counted.set_num_partitions(2).repartition(2, by_pair_key).to_sink(TotalSink(out_dir))
+    elif shape == "consume":
+        words.repartition(2, by_word).consume(functools.partial(count_word, out_dir))
     else:
         words.repartition(2, by_word).to_sink(CountSink(out_dir))
     config = Config({"topology.max.spout.pending": 5000} if acking else {})
     config.set_num_containers(2)
-    config.set_fusion(True)
     if acking:
         config.set_delivery_semantics(Config.ATLEAST_ONCE)
     Runner().run("bench_wc", config, builder)

@@ -3,11 +3,11 @@ timeout)`` returns when ``n`` records came or the timeout ran out, so a 500-reco
 thousand records/s always waited the whole timeout. The spout now looks without waiting; only
 after a look that found nothing does it wait, for the first record alone, then takes what else is
 ready, and it tells the engine it waited (``heron_waited``) so the spout loop adds no idle wait of
-its own. The stand-in client of test_spout_checkpoints records each consume call."""
+its own. The stand-in client (stand_in.py) records each consume call."""
 
 from __future__ import annotations
 
-from tests.unit.connectors.kafka.test_spout_checkpoints import Broker, _spout, broker  # noqa: F401
+from tests.unit.connectors.kafka.stand_in import Broker, _spout
 
 
 def test_the_spout_waits_only_after_an_empty_look_and_then_for_the_first_record(broker: Broker) -> None:
