@@ -246,7 +246,7 @@ class ComponentHost:
         self.user.initialize(self.conf, self.context)
         # heronpy registers its process-wide counter (global_metrics) with every task's metrics
         global_metrics.init(self.context.get_metrics_collector(), max(1, int(self.config.metrics_interval_s or 10)))
-        poll = getattr(self.user, "heron_poll", None)
+        poll = getattr(self.user, "heron_poll", None)  # contract: api/contracts.py PolledComponent
         if callable(poll):
             self._poll = poll
             self.poll_s = float(getattr(self.user, "heron_poll_interval_s", 0.005))
@@ -260,12 +260,13 @@ class ComponentHost:
                 _bind_fast_emit(self.user, self.emitter, self.config.specialized_emit)
             elif self.config.specialized_emit:
                 _bind_tracked_fast_paths(self)
+            # contracts: api/contracts.py BatchEmitSource, TrackedBatchEmitSource
             if self.is_spout and hasattr(type(self.user), "heron_emit_many"):
                 # an untracked batch in one call (Streamlet sources): nothing needs to see each emit
                 self.user.heron_emit_many = self.emitter.emit_many
         # a spout that takes its acks a list at a time (broker spouts: one call per result
         # frame, not per id), when no hook must see each ack
-        ack_many = getattr(self.user, "heron_ack_many", None)
+        ack_many = getattr(self.user, "heron_ack_many", None)  # contract: api/contracts.py BatchAckSource
         self._ack_many = ack_many if self.is_spout and self.hooks is None and callable(ack_many) else None
         if self._ack_many is None and self.is_spout and self.hooks is None and _keeps_noop_ack(self.user):
             self._ack_many = _ignore  # a spout without ack(): no call per acked id
@@ -349,7 +350,7 @@ class SpoutHost(ComponentHost):
         """Whether the last next_tuple waited on the spout's own source: a spout that blocks in
         next_tuple until its first record (the Kafka spout's poll) sets ``heron_waited``, and the
         loop then adds no idle wait of its own, which would only delay the next record."""
-        return getattr(self.user, "heron_waited", False) is True
+        return getattr(self.user, "heron_waited", False) is True  # contract: api/contracts.py WaitingSource
 
     def acks_due(self) -> None:
         """Acks tuples whose tree completed at emit (no consumer took a copy)."""
@@ -452,7 +453,7 @@ class BoltHost(ComponentHost):
             self._process = _timed(self._process, self.hooks)
         # per-batch processing only where nothing must see each tuple: no hooks (execute and
         # ack per tuple), no tap or serializer (each emitted value), no auto_* wrapper
-        batch = getattr(user, "heron_process_batch", None)
+        batch = getattr(user, "heron_process_batch", None)  # contract: api/contracts.py BatchSink
         self._batch = None
         if (callable(batch) and self.hooks is None and self.tap is None and self.encode is None
                 and not (user.auto_ack or user.auto_fail or user.auto_anchor)):

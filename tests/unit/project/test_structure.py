@@ -159,7 +159,6 @@ HERON_PY_ALLOWANCES: dict[tuple[str, str], int] = {
     ("heron_py/checkpoint/coordinator.py", "CheckpointCoordinator"): 20,
     # user-facing components: heronpy's Spout interface (open, next_tuple, ack, fail, activate,
     # deactivate, state hooks, close) plus each connector's own options and metrics
-    ("heron_py/connectors/kafka/spout.py", "KafkaSpout"): 32,  # and the engine's batch ack hook
     # and the engine's batch ack hook, the walk of its own pending entries after an outage
     ("heron_py/connectors/redis/spout.py", "RedisStreamSpout"): 23,
     ("heron_py/connectors/rabbitmq/spout.py", "RabbitMQSpout"): 18,  # and its lag query answered without waiting

@@ -44,7 +44,7 @@ def test_positions_are_committed_only_at_the_masters_word_for_their_checkpoint(b
     spout.pre_save("3")
     _word(spout, 3)  # 2 and 3 complete: 3's positions, 2's skipped
     assert broker.commits == [_pos(5, 5), _pos(14, 14)]
-    assert spout._saved == {}
+    assert spout._checkpoints is not None and spout._checkpoints.saved == {}
     _run(spout, broker, clock, periodic=True)
     assert broker.group == _pos(14, 14) and len(broker.commits) == 2
 
@@ -57,7 +57,7 @@ def test_a_word_commits_the_newest_saved_at_or_below_it_and_keeps_newer_ones(bro
         spout.pre_save(str(cid))
     _word(spout, 4)  # 4 was never this task's (or was aborted): 3 is the newest at or below it
     assert broker.commits == [_pos(7, 7)]
-    assert list(spout._saved) == [5]
+    assert spout._checkpoints is not None and list(spout._checkpoints.saved) == [5]
     _run(spout, broker, clock)  # the commit's confirmation
     _word(spout, 4)  # a repeated word: nothing new
     _word(spout, 2)  # a late word for an older checkpoint: its positions are gone, nothing moves back
@@ -168,4 +168,4 @@ def test_other_modes_ignore_a_word(broker: Broker, mode: str) -> None:
     _run(spout, broker, clock, 5)
     spout.on_checkpoint_complete(2)
     assert broker.commits == []  # their commits are periodic (none came yet), whatever the word
-    assert not hasattr(spout, "_saved")
+    assert spout._checkpoints is None  # no positions kept: another delivery mode

@@ -1,0 +1,316 @@
+"""The KafkaSpout's delivery modes: what a poll's records become and which offsets a commit
+writes, one class per mode, chosen once at ``initialize`` (``delivery_for``):
+
+- ``Tracked``: at least once with the engine's acking. Each record is emitted with a message id
+  and kept in a ``ReplayableSource`` until acked; a retry re-emits the kept record. An offset is
+  committed only when it and every earlier one of its partition are acked.
+- ``PassThrough``: NO_GUARANTEE and AT_MOST_ONCE (and AT_LEAST_ONCE without acking): a poll's
+  batch is emitted as it came and only each partition's consumed position is kept.
+- ``Checkpointed``: effectively once. Each partition's position (the next offset to emit) goes
+  into the state at every checkpoint; the group's committed offsets follow complete checkpoints
+  only (the spout module's docstring).
+
+The partition reader (``reader.py``) calls ``revoked``, ``start``, ``assigned`` and ``confirmed``;
+the spout calls ``received`` with each non-empty poll, ``drain`` at each next_tuple and
+``commit`` periodically and at close (bound once: no call is added per record)."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from heron_py.api.state.state import State
+from heron_py.api.stream import Stream
+from heron_py.connectors.base import ReplayableSource
+from heron_py.connectors.kafka.config import ProcessingGuarantee as PG
+from heron_py.connectors.kafka.reader import TP, PartitionReader
+
+if TYPE_CHECKING:
+    from heron_py.connectors.kafka.spout import KafkaSpout
+
+POSITIONS_KEY = "kafka.positions"  # in the state: [[topic, partition, next offset], ...]
+
+
+def positions_to_state(positions: dict[TP, int]) -> list[list[Any]]:
+    return [[t, p, o] for (t, p), o in sorted(positions.items())]
+
+
+def positions_from_state(value: Any) -> dict[TP, int]:
+    """The saved positions: the spout's list of [topic, partition, offset], or the
+    KafkaSource's live {(topic, partition): offset} dict."""
+    if isinstance(value, dict):
+        return {(str(t), int(p)): int(o) for (t, p), o in value.items()}
+    return {(str(t), int(p)): int(o) for t, p, o in (value or [])}
+
+
+def newest_complete(saved: dict[int, dict[TP, int]], complete_id: int) -> int | None:
+    """The newest checkpoint id among ``saved`` at or below ``complete_id``, or None. Its
+    positions are the ones to commit: the complete checkpoint's state covers every record before
+    them, so no restore replays what they pass."""
+    done = [cid for cid in saved if cid <= complete_id]
+    return max(done) if done else None
+
+
+class Delivery:
+    """What the modes share: the per-record emit (when the batch emits are not bound), the
+    buffering of a poll by partition, and the reader's hooks (nothing to do by default)."""
+
+    def __init__(self, spout: KafkaSpout, reader: PartitionReader, source: ReplayableSource[TP]) -> None:
+        self.spout, self.reader, self.source = spout, reader, source
+        self.buffers = reader.buffers
+        self.records = 0  # records emitted since the last metrics snapshot
+        # built at the first emit: the host binds its fast emit after initialize returns
+        self._emit_record: Callable[[Any, Any], None] | None = None
+
+    def received(self, msgs: list[Any]) -> None:
+        """A poll's records, kept per partition for ``drain``."""
+        buffers = self.buffers
+        for m in msgs:
+            err = m.error()
+            if err is not None:
+                self.reader.on_error(err)
+                continue
+            tp = (m.topic(), m.partition())
+            buf = buffers.get(tp)
+            if buf is None:
+                buf = buffers[tp] = deque()
+            buf.append(m)
+
+    def drain(self, now: float) -> None:
+        """Emits what is due (next_tuple, after the poll)."""
+
+    def commit(self, sync: bool = False) -> None:
+        offsets = self.source.commits()
+        if offsets:
+            self.reader.commit_offsets(offsets, sync)
+
+    def revoked(self, tp: TP) -> None:
+        """``tp`` is another task's now."""
+
+    def start(self, tp: TP, off: int | str) -> int | str:
+        """Where a newly assigned partition starts (``off``: the first-poll strategy's answer)."""
+        return off
+
+    def assigned(self) -> None:
+        """The reader's new assignment is in place."""
+
+    def confirmed(self, done: dict[TP, int]) -> None:
+        """The broker confirmed these committed offsets."""
+
+    def record_emitter(self) -> Callable[[Any, Any], None]:
+        """The per-record step (when the batch emits are not bound: a hook or a tap sees each
+        emit): the built-in translators' row, else the user's translator, which picks the stream
+        or skips a record (a skipped tracked record is acked, so commits pass it)."""
+        spout = self.spout
+        row, emit = spout._row, spout.emit
+        fn: Callable[[Any, Any], None]
+        if row is None:
+            translate, key_de, value_de, ack = spout.translator.translate, spout.key_de, spout.value_de, self.source.ack
+
+            def fn(m: Any, msg_id: Any) -> None:
+                topic = m.topic()
+                out = translate(topic, m.partition(), m.offset(), key_de(topic, m.key()), value_de(topic, m.value()))
+                if out is None:
+                    if msg_id is not None:
+                        ack(msg_id)
+                    return
+                stream, values = out
+                emit(values, tup_id=msg_id, stream=stream)
+        else:
+            def fn(m: Any, msg_id: Any) -> None:
+                emit(row(m), tup_id=msg_id)
+        self._emit_record = fn
+        return fn
+
+
+class Tracked(Delivery):
+    """At least once, tracked: Storm's emit allowance (``max_uncommitted``) per partition."""
+
+    def drain(self, now: float) -> None:
+        source = self.source
+        emit = self._emit_record or self.record_emitter()
+        for retry_id, rec in source.due_retries(now):
+            emit(rec, retry_id)
+        spout = self.spout
+        row = spout._batch_row
+        emit_many = spout.heron_emit_tracked_many
+        tracked_rows = row if emit_many is not None else None
+        for tp, buf in self.buffers.items():
+            if not buf:
+                continue
+            t = source.trackers.get(tp)
+            if t is None:
+                continue
+            # Storm's emit allowance (ReplayableSource.may_emit), computed once per batch:
+            # only emits below raise the uncommitted count, so each one spends one unit
+            room = source.max_uncommitted - t.uncommitted()
+            n = 0
+            while buf and room > 0:
+                # the whole allowance at once (a poll's records, usually): one tracker pass
+                # for the batch (emitted_many); a stale record spends no allowance, so the
+                # loop takes more while room is left
+                if len(buf) <= room:
+                    batch = list(buf)
+                    buf.clear()
+                else:
+                    batch = [buf.popleft() for _ in range(room)]
+                ids = source.emitted_many(tp, [(m.offset(), m) for m in batch])
+                if tracked_rows is not None and emit_many is not None:
+                    # the batch's fresh records in one call (a stale one has no id)
+                    fresh = [(m, msg_id) for m, msg_id in zip(batch, ids, strict=True) if msg_id is not None]
+                    if fresh:
+                        emit_many([tracked_rows(m) for m, _ in fresh], [msg_id for _, msg_id in fresh])
+                    n += len(fresh)
+                else:
+                    for m, msg_id in zip(batch, ids, strict=True):
+                        if msg_id is not None:
+                            emit(m, msg_id)
+                            n += 1
+                room = source.max_uncommitted - t.uncommitted()
+            self.records += n
+
+
+class PassThrough(Delivery):
+    """NO_GUARANTEE and AT_MOST_ONCE: no per-record tracking, nothing buffered."""
+
+    def __init__(self, spout: KafkaSpout, reader: PartitionReader, source: ReplayableSource[TP]) -> None:
+        super().__init__(spout, reader, source)
+        self.at_most_once = spout.cfg.guarantee is PG.AT_MOST_ONCE
+
+    def received(self, msgs: list[Any]) -> None:
+        """AT_MOST_ONCE commits the batch's end per partition (synchronously) before emitting
+        any of it; when that commit fails the consumer is sought back to the batch's start, so
+        the records are read again rather than emitted uncommitted (a crash then would emit them
+        twice). NO_GUARANTEE only moves each partition's consumed position, which the periodic
+        commit writes."""
+        good: list[Any] = []
+        first: dict[TP, int] = {}
+        last: dict[TP, int] = {}
+        for m in msgs:
+            err = m.error()
+            if err is not None:
+                self.reader.on_error(err)
+                continue
+            good.append(m)
+            tp = (m.topic(), m.partition())
+            off = m.offset()
+            first.setdefault(tp, off)
+            last[tp] = off + 1
+        if not good:
+            return
+        if self.at_most_once and not self.reader.commit_offsets(last, sync=True):
+            self.reader.seek(first)
+            return
+        trackers = self.source.trackers
+        for tp, end in last.items():
+            t = trackers.get(tp)
+            if t is not None and end > t.fetched:
+                t.fetched = end  # with nothing in flight, next_commit() is this position
+        spout = self.spout
+        row = spout._batch_row
+        if row is not None and spout.heron_emit_many is not None:
+            spout.heron_emit_many(list(map(row, good)), Stream.DEFAULT_STREAM_ID)
+        else:
+            emit = self._emit_record or self.record_emitter()
+            for m in good:
+                emit(m, None)
+        self.records += len(good)
+
+    def commit(self, sync: bool = False) -> None:
+        if not self.at_most_once:  # AT_MOST_ONCE committed each batch before emitting it
+            super().commit(sync)
+
+
+class Checkpointed(Delivery):
+    """Effectively once: positions in checkpoints, commits after complete ones."""
+
+    def __init__(self, spout: KafkaSpout, reader: PartitionReader, source: ReplayableSource[TP],
+                 restored: dict[TP, int] | None) -> None:
+        super().__init__(spout, reader, source)
+        # next offset to emit per partition; what a checkpoint saves and a restore seeks to
+        self.positions: dict[TP, int] = {}
+        self.saved: dict[int, dict[TP, int]] = {}  # checkpoint id → positions saved, not known complete
+        # the positions of the newest complete checkpoint (or the restored one) the broker has not
+        # confirmed yet: a failed commit stays here and is retried
+        self.due: dict[TP, int] = {}
+        self.restored = restored  # the positions init_state restored (None: not restored)
+        self._restored_now: dict[TP, int] = {}  # of those, the ones the current assignment starts at
+
+    def drain(self, now: float) -> None:
+        spout = self.spout
+        emit = self._emit_record or self.record_emitter()
+        row = spout._batch_row
+        for tp, buf in self.buffers.items():
+            if not buf:
+                continue
+            n = len(buf)
+            m = buf[-1]
+            if row is not None and spout.heron_emit_many is not None:
+                spout.heron_emit_many(list(map(row, buf)), Stream.DEFAULT_STREAM_ID)
+                buf.clear()
+            else:
+                while buf:
+                    emit(buf.popleft(), None)
+            self.positions[tp] = m.offset() + 1
+            self.records += n
+
+    def save(self, state: State, checkpoint_id: str) -> None:
+        """``pre_save``: the positions into the state."""
+        state.put(POSITIONS_KEY, positions_to_state(self.positions))
+        # kept until the master says this checkpoint (or a newer one) is complete: committed
+        # earlier, the offsets could pass records a rollback to an older checkpoint replays
+        self.saved[int(checkpoint_id)] = dict(self.positions)
+
+    def complete(self, checkpoint_id: int) -> None:
+        """``on_checkpoint_complete``: the positions saved for the newest checkpoint at or below
+        it become the ones to commit, and every saved checkpoint up to it is forgotten."""
+        cid = newest_complete(self.saved, checkpoint_id)
+        if cid is not None:
+            # replaces what an older checkpoint left unconfirmed: these positions are newer
+            self.due = dict(self.saved[cid])
+        self.saved = {k: v for k, v in self.saved.items() if k > checkpoint_id}
+        self.commit()
+
+    def commit(self, sync: bool = False) -> None:
+        # the complete positions not confirmed yet (after a word or a restore, and as a retry
+        # at the periodic point), of the partitions this task holds: a revoked partition is
+        # another task's to commit. Asynchronous even at close: a restore closes the
+        # component, the broker may be what failed, and the new component commits the
+        # restored positions itself
+        assigned = self.reader.assigned
+        due = {tp: off for tp, off in self.due.items() if tp in assigned}
+        if due:
+            self.reader.commit_offsets(due, sync=False)
+
+    def revoked(self, tp: TP) -> None:
+        self.positions.pop(tp, None)
+        self.due.pop(tp, None)
+
+    def start(self, tp: TP, off: int | str) -> int | str:
+        if self.restored and tp in self.restored:
+            off = self._restored_now[tp] = self.restored[tp]  # the restored checkpoint's position wins
+        if isinstance(off, int):
+            self.positions[tp] = off
+        return off
+
+    def assigned(self) -> None:
+        restored, self._restored_now = self._restored_now, {}
+        if restored:
+            # a restore target is complete, and the master's word for it may never come (lost, or
+            # sent before this task restarted): its positions are committed here
+            self.due.update(restored)
+            self.commit()
+
+    def confirmed(self, done: dict[TP, int]) -> None:
+        # confirmed: no retry; a newer position due meanwhile stays due
+        for tp, off in done.items():
+            if self.due.get(tp) == off:
+                del self.due[tp]
+
+
+def delivery_for(spout: KafkaSpout, reader: PartitionReader, source: ReplayableSource[TP], checkpointed: bool,
+                 tracked: bool) -> Delivery:
+    if checkpointed:
+        return Checkpointed(spout, reader, source, spout._restored)
+    return Tracked(spout, reader, source) if tracked else PassThrough(spout, reader, source)
