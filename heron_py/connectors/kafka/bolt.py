@@ -73,7 +73,9 @@ class KafkaBolt(Bolt):
                 self._poll(0.05)
         if self.cfg.fire_and_forget:
             self.ack(tup)
-        self._poll(0)
+        # delivery reports are served by heron_poll, which the task's loop calls after each
+        # round of input batches (and every heron_poll_interval_s when idle): a poll per input
+        # was ~10 % of the bolt's time at 30,000 records/s, and reports come per produced batch
 
     def _delivered(self, ident: int, err: Any, _msg: Any) -> None:
         tup = self.inflight.pop(ident) if ident else None
