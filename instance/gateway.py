@@ -56,17 +56,12 @@ def _routes(gw: Gateway) -> Routes:
         on_raw("stmgr", MsgType.ACK_RESULT, lambda conn, frame: deliver((InKind.ACKS, frame))),
         on_raw("stmgr", MsgType.CKPT_MARKER, lambda conn, frame: deliver((InKind.MARKER, frame))),
         # the master's effectively-once commands, through our stream manager
-        on("stmgr", MsgType.START_CHECKPOINT, pb.StartCheckpoint,
-           lambda conn, m: deliver((InKind.CKPT_START, m.checkpoint_id))),
-        on("stmgr", MsgType.RESTORE_STATE, pb.RestoreState,
-           lambda conn, m: deliver((InKind.RESTORE, (m.restore_id, m.checkpoint_id)))),
-        on("stmgr", MsgType.START_PROCESSING, pb.StartProcessing,
-           lambda conn, m: deliver((InKind.START, m.restore_id))),
-        on("stmgr", MsgType.CHECKPOINT_COMMITTED, pb.CheckpointCommitted,
-           lambda conn, m: deliver((InKind.COMMITTED, m.checkpoint_id))),
-        on("stmgr", MsgType.REGISTER_INSTANCE_RESPONSE, pb.RegisterInstanceResponse, gw.on_registered),
-        on("stmgr", MsgType.NEW_PHYSICAL_PLAN, pb.NewPhysicalPlan,
-           lambda conn, m: _plan(gw.inbox, m.pplan_json)),
+        on("stmgr", pb.StartCheckpoint, lambda conn, m: deliver((InKind.CKPT_START, m.checkpoint_id))),
+        on("stmgr", pb.RestoreState, lambda conn, m: deliver((InKind.RESTORE, (m.restore_id, m.checkpoint_id)))),
+        on("stmgr", pb.StartProcessing, lambda conn, m: deliver((InKind.START, m.restore_id))),
+        on("stmgr", pb.CheckpointCommitted, lambda conn, m: deliver((InKind.COMMITTED, m.checkpoint_id))),
+        on("stmgr", pb.RegisterInstanceResponse, gw.on_registered),
+        on("stmgr", pb.NewPhysicalPlan, lambda conn, m: _plan(gw.inbox, m.pplan_json)),
     ])
 
 

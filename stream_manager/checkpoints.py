@@ -31,7 +31,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
-from heron_py.common.framing import MsgType
 from heron_py.common.net import Connection, Route, on, relay
 from heron_py.common.wire import encode_msg
 from proto import heron_py_pb2 as pb
@@ -68,12 +67,11 @@ class CheckpointRelay:
     # --- from the master ---
     def master_routes(self) -> list[Route]:
         """The master's effectively-once commands, on the stream manager's link to it."""
-        return [relay("tmanager", MsgType.START_CHECKPOINT, self.start_checkpoint),
-                on("tmanager", MsgType.RESTORE_STATE, pb.RestoreState, self.on_restore),
-                on("tmanager", MsgType.START_PROCESSING, pb.StartProcessing, self.on_start_processing),
-                on("tmanager", MsgType.ROLLBACK_ANSWER, pb.RollbackAnswer,
-                   lambda conn, msg: self.losses.on_answer(msg)),
-                relay("tmanager", MsgType.CHECKPOINT_COMMITTED, self.checkpoint_committed)]
+        return [relay("tmanager", pb.StartCheckpoint, self.start_checkpoint),
+                on("tmanager", pb.RestoreState, self.on_restore),
+                on("tmanager", pb.StartProcessing, self.on_start_processing),
+                on("tmanager", pb.RollbackAnswer, lambda conn, msg: self.losses.on_answer(msg)),
+                relay("tmanager", pb.CheckpointCommitted, self.checkpoint_committed)]
 
     def start_checkpoint(self, conn: Connection, frame: bytes) -> None:
         """To the local spouts, as it came (they decode it)."""

@@ -48,6 +48,7 @@ class Clique:
         dict of the connections up, shared with their readers (the forwarder's destinations)."""
         self.container = container
         self.peers: dict[int, Connection] = peers if peers is not None else {}
+        self._at: dict[int, PeerAddress] = {}  # where each connection in peers was made to
         self._connecting: set[int] = set()
         self._locations: dict[int, StmgrLocation] = {}
         self._limits: tuple[int, int] | None = None
@@ -72,7 +73,7 @@ class Clique:
         self._locations = {s.container: s for s in plan.stmgrs}
         for s in plan.stmgrs:
             peer = self.peers.get(s.container)
-            if peer is not None and peer.context != PeerAddress(s.host, s.port):
+            if peer is not None and self._at.get(s.container) != PeerAddress(s.host, s.port):
                 # aborted, not closed: a graceful close would wait to flush to the old address
                 peer.abort(f"stream manager {s.container} moved to {s.host}:{s.port}")
                 del self.peers[s.container]
@@ -119,7 +120,7 @@ class Clique:
             self._connecting.discard(container)
 
     def _connected(self, container: int, conn: Connection, loc: StmgrLocation) -> None:
-        conn.context = PeerAddress(loc.host, loc.port)
+        self._at[container] = PeerAddress(loc.host, loc.port)
         if self._limits is not None:
             conn.set_write_limits(*self._limits)
         conn.send_msg(pb.StmgrHello(container=self.container))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 
-from heron_py.common.net import Connection
+from heron_py.common.net import NO_TASK, Connection
 from proto import heron_py_pb2 as pb
 from stream_manager.ratelimit import TokenBucket
 
@@ -39,15 +39,15 @@ class LocalInstances:
         self.conns[task] = conn
         self.pids[task] = pid
         self.ready.pop(task, None)
-        conn.context = task
+        conn.task = task
         if task in self._over_rate:  # a new connection of a task still waiting out its rate
             conn.pause_reading()
         return replaced
 
     def remove(self, conn: Connection) -> int | None:
         """The task whose current connection ``conn`` was, or None (an old or unregistered one)."""
-        task = conn.context
-        if isinstance(task, int) and self.conns.get(task) is conn:
+        task = conn.task
+        if task != NO_TASK and self.conns.get(task) is conn:
             del self.conns[task]
             self.ready.pop(task, None)
             return task

@@ -12,7 +12,6 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable
 
-from heron_py.common.framing import MsgType
 from heron_py.common.net import DEFAULT_LIVENESS, Connection, Liveness, Route, Routed, Routes, on
 from heron_py.common.reconnect import run_link
 from heron_py.common.tls import PeerTls
@@ -34,8 +33,8 @@ def master_routes(on_pplan: Callable[[bytes], None], log: logging.Logger,
             log.error("topology master refused registration: %s", resp.error)
 
     return Routes("stmgr's master link", [
-        on("tmanager", MsgType.NEW_PHYSICAL_PLAN, pb.NewPhysicalPlan, lambda conn, m: on_pplan(m.pplan_json)),
-        on("tmanager", MsgType.REGISTER_STMGR_RESPONSE, pb.RegisterStmgrResponse, registered),
+        on("tmanager", pb.NewPhysicalPlan, lambda conn, m: on_pplan(m.pplan_json)),
+        on("tmanager", pb.RegisterStmgrResponse, registered),
         *more])
 
 

@@ -1,15 +1,17 @@
 """The stream manager daemon: the wiring of its parts.
 
 One listening port serves both its local instances and the other stream managers of the
-clique; the handshake's role says which a connection is. For sending to another container
+clique; the handshake's role says which a connection is, and the connection then takes that
+side's server (``servers``: ``InstanceServer``, ``StmgrServer``, as Heron's). For sending to another container
 it keeps one outbound connection per peer. Tuple batches are routed on their 12-byte
 header and forwarded as the same bytes: the stream manager never unpickles a tuple.
 
 The parts, each with its own job: ``routing`` (where each task lives), ``forwarder`` (send,
 hold, release, drop), ``acking`` (XOR tracking, ACK_RESULT frames), ``clique`` (connections
 to the peers), ``instances`` (the local instances' connections), ``backpressure`` (the
-decisions), ``metrics`` (both report formats) and ``links`` (master and metrics manager).
-This module owns the event handlers and the decisions that touch several parts.
+decisions), ``metrics`` (both report formats), ``links`` (master and metrics manager) and
+``servers`` (the port's two sides). This module owns the lifecycle and the decisions that touch
+several parts.
 """
 
 from __future__ import annotations
@@ -22,32 +24,26 @@ from pathlib import Path
 from heron_py.common.config import MB, ConfigError, LinkConfig, StreamManagerConfig, effectively_once
 from heron_py.common.container_layout import ContainerLayout
 from heron_py.common.daemon import DaemonBase, FatalError, setup_logging, write_atomically
-from heron_py.common.framing import DEFAULT_MAX_FRAME, MsgType, batch_src, frame_type
+from heron_py.common.framing import DEFAULT_MAX_FRAME
 from heron_py.common.guard import RateLimitedLog
 from heron_py.common.net import (
     DEFAULT_LIVENESS,
-    BaseHandler,
     Connection,
     Liveness,
-    Routes,
-    on,
-    on_raw,
-    relay,
     serve,
     serve_unix,
 )
 from heron_py.common.tls import PeerTls
-from heron_py.common.wire import decode_as, encode_msg
+from heron_py.common.wire import encode_msg
 from heron_py.planner.model import PhysicalPlan
 from heron_py.state import StateManager
 from heron_py.state import config as statecfg
 from heron_py.state.stores import run_with_state
 from proto import heron_py_pb2 as pb
 from stream_manager.backpressure import Action, ConnKey, describe
-from stream_manager.forwarder import DropReason
-from stream_manager.owners import Owners
 from stream_manager.ratelimit import output_rates
 from stream_manager.routing import RoutingTable
+from stream_manager.servers import Inbound
 from stream_manager.wiring import Site, build
 
 LOOPBACK = "127.0.0.1"
@@ -92,10 +88,11 @@ class StreamManager(DaemonBase):
         self._begin()
         assert self._stopped is not None
         site = self.site
-        inbound = _Inbound(self)  # stateless: one handler and one routing table for every connection
+        # the port's two servers, the instances' and the peers': each connection takes its role's
+        inbound = Inbound(self)
         routes = inbound.routes()
         try:
-            self._server = await serve(self.host, 0, lambda: inbound, site.secret, role="stmgr",
+            self._server = await serve(self.host, 0, lambda: inbound.handler, site.secret, role="stmgr",
                                        log=self.log, counters=self.counters, max_frame=site.max_frame,
                                        ssl=site.tls.server if site.tls else None, routes=routes,
                                        liveness=site.liveness, server_id=str(self.container))
@@ -107,7 +104,7 @@ class StreamManager(DaemonBase):
         # the container's instances come through a Unix socket (no TCP stack on the way)
         sock = self._sock_path = ContainerLayout.beside(site.port_file).bind_stmgr_socket()
         try:
-            self._local_server = await serve_unix(sock, lambda: inbound, site.secret, role="stmgr",
+            self._local_server = await serve_unix(sock, lambda: inbound.handler, site.secret, role="stmgr",
                                                   log=self.log, counters=self.counters, max_frame=site.max_frame,
                                                   routes=routes, liveness=site.liveness,
                                                   server_id=str(self.container))
@@ -237,140 +234,6 @@ class StreamManager(DaemonBase):
             self.apply(self.bp.connection_low(ConnKey.task(task)))
             self.log.warning("instance task %d disconnected", task)
             self.data_lost(f"the connection of instance task {task} closed")
-
-
-class _Inbound(BaseHandler):
-    """Accepted connections, a local instance's or a peer stream manager's: the lifecycle of
-    each, and the routes of what each role may send (built once, at start; a message a role may
-    not send is refused by the connection itself, counted as ``__bad-frames/role``). A message
-    that names a task or a container is taken only from its owner (``owners.Owners``)."""
-
-    def __init__(self, sm: StreamManager) -> None:
-        self.sm = sm
-        self.owners = Owners(sm.counters, sm.refuse_log)
-        self.peers_in: dict[int, Connection] = {}  # each peer's newest inbound connection
-
-    def routes(self) -> Routes:
-        sm, ckpt, fwd, own = self.sm, self.sm.ckpt, self.sm.forwarder, self.owners
-        return Routes("stmgr", [
-            # the hot path: raw frames, routed on their header (never decoded here)
-            on_raw("instance", MsgType.TUPLE_BATCH, self.instance_batch),
-            on_raw("instance", MsgType.CKPT_MARKER, self.instance_marker),
-            on_raw("instance", MsgType.ACK_BATCH, self.instance_acks),
-            on_raw("stmgr", MsgType.TUPLE_BATCH, self.peer_batch),
-            on_raw("stmgr", MsgType.CKPT_MARKER, self.peer_marker),
-            on_raw("stmgr", MsgType.ACK_BATCH, lambda conn, frame: fwd.route(frame)),
-            on("instance", MsgType.REGISTER_INSTANCE_REQUEST, pb.RegisterInstanceRequest, self.register),
-            on("instance", MsgType.INSTANCE_METRICS, pb.InstanceMetrics,
-               own.of_task(MsgType.INSTANCE_METRICS, lambda conn, m: sm.instances.metrics.__setitem__(m.task_id, m))),
-            on("instance", MsgType.INSTANCE_READY, pb.InstanceReady,
-               own.of_task(MsgType.INSTANCE_READY, self.instance_ready)),
-            relay("instance", MsgType.CHECKPOINT_SAVED, self.checkpoint_saved),
-            on("instance", MsgType.STATE_RESTORED, pb.StateRestored,
-               own.of_task(MsgType.STATE_RESTORED, ckpt.on_state_restored)),
-            on("stmgr", MsgType.RESTORE_FENCE, pb.RestoreFence,
-               own.of_container(MsgType.RESTORE_FENCE, ckpt.on_peer_fence)),
-            on("stmgr", MsgType.STMGR_HELLO, pb.StmgrHello, own.of_container(MsgType.STMGR_HELLO, self.peer_hello)),
-            on("stmgr", MsgType.BACKPRESSURE, pb.BackPressure,
-               own.of_container(MsgType.BACKPRESSURE, lambda conn, m: sm.on_peer_backpressure(m))),
-        ])
-
-    def instance_batch(self, conn: Connection, frame: bytes) -> None:
-        """A tuple batch or marker of a local instance: only its registered task's own."""
-        sm = self.sm
-        if conn.context is None or batch_src(frame) != conn.context:
-            self.refuse_batch(conn, frame_type(frame), frame)
-        elif sm.ckpt.restore_id and not sm.ckpt.admits(conn):
-            sm.forwarder.drop(DropReason.OLD_RUN, frame)  # the run a restore rolled back
-        else:
-            sm.forwarder.route(frame)
-            if sm.instances.buckets:  # topology.component.output.bps: only a limited task pays
-                self.meter(conn.context, len(frame))
-
-    def instance_marker(self, conn: Connection, frame: bytes) -> None:
-        """A checkpoint marker stops here while a loss we reported is unresolved."""
-        if self.sm.ckpt.losses.admits_marker():
-            self.instance_batch(conn, frame)
-
-    def peer_marker(self, conn: Connection, frame: bytes) -> None:
-        if self.sm.ckpt.losses.admits_marker():
-            self.peer_batch(conn, frame)
-
-    def peer_hello(self, conn: Connection, msg: pb.StmgrHello) -> None:
-        """A peer's new connection. Another one from the same peer still open is half-open (the
-        peer lost it without a FIN: a host that vanished, a reset we never saw): what was in
-        flight on it is lost, and it is closed now rather than when its silence is noticed."""
-        old = self.peers_in.get(msg.container)
-        self.peers_in[msg.container] = conn
-        if old is not None and old is not conn and old.is_open:
-            self.sm.data_lost(f"a second connection from stream manager {msg.container} while its first was open")
-            old.close("the peer opened a new connection: this one is half-open")
-
-    def meter(self, task: int, nbytes: int) -> None:
-        instances = self.sm.instances
-        wait = instances.meter(task, nbytes)
-        if wait > 0.0:
-            asyncio.get_running_loop().call_later(wait, instances.rate_wait_over, task)
-
-    def instance_acks(self, conn: Connection, frame: bytes) -> None:
-        if conn.context is None or batch_src(frame) != conn.context:
-            self.refuse_batch(conn, MsgType.ACK_BATCH, frame)
-        else:
-            self.sm.forwarder.route(frame)  # acks pass the fence: they only resolve roots
-
-    def peer_batch(self, conn: Connection, frame: bytes) -> None:
-        sm = self.sm
-        if sm.ckpt.restore_id and not sm.ckpt.admits(conn):
-            sm.forwarder.drop(DropReason.OLD_RUN, frame)
-        else:
-            sm.forwarder.route(frame)
-
-    def refuse_batch(self, conn: Connection, msg_type: int, frame: bytes) -> None:
-        """A batch from a connection that may not send it (a task sends only its own)."""
-        self.owners.refuse(conn, msg_type, f"with source task {batch_src(frame)}", "refused batch")
-
-    def instance_ready(self, conn: Connection, msg: pb.InstanceReady) -> None:
-        self.sm.instances.ready[msg.task_id] = msg.pid
-        self.sm.master.heartbeat(with_metrics=False)  # the master learns it now
-
-    def checkpoint_saved(self, conn: Connection, frame: bytes) -> None:
-        """An instance's report, relayed to the master as it came once it is its own task's."""
-        msg = decode_as(pb.CheckpointSaved, MsgType.CHECKPOINT_SAVED, frame, conn.peer_name)
-        if self.owners.task(conn, MsgType.CHECKPOINT_SAVED, msg.task_id):
-            self.sm.ckpt.to_master(frame)
-
-    def register(self, conn: Connection, req: pb.RegisterInstanceRequest) -> None:
-        sm, ident = self.sm, conn.identity
-        assert ident is not None
-        if str(req.task_id) != ident.peer_id or (not sm.forwarder.routing.is_local(req.task_id)
-                                                 and sm.pplan is not None):
-            error = f"task {req.task_id} does not run in container {sm.container}"
-            conn.send_msg(pb.RegisterInstanceResponse(ok=False, error=error))
-            conn.close(f"refused registration: {error}")
-            return
-        sm.register_instance(conn, req)
-
-    def on_writing(self, conn: Connection, paused: bool) -> None:
-        if isinstance(conn.context, int):
-            self.sm.on_writing(ConnKey.task(conn.context), paused)
-
-    def on_close(self, conn: Connection) -> None:
-        ident = conn.identity
-        self.sm.ckpt.on_closed(conn)
-        if ident is not None and ident.role == "stmgr":
-            for peer, c in list(self.peers_in.items()):
-                if c is conn:
-                    del self.peers_in[peer]
-            self.sm.data_lost(f"the connection from stream manager {ident.peer_id} closed")
-            # a peer that dies while in backpressure must not leave us paused
-            try:
-                peer = int(ident.peer_id)
-            except ValueError:
-                return
-            if peer in self.sm.bp.peers:
-                self.sm.apply(self.sm.bp.peer_stop(peer))
-            return
-        self.sm.instance_lost(conn)
 
 
 def main(argv: list[str] | None = None) -> int:

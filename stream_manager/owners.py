@@ -12,23 +12,17 @@ is acted on.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from heron_py.common.framing import MsgType
 from heron_py.common.guard import RateLimitedLog
-from heron_py.common.net import Connection, Counters
+from heron_py.common.net import NO_TASK, Connection, Counters, Route, on
+from heron_py.common.wire import TYPES
+from proto import heron_py_pb2 as pb
 
-
-class _ForTask(Protocol):
-    task_id: int
-
-
-class _ForContainer(Protocol):
-    container: int
-
-
-T = TypeVar("T", bound=_ForTask)
-C = TypeVar("C", bound=_ForContainer)
+# the messages that name a task (an instance's) and those that name a container (a peer's)
+T = TypeVar("T", pb.InstanceMetrics, pb.InstanceReady, pb.StateRestored)
+C = TypeVar("C", pb.RestoreFence, pb.StmgrHello, pb.BackPressure)
 
 
 class Owners:
@@ -44,14 +38,14 @@ class Owners:
         ident = conn.identity
         who = f"{ident.role} {ident.peer_id}" if ident is not None else "an unauthenticated peer"
         if ident is None or ident.role == "instance":
-            who += ", " + (f"registered as task {conn.context}" if conn.context is not None else "not registered")
+            who += ", " + (f"registered as task {conn.task}" if conn.task != NO_TASK else "not registered")
         self._log.warning("refused a %s from %s (%s) %s; closing the connection", MsgType(msg_type).name,
                           conn.peer_name, who, claim, kind=kind)
         conn.close(f"a {MsgType(msg_type).name} it may not send")
 
     def task(self, conn: Connection, msg_type: int, task: int) -> bool:
         """Whether an instance's message about ``task`` is its own: the task it registered as."""
-        if conn.context is not None and conn.context == task:
+        if conn.task != NO_TASK and conn.task == task:
             return True
         self.refuse(conn, msg_type, f"for task {task}")
         return False
@@ -65,17 +59,22 @@ class Owners:
         self.refuse(conn, msg_type, f"for container {container}")
         return False
 
-    def of_task(self, msg_type: MsgType, fn: Callable[[Connection, T], None]) -> Callable[[Connection, T], None]:
-        """``fn`` for the messages of the sender's own task; the rest refused."""
+    def on_task(self, cls: type[T], fn: Callable[[Connection, T], None]) -> Route:
+        """The route of an instance's message about a task (``cls`` has ``task_id``): ``fn``
+        gets those of the sender's own task; the rest are refused."""
+        msg_type = TYPES[cls]
+
         def checked(conn: Connection, msg: T) -> None:
             if self.task(conn, msg_type, msg.task_id):
                 fn(conn, msg)
-        return checked
+        return on("instance", cls, checked)
 
-    def of_container(self, msg_type: MsgType,
-                     fn: Callable[[Connection, C], None]) -> Callable[[Connection, C], None]:
-        """``fn`` for the messages of the sender's own container; the rest refused."""
+    def on_container(self, cls: type[C], fn: Callable[[Connection, C], None]) -> Route:
+        """The route of a peer stream manager's message about a container (``cls`` has
+        ``container``): ``fn`` gets those of the sender's own container; the rest are refused."""
+        msg_type = TYPES[cls]
+
         def checked(conn: Connection, msg: C) -> None:
             if self.container(conn, msg_type, msg.container):
                 fn(conn, msg)
-        return checked
+        return on("stmgr", cls, checked)

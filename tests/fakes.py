@@ -53,7 +53,8 @@ class FakeConn:
     def __init__(self, identity: PeerIdentity | None = None) -> None:
         self.identity = identity
         self.peer_name = f"{identity.role} {identity.peer_id}" if identity else "fake"
-        self.context: object = None
+        self.task = -1  # net.NO_TASK: what the stream manager's instance server sets on registration
+        self.container = -1  # net.NO_CONTAINER
         self.writing_paused = False
         self.max_frame = 16 * 1024 * 1024
         self.sent: list[bytes] = []

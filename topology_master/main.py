@@ -277,13 +277,13 @@ class _Handler(BaseHandler):
 
     def routes(self) -> Routes:
         return Routes("tmanager", [
-            on("stmgr", MsgType.REGISTER_STMGR_REQUEST, pb.RegisterStmgrRequest, self._register),
-            on("stmgr", MsgType.STMGR_HEARTBEAT, pb.StmgrHeartbeat, self._heartbeat),
-            on("stmgr", MsgType.CHECKPOINT_SAVED, pb.CheckpointSaved, self._checkpoint_report),
-            on("stmgr", MsgType.STATE_RESTORED, pb.StateRestored, self._checkpoint_report),
-            on("stmgr", MsgType.ROLLBACK_REQUEST, pb.RollbackRequest, self._rollback_request),
+            on("stmgr", pb.RegisterStmgrRequest, self._register),
+            on("stmgr", pb.StmgrHeartbeat, self._heartbeat),
+            on("stmgr", pb.CheckpointSaved, self._checkpoint_report),
+            on("stmgr", pb.StateRestored, self._checkpoint_report),
+            on("stmgr", pb.RollbackRequest, self._rollback_request),
             on_raw("metricsmgr", MsgType.METRICS_REPORT, self._metrics_report),
-            on("cli", MsgType.ADMIN_REQUEST, pb.AdminRequest, self._admin),
+            on("cli", pb.AdminRequest, self._admin),
         ])
 
     def _admin(self, conn: Connection, req: pb.AdminRequest) -> None:

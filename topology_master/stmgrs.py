@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 
 from google.protobuf.json_format import MessageToDict
 
-from heron_py.common.net import Connection
+from heron_py.common.net import NO_CONTAINER, Connection
 from heron_py.common.wire import encode_msg
 from heron_py.planner.model import PhysicalPlan, StmgrLocation
 from proto import heron_py_pb2 as pb
@@ -57,7 +57,7 @@ class StmgrLinks:
         self.book.register(StmgrLocation(req.container, req.host, req.port, req.pid))
         self.conns[req.container] = conn
         self.heard[req.container] = self._clock()
-        conn.context = req.container
+        conn.container = req.container
         conn.send_msg(pb.RegisterStmgrResponse(ok=True))
         self._log.info("stream manager %d registered (%s:%d pid %d)", req.container, req.host, req.port, req.pid)
         self.book.update_instances(req.container, req.instances)
@@ -66,10 +66,10 @@ class StmgrLinks:
             self.push_plan()
 
     def lost(self, conn: Connection) -> None:
-        c = conn.context
+        c = conn.container
         # only the connection the container registered on counts: an old one closing after
         # a re-registration must not unregister the new one
-        if isinstance(c, int) and self.conns.get(c) is conn:
+        if c != NO_CONTAINER and self.conns.get(c) is conn:
             del self.conns[c]
             self.book.lost(c)
             self._log.warning("stream manager %d disconnected", c)

@@ -11,7 +11,6 @@ from typing import Any
 
 from heron_py.cli.errors import AdminError as AdminError  # raised here; kept importable from here
 from heron_py.common.daemon import run_until_complete
-from heron_py.common.framing import MsgType
 from heron_py.common.handshake import HandshakeError, http_read_token
 from heron_py.common.net import Connection, Routed, Routes, connect, on
 from heron_py.common.tls import PeerTls, TlsMaterial, https_client_context, tls_client_args
@@ -23,7 +22,7 @@ class _Reply(Routed):
     """The master's one answer; anything else it sends is refused by the connection."""
 
     def __init__(self) -> None:
-        super().__init__(Routes("cli", [on("tmanager", MsgType.ADMIN_RESPONSE, pb.AdminResponse, self._answer)]))
+        super().__init__(Routes("cli", [on("tmanager", pb.AdminResponse, self._answer)]))
         self.future: asyncio.Future[pb.AdminResponse] = asyncio.get_running_loop().create_future()
 
     def _answer(self, conn: Connection, resp: pb.AdminResponse) -> None:

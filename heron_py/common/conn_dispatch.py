@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TypeVar
 from google.protobuf.message import Message
 
 from heron_py.common.framing import MsgType
-from heron_py.common.wire import MESSAGES, RAW, decode_as
+from heron_py.common.wire import RAW, TYPES, decode_as
 
 if TYPE_CHECKING:  # an annotation only: net imports this module
     from heron_py.common.conn_admission import FailureLog
@@ -44,11 +44,11 @@ class Route:
     fn: FrameFn
 
 
-def on(role: str, msg_type: MsgType, cls: type[M], fn: Callable[[Connection, M], None]) -> Route:
+def on(role: str, cls: type[M], fn: Callable[[Connection, M], None]) -> Route:
     """A protobuf message ``role`` may send, decoded (``wire.decode_as``) before ``fn`` sees it.
-    ``cls`` must be the class ``wire.MESSAGES`` gives the type: checked once, at server start."""
-    if MESSAGES.get(msg_type) is not cls:
-        raise TypeError(f"route {role}/{msg_type.name}: the wire carries {MESSAGES.get(msg_type)}, not {cls.__name__}")
+    Its message type is the one ``wire.TYPES`` registers ``cls`` under (as a send's is), so a
+    route's class and type cannot disagree; a class not on the wire is refused at server start."""
+    msg_type = _type_of(role, cls)
 
     def decoded(conn: Connection, frame: bytes) -> None:
         fn(conn, decode_as(cls, msg_type, frame, conn.peer_name))
@@ -64,13 +64,20 @@ def on_raw(role: str, msg_type: MsgType, fn: FrameFn) -> Route:
     return Route(role, msg_type, fn)
 
 
-def relay(role: str, msg_type: MsgType, fn: FrameFn) -> Route:
+def relay(role: str, cls: type[Message], fn: FrameFn) -> Route:
     """A protobuf message ``role`` may send that this endpoint passes on as it came (a stream
     manager relays an instance's CheckpointSaved to the master): not decoded here; ``fn`` gets
-    the frame and decodes what it checks."""
-    if msg_type not in MESSAGES:
-        raise TypeError(f"route {role}/{msg_type.name}: a raw type; use on_raw()")
-    return Route(role, msg_type, fn)
+    the frame and decodes what it checks. Its type is ``cls``'s, as for ``on``."""
+    return Route(role, _type_of(role, cls), fn)
+
+
+def _type_of(role: str, cls: type[Message]) -> MsgType:
+    """The message type ``wire.TYPES`` registers ``cls`` under; a class not on the wire is a
+    programming error, raised when the routes are built."""
+    msg_type = TYPES.get(cls)
+    if msg_type is None:
+        raise TypeError(f"route {role}/{cls.__name__}: not a wire message (heron_py/common/wire.py MESSAGES)")
+    return msg_type
 
 
 class Routes:

@@ -30,7 +30,7 @@ import enum
 import logging
 import ssl as _ssl
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from google.protobuf.message import DecodeError, Message
@@ -59,6 +59,14 @@ from heron_py.common.guard import DEFAULT_LIMITS, GuardLimits
 from heron_py.common.handshake import HandshakeError, PeerIdentity
 from heron_py.common.session import Session, Step
 from heron_py.common.wire import WireError, encode_msg
+
+# What a server learned of a connection's peer after the handshake, one typed int per role,
+# ``Connection.task`` and ``Connection.container``: the task an instance registered as (the stream
+# manager's instance server sets it; its per-batch source check is that one attribute read) and
+# the container a stream manager registered as (the master). These mean "none": on every other
+# connection and until the registration (a batch's source task is never negative).
+NO_TASK = -1
+NO_CONTAINER = -1
 
 
 class ConnState(enum.Enum):
@@ -89,6 +97,22 @@ class BaseHandler:
 
     def on_writing(self, conn: Connection, paused: bool) -> None:
         pass
+
+
+class ByRole(BaseHandler):
+    """A server's handlers, one per peer role (Heron's stream manager has an ``InstanceServer``
+    and an ``StMgrServer`` behind one port): a connection takes its peer role's handler when the
+    handshake proves that role, once. Until then, and for a role with none, the no-op defaults
+    (such a role's routes refuse whatever it sends)."""
+
+    def __init__(self, handlers: Mapping[str, FrameHandler]) -> None:
+        self.handlers = dict(handlers)
+
+    def for_role(self, role: str) -> FrameHandler:
+        return self.handlers.get(role, _NO_HANDLER)
+
+
+_NO_HANDLER = BaseHandler()
 
 
 class Routed(BaseHandler):
@@ -175,7 +199,7 @@ class Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
         self.authenticated: asyncio.Future[None] = self._loop.create_future()
-        self.context: object = None  # what the handler attaches (e.g. task id)
+        self.task, self.container = NO_TASK, NO_CONTAINER  # the peer's registration, typed (above NO_TASK)
         self.writing_paused = False
         self.close_reason: str | None = None  # why we closed it (None: open, or the peer closed)
         self._accepted = accepted
@@ -307,6 +331,8 @@ class Connection(asyncio.Protocol):
             return True
         self._tx = opened.send_mac
         self.peer_role = opened.peer_role
+        if isinstance(self.handler, ByRole):  # a server with a handler per role: this peer's, from now on
+            self.handler = self.handler.for_role(self.peer_role)
         if self._dispatch is not None:
             self._route = self._dispatch.table(self.peer_role)
         self.state = ConnState.OPEN

@@ -204,3 +204,48 @@ async def test_a_tls_port_admits_at_accept_and_hands_the_slot_to_the_connection(
         idle.close()
     finally:
         server.close()
+
+
+def test_a_server_with_a_handler_per_role_gives_each_connection_its_proven_roles() -> None:
+    """``ByRole``: the stream manager's one port, its instances' server and its peers'. Each
+    accepted connection takes its peer role's handler when the handshake ends; a role with none
+    gets the no-op defaults."""
+    from heron_py.common.net import ByRole, Connection
+
+    class _Seen(BaseHandler):
+        def __init__(self) -> None:
+            self.opened: list[str] = []
+            self.closed: list[str] = []
+
+        def on_open(self, conn: Connection) -> None:
+            assert conn.identity is not None
+            self.opened.append(conn.identity.peer_id)
+
+        def on_close(self, conn: Connection) -> None:
+            assert conn.identity is not None
+            self.closed.append(conn.identity.peer_id)
+
+    async def body() -> None:
+        instances, peers = _Seen(), _Seen()
+        by_role = ByRole({"instance": instances, "stmgr": peers})
+        server = await serve("127.0.0.1", 0, lambda: by_role, b"s", role="stmgr", log=LOG, counters=Counters())
+        port = server.sockets[0].getsockname()[1]
+        try:
+            conns = [await connect("127.0.0.1", port, BaseHandler(), b"s", role=role, peer_id=pid, log=LOG)
+                     for role, pid in (("instance", "3"), ("stmgr", "1"), ("metricsmgr", "0"))]
+            for _ in range(50):
+                if instances.opened and peers.opened:
+                    break
+                await asyncio.sleep(0.01)
+            assert (instances.opened, peers.opened) == (["3"], ["1"])
+            for c in conns:
+                c.close("done")
+            for _ in range(100):
+                if instances.closed and peers.closed:
+                    break
+                await asyncio.sleep(0.01)
+            assert (instances.closed, peers.closed) == (["3"], ["1"])
+        finally:
+            server.close()
+
+    asyncio.run(body())

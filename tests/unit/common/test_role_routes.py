@@ -15,7 +15,7 @@ import pytest
 from heron_py.api.bolt.bolt import Bolt
 from heron_py.api.spout.spout import Spout
 from heron_py.common.framing import MsgType, encode_batch_frame
-from heron_py.common.net import BaseHandler, Connection, Routes, connect, on, on_raw
+from heron_py.common.net import BaseHandler, Connection, Routes, connect, on, on_raw, relay
 from heron_py.state.localfs import LocalFsStateManager
 from proto import heron_py_pb2 as pb
 from stream_manager.main import StreamManager
@@ -117,10 +117,15 @@ def test_a_body_that_does_not_parse_closes_with_one_line(tmp_path: Path, caplog:
     asyncio.run(_with_sm(tmp_path, body))
 
 
-def test_routes_refuse_a_wrong_class_or_a_type_routed_twice_at_start() -> None:
-    with pytest.raises(TypeError, match=r"^route stmgr/BACKPRESSURE: the wire carries .*BackPressure.*, not "
-                                        r"StmgrHello$"):
-        on("stmgr", MsgType.BACKPRESSURE, pb.StmgrHello, lambda c, m: None)
+def test_routes_take_the_type_of_the_class_and_refuse_a_class_off_the_wire_at_start() -> None:
+    # the type is the registry's for the class (as for a send): a class and a type cannot disagree
+    assert on("stmgr", pb.BackPressure, lambda c, m: None).msg_type is MsgType.BACKPRESSURE
+    assert relay("instance", pb.CheckpointSaved, lambda c, f: None).msg_type is MsgType.CHECKPOINT_SAVED
+    with pytest.raises(TypeError, match=r"^route stmgr/InstanceInfo: not a wire message "):
+        on("stmgr", pb.InstanceInfo, lambda c, m: None)
+
+
+def test_routes_refuse_a_raw_route_of_a_message_or_a_type_routed_twice_at_start() -> None:
     with pytest.raises(TypeError, match=r"^route instance/BACKPRESSURE: not a raw message type; use on"):
         on_raw("instance", MsgType.BACKPRESSURE, lambda c, f: None)
     r = on_raw("instance", MsgType.TUPLE_BATCH, lambda c, f: None)

@@ -630,3 +630,26 @@ def test_protobuf_frames_are_encoded_by_the_registry_only() -> None:
                     bad.append(f"{where}:{node.lineno} calls encode_frame with {why}; "
                                f"send the message (wire.encode_msg, Connection.send_msg)")
     assert bad == [], "\n" + "\n".join(bad)
+
+
+_ROUTE_BUILDERS = frozenset(("on", "relay", "on_task", "on_container"))
+
+
+def test_protobuf_routes_name_the_class_only() -> None:
+    """The receive side is typed as sends are: a protobuf route names its class and the registry
+    gives its type (``conn_dispatch.on``, ``relay``, ``Owners.on_task``/``on_container``), so a
+    class and a type cannot disagree; only ``on_raw`` names a ``MsgType``."""
+    bad = []
+    for pkg in ("heron_py", "heronpy", *DAEMONS):
+        for f, tree in _modules(pkg):
+            where = str(f.relative_to(ROOT))
+            for node in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+                func = node.func
+                name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+                if name not in _ROUTE_BUILDERS:
+                    continue
+                for a in node.args:
+                    if isinstance(a, ast.Attribute) and isinstance(a.value, ast.Name) and a.value.id == "MsgType":
+                        bad.append(f"{where}:{node.lineno} routes MsgType.{a.attr} by its type in {name}(); "
+                                   f"name its protobuf class (the registry gives the type)")
+    assert bad == [], "\n" + "\n".join(bad)

@@ -1,5 +1,5 @@
-"""Messages that name a task or a container are taken only from their owner (stream_manager/main.py
-``_Inbound``): an instance reports metrics, readiness, saved checkpoints and restores only for the
+"""Messages that name a task or a container are taken only from their owner (stream_manager/servers.py
+``servers.Inbound``): an instance reports metrics, readiness, saved checkpoints and restores only for the
 task it registered as, a peer stream manager announces backpressure, fences and hellos only for
 the container its handshake proved. Anything else is refused like a batch from the wrong source:
 counted (``__bad-frames/source``), one line, the connection closed, nothing acted on."""
@@ -19,7 +19,8 @@ from heron_py.common.handshake import PeerIdentity
 from heron_py.common.wire import encode_msg
 from heron_py.state.localfs import LocalFsStateManager
 from proto import heron_py_pb2 as pb
-from stream_manager.main import StreamManager, _Inbound
+from stream_manager.main import StreamManager
+from stream_manager.servers import Inbound
 from tests.fakes import FakeConn, word_count_plan
 
 
@@ -40,14 +41,14 @@ def sm(tmp_path: Path) -> StreamManager:
 
 def _instance(sm: StreamManager, task: int) -> FakeConn:
     conn = FakeConn(PeerIdentity("instance", str(task)))
-    sm.instances.add(conn, task, pid=100 + task)  # registered: its context is its task
+    sm.instances.add(conn, task, pid=100 + task)  # registered: its connection carries its task
     return conn
 
 
 def _send(sm: StreamManager, conn: FakeConn, msg_type: MsgType, msg: Any) -> bytes:
     frame = encode_frame(msg_type, msg.SerializeToString())
     assert conn.identity is not None
-    _Inbound(sm).routes().table(conn.identity.role)[msg_type](conn, frame)  # type: ignore[arg-type]
+    Inbound(sm).routes().table(conn.identity.role)[msg_type](conn, frame)  # type: ignore[arg-type]
     return frame
 
 

@@ -19,7 +19,8 @@ from heron_py.common.wire import decode_as, encode_msg
 from heron_py.state.localfs import LocalFsStateManager
 from proto import heron_py_pb2 as pb
 from stream_manager.forwarder import DropReason
-from stream_manager.main import StreamManager, _Inbound
+from stream_manager.main import StreamManager
+from stream_manager.servers import Inbound
 from tests.fakes import FakeConn, word_count_plan
 
 
@@ -72,16 +73,14 @@ def test_a_held_overflow_drop_asks_for_a_rollback_and_the_heartbeat_asks_again(s
 
 
 def test_markers_stop_at_this_stream_manager_until_the_loss_is_answered(sm: StreamManager) -> None:
-    inbound = _Inbound(sm)
+    inbound = Inbound(sm)
     routes = inbound.routes()
     spout = FakeConn(PeerIdentity("instance", "1"))
     sm.instances.add(spout, 1, pid=11)
-    spout.context = 1
     restored = pb.StateRestored(restore_id=7, task_id=1, ok=True)
     sm.ckpt.on_state_restored(spout, restored)  # its fence: its frames are the new run's
     count = FakeConn(PeerIdentity("instance", "3"))
     sm.instances.add(count, 3, pid=13)
-    count.context = 3
     sm.ckpt.on_state_restored(count, pb.StateRestored(restore_id=7, task_id=3, ok=True))
     marker = encode_marker(3, 1, 40)
     routes.table("instance")[MsgType.CKPT_MARKER](spout, marker)
@@ -98,7 +97,7 @@ def test_markers_stop_at_this_stream_manager_until_the_loss_is_answered(sm: Stre
 
 
 def test_a_second_connection_from_a_peer_while_its_first_is_open_is_a_loss(sm: StreamManager) -> None:
-    inbound = _Inbound(sm)
+    inbound = Inbound(sm)
     hello = inbound.routes().table("stmgr")[MsgType.STMGR_HELLO]
     first, second = FakeConn(PeerIdentity("stmgr", "1")), FakeConn(PeerIdentity("stmgr", "1"))
     frame = encode_frame(MsgType.STMGR_HELLO, pb.StmgrHello(container=1).SerializeToString())

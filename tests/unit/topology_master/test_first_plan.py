@@ -22,7 +22,7 @@ class Conn:
 
     def __init__(self) -> None:
         self.sent: list[Any] = []
-        self.context: Any = None
+        self.container = -1  # net.NO_CONTAINER until registered
 
     def send_msg(self, msg: Message) -> None:
         self.sent.append(TYPES[type(msg)])
