@@ -17,7 +17,7 @@
 
     python bench/run.py                 # the full run, under 10 minutes on 2 cores
     python bench/run.py --peers         # plus bytewax and PySpark
-    python bench/run.py --quick         # CI smoke: small N, short latency run, < 60 s
+    python bench/run.py --quick         # CI smoke: small N, short latency runs, the Kafka pipeline
 
 Exit status 1 if any checksum differs from the expected one.
 """
@@ -388,6 +388,8 @@ def main() -> int:
     ap.add_argument("--streamlet", action="store_true", help="also run the Streamlet word count (--peers does)")
     ap.add_argument("--soak", type=float, default=120.0, help="seconds of the 50%%-of-peak run (RSS over time)")
     ap.add_argument("--no-latency", action="store_true")
+    ap.add_argument("--kafka", action="store_true",
+                    help="also run the Kafka pipeline (bench/kafka_e2e.py; --quick runs its smoke form)")
     args = ap.parse_args()
     n = 20_000 if args.quick else args.sentences
     home = Path(tempfile.mkdtemp(prefix="heron-bench-"))
@@ -469,10 +471,31 @@ def main() -> int:
                 for role in sorted(r["rss_last"]):
                     if role.startswith(("stmgr", "instance")):
                         print(f"  {role:<22} {r['rss_first'][role]:7.1f} -> {r['rss_last'][role]:7.1f}")
+    if args.quick or args.kafka:
+        kafka_pipeline(args.quick)
     if bad:
         print(f"\nbench: WRONG checksum for {', '.join(bad)}", file=sys.stderr)
         return 1
     return 0
+
+
+def kafka_pipeline(quick: bool) -> None:
+    """Kafka → word count → Kafka's peak and latency beside the broker's floor
+    (bench/kafka_e2e.py; --quick: its smoke figures), so a regression of the real pipeline shows
+    in CI's smoke run as a figure. Skipped, with the reason, where Tansu is not installed."""
+    sys.path.insert(0, str(ROOT))
+    from tests.kafka_broker import tansu_binary
+
+    if tansu_binary() is None:
+        print("\nKafka pipeline: skipped (no Tansu broker: bash scripts/tansu.sh installs it)")
+        return
+    print("\nKafka → word count → Kafka (bench/kafka_e2e.py" + (" --quick" if quick else "") + "):", flush=True)
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "kafka_e2e.py"), *(["--quick"] if quick else [])],
+                         capture_output=True, text=True, timeout=900)
+    # librdkafka's own log lines (a connection refused while a broker stops) are not the figures
+    print("\n".join(line for line in out.stdout.splitlines() if not line.startswith("%")))
+    if out.returncode != 0:
+        print(f"bench/kafka_e2e.py failed ({out.returncode}): {out.stderr[-2000:]}", file=sys.stderr)
 
 
 if __name__ == "__main__":
