@@ -23,9 +23,8 @@ Every consumer here (the spout's, the bare loop's, the readers') waits at most
 half of the time left instead of waking when a record arrives, so librdkafka's default (500 ms)
 costs up to 250 ms per hop on it and nothing on a real Kafka broker. The topology gets it as
 ``kafka.consumer.fetch.wait.max.ms`` (docs/connectors/kafka.md, "Latency"); nothing else is
-tuned. ``--quick`` is the smoke run of ``bench/run.py --quick``: fewer records, the latency at a fixed
-5,000 records/s, no bare loop; one figure per
-phase.
+tuned. ``--quick`` is the smoke run of ``bench/run.py --quick``: fewer records, the latency at a
+fixed 5,000 records/s, no bare loop.
 """
 
 from __future__ import annotations
