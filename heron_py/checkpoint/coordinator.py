@@ -14,7 +14,7 @@ Decisions:
   (at its timeout, which defaults to the interval, so a late checkpoint is replaced at the next
   interval as in Heron, where a newer id supersedes the partial one).
 - Restore is all-or-nothing as in Heron: any failure rolls every task back to the newest
-  completed checkpoint. Issue 37 changed what happens when a task cannot load it:
+  completed checkpoint. When a task cannot load it:
   a transient error (heron_py/checkpoint/failures.py: ESTALE, EIO, EMFILE, MemoryError, the
   storage's gc race) restores the same checkpoint again after a backoff, and drops nothing; a
   permanent one (corrupt, incomplete, undecodable) drops only that checkpoint and falls back to

@@ -1,4 +1,4 @@
-"""What a failed checkpoint or a failed restore means (issue 37): pure rules, no I/O, no clock.
+"""What a failed checkpoint or a failed restore means: pure rules, no I/O, no clock.
 
 - :class:`CheckpointFailureManager` counts checkpoints that failed in a row (aborted at their
   timeout, by a failure of the topology while under way, or because their ``_COMPLETE`` marker

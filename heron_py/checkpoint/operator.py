@@ -1,4 +1,4 @@
-"""The operator's restore command on the admin wire (``heron-py restore``, issue 37): one
+"""The operator's restore command on the admin wire (``heron-py restore``): one
 string both sides agree on, so the CLI needs nothing of the master's code."""
 
 from __future__ import annotations

@@ -112,21 +112,3 @@ def encode_msg(msg: Message) -> bytes:
         raise TypeError(f"{type(msg).__name__} is not a wire message: no message type carries it "
                         f"(heron_py/common/wire.py MESSAGES)")
     return encode_frame(msg_type, msg.SerializeToString())
-
-
-def encode(msg_type: MsgType, body: Message | bytes) -> bytes:
-    """The frame of a message: a protobuf body for a ``MESSAGES`` type, raw bytes (the payload,
-    without header) for a ``RAW`` one; the wrong kind of body is a programming error."""
-    cls = MESSAGES.get(msg_type)
-    if cls is not None:
-        if not isinstance(body, cls):
-            raise TypeError(f"{msg_type.name} carries {cls.__name__}, found {type(body).__name__}")
-        return encode_msg(body)
-    if not isinstance(body, (bytes, bytearray)):
-        raise TypeError(f"{msg_type.name} carries raw bytes, found {type(body).__name__}")
-    return encode_frame(msg_type, bytes(body))
-
-
-def codec_of(msg_type: MsgType) -> type[Message] | None:
-    """The protobuf class of ``msg_type``, or None for a raw type."""
-    return MESSAGES.get(msg_type)

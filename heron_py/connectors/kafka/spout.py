@@ -23,7 +23,7 @@ commit). Those positions stay due until the broker confirms them: a failed commi
 (throttled) and retried at the periodic commit, unless a newer complete checkpoint supersedes
 it first.
 
-The spout is three parts (issue 54): the Spout the engine drives (this class), the partition
+The spout is three parts: the Spout the engine drives (this class), the partition
 reader (``reader.py``: the consumer, assignment, the poll, seeks and commit calls) and the
 delivery mode (``delivery.py``: ``Tracked``, ``PassThrough`` or ``Checkpointed``), chosen once
 at ``initialize``; its contracts with the engine are heron_py/api/contracts.py's.
