@@ -36,7 +36,6 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,8 +87,9 @@ b.build_and_submit()
 '''
 
 
-def produce(bootstrap: str, topic: str, n: int, rate: float) -> None:
-    """``n`` sentences of WORDS words, each prefixed with its send time; ``rate`` 0: unpaced."""
+def produce(bootstrap: str, topic: str, n: int, rate: float, bare: bool = False) -> None:
+    """``n`` sentences of WORDS words, each prefixed with its send time; ``rate`` 0: unpaced.
+    ``bare``: the send time alone (the floor probe's records, read back as they are)."""
     from confluent_kafka import Producer
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
     t0 = time.perf_counter()
@@ -98,7 +98,8 @@ def produce(bootstrap: str, topic: str, n: int, rate: float) -> None:
             ahead = i / rate - (time.perf_counter() - t0)
             if ahead > 0:
                 time.sleep(ahead)
-        p.produce(topic, value=f"{time.time():.6f} w{i % 101} x{i % 13} y{i % 7} z{i % 3}".encode())
+        text = "" if bare else f" w{i % 101} x{i % 13} y{i % 7} z{i % 3}"
+        p.produce(topic, value=f"{time.time():.6f}{text}".encode())
         if i % 500 == 0:
             p.poll(0)
     p.flush(120)
@@ -284,26 +285,9 @@ def _feeder(bootstrap: str, records: int, rate: float, topic: str = "in",
             bare: bool = False) -> threading.Thread | None:
     if not rate:
         return None
-    target: Callable[..., None] = _produce_bare if bare else produce
-    t = threading.Thread(target=target, args=(bootstrap, topic, records, rate))
+    t = threading.Thread(target=produce, args=(bootstrap, topic, records, rate, bare))
     t.start()
     return t
-
-
-def _produce_bare(bootstrap: str, topic: str, n: int, rate: float) -> None:
-    """The floor probe's input: the send time alone, read back as it is."""
-    from confluent_kafka import Producer
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
-    t0 = time.perf_counter()
-    for i in range(n):
-        if i % 20 == 0:
-            ahead = i / rate - (time.perf_counter() - t0)
-            if ahead > 0:
-                time.sleep(ahead)
-        p.produce(topic, value=f"{time.time():.6f}".encode())
-        if i % 500 == 0:
-            p.poll(0)
-    p.flush(120)
 
 
 def peak(r: Readings, records: int) -> float:
