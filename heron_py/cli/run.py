@@ -49,7 +49,6 @@ def _counting(topo: TopologyDef, containers: int, seed: int,
     ack tracker (None at most once)."""
     from heron_py.acking.tracker import ClockedTracker
     from heron_py.common.config import ReliabilityConfig
-    from heron_py.common.framing import MsgType, batch_dest, frame_type
     from heron_py.runtime.host import Observer, SpoutHost
     from heron_py.testing.inprocess import InProcessResult, _InProcess
 
@@ -66,13 +65,8 @@ def _counting(topo: TopologyDef, containers: int, seed: int,
                 counts[component] += len(rows)
             return seen
 
-        def _sink(self, frames: list[bytes]) -> None:
-            for f in frames:
-                kind = frame_type(f)
-                if kind == MsgType.TUPLE_BATCH:
-                    self.inboxes[batch_dest(f)].append(f)
-                elif kind == MsgType.ACK_BATCH and tracker is not None:
-                    tracker.on_ack_batch(f)
+        def _on_acks(self) -> Callable[[bytes], None] | None:
+            return tracker.on_ack_batch if tracker is not None else None
 
         def drain(self) -> bool:
             """Delivers every batch, and every tree's outcome to its spout, until neither moves."""

@@ -121,7 +121,7 @@ class _InProcess:
     def __init__(self, topo: TopologyDef, containers: int, result: InProcessResult, rng: random.Random) -> None:
         plan = in_process_plan(topo, containers, "in-process")
         self.result = result
-        self.wire = InProcessWire(t.task_id for t in plan.packing.tasks)
+        self.wire = InProcessWire((t.task_id for t in plan.packing.tasks), on_acks=self._on_acks())
         self.inboxes = self.wire.inboxes
         self.hosts: dict[int, ComponentHost] = {}
         for t in plan.packing.tasks:
@@ -139,6 +139,11 @@ class _InProcess:
     def _reliability(self) -> ReliabilityConfig:
         """At most once: nothing here tracks acks, so a spout must not wait for them."""
         return ReliabilityConfig()
+
+    def _on_acks(self) -> Callable[[bytes], None] | None:
+        """Where the wire hands ACK_BATCH frames: nowhere at most once (a runner that tracks
+        trees gives its tracker's)."""
+        return None
 
     def _sink(self, frames: list[bytes]) -> None:
         # routed at once: a bolt later in this round may take what an earlier one emitted
