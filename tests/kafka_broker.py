@@ -75,7 +75,9 @@ class TansuBroker:
     def freeze(self) -> None:
         """SIGSTOP: the broker stops answering while its connections stay open (no FIN, no
         RST), as a hung or partitioned broker looks to its clients; the in-memory log is kept."""
-        os.kill(self.pid, signal.SIGSTOP)
+        from tests.server_faults import stop_process
+
+        stop_process(self.pid)
 
     def thaw(self) -> None:
         os.kill(self.pid, signal.SIGCONT)

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.server_faults import ServerFaults
+from tests.server_faults import ServerFaults, stop_process
 
 BIN = Path("/usr/lib/postgresql/15/bin")
 
@@ -105,8 +105,8 @@ class PostgresServer(ServerFaults):
         still accepts connections and data), as a hung or partitioned server's do."""
         self._frozen = []
         for pid in self.processes():
-            with contextlib.suppress(ProcessLookupError):  # a backend that just exited
-                os.kill(pid, signal.SIGSTOP)
+            with contextlib.suppress(ProcessLookupError, FileNotFoundError):  # a backend that just exited
+                stop_process(pid)
                 self._frozen.append(pid)
 
     def thaw(self) -> None:

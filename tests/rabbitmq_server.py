@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.server_faults import ServerFaults
+from tests.server_faults import ServerFaults, stop_process
 
 SBIN = Path("/usr/lib/rabbitmq/bin")
 
@@ -124,7 +124,7 @@ class RabbitMQServer(ServerFaults):
         """SIGSTOP of the Erlang VM: the broker hangs with its sockets open (no FIN, no RST; the
         kernel still accepts connections and data), as a hung or partitioned broker does."""
         self._frozen = self.pid
-        os.kill(self._frozen, signal.SIGSTOP)
+        stop_process(self._frozen)
 
     def thaw(self) -> None:
         pid = self._frozen

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.server_faults import ServerFaults
+from tests.server_faults import ServerFaults, stop_process
 
 
 def free_port() -> int:
@@ -96,7 +96,7 @@ class RedisServer(ServerFaults):
     def freeze(self) -> None:
         """SIGSTOP: the server hangs with its sockets open (no FIN, no RST; the kernel still
         accepts connections and data), as a hung or partitioned server does."""
-        os.kill(self.pid, signal.SIGSTOP)
+        stop_process(self.pid)
 
     def thaw(self) -> None:
         os.kill(self.pid, signal.SIGCONT)

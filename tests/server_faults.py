@@ -8,7 +8,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +25,25 @@ def reset_connections(port: int) -> int:
     # the lines after the header: State Recv-Q Send-Q Local:Port Peer:Port
     return sum(1 for line in r.stdout.splitlines()[1:]
                if len(line.split()) >= 5 and line.split()[4].endswith(f":{port}"))
+
+
+def stop_process(pid: int, timeout_s: float = 10.0) -> None:
+    """SIGSTOP ``pid`` and wait until every thread of it is stopped ('T' in /proc/PID/task/*/stat).
+    kill() returns once the signal is queued; a thread running on another core stops only when
+    it next enters the kernel, and on a loaded machine a broker's scheduler thread answered
+    publishes that came right after kill() (CI saw 5 confirms of a "frozen" RabbitMQ)."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        states = []
+        for task in os.listdir(f"/proc/{pid}/task"):
+            # a thread that just exited has no stat file
+            with contextlib.suppress(FileNotFoundError), open(f"/proc/{pid}/task/{task}/stat") as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+        if states and all(s in ("T", "t") for s in states):
+            return
+        time.sleep(0.001)
+    raise RuntimeError(f"process {pid} did not stop within {timeout_s:g} s of SIGSTOP")
 
 
 def can_reset_connections() -> str | None:
