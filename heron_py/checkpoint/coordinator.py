@@ -374,6 +374,26 @@ class CheckpointCoordinator:
         """The newest checkpoint id this coordinator handed out (0: none)."""
         return self._next_id - 1
 
+    def next_deadline(self) -> float | None:
+        """When ``tick`` next acts on its own: a restore's retry or timeout, a committing or an
+        in-flight checkpoint's timeout, the next checkpoint's due time; None when only an event
+        moves this coordinator (starting, failed, waiting for the operator). A driver whose clock
+        jumps from event to event (the test harness) ticks then; the master ticks every second."""
+        timeout = self.config.effective_timeout_secs
+        if self._state is CoordinatorState.RESTORING:
+            r = self._restore
+            assert r is not None
+            return r.retry_at if r.retry_at is not None else r.started_at + self.config.restore_timeout_secs
+        if self._state is CoordinatorState.COMMITTING:
+            assert self._committing is not None
+            return self._committing.completed_at + timeout
+        if self._state is CoordinatorState.CHECKPOINTING:
+            assert self._in_flight is not None
+            return self._in_flight.started_at + timeout
+        if self._state is CoordinatorState.IDLE:
+            return self._next_due
+        return None
+
     def tick(self, now: float) -> list[CoordinatorAction]:
         """Call at least every second or so: starts due checkpoints, times out late ones, retries restores."""
         out: list[CoordinatorAction] = []

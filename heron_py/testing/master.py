@@ -11,8 +11,8 @@ the tasks (``Cluster``) and an in-memory storage, at once and in order.
 Two things the real driver has no need for:
 
 - the harness's clock jumps from event to event, so the master says when the coordinator next
-  needs a ``tick`` (``next_wake``), from the actions it carried out; a real driver ticks every
-  second instead;
+  needs a ``tick`` (``next_wake``: the coordinator's own ``next_deadline``); a real driver ticks
+  every second instead;
 - a test may ask for a checkpoint now (``checkpoint_now``), which no operator can.
 """
 
@@ -80,8 +80,6 @@ class SimulatedMaster:
         self._clock = clock
         # the coordinator's time is the clock plus this: checkpoint_now moves it forward
         self._skew = 0.0
-        self._due: float | None = None  # the next checkpoint's due time, in the coordinator's time
-        self._deadline: float | None = None  # when the checkpoint or restore under way times out or retries
         self._started = False  # the first restore is the topology's start, not a rollback
         self._saved: dict[int, list[int]] = {}  # checkpoint id -> tasks that reported it, for errors
 
@@ -119,11 +117,11 @@ class SimulatedMaster:
         """Starts a checkpoint at once; returns its id. The coordinator starts one only when one
         is due, so its time jumps to the due time: its rules read only differences of times, and
         while it is idle nothing but that due time waits on its clock, so the jump moves nothing else."""
-        state = self.coordinator.state
-        if state is not CoordinatorState.IDLE or self._due is None:
+        state, due = self.coordinator.state, self.coordinator.next_deadline()
+        if state is not CoordinatorState.IDLE or due is None:
             raise AssertionError(f"checkpoint: expected the master idle (every task processing, no checkpoint "
                                  f"under way), found it {state.value}")
-        self._skew += max(0.0, self._due - self.now())
+        self._skew += max(0.0, due - self.now())
         self.tick()
         return self.coordinator.issued_up_to
 
@@ -133,27 +131,16 @@ class SimulatedMaster:
 
     def next_wake(self) -> float | None:
         """When, on the clock, the coordinator next acts on its own (None: only on an event)."""
-        state = self.coordinator.state
-        if state is CoordinatorState.IDLE:
-            at = self._due
-        elif state in (CoordinatorState.CHECKPOINTING, CoordinatorState.COMMITTING, CoordinatorState.RESTORING):
-            at = self._deadline
-        else:
-            at = None
+        at = self.coordinator.next_deadline()
         return None if at is None else at - self._skew
 
     # --- actions ---
     def _apply(self, actions: Iterable[CoordinatorAction]) -> None:
         config = self.coordinator.config
         for a in actions:
-            now = self.now()
             if isinstance(a, StartCheckpoint):
-                # the coordinator's own timing: the next one is due an interval after this start
-                self._due = now + config.interval_secs
-                self._deadline = now + config.effective_timeout_secs
                 self._cluster.start_checkpoint(a.checkpoint_id)
             elif isinstance(a, CheckpointComplete):
-                self._deadline = now + config.effective_timeout_secs
                 self._mark(a)
             elif isinstance(a, CheckpointCommitted):
                 self._saved.pop(a.checkpoint_id, None)
@@ -161,18 +148,14 @@ class SimulatedMaster:
                 self._cluster.committed(a.checkpoint_id)
                 self._storage.gc(self._topology, config.keep_completed, a.protect)
             elif isinstance(a, StartRestore):
-                self._deadline = now + config.restore_timeout_secs
                 self._saved.clear()
                 what = "a clean start" if a.checkpoint_id is None else f"checkpoint {a.checkpoint_id}"
                 LOG.info("restore %d to %s (%s)", a.restore_id, what, a.reason)
                 self._cluster.restore(a.restore_id, a.checkpoint_id or 0)
             elif isinstance(a, RestoreRetry):
-                self._deadline = now + a.delay_secs
                 LOG.warning("restore %d: transient error (%s); retry %d in %gs", a.restore_id, a.reason, a.attempt,
                             a.delay_secs)
             elif isinstance(a, StartProcessing):
-                # the coordinator's own timing: the first checkpoint is due an interval after the restore
-                self._due = now + config.interval_secs
                 if self._started:
                     self._record.restores.append(a.checkpoint_id or 0)
                 self._started = True

@@ -334,3 +334,34 @@ def test_a_task_that_cannot_save_aborts_the_checkpoint_at_once() -> None:
     assert c.state is CoordinatorState.IDLE
     assert isinstance(c.on_task_save_failed(1, 3, "late")[0], Ignored)  # once aborted, nothing more
     assert c.tick(20) == [StartCheckpoint(2)]  # the next interval's checkpoint, well before a timeout
+
+
+def test_next_deadline_is_when_tick_next_acts_in_each_state() -> None:
+    """What a driver on a jumping clock (the test harness) ticks at: each state's own deadline,
+    and ticking just before it does nothing while ticking at it acts."""
+    c = CheckpointCoordinator(CoordinatorConfig(interval_secs=10, timeout_secs=4, restore_timeout_secs=30), TASKS,
+                              completed=[4])
+    assert c.next_deadline() is None  # starting: only the start moves it
+    (restore,) = c.start(1)
+    assert isinstance(restore, StartRestore)
+    assert c.next_deadline() == 31  # restoring: its timeout
+    stale = "TransientCheckpointError: checkpoint 4 of topology 'wc': task 2's state: ESTALE Stale file handle"
+    c.on_task_restored(restore.restore_id, 1, True, 2)
+    (retry,) = c.on_task_restored(restore.restore_id, 2, False, 2, error=stale)
+    assert isinstance(retry, RestoreRetry)
+    assert c.next_deadline() == 2 + retry.delay_secs  # a retry scheduled: its time, not the timeout
+    (again,) = c.tick(2 + retry.delay_secs)
+    assert isinstance(again, StartRestore)
+    for t in TASKS:
+        c.on_task_restored(again.restore_id, t, True, 4)
+    assert c.next_deadline() == 14  # idle: the next checkpoint is due an interval after processing began
+    assert c.tick(13.9) == [] and c.tick(14) == [StartCheckpoint(5)]
+    assert c.next_deadline() == 18  # checkpointing: its timeout
+    for t in TASKS:
+        c.on_task_saved(5, t, 1, 0.1, now=15)
+    assert c.state is CoordinatorState.COMMITTING
+    assert c.next_deadline() == 19  # committing: the marker's timeout, from the completion
+    assert c.tick(18.9) == [] and c.state is CoordinatorState.COMMITTING
+    c.tick(19)
+    assert c.state is CoordinatorState.IDLE
+    assert c.next_deadline() == 24  # the next one still due an interval after the last start
