@@ -95,7 +95,7 @@ class ContainerLayout:
 
     @property
     def checkpoint_key(self) -> Path:
-        """The key that signs checkpoint files (the state store's ``secrets/NAME.ckpt``, kept
+        """The key that signs checkpoint files (the state store's ``checkpointkeys/NAME``, kept
         across kills, unlike the secret, so that a topology submitted again can load them): the
         master and the instances read it (``heron_py.checkpoint.storage.checkpoint_key_beside``)."""
         return self.folder / "checkpoint.key"
