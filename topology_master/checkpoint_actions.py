@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable
 
 from google.protobuf.message import Message
 
+from heron_py.checkpoint.action_log import log_line
 from heron_py.checkpoint.coordinator import (
-    CheckpointAborted,
     CheckpointCommitted,
     CheckpointComplete,
     CheckpointCoordinator,
@@ -25,7 +25,6 @@ from heron_py.checkpoint.coordinator import (
     CoordinatorAction,
     CoordinatorState,
     RestoreFailed,
-    RestoreRetry,
     StartCheckpoint,
     StartProcessing,
     StartRestore,
@@ -59,6 +58,9 @@ class ActionRunner:
         changed = False
         for a in actions:
             changed |= isinstance(a, PAGE_CHANGES)
+            line = log_line(a)
+            if line is not None:  # before the action: a restore's line precedes its commands
+                self._log.log(line[0], "%s", line[1])
             if isinstance(a, StartCheckpoint):
                 frame = encode_msg(pb.StartCheckpoint(checkpoint_id=a.checkpoint_id))
                 self._start_frame = (a.checkpoint_id, frame)
@@ -71,20 +73,14 @@ class ActionRunner:
                 self._send(pb.CheckpointCommitted(checkpoint_id=a.checkpoint_id))
                 self._store.collect(a.protect)
             elif isinstance(a, CheckpointDiscarded):
-                self._log.warning("checkpoint %d discarded: %s", a.checkpoint_id, a.reason)
                 self._store.discard(a.checkpoint_id)
             elif isinstance(a, StartRestore):
-                what = "a clean start" if a.checkpoint_id is None else f"checkpoint {a.checkpoint_id}"
-                self._log.info("restore %d to %s (%s)", a.restore_id, what, a.reason)
                 self._restore_frame = encode_msg(pb.RestoreState(
                     restore_id=self._rid_base + a.restore_id, checkpoint_id=a.checkpoint_id or 0,
                     reason=a.reason))
                 self._send_all(self._restore_frame)
             elif isinstance(a, StartProcessing):
-                self._log.info("every task restored (restore %d): processing", a.restore_id)
                 self._send(pb.StartProcessing(restore_id=self._rid_base + a.restore_id))
-            else:
-                self._log_only(a)
         if changed:
             self._state_changed()
 
@@ -106,20 +102,3 @@ class ActionRunner:
 
     def _send(self, msg: Message) -> None:
         self._send_all(encode_msg(msg))
-
-    def _log_only(self, a: CoordinatorAction) -> None:
-        """The actions that only an operator reading the log hears of."""
-        if isinstance(a, CheckpointAborted):
-            self._log.warning("checkpoint %d aborted: %s", a.checkpoint_id, a.reason)
-        elif isinstance(a, CheckpointsFailing):
-            self._log.error("effectively once: %d checkpoints failed in a row "
-                            "(topology.stateful.max.consecutive.failures); the state is not being saved: %s",
-                            a.consecutive, "; ".join(a.reasons))
-        elif isinstance(a, CheckpointsRecovered):
-            self._log.info("effectively once: checkpoint %d completed after a run of failures", a.checkpoint_id)
-        elif isinstance(a, RestoreRetry):
-            self._log.warning("restore %d of checkpoint %s: transient error (%s); retry %d in %gs",
-                              a.restore_id, a.checkpoint_id, a.reason, a.attempt, a.delay_secs)
-        elif isinstance(a, RestoreFailed):
-            self._log.error("effectively once: no checkpoint could be restored, waiting for the operator: %s",
-                            a.reason)

@@ -24,19 +24,15 @@ from typing import Protocol
 
 from google.protobuf.message import Message
 
+from heron_py.checkpoint.action_log import log_line
 from heron_py.checkpoint.coordinator import (
-    CheckpointAborted,
     CheckpointCommitted,
     CheckpointComplete,
     CheckpointCoordinator,
-    CheckpointDiscarded,
-    CheckpointsFailing,
-    CheckpointsRecovered,
     CoordinatorAction,
     CoordinatorState,
     Ignored,
     RestoreFailed,
-    RestoreRetry,
     StartCheckpoint,
     StartProcessing,
     StartRestore,
@@ -138,6 +134,12 @@ class SimulatedMaster:
     def _apply(self, actions: Iterable[CoordinatorAction]) -> None:
         config = self.coordinator.config
         for a in actions:
+            if isinstance(a, RestoreFailed):
+                # the real master waits for the operator: a test cannot go on from there
+                raise AssertionError(f"effectively once: no checkpoint could be restored: {a.reason}")
+            line = log_line(a)  # the master's own words (heron_py.checkpoint.action_log)
+            if line is not None:
+                LOG.log(line[0], "%s", line[1])
             if isinstance(a, StartCheckpoint):
                 self._cluster.start_checkpoint(a.checkpoint_id)
             elif isinstance(a, CheckpointComplete):
@@ -149,22 +151,14 @@ class SimulatedMaster:
                 self._storage.gc(self._topology, config.keep_completed, a.protect)
             elif isinstance(a, StartRestore):
                 self._saved.clear()
-                what = "a clean start" if a.checkpoint_id is None else f"checkpoint {a.checkpoint_id}"
-                LOG.info("restore %d to %s (%s)", a.restore_id, what, a.reason)
                 self._cluster.restore(a.restore_id, a.checkpoint_id or 0)
-            elif isinstance(a, RestoreRetry):
-                LOG.warning("restore %d: transient error (%s); retry %d in %gs", a.restore_id, a.reason, a.attempt,
-                            a.delay_secs)
             elif isinstance(a, StartProcessing):
                 if self._started:
                     self._record.restores.append(a.checkpoint_id or 0)
                 self._started = True
                 self._cluster.start_processing(a.restore_id)
-            elif isinstance(a, RestoreFailed):
-                # the real master waits for the operator: a test cannot go on from there
-                raise AssertionError(f"effectively once: no checkpoint could be restored: {a.reason}")
-            else:
-                _log(a)
+            elif isinstance(a, Ignored):
+                LOG.debug("checkpoint coordinator: %s", a.reason)
 
     def _mark(self, done: CheckpointComplete) -> None:
         cp = done.checkpoint
@@ -174,17 +168,3 @@ class SimulatedMaster:
             self._apply(self.coordinator.on_marked(cp.checkpoint_id, self.now(), f"{type(e).__name__}: {e}"))
             return
         self._apply(self.coordinator.on_marked(cp.checkpoint_id, self.now()))
-
-
-def _log(a: CoordinatorAction) -> None:
-    """The actions that only inform, logged as the real master logs them."""
-    if isinstance(a, CheckpointAborted):
-        LOG.warning("checkpoint %d aborted: %s", a.checkpoint_id, a.reason)
-    elif isinstance(a, CheckpointDiscarded):
-        LOG.warning("checkpoint %d discarded: %s", a.checkpoint_id, a.reason)
-    elif isinstance(a, CheckpointsFailing):
-        LOG.error("effectively once: %d checkpoints failed in a row: %s", a.consecutive, "; ".join(a.reasons))
-    elif isinstance(a, CheckpointsRecovered):
-        LOG.info("effectively once: checkpoint %d completed after a run of failures", a.checkpoint_id)
-    elif isinstance(a, Ignored):
-        LOG.debug("checkpoint coordinator: %s", a.reason)
