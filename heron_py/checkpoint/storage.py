@@ -88,8 +88,9 @@ class Marker:
     (those that reported a save with state, as the master counted them, not whatever files are
     in the folder: a stray file of an old run is never loaded, a missing one is an error) and
     the packing it was taken under (component → its task ids), so that a restore onto another
-    packing is refused instead of giving each task another task's state. ``packing`` is None in
-    markers written before it was recorded."""
+    packing splits each component's state over its new tasks (``heron_py.runtime.rescale``)
+    instead of giving each task another task's state. ``packing`` is None in markers written
+    before it was recorded."""
 
     tasks: frozenset[int]
     packing: Mapping[str, tuple[int, ...]] | None
@@ -112,19 +113,6 @@ class Marker:
         except (ValueError, KeyError, TypeError, AttributeError):
             raise CorruptCheckpointError(f"checkpoint file {where}: expected {{\"tasks\": [ids], \"packing\": "
                                          f"{{component: [ids]}}}}, found {body[:80]!r}") from None
-
-    def packing_mismatch(self, checkpoint_id: int, component: str, tasks: Sequence[int]) -> str | None:
-        """Why a task of ``component``, which now runs on ``tasks``, cannot restore this
-        checkpoint; None when it can (same tasks, or a marker without the packing)."""
-        if self.packing is None:
-            return None
-        then = self.packing.get(component)
-        now = tuple(sorted(tasks))
-        if then is None or tuple(sorted(then)) == now:
-            return None  # a component the checkpoint did not have starts empty, as in a clean start
-        return (f"checkpoint {checkpoint_id} was taken with component {component!r} on tasks {list(then)}, "
-                f"which now runs on tasks {list(now)}: its state cannot be restored task by task; restore a "
-                f"checkpoint taken with this packing, or start clean (heron-py restore NAME --clean)")
 
 
 def packing_of(components: Mapping[int, str]) -> dict[str, tuple[int, ...]]:

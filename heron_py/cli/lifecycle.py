@@ -10,6 +10,13 @@ round-robin packing a changed component shifts the task ids of the components af
 every sender's fields-grouping routing must switch to the new task set at the same moment
 (a half-updated topology would send one key to two tasks). The stored physical plan's
 version carries on, so the run state (active or deactivated) survives the update.
+
+Effectively once, the restart restores the newest complete checkpoint onto the new packing:
+each resized component's state is split over its new tasks by key group (or merged, as its
+``topology.component.state.rescale`` says), and the sources replay from their checkpointed
+positions, so counts stay exact. A component whose state cannot be split is refused here, in
+one line, before anything stops. The first update of a component writes its number of key
+groups into its config (``topology.component.max.parallelism``): its keys' groups never move.
 """
 
 from __future__ import annotations
@@ -22,9 +29,13 @@ from heron_py.api.api_constants import TOPOLOGY_COMPONENT_PARALLELISM
 from heron_py.cli.errors import SubmitError
 from heron_py.cli.submit import _log_tails
 from heron_py.cli.words import counted
-from heron_py.common.config import effectively_once
+from heron_py.common.config import MAX_PARALLELISM, effectively_once
 from heron_py.common.container_layout import TopologyPaths
+from heron_py.common.host import heron_home
+from heron_py.planner.errors import TopologyError
+from heron_py.planner.keygroups import max_parallelism
 from heron_py.planner.logical import validate
+from heron_py.planner.model import TopologyDef
 from heron_py.planner.packing import round_robin
 from heron_py.scheduler.base import Scheduler
 from heron_py.state import StateManager
@@ -32,7 +43,7 @@ from heron_py.state import StateManager
 
 def parse_parallelism(items: Sequence[str]) -> dict[str, int]:
     out: dict[str, int] = {}
-    for item in items:
+    for item in (part for given in items for part in given.split(",")):  # Heron's comp:N,comp:N too
         comp, sep, raw = item.rpartition(":")
         try:
             n = int(raw)
@@ -99,16 +110,47 @@ def restart_topology(state: StateManager, sched: Scheduler, name: str, container
     return containers
 
 
+def stateful_components(state: StateManager, topo: TopologyDef) -> set[str] | None:
+    """The components with state in any complete checkpoint of the topology (what a restore may
+    load); None when the checkpoint storage cannot be read from here."""
+    from heron_py.checkpoint.select import open_checkpoint_storage
+    from heron_py.checkpoint.storage import CheckpointError
+    from heron_py.common.config import StatefulConfig
+
+    try:
+        storage = open_checkpoint_storage(StatefulConfig.from_config(topo.config), heron_home(),
+                                          secret=state.get_checkpoint_key(topo.name))
+        out: set[str] = set()
+        for cid in storage.completed_ids(topo.name):
+            marker = storage.marker(topo.name, cid)
+            if marker.packing is None:
+                return None  # written before markers named the packing: every component may hold state
+            out.update(c for c, tasks in marker.packing.items() if marker.tasks.intersection(tasks))
+        return out
+    except (CheckpointError, OSError):
+        return None
+
+
+def _check_state_splits(state: StateManager, topo: TopologyDef, changes: Mapping[str, int]) -> None:
+    """Effectively once: each resized component's checkpointed state must split over its new
+    tasks (heron_py.runtime.rescale); refused in one line before anything stops."""
+    from heron_py.runtime.rescale import refusal
+
+    stateful = stateful_components(state, topo)
+    for comp, n in changes.items():
+        if stateful is not None and comp not in stateful:
+            continue  # no checkpoint holds state of it: its new tasks start empty, as they would
+        why = refusal(topo, comp, topo.component(comp).par, n)
+        if why is not None:
+            unread = "" if stateful is not None else " (the checkpoint storage could not be read from here)"
+            raise SubmitError(f"update: topology '{topo.name}' is EFFECTIVELY_ONCE and {why}{unread}")
+
+
 def update_topology(state: StateManager, sched: Scheduler, name: str, changes: Mapping[str, int],
                     wait_s: float = 60.0) -> str:
     topo = state.get_topology(name)
     packing = state.get_packing_plan(name)
     assert topo is not None and packing is not None
-    if effectively_once(topo.config):
-        # checkpoints hold state per task id: after a repack a task would restore another's
-        raise SubmitError(f"update: topology '{name}' is EFFECTIVELY_ONCE, whose checkpointed state belongs to "
-                          f"its tasks as they are; expected a topology in another mode (to change parallelism, "
-                          f"kill it and submit again with topology.stateful.start.clean=true)")
     names = [c.name for c in topo.components]
     for comp in changes:
         if comp not in names:
@@ -120,10 +162,17 @@ def update_topology(state: StateManager, sched: Scheduler, name: str, changes: M
             config = dict(c.config)
             if TOPOLOGY_COMPONENT_PARALLELISM in config:
                 config[TOPOLOGY_COMPONENT_PARALLELISM] = changes[c.name]
+            # the key groups stay those the running routers use, for the component's life
+            config.setdefault(MAX_PARALLELISM.name, max_parallelism(topo.config, c.config, c.par))
             c = replace(c, par=changes[c.name], config=config)
         comps.append(c)
     new_topo = replace(topo, components=tuple(comps))
-    validate(new_topo)
+    try:
+        validate(new_topo)
+    except TopologyError as e:
+        raise SubmitError(f"update: {e}") from None
+    if effectively_once(topo.config):
+        _check_state_splits(state, topo, changes)
     new_packing = round_robin(new_topo, packing.num_containers)
     summary = ", ".join(f"{c} {topo.component(c).par} -> {n}" for c, n in changes.items())
     version, pids = _snapshot(state, name)

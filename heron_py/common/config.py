@@ -194,6 +194,16 @@ CKPT_REDIS_URL = _key("heron_py.checkpoint.redis.url", Kind.STR, "",
 CKPT_REDIS_TIMEOUT = _key("heron_py.checkpoint.redis.timeout.secs", Kind.FLOAT, 2.0, positive=True, unit="seconds",
                           doc="checkpoint storage redis: connect and command timeout; unset: Storm's "
                               "jedisPoolConfig.timeout, else 2")
+MAX_PARALLELISM = _key("topology.component.max.parallelism", Kind.INT, None, 1,
+                       doc="the most tasks a component may be rescaled to, and its number of key groups: a fields "
+                           "grouping hashes each key to one of them and each task owns a contiguous range, so keyed "
+                           "state moves with its keys when `heron-py update` changes the parallelism. Unset: 128, "
+                           "or 1.5x the parallelism rounded up to a power of two if more (fixed by the first update)")
+STATE_RESCALE = _key("topology.component.state.rescale", Kind.CHOICE, "auto", choices=("auto", "merge", "refuse"),
+                     doc="effectively once: how `heron-py update` splits a component's checkpointed state over a new "
+                         "parallelism. auto: by key group when every input is fields grouped (state keyed by the "
+                         "grouping's values), else the update is refused; merge: every new task gets every old task's "
+                         "entries, mappings merged (a spout's positions per partition or file); refuse: never rescaled")
 # Storm's stateful-bolt keys, mapped onto the three above (heron_py/checkpoint/select.py)
 STATE_PROVIDER = _key("topology.state.provider", Kind.STR, "",
                       doc="Storm's state provider class: org.apache.storm.redis.state.RedisKeyValueStateProvider "

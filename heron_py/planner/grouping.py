@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from heron_py.common.stable_hash import stable_hash, value_hash
 from heron_py.planner.errors import TopologyError
+from heron_py.planner.keygroups import default_max_parallelism, owner_index
 from heron_py.planner.model import GroupingDef, GroupingKind
 
 _CACHE_MAX = 1 << 16
@@ -44,12 +45,21 @@ class _RoundRobin:
 
 
 class FieldsRouter:
-    """Fields grouping: a stable hash of the grouping fields picks the task. Public because
-    the emitter inlines its cache for the default-stream fast path."""
+    """Fields grouping: a stable hash of the grouping fields picks the key group, and the
+    group's owner is the task (``heron_py.planner.keygroups``), one table lookup, so that a
+    rescale moves whole groups and keyed state can follow them. Public because the emitter
+    inlines its cache for the default-stream fast path."""
 
-    def __init__(self, targets: Sequence[int], field_indices: tuple[int, ...]) -> None:
-        self._one = [(t,) for t in sorted(targets)]
-        self._n = len(targets)
+    def __init__(self, targets: Sequence[int], field_indices: tuple[int, ...], max_par: int | None = None) -> None:
+        one = [(t,) for t in sorted(targets)]
+        n = len(targets)
+        m = max_par if max_par is not None else default_max_parallelism(n)
+        if m < n:
+            raise TopologyError(f"fields grouping onto {n} tasks: expected at most "
+                                f"topology.component.max.parallelism ({m}) tasks, found {n}")
+        # group -> its owner's one-element tuple: the choice is one index, as h % n was
+        self._by_group = [one[owner_index(g, n, m)] for g in range(m)]
+        self._m = m
         self._idx = field_indices
         self._single = field_indices[0] if len(field_indices) == 1 else None
         self._cache: dict[str, tuple[int]] = {}
@@ -69,7 +79,7 @@ class FieldsRouter:
             hit = self._cache.get(key) if type(key) is str else None
             if hit is not None:
                 return hit
-            chosen = self._one[value_hash(key) % self._n]
+            chosen = self._by_group[value_hash(key) % self._m]
             if type(key) is str:
                 # keys repeat (words, user ids): one dict lookup instead of encode + CRC;
                 # bounded, and cleared rather than evicted, to stay cheap
@@ -77,7 +87,7 @@ class FieldsRouter:
                     self._cache.clear()
                 self._cache[key] = chosen
             return chosen
-        return self._one[stable_hash([values[i] for i in self._idx]) % self._n]
+        return self._by_group[stable_hash([values[i] for i in self._idx]) % self._m]
 
 
 class _Fixed:
@@ -189,6 +199,7 @@ def make_router(
     custom: Any = None,
     rng: random.Random | None = None,
     source_task: int = 0,
+    max_par: int | None = None,
 ) -> Router:
     if not target_tasks:
         raise TopologyError("a grouping needs at least one target task")
@@ -198,7 +209,7 @@ def make_router(
     if kind in (GroupingKind.SHUFFLE, GroupingKind.NONE):
         return _RoundRobin(targets, rng)
     if kind is GroupingKind.FIELDS:
-        return FieldsRouter(targets, field_indices)
+        return FieldsRouter(targets, field_indices, max_par)
     if kind is GroupingKind.ALL:
         return _Fixed(tuple(targets))
     if kind is GroupingKind.LOWEST:

@@ -22,7 +22,8 @@ from typing import Any
 from heron_py.common.config import SERIALIZER, ConfigError, check_topology_config
 from heron_py.common.serializer_loader import load_serializer
 from heron_py.planner.errors import TopologyError
-from heron_py.planner.model import ComponentKind, GroupingKind, TopologyDef
+from heron_py.planner.keygroups import max_parallelism
+from heron_py.planner.model import ComponentDef, ComponentKind, GroupingKind, TopologyDef
 from heron_py.planner.requirements import check_requirements
 from heron_py.planner.sinks import check_exact_sinks
 
@@ -40,6 +41,17 @@ def check_topology_name(name: Any) -> None:
         # heron-py kill NAME)
         raise TopologyError(f"topology name {name!r} is not valid: it starts with {name[0]!r}; expected a name that "
                             f"starts with a letter, digit or '_'")
+
+
+def _check_key_groups(topology: TopologyDef, c: ComponentDef, where: str) -> None:
+    """A fields grouping sends each key group to one task: more tasks than groups would idle."""
+    try:
+        groups = max_parallelism(topology.config, c.config, c.par) if isinstance(c.par, int) else None
+    except ConfigError as e:
+        raise TopologyError(f"{where}: {c.kind.value} '{c.name}': {e}") from None
+    if groups is not None and c.par > groups:
+        raise TopologyError(f"{where}: {c.kind.value} '{c.name}' has parallelism {c.par}; expected at most its "
+                            f"topology.component.max.parallelism ({groups}), its number of key groups")
 
 
 def validate(topology: TopologyDef) -> None:
@@ -68,6 +80,7 @@ def validate(topology: TopologyDef) -> None:
         if c.kind is ComponentKind.SPOUT and c.inputs:
             raise TopologyError(f"{where}: spout '{c.name}' has inputs ({', '.join(i.component for i in c.inputs)}); "
                                 f"spouts take no input")
+        _check_key_groups(topology, c, where)
         for inp in c.inputs:
             src = comps.get(inp.component)
             if src is None:

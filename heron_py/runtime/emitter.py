@@ -28,6 +28,7 @@ from heron_py.common.framing import (
 )
 from heron_py.common.serialization import RUN_LEN, body_rows, dumps_batch, dumps_body, expand_runs, row_count
 from heron_py.planner.grouping import FieldsRouter, Router, check_direct, choose_many, make_router
+from heron_py.planner.keygroups import max_parallelism
 from heron_py.planner.model import GroupingKind, PhysicalPlan
 from heron_py.runtime.tracked import ROOTS, AckLog, Edges, Root, add_ids, anchor, ids_of, new_ids
 
@@ -194,6 +195,7 @@ class Emitter:
                         custom=custom,
                         rng=rng,
                         source_task=task_id,
+                        max_par=max_parallelism(pplan.topology.config, consumer.config, len(targets)),
                     )
                 self._edges.setdefault(inp.stream, []).append(Edge(consumer.name, g.kind, targets, router))
         # per stream with direct subscribers, every task a direct emit may name (any of them,

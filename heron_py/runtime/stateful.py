@@ -39,8 +39,10 @@ from heron_py.checkpoint.alignment import (
 from heron_py.checkpoint.storage import CheckpointError, CheckpointStorage
 from heron_py.common.framing import BATCH_HEADER, HEADER_SIZE, decode_marker, encode_marker
 from heron_py.common.wire import encode_msg
+from heron_py.planner.keygroups import max_parallelism
 from heron_py.planner.model import PhysicalPlan
 from heron_py.runtime.host import BoltHost, ComponentHost
+from heron_py.runtime.rescale import StateSplitError, rule_of, sources, split
 from proto import heron_py_pb2 as pb
 
 
@@ -259,12 +261,41 @@ class StatefulTask:
         if checkpoint_id == 0 or not self.stateful:
             return HashMapState()
         marker = self._storage.marker(self._topology, checkpoint_id)
-        mismatch = marker.packing_mismatch(checkpoint_id, self.host.component,
-                                           component_tasks(self.host.plan, self.host.component))
-        if mismatch is not None:
-            raise CheckpointError(mismatch)
-        data = self._storage.load(self._topology, checkpoint_id, self.task_id)
-        return HashMapState() if data is None else self._codec.loads(data)
+        comp = self.host.component
+        now = component_tasks(self.host.plan, comp)
+        then = sorted(marker.packing[comp]) if marker.packing is not None and comp in marker.packing else None
+        if then is None or then == now:
+            data = self._storage.load(self._topology, checkpoint_id, self.task_id)
+            return HashMapState() if data is None else self._codec.loads(data)
+        return self._load_split(checkpoint_id, then, now)
+
+    def _load_split(self, checkpoint_id: int, then: list[int], now: list[int]) -> State:
+        """The component's parallelism (or its tasks' ids) changed since the checkpoint: this
+        task's share of the old tasks' state (``heron_py.runtime.rescale``)."""
+        topo = self.host.plan.topology
+        comp = topo.component(self.host.component)
+        rule = rule_of(topo, comp.name)
+        max_par = max_parallelism(topo.config, comp.config, len(then))
+        index = now.index(self.task_id)
+        try:
+            wanted = sources(rule, index, len(then), len(now), max_par)
+            saved = []
+            for i in wanted:
+                data = self._storage.load(self._topology, checkpoint_id, then[i])
+                if data is not None:
+                    saved.append((then[i], dict(self._codec.loads(data).enumerate())))
+            entries = split(rule, saved, index, len(then), len(now), max_par, comp.name)
+        except StateSplitError as e:
+            raise CheckpointError(f"checkpoint {checkpoint_id} was taken with component {comp.name!r} on tasks "
+                                  f"{then}, which now runs on tasks {now}: {e}; restore a checkpoint taken with "
+                                  f"this packing, or start clean (heron-py restore NAME --clean)") from None
+        self._log.info("task %d: checkpoint %d's state of %r split from %d to %d tasks (%s): %d keys from tasks %s",
+                       self.task_id, checkpoint_id, comp.name, len(then), len(now), rule.value, len(entries),
+                       [then[i] for i in wanted])
+        state = HashMapState()
+        for k, v in entries.items():
+            state.put(k, v)
+        return state
 
     def _report_restored(self, *, ok: bool, error: str = "") -> None:
         self._send([encode_msg(pb.StateRestored(

@@ -153,11 +153,6 @@ def test_no_fault_exact_and_checkpoints_logged(heron_home):
         wait_for(lambda: master.search(_prometheus(heron_home, run.name)), 30, "the master's checkpoint metrics")
         assert re.search(r'^heron_checkpoint_failing\{.*component="__tmanager__".*\} 0\.0$',
                          _prometheus(heron_home, run.name), re.M)
-        update = run_cli(heron_home, "update", "local", run.name, "--component-parallelism", "count:3")
-        assert update.returncode == 1 and update.stderr == (
-            f"heron-py: error: update: topology '{run.name}' is EFFECTIVELY_ONCE, whose checkpointed state belongs "
-            f"to its tasks as they are; expected a topology in another mode (to change parallelism, kill it and "
-            f"submit again with topology.stateful.start.clean=true)\n")
         loc = _state().get_tmanager_location(run.name)
         api = json.loads(urllib.request.urlopen(f"http://{loc.host}:{loc.http_port}/topologies/execution_state",
                                                 timeout=5).read())["result"]["checkpoints"]

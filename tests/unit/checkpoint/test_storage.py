@@ -274,5 +274,3 @@ def test_the_marker_lists_the_tasks_the_master_counted_not_the_files_in_the_fold
 def test_a_marker_without_the_packing_is_read_and_restores_anywhere(tmp_path: Path) -> None:
     marker = Marker.decode(b'{"tasks": [1, 2]}', "old")
     assert marker == Marker(frozenset({1, 2}), None)
-    assert marker.packing_mismatch(3, "count", [7]) is None
-    assert Marker(frozenset(), {"count": (1,)}).packing_mismatch(3, "new", [5]) is None  # not in it: starts empty

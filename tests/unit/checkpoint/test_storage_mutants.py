@@ -135,19 +135,6 @@ def test_a_keyed_listing_skips_checkpoints_without_a_marker_file(tmp_path: Path)
     assert s.checkpoint_ids("wc") == [1, 2, 3, 4]
 
 
-# --- the marker and the packing ---
-def test_a_packing_mismatch_is_one_line_and_the_order_of_task_ids_does_not_matter() -> None:
-    marker = Marker(frozenset({1, 2}), {"count": (2, 1), "sink": (3,)})
-    assert marker.packing_mismatch(7, "count", [1, 2]) is None
-    assert marker.packing_mismatch(7, "count", (2, 1)) is None
-    assert marker.packing_mismatch(7, "count", [3, 1]) == (
-        "checkpoint 7 was taken with component 'count' on tasks [2, 1], which now runs on tasks [1, 3]: its state "
-        "cannot be restored task by task; restore a checkpoint taken with this packing, or start clean "
-        "(heron-py restore NAME --clean)")
-    assert marker.packing_mismatch(7, "sink", [4]) is not None
-    assert marker.packing_mismatch(7, "new", [9]) is None  # not in the checkpoint: starts empty
-
-
 def test_packing_of_lists_each_components_tasks_in_order() -> None:
     assert packing_of({5: "sink", 3: "count", 1: "count", 2: "spout"}) == {
         "count": (1, 3), "spout": (2,), "sink": (5,)}

@@ -155,3 +155,17 @@ def test_batch_without_java_is_one_line(tmp_path):
     assert JAVA_MISSING == ("heron-py batch and reconcile run on PySpark, which needs Java 17 or later: install a "
                             "JRE (e.g. apt-get install openjdk-17-jre-headless, brew install openjdk@17) or set "
                             "JAVA_HOME; found no java on PATH and no JAVA_HOME")
+
+
+def test_storms_rebalance_and_herons_comma_list_are_updates():
+    from heron_py.cli.lifecycle import parse_parallelism
+    from heron_py.cli.main import cmd_update
+
+    args = parse_args(["rebalance", "wc", "-e", "count=4", "--executor", "split=2", "-w", "3"])
+    assert (args.fn, args.cluster, args.name, args.wait_time) == (cmd_update, "local", "wc", 3.0)
+    assert parse_parallelism(args.component_parallelism) == {"count": 4, "split": 2}
+    args = parse_args(["update", "local", "wc", "--component-parallelism", "count:4,split:2"])
+    assert parse_parallelism(args.component_parallelism) == {"count": 4, "split": 2}
+    with pytest.raises(SubmitError) as e:
+        parse_parallelism(parse_args(["rebalance", "wc", "-e", "count"]).component_parallelism)
+    assert str(e.value) == ("--component-parallelism: expected COMPONENT:N with N an integer >= 1, found 'count'")

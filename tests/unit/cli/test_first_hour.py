@@ -82,8 +82,8 @@ def test_kill_with_the_name_only_acts_on_the_local_cluster(tmp_path):
 def test_a_misspelt_verb_is_one_line_with_the_likely_verb(tmp_path):
     p = cli(tmp_path, "sumbit", "local", "wc.py")
     assert (p.returncode, p.stdout, p.stderr) == (2, "", "heron-py: unknown command 'sumbit'; did you mean 'submit'?\n")
-    p = cli(tmp_path, "--verbose", "rebalance", "wc")
-    assert (p.returncode, p.stderr) == (2, "heron-py: unknown command 'rebalance'; did you mean 'update'?\n")
+    p = cli(tmp_path, "--verbose", "stats", "wc")
+    assert (p.returncode, p.stderr) == (2, "heron-py: unknown command 'stats'; did you mean 'metrics'?\n")
     verbs = ["submit", "list", "kill"]
     assert unknown_verb("xyzzy", verbs) == ("heron-py: unknown command 'xyzzy'; expected one of submit, list, kill "
                                             "(heron-py help says what each does)")

@@ -16,7 +16,7 @@ from heron_py.api.spout.spout import Spout
 from heron_py.api.state.stateful_component import StatefulComponent
 from heron_py.api.stream import Grouping
 from heron_py.api.topology import TopologyBuilder
-from heron_py.checkpoint.storage import LocalFsStorage
+from heron_py.checkpoint.storage import LocalFsStorage, packing_of
 from heron_py.common.framing import (
     BATCH_HEADER,
     BODY_OFFSET,
@@ -32,6 +32,7 @@ from heron_py.common.handshake import PeerIdentity
 from heron_py.common.net import Routes
 from heron_py.common.serialization import dumps_batch, loads_batch
 from heron_py.common.wire import decode_as
+from heron_py.planner.grouping import make_router
 from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
 from heron_py.planner.packing import round_robin
 from heron_py.runtime.host import HostOptions, make_host
@@ -503,9 +504,9 @@ def test_harness_a_crash_before_any_checkpoint_completed_is_a_clean_start():
 
 
 def test_a_checkpoint_taken_under_another_packing_is_refused_with_one_line(storage):
-    """The state of task N is task N's only under the packing the checkpoint was taken with: on
-    another one (a component's parallelism changed), a restore would hand keys to the wrong
-    task, so the task refuses it (the master then falls back, then waits for the operator)."""
+    """A component whose state cannot be split (here: shuffle grouped, no merge rule) refuses a
+    checkpoint taken with another parallelism rather than hand keys to the wrong task (the
+    master then falls back, then waits for the operator)."""
     plan = _plan()
     bolt = _Task(plan, "count", storage)
     me = bolt.task_id
@@ -515,11 +516,81 @@ def test_a_checkpoint_taken_under_another_packing_is_refused_with_one_line(stora
     [done] = bolt.report(MsgType.STATE_RESTORED, pb.StateRestored)
     assert not done.ok
     assert done.error == (f"CheckpointError: checkpoint 7 was taken with component 'count' on tasks [{me}, {me + 10}], "
-                          f"which now runs on tasks [{me}]: its state cannot be restored task by task; restore a "
-                          f"checkpoint taken with this packing, or start clean (heron-py restore NAME --clean)")
+                          f"which now runs on tasks [{me}]: its state cannot be split: its inputs are not all fields "
+                          f"grouped and its topology.component.state.rescale is not merge; restore a checkpoint "
+                          f"taken with this packing, or start clean (heron-py restore NAME --clean)")
     # the same packing restores (the other components' packing is theirs to check)
     storage.save("eo", 8, me, pickle.dumps({"a": 1}))
     storage.mark_complete("eo", 8, [me], {"count": (me,), "letters": (99,)})
     bolt.rt.restore(2, 8)
     [done] = bolt.report(MsgType.STATE_RESTORED, pb.StateRestored)
     assert done.ok and bolt.host.user.counts == Counter(a=1)
+
+
+def _keyed_plan(count_par: int, count_config: dict | None = None) -> PhysicalPlan:
+    b = TopologyBuilder("eo")
+    s = b.add_spout("letters", Letters, par=2)
+    b.add_bolt("count", Count, par=count_par, inputs={s: Grouping.fields("w")}, config=count_config or {})
+    b.set_config({"topology.reliability.mode": "EFFECTIVELY_ONCE"})
+    topo = b.build()
+    return PhysicalPlan(topo, round_robin(topo, 1), (StmgrLocation(0, "h", 1, 2),), TopologyState.RUNNING, 1)
+
+
+@pytest.mark.parametrize(("old", "new"), [(2, 3), (3, 2), (2, 5)])
+def test_a_keyed_component_restored_on_another_parallelism_gets_the_keys_the_grouping_now_sends_it(
+        storage, old: int, new: int):
+    """Each new task takes the entries of the key groups it now owns from the old tasks' saves,
+    so every count lands in the one task its word's tuples go to, and none is lost or doubled."""
+    before = _keyed_plan(old)
+    then = before.packing.tasks_of("count")
+    words = [f"w{i}" for i in range(200)]
+    sender = make_router(Grouping.fields("w"), target_tasks=then, local_tasks=frozenset(), field_indices=(0,))
+    saved: dict[int, dict[str, int]] = {t: {} for t in then}
+    for n, w in enumerate(words):
+        saved[sender.choose([w])[0]][w] = n + 1
+    for t in then:
+        storage.save("eo", 7, t, pickle.dumps(saved[t]))
+    storage.mark_complete("eo", 7, then, packing_of({t.task_id: t.component for t in before.packing.tasks}))
+    after = _keyed_plan(new)
+    now = after.packing.tasks_of("count")
+    router = make_router(Grouping.fields("w"), target_tasks=now, local_tasks=frozenset(), field_indices=(0,))
+    got: dict[str, int] = {}
+    for i in range(new):
+        bolt = _Task(after, "count", storage, i)
+        bolt.rt.restore(1, 7)
+        [done] = bolt.report(MsgType.STATE_RESTORED, pb.StateRestored)
+        assert done.ok, done.error
+        counts = bolt.host.user.counts
+        assert all(router.choose([w]) == (bolt.task_id,) for w in counts)
+        assert not set(counts) & set(got)
+        got.update(counts)
+    assert got == {w: n + 1 for n, w in enumerate(words)}
+
+
+def test_a_component_whose_task_ids_moved_restores_by_position_and_a_merged_one_gets_every_entry(storage):
+    plan = _keyed_plan(2)
+    letters = plan.packing.tasks_of("letters")
+    # same parallelism, other task ids (another component's change moved them): by position,
+    # even for a spout whose state cannot be split
+    storage.save("eo", 7, 21, pickle.dumps({"pos": {"a": 1}}))
+    storage.save("eo", 7, 22, pickle.dumps({"pos": {"b": 2}}))
+    storage.mark_complete("eo", 7, [21, 22], {"letters": (21, 22), "count": ()})
+    for i, want in enumerate([{"a": 1}, {"b": 2}]):
+        spout = _Task(plan, "letters", storage, i)
+        spout.rt.restore(1, 7)
+        [done] = spout.report(MsgType.STATE_RESTORED, pb.StateRestored)
+        assert done.ok, done.error
+        assert spout.rt.state.get("pos") == want and letters[i] not in (21, 22)
+    from dataclasses import replace
+
+    topo = plan.topology
+    comps = tuple(replace(c, par=3, config={"topology.component.state.rescale": "merge"}) if c.name == "letters"
+                  else c for c in topo.components)
+    topo3 = replace(topo, components=comps)
+    plan3 = PhysicalPlan(topo3, round_robin(topo3, 1), plan.stmgrs, TopologyState.RUNNING, 1)
+    for i in range(3):
+        t = _Task(plan3, "letters", storage, i)
+        t.rt.restore(1, 7)
+        [done] = t.report(MsgType.STATE_RESTORED, pb.StateRestored)
+        assert done.ok, done.error
+        assert t.rt.state.get("pos") == {"a": 1, "b": 2}

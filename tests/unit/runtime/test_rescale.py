@@ -1,0 +1,104 @@
+"""Splitting a component's checkpointed state over a new parallelism (heron_py/runtime/rescale.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from heron_py.api.bolt.bolt import Bolt
+from heron_py.api.spout.spout import Spout
+from heron_py.api.stream import Grouping
+from heron_py.api.topology import TopologyBuilder
+from heron_py.planner.keygroups import key_group, owner_index
+from heron_py.planner.model import TopologyDef
+from heron_py.runtime.rescale import Rule, StateSplitError, refusal, rule_of, sources, split
+
+
+class S(Spout):
+    outputs = ["w"]
+
+
+class B(Bolt):
+    outputs = ["w"]
+
+
+def _topo(count_config: dict | None = None, spout_config: dict | None = None) -> TopologyDef:
+    b = TopologyBuilder("wc")
+    s = b.add_spout("words", S, par=2, config=spout_config or {})
+    sp = b.add_bolt("split", B, par=2, inputs={s: Grouping.SHUFFLE})
+    b.add_bolt("count", B, par=2, inputs={sp: Grouping.fields("w")}, config=count_config or {})
+    return b.build()
+
+
+def test_the_rule_follows_the_inputs_and_the_key() -> None:
+    t = _topo()
+    assert rule_of(t, "count") is Rule.KEYED
+    assert rule_of(t, "split") is Rule.NONE
+    assert rule_of(t, "words") is Rule.NONE
+    assert rule_of(_topo(spout_config={"topology.component.state.rescale": "merge"}), "words") is Rule.MERGE
+    assert rule_of(_topo(count_config={"topology.component.state.rescale": "refuse"}), "count") is Rule.NONE
+
+
+def test_refusals_are_one_line_each() -> None:
+    t = _topo()
+    assert refusal(t, "count", 2, 5) is None
+    assert refusal(t, "split", 2, 2) is None  # same parallelism: moved by position
+    assert refusal(t, "split", 2, 3) == (
+        "component 'split' keeps checkpointed state that cannot be split from 2 to 3 tasks: its inputs are not all "
+        "fields grouped, so its state is not known to be keyed; expected a component whose every input is fields "
+        "grouped, or topology.component.state.rescale: merge in its config (every new task gets every old task's "
+        "entries)")
+    refused = _topo(count_config={"topology.component.state.rescale": "refuse"})
+    assert refusal(refused, "count", 2, 3) == (
+        "component 'count' keeps checkpointed state that cannot be split from 2 to 3 tasks: its "
+        "topology.component.state.rescale is refuse; expected a component whose every input is fields grouped, or "
+        "topology.component.state.rescale: merge in its config (every new task gets every old task's entries)")
+    small = _topo(count_config={"topology.component.max.parallelism": 4})
+    assert refusal(small, "count", 2, 4) is None
+    assert refusal(small, "count", 2, 5) == ("component 'count' has 4 key groups (topology.component.max.parallelism): "
+                                             "expected at most 4 tasks, found 5")
+
+
+@pytest.mark.parametrize(("old", "new"), [(2, 3), (3, 2), (1, 4), (4, 1), (3, 5), (5, 3), (2, 2)])
+def test_keyed_state_lands_where_the_grouping_sends_its_keys(old: int, new: int) -> None:
+    m = 16
+    keys = [f"w{i}" for i in range(300)]
+    saved = {i: {k: len(k) + j for j, k in enumerate(keys) if owner_index(key_group(k, m), old, m) == i}
+             for i in range(old)}
+    union: dict[str, int] = {}
+    for i in range(new):
+        need = sources(Rule.KEYED, i, old, new, m)
+        got = split(Rule.KEYED, [(100 + j, saved[j]) for j in need], i, old, new, m, "count")
+        assert all(owner_index(key_group(k, m), new, m) == i for k in got)
+        # the old tasks it did not read held none of its keys
+        others = [j for j in range(old) if j not in need]
+        assert not any(owner_index(key_group(k, m), new, m) == i for j in others for k in saved[j])
+        assert not set(got) & set(union)
+        union.update(got)
+    assert union == {k: v for part in saved.values() for k, v in part.items()}
+
+
+def test_merge_joins_mappings_and_refuses_a_conflict() -> None:
+    a = {"positions": {("t", 0): 5}, "mode": "x"}
+    b = {"positions": {("t", 1): 9}, "mode": "x"}
+    assert sources(Rule.MERGE, 0, 2, 3, 8) == [0, 1]
+    assert split(Rule.MERGE, [(3, a), (4, b)], 0, 2, 3, 8, "words") == {
+        "positions": {("t", 0): 5, ("t", 1): 9}, "mode": "x"}
+    assert a == {"positions": {("t", 0): 5}, "mode": "x"}  # the saved mappings are not changed
+    with pytest.raises(StateSplitError) as e:
+        split(Rule.MERGE, [(3, a), (4, {"positions": {("t", 0): 6}})], 0, 2, 3, 8, "words")
+    assert str(e.value) == ("component 'words': state key 'positions'[('t', 0)] has different values in old tasks 3 "
+                            "and 4: expected each key (each inner key of a mapping) in one old task's state to merge "
+                            "them, found two")
+    with pytest.raises(StateSplitError) as e:
+        split(Rule.MERGE, [(3, {"n": 1}), (4, {"n": 2})], 0, 2, 3, 8, "words")
+    assert str(e.value).startswith("component 'words': state key 'n' has different values in old tasks 3 and 4")
+
+
+def test_an_unsplittable_state_says_why() -> None:
+    with pytest.raises(StateSplitError) as e:
+        sources(Rule.NONE, 0, 2, 3, 8)
+    assert str(e.value) == ("its state cannot be split: its inputs are not all fields grouped and its "
+                            "topology.component.state.rescale is not merge")
+    assert sources(Rule.NONE, 1, 2, 2, 8) == [1]  # same parallelism: by position, any rule
+    assert split(Rule.NONE, [(7, {"n": 1})], 1, 2, 2, 8, "split") == {"n": 1}
+    assert split(Rule.NONE, [], 1, 2, 2, 8, "split") == {}  # that task saved nothing
