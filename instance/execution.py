@@ -100,6 +100,7 @@ class TaskRunner:
         self.stopping = False
         self.drain_s: float = SHUTDOWN_DRAIN.default  # the topology's, once its plan came
         self.wakeups = 0  # returns from a blocking wait on the inbound queue (tests count them)
+        self.waited_s = 0.0  # the last drain's wait for its first item (the spout loop's time not at work)
         outbox.queue.on_room = self._room
 
     def stop(self) -> None:
@@ -272,16 +273,21 @@ class TaskRunner:
 
     def drain(self, host: ComponentHost, block_s: float) -> bool:
         """Handles what is queued, waiting up to ``block_s`` (at most STOP_CHECK_S) for the
-        first item on the queue's own condition; True when an item came."""
+        first item on the queue's own condition; True when an item came. ``waited_s`` is
+        that wait's length (0.0 without one): the items' handling after it is work."""
+        self.waited_s = 0.0
         try:
             if block_s > 0:
-                kind, payload = self._in.get(timeout=min(block_s, STOP_CHECK_S))
-                self.wakeups += 1
+                clock = self._clock
+                t0 = clock()
+                try:
+                    kind, payload = self._in.get(timeout=min(block_s, STOP_CHECK_S))
+                finally:
+                    self.waited_s = clock() - t0
+                    self.wakeups += 1
             else:
                 kind, payload = self._in.get_nowait()
         except queue.Empty:
-            if block_s > 0:
-                self.wakeups += 1
             return False
         while True:
             self.on_item(host, kind, payload)
@@ -297,12 +303,19 @@ _CHECKPOINT_ITEMS = frozenset((InKind.MARKER, InKind.CKPT_START, InKind.RESTORE,
 class SpoutLoop:
     """Calls next_tuple while the topology is active, there is room for more pending tuples
     and the outbound queue takes the output. Otherwise it sleeps on its inbound queue until
-    an item (acks, a plan, ROOM from the gateway, a component's WAKE) or its next timer."""
+    an item (acks, a plan, ROOM from the gateway, a component's WAKE) or its next timer.
+
+    Busy time (``__busy-time-ms``) is counted per loop turn from the clock read the turn
+    makes anyway: the time since the last turn's, less that turn's waits on the inbound queue
+    (measured by ``TaskRunner.drain``), a round of next_tuple that emitted nothing because
+    the spout waited on its own source, and the time blocked on a full outbound queue. A turn
+    that emits adds no clock read; a wait adds the drain's two."""
 
     def __init__(self, runner: TaskRunner, host: SpoutHost) -> None:
         self.runner = runner
         self.host = host
         self.clock = runner._clock
+        self.counters = runner.reports.exec_counters()
         self.interval = host.config.flush_interval_s
         self.last_flush = self.clock()
         now = self.clock()
@@ -329,46 +342,56 @@ class SpoutLoop:
 
     def run(self) -> None:
         runner, host, clock = self.runner, self.host, self.clock
-        outbox = runner.outbox
+        outbox, counters = runner.outbox, self.counters
         host.start()
         poll_s = host.poll_s
+        # since the last turn's clock read: its time not at work (waits) and the time blocked
+        turn, idle, blocked = clock(), 0.0, outbox.time_blocked_s
         while not runner.stopping:
             if host.active:
                 runner.drain(host, block_s=0.0)
             else:  # deactivated: nothing to do until a plan (or a timer)
                 host.flush()
                 runner.drain(host, block_s=self._until_timer(clock()))
+                idle += runner.waited_s
             if poll_s is not None:
                 host.poll()
-            self._timers(clock())
-            if outbox.held and not self._push_held():
+            now = clock()
+            b = outbox.time_blocked_s
+            counters.busy_s += now - turn - idle - (b - blocked)
+            turn, idle, blocked = now, 0.0, b
+            self._timers(now)
+            if outbox.held and not self._push_held(now):
                 continue
             if host.active and (runner.stateful is None or runner.stateful.processing):
-                self._produce()
+                idle = self._produce(now)
             else:
                 host.flush()
+        counters.busy_s += clock() - turn - idle - (outbox.time_blocked_s - blocked)
 
-    def _push_held(self) -> bool:
+    def _push_held(self, now: float) -> bool:
         """Backpressure: the outbound queue is full, so no next_tuple until the held frames
-        went out. Sleeps until the gateway takes a flush (ROOM) or a timer; True when nothing
-        is held any more."""
-        runner, outbox, clock = self.runner, self.runner.outbox, self.clock
+        went out. Sleeps until the gateway takes a flush (ROOM) or a timer (from ``now``, the
+        turn's clock read); True when nothing is held any more."""
+        runner, outbox = self.runner, self.runner.outbox
         outbox.queue.want_room()  # armed before the last look: a take in between still wakes us
         if outbox.push_held():
             return True
-        t0 = clock()
-        runner.drain(self.host, block_s=self._until_timer(t0))
-        outbox.time_blocked_s += clock() - t0
+        runner.drain(self.host, block_s=self._until_timer(now))
+        outbox.time_blocked_s += runner.waited_s  # the wait; handling what woke us is work
         return False
 
-    def _produce(self) -> None:
+    def _produce(self, start: float) -> float:
+        """A round of next_tuple, or a wait for room or input; returns the seconds of it not
+        at work: its wait on the inbound queue, or, when the spout waited on its own source
+        and emitted nothing, the round since ``start`` (the turn's clock read)."""
         host, runner = self.host, self.runner
         if host.room() <= 0:
             # topology.max.spout.pending reached: no next_tuple until acks (or expiry) free room
             host.flush()
             self.last_flush = self.clock()
             runner.drain(host, block_s=self._until_timer(self.last_flush))
-            return
+            return runner.waited_s
         # an idle spout is probed with one next_tuple per wake-up, not a round of SPOUT_CALLS
         emitted = host.next_tuples(SPOUT_CALLS if self.idle_wait <= IDLE_WAIT_MIN_S else 1, self.interval)
         now = self.clock()
@@ -379,38 +402,55 @@ class SpoutLoop:
             if host.waited_for_input():
                 # the spout waited on its source itself (and wakes at its first record)
                 self.idle_wait = IDLE_WAIT_MIN_S
-                return
+                return now - start
             if runner.drain(host, block_s=min(self.idle_wait, self._until_timer(now))):
                 self.idle_wait = IDLE_WAIT_MIN_S
             else:
                 self.idle_wait = min(self.idle_wait * 2, IDLE_WAIT_MAX_S)
-            return
+            return runner.waited_s
         self.idle_wait = IDLE_WAIT_MIN_S
         if now - self.last_flush >= self.interval:
             host.flush()
             self.last_flush = now
+        return 0.0
 
 
 class BoltLoop:
+    """Takes batches from the inbound queue and hands them to the host, with ticks and flushes.
+
+    Busy time (``__busy-time-ms``) is counted per loop turn from the clock read the turn
+    makes anyway: the time since the end of the last turn's wait for input, less the time a
+    flush was blocked on a full outbound queue. The wait's end costs a clock read only when
+    the queue was empty (the loop may sleep); under load a turn adds none."""
+
     def __init__(self, runner: TaskRunner, host: BoltHost) -> None:
         self.runner = runner
         self.host = host
         self.clock = runner._clock
+        self.counters = runner.reports.exec_counters()
         tick = host.tick_s
         self.tick = tick or 0.0
         self.next_tick = self.clock() + tick if tick else float("inf")
         self.last_flush = self.clock()
 
-    def _take(self, wait: float) -> None:
-        """Takes one inbound item (waiting up to ``wait``), then what else is queued, at most
-        BOLT_BATCHES more, before the loop looks at the clock again."""
+    def _take(self, wait: float, now: float) -> float:
+        """Takes one inbound item (waiting up to ``wait`` when none is queued), then what else
+        is queued, at most BOLT_BATCHES more, before the loop looks at the clock again. Returns
+        when the work began: the clock once the wait ended, or ``now`` without a wait."""
         q, runner, host = self.runner._in, self.runner, self.host
         in_bytes = runner.in_bytes
         process = host.process_frame if runner.stateful is None else runner.stateful.on_batch
-        try:
-            item = q.get(timeout=wait) if wait > 0 else q.get_nowait()
-        except queue.Empty:
-            return
+        if wait > 0 and not q.queue:  # only this thread takes: a queued item means no wait
+            try:
+                item = q.get(timeout=wait)
+            except queue.Empty:
+                return self.clock()
+            now = self.clock()
+        else:
+            try:
+                item = q.get_nowait()
+            except queue.Empty:
+                return now
         for more in range(BOLT_BATCHES, -1, -1):
             kind, payload = item
             if kind is InKind.BATCH:
@@ -419,14 +459,16 @@ class BoltLoop:
             else:
                 runner.on_item(host, kind, payload)
             if not more:
-                return
+                return now
             try:
                 item = q.get_nowait()
             except queue.Empty:
-                return
+                return now
+        return now
 
     def run(self) -> None:
         runner, host, clock = self.runner, self.host, self.clock
+        outbox, counters = runner.outbox, self.counters
         host.start()
         interval = host.config.flush_interval_s
         idle_flush = host.config.flush_when_idle
@@ -434,15 +476,20 @@ class BoltLoop:
         next_user = clock()
         inbound = runner._in
         poll_s = host.poll_s
+        # where the last turn's work began, and the time blocked until then
+        work_from, blocked = clock(), outbox.time_blocked_s
         while not runner.stopping:
             now = clock()
+            b = outbox.time_blocked_s
+            counters.busy_s += now - work_from - (b - blocked)
+            blocked = b
             if host.has_pending:
                 wait = max(0.0, min(self.last_flush + interval, self.next_tick) - now)
             else:
                 wait = max(0.0, min(self.next_tick - now, 0.1))
             if poll_s is not None:
                 wait = min(wait, poll_s)
-            self._take(wait)
+            work_from = self._take(wait, now)
             if poll_s is not None:
                 host.poll()
             now = clock()
@@ -464,3 +511,4 @@ class BoltLoop:
             if now >= next_metrics:
                 next_metrics = now + 10.0
                 host.metrics.log_if_changed(runner._log, None)
+        counters.busy_s += clock() - work_from - (outbox.time_blocked_s - blocked)

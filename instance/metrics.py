@@ -31,6 +31,8 @@ class TaskReports:
         self._in_bytes = in_bytes
         self._outbox = outbox
         self.host: ComponentHost | None = None  # set by the execution thread once it exists
+        # a spout host keeps no execution counters of its own: its loop's busy time goes here
+        self.spout_counters = ExecCounters()
         self.stateful: StatefulTask | None = None  # effectively once: the task's checkpoint side
         self.exceptions: list[dict[str, Any]] = []  # the last 20 tracebacks of user code
         self.skipped_user_metrics: set[str] = set()  # not JSON-serializable: reported once, then left out
@@ -40,14 +42,16 @@ class TaskReports:
         self.exceptions.append({"id": uuid.uuid4().hex, "trace": trace, "time": time.time()})
         del self.exceptions[:-20]  # the last 20 are enough to show
 
-    def _exec(self) -> ExecCounters:
+    def exec_counters(self) -> ExecCounters:
+        """The counters the task's execution loop writes and the reports read: a bolt host's
+        own, else (a spout) this task's."""
         host = self.host
-        return host.counters if isinstance(host, BoltHost) else ExecCounters()
+        return host.counters if isinstance(host, BoltHost) else self.spout_counters
 
     def message(self) -> pb.InstanceMetrics:
         host = self.host
         m = host.metrics if host is not None else None
-        c = self._exec()
+        c = self.exec_counters()
         out = self._outbox
         return pb.InstanceMetrics(
             task_id=self.task_id, emitted=host.emitter.emitted if host else 0, processed=c.processed,
@@ -82,13 +86,14 @@ class TaskReports:
         if em.storm_arity is not None:  # a Storm component's emits of more values than declared
             for stream, n in dict(em.storm_arity.mismatches).items():
                 counters[f"__emit-arity-mismatch/{stream}"] = n
-        c = self._exec()
+        c = self.exec_counters()
         for key, n in list(c.executed.items()):
             counters[f"__execute-count/{key}"] = n
         m = host.metrics
         counters["__ack-count"] = m.acked
         counters["__fail-count"] = m.failed + m.timed_out
         counters["__time-blocked-ms"] = int(self._outbox.time_blocked_s * 1000)
+        counters["__busy-time-ms"] = int(c.busy_s * 1000)
         gauges["__execute-latency-ms"] = (c.exec_total_s / c.processed * 1000.0) if c.processed else 0.0
         if isinstance(host, BoltHost):  # mean since the start, as the execute latency
             gauges["__process-latency-ms"] = m.process_ms_total / m.process_samples if m.process_samples else 0.0

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 # Heron's metrics that only grow (totals since the process started); everything else is a gauge
 COUNTERS = frozenset({"__emit-count", "__execute-count", "__ack-count", "__fail-count", "__time-blocked-ms",
-                      "__time_spent_back_pressure_ms", "__dropped-tuples", "__tuples-in", "__tuples-out",
-                      "__bytes-in", "__bytes-out", "__restarts", "__checkpoint-aborted", "__rate-limit-pauses",
-                      "__emit-arity-mismatch", "__bad-reports"})
+                      "__busy-time-ms", "__time_spent_back_pressure_ms", "__dropped-tuples", "__tuples-in",
+                      "__tuples-out", "__bytes-in", "__bytes-out", "__restarts", "__checkpoint-aborted",
+                      "__rate-limit-pauses", "__emit-arity-mismatch", "__bad-reports"})
 
 _PER_SOURCE = ("__execute-count", "__execute-latency-ms", "__ack-count", "__fail-count")
 

@@ -65,14 +65,20 @@ class HostOptions:
 
 @dataclass
 class ExecCounters:
-    """A bolt's execute counters. Written by the host's caller thread only; the instance's
-    gateway thread reads them for reports (one writer per field, no lock)."""
+    """A task's execution counters: a bolt host's execute counts and latencies, and every task's
+    busy time, which its execution loop adds (instance/execution.py). Written by the host's
+    caller thread only; the instance's gateway thread reads them for reports (one writer per
+    field, no lock)."""
 
     processed: int = 0
     executed: dict[str, int] = field(default_factory=dict)  # "source/stream" -> tuples, never reset
     exec_total_s: float = 0.0
     interval_count: int = 0  # since the last take_latency_ms
     interval_s: float = 0.0
+    # the execution thread's time at work (user code, serializing, emitting, flushing): not
+    # waiting for input, not sleeping idle, not blocked on a full outbound queue (the time
+    # blocked has its own counter); what a task processed over it is its true rate (DS2)
+    busy_s: float = 0.0
 
     def take_latency_ms(self) -> float:
         # read-and-reset by the reader: a report may move a batch into the next interval
