@@ -127,7 +127,7 @@ class PolledComponent(Protocol):
 
 class BusyComponent(Protocol):
     """``heron_busy()``: True while inputs are buffered and not yet written or answered; the
-    in-process runner (heron_py/testing/inprocess.py) polls until every component says False.
+    in-process runner (heron_py/testing/runner.py) polls until every component says False.
     Task thread; returns bool."""
 
     def heron_busy(self) -> bool: ...

@@ -92,7 +92,7 @@ class ShellBolt(Bolt):
         self._started().poll()
 
     def heron_busy(self) -> bool:
-        """For runners that wait for the subprocess (heron_py.testing.inprocess)."""
+        """For runners that wait for the subprocess (heron_py.testing.runner)."""
         return self._started().busy()
 
     def cleanup(self) -> None:

@@ -2,11 +2,11 @@
 local``, streamparse's ``sparse run``).
 
 No daemons, no state manager, no package: every task's host runs here with the engine's own
-routing and batching (``heron_py.testing.inprocess``), the spouts are called in turn and every
-batch is delivered, bolts get tick tuples at their configured interval, and what the
-components print or log appears on this terminal. It runs for ``--duration`` seconds (or until
-every spout has gone quiet, or Ctrl-C), closes every component, and prints what each bolt
-received.
+routing and batching (the in-process runner, ``heron_py.testing.runner``, on the wall clock),
+the spouts are called in turn and every batch is delivered, bolts get tick tuples at their
+configured interval, and what the components print or log appears on this terminal. It runs for
+``--duration`` seconds (or until every spout has gone quiet, or Ctrl-C), closes every component
+(delivering what their cleanup emits), and prints what each bolt received.
 
 At least once (``topology.reliability.mode`` ATLEAST_ONCE, or Storm's ``topology.acking``), the
 stream managers' XOR tracker (``heron_py.acking.tracker``, as the test harness runs it) tracks
@@ -30,66 +30,32 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from heron_py.common.config import TICK
-from heron_py.common.config_codec import restore_config
-
 if TYPE_CHECKING:  # the engine is imported by the run itself: the CLI's other verbs do not load it
-    from heron_py.acking.tracker import ClockedTracker
     from heron_py.planner.model import TopologyDef
-    from heron_py.testing.inprocess import _InProcess
+    from heron_py.runtime.host import Observer
+    from heron_py.testing.runner import Runner
 
 IDLE_SLEEP_S = 0.001  # a round in which no spout emitted and nothing moved: do not spin
-EXPIRE_EVERY_S = 1.0  # how often trees past the message timeout are failed (the instance's own period)
+LOG = logging.getLogger("heron-py run")
 
 
-def _counting(topo: TopologyDef, containers: int, seed: int,
-              clock: Callable[[], float]) -> tuple[_InProcess, Counter[str], ClockedTracker | None]:
-    """The in-process run, counting what each bolt receives instead of keeping it (a run of
-    minutes would otherwise hold every tuple), with the topology's acking; its counts; and its
-    ack tracker (None at most once)."""
-    from heron_py.acking.tracker import ClockedTracker
-    from heron_py.common.config import ReliabilityConfig
-    from heron_py.runtime.host import Observer, SpoutHost
-    from heron_py.testing.inprocess import InProcessResult, _InProcess
+def _counting(counts: Counter[str]) -> Callable[[int, str], Observer]:
+    """What each bolt receives, counted per component instead of kept (a run of minutes would
+    otherwise hold every tuple)."""
 
-    counts: Counter[str] = Counter()
-    reliability = ReliabilityConfig.from_config(topo.config)
-    tracker = ClockedTracker(reliability.timeout_s, clock) if reliability.acking else None
+    def observer(task: int, component: str) -> Observer:
+        def seen(source: Any, src: Any, rows: Any) -> None:
+            counts[component] += len(rows)
+        return seen
 
-    class Counting(_InProcess):
-        def _reliability(self) -> ReliabilityConfig:
-            return reliability
-
-        def _observer(self, task: int, component: str) -> Observer | None:
-            def seen(source: Any, src: Any, rows: Any) -> None:
-                counts[component] += len(rows)
-            return seen
-
-        def _on_acks(self) -> Callable[[bytes], None] | None:
-            return tracker.on_ack_batch if tracker is not None else None
-
-        def drain(self) -> bool:
-            """Delivers every batch, and every tree's outcome to its spout, until neither moves."""
-            worked = False
-            while True:
-                moved = super().drain()
-                results = tracker.take_results() if tracker is not None else {}
-                for task, frame in results.items():
-                    host = self.hosts[task]
-                    assert isinstance(host, SpoutHost)
-                    host.on_results(frame)
-                for sp in self.spouts:
-                    sp.acks_due()  # trees that completed at emit (no consumer took a copy)
-                if not (moved or results):
-                    return worked
-                worked = True
-
-    return Counting(topo, containers, InProcessResult(), random.Random(seed)), counts, tracker
+    return observer
 
 
-def spout_outcomes(run: _InProcess) -> tuple[int, int] | None:
+def spout_outcomes(run: Runner) -> tuple[int, int] | None:
     """(trees acked, trees failed or timed out) over every spout task; None at most once."""
-    tracked = [sp.metrics for sp in run.spouts if sp.reliability is not None]
+    from heron_py.runtime.host import SpoutHost
+
+    tracked = [sp.metrics for sp in run.hosts(SpoutHost) if sp.reliability is not None]
     if not tracked:
         return None
     return sum(m.acked for m in tracked), sum(m.failed + m.timed_out for m in tracked)
@@ -102,30 +68,22 @@ def run_topology(topo: TopologyDef, *, duration_s: float, containers: int = 1, s
     every spout emitted nothing that many rounds in a row; returns (tuples received per bolt,
     seconds run, the spouts' (acked, failed) trees at least once, else None). Every component
     is closed at the end, also on an exception."""
-    run, counts, tracker = _counting(topo, containers, seed, clock)
-    intervals = {b.task_id: s for b in run.bolts if (s := _tick_interval(topo, b.component))}
+    from heron_py.testing.inprocess import in_process_plan
+    from heron_py.testing.runner import Acking, Runner, RunOptions
+
+    counts: Counter[str] = Counter()
+    # the topology's own acking on the wall clock; shell components polled; no master waits on the routing
+    options = RunOptions(clock=clock, acking=Acking.of(topo, clock), poll=True, route_at_once=True,
+                         observer=_counting(counts))
+    run = Runner(in_process_plan(topo, containers, "in-process"), options, random.Random(seed))
+    run.start()
     start = clock()
-    next_tick = {t: start + s for t, s in intervals.items()}
-    next_expire = start + EXPIRE_EVERY_S
     quiet = 0
     try:
         while clock() - start < duration_s and not stop():
-            emitted = sum(1 for sp in run.spouts if sp.next_tuples(1))
+            emitted = any(run.call_spouts(1).values())
             moved = run.drain()
-            now = clock()
-            if tracker is not None and now >= next_expire:
-                # the trees past the message timeout fail, as the stream manager and the spout's
-                # own task fail them
-                next_expire = now + EXPIRE_EVERY_S
-                tracker.expire()
-                for sp in run.spouts:
-                    sp.expire()
-            for b in run.bolts:
-                due = next_tick.get(b.task_id)
-                if due is not None and now >= due:
-                    b.tick()
-                    next_tick[b.task_id] = now + intervals[b.task_id]
-                    moved = True
+            moved = run.timers.fire_due() or moved  # ticks at their interval, message timeouts
             if emitted or moved:
                 quiet = 0
                 continue
@@ -135,18 +93,12 @@ def run_topology(topo: TopologyDef, *, duration_s: float, containers: int = 1, s
             time.sleep(IDLE_SLEEP_S)
         run.drain()
     finally:
-        for h in run.hosts.values():
-            try:
-                h.close()
-            except Exception as e:  # one component's close must not hide the others' or the run's end
-                logging.getLogger("heron-py run").warning("closing %s-%d: %s", h.component, h.task_id, e)
+        run.close(on_error=_warn)
     return counts, clock() - start, spout_outcomes(run)
 
 
-def _tick_interval(topo: TopologyDef, component: str) -> float | None:
-    comp = next(c for c in topo.components if c.name == component)
-    value = TICK.parse({**restore_config(topo.config), **restore_config(comp.config)})
-    return float(value) if value else None
+def _warn(what: str, e: Exception) -> None:
+    LOG.warning("%s: %s", what, e)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

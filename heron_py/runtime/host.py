@@ -3,7 +3,7 @@ batches, ticks, ack results, plan changes) into calls of the user's code, and th
 emits into frames handed to a sink. No sockets, no threads, no clock of its own.
 
 Three runners drive it: the instance's execution thread (instance/execution.py), the
-in-process test runner (heron_py/testing/inprocess.py) and the PySpark batch runner
+in-process test runner (heron_py/testing/runner.py) and the PySpark batch runner
 (heron_py/spark/batch.py). They differ only in where the sink's frames go and when they
 call the host.
 

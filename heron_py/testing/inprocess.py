@@ -1,14 +1,15 @@
-"""Run a topology inside one process, with the engine's own routing and batching."""
+"""Run a topology inside one process, with the engine's own routing and batching: at most once,
+on the wall clock, shell components polled and waited for (``heron_py.testing.runner`` runs it).
+Also the set-up the in-process runners share: the topology checked, its plan, a capture."""
 
 from __future__ import annotations
 
+import functools
 import random
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from heron_py.common.config import ReliabilityConfig
 from heron_py.planner.logical import validate
 from heron_py.planner.model import (
     PhysicalPlan,
@@ -17,8 +18,8 @@ from heron_py.planner.model import (
     TopologyState,
 )
 from heron_py.planner.packing import round_robin
-from heron_py.runtime.host import BoltHost, ComponentHost, HostOptions, Observer, SpoutHost, make_host
-from heron_py.testing.wire import InProcessWire
+from heron_py.runtime.host import BoltHost, Observer
+from heron_py.testing.runner import Runner, RunOptions, Task
 
 
 @dataclass
@@ -95,111 +96,30 @@ def run_in_process(
     until they are quiet (``heron_busy()`` false, when they define it); they are closed at the end."""
     capture = list(capture)
     topo = load_topology(topology, "run_in_process capture", capture)
-    run = _InProcess(topo, containers, InProcessResult(received={c: [] for c in capture}), random.Random(seed))
-    run.spouts_until_idle(max_spout_calls, idle_calls)
-    _settle(run.pollable, run.drain, settle_timeout_s)
+    result = InProcessResult(received={c: [] for c in capture})
+    # at most once on the wall clock: nothing tracks trees, and no master waits on the routing
+    options = RunOptions(poll=True, route_at_once=True, observer=functools.partial(capture_observer, result.received),
+                         on_start=functools.partial(_keep_user, result.components))
+    run = Runner(in_process_plan(topo, containers, "in-process"), options, random.Random(seed))
+    run.start()
+    run.until_idle(idle_calls, max_spout_calls)
+    _settle(run, settle_timeout_s)
     for _ in range(ticks):
-        for b in run.bolts:
+        for b in run.hosts(BoltHost):
             b.tick()
         run.drain()
-        _settle(run.pollable, run.drain, settle_timeout_s)
-    # a graceful end, as a killed topology's bolts get: their cleanup may emit (a keyed
-    # aggregation in "final" mode), and what they emit is delivered before the result is read
-    for b in run.bolts:
-        if b not in run.pollable:
-            b.close()
-    run.drain()
-    for h in run.pollable:
-        h.close()  # no subprocess outlives the run
-    return run.result
+        _settle(run, settle_timeout_s)
+    # its spouts stay open: the result hands their components to the test as they ended
+    run.close(spouts=False)
+    return result
 
 
-class _InProcess:
-    """Every task's host in this process, on an in-process wire whose inboxes (one deque per
-    task) the runner delivers. At most once, nothing is tracked: the wire drops acks and reports."""
-
-    def __init__(self, topo: TopologyDef, containers: int, result: InProcessResult, rng: random.Random) -> None:
-        plan = in_process_plan(topo, containers, "in-process")
-        self.result = result
-        self.wire = InProcessWire((t.task_id for t in plan.packing.tasks), on_acks=self._on_acks())
-        self.inboxes = self.wire.inboxes
-        self.hosts: dict[int, ComponentHost] = {}
-        for t in plan.packing.tasks:
-            options = HostOptions(reliability=self._reliability(), observer=self._observer(t.task_id, t.component),
-                                  rng=random.Random(rng.random()))
-            host = self.hosts[t.task_id] = make_host(plan, t.task_id, self._sink, options)
-            host.initialize()
-            result.components[t.task_id] = host.user
-        self.spouts = [h for h in self.hosts.values() if isinstance(h, SpoutHost)]
-        self.bolts = [h for h in self.hosts.values() if isinstance(h, BoltHost)]
-        self.pollable = [h for h in self.hosts.values() if h.poll_s is not None]
-        for sp in self.spouts:
-            sp.start()
-
-    def _reliability(self) -> ReliabilityConfig:
-        """At most once: nothing here tracks acks, so a spout must not wait for them."""
-        return ReliabilityConfig()
-
-    def _on_acks(self) -> Callable[[bytes], None] | None:
-        """Where the wire hands ACK_BATCH frames: nowhere at most once (a runner that tracks
-        trees gives its tracker's)."""
-        return None
-
-    def _sink(self, frames: list[bytes]) -> None:
-        # routed at once: a bolt later in this round may take what an earlier one emitted
-        self.wire.send(frames)
-        self.wire.route()
-
-    def _observer(self, task: int, component: str) -> Observer | None:
-        return capture_observer(self.result.received, task, component)
-
-    def drain(self) -> bool:
-        """Delivers every batch; True if any was delivered."""
-        worked, busy = False, True
-        while busy:
-            busy = False
-            for h in self.pollable:
-                h.poll()
-            for h in self.hosts.values():
-                h.flush()
-            for b in self.bolts:
-                box = self.inboxes[b.task_id]
-                while box:
-                    busy = worked = True
-                    b.process_frame(box.popleft())
-        return worked
-
-    def spouts_until_idle(self, max_calls: int, idle_calls: int) -> None:
-        """Calls the spouts in turn until each emitted nothing ``idle_calls`` times in a row (or
-        ``max_calls`` calls in all), delivering every thousand calls and at the end."""
-        calls = 0
-        idle = {sp.task_id: 0 for sp in self.spouts}
-        while calls < max_calls and any(i < idle_calls for i in idle.values()):
-            for sp in self.spouts:
-                if idle[sp.task_id] >= idle_calls:
-                    continue
-                emitted = sp.next_tuples(1)
-                calls += 1
-                idle[sp.task_id] = idle[sp.task_id] + 1 if not emitted else 0
-            if calls % 1000 == 0:
-                self.drain()
-        self.drain()
+def _keep_user(components: dict[int, Any], task: Task) -> None:
+    components[task.task_id] = task.host.user
 
 
-def _settle(pollable: list[ComponentHost], drain: Callable[[], bool], timeout_s: float) -> None:
-    """Polls and delivers until no pollable component is busy and nothing more moves."""
-    deadline = time.monotonic() + timeout_s
-    while pollable:
-        moved = drain()
-        waiting = [h.component for h in pollable if _busy(h)]
-        if not waiting and not moved:
-            return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"run_in_process: {sorted(set(waiting))} still busy after {timeout_s:g} s "
-                               f"(settle_timeout_s); expected their subprocesses to answer")
-        time.sleep(0.001)
-
-
-def _busy(host: ComponentHost) -> bool:
-    busy = getattr(host.user, "heron_busy", None)
-    return bool(busy()) if callable(busy) else False
+def _settle(run: Runner, timeout_s: float) -> None:
+    waiting = run.settle(timeout_s)
+    if waiting:
+        raise TimeoutError(f"run_in_process: {waiting} still busy after {timeout_s:g} s "
+                           f"(settle_timeout_s); expected their subprocesses to answer")
