@@ -20,6 +20,7 @@ from typing import Any
 from heron_py.api import api_constants, submit_hook
 from heron_py.api.component.component_spec import GlobalStreamId, HeronComponentSpec
 from heron_py.api.stream import Grouping, Stream
+from heron_py.common.config import STATE_RESCALE
 from heron_py.common.config_codec import ConfigCodecError, sanitize_config
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.logical import check_topology_name
@@ -153,6 +154,11 @@ def component_def(spec: HeronComponentSpec) -> ComponentDef:
     # heronpy puts the parallelism into each component's config, under the user's own keys
     config = {api_constants.TOPOLOGY_COMPONENT_PARALLELISM: str(par), **_config(f"config of {where}",
                                                                                  spec.custom_config)}
+    # a class that knows its state cannot be split (a window, staged writes) says so once, for
+    # every topology that uses it; the component's own config still wins
+    declared = getattr(cls, "heron_state_rescale", None)
+    if isinstance(declared, str):
+        config.setdefault(STATE_RESCALE.name, declared)
     return ComponentDef(
         name=str(spec.name),
         kind=ComponentKind.SPOUT if spec.is_spout else ComponentKind.BOLT,

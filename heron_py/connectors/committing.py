@@ -135,6 +135,9 @@ class CommittingSink:
     commits them, and its ``heron_poll`` retries a failed commit once the backoff has passed.
     The bolt makes ``committer`` in its ``initialize`` (``start_commits``), and has ``conn``
     (its ``Reconnect``) and ``clock``."""
+    # staged writes are committed by the task that staged them: split over another parallelism,
+    # a batch would be committed twice or never (heron_py/runtime/rescale.py)
+    heron_state_rescale = "refuse"
 
     committer: Committer[Any]  # what a sink stages: StagedInput, or its own plain arguments
     conn: Any

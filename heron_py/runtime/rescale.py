@@ -95,10 +95,14 @@ def split(rule: Rule, saved: Sequence[tuple[int, Mapping[Any, Any]]], index: int
     if rule is Rule.KEYED:
         mine = owned_groups(index, new_n, max_par)
         out: dict[Any, Any] = {}
-        for _, entries in saved:
+        held: dict[Any, int] = {}
+        for task, entries in saved:
             for k, v in entries.items():
                 if key_group(k, max_par) in mine:
-                    out[k] = v
+                    if k in out and out[k] != v:
+                        # not keyed by the grouping after all: one of the two would be lost
+                        raise StateSplitError(_conflict(component, repr(k), held[k], task))
+                    out[k], held[k] = v, task
         return out
     if rule is Rule.MERGE:
         return _merge(saved, component)

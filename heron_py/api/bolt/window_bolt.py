@@ -40,6 +40,8 @@ def _seconds(config: dict[str, Any], key: str, bolt: str) -> int:
 
 
 class _WindowBolt(Bolt, StatefulComponent):
+    # state['tuples'] is the window, not keyed: it cannot be split over another parallelism
+    heron_state_rescale = "refuse"
     # the wall clock in whole seconds (heronpy's); tests replace it
     clock = staticmethod(time.time)
     current_tuples: deque[Any]

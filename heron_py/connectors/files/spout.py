@@ -93,6 +93,9 @@ def other_file(path: str, pos: Position, ino: int | None, tail: str | None) -> s
 
 class FileTailSpout(Spout):
     """Configured by the component's config (``files.*``, see docs/connectors/files.md)."""
+    # its positions are read back by the task that saved them, for the files it had then:
+    # another parallelism reads other files (heron_py/runtime/rescale.py)
+    heron_state_rescale = "refuse"
 
     outputs = ["file", "lineno", "line"]
     clock: Callable[[], float] = time.monotonic

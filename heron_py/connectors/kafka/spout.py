@@ -107,6 +107,9 @@ def record_values(translator: Any, key_de: Any, value_de: Any, strings: bool) ->
 
 class KafkaSpout(Spout):
     """Configured by the component's config (``kafka.*``, see docs/connectors/kafka.md)."""
+    # its positions are read back by the task that saved them, for the partitions it had then:
+    # another parallelism reads other partitions (heron_py/runtime/rescale.py)
+    heron_state_rescale = "refuse"
 
     # effectively once: the positions init_state restored (None: not restored, or another mode)
     _restored: dict[TP, int] | None = None

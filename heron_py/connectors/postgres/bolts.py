@@ -103,6 +103,9 @@ def _mapper(config: dict[str, Any], where: str, default: Any, need: tuple[str, .
 
 
 class _PostgresBolt(Bolt):
+    # staged writes are committed by the task that staged them: split over another parallelism,
+    # a batch would be committed twice or never (heron_py/runtime/rescale.py)
+    heron_state_rescale = "refuse"
     clock: Callable[[], float] = time.monotonic
     kind = "postgres bolt"
     where: str

@@ -249,6 +249,9 @@ class _Metrics(IMetric):
 class RedisStreamSpout(Spout):
     """Configured by the component's config (``redis.*``, see docs/connectors/redis.md).
     Emits ``id`` (the entry id) and the entry's ``redis.fields`` (default ``value``)."""
+    # the id read up to is one task's: it cannot be split over another parallelism
+    # (heron_py/runtime/rescale.py)
+    heron_state_rescale = "refuse"
 
     outputs = ["id", "value"]
     clock: Callable[[], float] = time.monotonic

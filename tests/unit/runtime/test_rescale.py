@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 
 from heron_py.api.bolt.bolt import Bolt
+from heron_py.api.bolt.window_bolt import SlidingWindowBolt
 from heron_py.api.spout.spout import Spout
 from heron_py.api.stream import Grouping
 from heron_py.api.topology import TopologyBuilder
+from heron_py.connectors.committing import CommittingSink
 from heron_py.planner.keygroups import key_group, owner_index
 from heron_py.planner.model import TopologyDef
 from heron_py.runtime.rescale import Rule, StateSplitError, refusal, rule_of, sources, split
@@ -102,3 +104,37 @@ def test_an_unsplittable_state_says_why() -> None:
     assert sources(Rule.NONE, 1, 2, 2, 8) == [1]  # same parallelism: by position, any rule
     assert split(Rule.NONE, [(7, {"n": 1})], 1, 2, 2, 8, "split") == {"n": 1}
     assert split(Rule.NONE, [], 1, 2, 2, 8, "split") == {}  # that task saved nothing
+
+
+def test_a_key_held_by_two_old_tasks_is_no_keyed_state_and_fails_the_split() -> None:
+    """A state keyed by something other than the grouping's values (one fixed key in every task)
+    would lose all but one task's value: refused instead."""
+    with pytest.raises(StateSplitError) as e:
+        split(Rule.KEYED, [(3, {"tuples": [1]}), (4, {"tuples": [2]})], 0, 2, 1, 8, "window")
+    assert str(e.value) == ("component 'window': state key 'tuples' has different values in old tasks 3 and 4: "
+                            "expected each key (each inner key of a mapping) in one old task's state to merge them, "
+                            "found two")
+
+
+class Window(SlidingWindowBolt):
+    outputs = ["n"]
+
+    def processWindow(self, window_info, tuples):
+        pass
+
+
+class Sink(CommittingSink, B):
+    pass
+
+
+def test_classes_whose_state_cannot_be_split_say_so_in_their_components_config() -> None:
+    b = TopologyBuilder("wc")
+    s = b.add_spout("words", S, par=2)
+    b.add_bolt("window", Window, par=2, inputs={s: Grouping.fields("w")})
+    b.add_bolt("sink", Sink, par=2, inputs={s: Grouping.fields("w")},
+               config={"topology.component.state.rescale": "merge"})
+    t = b.build()
+    assert rule_of(t, "window") is Rule.NONE
+    assert refusal(t, "window", 2, 3) is not None and "its topology.component.state.rescale is refuse" in str(
+        refusal(t, "window", 2, 3))
+    assert rule_of(t, "sink") is Rule.MERGE  # the component's own config wins over its class
