@@ -312,17 +312,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     state = _state(args)
     _require(state, args.name)
     changes = parse_parallelism(args.component_parallelism)
-    pause = getattr(args, "wait_time", 0.0)
-    if pause > 0:  # Storm's rebalance -w: deactivated that long first (in-flight tuples drain), active after
-        from heron_py.cli.admin import run_state_command
-
-        ok, message = run_state_command(state, args.name, "deactivate", 10.0)
-        if not ok:
-            raise SubmitError(f"rebalance: {message}")
-        time.sleep(pause)
     res = update_topology(state, _scheduler_for(args, args.name), args.name, changes, wait_s=args.wait)
-    if pause > 0:
-        run_state_command(state, args.name, "activate", 10.0)
     print(f"topology '{args.name}' updated: {res}; every task is running again")
     return 0
 
@@ -512,7 +502,7 @@ reaches the topology: heron-py submit local topo.py -- --name x."""
 # later (e.g. restore.py) is registered by naming it here; a name whose module is not in the
 # tree yet is skipped, so the list can name a module before it lands.
 VERB_MODULES: tuple[str, ...] = ("heron_py.cli.spark_cmds", "heron_py.cli.init", "heron_py.cli.run",
-                                 "heron_py.cli.restore")
+                                 "heron_py.cli.restore", "heron_py.cli.rebalance", "heron_py.cli.autoscale")
 
 # verbs whose words after the file go to the topology, and how many positionals come first
 TOPOLOGY_VERBS: dict[str, int] = {"submit": 2, "batch": 1, "run": 1}
@@ -528,12 +518,6 @@ NAME_HELP = "the topology's name (heron-py list CLUSTER shows them)"
 # Storm's, Heron's and streamparse's verbs that heron-py names otherwise: the did-you-mean of
 # an unknown verb names heron-py's
 FOREIGN_VERBS = {"jar": "submit", "local": "run", "tail": "logs", "stats": "metrics"}
-
-
-def _storm_executor(text: str) -> str:
-    """Storm's ``-e COMPONENT=N`` as update's ``COMPONENT:N`` (parse_parallelism checks N)."""
-    comp, sep, n = text.rpartition("=")
-    return f"{comp}:{n}" if sep else text
 
 
 def _version() -> str:
@@ -670,17 +654,6 @@ def build_parser() -> argparse.ArgumentParser:
     _name_arg(p)
     p.add_argument("--component-parallelism", action="append", required=True, metavar="COMPONENT:N",
                    help="a component's new parallelism (repeatable)")
-    p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
-                   help="how long to wait for every task to run again")
-    p.set_defaults(fn=cmd_update)
-
-    p = add_parser("rebalance", help="Storm's spelling of update: rebalance NAME -e COMPONENT=N")
-    _cluster_arg(p)
-    _name_arg(p)
-    p.add_argument("-e", "--executor", dest="component_parallelism", action="append", required=True,
-                   type=_storm_executor, metavar="COMPONENT=N", help="a component's new parallelism (repeatable)")
-    p.add_argument("-w", "--wait-time", type=float, default=0.0, metavar="SECONDS",
-                   help="Storm's wait: the topology is deactivated this long before it is rescaled")
     p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
                    help="how long to wait for every task to run again")
     p.set_defaults(fn=cmd_update)

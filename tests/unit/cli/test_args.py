@@ -159,10 +159,10 @@ def test_batch_without_java_is_one_line(tmp_path):
 
 def test_storms_rebalance_and_herons_comma_list_are_updates():
     from heron_py.cli.lifecycle import parse_parallelism
-    from heron_py.cli.main import cmd_update
+    from heron_py.cli.rebalance import cmd_rebalance
 
     args = parse_args(["rebalance", "wc", "-e", "count=4", "--executor", "split=2", "-w", "3"])
-    assert (args.fn, args.cluster, args.name, args.wait_time) == (cmd_update, "local", "wc", 3.0)
+    assert (args.fn, args.cluster, args.name, args.wait_time) == (cmd_rebalance, "local", "wc", 3.0)
     assert parse_parallelism(args.component_parallelism) == {"count": 4, "split": 2}
     args = parse_args(["update", "local", "wc", "--component-parallelism", "count:4,split:2"])
     assert parse_parallelism(args.component_parallelism) == {"count": 4, "split": 2}
