@@ -430,3 +430,63 @@ def test_a_node_that_cannot_reach_zookeeper_is_reported(slurm_cluster, tmp_path)
                            timeout=10)
         fwd.close()
         subprocess.run(["ip", "addr", "del", f"{alias}/32", "dev", "hpybr0"], timeout=10)
+
+
+def _eo_final_counts(cluster, home, name: str, n: int) -> Counter | None:
+    """The counts of the newest complete checkpoint that holds every spout at the end of its
+    share of the input (None while there is none), read from the shared home's checkpoints."""
+    import pickle
+
+    from heron_py.checkpoint.storage import IncompleteCheckpointError, LocalFsStorage
+
+    doc = _status(cluster, home, name, polling=True)
+    if doc is None:
+        return None
+    tasks: dict[str, list[int]] = {}
+    for t, info in doc["instances"].items():
+        tasks.setdefault(info["component"], []).append(int(t))
+    spouts = sorted(tasks["sentence"])
+    shares = {t: len(range(i, n, len(spouts))) for i, t in enumerate(spouts)}
+    storage = LocalFsStorage(home / "checkpoints")
+    for cid in reversed(storage.completed_ids(name)):
+        try:
+            marker = storage.marker(name, cid)
+            if sorted(marker.packing["count"]) != sorted(tasks["count"]):
+                continue  # taken before the update
+            got = {t: pickle.loads(storage.load(name, cid, t) or pickle.dumps({})).get("pos") for t in spouts}
+            if got != shares:
+                continue
+            counts: Counter = Counter()
+            for t in tasks["count"]:
+                counts.update(pickle.loads(storage.load(name, cid, t) or pickle.dumps({})))
+            return counts
+        except IncompleteCheckpointError:
+            continue
+    return None
+
+
+def test_an_effectively_once_word_count_rescales_on_slurm_with_exact_counts(slurm_cluster, tmp_path):
+    """``update`` of an effectively-once topology on Slurm: the jobs are relaunched, the newest
+    checkpoint is restored with count's state split by key group over 3 tasks, and the final
+    checkpoint's counts equal a plain count of the input."""
+    from tests.support import wait_for
+
+    cluster = slurm_cluster
+    home = tmp_path / "home"
+    n = 6000  # 3,000 sentences per spout task at 300/s: about 10 s of input
+    run = run_local(EXAMPLES / "stateful_word_count.py", ["--sentences", str(n), "--interval", "1", "--rate", "300"],
+                    home=home, containers=3, cluster="slurm", env=cluster, keep_running=True,
+                    submit_args=["--wait", "120"], properties={"heron.network.tls.enabled": "false"})
+    try:
+        from heron_py.checkpoint.storage import LocalFsStorage
+
+        wait_for(lambda: LocalFsStorage(home / "checkpoints").completed_ids(run.name), 90, "a first checkpoint")
+        u = _cli(cluster, home, "update", "slurm", run.name, "--component-parallelism", "count:3", "--wait", "90",
+                 timeout=180)
+        assert u.returncode == 0, u.stderr
+        assert u.stdout.startswith(f"topology '{run.name}' updated: count 2 -> 3")
+        counts = wait_for(lambda: _eo_final_counts(cluster, home, run.name, n), 150,
+                          "a checkpoint under the new packing covering the whole input")
+        assert counts == wc_common.expected_counts(n)
+    finally:
+        kill_local(home, run.name, cluster="slurm", env=cluster)
