@@ -34,9 +34,10 @@ from heron_py.common.package import (
     size_warning,
 )
 from heron_py.common.tls import make_topology_tls
+from heron_py.elastic.config import AutoscaleConfig
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.logical import validate
-from heron_py.planner.model import PackingPlan, PhysicalPlan, TopologyDef, TopologyState
+from heron_py.planner.model import ComponentKind, PackingPlan, PhysicalPlan, TopologyDef, TopologyState
 from heron_py.planner.packing import round_robin
 from heron_py.scheduler.base import Scheduler, SchedulerError, preflight
 from heron_py.scheduler.local import LocalScheduler
@@ -227,6 +228,7 @@ def prepare(topology: TopologyDef, *, name: str | None, containers: int | None,
         config[TOPOLOGY_STMGRS] = config[TOPOLOGY_WORKERS]  # Storm's workers are heron-py's containers
     topo = replace(topology, name=name or topology.name, config=config)
     validate(topo)
+    check_autoscale(topo)
     n = containers
     if n is None:
         raw = config.get(TOPOLOGY_STMGRS)
@@ -236,6 +238,19 @@ def prepare(topology: TopologyDef, *, name: str | None, containers: int | None,
             raise TopologyError(f"topology '{topo.name}': config {TOPOLOGY_STMGRS} expected an integer, "
                                 f"found {raw!r}") from e
     return topo, n
+
+
+def check_autoscale(topology: TopologyDef) -> None:
+    """The health manager's settings as it will read them: validate's table check parses each
+    key's kind and bound, and the health manager's own checks (a factor above 1, a share up to 1,
+    ``comp:N,...``, a minimum not above its maximum, components of this topology) refuse the rest
+    here, at submit, and not in the running master."""
+    try:
+        settings = AutoscaleConfig.parse(topology.config)
+        settings.check_components([c.name for c in topology.components],
+                                  [c.name for c in topology.components if c.kind is ComponentKind.SPOUT])
+    except ConfigError as e:
+        raise TopologyError(f"topology '{topology.name}': {e}") from None
 
 
 def shell_commands(topology: TopologyDef) -> dict[str, Any]:

@@ -59,8 +59,10 @@ class Key:
             what += " > 0"
         return what
 
-    def error(self, raw: Any) -> ConfigError:
-        return ConfigError(f"config {self.name}: expected {self.expected()}, found {raw!r}")
+    def error(self, raw: Any, expected: str | None = None) -> ConfigError:
+        """The key's one line for a bad value; ``expected`` for a check made beyond the table's
+        kind and bound (by the code that reads the key), in the same words."""
+        return ConfigError(f"config {self.name}: expected {expected or self.expected()}, found {raw!r}")
 
     def parse(self, cfg: Mapping[str, Any]) -> Any:
         raw = cfg.get(self.name)
@@ -252,6 +254,45 @@ SHUTDOWN_DRAIN = _key("heron_py.instance.shutdown.drain.secs", Kind.FLOAT, 3.0, 
                       doc="at a task's stop, the time to close the component and send what it emitted to the "
                           "stream manager; what is not sent by then is dropped and counted "
                           "(__dropped-tuples/shutdown)")
+
+# --- the health manager (heron_py/elastic/config.py reads them: what a kind and a lower bound
+# cannot say, a factor above 1, a share up to 1, the per-component syntax, is checked there) ---
+AUTOSCALE_ENABLED = _key("heron_py.autoscale.enabled", Kind.BOOL, False,
+                         doc="the health manager resizes the topology's components from their metrics; off: it "
+                             "only reports its diagnoses")
+AUTOSCALE_INTERVAL = _key("heron_py.autoscale.interval.secs", Kind.FLOAT, 30.0, positive=True, unit="seconds",
+                          doc="seconds between two of the health manager's decisions")
+AUTOSCALE_WINDOW = _key("heron_py.autoscale.window.secs", Kind.FLOAT, 30.0, positive=True, unit="seconds",
+                        doc="seconds of metrics each decision reads (the counters' increase over them)")
+AUTOSCALE_COOLDOWN = _key("heron_py.autoscale.cooldown.secs", Kind.FLOAT, 60.0, 0.0, unit="seconds",
+                          doc="seconds after an action before the next one; a full window after the new plan is "
+                              "awaited too")
+AUTOSCALE_MAX_SCALE_FACTOR = _key("heron_py.autoscale.max.scale.factor", Kind.FLOAT, 2.0, 1.0,
+                                  doc="the most a component's parallelism changes in one step: at most this many "
+                                      "times larger or smaller (and always by one task at least); more than 1")
+AUTOSCALE_TARGET_RATE = _key("heron_py.autoscale.target.rate", Kind.STR, None,
+                             doc="records/s each source component must sustain, as 'spout:rate,spout:rate'; "
+                                 "unset: keep up with the input the sources read")
+AUTOSCALE_MIN_PARALLELISM = _key("heron_py.autoscale.min.parallelism", Kind.STR, "1",
+                                 doc="the fewest tasks of a component: one number for all, or 'comp:N,comp:N' "
+                                     "(1 for the others)")
+AUTOSCALE_MAX_PARALLELISM = _key("heron_py.autoscale.max.parallelism", Kind.STR, None,
+                                 doc="the most tasks of a component: one number for all, or 'comp:N,comp:N'; "
+                                     "unset: topology.component.max.parallelism (its key groups) only")
+AUTOSCALE_BACKPRESSURE_THRESHOLD = _key("heron_py.autoscale.backpressure.threshold", Kind.FLOAT, 0.1, 0.0,
+                                        doc="the share of the window (0 to 1) a stream manager spends in "
+                                            "backpressure above which it is a symptom")
+AUTOSCALE_IDLE_THRESHOLD = _key("heron_py.autoscale.idle.threshold", Kind.FLOAT, 0.3, 0.0,
+                                doc="the share of the window (0 to 1) a task spends in useful work below which, "
+                                    "for all of a component's tasks and without backpressure, the component is "
+                                    "over-provisioned")
+AUTOSCALE_BLACKLIST = _key("heron_py.autoscale.blacklist.secs", Kind.FLOAT, 600.0, 0.0, unit="seconds",
+                           doc="seconds an action that did not help is not repeated for its component")
+# the keys with a kind and bound of their own: check_topology_config parses them at submit (the
+# rest, and the checks beyond a bound, are the health manager's: heron-py submit runs those too)
+AUTOSCALE_SCALARS = (AUTOSCALE_ENABLED, AUTOSCALE_INTERVAL, AUTOSCALE_WINDOW, AUTOSCALE_COOLDOWN,
+                     AUTOSCALE_MAX_SCALE_FACTOR, AUTOSCALE_BACKPRESSURE_THRESHOLD, AUTOSCALE_IDLE_THRESHOLD,
+                     AUTOSCALE_BLACKLIST)
 
 # --- liveness (heron_py/common/net.py Liveness, heron_py/scheduler/executor.py) ---
 HEARTBEAT_INTERVAL = _key("heron_py.network.heartbeat.interval.secs", Kind.FLOAT, 2.0, positive=True, unit="seconds",
@@ -703,6 +744,8 @@ def check_topology_config(topology_config: Mapping[str, Any],
     HeartbeatConfig.from_config(topology_config)
     EXECUTOR_LIVENESS.parse(topology_config)
     LogCaps.from_config(topology_config)
+    for key in AUTOSCALE_SCALARS:
+        key.parse(topology_config)
     if effectively_once(topology_config) and DROP.parse(topology_config):
         # a dropped tuple is lost state: effectively once would have to roll back at every drop
         raise ConfigError(f"config {DROP.name}: EFFECTIVELY_ONCE never drops tuples (a drop would be lost state); "

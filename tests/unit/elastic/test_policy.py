@@ -317,5 +317,5 @@ def test_settings_naming_what_the_topology_lacks_are_refused_at_the_decision() -
     policy = HealthPolicy(AutoscaleConfig(enabled=True, target_rates=(("split", 10.0),)))
     with pytest.raises(ConfigError) as e:
         policy.decide(word_count().observe(), 30)
-    assert str(e.value) == ("topology config heron_py.autoscale.target.rate: expected source components (sentences), "
+    assert str(e.value) == ("config heron_py.autoscale.target.rate: expected source components (sentences), "
                             "found 'split'")

@@ -120,8 +120,9 @@ HERON_PY_IMPORTS: dict[str, frozenset[str]] = {
     "checkpoint": frozenset({"common"}),
     "multilang": frozenset({"common", "planner"}),
     "acking": frozenset({"common"}),  # Storm's acker algorithm, pure: the tracker and its root tables
-    # the health manager's pure decisions (Dhalion, DS2): plain data in, actions out
-    "elastic": frozenset(),
+    # the health manager's pure decisions (Dhalion, DS2): plain data in, actions out; common: its
+    # settings are keys of the engine's config table
+    "elastic": frozenset({"common"}),
     "api": frozenset({"common", "planner", "multilang"}),  # multilang: the shell components (api/shell.py)
     # checkpoint: stateful tasks; acking: the received tuples' ids (tracked.py) share the root tables' errors
     "runtime": frozenset({"common", "planner", "checkpoint", "acking", "api"}),
@@ -136,9 +137,10 @@ HERON_PY_IMPORTS: dict[str, frozenset[str]] = {
     "links": frozenset({"common", "state"}),  # the link to the active master follows its location in the store
     # api: a component's resource requests (kube_render); checkpoint: the executor's checkpoint key
     "scheduler": frozenset({"common", "planner", "checkpoint", "api", "state"}),
-    # the top: its verbs submit, run and operate what every front-end builds
-    "cli": frozenset({"common", "planner", "checkpoint", "multilang", "api", "runtime", "connectors", "flux",
-                      "storm", "spark", "testing", "state", "scheduler"}),
+    # the top: its verbs submit, run and operate what every front-end builds; elastic: submit
+    # refuses health manager settings the running master would
+    "cli": frozenset({"common", "planner", "checkpoint", "multilang", "elastic", "api", "runtime", "connectors",
+                      "flux", "storm", "spark", "testing", "state", "scheduler"}),
 }
 # imports against the layers, each with its reason; none may be added without one
 LAYER_ALLOWANCES: dict[tuple[str, str], str] = {}
