@@ -155,13 +155,18 @@ class Sock:
     status: str
 
 
-def classify_tcp(socks: Iterable[Sock], owners: Mapping[Addr, str]) -> dict[str, int]:
+def classify_tcp(socks: Iterable[Sock], owners: Mapping[Addr, str],
+                 ends: Mapping[tuple[Addr, Addr], str] | None = None) -> dict[str, int]:
     """A process's TCP sockets by what is at the other end: ``listen``; ``in:<kind>`` for a
     connection to one of its listening ports (the peer dialled it), ``out:<kind>`` for one it
     made; the kind is ``owners[remote address]`` (every topology process's local addresses; a
     port listening on every interface under the host ``*``), ``unknown`` when no process of the
-    topology holds it (the CLI, a closed peer)."""
+    topology holds it (the CLI, a closed peer). ``ends`` (a socket's (local, remote) -> its
+    process's kind) names the process holding this very connection's other end first: a local
+    address alone can be held by two processes (a socket a child inherited), which once counted a
+    peer's connection under another kind."""
     socks = list(socks)
+    ends = ends or {}
     listening = {s.laddr[1] for s in socks if s.status == "LISTEN"}
     out: dict[str, int] = {}
     for s in socks:
@@ -170,7 +175,8 @@ def classify_tcp(socks: Iterable[Sock], owners: Mapping[Addr, str]) -> dict[str,
         elif s.raddr is None:
             key = "unconnected"
         else:
-            owner = owners.get(s.raddr) or owners.get((ANY_HOST, s.raddr[1]), "unknown")
+            owner = (ends.get((s.raddr, s.laddr)) or owners.get(s.raddr)
+                     or owners.get((ANY_HOST, s.raddr[1]), "unknown"))
             key = f"{'in' if s.laddr[1] in listening else 'out'}:{owner}"
         out[key] = out.get(key, 0) + 1
     return out
@@ -571,6 +577,8 @@ def _sockets(procs: Sequence[Any], kinds: Mapping[int, str], k: int, master_pid:
     owners = {s.laddr: kinds.get(pid, "other") for pid, ss in socks.items() for s in ss}
     owners.update({(ANY_HOST, s.laddr[1]): kinds.get(pid, "other") for pid, ss in socks.items() for s in ss
                    if s.status == "LISTEN" and s.laddr[0] in ("0.0.0.0", "::")})
+    ends = {(s.laddr, s.raddr): kinds.get(pid, "other") for pid, ss in socks.items() for s in ss
+            if s.raddr is not None}
     stmgrs: list[dict[str, Any]] = []
     master: dict[str, Any] = {}
     for p in procs:
@@ -578,7 +586,7 @@ def _sockets(procs: Sequence[Any], kinds: Mapping[int, str], k: int, master_pid:
         if kind != "stmgr" and p.pid != master_pid:
             continue
         try:
-            doc = {"pid": p.pid, "tcp": classify_tcp(socks.get(p.pid, []), owners),
+            doc = {"pid": p.pid, "tcp": classify_tcp(socks.get(p.pid, []), owners, ends),
                    "unix": len(p.net_connections(kind="unix")), "fds": p.num_fds(),
                    "rss_mb": p.memory_info().rss / 2**20,
                    "nofile_soft": p.rlimit(psutil.RLIMIT_NOFILE)[0]}
