@@ -257,6 +257,11 @@ def cmd_status(args: argparse.Namespace) -> int:
                   f" over {m.get('backpressure_episodes', 0)} episodes; dropped tuples {m.get('dropped_tuples', 0)}")
     if "checkpoints" in doc:
         print(checkpoint_line(doc["checkpoints"]))
+    from heron_py.cli.autoscale_log import entry_lines, last_entries
+
+    for step in last_entries(args.name, 1):
+        print("  health manager (heron-py autoscale), its last step:")
+        print("\n".join(f"    {line}" for line in entry_lines(step)))
     print("  task  component        container  pid      running")
     for t, i in sorted(doc["instances"].items(), key=lambda kv: int(kv[0])):
         print(f"  {int(t):<5} {i.get('component', '?'):<16} {i.get('container', '?'):<10} "
@@ -472,6 +477,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "update": ("heron-py update local wc --component-parallelism count:4",
                "heron-py update local wc --component-parallelism count:4,split:2"),
     "rebalance": ("heron-py rebalance wc -e count=4", "heron-py rebalance slurm wc -e count=4 -e split=2 -w 10"),
+    "autoscale": ("heron-py autoscale local wc --dry-run", "heron-py autoscale local wc --interval 10 --window 30"),
     "metrics": ("heron-py metrics local wc", "heron-py metrics local wc --component count --interval 60"),
     "prometheus-config": ("heron-py prometheus-config local wc > targets.json",
                           "heron-py prometheus-config local wc --scrape-config"),

@@ -74,7 +74,7 @@ def test_usages_are_shown_as_typed_and_the_state_options_have_one_table() -> Non
     assert "\n## " not in section and "| `--zk-tls`, `--no-zk-tls` |" in section
     links = page.count("It also takes the [state-manager options](#state-manager-options).")
     verbs = page.count("\n## ") - 1
-    assert (links, verbs) == (15, 19)  # every verb but version, help, init and run
+    assert (links, verbs) == (16, 20)  # every verb but version, help, init and run
     for verb in ("version", "help", "init", "run"):
         assert "state-manager options" not in page.split(f"\n## {verb}\n", 1)[1].split("\n## ", 1)[0]
 

@@ -75,6 +75,66 @@ def test_metrics_now_and_over_an_interval(master: FakeApiMaster) -> None:
     assert doc["result"]["timeline"] == {"__latency": {"1": {f"{API_NOW - 50:.3f}": 1.0, f"{API_NOW - 5:.3f}": 2.0}}}
 
 
+def _stmgr_report(t: float, container: int, held_ms: int, by_sink_ms: int) -> dict[str, Any]:
+    return {"container": container, "host": "h", "http_port": 99,
+            "reports": [{"kind": "stmgr", "container": container, "time": t,
+                         "counters": {"__time_spent_back_pressure_ms": held_ms,
+                                      "__time_spent_back_pressure_by_compid/sink": by_sink_ms,
+                                      "__bytes-out/task 2": 10 * held_ms, "__dropped-tuples/unknown": 0},
+                         "gauges": {"__in-backpressure": 1}}]}
+
+
+def test_stream_managers_backpressure_times_per_container(master: FakeApiMaster) -> None:
+    """The health manager (heron-py autoscale) reads each stream manager's time in backpressure,
+    and what was behind it, over its window: component __stmgr__, keyed by container, both
+    read as counters; the rest of a stream manager's report is not kept."""
+    for container, base in ((0, 0), (1, 5000)):
+        for i, t in enumerate((API_NOW - 120, API_NOW - 50, API_NOW - 5)):
+            master.metrics.update(_stmgr_report(t, container, base + 1000 * i * i, 700 * i))
+    api = Api(master)
+    _, doc = _get(api, "/topologies/metrics", component="__stmgr__", interval="60")
+    assert doc["result"] == {
+        "component": "__stmgr__", "interval": 60.0,
+        # the value now less the one at API_NOW - 120, the last before the window
+        "metrics": {"__time_spent_back_pressure_ms": {"0": 4000.0, "1": 4000.0},
+                    "__time_spent_back_pressure_by_compid/sink": {"0": 1400.0, "1": 1400.0}},
+        "metricnames": ["__time_spent_back_pressure_by_compid/sink", "__time_spent_back_pressure_ms"]}
+    _, doc = _get(api, "/topologies/metrics", component="__stmgr__")
+    assert doc["result"]["metrics"]["__time_spent_back_pressure_ms"] == {"0": 4000.0, "1": 9000.0}
+    # the components' answers are what they were without the stream managers' reports
+    _, doc = _get(api, "/topologies/metrics", component="numbers", interval="60")
+    assert doc["result"]["metrics"]["__emit-count/default"] == {"1": 200.0}
+    assert doc["result"]["metricnames"] == ["__emit-count/default", "__latency", "user/mean"]
+    assert _get(api, "/topologies/metrics", component="sink")[1]["result"]["metrics"] == {}
+
+
+def test_a_stream_managers_report_out_of_order_or_odd_is_not_kept(master: FakeApiMaster) -> None:
+    master.metrics.update(_stmgr_report(API_NOW - 5, 0, 4000, 0))
+    master.metrics.update(_stmgr_report(API_NOW - 50, 0, 1000, 0))  # older than the last one kept
+    odd = _stmgr_report(API_NOW - 1, 0, 0, 0)
+    odd["reports"][0]["counters"] = {"__time_spent_back_pressure_ms": True,
+                                     "__time_spent_back_pressure_by_compid/sink": "soon"}
+    master.metrics.update(odd)
+    _, doc = _get(Api(master), "/topologies/metrics", component="__stmgr__")
+    assert doc["result"]["metrics"] == {"__time_spent_back_pressure_ms": {"0": 4000.0},
+                                        "__time_spent_back_pressure_by_compid/sink": {"0": 0.0}}
+
+
+def test_an_interval_ends_at_the_newest_report_not_at_the_masters_clock() -> None:
+    """Reports reach the master a forwarding interval late: a 4 s interval ending at the clock
+    would hold 3 s of 1 s reports. It ends at the newest report the master has (from any task),
+    so it holds 4 s of counts; a task whose reports stopped reads no increase."""
+    tm = FakeApiMaster()
+    for i in range(8):  # one report a second, the last 1.5 s before the clock
+        t = API_NOW - 8.5 + i
+        tasks = (2, 3) if i < 3 else (2,)
+        tm.metrics.update({"container": 0, "reports": [
+            {"kind": "instance", "component": "sink", "task": task, "time": t,
+             "counters": {"__emit-count/default": 10 * i}} for task in tasks]})
+    _, doc = _get(Api(tm), "/topologies/metrics", component="sink", interval="4")
+    assert doc["result"]["metrics"] == {"__emit-count/default": {"2": 40.0, "3": 0.0}}
+
+
 def test_exceptions_by_component(master: FakeApiMaster) -> None:
     api = Api(master)
     assert _get(api, "/topologies/exceptions")[1]["result"] == [
