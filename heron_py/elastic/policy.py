@@ -88,6 +88,9 @@ class Taken:
     before: tuple[tuple[str, int], ...]  # the changed components' parallelism before
     throughput: float  # records/s the sources emitted in the window it was decided on
     clamped: tuple[tuple[str, Move], ...] = ()  # steps the scale factor cut short
+    # records/s each changed component took in the window it was decided on: a spout emitting
+    # freely into a growing backlog shows no gain at the sources when the scale did help
+    processed: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -191,10 +194,13 @@ class HealthPolicy:
                     f"container {c}", Move.RESTART, until,
                     f"restarting container {c} at {figure(last.time)} did not help: {still[0].explanation}"))
             return
-        after, before = throughput(measure(obs), obs), dict(last.before)
+        rates = measure(obs)
+        after, before, took = throughput(rates, obs), dict(last.before), dict(last.processed)
         for comp, new in last.action.parallelism:
             old, under = before[comp], report.has(Kind.UNDER_PROVISIONED, comp)
-            if new > old and under and after < last.throughput * (1 + MIN_GAIN):
+            gained = after >= last.throughput * (1 + MIN_GAIN) or (
+                comp in took and comp in rates and rates[comp].input_rate >= took[comp] * (1 + MIN_GAIN))
+            if new > old and under and not gained:
                 self._blacklist.append(Blacklisted(
                     comp, Move.UP, until, f"scaling {comp} up from {old} to {new} at {figure(last.time)} did not help: "
                                           f"it is still under-provisioned, and the throughput went from "
@@ -236,7 +242,8 @@ class HealthPolicy:
         clamped = tuple((c, Move.UP if p > plan.size_of(c).current else Move.DOWN) for c, p in changes.items()
                         if plan.size_of(c).bound is Bound.STEP)
         before = tuple((c, plan.size_of(c).current) for c in changes)
-        self._record(Taken(now, scale, before, throughput(rates, obs), clamped), State.AWAITING_PLAN, now)
+        processed = tuple((c, rates[c].input_rate) for c, _ in before if c in rates)
+        self._record(Taken(now, scale, before, throughput(rates, obs), clamped, processed), State.AWAITING_PLAN, now)
         return Decision((scale,), report.diagnoses, self._state, plan)
 
     def _changes(self, plan: SizingPlan, report: Report) -> tuple[dict[str, int], list[str]]:

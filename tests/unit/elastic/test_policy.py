@@ -4,6 +4,8 @@ would, and the policy is judged on what it does next."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from heron_py.elastic.config import AutoscaleConfig, ConfigError
@@ -191,6 +193,29 @@ def test_a_throughput_gain_of_min_gain_is_help_and_less_is_not() -> None:
     sim, policy = shared_count(0.0499), HealthPolicy(ON)
     assert [dict(a.parallelism) for _, a in run(policy, sim, 30, 3)] == [{"count": 2}]
     assert [b.target for b in policy.blacklist(90)] == ["count"]
+
+
+def test_a_scale_up_whose_component_took_more_helped_though_the_sources_did_not_gain() -> None:
+    """A spout emitting freely into a backlog shows no gain at the sources after a scale that
+    helped; the scaled component taking more records per second does (seen live: a count scaled
+    1 -> 2 read "did not help, 45 -> 45" and was blacklisted)."""
+    def held_sources(obs: TopologyObservation, out: dict[int, float]) -> TopologyObservation:
+        return dataclasses.replace(obs, tasks=tuple(
+            dataclasses.replace(t, records_out=out[t.task]) if t.task in out else t for t in obs.tasks))
+
+    for scaling, blacklisted in ((1.0, []), (0.0, ["count"])):
+        sim, policy = word_count(4000, scaling=scaling), HealthPolicy(ON)
+        first = sim.observe()
+        spouts = {t.task: t.records_out for t in first.tasks if t.component == "sentences"}
+        (action,) = policy.decide(first, 30).actions
+        assert isinstance(action, Scale) and dict(action.parallelism) == {"count": 2}
+        sim.apply({"count": 2})
+        for now in (60, 90):
+            d = policy.decide(held_sources(sim.observe(), spouts), now)
+            for a in d.actions:
+                if isinstance(a, Scale):
+                    sim.apply(dict(a.parallelism))
+        assert [b.target for b in policy.blacklist(90)] == blacklisted, scaling
 
 
 def test_a_scale_up_that_left_the_component_healthy_is_not_blacklisted_even_without_gain() -> None:
