@@ -138,3 +138,20 @@ def test_classes_whose_state_cannot_be_split_say_so_in_their_components_config()
     assert refusal(t, "window", 2, 3) is not None and "its topology.component.state.rescale is refuse" in str(
         refusal(t, "window", 2, 3))
     assert rule_of(t, "sink") is Rule.MERGE  # the component's own config wins over its class
+
+
+def test_a_new_task_reads_only_the_old_tasks_that_owned_its_groups() -> None:
+    # 16 groups; new index 2 of 3 owns groups 11..15, which old index 1 of 2 owned (8..15)
+    assert sources(Rule.KEYED, 2, 2, 3, 16) == [1]
+    assert sources(Rule.KEYED, 0, 3, 2, 16) == [0, 1]  # groups 0..7: old 0 (0..5) and old 1 (6..10)
+    with pytest.raises(StateSplitError) as e:
+        split(Rule.NONE, [(7, {"n": 1})], 0, 2, 3, 16, "split")
+    assert str(e.value) == ("its state cannot be split: its inputs are not all fields grouped and its "
+                            "topology.component.state.rescale is not merge")
+
+
+def test_merge_refuses_a_mapping_in_one_old_task_and_a_plain_value_in_another() -> None:
+    for first, second in (({"k": {"a": 1}}, {"k": 5}), ({"k": 5}, {"k": {"a": 1}})):
+        with pytest.raises(StateSplitError) as e:
+            split(Rule.MERGE, [(3, first), (4, second)], 0, 2, 3, 8, "words")
+        assert str(e.value).startswith("component 'words': state key 'k' has different values in old tasks 3 and 4")
