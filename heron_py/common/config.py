@@ -46,6 +46,8 @@ class Key:
     positive: bool = False  # a bound that excludes 0 (a timeout, a watermark)
     unit: str = ""  # "seconds", "MB": part of the error message
     doc: str = ""
+    maximum: float | None = None  # an upper bound, included (a share: 0 to 1)
+    above: float | None = None  # a lower bound, excluded (a factor: > 1)
 
     def expected(self) -> str:
         if self.kind is Kind.CHOICE:
@@ -53,8 +55,12 @@ class Key:
         what: str = self.kind.value
         if self.unit:
             what = f"{what} of {self.unit}" if self.kind is not Kind.INT else f"{what} ({self.unit})"
-        if self.minimum is not None:
+        if self.minimum is not None and self.maximum is not None:
+            what += f" from {self.minimum:g} to {self.maximum:g}"
+        elif self.minimum is not None:
             what += f" >= {self.minimum:g}"
+        elif self.above is not None:
+            what += f" > {self.above:g}"
         elif self.positive:
             what += " > 0"
         return what
@@ -91,7 +97,8 @@ class Key:
             raise self.error(raw) from None
         # NaN and infinity compare false with every bound: refuse them here, once for all keys
         if not math.isfinite(num) or (self.minimum is not None and num < self.minimum) or (
-                self.positive and num <= 0):
+                self.positive and num <= 0) or (self.maximum is not None and num > self.maximum) or (
+                self.above is not None and num <= self.above):
             raise self.error(raw)
         return num
 
@@ -267,7 +274,7 @@ AUTOSCALE_WINDOW = _key("heron_py.autoscale.window.secs", Kind.FLOAT, 30.0, posi
 AUTOSCALE_COOLDOWN = _key("heron_py.autoscale.cooldown.secs", Kind.FLOAT, 60.0, 0.0, unit="seconds",
                           doc="seconds after an action before the next one; a full window after the new plan is "
                               "awaited too")
-AUTOSCALE_MAX_SCALE_FACTOR = _key("heron_py.autoscale.max.scale.factor", Kind.FLOAT, 2.0, 1.0,
+AUTOSCALE_MAX_SCALE_FACTOR = _key("heron_py.autoscale.max.scale.factor", Kind.FLOAT, 2.0, above=1.0,
                                   doc="the most a component's parallelism changes in one step: at most this many "
                                       "times larger or smaller (and always by one task at least); more than 1")
 AUTOSCALE_TARGET_RATE = _key("heron_py.autoscale.target.rate", Kind.STR, None,
@@ -279,10 +286,10 @@ AUTOSCALE_MIN_PARALLELISM = _key("heron_py.autoscale.min.parallelism", Kind.STR,
 AUTOSCALE_MAX_PARALLELISM = _key("heron_py.autoscale.max.parallelism", Kind.STR, None,
                                  doc="the most tasks of a component: one number for all, or 'comp:N,comp:N'; "
                                      "unset: topology.component.max.parallelism (its key groups) only")
-AUTOSCALE_BACKPRESSURE_THRESHOLD = _key("heron_py.autoscale.backpressure.threshold", Kind.FLOAT, 0.1, 0.0,
+AUTOSCALE_BACKPRESSURE_THRESHOLD = _key("heron_py.autoscale.backpressure.threshold", Kind.FLOAT, 0.1, 0.0, maximum=1.0,
                                         doc="the share of the window (0 to 1) a stream manager spends in "
                                             "backpressure above which it is a symptom")
-AUTOSCALE_IDLE_THRESHOLD = _key("heron_py.autoscale.idle.threshold", Kind.FLOAT, 0.3, 0.0,
+AUTOSCALE_IDLE_THRESHOLD = _key("heron_py.autoscale.idle.threshold", Kind.FLOAT, 0.3, 0.0, maximum=1.0,
                                 doc="the share of the window (0 to 1) a task spends in useful work below which, "
                                     "for all of a component's tasks and without backpressure, the component is "
                                     "over-provisioned")

@@ -34,8 +34,6 @@ from heron_py.common.config import ConfigError as ConfigError  # raised here: im
 T = TypeVar("T")
 
 # what each check beyond the table's kind and bound expects
-ABOVE_ONE = "a number > 1"
-SHARE = "a number from 0 to 1"
 COUNTS = "an integer >= 1, or 'comp:N,...' with each component once and each N an integer >= 1"
 RATES = "'spout:rate,...' with each source component once and each rate a number of records/s > 0"
 
@@ -76,12 +74,12 @@ class AutoscaleConfig:
             interval_secs=float(AUTOSCALE_INTERVAL.parse(cfg)),
             window_secs=float(AUTOSCALE_WINDOW.parse(cfg)),
             cooldown_secs=float(AUTOSCALE_COOLDOWN.parse(cfg)),
-            max_scale_factor=_checked(cfg, AUTOSCALE_MAX_SCALE_FACTOR, ABOVE_ONE, lambda x: x > 1),
+            max_scale_factor=float(AUTOSCALE_MAX_SCALE_FACTOR.parse(cfg)),
             target_rates=_rates(cfg),
             min_parallelism=_per_component(cfg, AUTOSCALE_MIN_PARALLELISM, AT_LEAST_ONE),
             max_parallelism=_per_component(cfg, AUTOSCALE_MAX_PARALLELISM, UNBOUNDED),
-            backpressure_threshold=_checked(cfg, AUTOSCALE_BACKPRESSURE_THRESHOLD, SHARE, lambda x: x <= 1),
-            idle_threshold=_checked(cfg, AUTOSCALE_IDLE_THRESHOLD, SHARE, lambda x: x <= 1),
+            backpressure_threshold=float(AUTOSCALE_BACKPRESSURE_THRESHOLD.parse(cfg)),
+            idle_threshold=float(AUTOSCALE_IDLE_THRESHOLD.parse(cfg)),
             blacklist_secs=float(AUTOSCALE_BLACKLIST.parse(cfg)))
         out._check_min_below_max(cfg)
         return out
@@ -108,14 +106,6 @@ class AutoscaleConfig:
                 raise AUTOSCALE_MIN_PARALLELISM.error(
                     cfg.get(AUTOSCALE_MIN_PARALLELISM.name),
                     f"at most {AUTOSCALE_MAX_PARALLELISM.name} ({hi}{f' for {name}' if name else ''})")
-
-
-def _checked(cfg: Mapping[str, Any], key: Key, expected: str, ok: Callable[[float], bool]) -> float:
-    """``key``'s value, which must also pass ``ok``: a bound the table's lower one cannot say."""
-    x = float(key.parse(cfg))
-    if not ok(x):
-        raise key.error(cfg.get(key.name), expected)
-    return x
 
 
 def _finite(text: str) -> float | None:

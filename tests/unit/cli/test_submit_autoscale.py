@@ -54,10 +54,10 @@ def _refusal(properties: dict[str, str], config: dict[str, Any] | None = None) -
     ("enabled", "yes", "true or false"),
     ("interval.secs", "0", "a number of seconds > 0"),
     ("cooldown.secs", "-1", "a number of seconds >= 0"),
-    ("idle.threshold", "-0.1", "a number >= 0"),
-    # the health manager's own checks
+    ("idle.threshold", "-0.1", "a number from 0 to 1"),
     ("max.scale.factor", "1", "a number > 1"),
     ("backpressure.threshold", "1.5", "a number from 0 to 1"),
+    # the health manager's own checks
     ("min.parallelism", "count:0", "an integer >= 1, or 'comp:N,...' with each component once and each N an "
                                    "integer >= 1"),
     ("target.rate", "words", "'spout:rate,...' with each source component once and each rate a number of "
@@ -120,4 +120,4 @@ def test_the_command_line_prints_the_refusal_as_its_last_line(tmp_path: Path) ->
                        env={**os.environ, "HERON_PY_HOME": str(tmp_path / "home")})
     assert p.returncode != 0
     assert p.stderr.splitlines()[-1] == (f"heron-py: error: topology 'wc': config {P}max.scale.factor: expected "
-                                         f"a number >= 1, found '0.5'")
+                                         f"a number > 1, found '0.5'")

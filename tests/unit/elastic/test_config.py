@@ -59,9 +59,8 @@ def test_python_values_parse_as_their_strings_do() -> None:
 
 NUMBER = "a number of seconds > 0"
 SECS = "a number of seconds >= 0"
-FACTOR = "a number >= 1"  # the table's bound; 1 itself: the health manager's check
+FACTOR = "a number > 1"
 SHARE = "a number from 0 to 1"
-POSITIVE = "a number >= 0"  # the table's bound of a share
 COUNT = "an integer >= 1, or 'comp:N,...' with each component once and each N an integer >= 1"
 RATE = "'spout:rate,...' with each source component once and each rate a number of records/s > 0"
 
@@ -78,12 +77,12 @@ RATE = "'spout:rate,...' with each source component once and each rate a number 
     ("window.secs", 0, NUMBER),
     ("cooldown.secs", "-0.5", SECS),
     ("blacklist.secs", "-1", SECS),
-    ("max.scale.factor", "1", "a number > 1"),
-    ("max.scale.factor", 1, "a number > 1"),
+    ("max.scale.factor", "1", FACTOR),
+    ("max.scale.factor", 1, FACTOR),
     ("max.scale.factor", "0.5", FACTOR),
-    ("backpressure.threshold", "-0.01", POSITIVE),
+    ("backpressure.threshold", "-0.01", SHARE),
     ("backpressure.threshold", "1.01", SHARE),
-    ("idle.threshold", "30%", POSITIVE),
+    ("idle.threshold", "30%", SHARE),
     ("idle.threshold", "1.5", SHARE),
     ("idle.threshold", 2, SHARE),
     ("min.parallelism", "0", COUNT),
@@ -159,3 +158,9 @@ def test_the_components_named_must_be_the_topologys() -> None:
         cfg.check_components(["tweets", "count"], ["tweets"])
     assert str(e.value) == (f"config {P}max.parallelism: expected components of the topology "
                             f"(count, tweets), found 'split'")
+
+
+def test_the_bounds_themselves() -> None:
+    cfg = AutoscaleConfig.parse({P + "backpressure.threshold": "1", P + "idle.threshold": 0,
+                                 P + "max.scale.factor": "1.001"})
+    assert (cfg.backpressure_threshold, cfg.idle_threshold, cfg.max_scale_factor) == (1.0, 0.0, 1.001)
