@@ -288,15 +288,13 @@ def settings(topo: TopologyDef, interval: float | None, window: float | None) ->
     """The topology's ``heron_py.autoscale.*`` settings, the command line's interval and window
     over them; a bad one is SubmitError's one line."""
     from heron_py.cli.errors import SubmitError
-    from heron_py.elastic.config import AutoscaleConfig, ConfigError
-    from heron_py.planner.model import ComponentKind
+    from heron_py.cli.submit import check_autoscale
+    from heron_py.planner.errors import TopologyError
 
     try:
-        config = AutoscaleConfig.parse(topo.config)
-        config.check_components([c.name for c in topo.components],
-                                [c.name for c in topo.components if c.kind is ComponentKind.SPOUT])
-    except ConfigError as e:
-        raise SubmitError(f"autoscale: topology '{topo.name}': {e}") from None
+        config = check_autoscale(topo)
+    except TopologyError as e:
+        raise SubmitError(f"autoscale: {e}") from None
     return replace(config, interval_secs=interval or config.interval_secs, window_secs=window or config.window_secs)
 
 

@@ -240,17 +240,18 @@ def prepare(topology: TopologyDef, *, name: str | None, containers: int | None,
     return topo, n
 
 
-def check_autoscale(topology: TopologyDef) -> None:
-    """The health manager's settings as it will read them: validate's table check parses each
-    key's kind and bound, and the health manager's own checks (a factor above 1, a share up to 1,
-    ``comp:N,...``, a minimum not above its maximum, components of this topology) refuse the rest
-    here, at submit, and not in the running master."""
+def check_autoscale(topology: TopologyDef) -> AutoscaleConfig:
+    """The health manager's settings as it will read them (``heron-py autoscale`` reads them
+    here too): validate's table check parses each key's kind and bound, and the health manager's
+    own checks (``comp:N,...``, a minimum not above its maximum, components of this topology)
+    refuse the rest here, at submit, and not once the topology runs."""
     try:
         settings = AutoscaleConfig.parse(topology.config)
         settings.check_components([c.name for c in topology.components],
                                   [c.name for c in topology.components if c.kind is ComponentKind.SPOUT])
     except ConfigError as e:
         raise TopologyError(f"topology '{topology.name}': {e}") from None
+    return settings
 
 
 def shell_commands(topology: TopologyDef) -> dict[str, Any]:
