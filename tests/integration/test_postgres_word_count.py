@@ -98,12 +98,19 @@ def _settled(pg: PostgresServer, rabbit: RabbitMQServer, table: str, queue: str,
     _check(pg, table, producer)
 
 
-def _refusals_logged_once(home: Path, name: str, producer: BadLines) -> None:
+def _refusals_logged_once(home: Path, name: str, producer: BadLines, replayed_before: int) -> None:
+    """Each refused row is logged once per delivery: once, except a line published before
+    ``replayed_before`` (a kill -9 may have lost its ack, and the broker delivers it again: at
+    least once), which is logged at least once."""
     sink_log = _logs(home, name, "container-*/sink-*.log")
     for bad in producer.malformed:
         line = (f"input {bad}/1 from 'split' (['{BAD_WORD}', '{bad}', 1]): row refused (23514 CheckViolation: "
                 f"new row for relation \"")
-        assert sink_log.count(line) == 1, line
+        if int(bad.split("-")[1]) < replayed_before:
+            assert sink_log.count(line) >= 1, line
+        else:
+            assert sink_log.count(line) == 1, line
+    assert [b for b in producer.malformed if int(b.split("-")[1]) >= replayed_before], "no line checked exactly"
     assert re.search(r"violates check constraint \"\w+_word_check\"\); failing it", sink_log)
 
 
@@ -124,7 +131,8 @@ def test_kill_9_of_the_spout_and_of_the_sink_loses_nothing(heron_home, rabbit, p
         assert re.search(r"sink-\d+ exited with code -9", executor_log)
         # replays wrote some words again (the upsert counted them); the primary key kept the table exact
         assert pg.execute("SELECT sum(writes) FROM words1")[0][0] > _rows(pg, "words1")
-        _refusals_logged_once(heron_home, run.name, producer)
+        # the lines before the last third were published before the kills, which may replay them
+        _refusals_logged_once(heron_home, run.name, producer, replayed_before=2 * N // 3)
     finally:
         producer.resume.set()
         kill_local(heron_home, run.name)
