@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
 import signal
 import sys
@@ -58,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         ap.error(str(e))
     log = setup_logging(f"instance[{args.component}-{args.task_id}]")
+    # a crash in native code (a client library's C extension) leaves the Python stacks of the
+    # task's threads in its log (fd 2), not only the executor's "exited with code -11"
+    faulthandler.enable()
     task = build(args, links, log)
     runner, gateway = task.runner, task.gateway
 

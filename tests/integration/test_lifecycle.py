@@ -94,3 +94,25 @@ def test_restart_one_container_and_errors(heron_home):
     assert (proc.returncode, proc.stderr) == (
         1, "heron-py: error: --component-parallelism: expected COMPONENT:N with N an integer >= 1, "
         "found 'split:0'\n")
+
+
+def test_a_task_dead_of_a_native_crash_leaves_its_python_stacks_in_its_log(heron_home):
+    """SIGSEGV, as a C extension's crash delivers it: faulthandler writes every thread's Python
+    stack to the task's log, and the executor starts the task again."""
+    import os
+    import signal
+
+    from heron_py.common.container_layout import TopologyPaths
+    from tests.connector_support import task_pids
+
+    name = "pwc_segv"
+    _start(heron_home, name)
+    task, pid = min(task_pids(heron_home, name, "count").items())
+    os.kill(pid, signal.SIGSEGV)
+    logs = TopologyPaths.of(name, heron_home).logs
+    _wait(lambda: task_pids(heron_home, name, "count").get(task, pid) != pid, 30, "the count task started again")
+    text = "".join(f.read_text(errors="replace") for f in logs.glob(f"container-*/count-{task}.log"))
+    assert "Fatal Python error: Segmentation fault" in text
+    assert "Current thread" in text and "Thread 0x" in text  # the stacks of its two threads at least
+    executor = "".join(f.read_text(errors="replace") for f in logs.glob("executor-*.log"))
+    assert f"count-{task} exited with code -11" in executor
