@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from heron_py.common.metric_names import COUNTERS, split_name
+from heron_py.common.metric_names import COUNTERS, STMGR_COMPONENT, split_name
 
 _NAME = re.compile(r"[^a-zA-Z0-9_]")
 
@@ -166,7 +166,7 @@ class MetricsStore:
             elif doc["kind"] == "tmanager":
                 base.update(component="__tmanager__", task="tmanager")
             else:
-                base.update(component="__stmgr__", task="stmgr")
+                base.update(component=STMGR_COMPONENT, task="stmgr")
             for section in ("counters", "gauges"):
                 for name, v in doc.get(section, {}).items():
                     if isinstance(v, (int, float)) and not isinstance(v, bool):

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from heron_py.common.container_layout import TopologyPaths
+from heron_py.common.metric_names import STMGR_COMPONENT as STMGR
 from heron_py.common.metric_names import is_counter
 from topology_master.metrics_windows import MetricsWindows, fanout_of
 from topology_master.ui_api import ENDPOINTS, UiError, UiRoutes
@@ -40,11 +41,10 @@ MAX_HEAD = 8192  # bytes of request line, and of any header line
 TIMELINE_POINTS = 720
 _TYPES = {".html": "text/html; charset=utf-8", ".js": "application/javascript", ".css": "text/css",
           ".txt": "text/plain; charset=utf-8", ".svg": "image/svg+xml"}
-# the stream managers' series, under the name the metrics managers label them with: keyed by
-# container where a component's are keyed by task. Only their backpressure times are kept (what
+# the stream managers' series (component STMGR, the name the metrics managers label them with):
+# keyed by container where a component's are keyed by task. Only their backpressure times are kept (what
 # the health manager, heron-py autoscale, reads): the rest of a stream manager's report grows
 # with its connections and is the metrics managers' to serve (Prometheus). All are counters
-STMGR = "__stmgr__"
 STMGR_KEPT = ("__time_spent_back_pressure_ms", "__time_spent_back_pressure_by_compid/")
 
 

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from heron_py.cli.autoscale_log import LOG_FILE, AutoscaleLog, entry_lines
 from heron_py.common.container_layout import TopologyPaths
+from heron_py.common.metric_names import STMGR_COMPONENT as STMGR
 
 if TYPE_CHECKING:  # imported where used: every heron-py command registers this verb
     from heron_py.elastic.config import AutoscaleConfig
@@ -48,8 +49,6 @@ if TYPE_CHECKING:  # imported where used: every heron-py command registers this 
     from heron_py.state import StateManager
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command interrupted
-# the master's name for the stream managers' series, keyed by container (topology_master/http_api.py)
-STMGR = "__stmgr__"
 
 
 class StepFailed(Exception):

@@ -11,6 +11,10 @@ dropped tuples, ``key`` otherwise).
 
 from __future__ import annotations
 
+# the component a stream manager's series are labelled with (its task: "stmgr" in Prometheus, the
+# container in the master's metrics API), where an instance's carry its component's name
+STMGR_COMPONENT = "__stmgr__"
+
 # Heron's metrics that only grow (totals since the process started); everything else is a gauge
 COUNTERS = frozenset({"__emit-count", "__execute-count", "__ack-count", "__fail-count", "__time-blocked-ms",
                       "__busy-time-ms", "__time_spent_back_pressure_ms", "__dropped-tuples", "__tuples-in",
