@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from heron_py.planner.keygroups import DEFAULT_MAX_PARALLELISM, default_max_parallelism
+
 EXECUTE_COUNT = "__execute-count"
 EMIT_COUNT = "__emit-count"
 BUSY_TIME = "__busy-time-ms"
@@ -32,8 +34,6 @@ BACKPRESSURE_BY_CAUSE = "__time_spent_back_pressure_by_compid"
 # the metrics read: counters (increases over the window; one that went down is a restart) and gauges
 COUNTERS = frozenset({EXECUTE_COUNT, EMIT_COUNT, BUSY_TIME, TIME_BLOCKED})
 GAUGES = frozenset({EXECUTE_LATENCY, IN_QUEUE})
-# topology.component.max.parallelism's default: a component's key groups
-DEFAULT_MAX_PARALLELISM = 128
 
 
 class ObservationError(ValueError):
@@ -214,7 +214,8 @@ def _component(index: int, raw: Any) -> ComponentSpec:
     parallelism = _as_count(raw.get("parallelism"))
     if parallelism is None:
         raise ObservationError(f"{where}: parallelism: expected an integer >= 1, found {raw.get('parallelism')!r}")
-    keys = _as_count(raw.get("max_parallelism", DEFAULT_MAX_PARALLELISM))
+    # unset: the number of key groups the routers use for this parallelism
+    keys = _as_count(raw.get("max_parallelism", default_max_parallelism(parallelism)))
     if keys is None:
         raise ObservationError(f"{where}: max_parallelism: expected an integer >= 1, "
                                f"found {raw.get('max_parallelism')!r}")

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from heron_py.common.config import STATE_RESCALE
-from heron_py.planner.keygroups import key_group, max_parallelism, owned_groups, owner_index
+from heron_py.planner.keygroups import key_group, owned_groups, owner_index
 from heron_py.planner.model import GroupingKind, TopologyDef
 
 
@@ -39,37 +39,34 @@ UNSPLITTABLE = ("its state cannot be split: its inputs are not all fields groupe
                 "topology.component.state.rescale is not merge")
 
 
+def _declared(topology: TopologyDef, component: str) -> str:
+    """The component's ``topology.component.state.rescale`` (its own config over the topology's)."""
+    return str(STATE_RESCALE.parse({**topology.config, **topology.component(component).config}))
+
+
 def rule_of(topology: TopologyDef, component: str) -> Rule:
-    comp = topology.component(component)
-    chosen = STATE_RESCALE.parse({**topology.config, **comp.config})
+    chosen = _declared(topology, component)
     if chosen == "merge":
         return Rule.MERGE
     if chosen == "refuse":
         return Rule.NONE
-    fields = bool(comp.inputs) and all(i.grouping.kind is GroupingKind.FIELDS for i in comp.inputs)
+    inputs = topology.component(component).inputs
+    fields = bool(inputs) and all(i.grouping.kind is GroupingKind.FIELDS for i in inputs)
     return Rule.KEYED if fields else Rule.NONE
 
 
 def refusal(topology: TopologyDef, component: str, old: int, new: int) -> str | None:
-    """Why ``component``'s state cannot go from ``old`` to ``new`` tasks (None: it can)."""
-    if old == new:
+    """Why ``component``'s state cannot go from ``old`` to ``new`` tasks (None: it can). More
+    tasks than key groups is not asked here: ``validate`` refuses that for every component,
+    before the state is looked at."""
+    if old == new or rule_of(topology, component) is not Rule.NONE:
         return None
-    rule = rule_of(topology, component)
-    if rule is Rule.NONE:
-        why = ("its topology.component.state.rescale is refuse" if STATE_RESCALE.parse(
-            {**topology.config, **topology.component(component).config}) == "refuse"
-            else "its inputs are not all fields grouped, so its state is not known to be keyed")
-        return (f"component '{component}' keeps checkpointed state that cannot be split from {old} to {new} "
-                f"tasks: {why}; expected a component whose every input is fields grouped, or "
-                f"topology.component.state.rescale: merge in its config (every new task gets every old task's "
-                f"entries)")
-    if rule is Rule.KEYED:
-        comp = topology.component(component)
-        m = max_parallelism(topology.config, comp.config, old)
-        if new > m:
-            return (f"component '{component}' has {m} key groups (topology.component.max.parallelism): expected "
-                    f"at most {m} tasks, found {new}")
-    return None
+    why = ("its topology.component.state.rescale is refuse" if _declared(topology, component) == "refuse"
+           else "its inputs are not all fields grouped, so its state is not known to be keyed")
+    return (f"component '{component}' keeps checkpointed state that cannot be split from {old} to {new} "
+            f"tasks: {why}; expected a component whose every input is fields grouped, or "
+            f"topology.component.state.rescale: merge in its config (every new task gets every old task's "
+            f"entries)")
 
 
 def sources(rule: Rule, index: int, old_n: int, new_n: int, max_par: int) -> list[int]:

@@ -278,3 +278,9 @@ def test_bad_placement_or_stream_manager_counters_are_one_line() -> None:
     assert error(stmgrs={"1": {"__time_spent_back_pressure_ms": "lots"}}) == (
         "stream manager metrics of container 1, __time_spent_back_pressure_ms: expected a finite number, "
         "found 'lots'")
+
+
+def test_a_component_without_max_parallelism_gets_the_routers_default_key_groups() -> None:
+    specs = parse_components([{"name": "s", "parallelism": 1, "inputs": [], "is_spout": True},
+                              {"name": "wide", "parallelism": 100, "inputs": ["s"], "is_spout": False}])
+    assert [(s.name, s.max_parallelism) for s in specs] == [("s", 128), ("wide", 256)]

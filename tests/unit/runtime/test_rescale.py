@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from heron_py.api.bolt.bolt import Bolt
@@ -10,7 +12,9 @@ from heron_py.api.spout.spout import Spout
 from heron_py.api.stream import Grouping
 from heron_py.api.topology import TopologyBuilder
 from heron_py.connectors.committing import CommittingSink
+from heron_py.planner.errors import TopologyError
 from heron_py.planner.keygroups import key_group, owner_index
+from heron_py.planner.logical import validate
 from heron_py.planner.model import TopologyDef
 from heron_py.runtime.rescale import Rule, StateSplitError, refusal, rule_of, sources, split
 
@@ -56,8 +60,17 @@ def test_refusals_are_one_line_each() -> None:
         "topology.component.state.rescale: merge in its config (every new task gets every old task's entries)")
     small = _topo(count_config={"topology.component.max.parallelism": 4})
     assert refusal(small, "count", 2, 4) is None
-    assert refusal(small, "count", 2, 5) == ("component 'count' has 4 key groups (topology.component.max.parallelism): "
-                                             "expected at most 4 tasks, found 5")
+    # more tasks than key groups: validate refuses it for any component, before the state is read
+    validate(_resized(small, "count", 4))
+    with pytest.raises(TopologyError) as e:
+        validate(_resized(small, "count", 5))
+    assert str(e.value) == ("topology 'wc': bolt 'count' has parallelism 5; expected at most its "
+                            "topology.component.max.parallelism (4), its number of key groups")
+
+
+def _resized(topo: TopologyDef, component: str, n: int) -> TopologyDef:
+    return dataclasses.replace(topo, components=tuple(
+        dataclasses.replace(c, par=n) if c.name == component else c for c in topo.components))
 
 
 @pytest.mark.parametrize(("old", "new"), [(2, 3), (3, 2), (1, 4), (4, 1), (3, 5), (5, 3), (2, 2)])
