@@ -2,14 +2,16 @@
 resizes one component of a running word count on the local scheduler.
 
     python bench/rescale_pause.py [--containers 4] [--rate 300] [--steps count:3,count:2,count:3]
-                                  [--mode paced|eo] [--settle 6]
+                                  [--mode paced|alo|eo] [--settle 6]
 
-``paced`` is examples/paced_word_count.py (its spout resumes at the sentence due now after a
-restart); ``eo`` is examples/stateful_word_count.py under effectively once (a checkpoint a
-second; a rescale restores the newest checkpoint, count's state split by key group). Output is
-what the count tasks receive (the run's capture files): a poller notes every moment they grew,
-and a step's pause is the longest interval without growth from just before its ``update`` until
-``--settle`` seconds after it returned. Prints one JSON line per step and a table.
+``paced`` is examples/paced_word_count.py at most once (its spout resumes at the sentence due
+now after a restart); ``alo`` is examples/reliable_word_count.py at least once (acked, replayed
+on failure); both are rescaled live (only the added and removed tasks start and stop); ``eo``
+is examples/stateful_word_count.py under effectively once (a checkpoint a second; a rescale
+restarts every container and restores the newest checkpoint, count's state split by key
+group). Output is what the count tasks receive (the run's capture files): a poller notes every
+moment they grew, and a step's pause is the longest interval without growth from just before
+its ``update`` until ``--settle`` seconds after it returned. Prints one JSON line per step and a table.
 """
 
 from __future__ import annotations
@@ -80,13 +82,16 @@ def main() -> int:
     ap.add_argument("--containers", type=int, default=4)
     ap.add_argument("--rate", type=float, default=300.0, help="sentences per second (per spout task for eo)")
     ap.add_argument("--steps", default="count:3,count:2,count:3")
-    ap.add_argument("--mode", choices=("paced", "eo"), default="paced")
+    ap.add_argument("--mode", choices=("paced", "alo", "eo"), default="paced")
     ap.add_argument("--settle", type=float, default=6.0)
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="heron-rescale-"))
     os.environ["HERON_PY_HOME"] = str(home)
     if args.mode == "paced":
         topo, topo_args = ROOT / "examples" / "paced_word_count.py", ["--rate", str(args.rate)]
+    elif args.mode == "alo":
+        topo = ROOT / "examples" / "reliable_word_count.py"
+        topo_args = ["--sentences", "10000000", "--rate", str(args.rate)]
     else:
         topo = ROOT / "examples" / "stateful_word_count.py"
         topo_args = ["--sentences", "10000000", "--interval", "1", "--rate", str(args.rate)]

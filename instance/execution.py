@@ -25,7 +25,7 @@ from heron_py.common.config import SHUTDOWN_DRAIN, ConfigError, InstanceConfig, 
 from heron_py.common.host import heron_home
 from heron_py.common.package import load_main
 from heron_py.planner.model import PhysicalPlan
-from heron_py.runtime.host import BoltHost, ComponentHost, HostOptions, SpoutHost, jsonl_observer, make_host
+from heron_py.runtime.host import BoltHost, ComponentHost, HostOptions, SpoutHost, has_task, jsonl_observer, make_host
 from heron_py.runtime.stateful import Phase, StatefulTask
 from instance.metrics import TaskReports
 from instance.queues import InItem, InKind, Outbox, QueueBytes
@@ -111,9 +111,11 @@ class TaskRunner:
         self.outbox.begin_drain(self.drain_s)
 
     def _wait_for_plan(self) -> PhysicalPlan | None:
-        """The first physical plan. What comes before it is kept, in order, for after it, as
-        Heron's instance keeps the tuples queued until it runs: the stream manager sends the
-        plan first (stream_manager/main.py), so only a misordered sender's items come here."""
+        """The first physical plan that holds this task. What comes before it is kept, in order,
+        for after it, as Heron's instance keeps the tuples queued until it runs: the stream
+        manager sends the plan first (stream_manager/main.py), so only a misordered sender's items
+        come here. A plan without this task is skipped: a live rescale starts its new tasks
+        before the plan that adds them, and their stream manager hands them the plan it has."""
         early: list[InItem] = []
         while not self.stopping:
             try:
@@ -121,11 +123,17 @@ class TaskRunner:
             except queue.Empty:
                 continue
             if kind is InKind.PPLAN:
+                plan = PhysicalPlan.from_dict(json.loads(payload))
+                if not has_task(plan, self.task_id):
+                    self._log.info("task %d (%s) is not in physical plan v%d: a rescale started it ahead of "
+                                   "its plan; waiting for the plan that adds it", self.task_id, self.component,
+                                   plan.version)
+                    continue
                 if early:
                     self._log.warning("task %d: %d items arrived before the physical plan; handled after it",
                                       self.task_id, len(early))
                     self._requeue_first(early)
-                return PhysicalPlan.from_dict(json.loads(payload))
+                return plan
             early.append((kind, payload))
         return None
 
@@ -195,7 +203,12 @@ class TaskRunner:
                 continue
             if kind_ is InKind.PPLAN:
                 plan = PhysicalPlan.from_dict(json.loads(payload))
-                if plan.version >= host.plan.version:
+                if not has_task(plan, self.task_id):
+                    # the restore reads this task's place in host.plan: a plan without it (not
+                    # expected here, where a rescale restarts every process) must not become it
+                    self._log.info("task %d (%s) is not in physical plan v%d; kept plan v%d", self.task_id,
+                                   self.component, plan.version, host.plan.version)
+                elif plan.version >= host.plan.version:
                     host.plan = plan  # activation waits for start(): no user code before the restore
             elif kind_ is InKind.RESTORE:
                 rt.restore(*payload)

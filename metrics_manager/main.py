@@ -102,7 +102,7 @@ class MetricsManager(DaemonBase):
         self._tm_conn: Connection | None = None  # to the active master, while its session runs
         self._forward: asyncio.TimerHandle | None = None  # an early forward, scheduled
         # its parts (wiring.build): the store, the routes reports come by, the Prometheus registry
-        parts = build(topology, container, self)
+        parts = build(topology, container, self, paths.logs)
         self.store, self._routes, self._registry = parts.store, parts.routes, parts.registry
 
     async def start(self) -> None:

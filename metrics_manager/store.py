@@ -16,13 +16,21 @@ Metric names keep Heron's (``__emit-count/<stream>``); for Prometheus, the part 
 first "/" becomes the metric name (``heron_emit_count``) and the rest a label (``stream`` for
 emit counts, ``source`` and ``stream`` for execute counts, ``key`` otherwise; the rule is
 heron_py/common/metric_names.py, shared with the topology master).
+
+The health manager (``heron-py autoscale``) sends no report: it runs outside the containers, and
+its steps are the lines of its record, ``logs/autoscale.jsonl``. ``AutoscaleTally`` counts them
+for the metrics manager of container 0, which exports them (prom.py reads the record at each
+scrape): ``heron_autoscale_actions_total{action, outcome}``, ``heron_autoscale_diagnoses_total
+{diagnosis, component}``, ``heron_autoscale_asked_parallelism{component}``,
+``heron_autoscale_last_step_timestamp_seconds`` and ``heron_autoscale_unreadable_lines_total``,
+each with the ``topology`` label.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -206,3 +214,95 @@ class MetricsStore:
 
     def exception_list(self) -> list[dict[str, Any]]:
         return [r.to_dict() for r in sorted(self.exceptions.values(), key=lambda r: (r.task, r.first))]
+
+
+# --- the health manager's steps ---
+
+Families = dict[str, tuple[bool, list[str], list[tuple[list[str], float]]]]
+# a step's action by the command that carries it out (heron-py update, heron-py restart NAME K)
+AUTOSCALE_ACTIONS = {"scale": "update", "restart": "restart", "none": "none"}
+# the (action, outcome) pairs a health manager's record holds, exported from 0 on so that a
+# query's increase() sees the first of each
+AUTOSCALE_OUTCOMES = (("update", "done"), ("update", "failed"), ("restart", "done"), ("restart", "failed"),
+                      ("none", "none"), ("none", "no_observation"))
+
+
+def step_action(step: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(action, outcome) of one step of the record: action ``update``, ``restart`` or ``none``;
+    outcome ``done`` or ``failed`` (carried out), ``dry_run`` (not carried out), ``none`` (no
+    action) or ``no_observation`` (the step could not observe the topology). None for a step
+    whose action is not one of them."""
+    if step.get("decision") == "no observation":
+        return "none", "no_observation"
+    action = step.get("action")
+    kind = AUTOSCALE_ACTIONS.get(str(action.get("kind"))) if isinstance(action, dict) else None
+    if kind is None:
+        return None
+    outcome = step.get("outcome")
+    if not isinstance(outcome, dict):
+        return kind, "none"
+    if outcome.get("dry_run"):
+        return kind, "dry_run"
+    return kind, "done" if outcome.get("ok") is True else "failed"
+
+
+def asked_parallelism(step: Mapping[str, Any]) -> dict[str, int]:
+    """The parallelism a step asked ``heron-py update`` for, per component it changes: a scale
+    carried out, whether or not it succeeded; nothing for any other step."""
+    if step_action(step) not in (("update", "done"), ("update", "failed")):
+        return {}
+    wanted = step["action"].get("parallelism")
+    if not isinstance(wanted, dict):
+        return {}
+    return {str(c): p for c, p in wanted.items() if isinstance(p, int) and not isinstance(p, bool)}
+
+
+@dataclass
+class AutoscaleTally:
+    """The health manager's steps as Prometheus families. ``add`` counts a step (its action and
+    outcome, each of its diagnoses by kind and component) and keeps what the gauges show: the
+    parallelism last asked for per component, and the last step's time. ``seed`` keeps only the
+    latter, from steps recorded before the counting began: a counter counts from its process's
+    start, while the last parallelism asked for is the last one whenever it was asked."""
+
+    actions: dict[tuple[str, str], int] = field(default_factory=lambda: dict.fromkeys(AUTOSCALE_OUTCOMES, 0))
+    diagnoses: dict[tuple[str, str], int] = field(default_factory=dict)  # (kind, component) -> count
+    asked: dict[str, int] = field(default_factory=dict)
+    last_step: float | None = None
+
+    def seed(self, steps: Iterable[Mapping[str, Any]]) -> None:
+        for step in steps:
+            self._keep(step)
+
+    def add(self, step: Mapping[str, Any]) -> None:
+        action = step_action(step)
+        if action is not None:
+            self.actions[action] = self.actions.get(action, 0) + 1
+        diagnoses = step.get("diagnoses")
+        for d in diagnoses if isinstance(diagnoses, list) else ():
+            if isinstance(d, dict) and "kind" in d and "component" in d:
+                key = (str(d["kind"]), str(d["component"]))
+                self.diagnoses[key] = self.diagnoses.get(key, 0) + 1
+        self._keep(step)
+
+    def _keep(self, step: Mapping[str, Any]) -> None:
+        self.asked.update(asked_parallelism(step))
+        t = step.get("time")
+        if isinstance(t, (int, float)) and not isinstance(t, bool) and (self.last_step is None or t > self.last_step):
+            self.last_step = float(t)
+
+    def families(self, topology: str, unreadable: int) -> Families:
+        """name -> (is counter, label names, [(label values, value)]), as MetricsStore.families;
+        ``unreadable``: the lines of the record that were not a step."""
+        actions = [([topology, a, o], float(n)) for (a, o), n in sorted(self.actions.items())]
+        diagnoses = [([topology, k, c], float(n)) for (k, c), n in sorted(self.diagnoses.items())]
+        out: Families = {
+            "heron_autoscale_actions": (True, ["topology", "action", "outcome"], actions),
+            "heron_autoscale_diagnoses": (True, ["topology", "diagnosis", "component"], diagnoses),
+            "heron_autoscale_asked_parallelism": (False, ["topology", "component"],
+                                                  [([topology, c], float(p)) for c, p in sorted(self.asked.items())]),
+            "heron_autoscale_unreadable_lines": (True, ["topology"], [([topology], float(unreadable))]),
+        }
+        if self.last_step is not None:
+            out["heron_autoscale_last_step_timestamp_seconds"] = (False, ["topology"], [([topology], self.last_step)])
+        return out

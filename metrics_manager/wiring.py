@@ -6,6 +6,7 @@ refused, which the store exports beside the container's reports."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from heron_py.common.framing import HEADER_SIZE, MsgType
@@ -45,11 +46,13 @@ class ReportRoutes:
         self._events.on_report(bytes(frame[HEADER_SIZE:]), conn.peer_name)
 
 
-def build(topology: str, container: int, events: Events) -> Parts:
+def build(topology: str, container: int, events: Events, logs: Path) -> Parts:
     """Every part; none needs the topology's config, so they exist before it is read."""
-    from metrics_manager.prom import registry_for  # prometheus-client, once a metrics manager is made
+    # prometheus-client, once a metrics manager is made
+    from metrics_manager.prom import autoscale_collector, registry_for
 
     store = MetricsStore(topology, container, own=events.own_counters)
     # registry_for takes a getter of the store (its tests fill one they hand it); this one is
     # the store just made, never replaced (the one lambda kept here: test_structure.py lists it)
-    return Parts(store=store, routes=ReportRoutes(events).routes, registry=registry_for(lambda: store))
+    return Parts(store=store, routes=ReportRoutes(events).routes,
+                 registry=registry_for(lambda: store, autoscale_collector(topology, container, logs)))

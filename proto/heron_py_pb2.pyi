@@ -307,3 +307,21 @@ class RollbackAnswer(_message.Message):
     acted: bool
     reason: str
     def __init__(self, restore_id: _Optional[int] = ..., acted: _Optional[bool] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class DrainRequest(_message.Message):
+    __slots__ = ("drain_id", "quiet_ms")
+    DRAIN_ID_FIELD_NUMBER: _ClassVar[int]
+    QUIET_MS_FIELD_NUMBER: _ClassVar[int]
+    drain_id: int
+    quiet_ms: int
+    def __init__(self, drain_id: _Optional[int] = ..., quiet_ms: _Optional[int] = ...) -> None: ...
+
+class Drained(_message.Message):
+    __slots__ = ("container", "drain_id", "pending")
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    DRAIN_ID_FIELD_NUMBER: _ClassVar[int]
+    PENDING_FIELD_NUMBER: _ClassVar[int]
+    container: int
+    drain_id: int
+    pending: int
+    def __init__(self, container: _Optional[int] = ..., drain_id: _Optional[int] = ..., pending: _Optional[int] = ...) -> None: ...

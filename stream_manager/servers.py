@@ -97,8 +97,11 @@ class InstanceServer(BaseHandler):
     def register(self, conn: Connection, req: pb.RegisterInstanceRequest) -> None:
         sm, ident = self.sm, conn.identity
         assert ident is not None
-        if str(req.task_id) != ident.peer_id or (not sm.forwarder.routing.is_local(req.task_id)
-                                                 and sm.pplan is not None):
+        # a task the plan places in another container is refused; one the plan does not have yet
+        # is a live rescale's, started before the plan that adds it (its ids are never reused)
+        routing = sm.forwarder.routing
+        elsewhere = sm.pplan is not None and routing.container_for(req.task_id) not in (None, sm.container)
+        if str(req.task_id) != ident.peer_id or elsewhere:
             error = f"task {req.task_id} does not run in container {sm.container}"
             conn.send_msg(pb.RegisterInstanceResponse(ok=False, error=error))
             conn.close(f"refused registration: {error}")

@@ -37,6 +37,7 @@ from stream_manager.acking import AckService
 from stream_manager.backpressure import BackpressureState, ConnKey
 from stream_manager.checkpoints import CheckpointRelay
 from stream_manager.clique import Clique
+from stream_manager.drain import Drainer
 from stream_manager.forwarder import Forwarder
 from stream_manager.instances import LocalInstances
 from stream_manager.links import MasterChannel, MasterLink, master_routes
@@ -84,6 +85,7 @@ class Parts:
     ckpt: CheckpointRelay
     clique: Clique
     metrics: StreamManagerMetrics
+    drainer: Drainer
     master: MasterLink
     metrics_link: MetricsLink
 
@@ -173,10 +175,11 @@ def build(site: Site, events: Events, spawn: Callable[[Coroutine[Any, Any, None]
                     fence=ckpt.fence_frame)
     metrics = StreamManagerMetrics(container=container, bp=bp, forwarder=forwarder, acks=acks, instances=instances,
                                    clique=clique, counters=counters, spouts_held=events.spouts_held)
+    drainer = Drainer(container, acks, channel.send, spawn, clock=clock)
     master = MasterLink(topology=site.topology, container=container, host=site.host, secret=site.secret,
                         state=site.state, tls=site.tls, liveness=site.liveness, log=log, max_frame=site.max_frame,
                         channel=channel, unanswered=ckpt.losses.unanswered,
-                        routes=master_routes(events.on_new_pplan, log, ckpt.master_routes()),
+                        routes=master_routes(events.on_new_pplan, log, [*ckpt.master_routes(), *drainer.routes()]),
                         instance_infos=instances.infos, metrics=metrics.for_master)
     # the metrics manager is always in this container, on loopback
     metrics_link = MetricsLink(mm_file=ContainerLayout.beside(site.port_file).metricsmgr, host=LOOPBACK,
@@ -185,4 +188,4 @@ def build(site: Site, events: Events, spawn: Callable[[Coroutine[Any, Any, None]
                                report=metrics.report, liveness=site.liveness,
                                interval=events.metrics_interval)
     return Parts(counters=counters, bp=bp, instances=instances, forwarder=forwarder, acks=acks, ckpt=ckpt,
-                 clique=clique, metrics=metrics, master=master, metrics_link=metrics_link)
+                 clique=clique, metrics=metrics, drainer=drainer, master=master, metrics_link=metrics_link)

@@ -7,10 +7,13 @@ import json
 from typing import Any, Protocol
 
 from heron_py.checkpoint.operator import parse_restore
+from heron_py.common.wire import ADMIN_RESCALE
 from heron_py.planner.model import TopologyState
 from proto import heron_py_pb2 as pb
 
-COMMANDS = ("activate", "deactivate", "status")  # and "restore ID|clean" (heron_py/checkpoint/operator.py)
+# and "restore ID|clean" (heron_py/checkpoint/operator.py), and ADMIN_RESCALE, which main.py answers
+# once the stored definition is read (rescaler.py)
+COMMANDS = ("activate", "deactivate", "status")
 
 
 class MasterControl(Protocol):
@@ -39,6 +42,8 @@ class AdminCommands:
             return pb.AdminResponse(ok=True, status_json=json.dumps(m.status()).encode())
         if command.split(" ", 1)[0] == "restore":
             return self._restore(command)
+        if command == ADMIN_RESCALE:  # main.py takes it to the rescaler; here only when there is none
+            return pb.AdminResponse(ok=False, message="rescale: this master cannot rescale a live topology")
         return pb.AdminResponse(ok=False, message=f"unknown admin command {command!r}; expected one of "
                                 f"{', '.join(COMMANDS)}")
 

@@ -35,6 +35,7 @@ from heron_py.common.handshake import http_admin_token, http_read_token
 from heron_py.common.host import heron_home, is_loopback
 from heron_py.common.net import BaseHandler, Connection, Counters, Routes, on, on_raw, serve
 from heron_py.common.tls import PeerTls
+from heron_py.common.wire import ADMIN_RESCALE
 from heron_py.planner.model import PackingPlan, PhysicalPlan, TopologyDef, TopologyState
 from heron_py.state import StateManager, StateManagerError, TManagerLocation, local_owner
 from heron_py.state import config as statecfg
@@ -48,6 +49,7 @@ from topology_master.http_server import HttpServer, serve_http
 from topology_master.plan_book import PlanBook
 from topology_master.plan_store import PlanStore
 from topology_master.relauncher import Relaunch, Relauncher
+from topology_master.rescaler import Rescaler
 from topology_master.stmgrs import StmgrLinks
 from topology_master.ui_actions import Actions, ActionsCli, detached_cli, scheduler_name
 from topology_master.wiring import Parts, Site, build, build_active
@@ -103,6 +105,7 @@ class TopologyMaster(DaemonBase):
         self.links: StmgrLinks
         self.plans: PlanStore | None = None
         self.relauncher: Relauncher | None = None
+        self.rescaler: Rescaler | None = None
 
     async def start(self) -> None:
         self._begin()
@@ -123,7 +126,7 @@ class TopologyMaster(DaemonBase):
         parts = self._parts = build(self.site, topo, packing, self, worker=self._worker, loop=loop,
                                     link_config=link_config)
         self.book, self.plans, self.links = parts.book, parts.plans, parts.links
-        self.relauncher, self.actions = parts.relauncher, parts.actions
+        self.relauncher, self.actions, self.rescaler = parts.relauncher, parts.actions, parts.rescaler
         if parts.relauncher is not None:
             self._spawn(parts.relauncher.run())
         if parts.metrics_link is not None and self._stopped is not None:
@@ -245,6 +248,11 @@ class TopologyMaster(DaemonBase):
             self.execution_state_changed()
         return change.message
 
+    def definition_switched(self, topo: TopologyDef, packing: PackingPlan) -> None:
+        """A live rescale switched to a new definition and packing: the API and the web page
+        read these."""
+        self._topo, self._packing = topo, packing
+
     def status(self) -> dict[str, Any]:
         parts = self._parts
         role = parts.election.role.value if parts is not None else Role.CANDIDATE.value
@@ -255,6 +263,9 @@ class TopologyMaster(DaemonBase):
                                bad_frames=self.counters.bad_frames, metricsmgrs=self.metrics.endpoints())
         if self.checkpoints is not None:
             doc["checkpoints"] = self.checkpoints.status()
+        rescale = self.rescaler.status() if self.rescaler is not None else None
+        if rescale is not None:
+            doc["rescale"] = rescale
         return doc
 
     def execution_state_changed(self) -> None:
@@ -282,12 +293,16 @@ class _Handler(BaseHandler):
             on("stmgr", pb.CheckpointSaved, self._checkpoint_report),
             on("stmgr", pb.StateRestored, self._checkpoint_report),
             on("stmgr", pb.RollbackRequest, self._rollback_request),
+            on("stmgr", pb.Drained, self._drained),
             on_raw("metricsmgr", MsgType.METRICS_REPORT, self._metrics_report),
             on("cli", pb.AdminRequest, self._admin),
         ])
 
     def _admin(self, conn: Connection, req: pb.AdminRequest) -> None:
         tm = self.tm
+        if req.command == ADMIN_RESCALE and tm.active and tm.rescaler is not None:
+            tm.spawn(self._rescale(conn, tm.rescaler))
+            return
         before = tm.book.version
         resp = tm.admin.handle(req.command)
         plans = tm.plans
@@ -303,6 +318,16 @@ class _Handler(BaseHandler):
                 conn.send_msg(tm.admin.run_state_answer())
 
         tm.spawn(answer_once_stored(tm.book.version))
+
+    async def _rescale(self, conn: Connection, rescaler: Rescaler) -> None:
+        ok, message = await rescaler.request()
+        self.tm.execution_state_changed()
+        if conn.is_open:
+            conn.send_msg(pb.AdminResponse(ok=ok, message=message, status_json=json.dumps(self.tm.status()).encode()))
+
+    def _drained(self, conn: Connection, msg: pb.Drained) -> None:
+        if self.tm.rescaler is not None and self.tm.active:
+            self.tm.rescaler.on_drained(msg)
 
     def _register(self, conn: Connection, req: pb.RegisterStmgrRequest) -> None:
         tm = self.tm
@@ -346,6 +371,8 @@ class _Handler(BaseHandler):
 
     def _instances_changed(self, cause: str) -> None:
         tm = self.tm
+        if tm.rescaler is not None and tm.active:
+            tm.rescaler.on_instances()
         if tm.checkpoints is not None and tm.active:
             tm.checkpoints.on_instances(tm.book.instances, cause)
 

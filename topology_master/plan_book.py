@@ -52,6 +52,9 @@ class PlanBook:
     # in effect for good (a deactivate would be undone by a failover)
     stored_version: int = 0
     store_error: str | None = None
+    # tasks a live rescale added, not in the packing until its switch (topology_master/rescale.py):
+    # their stream managers' reports of them count
+    staged: frozenset[int] = frozenset()
 
     def plan_stored(self, version: int) -> None:
         self.stored_version = max(self.stored_version, version)
@@ -102,8 +105,20 @@ class PlanBook:
         # every task of the container is listed, reported or not: a task not reported is not ready
         for t in self.packing.tasks_in(container):
             self.instances[t.task_id] = {"component": t.component, "container": container, "pid": 0, "ready": False}
+        known = {t.task_id for t in self.packing.tasks} | self.staged
         for i in infos:
-            self.instances[i.task_id] = {**self.instances.get(i.task_id, {}), "pid": i.pid, "ready": i.ready}
+            if i.task_id in known:  # a task a rescale removed reports until it stops: no longer ours
+                self.instances[i.task_id] = {**self.instances.get(i.task_id, {}), "pid": i.pid, "ready": i.ready}
+
+    def switch(self, topology: TopologyDef, packing: PackingPlan) -> None:
+        """A live rescale's switch: the next plan has the new definition and packing; the
+        removed tasks are forgotten, the added ones are the packing's now."""
+        self.topology, self.packing, self.staged = topology, packing, frozenset()
+        ids = {t.task_id for t in packing.tasks}
+        self.instances = {t: i for t, i in self.instances.items() if t in ids}
+        for t in packing.tasks:
+            info = self.instances.setdefault(t.task_id, {"pid": 0, "ready": False})
+            info["component"], info["container"] = t.component, t.container
 
     def adopt(self, stored: PhysicalPlan | None, epoch: int = 0) -> None:
         """A master that took over keeps the stored plan's run state and counts versions onward
@@ -117,13 +132,15 @@ class PlanBook:
             self.stored_version = max(self.stored_version, stored.version)
         self.version = max(self.version, epoch_base(epoch))
 
-    def next_plan(self) -> PhysicalPlan:
+    def next_plan(self, state: TopologyState | None = None) -> PhysicalPlan:
+        """The next version, with the run state (or ``state``: a rescale's drain deactivates the
+        spouts for a moment without changing what the topology is set to)."""
         self.version += 1
         self.pplan = PhysicalPlan(
             topology=self.topology,
             packing=self.packing,
             stmgrs=tuple(loc for _, loc in sorted(self.stmgrs.items())),
-            state=self.run_state,
+            state=self.run_state if state is None else state,
             version=self.version,
         )
         return self.pplan

@@ -14,7 +14,7 @@ from google.protobuf.json_format import MessageToDict
 
 from heron_py.common.net import NO_CONTAINER, Connection
 from heron_py.common.wire import encode_msg
-from heron_py.planner.model import PhysicalPlan, StmgrLocation
+from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
 from proto import heron_py_pb2 as pb
 from topology_master.plan_book import PlanBook
 
@@ -107,9 +107,13 @@ class StmgrLinks:
                           "them", missing, self.first_plan_wait_s)
         return True
 
-    def push_plan(self) -> None:
-        plan = self.book.next_plan()
-        self._store_plan(plan)
+    def push_plan(self, pause: bool = False) -> None:
+        """The next plan to every stream manager, and stored. ``pause``: a live rescale's drain
+        plan, which deactivates the spouts and is not stored, so that a master taking over keeps
+        the run state the topology is set to (rescale.py)."""
+        plan = self.book.next_plan(TopologyState.PAUSED if pause else None)
+        if not pause:
+            self._store_plan(plan)
         raw = json.dumps(plan.to_dict()).encode()
         frame = encode_msg(pb.NewPhysicalPlan(pplan_json=raw))
         for conn in self.conns.values():

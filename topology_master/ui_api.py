@@ -5,11 +5,16 @@
                                                  (a KafkaSpout task's also kafka_lag: partition → lag)
     GET  /topologies/series?component=C&metric=M[&window=W]   [[time, value]] for a chart
     GET  /topologies/logs?task=T[&offset=B][&length=N]         one page of a task's log
+    GET  /topologies/autoscale[?last=N]          the health manager's last N steps (default 20)
     POST /topologies/actions/A[?container=K]     activate, deactivate, restart, kill
 
 W is 600, 10800, 86400 (seconds) or all; the default is 600. The series are per second for
 counts (emitted, transferred, acked, failed, executed) and milliseconds for the latencies
 (exec_ms, complete_ms): one [from, to, value] per bucket of the window.
+
+The health manager's steps are the lines ``heron-py autoscale`` appends to ``autoscale.jsonl`` in
+the topology's logs folder (heron_py/cli/autoscale_log.py writes them), oldest first: empty while
+it has written none (not run, or run from a host whose heron home is not this one's).
 """
 
 from __future__ import annotations
@@ -19,15 +24,18 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from heron_py.common.autoscale_record import LOG_FILE, last_steps
 from topology_master.metrics_windows import WINDOWS, MetricsWindows, WindowError
 from topology_master.ui_actions import ActionError, Actions
 from topology_master.ui_logs import LogError, parse_paging, read_page
 
 SERIES = ("emitted", "transferred", "acked", "failed", "executed", "exec_ms", "complete_ms")
 ENDPOINTS = ("/topologies/componentsummary", "/topologies/tasks", "/topologies/series", "/topologies/logs",
-             "/topologies/actions/ACTION (POST)")
+             "/topologies/autoscale", "/topologies/actions/ACTION (POST)")
 # an exception younger than this marks its component on the graph
 RECENT_EXCEPTION_S = 600.0
+# the health manager's steps an answer holds: by default what the page shows, at most a few MB
+STEPS_DEFAULT, STEPS_MAX = 20, 500
 
 
 # the KafkaSpout's metric (heron_py/connectors/kafka/spout.py) and its per-partition lag keys
@@ -81,6 +89,8 @@ class UiRoutes:
                 return True, self.series(q)
             if path == "/topologies/logs":
                 return True, self.log(q)
+            if path == "/topologies/autoscale":
+                return True, self.autoscale(q.get("last", [None])[0])
         except (WindowError, ValueError) as e:
             raise UiError(400, str(e)) from None
         except (LogError, ActionError) as e:
@@ -158,6 +168,25 @@ class UiRoutes:
         t = tasks[raw]
         path = self.logs / f"container-{t.container}" / f"{t.component}-{t.task_id}.log"
         return {"task": t.task_id, "component": t.component, **read_page(path, offset, length)}
+
+    def autoscale(self, raw: str | None) -> dict[str, Any]:
+        """The health manager's last steps, oldest first."""
+        last = _step_count(raw)
+        path = self.logs / LOG_FILE
+        try:
+            steps = last_steps(path, last)
+        except OSError as e:
+            raise UiError(500, f"cannot read the health manager's record {path}: {e.strerror or e}") from None
+        return {"last": last, "file": str(path), "steps": steps}
+
+
+def _step_count(raw: str | None) -> int:
+    if raw is None:
+        return STEPS_DEFAULT
+    n = int(raw) if raw.isascii() and raw.isdigit() else 0
+    if not 1 <= n <= STEPS_MAX:
+        raise UiError(400, f"parameter last: expected a whole number of steps from 1 to {STEPS_MAX}, found {raw!r}")
+    return n
 
 
 def _window(q: Mapping[str, list[str]]) -> str:

@@ -6,7 +6,8 @@ assigned later and no part's attribute is set from here after it is made
 
 - ``build``, once ``TopologyMaster.start`` read the topology's definition and packing plan:
   the election and the master's ``Standing`` (is it the active one), the plan book, the plan
-  store, the stream managers' links, the relauncher and the web page's actions.
+  store, the stream managers' links, the relauncher, the web page's actions and the live
+  rescale's driver.
 - ``build_active``, each time this master becomes the active one (it won the election and read
   the stored plan): effectively once's checkpoint driver, for the election's epoch.
 
@@ -22,6 +23,7 @@ import functools
 import logging
 import os
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -39,6 +41,8 @@ from topology_master.health import ContainerHealth, HealthConfig
 from topology_master.plan_book import PlanBook
 from topology_master.plan_store import PlanStore
 from topology_master.relauncher import Relaunch, Relauncher
+from topology_master.rescale import LiveRescale
+from topology_master.rescaler import Rescaler
 from topology_master.stmgrs import StmgrLinks
 from topology_master.ui_actions import Actions, ActionsCli, Control
 
@@ -52,6 +56,8 @@ class Master(Control, Protocol):
     def on_role(self, role: Role, holder: TManagerLocation | None) -> None: ...
     def execution_state_changed(self) -> None: ...
     def metrics_report(self) -> dict[str, Any]: ...
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None: ...
+    def definition_switched(self, topo: TopologyDef, packing: PackingPlan) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,7 @@ class Parts:
     links: StmgrLinks
     relauncher: Relauncher | None  # when the topology relaunches lost containers and a scheduler can
     actions: Actions | None  # when the web page may run heron-py
+    rescaler: Rescaler  # a live rescale's steps (heron-py update of a topology not effectively once)
     # the master's own metrics (effectively once's failing and waiting-for-the-operator) to its
     # container's metrics manager, so Prometheus has them; None outside a container (tests)
     metrics_link: MetricsLink | None
@@ -112,8 +119,11 @@ def build(site: Site, topo: TopologyDef, packing: PackingPlan, master: Master, *
             secret=site.secret, role="tmanager", peer_id=own, expect=PeerIdentity("metricsmgr", own), log=log,
             max_frame=link_config.max_frame, report=master.metrics_report, liveness=link_config.liveness,
             interval=functools.partial(METRICS.parse, dict(topo.config)))
+    rescaler = Rescaler(topology=topology, secret=site.secret, state=site.state, book=book, links=links,
+                        live=LiveRescale(time.monotonic), log=log, spawn=master.spawn,
+                        switched=master.definition_switched)
     return Parts(election=election, standing=standing, book=book, plans=plans, links=links, relauncher=relauncher,
-                 actions=actions, metrics_link=metrics_link)
+                 actions=actions, rescaler=rescaler, metrics_link=metrics_link)
 
 
 def build_active(site: Site, topo: TopologyDef, packing: PackingPlan, parts: Parts, master: Master, *,

@@ -20,19 +20,24 @@ StreamId = namedtuple("StreamId", "id component_name")
 class TopologyContext:
     def __init__(self, topology: TopologyDef, packing: PackingPlan, task_id: int, config: dict[str, Any],
                  metrics_sink: MetricsSink | None = None) -> None:
-        self.topology = topology
-        self.packing = packing
         self._task_id = task_id
         self._config = config
         self._metrics_sink = metrics_sink
-        self._task_to_component = {t.task_id: t.component for t in packing.tasks}
-        self._component_tasks: dict[str, list[int]] = {}
-        for t in sorted(packing.tasks, key=lambda t: t.task_id):
-            self._component_tasks.setdefault(t.component, []).append(t.task_id)
+        self.set_plan(topology, packing)
         self.registered_metrics: dict[str, tuple[IMetric, int]] = {}
         # ITaskHook objects registered with add_task_hook. The runtime does not call them yet:
         # heronpy passes EmitInfo, BoltExecuteInfo and the like, which come with the rest of its API
         self.task_hooks: list[Any] = []
+
+    def set_plan(self, topology: TopologyDef, packing: PackingPlan) -> None:
+        """A live rescale's new topology and packing: the task maps follow, and what the user
+        registered here (metrics, task hooks) stays."""
+        self.topology = topology
+        self.packing = packing
+        self._task_to_component = {t.task_id: t.component for t in packing.tasks}
+        self._component_tasks: dict[str, list[int]] = {}
+        for t in sorted(packing.tasks, key=lambda t: t.task_id):
+            self._component_tasks.setdefault(t.component, []).append(t.task_id)
 
     def get_task_id(self) -> int:
         return self._task_id

@@ -6,7 +6,8 @@ Every interval it observes a window of the topology's metrics through the master
 policy, carries out what the policy decides (``Scale``: ``heron-py update``'s
 ``update_topology``; ``RestartContainer``: ``restart_topology`` of that container) and records
 the step (diagnoses, DS2's sizing, the action and its outcome) as a JSON line in the topology's
-logs folder, ``logs/autoscale.jsonl`` (heron_py/cli/autoscale_log.py). An action that fails is
+logs folder, ``logs/autoscale.jsonl`` (heron_py/cli/autoscale_log.py), which the master's web
+page shows and the metrics manager of container 0 exports to Prometheus. An action that fails is
 recorded with its error and the policy is told nothing happened: it decides on a copy of
 itself, kept only once the action took effect.
 

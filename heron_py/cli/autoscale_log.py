@@ -1,22 +1,23 @@
 """The health manager's record, ``logs/autoscale.jsonl`` in the topology's logs folder: one JSON
 line per step of ``heron-py autoscale`` (written by ``AutoscaleLog``), read back by
-``last_entries`` (``heron-py status`` shows the last one) and put in words by ``entry_lines``."""
+``last_entries`` (``heron-py status`` shows the last one) and put in words by ``entry_lines``.
+The master's web page and the metrics manager of container 0 read it too, through
+heron_py/common/autoscale_record.py (the daemons' side of it: the file's name, its reading)."""
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from heron_py.common.autoscale_record import LOG_FILE as LOG_FILE  # re-exported: its writer names it here
+from heron_py.common.autoscale_record import last_steps
 from heron_py.common.container_layout import TopologyPaths
 
 if TYPE_CHECKING:
     from heron_py.common.config import LogCaps
-
-LOG_FILE = "autoscale.jsonl"
 
 
 class AutoscaleLog:
@@ -41,44 +42,9 @@ def log_path(name: str, home: Path | None = None) -> Path:
 
 def last_entries(name: str, n: int, home: Path | None = None) -> list[dict[str, Any]]:
     """The last ``n`` steps of topology ``name``'s health manager, oldest first (from the
-    rotated file too when the current one has fewer); a line being written is not one yet."""
-    from heron_py.common.logrotate import rotated
-
-    if n <= 0:
-        return []
-    path = log_path(name, home)
-    lines = _last_lines(path, n)
-    if len(lines) < n:
-        lines = _last_lines(rotated(path, 1), n - len(lines)) + lines
-    out = []
-    for line in lines:
-        try:
-            doc = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(doc, dict):
-            out.append(doc)
-    return out
-
-
-def _last_lines(path: Path, n: int, block: int = 64 * 1024) -> list[bytes]:
-    """The last ``n`` whole lines of ``path``, read from its end."""
-    try:
-        f = path.open("rb")
-    except FileNotFoundError:
-        return []
-    with f:
-        pos = f.seek(0, os.SEEK_END)
-        data = b""
-        while pos > 0 and data.count(b"\n") <= n:
-            step = min(block, pos)
-            pos -= step
-            f.seek(pos)
-            data = f.read(step) + data
-    lines = data.split(b"\n")[:-1]  # after the last newline: a line not finished yet
-    if pos > 0:
-        lines = lines[1:]  # the first may be the end of a line read only in part
-    return lines[-n:]
+    rotated file too when the current one has fewer); a line being written is not one yet, nor
+    is a line that is not a JSON object."""
+    return last_steps(log_path(name, home), n)
 
 
 def entry_lines(entry: Mapping[str, Any]) -> list[str]:

@@ -5,18 +5,23 @@ the same task ids, read the same topology package, and start with no state: a bo
 in-memory state is gone, as in Storm and Heron without stateful checkpoints. In at-least-once
 mode the spouts replay whatever was in flight.
 
-Update repacks with the new parallelism and then restarts every container, because with
-round-robin packing a changed component shifts the task ids of the components after it, and
-every sender's fields-grouping routing must switch to the new task set at the same moment
-(a half-updated topology would send one key to two tasks). The stored physical plan's
-version carries on, so the run state (active or deactivated) survives the update.
+Update of an at-least-once or at-most-once topology is live: the packing is redone with the
+fewest moves (planner.packing.repack: kept tasks keep their ids and containers), stored, and the
+master asked to rescale (topology_master/rescale.py): the executors start the added tasks while
+everything flows, the master deactivates the spouts, waits for the tuples in flight to drain,
+and pushes one plan with the new packing, which every running task switches its routing to in
+place, so that no key reaches two tasks. The removed tasks then stop. Only they and the added
+ones start or stop. A master that cannot be reached leaves the old way: every container
+restarts. The stored physical plan's version carries on, so the run state (active or
+deactivated) survives the update.
 
-Effectively once, the restart restores the newest complete checkpoint onto the new packing:
-each resized component's state is split over its new tasks by key group (or merged, as its
-``topology.component.state.rescale`` says), and the sources replay from their checkpointed
-positions, so counts stay exact. A component whose state cannot be split is refused here, in
-one line, before anything stops. The first update of a component writes its number of key
-groups into its config (``topology.component.max.parallelism``): its keys' groups never move.
+Effectively once, update restarts every container, and the restart restores the newest complete
+checkpoint onto the new packing: each resized component's state is split over its new tasks by
+key group (or merged, as its ``topology.component.state.rescale`` says), and the sources replay
+from their checkpointed positions, so counts stay exact. A component whose state cannot be split
+is refused here, in one line, before anything stops. The first update of a component writes its
+number of key groups into its config (``topology.component.max.parallelism``): its keys' groups
+never move.
 """
 
 from __future__ import annotations
@@ -32,11 +37,12 @@ from heron_py.cli.words import counted
 from heron_py.common.config import MAX_PARALLELISM, effectively_once
 from heron_py.common.container_layout import TopologyPaths
 from heron_py.common.host import heron_home
+from heron_py.common.wire import ADMIN_RESCALE
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.keygroups import max_parallelism
 from heron_py.planner.logical import validate
-from heron_py.planner.model import TopologyDef
-from heron_py.planner.packing import round_robin
+from heron_py.planner.model import PackingPlan, TopologyDef
+from heron_py.planner.packing import moved_tasks, repack, round_robin
 from heron_py.scheduler.base import Scheduler
 from heron_py.state import StateManager
 
@@ -171,10 +177,11 @@ def update_topology(state: StateManager, sched: Scheduler, name: str, changes: M
         validate(new_topo)
     except TopologyError as e:
         raise SubmitError(f"update: {e}") from None
-    if effectively_once(topo.config):
-        _check_state_splits(state, topo, changes)
-    new_packing = round_robin(new_topo, packing.num_containers)
     summary = ", ".join(f"{c} {topo.component(c).par} -> {n}" for c, n in changes.items())
+    if not effectively_once(topo.config):
+        return _live_update(state, sched, name, topo, new_topo, packing, wait_s, summary)
+    _check_state_splits(state, topo, changes)
+    new_packing = round_robin(new_topo, packing.num_containers)
     version, pids = _snapshot(state, name)
     state.set_topology(new_topo)
     state.set_packing_plan(name, new_packing)
@@ -183,4 +190,56 @@ def update_topology(state: StateManager, sched: Scheduler, name: str, changes: M
     # every task restarts: none may keep its old process
     _wait_restarted(state, name, version, pids, wait_s)
     return (f"{summary} ({counted(len(new_packing.tasks), 'task')} in "
+            f"{counted(new_packing.num_containers, 'container')}, every container restarted)")
+
+
+def _live_update(state: StateManager, sched: Scheduler, name: str, topo: TopologyDef, new_topo: TopologyDef,
+                 packing: PackingPlan, wait_s: float, summary: str) -> str:
+    """At least once and at most once: only the added and removed tasks start and stop; the
+    master switches every other task's routing at a drain point (topology_master/rescale.py).
+    A master that cannot be reached leaves the restart of every container, as before."""
+    from heron_py.cli.admin import AdminError, admin_command
+
+    try:
+        new_packing = repack(packing, new_topo)
+    except TopologyError as e:
+        raise SubmitError(f"update: {e}") from None
+    added, removed = moved_tasks(packing, new_packing)
+    state.set_topology(new_topo)
+    state.set_packing_plan(name, new_packing)
+    try:
+        resp = admin_command(state, name, ADMIN_RESCALE, timeout=min(30.0, wait_s))
+    except AdminError as e:
+        print(f"update: the topology master did not take the live rescale ({e}); restarting every container")
+        version, pids = _snapshot(state, name)
+        _restart(sched, name, list(range(new_packing.num_containers)), new_packing.num_containers, "update")
+        _wait_restarted(state, name, version, pids, wait_s)
+        return (f"{summary} ({counted(len(new_packing.tasks), 'task')} in "
+                f"{counted(new_packing.num_containers, 'container')}, every container restarted)")
+    if not resp.ok:
+        state.set_topology(topo)  # the definition the running topology has, back
+        state.set_packing_plan(name, packing)
+        raise SubmitError(f"update: topology '{name}': {resp.message}")
+    _wait_switched(state, name, new_packing, wait_s)
+    kept = len(new_packing.tasks) - len(added)
+    return (f"{summary} (live: {counted(kept, 'task')} kept running, {len(added)} started, {len(removed)} stopped; "
             f"{counted(new_packing.num_containers, 'container')})")
+
+
+def _wait_switched(state: StateManager, name: str, packing: PackingPlan, wait_s: float) -> None:
+    """Until the master stored a plan with ``packing`` and every task of it is ready."""
+    deadline = time.monotonic() + wait_s
+    want = {str(t.task_id) for t in packing.tasks}
+    missing: list[str] = sorted(want, key=int)
+    switched = False
+    while time.monotonic() < deadline:
+        plan = state.get_physical_plan(name)
+        switched = plan is not None and plan.packing == packing
+        inst = (state.get_execution_state(name) or {}).get("instances", {})
+        missing = sorted((t for t in want if not inst.get(t, {}).get("ready")), key=int)
+        if switched and not missing:
+            return
+        time.sleep(0.1)
+    why = f"tasks not ready yet: {missing}" if switched else "the master has not switched to the new packing"
+    raise SubmitError(f"topology '{name}' did not finish its live rescale within {wait_s:g} s: {why}. "
+                      f"Last log lines:\n{_log_tails(TopologyPaths.of(name))}")

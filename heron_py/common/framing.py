@@ -50,6 +50,9 @@ class MsgType(enum.IntEnum):
     ROLLBACK_REQUEST = 66  # SM -> TM: in-flight data was lost, roll every task back
     ROLLBACK_ANSWER = 67  # TM -> SM: that request was acted on (a restore follows) or moot
     CHECKPOINT_COMMITTED = 68  # TM -> SM -> every local instance: a checkpoint is complete
+    # a live rescale (topology_master/rescale.py)
+    DRAIN_REQUEST = 70  # TM -> SM: say when the local spouts' tuples in flight are done
+    DRAINED = 71  # SM -> TM: they are
     TUPLE_BATCH = 100  # a pickled (rows, values, ids) body, see serialization.py: rows, runs, default-stream values
     ACK_BATCH = 101  # instance -> SM of the root's spout: init/ack/fail records
     ACK_RESULT = 102  # SM -> spout instance: resolved roots

@@ -24,6 +24,9 @@ from proto import heron_py_pb2 as pb
 
 M = TypeVar("M", bound=Message)
 
+# the AdminRequest command of a live rescale (the CLI's update; topology_master/rescaler.py)
+ADMIN_RESCALE = "rescale"
+
 MESSAGES: Mapping[MsgType, type[Message]] = MappingProxyType({
     MsgType.SERVER_HELLO: pb.ServerHello,
     MsgType.CLIENT_HELLO: pb.ClientHello,
@@ -50,6 +53,8 @@ MESSAGES: Mapping[MsgType, type[Message]] = MappingProxyType({
     MsgType.ROLLBACK_REQUEST: pb.RollbackRequest,
     MsgType.ROLLBACK_ANSWER: pb.RollbackAnswer,
     MsgType.CHECKPOINT_COMMITTED: pb.CheckpointCommitted,
+    MsgType.DRAIN_REQUEST: pb.DrainRequest,
+    MsgType.DRAINED: pb.Drained,
 })
 
 # handed on as the whole frame: never parsed here (batches are routed on their header)

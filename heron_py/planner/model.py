@@ -196,10 +196,14 @@ class TaskPlacement:
 
 @dataclass(frozen=True)
 class PackingPlan:
-    """Which task runs in which container. Task ids are dense, starting at 1."""
+    """Which task runs in which container. Task ids start at 1, dense unless a live rescale
+    removed some (packing.repack); a component's ids ascend with its indexes."""
 
     num_containers: int
     tasks: tuple[TaskPlacement, ...]
+    # above every id this topology's tasks ever had (a live rescale's new ids start here, so no
+    # id of a removed task is reused); 0 in a packing never rescaled live: one past the highest
+    id_floor: int = 0
 
     def tasks_of(self, component: str) -> tuple[int, ...]:
         return tuple(sorted(t.task_id for t in self.tasks if t.component == component))
@@ -208,11 +212,15 @@ class PackingPlan:
         return tuple(t for t in self.tasks if t.container == container)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"num_containers": self.num_containers, "tasks": [t.to_dict() for t in self.tasks]}
+        d: dict[str, Any] = {"num_containers": self.num_containers, "tasks": [t.to_dict() for t in self.tasks]}
+        if self.id_floor:
+            d["id_floor"] = self.id_floor
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PackingPlan:
-        return cls(int(d["num_containers"]), tuple(TaskPlacement.from_dict(t) for t in d["tasks"]))
+        return cls(int(d["num_containers"]), tuple(TaskPlacement.from_dict(t) for t in d["tasks"]),
+                   int(d.get("id_floor", 0)))
 
 
 @dataclass(frozen=True)

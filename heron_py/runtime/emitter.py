@@ -29,7 +29,7 @@ from heron_py.common.framing import (
 from heron_py.common.serialization import RUN_LEN, body_rows, dumps_batch, dumps_body, expand_runs, row_count
 from heron_py.planner.grouping import FieldsRouter, Router, check_direct, choose_many, make_router
 from heron_py.planner.keygroups import max_parallelism
-from heron_py.planner.model import GroupingKind, PhysicalPlan
+from heron_py.planner.model import GroupingDef, GroupingKind, PhysicalPlan, StreamDef
 from heron_py.runtime.tracked import ROOTS, AckLog, Edges, Root, add_ids, anchor, ids_of, new_ids
 
 # (field index, field count, routing cache get, choose): what the fast emit closures inline
@@ -121,6 +121,47 @@ class Edge:
     router: Router | None  # None for direct grouping
 
 
+@dataclass(frozen=True)
+class EdgeSpec:
+    """One output edge as a plan gives it: what its router is built from."""
+
+    consumer: str
+    stream: str
+    grouping: GroupingDef
+    targets: tuple[int, ...]  # the consumer's tasks, sorted
+    max_par: int  # the consumer's key groups (0 for a direct edge, which has no router)
+
+
+@dataclass(frozen=True)
+class RouteSpec:
+    """What a task's routes are built from, read off a plan: two plans with equal specs route
+    the task's tuples alike, so a newer plan with the same spec needs no new routers."""
+
+    component: str
+    outputs: tuple[StreamDef, ...]
+    local: frozenset[int]  # the tasks in this task's container (local-or-shuffle prefers them)
+    edges: tuple[EdgeSpec, ...]
+
+
+def route_spec(pplan: PhysicalPlan, task_id: int) -> RouteSpec:
+    """Task ``task_id``'s routes under ``pplan``: each edge in the order the routers are made
+    (the topology's consumers, then their inputs), so that a seeded rng draws as it always did."""
+    me = pplan.task(task_id)
+    topo = pplan.topology
+    packing = pplan.packing
+    edges: list[EdgeSpec] = []
+    for consumer in topo.components:
+        for inp in consumer.inputs:
+            if inp.component != me.component:
+                continue
+            targets = packing.tasks_of(consumer.name)
+            direct = inp.grouping.kind is GroupingKind.DIRECT
+            max_par = 0 if direct else max_parallelism(topo.config, consumer.config, len(targets))
+            edges.append(EdgeSpec(consumer.name, inp.stream, inp.grouping, targets, max_par))
+    local = frozenset(t.task_id for t in packing.tasks if t.container == me.container)
+    return RouteSpec(me.component, topo.component(me.component).outputs, local, tuple(edges))
+
+
 class Emitter:
     def __init__(
         self,
@@ -165,49 +206,65 @@ class Emitter:
         self._flushed = 0
         # emits on streams other than "default" (default = emitted - these), for metrics
         self.emitted_by_stream: dict[str, int] = {}
-        me = pplan.task(task_id)
-        self.component = me.component
-        comp = pplan.topology.component(me.component)
-        self._fields = {s.name: s.fields for s in comp.outputs}
+        # kept for set_plan, which builds the routes again at a rescale: a custom grouping is
+        # loaded and prepared anew for its new targets, as a restarted worker's would be
+        self._custom_loader = custom_loader
+        self._prepare_custom = prepare_custom
+        self._rng = rng or random.Random()
+        self._spec: RouteSpec | None = None
+        self.set_plan(pplan)  # the routes: built where a rescale builds them again
+        # edge ids (tracked.Edges, C), seeded after the routers drew: seeded routing stays as it was
+        self._edge_ids = Edges(self._rng.getrandbits(64))
+        self._edge = self._edge_ids.draw
+
+    def set_plan(self, pplan: PhysicalPlan) -> bool:
+        """The routes under ``pplan``, which must hold this task: ``__init__`` builds them here,
+        and a live rescale's newer plan builds them again when it routes this task's tuples
+        otherwise (a consumer's tasks, or which of them share this task's container). What is
+        pending is flushed first, routed under the old plan. The counters, the ack log, the acks
+        and fails not sent yet and the edge ids carry over; a custom grouping is loaded and
+        prepared anew for its new targets. The closures ``default_stream_emit``,
+        ``anchored_default_emit`` and ``spout_tracked_emit`` made before hold the old routers:
+        the caller makes them again. Returns whether the routes changed (False: nothing done)."""
+        spec = route_spec(pplan, self.task_id)
+        if spec == self._spec:
+            return False
+        self.flush()
+        self._spec = spec
+        self.component = spec.component
+        self._fields = {s.name: s.fields for s in spec.outputs}
         self._nfields = {name: len(f) for name, f in self._fields.items()}
-        local = frozenset(t.task_id for t in pplan.packing.tasks if t.container == me.container)
-        rng = rng or random.Random()
-        self._edges: dict[str, list[Edge]] = {s.name: [] for s in comp.outputs}
-        for consumer in pplan.topology.components:
-            for inp in consumer.inputs:
-                if inp.component != me.component:
-                    continue
-                fields = self._fields.get(inp.stream, ())
-                targets = pplan.packing.tasks_of(consumer.name)
-                g = inp.grouping
-                router: Router | None = None
-                if g.kind is not GroupingKind.DIRECT:
-                    custom = None
-                    if g.kind is GroupingKind.CUSTOM:
-                        assert g.custom is not None
-                        custom = custom_loader(g.custom.data)
-                        prepare_custom(custom, me.component, inp.stream, list(targets))
-                    router = make_router(
-                        g,
-                        target_tasks=targets,
-                        local_tasks=local,
-                        field_indices=tuple(fields.index(f) for f in g.fields),
-                        custom=custom,
-                        rng=rng,
-                        source_task=task_id,
-                        max_par=max_parallelism(pplan.topology.config, consumer.config, len(targets)),
-                    )
-                self._edges.setdefault(inp.stream, []).append(Edge(consumer.name, g.kind, targets, router))
+        edges: dict[str, list[Edge]] = {s.name: [] for s in spec.outputs}
+        for e in spec.edges:
+            g = e.grouping
+            router: Router | None = None
+            if g.kind is not GroupingKind.DIRECT:
+                custom = None
+                if g.kind is GroupingKind.CUSTOM:
+                    assert g.custom is not None
+                    custom = self._custom_loader(g.custom.data)
+                    self._prepare_custom(custom, spec.component, e.stream, list(e.targets))
+                fields = self._fields.get(e.stream, ())
+                router = make_router(
+                    g,
+                    target_tasks=e.targets,
+                    local_tasks=spec.local,
+                    field_indices=tuple(fields.index(f) for f in g.fields),
+                    custom=custom,
+                    rng=self._rng,
+                    source_task=self.task_id,
+                    max_par=e.max_par,
+                )
+            edges.setdefault(e.stream, []).append(Edge(e.consumer, g.kind, e.targets, router))
+        self._edges = edges
         # per stream with direct subscribers, every task a direct emit may name (any of them,
         # whichever component it belongs to: Storm sends the tuple to that task alone)
         self._direct: dict[str, tuple[int, ...]] = {}
-        for stream, edge_list in self._edges.items():
+        for stream, edge_list in edges.items():
             direct = sorted({t for e in edge_list if e.router is None for t in e.targets})
             if direct:
                 self._direct[stream] = tuple(direct)
-        # edge ids (tracked.Edges, C), seeded after the routers drew: seeded routing stays as it was
-        self._edge_ids = Edges(rng.getrandbits(64))
-        self._edge = self._edge_ids.draw
+        return True
 
     # set by the host for a Storm component (multilang, pystorm, streamparse): Storm's rule for
     # an emit whose values do not match its stream's fields; None: heronpy's, which refuses it

@@ -29,7 +29,7 @@ from heron_py.api import global_metrics
 from heron_py.api.serializer import ValueCodec, load_serializer, value_codecs
 from heron_py.api.topology_context import TopologyContext
 from heron_py.api.tuple import HeronTuple, TrackedTuple, TupleHelper
-from heron_py.common.config import TICK, InstanceConfig, ReliabilityConfig, max_frame_bytes
+from heron_py.common.config import TICK, InstanceConfig, ReliabilityConfig, effectively_once, max_frame_bytes
 from heron_py.common.config_codec import restore_config
 from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, RESULT_ACKED, RESULT_RECORD
 from heron_py.common.serialization import RUN_LEN, body_rows, expand_runs, loads_body, loads_user_object, row_count
@@ -212,6 +212,14 @@ class ComponentHost:
         self.poll_s: float | None = None
         self._poll: Callable[[], None] | None = None
         self._ack_many: Callable[[list[Any]], None] | None = None
+        # the user's attributes initialize() bound to the emitter (None: not bound yet)
+        self._bound: tuple[str, ...] | None = None
+        # a live rescale switches the routing in place at least and at most once; effectively
+        # once, it restarts every process (its state is restored from a checkpoint), and a plan
+        # only changes the run state
+        self._live_plans = not effectively_once(topo.config)
+        self._left_at = 0  # the newest plan's version that did not hold this task (0: none yet)
+        self.removed = False  # the newest plan does not hold this task: a rescale removed it
 
     def _new_user(self) -> Any:
         comp = self.plan.topology.component(self.component)
@@ -232,6 +240,7 @@ class ComponentHost:
         self.active = False
         self._new_context()
         self.user = self._new_user()
+        self._bound = None  # the old component's bindings went with it
         self.auto_anchor = bool(getattr(self.user, "auto_anchor", False))
 
     def _new_context(self) -> None:
@@ -261,15 +270,7 @@ class ComponentHost:
         if hooks:
             self.hooks = Hooks(hooks, self.task_id)
             self.hooks.prepare(self.conf, self.context)
-        elif self.tap is None and self.encode is None:
-            if self.reliability is None:
-                _bind_fast_emit(self.user, self.emitter, self.config.specialized_emit)
-            elif self.config.specialized_emit:
-                _bind_tracked_fast_paths(self)
-            # contracts: api/contracts.py BatchEmitSource, TrackedBatchEmitSource
-            if self.is_spout and hasattr(type(self.user), "heron_emit_many"):
-                # an untracked batch in one call (Streamlet sources): nothing needs to see each emit
-                self.user.heron_emit_many = self.emitter.emit_many
+        self._bind_emit_paths()
         # a spout that takes its acks a list at a time (broker spouts: one call per result
         # frame, not per id), when no hook must see each ack
         ack_many = getattr(self.user, "heron_ack_many", None)  # contract: api/contracts.py BatchAckSource
@@ -277,15 +278,62 @@ class ComponentHost:
         if self._ack_many is None and self.is_spout and self.hooks is None and _keeps_noop_ack(self.user):
             self._ack_many = _ignore  # a spout without ack(): no call per acked id
 
+    def _bind_emit_paths(self) -> None:
+        """Binds the user's hot calls straight to the emitter when nothing must see each emit
+        (no hooks, no tap, no serializer), replacing what an earlier call bound: the fast
+        closures hold the routers of the plan they were made under."""
+        user = self.user
+        for name in self._bound or ():
+            delattr(user, name)  # back to the class's method until bound again below
+        bound: list[str] = []
+        if self.hooks is None and self.tap is None and self.encode is None:
+            if self.reliability is None:
+                bound += _bind_fast_emit(user, self.emitter, self.config.specialized_emit)
+            elif self.config.specialized_emit:
+                bound += _bind_tracked_fast_paths(self)
+            # contracts: api/contracts.py BatchEmitSource, TrackedBatchEmitSource
+            if self.is_spout and hasattr(type(user), "heron_emit_many"):
+                # an untracked batch in one call (Streamlet sources): nothing needs to see each emit
+                user.heron_emit_many = self.emitter.emit_many
+                bound.append("heron_emit_many")
+        self._bound = tuple(bound)
+
     def start(self) -> None:
         self._set_active(self.plan.state is TopologyState.RUNNING)
 
     def set_plan(self, plan: PhysicalPlan) -> None:
-        """A newer physical plan: activation changes reach a spout's activate/deactivate."""
-        if plan.version < self.plan.version:
+        """A newer physical plan (an older one is ignored). At least and at most once, a live
+        rescale's plan switches this task in place: its emitter flushes what it holds (routed
+        under the old plan) and routes by the new one, the fast emit paths are bound again,
+        and the user's context answers for the new packing. A plan without this task (the
+        rescale removed it) changes nothing but the activation: a spout is deactivated, and
+        the old plan keeps routing what the task still emits until its executor stops it.
+        Then activation changes reach a spout's activate/deactivate."""
+        if plan.version < max(self.plan.version, self._left_at):
             return
+        if self._live_plans and not has_task(plan, self.task_id):
+            if not self.removed:
+                self.log.info("task %d (%s) is not in physical plan v%d: a rescale removed it; it stops when its "
+                              "container's executor stops it", self.task_id, self.component, plan.version)
+            self.removed = True
+            self._left_at = plan.version
+            self._set_active(False)
+            return
+        if self._live_plans:
+            self.removed = False
+            self._switch(plan)
         self.plan = plan
         self._set_active(plan.state is TopologyState.RUNNING)
+
+    def _switch(self, plan: PhysicalPlan) -> None:
+        """This task's view of the topology and its routes, moved to ``plan`` in place."""
+        old = self.plan
+        if plan.packing != old.packing or plan.topology != old.topology:
+            # the context the user got (and may keep) answers for the new plan, the same object;
+            # first, as a custom grouping's new prepare reads it
+            replan_context(self.context, plan)
+        if self.emitter.set_plan(plan) and self._bound is not None:
+            self._bind_emit_paths()
 
     def _set_active(self, active: bool) -> None:
         self.active = active
@@ -444,6 +492,13 @@ class BoltHost(ComponentHost):
         self._batch: Callable[[list[Any]], tuple[list[Any], int]] | None = None
         self._batch_stream = "default"
         self.tick_s: float | None = None
+
+    def set_plan(self, plan: PhysicalPlan) -> None:
+        super().set_plan(plan)
+        if self.plan is plan:
+            # the tasks a rescale added are named as sources too; a removed task's id stays (an
+            # id is never reused), so a batch it sent before it stopped still names its component
+            self._task_component.update((t.task_id, t.component) for t in plan.packing.tasks)
 
     def initialize(self) -> None:
         super().initialize()
@@ -650,6 +705,18 @@ def _timed(process: Callable[[HeronTuple], None], hooks: Hooks) -> Callable[[Her
     return run
 
 
+def has_task(plan: PhysicalPlan, task_id: int) -> bool:
+    """Whether ``plan``'s packing holds ``task_id`` (a live rescale adds and removes tasks)."""
+    return any(t.task_id == task_id for t in plan.packing.tasks)
+
+
+def replan_context(context: TopologyContext, plan: PhysicalPlan) -> None:
+    """``context`` (the object the user's initialize got) moved to ``plan``'s topology and
+    packing in place, with its task maps derived as its constructor derives them; what the user
+    registered on it (metrics, task hooks) stays."""
+    context.set_plan(plan.topology, plan.packing)
+
+
 def make_host(plan: PhysicalPlan, task_id: int, sink: Sink, options: HostOptions = HostOptions()) -> ComponentHost:
     """A SpoutHost or a BoltHost for ``task_id``; the user's classes must be importable."""
     kind = plan.topology.component(plan.task(task_id).component).kind
@@ -667,10 +734,10 @@ def jsonl_observer(task_id: int, out: Any) -> Observer:
     return write
 
 
-def _bind_fast_emit(user: Any, emitter: Emitter, specialize: bool = True) -> None:
+def _bind_fast_emit(user: Any, emitter: Emitter, specialize: bool = True) -> list[str]:
     """At most once, an emit needs no delegate: bind heronpy's ``emit`` signature straight to
     the emitter on this instance (one Python call per emit instead of three). Only when the
-    user's class keeps the API's own ``emit``."""
+    user's class keeps the API's own ``emit``. Returns the attributes it set."""
     from heron_py.api.bolt.bolt import Bolt
     from heron_py.api.spout.spout import Spout
 
@@ -681,24 +748,28 @@ def _bind_fast_emit(user: Any, emitter: Emitter, specialize: bool = True) -> Non
             return em(tup, stream, direct_task, need_task_ids)
 
         user.emit = spout_emit  # type: ignore[method-assign]
-    elif isinstance(user, Bolt) and type(user).emit is Bolt.emit:
+        return ["emit"]
+    if isinstance(user, Bolt) and type(user).emit is Bolt.emit:
         fast = emitter.default_stream_emit() if specialize else None
         if fast is not None:
             user.emit = fast  # type: ignore[method-assign]
-            return
+            return ["emit"]
 
         def bolt_emit(tup: Sequence[Any], stream: str = "default", anchors: Any = None,
                       direct_task: int | None = None, need_task_ids: bool = False) -> list[int] | None:
             return em(tup, stream, direct_task, need_task_ids)
 
         user.emit = bolt_emit  # type: ignore[method-assign]
+        return ["emit"]
+    return []
 
 
-def _bind_tracked_fast_paths(host: ComponentHost) -> None:
+def _bind_tracked_fast_paths(host: ComponentHost) -> list[str]:
     """At least once, without hooks, tap or serializer: the hot calls bound straight to the
     emitter on this instance, each falling back to the delegate for what it does not cover.
     A spout's emit with a message id skips two calls; a bolt's emit anchored to one input
-    and its ack skip three each. Only when the user's class keeps the API's own methods."""
+    and its ack skip three each. Only when the user's class keeps the API's own methods.
+    Returns the attributes it set."""
     from heron_py.api.bolt.bolt import Bolt
     from heron_py.api.spout.spout import Spout
 
@@ -706,8 +777,9 @@ def _bind_tracked_fast_paths(host: ComponentHost) -> None:
     assert rel is not None
     delegate = user.delegate
     if isinstance(user, Spout) and type(user).emit is Spout.emit:
-        _bind_spout_fast_paths(user, emitter, rel)
-    elif isinstance(user, Bolt):
+        return _bind_spout_fast_paths(user, emitter, rel)
+    bound: list[str] = []
+    if isinstance(user, Bolt):
         if type(user).emit is Bolt.emit:
             def slow(tup: Sequence[Any], stream: str, anchors: Any, direct_task: int | None,
                      need_task_ids: bool) -> list[int] | None:
@@ -717,17 +789,20 @@ def _bind_tracked_fast_paths(host: ComponentHost) -> None:
             fast = emitter.anchored_default_emit(slow)
             if fast is not None:
                 user.emit = fast  # type: ignore[method-assign]
+                bound.append("emit")
         if type(user).ack is Bolt.ack:
             # the process latency of 1 ack in ``every``, the first included (Storm samples its
             # stats at topology.stats.sample.rate): the clock read was most of an ack's cost
             ack = BoltAck(emitter.ack_log, host.metrics, host.config.latency_sample_every, delegate.ack,
                           TrackedTuple, time.time).ack
             user.ack = ack  # type: ignore[method-assign]
+            bound.append("ack")
+    return bound
 
 
-def _bind_spout_fast_paths(user: Any, emitter: Emitter, rel: Reliability) -> None:
+def _bind_spout_fast_paths(user: Any, emitter: Emitter, rel: Reliability) -> list[str]:
     """A spout's emit with a message id, two calls fewer; and its batch emit when it declares
-    ``heron_emit_tracked_many``."""
+    ``heron_emit_tracked_many``. Returns the attributes it set."""
     em, emit_root, new_root, emitted = emitter.emit, emitter.emit_root, rel.draw_root, rel.emitted
 
     def spout_emit(tup: Sequence[Any], tup_id: Any = None, stream: str = "default",
@@ -740,13 +815,14 @@ def _bind_spout_fast_paths(user: Any, emitter: Emitter, rel: Reliability) -> Non
         return sent
 
     user.emit = emitter.spout_tracked_emit(spout_emit, new_root, emitted) or spout_emit
-    if hasattr(type(user), "heron_emit_tracked_many"):
-        emit_root_many, emitted_many = emitter.emit_root_many, rel.emitted_many
+    if not hasattr(type(user), "heron_emit_tracked_many"):
+        return ["emit"]
+    emit_root_many, emitted_many = emitter.emit_root_many, rel.emitted_many
 
-        def emit_tracked_many(rows: Sequence[Sequence[Any]], tup_ids: Sequence[Any],
-                              stream: str = "default") -> None:
-            # each row with the message id of the same index: emit(row, tup_id=...) per row
-            roots = [new_root() for _ in tup_ids]
-            emitted_many(roots, tup_ids, emit_root_many(rows, stream, roots))
+    def emit_tracked_many(rows: Sequence[Sequence[Any]], tup_ids: Sequence[Any], stream: str = "default") -> None:
+        # each row with the message id of the same index: emit(row, tup_id=...) per row
+        roots = [new_root() for _ in tup_ids]
+        emitted_many(roots, tup_ids, emit_root_many(rows, stream, roots))
 
-        user.heron_emit_tracked_many = emit_tracked_many
+    user.heron_emit_tracked_many = emit_tracked_many
+    return ["emit", "heron_emit_tracked_many"]

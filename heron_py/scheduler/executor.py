@@ -13,6 +13,13 @@ executor's own ``executor-K.log``) at ``heron.logging.maximum.size.mb``, keeping
 ``heron.logging.maximum.files`` old ones, by copy-then-truncate (the children hold them open).
 At its start it sweeps the temporary files a crash left (``atomic.sweep_temp_files``) in the
 container's folder and the topology's checkpoint folder.
+
+A live rescale (``heron-py update`` without a restart) changes the tasks of a running container:
+every ``reconcile_every_s`` the executor reads the stored packing plan and physical plan (off the
+supervision loop: a ZooKeeper read may block for its retry deadline) and starts the tasks this
+container gains, and stops (SIGTERM, then SIGKILL after a grace, without waiting on the loop) the
+ones it loses, as ``task_changes`` decides; its daemons and the tasks it keeps run on untouched.
+Not for an effectively-once topology, whose update restarts every container.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -42,12 +49,15 @@ from heron_py.common.config import (
     LinkConfig,
     LogCaps,
     StatefulConfig,
+    effectively_once,
 )
 from heron_py.common.container_layout import CONTAINER_ENV, TopologyPaths
 from heron_py.common.daemon import setup_logging
+from heron_py.common.guard import RateLimitedLog
 from heron_py.common.logrotate import CHECK_EVERY_S, logs_in, open_log, rotate_logs
 from heron_py.common.package import PackageError, unpack
 from heron_py.common.process import StopSignals
+from heron_py.planner.model import PackingPlan, TaskPlacement, TopologyDef
 from heron_py.scheduler.forked import ForkedProcess, Zygote, ZygoteError, reap_orphans
 from heron_py.scheduler.hosts import HostError, resolve_host
 from heron_py.scheduler.zygote import ROOM, ROOM_FLAG, become_subreaper, set_cmdline
@@ -61,6 +71,13 @@ STABLE_S = 30.0
 STANDBY_KEY = "topology.tmanager.standby"
 # the stop's second wave: the daemons, once the tasks are gone, have nothing left to wait for
 DAEMONS_GRACE_S = 2.0
+# how often the executor reads the plans to follow a live rescale
+RECONCILE_EVERY_S = 0.5
+# a task a rescale removes: from its SIGTERM to its SIGKILL (its drain,
+# heron_py.instance.shutdown.drain.secs, is 3 s by default, then its last metrics report)
+TASK_STOP_GRACE_S = 5.0
+# a state manager that cannot be read: one line per this long, not one per read
+STATE_ERROR_LOG_EVERY_S = 60.0
 
 
 @dataclass
@@ -77,6 +94,277 @@ class Child:
     alive_file: Path | None = None  # touched every second by the child (heron_py/common/alive.py)
     started_wall: float = 0.0  # time.time() at its start: the alive file's mtime is wall-clock
     task: bool = False  # an instance (one task); else a daemon (master, stream or metrics manager)
+    task_id: int | None = None  # an instance's task, which a rescale may start or stop
+
+
+@dataclass(frozen=True)
+class TaskChanges:
+    start: tuple[TaskPlacement, ...]  # by task id
+    stop: tuple[int, ...]  # task ids, ascending
+
+
+def task_changes(container: int, packing: PackingPlan, applied: PackingPlan | None,
+                 running: Collection[int]) -> TaskChanges:
+    """The tasks this container starts and stops (pure), given the stored packing plan, the
+    packing of the stored physical plan (``applied``; None: none stored yet) and the tasks it
+    runs. It runs the union of both plans' tasks in it: a task starts as soon as the packing
+    stages it, so it is connected to its stream manager before the master switches to the plan
+    that routes to it; a removed task runs until the applied plan drops it, so it finishes
+    (acks, drains) what it holds."""
+    wanted = {t.task_id: t for t in applied.tasks_in(container)} if applied is not None else {}
+    wanted.update((t.task_id, t) for t in packing.tasks_in(container))  # the newer placement
+    have = set(running)
+    return TaskChanges(start=tuple(wanted[i] for i in sorted(wanted.keys() - have)),
+                       stop=tuple(sorted(have - wanted.keys())))
+
+
+@dataclass(frozen=True)
+class PlanRead:
+    """What one read of the state manager found for a reconcile."""
+
+    packing: PackingPlan | None  # None: no topology (being killed): nothing changes
+    applied: PackingPlan | None  # the stored physical plan's packing
+    # read (signature checked) only when a task must start; None: not read (a read with tasks to
+    # start fails without it)
+    topology: TopologyDef | None
+
+
+class BackgroundRead:
+    """One read at a time on a thread of its own, its outcome taken by the supervision loop: a
+    ZooKeeper read blocks up to its retry deadline (30 s), and the loop must go on restarting
+    and probing the children meanwhile."""
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._outcome: PlanRead | Exception | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self._thread is not None
+
+    def start(self, read: Callable[[], PlanRead]) -> None:
+        def run() -> None:
+            try:
+                self._outcome = read()
+            except Exception as e:  # any failure must reach the loop's log, and free the next read
+                self._outcome = e
+
+        self._thread = threading.Thread(target=run, name="plan-read", daemon=True)
+        self._thread.start()
+
+    def take(self) -> PlanRead | Exception | None:
+        """The finished read's outcome (once), else None."""
+        if self._thread is None or self._thread.is_alive():
+            return None
+        self._thread.join()
+        self._thread = None
+        outcome, self._outcome = self._outcome, None
+        return outcome
+
+
+@dataclass
+class Ending:
+    """A task a rescale removed, sent SIGTERM: polled until it exits; SIGKILL at ``kill_at``."""
+
+    child: Child
+    proc: subprocess.Popen[bytes] | ForkedProcess  # child.proc, which is set
+    kill_at: float
+    killed: bool = False
+
+
+@dataclass(frozen=True)
+class TaskCommand:
+    """An instance's command line but for its component's config: the container's, as prepare()
+    read it. A rescale keeps it for the tasks it adds: the container's daemons, whose links the
+    tasks share, run on with theirs."""
+
+    python: str
+    common: tuple[str, ...]  # the topology and its secret file
+    port_file: Path  # the stream manager's
+    package_dir: Path
+    host: str
+    ckpt_root: Path
+    container: int
+    link_args: tuple[str, ...]  # LinkConfig.args
+    logs: Path
+
+    def child(self, t: TaskPlacement, topology: TopologyDef) -> Child:
+        """Task ``t``'s instance, its queues from its component's config in ``topology``. Raises
+        KeyError (no such component) and ConfigError."""
+        comp = topology.component(t.component)
+        icfg = InstanceConfig.from_config({**topology.config, **comp.config})
+        return Child(
+            f"{t.component}-{t.task_id}",
+            [self.python, "-m", "instance", *self.common, "--task-id", str(t.task_id), "--component", t.component,
+             "--sm-port-file", str(self.port_file), "--package-dir", str(self.package_dir),
+             "--in-queue-batches", str(icfg.in_queue_batches), "--in-queue-bytes", str(icfg.in_queue_bytes),
+             "--out-queue-batches", str(icfg.out_queue_batches), "--out-queue-bytes", str(icfg.out_queue_bytes),
+             "--metrics-interval", str(icfg.metrics_interval_s), "--sm-host", self.host,
+             "--checkpoint-root", str(self.ckpt_root), "--container", str(self.container), *self.link_args,
+             *([] if icfg.unix_socket else ["--tcp"])],
+            self.logs / f"{t.component}-{t.task_id}.log", task=True, task_id=t.task_id)
+
+
+class TaskRescaler:
+    """A container's tasks following the stored plans (a live rescale), for its executor: reads
+    the plans (on a thread from the loop, BackgroundRead), starts the tasks ``task_changes`` adds
+    and stops, without waiting, the ones it removes (SIGTERM now, SIGKILL at the grace on the
+    executor's clock, polled by the loop). A state manager that cannot be read costs one line a
+    minute; the next read tries again."""
+
+    def __init__(self, ex: Executor, secret: bytes, command: TaskCommand, *, every_s: float,
+                 grace_s: float) -> None:
+        self.ex = ex
+        self.secret = secret  # the topology document's signature is checked under it
+        self.command = command
+        self.every_s = every_s
+        self.grace_s = grace_s
+        self.read = BackgroundRead()
+        self.ending: list[Ending] = []  # tasks it stopped, until they exit
+        self._next_read = 0.0
+        self._warn = RateLimitedLog(ex.log, interval_s=STATE_ERROR_LOG_EVERY_S, burst=1, clock=ex.clock)
+        self._failures = 0
+
+    def running(self) -> set[int]:
+        return {c.task_id for c in self.ex.children if c.task_id is not None}
+
+    def read_plans(self, running: Collection[int]) -> PlanRead:
+        """The plans (and, when ``running`` lacks a task of theirs, the topology, its signature
+        checked). Blocks on ZooKeeper; raises StateManagerError."""
+        state, name = self.ex.state, self.ex.topology
+        packing = state.get_packing_plan(name)
+        pplan = state.get_physical_plan(name)
+        applied = None if pplan is None else pplan.packing
+        topology = None
+        if packing is not None and task_changes(self.ex.container, packing, applied, running).start:
+            topology = state.get_topology(name, self.secret)
+            if topology is None:
+                raise StateManagerError(f"topology '{name}': expected its topology document beside its packing "
+                                        f"plan, found none")
+        return PlanRead(packing, applied, topology)
+
+    def reconcile(self) -> None:
+        """Reads the plans here (blocking) and applies them."""
+        if self.ex.stopping:
+            return
+        try:
+            outcome: PlanRead | Exception = self.read_plans(self.running())
+        except StateManagerError as e:
+            outcome = e
+        self._settle(outcome)
+
+    def poll(self, now: float) -> None:
+        """The supervision loop's turn: the stopping tasks checked, a finished read applied, the
+        next read started when due."""
+        self._poll_ending(now)
+        if self.ex.stopping:
+            return
+        outcome = self.read.take()
+        if outcome is not None:
+            self._settle(outcome)
+        if now >= self._next_read and not self.read.busy:
+            self._next_read = now + self.every_s
+            running = self.running()  # only a settle changes it, and one read is out at a time
+            self.read.start(lambda: self.read_plans(running))
+
+    def _settle(self, outcome: PlanRead | Exception) -> None:
+        ex = self.ex
+        if ex.stopping:
+            return
+        if isinstance(outcome, Exception):
+            self._failures += 1
+            why = str(outcome) if isinstance(outcome, StateManagerError) else f"{type(outcome).__name__}: {outcome}"
+            self._warn.warning("executor %d: cannot read the plans of topology '%s' from the state manager (%s) "
+                               "to follow a rescale: %s; trying again every %g s", ex.container, ex.topology,
+                               ex.state_config.describe(), why, self.every_s, kind="plan-read")
+            return
+        if self._failures:
+            ex.log.info("executor %d: read the plans of topology '%s' again after %d failed reads", ex.container,
+                        ex.topology, self._failures)
+            self._failures = 0
+        if outcome.packing is None:
+            return  # the topology's documents are gone: a kill, which stops the container itself
+        changes = task_changes(ex.container, outcome.packing, outcome.applied, self.running())
+        for task_id in changes.stop:
+            self._stop_task(task_id)
+        started = [c for t in changes.start if (c := self._new_child(t, outcome.topology)) is not None]
+        for child in started:
+            ex.log.info("rescale: task %s is new in container %d's plans; starting it", child.name, ex.container)
+            ex.children.append(child)
+            ex._spawn(child)
+        if changes.stop or started:
+            ex._write_restarts()
+
+    def _new_child(self, t: TaskPlacement, topology: TopologyDef | None) -> Child | None:
+        if topology is None:
+            return None  # read for other running tasks (the next read has it): nothing to say
+        where = f"executor {self.ex.container}: cannot start task {t.component}-{t.task_id} of topology " \
+                f"'{self.ex.topology}'"
+        try:
+            return self.command.child(t, topology)
+        except KeyError:
+            self._warn.warning("%s: expected component '%s' in the stored topology, found only %s", where,
+                               t.component, ", ".join(c.name for c in topology.components), kind="task-start")
+        except ConfigError as e:
+            self._warn.warning("%s: %s", where, e, kind="task-start")
+        return None
+
+    def _stop_task(self, task_id: int) -> None:
+        """Takes the task out of supervision and sends it SIGTERM (SIGCONT too: a stopped process
+        handles it only once continued); _poll_ending sees it exit, or kills it at the grace."""
+        ex = self.ex
+        child = next(c for c in ex.children if c.task_id == task_id)
+        ex.children.remove(child)
+        proc = child.proc
+        if proc is None or proc.poll() is not None:
+            ex.log.info("rescale: task %s left container %d's plans; it was not running", child.name, ex.container)
+            _close_ended(child)
+            return
+        ex.log.info("rescale: task %s left container %d's plans; stopping it (pid %d): SIGTERM, SIGKILL after %g s",
+                    child.name, ex.container, proc.pid, self.grace_s)
+        try:
+            proc.terminate()
+            os.kill(proc.pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+        self.ending.append(Ending(child, proc, ex.clock() + self.grace_s))
+
+    def _poll_ending(self, now: float) -> None:
+        for e in list(self.ending):
+            if e.proc.poll() is not None:
+                self.ending.remove(e)
+                _close_ended(e.child)
+            elif now >= e.kill_at and not e.killed:
+                self.ex.log.warning("rescale: task %s (pid %d) did not exit within %g s of its SIGTERM; sent "
+                                    "SIGKILL", e.child.name, e.proc.pid, self.grace_s)
+                try:
+                    e.proc.kill()
+                except ProcessLookupError:
+                    pass
+                e.killed = True
+
+
+def _close_ended(child: Child) -> None:
+    if child.log_file is not None:
+        child.log_file.close()
+        child.log_file = None
+    if child.alive_file is not None:
+        child.alive_file.unlink(missing_ok=True)
+
+
+def sweep_container_temp_files(workdir: Path, checkpoints: Path | None, now: float, log: logging.Logger) -> None:
+    """The leftovers of writes a crash interrupted, in the folders a container writes: its own
+    (its files are at the top; package/ is the user's) and the topology's checkpoints
+    (TOPOLOGY/ID/TASK; None: they are in Redis, which leaves no files here). The local state
+    store sweeps its own when it opens."""
+    targets = [SweepTarget(workdir, depth=1)]
+    if checkpoints is not None:
+        targets.append(SweepTarget(checkpoints, depth=2))
+    removed, errors = sweep_temp_files(targets, now)
+    for path in removed:
+        log.info("removed %s, a temporary file left by an interrupted write", path)
+    for line in errors:
+        log.warning("%s", line)
 
 
 def stop_waves(children: list[Child]) -> tuple[list[Child], list[Child]]:
@@ -108,7 +396,8 @@ class Executor:
                  clock: Callable[[], float] = time.monotonic, state_config: StateConfig | None = None,
                  host: str = "127.0.0.1", zygote: Zygote | None = None,
                  wall: Callable[[], float] = time.time, liveness_timeout_s: float | None = None,
-                 log_check_s: float = CHECK_EVERY_S) -> None:
+                 log_check_s: float = CHECK_EVERY_S, reconcile_every_s: float = RECONCILE_EVERY_S,
+                 task_stop_grace_s: float = TASK_STOP_GRACE_S) -> None:
         self.topology = topology
         self.host = host  # what the container's daemons bind and advertise
         self.container = container
@@ -132,6 +421,10 @@ class Executor:
         self.log_caps = LogCaps()  # the topology's, read in prepare()
         self.log_check_s = log_check_s
         self._next_log_check = 0.0
+        self.reconcile_every_s = reconcile_every_s
+        self.task_stop_grace_s = task_stop_grace_s
+        # made by prepare(), which reads what it needs; none for an effectively-once topology
+        self.rescaler: TaskRescaler | None = None
 
     def prepare(self) -> None:
         layout = self.paths.layout(self.container)
@@ -183,7 +476,8 @@ class Executor:
             ckpt_root = checkpoint_root(self.paths.home, (stateful := StatefulConfig.from_config(topology.config)).root)
         except ConfigError as e:
             raise SystemExit(f"executor {self.container}: topology '{self.topology}': {e}") from None
-        self._sweep_temp_files(workdir, None if stateful.storage == "redis" else ckpt_root / self.topology)
+        sweep_container_temp_files(workdir, None if stateful.storage == "redis" else ckpt_root / self.topology,
+                                   self.wall(), self.log)
         self.fork_server = bool(FORK_SERVER.parse(topology.config))
         if not self.fork_server and self.zygote is not None:
             self.zygote.stop()
@@ -204,33 +498,15 @@ class Executor:
         self.children.append(Child("stmgr", [py, "-m", "stream_manager", *common, *home, *daemon, *stateargs,
                                              "--container", str(self.container),
                                              "--port-file", str(self.port_file)], logs / "stmgr.log"))
+        command = TaskCommand(py, tuple(common), self.port_file, self.package_dir, self.host, ckpt_root, self.container,
+                              tuple(link_args), logs)
         for t in packing.tasks_in(self.container):
-            comp = topology.component(t.component)
-            icfg = InstanceConfig.from_config({**topology.config, **comp.config})
-            self.children.append(Child(
-                f"{t.component}-{t.task_id}",
-                [py, "-m", "instance", *common, "--task-id", str(t.task_id), "--component", t.component,
-                 "--sm-port-file", str(self.port_file), "--package-dir", str(self.package_dir),
-                 "--in-queue-batches", str(icfg.in_queue_batches), "--in-queue-bytes", str(icfg.in_queue_bytes),
-                 "--out-queue-batches", str(icfg.out_queue_batches), "--out-queue-bytes", str(icfg.out_queue_bytes),
-                 "--metrics-interval", str(icfg.metrics_interval_s), "--sm-host", self.host,
-                 "--checkpoint-root", str(ckpt_root), "--container", str(self.container), *link_args,
-                 *([] if icfg.unix_socket else ["--tcp"])],
-                logs / f"{t.component}-{t.task_id}.log", task=True))
-
-    def _sweep_temp_files(self, workdir: Path, checkpoints: Path | None) -> None:
-        """The leftovers of writes a crash interrupted, in the folders this container writes: its
-        own (its files are at the top; package/ is the user's) and the topology's checkpoints
-        (TOPOLOGY/ID/TASK; None: they are in Redis, which leaves no files here). The local state
-        store sweeps its own when it opens."""
-        targets = [SweepTarget(workdir, depth=1)]
-        if checkpoints is not None:
-            targets.append(SweepTarget(checkpoints, depth=2))
-        removed, errors = sweep_temp_files(targets, self.wall())
-        for path in removed:
-            self.log.info("removed %s, a temporary file left by an interrupted write", path)
-        for line in errors:
-            self.log.warning("%s", line)
+            self.children.append(command.child(t, topology))
+        # an effectively-once update restarts every container with a packing made anew, which may
+        # move a task id to another container: followed live, that task would run twice meanwhile
+        if not effectively_once(topology.config):
+            self.rescaler = TaskRescaler(self, secret, command, every_s=self.reconcile_every_s,
+                                         grace_s=self.task_stop_grace_s)
 
     def log_files(self) -> list[Path]:
         """The logs the executor caps: its container's (the children's, the fork server's) and
@@ -355,13 +631,24 @@ class Executor:
                 self._spawn(c)
             elif c.proc is not None:
                 self._probe(c)
+        if self.rescaler is not None:
+            self.rescaler.poll(now)
         known = {c.proc.pid for c in self.children if c.proc is not None}
+        if self.rescaler is not None:  # the tasks it stops are reaped by its poll, which reads their exit
+            known.update(e.proc.pid for e in self.rescaler.ending)
         if self.zygote is not None:
             self.zygote.proc.poll()  # a dead zygote is reaped here, and replaced on next need
             known.add(self.zygote.proc.pid)
         for pid in reap_orphans(known):
             self.log.info("reaped pid %d, an orphan of this container's processes", pid)
         self.rotate_logs_if_due(now)
+
+    def reconcile(self) -> None:
+        """Reads the plans (blocking) and starts and stops this container's tasks to follow them (a
+        live rescale): TaskRescaler.reconcile. Nothing before prepare(), once stopping, or for an
+        effectively-once topology."""
+        if self.rescaler is not None:
+            self.rescaler.reconcile()
 
     def _probe(self, c: Child) -> None:
         """The liveness probe: a child silent past the timeout is killed (SIGKILL ends a stopped
@@ -392,11 +679,16 @@ class Executor:
         the order of stop_waves: within ``kill``'s 10 s wait for the executor."""
         self.stopping = True
         tasks, daemons = stop_waves(self.children)
+        # the tasks a rescale is stopping end with the others (a second SIGTERM only sets the
+        # same flag again)
+        if self.rescaler is not None:
+            tasks += [e.child for e in self.rescaler.ending]
+            self.rescaler.ending = []
         for wave, grace in ((tasks, grace_s), (daemons, daemons_grace_s)):
             procs = [c.proc for c in wave if c.proc is not None]
             self.log.info("stopping %s", ", ".join(c.name for c in wave if c.proc is not None) or "nothing")
             _terminate_all(procs, grace)
-        for c in self.children:
+        for c in tasks + daemons:
             if c.log_file is not None:
                 c.log_file.close()
         if self.zygote is not None:

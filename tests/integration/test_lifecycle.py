@@ -4,6 +4,7 @@ import math
 import time
 from collections import Counter, defaultdict
 
+import psutil
 import pytest
 import wc_common
 
@@ -33,19 +34,24 @@ def _start(home, name):
 
 
 def test_update_parallelism_keeps_exact_counts(heron_home):
+    """A live rescale: the added task starts, every other process keeps running, and routing
+    switches at a drain point, so each word after the update is counted once by one task."""
     name = "pwc_update"
     _start(heron_home, name)
     state = LocalFsStateManager(heron_home)
     epoch = float(state.get_topology(name).component("sentence").config["wc.epoch"])
+    pids = {t: i["pid"] for t, i in state.get_execution_state(name)["instances"].items()}
 
     proc = _cli(heron_home, "update", "local", name, "--component-parallelism", "split:3")
     assert proc.returncode == 0, proc.stderr
     done = time.time()
-    assert proc.stdout == (f"topology '{name}' updated: split 2 -> 3 (6 tasks in 2 containers); "
-                           "every task is running again\n")
+    assert proc.stdout == (f"topology '{name}' updated: split 2 -> 3 (live: 5 tasks kept running, 1 started, "
+                           "0 stopped; 2 containers); every task is running again\n")
     es = state.get_execution_state(name)
     assert sorted(i["component"] for i in es["instances"].values()) == [
         "count", "count", "sentence", "split", "split", "split"]
+    assert {t: es["instances"][t]["pid"] for t in pids} == pids  # no process of the old plan restarted
+    assert set(es["instances"]) - set(pids) == {"6"}  # the new task: a new id
 
     # the sentences due after the update completed: every word counted exactly once, each word
     # by one count task only (fields grouping agrees across all senders)
@@ -66,6 +72,19 @@ def test_update_parallelism_keeps_exact_counts(heron_home):
     assert all(len(t) == 1 for t in tasks_of_word.values())
     split_tasks = {t for t, i in es["instances"].items() if i["component"] == "split"}
     assert {str(r["source_task"]) for r in rows} == split_tasks  # all three split tasks worked
+
+    # and back: the removed task's process stops, the others keep theirs
+    proc = _cli(heron_home, "update", "local", name, "--component-parallelism", "split:2")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == (f"topology '{name}' updated: split 3 -> 2 (live: 5 tasks kept running, 0 started, "
+                           "1 stopped; 2 containers); every task is running again\n")
+    removed = es["instances"]["6"]["pid"]
+    _wait(lambda: not psutil.pid_exists(removed) or psutil.Process(removed).status() == psutil.STATUS_ZOMBIE, 20,
+          "the removed task's process to stop")
+    after = state.get_execution_state(name)["instances"]
+    assert {t: after[t]["pid"] for t in pids} == pids
+    n = len(_rows(heron_home, name))
+    _wait(lambda: len(_rows(heron_home, name)) > n + 300, 30, "output after the second update")
 
 
 def test_restart_one_container_and_errors(heron_home):

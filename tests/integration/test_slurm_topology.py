@@ -228,13 +228,16 @@ def test_word_count_on_three_slurm_nodes(slurm_cluster, tmp_path, tls):
             after = {p["container"]: p for p in _status(cluster, home, run.name)["placement"]}
             assert after[2]["handle"] != old_job and after[2]["state"] == "running"
             assert after[0]["handle"] == placement[0]["handle"]
-            # update repacks and relaunches every container
+            # update rescales live: the added task starts in its job, every job keeps running
+            jobs = {p["container"]: p["handle"] for p in _status(cluster, home, run.name)["placement"]}
             u = _cli(cluster, home, "update", "slurm", run.name, "--component-parallelism", "split:3", "--wait", "90",
                      timeout=180)
             assert u.returncode == 0, u.stderr
-            assert u.stdout.startswith(f"topology '{run.name}' updated: split 2 -> 3 (6 tasks in 3 containers)")
+            assert u.stdout.startswith(f"topology '{run.name}' updated: split 2 -> 3 (live: 5 tasks kept running, "
+                                       f"1 started, 0 stopped; 3 containers)")
             doc2 = _status(cluster, home, run.name)
             assert sorted(i["component"] for i in doc2["instances"].values()).count("split") == 3
+            assert {p["container"]: p["handle"] for p in doc2["placement"]} == jobs  # no job relaunched
             assert all(p["state"] == "running" for p in doc2["placement"])
             # heron-py logs reads every container's logs from the shared home, the jobs' own output too
             lg = _cli(cluster, home, "logs", "slurm", run.name)

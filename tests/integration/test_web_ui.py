@@ -23,6 +23,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from heron_py.cli.autoscale_log import LOG_FILE, AutoscaleLog
+from heron_py.common.config import LogCaps
 from heron_py.common.container_layout import TopologyPaths
 from heron_py.testing import run_local
 from tests.conftest import EXAMPLES
@@ -173,6 +175,25 @@ async def _session(chromium: str, tmp_path: Path, home: Path, page: str) -> None
                             "document.getElementById('log-text').textContent", 20, "the log of task 1")
         assert "sentence" in text, text[-2000:]
         await b.screenshot(tmp_path / "2-log.png")
+
+        # the health manager's panel: none ran yet; then a step written into its record shows
+        assert await b.eval("document.getElementById('health-none').textContent") == \
+            "not running (heron-py autoscale has written no step)"
+        assert await b.eval("document.getElementById('health-none').hidden") is False
+        why = "cooldown: 30 s left of 60 s after the action at 0"
+        step = {"time": time.time(), "decision": "none", "window_secs": 30.0, "throughput": float(RATE),
+                "parallelism": {"count": 1, "sentence": 1, "split": 1}, "state": "settling", "sizing": [],
+                "diagnoses": [{"kind": "under-provisioned", "component": "count", "task": None, "container": None,
+                               "explanation": "count is under-provisioned: its tasks were busy 100% of the window"}],
+                "action": {"kind": "none", "why": why}, "outcome": None, "skipped": []}
+        AutoscaleLog(TopologyPaths.of(NAME, home).logs / LOG_FILE, LogCaps()).append(step)
+        await b.wait("document.querySelectorAll('#health-steps tbody tr').length === 1", 10, "the step on the page")
+        assert await b.eval("document.getElementById('health-none').hidden") is True
+        assert await b.eval("document.querySelector('#health-steps td[data-col=\"action\"] .why').textContent") == why
+        assert await b.eval("document.querySelector('#health-steps td[data-col=\"diagnoses\"]').textContent") == \
+            "count: under-provisioned"
+        assert await b.eval("document.querySelector('#health-steps td[data-col=\"running\"]').textContent") == \
+            "sentence 1, split 1, count 1"
 
         # deactivate, with its confirmation; then activate
         for action, expected in (("deactivate", "PAUSED"), ("activate", "RUNNING")):

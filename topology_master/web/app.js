@@ -410,15 +410,92 @@ function fillExceptions(exc) {
   }
 }
 
+// ---- the health manager (heron-py autoscale): its last steps, as its record holds them ----
+const HEALTH_STEPS = 20;
+
+// a step's diagnoses by component: [[component, [[label, kind, explanation], ...]], ...]
+function diagnosesByComponent(diagnoses) {
+  const by = {};
+  for (const d of diagnoses) {
+    const task = d.task === null || d.task === undefined ? "" : ` (task ${d.task})`;
+    (by[d.component] = by[d.component] || []).push([d.kind + task, d.kind, d.explanation || ""]);
+  }
+  return Object.entries(by);
+}
+
+function diagnosesCell(diagnoses) {
+  const box = html("span");
+  const byComponent = diagnosesByComponent(diagnoses);
+  if (!byComponent.length) box.textContent = "none";
+  for (const [comp, ds] of byComponent) {
+    const line = html("div", {class: "diagnosis", "data-component": comp});
+    line.append(comp + ": ");
+    ds.forEach(([label, kind, explanation], i) => {
+      if (i) line.append(", ");
+      line.appendChild(html("span", {class: "mark diag", "data-kind": kind, title: explanation}, label));
+    });
+    box.appendChild(line);
+  }
+  return box;
+}
+
+// what the step decided, and why: for no action, the cooldown, the blacklist, the plan awaited...
+function actionText(step) {
+  const a = step.action || {};
+  if (step.decision === "no observation") return ["no observation", step.error || ""];
+  if (a.kind === "scale") {
+    const running = step.parallelism || {};
+    return ["scale " + Object.entries(a.parallelism || {}).map(([c, n]) => `${c} ${running[c] ?? "?"} → ${n}`)
+      .join(", "), a.why || ""];
+  }
+  if (a.kind === "restart") return ["restart container " + a.container, a.why || ""];
+  return ["none", a.why || ""];
+}
+
+function actionCell(step) {
+  const [what, why] = actionText(step);
+  const box = html("span");
+  box.appendChild(html("div", {class: "what"}, what));
+  if (why) box.appendChild(html("div", {class: "why"}, why));
+  return box;
+}
+
+function outcomeText(step) {
+  const o = step.outcome;
+  if (o === null || o === undefined) return "–";
+  if (o.dry_run) return "dry run: not carried out";
+  return o.ok ? "done: " + o.message : "FAILED: " + o.error;
+}
+
+// one row per step, newest first (a step's fields as the record holds them; a line edited by
+// hand that lacks one still shows); components in the plan's order (the record sorts them by name)
+function healthRows(doc, components) {
+  const at = (c) => (components.includes(c) ? components.indexOf(c) : components.length);
+  const running = (s) => Object.entries(s.parallelism || {}).sort(([a], [b]) => at(a) - at(b));
+  return doc.steps.slice().reverse().map((s) => ({key: String(s.time), cells: [
+    ["time", clock(s.time, true), s.time],
+    ["running", running(s).map(([c, n]) => `${c} ${n}`).join(", ") || "–"],
+    ["diagnoses", diagnosesCell(Array.isArray(s.diagnoses) ? s.diagnoses : [])], ["action", actionCell(s)],
+    ["outcome", outcomeText(s)]]}));
+}
+
+function fillHealth(doc, plan) {
+  const none = doc.steps.length === 0;
+  document.getElementById("health-none").hidden = !none;
+  document.getElementById("health-steps").hidden = none;
+  fillRows("health-steps", healthRows(doc, [...Object.keys(plan.spouts), ...Object.keys(plan.bolts)]));
+}
+
 let refreshing = false;
 async function refresh() {
   if (refreshing) return;
   refreshing = true;
   const win = document.getElementById("window").value;
   try {
-    const [plan, es, exc, summary, tasks] = await Promise.all([api("/topologies/logicalplan"),
+    const [plan, es, exc, summary, tasks, health] = await Promise.all([api("/topologies/logicalplan"),
       api("/topologies/execution_state"), api("/topologies/exceptions"),
-      api("/topologies/componentsummary?window=" + win), api("/topologies/tasks?window=" + win)]);
+      api("/topologies/componentsummary?window=" + win), api("/topologies/tasks?window=" + win),
+      api("/topologies/autoscale?last=" + HEALTH_STEPS)]);
     const title = document.getElementById("title");
     title.textContent = "heron-py: " + es.topology;
     title.dataset.topology = es.topology;
@@ -437,6 +514,7 @@ async function refresh() {
     fillKafkaLag(tasks);
     fillBackpressure(es);
     fillExceptions(exc);
+    fillHealth(health, plan);
     await drawCharts(plan, win);
     document.getElementById("updated").textContent = "updated " + new Date().toLocaleTimeString();
   } catch (err) {

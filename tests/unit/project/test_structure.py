@@ -74,6 +74,7 @@ DAEMON_IMPORTS: dict[str, dict[str, str]] = {
     "topology_master": {
         "heron_py.common.*": FOUNDATION,
         "heron_py.planner.model": PLANS,
+        "heron_py.planner.packing": "a live rescale's added and removed tasks (moved_tasks)",
         "heron_py.checkpoint.action_log": "the log's words for each of the coordinator's actions",
         "heron_py.checkpoint.coordinator": "the checkpoints' state machine, which the master drives",
         "heron_py.checkpoint.failures": "the backoff of a failing checkpoint storage",
@@ -149,7 +150,7 @@ HERON_PY_ALLOWANCES: dict[tuple[str, str], int] = {
     # hot path: one object per connection or task, whose methods are the per-frame, per-tuple calls
     # (a connection's admission, TLS set-up, heartbeats and refusals are heron_py/common/conn_*.py's)
     ("heron_py/common/net.py", "Connection"): 25,
-    ("heron_py/runtime/emitter.py", "Emitter"): 29,
+    ("heron_py/runtime/emitter.py", "Emitter"): 30,
     ("heron_py/runtime/emitter.py", "__init__"): 86,
     # interfaces: one method per stored document kind (plans, state, secrets, TLS, locks, ...),
     # the master location's claim, release and removal after a crash, and an existence check

@@ -148,7 +148,7 @@ def test_exceptions_by_component(master: FakeApiMaster) -> None:
     ("/nope", {}, 404, "no endpoint /nope; expected one of /topologies, /topologies/logicalplan, "
      "/topologies/physicalplan, /topologies/metrics, /topologies/metrics/timeline, /topologies/exceptions, "
      "/topologies/execution_state, /topologies/componentsummary, /topologies/tasks, /topologies/series, "
-     "/topologies/logs, /topologies/actions/ACTION (POST)"),
+     "/topologies/logs, /topologies/autoscale, /topologies/actions/ACTION (POST)"),
     ("/topologies/metrics", {}, 400, "expected a component parameter (one of numbers, sink), found none"),
     ("/topologies/metrics", {"component": "x"}, 404,
      "topology 't' has no component 'x'; expected one of numbers, sink"),
