@@ -454,11 +454,13 @@ class BoltLoop:
         in_bytes = runner.in_bytes
         process = host.process_frame if runner.stateful is None else runner.stateful.on_batch
         if wait > 0 and not q.queue:  # only this thread takes: a queued item means no wait
+            counters = self.counters
+            counters.turn_from = 0.0  # waiting: not at work
             try:
                 item = q.get(timeout=wait)
             except queue.Empty:
                 return self.clock()
-            now = self.clock()
+            now = counters.turn_from = self.clock()
         else:
             try:
                 item = q.get_nowait()
@@ -491,9 +493,11 @@ class BoltLoop:
         poll_s = host.poll_s
         # where the last turn's work began, and the time blocked until then
         work_from, blocked = clock(), outbox.time_blocked_s
+        counters.clock = clock
         while not runner.stopping:
             now = clock()
             b = outbox.time_blocked_s
+            counters.turn_from, counters.turn_blocked = now, b  # a report counts the turn from here
             counters.busy_s += now - work_from - (b - blocked)
             blocked = b
             if host.has_pending:
@@ -525,3 +529,4 @@ class BoltLoop:
                 next_metrics = now + 10.0
                 host.metrics.log_if_changed(runner._log, None)
         counters.busy_s += clock() - work_from - (outbox.time_blocked_s - blocked)
+        counters.turn_from = 0.0

@@ -93,7 +93,7 @@ class TaskReports:
         counters["__ack-count"] = m.acked
         counters["__fail-count"] = m.failed + m.timed_out
         counters["__time-blocked-ms"] = int(self._outbox.time_blocked_s * 1000)
-        counters["__busy-time-ms"] = int(c.busy_s * 1000)
+        counters["__busy-time-ms"] = int(c.busy_now(self._outbox.time_blocked_s) * 1000)
         gauges["__execute-latency-ms"] = (c.exec_total_s / c.processed * 1000.0) if c.processed else 0.0
         if isinstance(host, BoltHost):  # mean since the start, as the execute latency
             gauges["__process-latency-ms"] = m.process_ms_total / m.process_samples if m.process_samples else 0.0

@@ -42,7 +42,7 @@ class AdminCommands:
             return pb.AdminResponse(ok=True, status_json=json.dumps(m.status()).encode())
         if command.split(" ", 1)[0] == "restore":
             return self._restore(command)
-        if command == ADMIN_RESCALE:  # main.py takes it to the rescaler; here only when there is none
+        if command.split(" ", 1)[0] == ADMIN_RESCALE:  # main.py takes it to the rescaler; here only when there is none
             return pb.AdminResponse(ok=False, message="rescale: this master cannot rescale a live topology")
         return pb.AdminResponse(ok=False, message=f"unknown admin command {command!r}; expected one of "
                                 f"{', '.join(COMMANDS)}")

@@ -300,8 +300,9 @@ class _Handler(BaseHandler):
 
     def _admin(self, conn: Connection, req: pb.AdminRequest) -> None:
         tm = self.tm
-        if req.command == ADMIN_RESCALE and tm.active and tm.rescaler is not None:
-            tm.spawn(self._rescale(conn, tm.rescaler))
+        word, _, arg = req.command.partition(" ")
+        if word == ADMIN_RESCALE and tm.active and tm.rescaler is not None:
+            tm.spawn(self._rescale(conn, tm.rescaler, arg))
             return
         before = tm.book.version
         resp = tm.admin.handle(req.command)
@@ -319,8 +320,16 @@ class _Handler(BaseHandler):
 
         tm.spawn(answer_once_stored(tm.book.version))
 
-    async def _rescale(self, conn: Connection, rescaler: Rescaler) -> None:
-        ok, message = await rescaler.request()
+    async def _rescale(self, conn: Connection, rescaler: Rescaler, drain: str) -> None:
+        """``rescale [DRAIN_S]``: DRAIN_S, Storm's rebalance -w, in place of the drain limit."""
+        try:
+            drain_s = float(drain) if drain else None
+        except ValueError:
+            drain_s = -1.0
+        if drain_s is not None and not drain_s > 0:
+            ok, message = False, f"rescale: expected a drain time in seconds > 0, found {drain!r}"
+        else:
+            ok, message = await rescaler.request(drain_s)
         self.tm.execution_state_changed()
         if conn.is_open:
             conn.send_msg(pb.AdminResponse(ok=ok, message=message, status_json=json.dumps(self.tm.status()).encode()))

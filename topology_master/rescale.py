@@ -13,8 +13,11 @@ at a drain point, so that no key reaches two tasks:
 2. DRAINING: the spouts are deactivated by a plan the master pushes but does not store (a master
    taking over must not adopt a pause that was only the rescale's), and every stream manager is
    asked to say when its spouts' tuples in flight are done (``DrainRequest``/``Drained``), at
-   most ``drain_wait_s`` (the topology's message timeout: a tree older than that is failed and
-   replayed anyway);
+   most ``drain_wait_s`` (``heron_py.rescale.drain.secs``, 5 s, or Storm's rebalance ``-w``; at
+   most the message timeout, after which a tree is failed and replayed anyway): a slow bolt's
+   backlog is not waited out with the spouts stopped, and a key in it may then reach its old
+   task after the switch, which at least once and at most once allow (their state is the
+   task's memory; effectively once never rescales live);
 3. SWITCH: one stored plan with the new packing and the run state from before, which every
    stream manager and instance switches to in place.
 
@@ -124,8 +127,8 @@ class LiveRescale:
             return self._drain()
         if self.phase is Phase.DRAINING and waited >= self.drain_wait_s:
             missing = sorted(set(range(self._containers)) - self._drained)
-            self.note = (f"stream managers {missing} not drained after {self.drain_wait_s:g} s (the message "
-                         f"timeout); switching: what is still in flight is replayed")
+            self.note = (f"stream managers {missing} not drained after {self.drain_wait_s:g} s; switching: keys "
+                         f"still in flight may reach their old task, and what is lost is replayed")
             return self._switch()
         return None
 

@@ -9,7 +9,7 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from heron_py.common.config import TIMEOUT, ConfigError, effectively_once
+from heron_py.common.config import RESCALE_DRAIN, TIMEOUT, ConfigError, effectively_once
 from heron_py.common.wire import encode_msg
 from heron_py.planner.model import PackingPlan, TopologyDef, TopologyState
 from heron_py.state import StateManager, StateManagerError
@@ -37,8 +37,9 @@ class Rescaler:
         self._spawn = spawn
         self._switched = switched  # the master's own copies of the definition follow
 
-    async def request(self) -> tuple[bool, str]:
-        """The CLI's ``rescale``: the stored definition and packing, checked, start a rescale."""
+    async def request(self, drain_s: float | None = None) -> tuple[bool, str]:
+        """The CLI's ``rescale``: the stored definition and packing, checked, start a rescale;
+        ``drain_s`` (Storm's rebalance -w) in place of the topology's drain limit."""
         loop = asyncio.get_running_loop()
         try:
             topo, packing = await loop.run_in_executor(None, self._read)
@@ -50,7 +51,8 @@ class Rescaler:
             return False, ("rescale: an effectively-once topology is rescaled by a restart from its checkpoint "
                            "(heron-py update does that); a live rescale would not move its state")
         try:
-            drain_wait = float(TIMEOUT.parse(topo.config))
+            limit = float(RESCALE_DRAIN.parse(topo.config)) if drain_s is None else drain_s
+            drain_wait = min(float(TIMEOUT.parse(topo.config)), limit)
         except ConfigError as e:
             return False, f"rescale: {e}"
         why = self.live.begin(self._book.packing, topo, packing, self._book.run_state, drain_wait)

@@ -153,7 +153,9 @@ def _check_state_splits(state: StateManager, topo: TopologyDef, changes: Mapping
 
 
 def update_topology(state: StateManager, sched: Scheduler, name: str, changes: Mapping[str, int],
-                    wait_s: float = 60.0) -> str:
+                    wait_s: float = 60.0, drain_s: float | None = None) -> str:
+    """``drain_s``: a live rescale's drain limit for this update (Storm's rebalance -w), in place
+    of the topology's ``heron_py.rescale.drain.secs``."""
     topo = state.get_topology(name)
     packing = state.get_packing_plan(name)
     assert topo is not None and packing is not None
@@ -179,7 +181,7 @@ def update_topology(state: StateManager, sched: Scheduler, name: str, changes: M
         raise SubmitError(f"update: {e}") from None
     summary = ", ".join(f"{c} {topo.component(c).par} -> {n}" for c, n in changes.items())
     if not effectively_once(topo.config):
-        return _live_update(state, sched, name, topo, new_topo, packing, wait_s, summary)
+        return _live_update(state, sched, name, topo, new_topo, packing, wait_s, summary, drain_s)
     _check_state_splits(state, topo, changes)
     new_packing = round_robin(new_topo, packing.num_containers)
     version, pids = _snapshot(state, name)
@@ -194,7 +196,7 @@ def update_topology(state: StateManager, sched: Scheduler, name: str, changes: M
 
 
 def _live_update(state: StateManager, sched: Scheduler, name: str, topo: TopologyDef, new_topo: TopologyDef,
-                 packing: PackingPlan, wait_s: float, summary: str) -> str:
+                 packing: PackingPlan, wait_s: float, summary: str, drain_s: float | None) -> str:
     """At least once and at most once: only the added and removed tasks start and stop; the
     master switches every other task's routing at a drain point (topology_master/rescale.py).
     A master that cannot be reached leaves the restart of every container, as before."""
@@ -207,8 +209,10 @@ def _live_update(state: StateManager, sched: Scheduler, name: str, topo: Topolog
     added, removed = moved_tasks(packing, new_packing)
     state.set_topology(new_topo)
     state.set_packing_plan(name, new_packing)
+    sched.packing_changed(name)
     try:
-        resp = admin_command(state, name, ADMIN_RESCALE, timeout=min(30.0, wait_s))
+        command = ADMIN_RESCALE if drain_s is None else f"{ADMIN_RESCALE} {drain_s:g}"
+        resp = admin_command(state, name, command, timeout=min(30.0, wait_s))
     except AdminError as e:
         print(f"update: the topology master did not take the live rescale ({e}); restarting every container")
         version, pids = _snapshot(state, name)
@@ -219,6 +223,7 @@ def _live_update(state: StateManager, sched: Scheduler, name: str, topo: Topolog
     if not resp.ok:
         state.set_topology(topo)  # the definition the running topology has, back
         state.set_packing_plan(name, packing)
+        sched.packing_changed(name)
         raise SubmitError(f"update: topology '{name}': {resp.message}")
     _wait_switched(state, name, new_packing, wait_s)
     kept = len(new_packing.tasks) - len(added)

@@ -311,13 +311,24 @@ def cmd_restart(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = 0.0
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, found {text!r}")
+    return v
+
+
 def cmd_update(args: argparse.Namespace) -> int:
     from heron_py.cli.lifecycle import parse_parallelism, update_topology
 
     state = _state(args)
     _require(state, args.name)
     changes = parse_parallelism(args.component_parallelism)
-    res = update_topology(state, _scheduler_for(args, args.name), args.name, changes, wait_s=args.wait)
+    res = update_topology(state, _scheduler_for(args, args.name), args.name, changes, wait_s=args.wait,
+                          drain_s=getattr(args, "drain_secs", None))
     print(f"topology '{args.name}' updated: {res}; every task is running again")
     return 0
 
@@ -662,6 +673,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a component's new parallelism (repeatable)")
     p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
                    help="how long to wait for every task to run again")
+    p.add_argument("--drain-secs", type=_positive_seconds, default=None, metavar="SECONDS",
+                   help="a live rescale waits at most this long for the tuples in flight before it switches "
+                        "(default: the topology's heron_py.rescale.drain.secs)")
     p.set_defaults(fn=cmd_update)
 
     p = add_parser("metrics", help="a topology's metrics per component and task (from the topology master)")

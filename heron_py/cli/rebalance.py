@@ -2,8 +2,10 @@
 
 Storm's ``rebalance`` deactivates the topology for ``-w`` seconds (so tuples in flight drain),
 rescales it and activates it again; ``-e`` names a component's new number of executors. Here it
-is ``heron-py update`` with the same parallelism changes (Storm's ``-n`` number of workers has
-no counterpart: a topology keeps its containers).
+is ``heron-py update`` with the same parallelism changes, whose live rescale deactivates the
+spouts and drains by itself: ``-w`` is its drain limit (``update --drain-secs``). An
+effectively-once topology, which update restarts, is deactivated for ``-w`` seconds first, as
+in Storm. Storm's ``-n`` number of workers has no counterpart: a topology keeps its containers.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ def add_parser(add_parser: Callable[..., argparse.ArgumentParser]) -> argparse.A
     p.add_argument("-e", "--executor", dest="component_parallelism", action="append", required=True,
                    type=storm_executor, metavar="COMPONENT=N", help="a component's new parallelism (repeatable)")
     p.add_argument("-w", "--wait-time", type=float, default=0.0, metavar="SECONDS",
-                   help="Storm's wait: the topology is deactivated this long before it is rescaled")
+                   help="Storm's wait: how long tuples in flight may drain, the spouts deactivated, before the rescale")
     p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
                    help="how long to wait for every task to run again")
     p.set_defaults(fn=cmd_rebalance)
@@ -40,12 +42,16 @@ def cmd_rebalance(args: argparse.Namespace) -> int:
     from heron_py.cli.admin import run_state_command
     from heron_py.cli.errors import SubmitError
     from heron_py.cli.main import _require, _state, cmd_update
+    from heron_py.common.config import effectively_once
 
-    if args.wait_time <= 0:
-        return cmd_update(args)
+    args.drain_secs = args.wait_time if args.wait_time > 0 else None
     state = _state(args)
     _require(state, args.name)
-    # deactivated for -w seconds first, so tuples in flight drain; active again after
+    topo = state.get_topology(args.name)
+    if args.wait_time <= 0 or topo is None or not effectively_once(topo.config):
+        # live: the rescale itself deactivates the spouts and drains, for at most -w seconds
+        return cmd_update(args)
+    # effectively once restarts every container: deactivated for -w seconds first, active again after
     ok, message = run_state_command(state, args.name, "deactivate", 10.0)
     if not ok:
         raise SubmitError(f"rebalance: {message}")

@@ -79,6 +79,20 @@ class ExecCounters:
     # waiting for input, not sleeping idle, not blocked on a full outbound queue (the time
     # blocked has its own counter); what a task processed over it is its true rate (DS2)
     busy_s: float = 0.0
+    # the turn at work now: its start on ``clock`` (0.0 while the loop waits for input) and the
+    # time blocked when it began. A report reads busy_s plus the turn so far (busy_now), so a
+    # long turn (a backlog of large batches at a slow bolt) shows in the windows it runs in,
+    # not all at once after it ends; the loop sets the three (instance/execution.py BoltLoop)
+    turn_from: float = 0.0
+    turn_blocked: float = 0.0
+    clock: Callable[[], float] = time.monotonic
+
+    def busy_now(self, blocked: float) -> float:
+        """busy_s with the turn at work now (``blocked``: the outbound queue's time blocked)."""
+        t = self.turn_from
+        if not t:
+            return self.busy_s
+        return self.busy_s + max(0.0, self.clock() - t - (blocked - self.turn_blocked))
 
     def take_latency_ms(self) -> float:
         # read-and-reset by the reader: a report may move a batch into the next interval

@@ -57,6 +57,11 @@ class Scheduler(abc.ABC):
     def containers(self, name: str) -> list[ContainerStatus]:
         """Where each container runs, as the scheduler sees it."""
 
+    def packing_changed(self, name: str) -> None:
+        """A live rescale stored a new packing and keeps the containers running (their executors
+        start and stop the tasks): what the scheduler holds of the packing follows. Nothing to do
+        where it holds none (local, Slurm: a container's resources are its host's)."""
+
     def relaunch(self, name: str, container: int) -> None:
         """Starts a container whose executor vanished (its host died) somewhere that is up."""
         packing = self.state.get_packing_plan(name)

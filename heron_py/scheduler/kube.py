@@ -275,14 +275,25 @@ class KubernetesScheduler(Scheduler):
         self.state.set_scheduler_location(name, info)
         return info
 
-    def restart(self, name: str, containers: list[int], num_containers: int, grace_s: float = 10.0) -> None:
+    def packing_changed(self, name: str) -> None:
+        """The StatefulSets get the new packing's requests; with their OnDelete policy no pod
+        changes now (the running ones keep their requests), and a pod made again later (a
+        restart, a lost node) is sized for the tasks it then runs."""
+        self._apply_statefulsets(name)
+
+    def _apply_statefulsets(self, name: str) -> kr.KubeTopology:
         info = self.record(name)
         kt = self.kube_topology(name, str(info.get("topology_id", "")))
-        api, ns = self.api(), self.options.namespace
-        # replicas and requests follow the (maybe repacked) plan; OnDelete: pods change below
+        api = self.api()
+        # replicas and requests follow the (maybe repacked) plan; OnDelete: pods change only when deleted
         api.apply_statefulset(kr.render_statefulset(kt, self.options, kr.ROLE_TMANAGER))
         if kt.packing.num_containers > 1:
             api.apply_statefulset(kr.render_statefulset(kt, self.options, kr.ROLE_EXECUTOR))
+        return kt
+
+    def restart(self, name: str, containers: list[int], num_containers: int, grace_s: float = 10.0) -> None:
+        self._apply_statefulsets(name)
+        api, ns = self.api(), self.options.namespace
         for c in containers:
             if c < num_containers:
                 api.delete_pod(ns, kr.pod_name(name, c))

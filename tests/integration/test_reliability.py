@@ -125,3 +125,37 @@ def test_kill_9_of_the_other_containers_stream_manager_loses_nothing(heron_home)
         assert new_pid != sm_pid and psutil.pid_exists(new_pid)
     finally:
         kill_local(heron_home, run.name)
+
+
+def test_live_rescales_up_and_down_lose_nothing(heron_home):
+    """Three live rescales mid-run (count 2 → 3, split 2 → 3, count 3 → 2): every sentence is
+    acked exactly once and every word counted, while no process of a kept task restarts."""
+    from tests.support import run_cli
+
+    run = _start(heron_home, "rwc_rescale", rate=500)
+    state = LocalFsStateManager(heron_home)
+    try:
+        pids = {t: i["pid"] for t, i in state.get_execution_state(run.name)["instances"].items()}
+        for step, lines in (("count:3", 1000), ("split:3", 2000), ("count:2", 3000)):
+            _wait(lambda n=lines: len(read_capture(heron_home / "capture" / run.name, ["count"])["count"]) > n, 60,
+                  f"{lines} words counted before {step}")
+            assert not _all_acked(heron_home, run.name)  # the rescale lands mid-run
+            p = run_cli(heron_home, "update", "local", run.name, "--component-parallelism", step)
+            assert p.returncode == 0, p.stderr
+            assert "(live: " in p.stdout, p.stdout
+        _wait(lambda: _all_acked(heron_home, run.name), 90, "every sentence acked")
+        spout_log = _logs(heron_home, run.name, "container-*/sentence-*.log")
+        assert "DUPLICATE ACK" not in spout_log and "FAIL AFTER ACK" not in spout_log
+        rows = read_capture(heron_home / "capture" / run.name, ["count"])["count"]
+        unique = {(r["values"][1], r["values"][2]): r["values"][0] for r in rows}
+        assert Counter(unique.values()) == wc_common.expected_counts(N)
+        es = state.get_execution_state(run.name)["instances"]
+        kept = {t: p for t, p in pids.items() if t in es}
+        assert {t: es[t]["pid"] for t in kept} == kept  # kept tasks never restarted
+        assert sorted(i["component"] for i in es.values()).count("count") == 2
+        assert sorted(i["component"] for i in es.values()).count("split") == 3
+        # the words of the sentences after the last rescale reached the two count tasks it left
+        counted_by = {r["task"] for r in rows if r["values"][1] > N - 500}
+        assert counted_by == {int(t) for t, i in es.items() if i["component"] == "count"}
+    finally:
+        kill_local(heron_home, run.name)

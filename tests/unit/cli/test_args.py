@@ -169,3 +169,13 @@ def test_storms_rebalance_and_herons_comma_list_are_updates():
     with pytest.raises(SubmitError) as e:
         parse_parallelism(parse_args(["rebalance", "wc", "-e", "count"]).component_parallelism)
     assert str(e.value) == ("--component-parallelism: expected COMPONENT:N with N an integer >= 1, found 'count'")
+
+
+def test_update_takes_a_drain_limit_in_seconds_and_refuses_anything_else(capsys):
+    args = parse_args(["update", "local", "wc", "--component-parallelism", "count:3", "--drain-secs", "0.5"])
+    assert args.drain_secs == 0.5
+    assert parse_args(["update", "local", "wc", "--component-parallelism", "count:3"]).drain_secs is None
+    with pytest.raises(SystemExit):
+        parse_args(["update", "local", "wc", "--component-parallelism", "count:3", "--drain-secs", "0"])
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "heron-py update: error: argument --drain-secs: expected a number of seconds > 0, found '0'")

@@ -411,3 +411,23 @@ def test_effectively_once_a_new_packing_does_not_switch_the_routing() -> None:
     _feed(host, AFTER, AT_MOST_ONCE)
     host.flush()
     assert _sent(frames) == _expected(old, host.task_id, AFTER)
+
+
+def test_busy_time_counts_the_turn_at_work_now_and_never_goes_back() -> None:
+    """A report between a long turn's start and its end shows the turn so far (a slow bolt's
+    backlog turn spans windows); what the turn adds at its end only completes it."""
+    from heron_py.runtime.host import ExecCounters
+
+    now = [10.0]
+    c = ExecCounters(clock=lambda: now[0])
+    c.busy_s = 2.0
+    assert c.busy_now(0.0) == 2.0  # waiting for input: nothing at work
+    c.turn_from, c.turn_blocked = 10.0, 0.5
+    now[0] = 13.0
+    assert c.busy_now(0.5) == 5.0
+    assert c.busy_now(1.5) == 4.0  # a second blocked on a full outbound queue is not work
+    seen = c.busy_now(1.5)
+    c.busy_s += 13.5 - 10.0 - (1.5 - 0.5)  # the turn ends at 13.5 as the loop counts it
+    c.turn_from = 0.0
+    now[0] = 13.5
+    assert c.busy_now(1.5) == 4.5 >= seen

@@ -82,3 +82,30 @@ def test_a_spout_with_checkpointed_state_is_refused_before_any_api_call(tmp_path
     with pytest.raises(SubmitError) as e:
         update_topology(state, sched, "wc", {"words": 2}, wait_s=0.1)
     assert str(e.value).startswith("topology 'wc' did not come back")
+
+
+def test_a_live_rescale_patches_the_statefulsets_and_deletes_no_pod(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """At least once, update is live: the executors in the running pods start and stop the
+    tasks, and the StatefulSets only follow the new packing (OnDelete: no pod changes now)."""
+    from dataclasses import replace
+
+    from heron_py.planner.packing import repack
+
+    monkeypatch.setenv("HERON_PY_HOME", str(tmp_path))
+    rec, sched, state = _setup(tmp_path)
+    topo = state.get_topology("wc")
+    packing = state.get_packing_plan("wc")
+    assert topo is not None and packing is not None
+    grown = replace(topo, components=tuple(replace(c, par=4) if c.name == "count" else c for c in topo.components))
+    state.set_packing_plan("wc", repack(packing, grown))
+    sched.packing_changed("wc")
+    assert [m for m, *_ in rec.calls] == ["PATCH", "PATCH"]
+    sizes = [b["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] for m, _, _, b, _ in rec.calls]
+    before = Recorder()
+    sched2 = KubernetesScheduler(state, tmp_path, options=kr.KubeOptions(namespace=NS, image="heron-py:0.1"),
+                                 api_factory=lambda _: kube_api(before))
+    state.set_packing_plan("wc", packing)
+    sched2.packing_changed("wc")
+    old = [b["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] for m, _, _, b, _ in before.calls]
+    assert sizes != old  # the requests follow the packing: 5 tasks over 3 containers, not 3

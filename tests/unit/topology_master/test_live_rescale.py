@@ -73,8 +73,8 @@ def test_the_waits_are_bounded_a_task_that_never_connects_and_a_drain_that_never
     assert live.tick() is None
     clock.now += 0.1
     assert live.tick() is Step.SWITCH
-    assert live.note == ("stream managers [0] not drained after 3 s (the message timeout); switching: what is "
-                         "still in flight is replayed")
+    assert live.note == ("stream managers [0] not drained after 3 s; switching: keys still in flight may reach "
+                         "their old task, and what is lost is replayed")
     assert live.tick() is None  # over: nothing more happens
 
 
@@ -156,3 +156,28 @@ def test_a_newer_drain_request_ends_the_older_wait() -> None:
 
     asyncio.run(both())
     assert len(sent) == 1
+
+
+def test_a_stream_manager_takes_a_task_its_plan_does_not_have_yet_and_refuses_one_placed_elsewhere(tmp_path) -> None:
+    """A live rescale's new task connects before the plan that adds it (its id was never used);
+    a task the plan runs in another container is refused in one line."""
+    import json
+    import logging
+
+    from heron_py.common.handshake import PeerIdentity
+    from heron_py.state.localfs import LocalFsStateManager
+    from stream_manager.main import StreamManager
+    from stream_manager.servers import Inbound
+    from tests.fakes import FakeConn, word_count_plan
+
+    sm = StreamManager(topology="wc", container=0, secret=b"s" * 32, state=LocalFsStateManager(tmp_path / "state"),
+                       port_file=tmp_path / "stmgr.port", log=logging.getLogger("stmgr[0]"))
+    sm.clique.set_plan = lambda plan: None  # type: ignore[method-assign]  # no peer connections here
+    sm.on_new_pplan(json.dumps(word_count_plan().to_dict()).encode())  # container 0: tasks 1 and 3
+    inbound = Inbound(sm)
+    new, elsewhere = FakeConn(PeerIdentity("instance", "6")), FakeConn(PeerIdentity("instance", "4"))
+    inbound.instances.register(new, pb.RegisterInstanceRequest(task_id=6, component="count", pid=16))
+    assert new.is_open and sm.instances.get(6) is new
+    assert [i.task_id for i in sm.instances.infos()] == [6]  # reported to the master, which staged it
+    inbound.instances.register(elsewhere, pb.RegisterInstanceRequest(task_id=4, component="count", pid=14))
+    assert elsewhere.closed == "refused registration: task 4 does not run in container 0"
