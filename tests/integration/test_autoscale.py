@@ -6,8 +6,9 @@ needs 3 of them). The health manager runs as its own process, with the topology'
 
 Asserted: after the step up, count's parallelism grows within 3 actions and the topology keeps
 up (the newest sentence counted is within a few seconds of the input); after the step down it
-shrinks within 3 actions; and nothing is lost across the updates, each of which restarts every
-process (every sentence's 10 words counted at least once). The actions log is printed (pytest
+shrinks within 3 actions; every step is on the master's page and in container 0's Prometheus
+series; and nothing is lost across the live updates (every sentence's 10 words counted at least
+once). The actions log is printed (pytest
 -s) with what each decision saw.
 """
 
@@ -67,6 +68,39 @@ class Counted:
                 _, sid, pos, _ = json.loads(line)["values"]
                 self.positions.setdefault(sid, set()).add(pos)
         return max(self.positions, default=-1)
+
+
+def _page_steps(home: Path) -> list[float]:
+    """The times of the steps the master's web page shows (its API, /topologies/autoscale)."""
+    import re
+    import urllib.request
+
+    from tests.support import run_cli
+
+    status = run_cli(home, "status", "local", NAME).stdout
+    url = re.search(r"web page and HTTP API: (https?://\S+?)/#token=", status)
+    assert url is not None, status
+    with urllib.request.urlopen(f"{url[1]}/topologies/autoscale?last=500", timeout=10) as resp:
+        doc = json.load(resp)
+    return [float(e["time"]) for e in doc["result"]["steps"]]
+
+
+def _asked_count(home: Path) -> float | None:
+    """What container 0's metrics manager exports as the parallelism last asked for count."""
+    import http.client
+    import re
+    import urllib.request
+
+    from heron_py.common.container_layout import TopologyPaths
+
+    try:
+        port = json.loads(TopologyPaths.of(NAME, home).layout(0).metricsmgr.read_text())["http_port"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+            text = resp.read().decode()
+    except (OSError, ValueError, KeyError, http.client.HTTPException):
+        return None
+    m = re.search(rf'heron_autoscale_asked_parallelism{{component="count",topology="{NAME}"}} (\S+)', text)
+    return float(m[1]) if m else None
 
 
 def _actions(entries: list[dict[str, Any]], since: float) -> list[dict[str, Any]]:
@@ -136,6 +170,13 @@ def test_count_grows_with_the_input_and_shrinks_after_it_and_nothing_is_lost(her
         downs = _actions(entries(), epoch + down)
         assert next(i for i, a in enumerate(downs) if count_of(a) < peak) < 3, _log(entries(), epoch)
         covered = wc.arrived(schedule, down + 10)  # sentences from before the step up to after the step down
+
+        # every step is on the master's page (its API) and in container 0's Prometheus series
+        shown = _page_steps(heron_home)
+        assert shown and shown == sorted(shown) and set(shown) <= {e["time"] for e in entries()}
+        last_scale = [a for a in _actions(entries(), epoch) if a["action"]["kind"] == "scale"][-1]
+        wait_for(lambda: _asked_count(heron_home) == count_of(last_scale), 20,
+                 "container 0's /metrics to show the parallelism last asked for count")
 
         # at least once: every sentence's 10 words counted, across every update's restarts
         wait_for(lambda: counted.newest() >= covered and all(len(counted.positions.get(sid, ())) == 10
