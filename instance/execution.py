@@ -530,3 +530,30 @@ class BoltLoop:
                 host.metrics.log_if_changed(runner._log, None)
         counters.busy_s += clock() - work_from - (outbox.time_blocked_s - blocked)
         counters.turn_from = 0.0
+        if host.removed:
+            self.finish_input(clock() + runner.drain_s)
+
+    def finish_input(self, deadline: float) -> None:
+        """A task a live rescale removed is stopped once the plan without it is in effect; what
+        it received before the switch is still in its queue (a backlog the drain did not wait
+        out): it is processed, within the stop's drain time, rather than lost at the exit."""
+        left, q = 0, self.runner._in
+        while self.clock() < deadline:
+            try:
+                item = q.get_nowait()
+            except queue.Empty:
+                break
+            left += 1
+            self._handle(item)
+        if left:
+            self.runner._log.info("task %d: processed %d batches left in its queue after a rescale removed it",
+                                  self.runner.task_id, left)
+
+    def _handle(self, item: InItem) -> None:
+        kind, payload = item
+        runner, host = self.runner, self.host
+        if kind is InKind.BATCH:
+            runner.in_bytes.taken += len(payload)
+            host.process_frame(payload)
+        else:
+            runner.on_item(host, kind, payload)

@@ -31,7 +31,7 @@ import enum
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-from heron_py.planner.model import PackingPlan, TopologyDef, TopologyState
+from heron_py.planner.model import PackingPlan, TopologyDef
 from heron_py.planner.packing import moved_tasks
 
 
@@ -62,7 +62,6 @@ class LiveRescale:
         self.stage_wait_s = stage_wait_s
         self.phase = Phase.IDLE
         self.target: Target | None = None
-        self.resume_state = TopologyState.RUNNING
         self.drain_id = 0
         self.drain_wait_s = 30.0
         self._since = 0.0
@@ -70,7 +69,7 @@ class LiveRescale:
         self._containers = 0
         self.note = ""  # why the last switch went on without waiting (a log line), or ""
 
-    def begin(self, current: PackingPlan, topology: TopologyDef, packing: PackingPlan, run_state: TopologyState,
+    def begin(self, current: PackingPlan, topology: TopologyDef, packing: PackingPlan,
               drain_wait_s: float) -> str | None:
         """Starts a rescale to ``packing``; the reason it cannot, or None."""
         if self.phase is not Phase.IDLE:
@@ -80,7 +79,6 @@ class LiveRescale:
                     f"has {packing.num_containers}")
         added, removed = moved_tasks(current, packing)
         self.target = Target(topology, packing, frozenset(added), frozenset(removed))
-        self.resume_state = run_state
         self.drain_wait_s = drain_wait_s
         self._containers = packing.num_containers
         self.phase = Phase.STAGING

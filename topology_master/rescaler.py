@@ -55,7 +55,7 @@ class Rescaler:
             drain_wait = min(float(TIMEOUT.parse(topo.config)), limit)
         except ConfigError as e:
             return False, f"rescale: {e}"
-        why = self.live.begin(self._book.packing, topo, packing, self._book.run_state, drain_wait)
+        why = self.live.begin(self._book.packing, topo, packing, drain_wait)
         if why is not None:
             return False, f"rescale: {why}"
         target = self.live.target

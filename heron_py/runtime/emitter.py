@@ -29,7 +29,7 @@ from heron_py.common.framing import (
 from heron_py.common.serialization import RUN_LEN, body_rows, dumps_batch, dumps_body, expand_runs, row_count
 from heron_py.planner.grouping import FieldsRouter, Router, check_direct, choose_many, make_router
 from heron_py.planner.keygroups import max_parallelism
-from heron_py.planner.model import GroupingDef, GroupingKind, PhysicalPlan, StreamDef
+from heron_py.planner.model import GroupingDef, GroupingKind, PhysicalPlan, StreamDef, TaskPlacement
 from heron_py.runtime.tracked import ROOTS, AckLog, Edges, Root, add_ids, anchor, ids_of, new_ids
 
 # (field index, field count, routing cache get, choose): what the fast emit closures inline
@@ -143,10 +143,12 @@ class RouteSpec:
     edges: tuple[EdgeSpec, ...]
 
 
-def route_spec(pplan: PhysicalPlan, task_id: int) -> RouteSpec:
+def route_spec(pplan: PhysicalPlan, task_id: int, me: TaskPlacement | None = None) -> RouteSpec:
     """Task ``task_id``'s routes under ``pplan``: each edge in the order the routers are made
-    (the topology's consumers, then their inputs), so that a seeded rng draws as it always did."""
-    me = pplan.task(task_id)
+    (the topology's consumers, then their inputs), so that a seeded rng draws as it always did.
+    ``me``: the task's placement when ``pplan`` no longer holds it (a rescale removed it)."""
+    if me is None:
+        me = pplan.task(task_id)
     topo = pplan.topology
     packing = pplan.packing
     edges: list[EdgeSpec] = []
@@ -217,7 +219,7 @@ class Emitter:
         self._edge_ids = Edges(self._rng.getrandbits(64))
         self._edge = self._edge_ids.draw
 
-    def set_plan(self, pplan: PhysicalPlan) -> bool:
+    def set_plan(self, pplan: PhysicalPlan, me: TaskPlacement | None = None) -> bool:
         """The routes under ``pplan``, which must hold this task: ``__init__`` builds them here,
         and a live rescale's newer plan builds them again when it routes this task's tuples
         otherwise (a consumer's tasks, or which of them share this task's container). What is
@@ -225,8 +227,10 @@ class Emitter:
         and fails not sent yet and the edge ids carry over; a custom grouping is loaded and
         prepared anew for its new targets. The closures ``default_stream_emit``,
         ``anchored_default_emit`` and ``spout_tracked_emit`` made before hold the old routers:
-        the caller makes them again. Returns whether the routes changed (False: nothing done)."""
-        spec = route_spec(pplan, self.task_id)
+        the caller makes them again. Returns whether the routes changed (False: nothing done).
+        ``me``: this task's placement when ``pplan`` no longer holds it (a rescale removed it: what
+        it still emits goes to the consumers' new tasks)."""
+        spec = route_spec(pplan, self.task_id, me)
         if spec == self._spec:
             return False
         self.flush()

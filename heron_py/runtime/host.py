@@ -320,8 +320,8 @@ class ComponentHost:
         rescale's plan switches this task in place: its emitter flushes what it holds (routed
         under the old plan) and routes by the new one, the fast emit paths are bound again,
         and the user's context answers for the new packing. A plan without this task (the
-        rescale removed it) changes nothing but the activation: a spout is deactivated, and
-        the old plan keeps routing what the task still emits until its executor stops it.
+        rescale removed it) deactivates a spout, and what the task still emits (the rest of its
+        queue, processed before it exits) is routed by the new plan too.
         Then activation changes reach a spout's activate/deactivate."""
         if plan.version < max(self.plan.version, self._left_at):
             return
@@ -331,6 +331,10 @@ class ComponentHost:
                               "container's executor stops it", self.task_id, self.component, plan.version)
             self.removed = True
             self._left_at = plan.version
+            # what it still emits (its queue's rest, processed before it exits) goes to the
+            # consumers' tasks of the new plan, as every other task's does
+            if self.emitter.set_plan(plan, self.plan.task(self.task_id)) and self._bound is not None:
+                self._bind_emit_paths()
             self._set_active(False)
             return
         if self._live_plans:

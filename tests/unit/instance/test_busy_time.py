@@ -302,3 +302,68 @@ def test_busy_time_is_a_counter_every_task_reports() -> None:
     reports.host = types.SimpleNamespace(emitter=emitter, metrics=metrics, user_metrics={})  # type: ignore[assignment]
     reports.exec_counters().busy_s = 1.25  # a spout's: the loop writes the reports' own counters
     assert reports.report()["counters"]["__busy-time-ms"] == 1250
+
+
+class Probing(Working):
+    """Working, and a report taken halfway through a tuple's work (the gateway's, mid-turn)."""
+
+    seen: list[int] = []
+    reports: TaskReports | None = None
+
+    def process(self, tup: Any) -> None:
+        Working.clock.advance(tup.values[0] / 2)
+        assert Probing.reports is not None
+        Probing.seen.append(Probing.reports.report()["counters"]["__busy-time-ms"])
+        Working.clock.advance(tup.values[0] / 2)
+
+
+def test_a_report_in_the_middle_of_a_long_turn_counts_the_turn_so_far(stand_in_main: None) -> None:
+    """A slow bolt's backlog makes turns of seconds: a report while one runs shows its work so
+    far (it read 0 until the turn ended, and a health manager saw a busy task as idle)."""
+    clock = Working.clock = FakeClock()
+    plan = _plan_with(Probing)
+    task = _Task(plan, "work", clock, [(0.5, [_batch(plan, 2.0, 1.0)])])
+    Probing.seen, Probing.reports = [], task.reports
+    task.run()
+    # halfway through the first tuple: 1 s at work; halfway through the second: 2.5 s
+    assert Probing.seen == [1000, 2500]
+    assert task.reports.exec_counters().busy_s == 3.0  # it emits nothing: no flush
+
+
+def test_a_task_a_rescale_removed_processes_what_is_left_in_its_queue_before_it_exits(
+        stand_in_main: None) -> None:
+    """The switch came while a backlog was queued (the drain did not wait it out): at its stop
+    the removed task processes the rest, where it would otherwise be lost at the exit."""
+    import dataclasses
+
+    clock = FakeClock()
+    plan = _plan_with(StopsTask)
+    work = plan.packing.tasks_of("work")[0]
+    without = dataclasses.replace(plan, version=2, packing=dataclasses.replace(
+        plan.packing, tasks=tuple(t for t in plan.packing.tasks if t.task_id != work)))
+    batches = [_batch(plan, 0.0078125) for _ in range(execution.BOLT_BATCHES + 4)]
+    task = _Task(plan, "work", clock, [(0.5, [(InKind.PPLAN, json.dumps(without.to_dict()).encode()),
+                                                *batches])])
+    StopsTask.processed, StopsTask.stop = [], task.runner.stop
+    task.run()
+    assert len(StopsTask.processed) == len(batches)  # all of them, not only the turn's BOLT_BATCHES + 1
+
+
+class StopsTask(Bolt):
+    """Stops its task (the executor's SIGTERM) at its first tuple, with a backlog still queued."""
+
+    outputs: list[str] = []
+    processed: list[float] = []
+    stop: Callable[[], None] = staticmethod(lambda: None)
+
+    def process(self, tup: Any) -> None:
+        StopsTask.processed.append(tup.values[0])
+        StopsTask.stop()
+
+
+def _plan_with(bolt: type) -> PhysicalPlan:
+    b = TopologyBuilder("busy")
+    s = b.add_spout("spout", Scripted, par=1)
+    b.add_bolt("work", bolt, par=1, inputs={s: Grouping.SHUFFLE})
+    topo = b.build()
+    return PhysicalPlan(topo, round_robin(topo, 1), (StmgrLocation(0, "h", 1, 2),), TopologyState.RUNNING, 1)

@@ -72,3 +72,20 @@ def test_any_rescales_keep_every_kept_task_in_place(case):
             assert idx == list(range(par))  # ids ascend with indexes: key groups follow the order
         ever |= {p.task_id for p in new.tasks}
         plan = new
+
+
+def test_a_component_new_to_the_topology_grows_from_index_0_on_the_least_loaded_containers() -> None:
+    from heron_py.planner.model import ComponentDef, ComponentKind, PickledRef
+
+    old = round_robin(topo([1, 2]), 2)  # c0:1 (container 0), c1:2,3 (containers 1, 0)
+    extra = ComponentDef("c2", ComponentKind.BOLT, PickledRef(b""), "m:C", 2, (), ())
+    new = repack(old, replace(topo([1, 2]), components=(*topo([1, 2]).components, extra)))
+    assert [(t.task_id, t.component, t.component_index, t.container) for t in new.tasks if t.component == "c2"] == [
+        (4, "c2", 0, 1), (5, "c2", 1, 0)]
+
+
+@pytest.mark.parametrize("n", [0, True, -1, 1.5])
+def test_round_robin_refuses_a_number_of_containers_that_is_not_a_whole_number_from_1(n: object) -> None:
+    with pytest.raises(TopologyError) as e:
+        round_robin(topo([2]), n)  # type: ignore[arg-type]
+    assert str(e.value) == f"topology 't': number of containers must be an integer >= 1, found {n!r}"

@@ -380,7 +380,9 @@ def test_a_removed_spout_says_so_once_is_deactivated_and_keeps_its_old_plan(
     assert _sent(frames) == _expected(old, host.task_id, ["w"])
 
 
-def test_a_removed_bolt_keeps_routing_by_its_old_plan(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_removed_bolt_routes_what_it_still_emits_by_the_new_plan(caplog: pytest.LogCaptureFixture) -> None:
+    """The rest of its queue, processed before it exits, goes to the consumers' tasks of the new
+    plan (count shrank with it here: the old plan would send words to a task that is gone)."""
     old = _plan(2, split_par=2)
     frames: list[bytes] = []
     host = _host(old, "split", frames, i=1)
@@ -393,7 +395,9 @@ def test_a_removed_bolt_keeps_routing_by_its_old_plan(caplog: pytest.LogCaptureF
     assert host.plan is old and host.removed
     _feed(host, AFTER, AT_MOST_ONCE)
     host.flush()
-    assert _sent(frames) == _expected(old, host.task_id, AFTER)
+    kept = gone.packing.tasks_of("split")[0]
+    assert _sent(frames) == _expected(gone, kept, AFTER)  # as the split task the plan kept sends them
+    assert _sent(frames) != _expected(old, host.task_id, AFTER)
 
 
 # --- effectively once: a rescale restarts every process --------------------------------------

@@ -5,7 +5,7 @@ import asyncio
 from dataclasses import dataclass
 
 from heron_py.common.framing import MsgType
-from heron_py.common.wire import decode
+from heron_py.common.wire import decode, encode_msg
 from heron_py.planner.model import TopologyState
 from heron_py.planner.packing import repack
 from proto import heron_py_pb2 as pb
@@ -32,29 +32,35 @@ def test_it_drains_once_every_added_task_is_connected_then_switches_when_every_c
     book, topo, packing = grown()
     clock = Clock()
     live = LiveRescale(clock)
-    assert live.begin(book.packing, topo, packing, TopologyState.RUNNING, 30.0) is None
+    assert live.begin(book.packing, topo, packing, 30.0) is None
     assert live.phase is Phase.STAGING and live.target is not None
-    assert (live.target.added, live.target.removed) == ({5, 6}, set())
+    assert (live.target.topology, live.target.added, live.target.removed) == (topo, {5, 6}, set())
     assert live.on_instances({1, 2, 3, 4, 5}) is None  # task 6 not connected yet
     assert live.on_instances({1, 2, 3, 4, 5, 6}) is Step.DRAIN
     assert live.phase is Phase.DRAINING and live.drain_id == 1
+    assert live.on_instances({1, 2, 3, 4, 5, 6}) is None  # draining already: no second drain
     assert live.on_drained(0, 1) is None
     assert live.on_drained(0, 1) is None  # the same container twice is one
     assert live.on_drained(1, 0) is None  # an earlier drain's answer
     assert live.on_drained(1, 1) is Step.SWITCH
     target = live.finish()
     assert target.packing == packing and not live.busy and live.note == ""
+    # the next rescale's drain has an id of its own: a late answer to this one does not count for it
+    assert live.begin(packing, spout_bolt_topology(bolt_par=2), repack(packing, spout_bolt_topology(bolt_par=2)),
+                      30.0) is None
+    assert live.on_instances(set()) is Step.DRAIN and live.drain_id == 2
+    assert live.on_drained(0, 1) is None and live.on_drained(1, 1) is None
 
 
 def test_a_second_rescale_and_a_change_of_containers_are_refused_in_one_line() -> None:
     book, topo, packing = grown()
     live = LiveRescale(Clock())
-    assert live.begin(book.packing, topo, packing, TopologyState.RUNNING, 30.0) is None
-    assert live.begin(book.packing, topo, packing, TopologyState.RUNNING, 30.0) == (
+    assert live.begin(book.packing, topo, packing, 30.0) is None
+    assert live.begin(book.packing, topo, packing, 30.0) == (
         "a rescale is already under way (staging); wait for it to finish")
     other = LiveRescale(Clock())
     bigger = repack(plan_book(containers=1).packing, topo)
-    assert other.begin(book.packing, topo, bigger, TopologyState.RUNNING, 30.0) == (
+    assert other.begin(book.packing, topo, bigger, 30.0) == (
         "a live rescale keeps the topology's 2 containers; the stored packing has 1")
 
 
@@ -62,7 +68,7 @@ def test_the_waits_are_bounded_a_task_that_never_connects_and_a_drain_that_never
     book, topo, packing = grown()
     clock = Clock()
     live = LiveRescale(clock, stage_wait_s=10.0)
-    live.begin(book.packing, topo, packing, TopologyState.RUNNING, 3.0)
+    live.begin(book.packing, topo, packing, 3.0)
     clock.now += 9.9
     assert live.tick() is None
     clock.now += 0.1
@@ -82,7 +88,7 @@ def test_a_shrink_has_nothing_to_wait_for_and_drains_at_once() -> None:
     book = plan_book()
     topo = spout_bolt_topology(bolt_par=2)
     live = LiveRescale(Clock())
-    live.begin(book.packing, topo, repack(book.packing, topo), TopologyState.PAUSED, 30.0)
+    live.begin(book.packing, topo, repack(book.packing, topo), 30.0)
     assert live.target is not None and live.target.removed == {4}
     assert live.on_instances(set()) is Step.DRAIN
 
@@ -181,3 +187,24 @@ def test_a_stream_manager_takes_a_task_its_plan_does_not_have_yet_and_refuses_on
     assert [i.task_id for i in sm.instances.infos()] == [6]  # reported to the master, which staged it
     inbound.instances.register(elsewhere, pb.RegisterInstanceRequest(task_id=4, component="count", pid=14))
     assert elsewhere.closed == "refused registration: task 4 does not run in container 0"
+
+
+def test_a_drain_request_from_the_master_starts_the_wait() -> None:
+    from heron_py.common.handshake import PeerIdentity
+    from heron_py.common.net import Route
+
+    clock, trees = Clock(), Trees()
+    sent: list[bytes] = []
+    tasks: list = []
+    drainer = Drainer(2, trees, sent.append, tasks.append, clock=clock)
+    routes = drainer.routes()
+    assert [(r.role, r.msg_type) for r in routes] == [("tmanager", MsgType.DRAIN_REQUEST)]
+    route: Route = routes[0]
+    from tests.fakes import FakeConn
+
+    master = FakeConn(PeerIdentity("tmanager", ""))
+    route.fn(master, encode_msg(pb.DrainRequest(drain_id=4, quiet_ms=0)))  # as the connection calls it
+    assert drainer.latest == 4 and len(tasks) == 1
+    asyncio.run(tasks[0])
+    msg = decode(MsgType.DRAINED, sent[0])
+    assert isinstance(msg, pb.Drained) and (msg.container, msg.drain_id) == (2, 4)
