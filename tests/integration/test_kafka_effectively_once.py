@@ -20,6 +20,7 @@ import pytest
 
 from heron_py.checkpoint.storage import IncompleteCheckpointError, LocalFsStorage
 from heron_py.common.container_layout import TopologyPaths
+from heron_py.connectors.kafka.delivery import positions_from_state
 from heron_py.state import config as statecfg
 from heron_py.state import open_state
 from heron_py.testing import run_local
@@ -78,7 +79,8 @@ def _final(home, name, ends):
             positions: dict[int, int] = {}
             for t in tasks["kafka"]:
                 state = pickle.loads(storage.load(name, cid, t) or pickle.dumps({}))
-                positions.update({p: o for _topic, p, o in state.get("kafka.positions", [])})
+                saved = positions_from_state(state.get("kafka.positions"))
+                positions.update({p: o for (_topic, p), o in saved.items()})
             if positions != ends:
                 continue
             counts: Counter = Counter()
@@ -145,6 +147,58 @@ def test_kafka_stateful_count_exact_through_three_kills(broker, heron_home):
         wait_for(lambda: broker.committed("eo", "eo-words") == ends, 20, f"commits to reach {ends}")
         spout_logs = _logs(heron_home, run.name, "container-*/kafka-*.log")
         assert "restored positions eo-words-" in spout_logs
+    finally:
+        resume.set()
+        kill_local(heron_home, run.name)
+
+
+def test_kafka_spout_rescaled_twice_mid_run_counts_stay_exact(broker, heron_home):
+    """The Kafka spout's positions merge at a rescale (each saved by the task that had the
+    partition): kafka 2 -> 3 -> 1 mid-run, and the final checkpoint's counts are exact, every
+    partition's position at its log end."""
+    from tests.support import run_cli
+
+    n = 12_000
+    broker.create_topic("eo-rescale", 3)
+    ends: dict[int, int] = {}
+    resume = threading.Event()
+
+    def produce():  # half paced over ~4 s, the rest after the two rescales
+        from confluent_kafka import Producer
+        p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+
+        def delivered(err, msg):
+            assert err is None, err
+            ends[msg.partition()] = max(ends.get(msg.partition(), 0), msg.offset() + 1)
+        for i in range(n):
+            if i == n // 2:
+                assert p.flush(30) == 0
+                resume.wait(180)
+            p.produce("eo-rescale", value=words(i).encode(), partition=i % 3, on_delivery=delivered)
+            if i % 150 == 0:
+                p.poll(0)
+                time.sleep(0.05)
+        assert p.flush(30) == 0
+    run = run_local(TOPOLOGY, ["--bootstrap", broker.bootstrap, "--topic", "eo-rescale", "--group", "eor"],
+                    home=heron_home, name="keor", keep_running=True)
+    producer = threading.Thread(target=produce)
+    producer.start()
+    try:
+        for step in ("kafka:3", "kafka:1"):
+            base = _checkpoints(heron_home, run.name)
+            wait_for(lambda b=base: _checkpoints(heron_home, run.name) >= b + 2, 40, f"two checkpoints before {step}")
+            u = run_cli(heron_home, "update", "local", run.name, "--component-parallelism", step, "--wait", "90")
+            assert u.returncode == 0, u.stderr
+        assert len(_tasks(run.name)["kafka"]) == 1
+        resume.set()
+        producer.join(60)
+        assert sum(ends.values()) == n
+        cid, counts = wait_for(lambda: _final(heron_home, run.name, ends), 90,
+                               f"a completed checkpoint whose positions reach the log end {ends}")
+        expected = Counter(w for i in range(n) for w in words(i).split())
+        assert counts == expected, f"checkpoint {cid}: {sum(counts.values())} words, expected {2 * n}"
+        spout_logs = _logs(heron_home, run.name, "container-*/kafka-*.log")
+        assert "restored positions eo-rescale-" in spout_logs
     finally:
         resume.set()
         kill_local(heron_home, run.name)

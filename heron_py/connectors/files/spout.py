@@ -93,9 +93,10 @@ def other_file(path: str, pos: Position, ino: int | None, tail: str | None) -> s
 
 class FileTailSpout(Spout):
     """Configured by the component's config (``files.*``, see docs/connectors/files.md)."""
-    # its positions are read back by the task that saved them, for the files it had then:
-    # another parallelism reads other files (heron_py/runtime/rescale.py)
-    heron_state_rescale = "refuse"
+    # its positions map file -> (line, byte), each saved by the one task that owned the file: a
+    # rescale gives every new task all of them (heron_py/runtime/rescale.py merge), and each
+    # takes the positions of the files it owns now
+    heron_state_rescale = "merge"
 
     outputs = ["file", "lineno", "line"]
     clock: Callable[[], float] = time.monotonic

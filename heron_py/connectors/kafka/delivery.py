@@ -29,11 +29,13 @@ from heron_py.connectors.kafka.reader import TP, PartitionReader
 if TYPE_CHECKING:
     from heron_py.connectors.kafka.spout import KafkaSpout
 
-POSITIONS_KEY = "kafka.positions"  # in the state: [[topic, partition, next offset], ...]
+POSITIONS_KEY = "kafka.positions"  # in the state: {(topic, partition): next offset}
 
 
-def positions_to_state(positions: dict[TP, int]) -> list[list[Any]]:
-    return [[t, p, o] for (t, p), o in sorted(positions.items())]
+def positions_to_state(positions: dict[TP, int]) -> dict[TP, int]:
+    """A mapping, so that a rescale can merge every old task's positions key by key (a
+    checkpoint written before holds the list form, which positions_from_state reads too)."""
+    return dict(sorted(positions.items()))
 
 
 def positions_from_state(value: Any) -> dict[TP, int]:

@@ -107,9 +107,10 @@ def record_values(translator: Any, key_de: Any, value_de: Any, strings: bool) ->
 
 class KafkaSpout(Spout):
     """Configured by the component's config (``kafka.*``, see docs/connectors/kafka.md)."""
-    # its positions are read back by the task that saved them, for the partitions it had then:
-    # another parallelism reads other partitions (heron_py/runtime/rescale.py)
-    heron_state_rescale = "refuse"
+    # its positions map partition -> offset, each saved by the one task that had the partition:
+    # a rescale gives every new task all of them (heron_py/runtime/rescale.py merge, Flink's
+    # union redistribution), and each seeks only the partitions it is assigned now
+    heron_state_rescale = "merge"
 
     # effectively once: the positions init_state restored (None: not restored, or another mode)
     _restored: dict[TP, int] | None = None

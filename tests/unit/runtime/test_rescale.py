@@ -168,3 +168,28 @@ def test_merge_refuses_a_mapping_in_one_old_task_and_a_plain_value_in_another() 
         with pytest.raises(StateSplitError) as e:
             split(Rule.MERGE, [(3, first), (4, second)], 0, 2, 3, 8, "words")
         assert str(e.value).startswith("component 'words': state key 'k' has different values in old tasks 3 and 4")
+
+
+def test_the_kafka_and_file_spouts_positions_merge_and_each_new_task_starts_where_its_owner_left_off() -> None:
+    """Flink's union redistribution: every new task gets every old task's positions (each saved
+    by the one task that had the partition or file), and takes those it is assigned now."""
+    from heron_py.api.topology import TopologyBuilder
+    from heron_py.connectors.files.spout import FileTailSpout
+    from heron_py.connectors.kafka.delivery import POSITIONS_KEY, positions_from_state, positions_to_state
+    from heron_py.connectors.kafka.spout import KafkaSpout
+    from heron_py.runtime.rescale import Rule, refusal, rule_of, split
+
+    b = TopologyBuilder("t")
+    b.add_spout("kafka", KafkaSpout, par=2, config={"kafka.bootstrap.servers": "127.0.0.1:9", "kafka.topics": "in"})
+    b.add_spout("files", FileTailSpout, par=2, config={"files.folder": "/tmp/in"})
+    topo = b.build()
+    assert rule_of(topo, "kafka") is Rule.MERGE and rule_of(topo, "files") is Rule.MERGE
+    assert refusal(topo, "kafka", 2, 3) is None and refusal(topo, "files", 2, 1) is None
+    old = [(1, {POSITIONS_KEY: positions_to_state({("in", 0): 40, ("in", 2): 7})}),
+           (2, {POSITIONS_KEY: positions_to_state({("in", 1): 12})})]
+    for index in range(3):
+        merged = split(Rule.MERGE, old, index, 2, 3, 128, "kafka")
+        assert positions_from_state(merged[POSITIONS_KEY]) == {("in", 0): 40, ("in", 1): 12, ("in", 2): 7}
+    files = [(3, {"positions": {"a.log": (10, 300)}}), (4, {"positions": {"b.log": (2, 40), "c.log": (0, 0)}})]
+    assert split(Rule.MERGE, files, 0, 2, 1, 128, "files") == {
+        "positions": {"a.log": (10, 300), "b.log": (2, 40), "c.log": (0, 0)}}

@@ -142,8 +142,9 @@ def test_checkpointed_positions_round_trip_and_commit_the_newest_complete():
     from heron_py.connectors.kafka.spout import newest_complete, positions_from_state, positions_to_state
 
     pos = {("b", 1): 7, ("a", 0): 3}
-    assert positions_to_state(pos) == [["a", 0, 3], ["b", 1, 7]]
+    assert positions_to_state(pos) == {("a", 0): 3, ("b", 1): 7}  # a mapping: a rescale merges it
     assert positions_from_state(positions_to_state(pos)) == pos and positions_from_state(None) == {}
+    assert positions_from_state([["a", 0, 3], ["b", 1, 7]]) == pos  # what a checkpoint of before holds
     saved = {4: {("a", 0): 1}, 5: {("a", 0): 2}, 7: {("a", 0): 3}}
     # the master's word for 6: 7 is saved but not complete yet, its positions could still be rolled back
     assert newest_complete(saved, 6) == 5

@@ -28,7 +28,7 @@ def test_positions_are_committed_only_at_the_masters_word_for_their_checkpoint(b
     _run(spout, broker, clock, 5)
     assert len(delegate.emitted) == 10
     spout.pre_save("1")
-    assert state.get(POSITIONS_KEY) == [[TOPIC, 0, 5], [TOPIC, 1, 5]]
+    assert state.get(POSITIONS_KEY) == {(TOPIC, 0): 5, (TOPIC, 1): 5}
     _run(spout, broker, clock, 3, periodic=True)
     spout.pre_save("2")
     _run(spout, broker, clock, 2, periodic=True)
