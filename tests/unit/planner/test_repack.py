@@ -89,3 +89,9 @@ def test_round_robin_refuses_a_number_of_containers_that_is_not_a_whole_number_f
     with pytest.raises(TopologyError) as e:
         round_robin(topo([2]), n)  # type: ignore[arg-type]
     assert str(e.value) == f"topology 't': number of containers must be an integer >= 1, found {n!r}"
+
+
+def test_round_robin_refuses_more_containers_than_tasks_in_one_line() -> None:
+    with pytest.raises(TopologyError) as e:
+        round_robin(topo([1, 2]), 4)
+    assert str(e.value) == "topology 't': 4 containers for 3 tasks; expected at most one container per task"

@@ -32,6 +32,7 @@ def test_it_drains_once_every_added_task_is_connected_then_switches_when_every_c
     book, topo, packing = grown()
     clock = Clock()
     live = LiveRescale(clock)
+    assert not live.busy and live.target is None  # a master's: nothing under way
     assert live.begin(book.packing, topo, packing, 30.0) is None
     assert live.phase is Phase.STAGING and live.target is not None
     assert (live.target.topology, live.target.added, live.target.removed) == (topo, {5, 6}, set())
