@@ -22,6 +22,7 @@ from typing import IO, Any
 
 from heron_py.checkpoint.select import checkpoint_location, open_checkpoint_storage
 from heron_py.common.config import SHUTDOWN_DRAIN, ConfigError, InstanceConfig, StatefulConfig, effectively_once
+from heron_py.common.framing import batch_count
 from heron_py.common.host import heron_home
 from heron_py.common.package import load_main
 from heron_py.planner.model import PhysicalPlan
@@ -537,7 +538,7 @@ class BoltLoop:
         """A task a live rescale removed is stopped once the plan without it is in effect; what
         it received before the switch is still in its queue (a backlog the drain did not wait
         out): it is processed, within the stop's drain time, rather than lost at the exit."""
-        left, q = 0, self.runner._in
+        left, q, runner = 0, self.runner._in, self.runner
         while self.clock() < deadline:
             try:
                 item = q.get_nowait()
@@ -546,8 +547,21 @@ class BoltLoop:
             left += 1
             self._handle(item)
         if left:
-            self.runner._log.info("task %d: processed %d batches left in its queue after a rescale removed it",
-                                  self.runner.task_id, left)
+            runner._log.info("task %d: processed %d batches left in its queue after a rescale removed it",
+                             runner.task_id, left)
+        dropped = 0
+        while True:  # the stop's drain time is over: what is still queued is counted, not lost unseen
+            try:
+                kind, payload = q.get_nowait()
+            except queue.Empty:
+                break
+            if kind is InKind.BATCH:
+                dropped += batch_count(payload)
+        if dropped:
+            runner.outbox.dropped_tuples += dropped  # __dropped-tuples/shutdown
+            runner._log.warning("task %d: %d tuples left in its queue at its stop after a rescale removed it were "
+                                "not processed within %g s; dropped (__dropped-tuples/shutdown)",
+                                runner.task_id, dropped, runner.drain_s)
 
     def _handle(self, item: InItem) -> None:
         kind, payload = item

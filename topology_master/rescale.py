@@ -13,7 +13,7 @@ at a drain point, so that no key reaches two tasks:
 2. DRAINING: the spouts are deactivated by a plan the master pushes but does not store (a master
    taking over must not adopt a pause that was only the rescale's), and every stream manager is
    asked to say when its spouts' tuples in flight are done (``DrainRequest``/``Drained``), at
-   most ``drain_wait_s`` (``heron_py.rescale.drain.secs``, 5 s, or Storm's rebalance ``-w``; at
+   most ``drain_wait_s`` (``heron_py.rescale.drain.secs``, 1 s, or Storm's rebalance ``-w``; at
    most the message timeout, after which a tree is failed and replayed anyway): a slow bolt's
    backlog is not waited out with the spouts stopped, and a key in it may then reach its old
    task after the switch, which at least once and at most once allow (their state is the

@@ -188,14 +188,16 @@ def observation_from(topo: TopologyDef, plan: Mapping[str, Any], answers: Mappin
     the running plan's tasks per component and where each runs), ``answers`` (per component, its
     /topologies/metrics), ``stmgrs`` (/topologies/metrics of STMGR). The running plan's
     parallelism is the observed one: the stored topology is the one asked for, ahead of it
-    while an update is under way."""
+    while an update is under way. Each input goes with its stream and grouping: the sizing
+    reads an upstream's share of its output by stream, and by how the grouping delivers it."""
     from heron_py.elastic.observations import build_observation
     from heron_py.planner.keygroups import max_parallelism
     from heron_py.planner.model import ComponentKind
 
     running = {**plan.get("spouts", {}), **plan.get("bolts", {})}
     components = [{"name": c.name, "parallelism": len(running.get(c.name, ())) or c.par,
-                   "inputs": [i.component for i in c.inputs], "is_spout": c.kind is ComponentKind.SPOUT,
+                   "inputs": [{"component": i.component, "stream": i.stream, "grouping": i.grouping.kind.value}
+                              for i in c.inputs], "is_spout": c.kind is ComponentKind.SPOUT,
                    "max_parallelism": max_parallelism(topo.config, c.config, c.par)} for c in topo.components]
     tasks = {str(t) for ids in running.values() for t in ids}
     placement = {t: i["container"] for t, i in plan.get("instances", {}).items()

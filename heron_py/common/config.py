@@ -179,7 +179,7 @@ ACKING_KEY = _key("topology.acking", Kind.BOOL, False, doc="Storm's switch for a
 TIMEOUT = _key("topology.message.timeout.secs", Kind.FLOAT, 30.0, positive=True, unit="seconds",
                doc="a tuple tree not acked by then is failed")
 PENDING = _key("topology.max.spout.pending", Kind.INT, None, 1, doc="tracked tuples in flight per spout task")
-RESCALE_DRAIN = _key("heron_py.rescale.drain.secs", Kind.FLOAT, 5.0, positive=True, unit="seconds",
+RESCALE_DRAIN = _key("heron_py.rescale.drain.secs", Kind.FLOAT, 1.0, positive=True, unit="seconds",
                      doc="a live rescale (update, at least once and at most once) switches the routing once the "
                          "tuples in flight are done, or after this long (at most the message timeout): a backlog "
                          "longer than this is not waited for, and keys in it may reach their old task after the "

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from heron_py.planner.keygroups import DEFAULT_MAX_PARALLELISM, default_max_parallelism
+from heron_py.planner.model import GroupingKind
 
 EXECUTE_COUNT = "__execute-count"
 EMIT_COUNT = "__emit-count"
@@ -46,13 +47,53 @@ def figure(x: float) -> str:
     return f"{x:.3f}".rstrip("0").rstrip(".")
 
 
+class Delivery(enum.Enum):
+    """What a grouping gives a consumer component of each tuple of its stream."""
+
+    ONE_TASK = "one task"  # the component takes the whole stream, its tasks share it
+    EVERY_TASK = "every task"  # each task takes the whole stream: more tasks do not share it
+    NAMED_TASK = "the task its sender names"  # which component's task, the topology does not say
+
+
+DELIVERY = {
+    GroupingKind.SHUFFLE: Delivery.ONE_TASK, GroupingKind.FIELDS: Delivery.ONE_TASK,
+    GroupingKind.LOCAL_OR_SHUFFLE: Delivery.ONE_TASK, GroupingKind.LOWEST: Delivery.ONE_TASK,
+    GroupingKind.NONE: Delivery.ONE_TASK, GroupingKind.PARTIAL_KEY: Delivery.ONE_TASK,
+    # a custom grouping may choose several tasks for a tuple; read as choosing one
+    GroupingKind.CUSTOM: Delivery.ONE_TASK,
+    GroupingKind.ALL: Delivery.EVERY_TASK,
+    GroupingKind.DIRECT: Delivery.NAMED_TASK,
+}
+
+
+@dataclass(frozen=True)
+class InputStream:
+    """One subscription of a bolt: a stream of an upstream component, with its grouping."""
+
+    component: str
+    stream: str
+    grouping: GroupingKind
+
+    @property
+    def delivery(self) -> Delivery:
+        return DELIVERY[self.grouping]
+
+
 @dataclass(frozen=True)
 class ComponentSpec:
+    """A component as the sizing sees it. ``inputs``: the upstream components. ``streams``: what
+    it subscribes to of each, stream and grouping; an input without any is one whose streams and
+    groupings are not known (a topology given by its component names only)."""
+
     name: str
     parallelism: int
     inputs: tuple[str, ...]
     is_spout: bool
     max_parallelism: int = DEFAULT_MAX_PARALLELISM
+    streams: tuple[InputStream, ...] = ()
+
+    def streams_from(self, upstream: str) -> tuple[InputStream, ...]:
+        return tuple(s for s in self.streams if s.component == upstream)
 
 
 class UsefulTime(enum.Enum):
@@ -79,6 +120,10 @@ class TaskWindow:
     blocked_ms: float
     in_queue: float
     container: int | None = None
+    # the same records by stream: (stream, records emitted on it), (upstream, stream, records
+    # executed from it); empty when not known (a window written by hand), never partly filled
+    emitted: tuple[tuple[str, float], ...] = ()
+    executed: tuple[tuple[str, str, float], ...] = ()
 
     @property
     def records_in(self) -> float:
@@ -164,7 +209,9 @@ def build_observation(components: Any, metrics: Any, seconds: Any, *, stmgrs: An
     """The observation of one window of ``seconds``.
 
     ``components``: the topology's components, each ``{"name", "parallelism", "inputs",
-    "is_spout"}`` and optionally ``"max_parallelism"``. ``metrics``: ``{component: answer}``, the
+    "is_spout"}`` and optionally ``"max_parallelism"``; an input is ``{"component", "stream",
+    "grouping"}`` (the grouping as ``GroupingKind`` spells it: shuffle, fields, all, ...), or the
+    upstream's name alone when its streams and groupings are not known. ``metrics``: ``{component: answer}``, the
     answer of ``/topologies/metrics`` (or only its ``"metrics"`` part). ``stmgrs``: ``{container:
     {name: value}}``, the stream managers' counters as increases over the window. ``placement``:
     ``{task: container}`` of the current plan; given, only its tasks are read (the master keeps
@@ -223,14 +270,37 @@ def _component(index: int, raw: Any) -> ComponentSpec:
     if not isinstance(spout, bool):
         raise ObservationError(f"{where}: is_spout: expected true or false, found {spout!r}")
     inputs = raw.get("inputs", [])
-    if (isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence)
-            or not all(isinstance(i, str) for i in inputs)):
-        raise ObservationError(f"{where}: inputs: expected a list of component names, found {inputs!r}")
+    if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
+        raise ObservationError(f"{where}: inputs: expected a list of component names or of "
+                               f"{{component, stream, grouping}}, found {inputs!r}")
     if spout and inputs:
         raise ObservationError(f"{where}: inputs: expected none for a spout, found {list(inputs)!r}")
     if not spout and not inputs:
         raise ObservationError(f"{where}: inputs: expected at least one for a bolt, found none")
-    return ComponentSpec(name, parallelism, tuple(dict.fromkeys(inputs)), spout, keys)
+    streams = [_input_stream(where, i) for i in inputs]
+    names = [i.component if isinstance(i, InputStream) else i for i in streams]
+    subscribed = tuple(dict.fromkeys(i for i in streams if isinstance(i, InputStream)))
+    return ComponentSpec(name, parallelism, tuple(dict.fromkeys(names)), spout, keys, subscribed)
+
+
+def _input_stream(where: str, raw: Any) -> InputStream | str:
+    """An input: an upstream's name alone, or one of its streams with the grouping."""
+    if isinstance(raw, str):
+        return raw
+    if not isinstance(raw, Mapping):
+        raise ObservationError(f"{where}: inputs: expected a component name or {{component, stream, grouping}}, "
+                               f"found {raw!r}")
+    component, stream, grouping = raw.get("component"), raw.get("stream"), raw.get("grouping")
+    if not isinstance(component, str) or not component:
+        raise ObservationError(f"{where}: inputs: component: expected a non-empty string, found {component!r}")
+    if not isinstance(stream, str) or not stream:
+        raise ObservationError(f"{where}: inputs: stream of {component}: expected a non-empty string, "
+                               f"found {stream!r}")
+    kinds = {k.value: k for k in GroupingKind}
+    if not isinstance(grouping, str) or grouping not in kinds:
+        raise ObservationError(f"{where}: inputs: grouping of {component}/{stream}: expected one of "
+                               f"{', '.join(sorted(kinds))}, found {grouping!r}")
+    return InputStream(component, stream, kinds[grouping])
 
 
 def _sources_first(specs: list[ComponentSpec]) -> tuple[ComponentSpec, ...]:
@@ -356,7 +426,8 @@ def task_window(spec: ComponentSpec, task: int, values: Mapping[str, float], sec
         return f"no {missing[0]} in its report"
     window_ms = seconds * 1000.0
     blocked = min(values[TIME_BLOCKED], window_ms)  # report times jitter around the window's edges
-    received = _received(spec, values)
+    executed = _executed(spec, values)
+    received = _by_source(spec, executed)
     records_in = sum(n for _, n in received)
     if BUSY_TIME in values:
         useful, source = values[BUSY_TIME], UsefulTime.BUSY
@@ -366,21 +437,29 @@ def task_window(spec: ComponentSpec, task: int, values: Mapping[str, float], sec
         useful, source = records_in * values[EXECUTE_LATENCY], UsefulTime.LATENCY
     else:
         return f"no {BUSY_TIME} and no {EXECUTE_LATENCY} in its report"
-    out = sum(v for n, v in values.items() if n.startswith(EMIT_COUNT + "/"))
-    return TaskWindow(spec.name, task, seconds, received, out, min(useful, window_ms), source, blocked,
-                      values[IN_QUEUE], container)
+    emitted = tuple(sorted((n.partition("/")[2], v) for n, v in values.items() if n.startswith(EMIT_COUNT + "/")))
+    return TaskWindow(spec.name, task, seconds, received, sum(v for _, v in emitted), min(useful, window_ms), source,
+                      blocked, values[IN_QUEUE], container, emitted, executed)
 
 
-def _received(spec: ComponentSpec, values: Mapping[str, float]) -> tuple[tuple[str, float], ...]:
-    """Records from each input, summed over its streams: ``__execute-count/<source>/<stream>``.
-    Tuples from no input of the topology (tick tuples, system streams) are not the data the
-    sizing is about, and are left out."""
-    by_source = dict.fromkeys(spec.inputs, 0.0)
+def _executed(spec: ComponentSpec, values: Mapping[str, float]) -> tuple[tuple[str, str, float], ...]:
+    """Records from each input's streams: ``__execute-count/<source>/<stream>``. Tuples from no
+    input of the topology (tick tuples, system streams) are not the data the sizing is about,
+    and are left out."""
+    out = []
     for name, v in values.items():
         base, _, rest = name.partition("/")
-        source = rest.partition("/")[0]
-        if base == EXECUTE_COUNT and source in by_source:
-            by_source[source] += v
+        source, _, stream = rest.partition("/")
+        if base == EXECUTE_COUNT and source in spec.inputs:
+            out.append((source, stream, v))
+    return tuple(sorted(out))
+
+
+def _by_source(spec: ComponentSpec, executed: tuple[tuple[str, str, float], ...]) -> tuple[tuple[str, float], ...]:
+    """Records from each input, summed over its streams."""
+    by_source = dict.fromkeys(spec.inputs, 0.0)
+    for source, _, v in executed:
+        by_source[source] += v
     return tuple(by_source.items())
 
 

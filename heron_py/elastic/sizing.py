@@ -7,6 +7,36 @@ target outputs send it, and its parallelism is that input over one task's true r
 up: one step sizes the whole graph, where growing one bottleneck at a time would find the next
 one a step later.
 
+An input's share of its upstream's output follows DS2: the target input of a component is the
+sum over its inputs (upstream U, stream S, grouping G) of U's target output on S: U's target
+input times its selectivity on S (records emitted on S per record in), which is U's target
+output times S's share of what U emitted. It is read from what U *emitted*, never from what the
+component *executed*: a component behind a backlog executes less than it is sent, and its share
+read from that would shrink its target by its own shortfall, sizing it at the parallelism that
+falls behind. By grouping:
+
+- shuffle, fields, local-or-shuffle, global, none, partial key, custom: each tuple of S goes to
+  one task of the component, so the component takes all of S, its tasks sharing it. (A custom
+  grouping that chooses several tasks for a tuple sends more; a global one sends it all to one
+  task, which the diagnosis sees as skew.)
+- all: each task takes the whole of S. More tasks do not share that load, they repeat it: the
+  input is not what the parallelism is sized by. It takes its part of each task's true rate,
+  and the component's other inputs are sized on what is left; a component with no other input,
+  or whose tasks cannot keep up with the all-grouped input alone, keeps its parallelism (the
+  diagnosis may still call it under- or over-provisioned; resizing it does not help, and the
+  sizing's line says why).
+- direct: the sender names the task, so which component gets how much of S is the sender's
+  choice, not the topology's. The observed share carries over: what the component executed of
+  S over what U emitted in all, with the backlog's error above.
+- an input whose streams and groupings are not known (a topology given by component names
+  only): its observed share likewise, from what the component executed of U's records.
+
+An upstream that emitted nothing in the window gives no data: all of its target output is
+counted on each stream, as its selectivity is not known. A stream silent in a window in which
+its upstream emitted on others has a share of 0, what it carried: its consumer is sized to one
+task within the step. A window without per-stream emit counts (one written by hand) reads as a
+single stream.
+
 The sources' target: a configured rate per source component, or "keep up with the input". A
 source that ran freely emitted what its input had: its observed rate is the target. One held
 back by backpressure (a stream manager over the threshold, or its own time blocked on output
@@ -25,7 +55,7 @@ from dataclasses import dataclass
 from statistics import mean
 
 from heron_py.elastic.config import AT_LEAST_ONE, UNBOUNDED, PerComponent
-from heron_py.elastic.observations import ComponentSpec, TaskWindow, TopologyObservation
+from heron_py.elastic.observations import ComponentSpec, Delivery, TaskWindow, TopologyObservation
 
 # a ratio such as 80,000 / 20,000 computed in floating point must not round 4 up to 5
 _EPSILON = 1e-9
@@ -44,11 +74,26 @@ class ComponentRates:
     input_rate: float
     output_rate: float
     received: tuple[tuple[str, float], ...]  # (upstream, records/s from it)
+    emitted: tuple[tuple[str, float], ...] = ()  # (stream, records/s emitted on it)
+    executed: tuple[tuple[str, str, float], ...] = ()  # (upstream, stream, records/s from it)
 
     @property
     def selectivity(self) -> float | None:
         """Records out per record in (λo / λp, summed over the tasks): None without input."""
         return self.output_rate / self.input_rate if self.input_rate > 0 else None
+
+    def stream_share(self, stream: str) -> float:
+        """The share of this component's output emitted on ``stream`` (its selectivity on the
+        stream over its selectivity): 1 when it emitted nothing, or without per-stream counts."""
+        if self.output_rate <= 0 or not self.emitted:
+            return 1.0
+        return dict(self.emitted).get(stream, 0.0) / self.output_rate
+
+    def received_from(self, upstream: str, stream: str | None = None) -> float:
+        """Records/s executed from ``upstream`` (on ``stream`` only, when given)."""
+        if stream is None:
+            return dict(self.received).get(upstream, 0.0)
+        return sum(n for u, s, n in self.executed if u == upstream and s == stream)
 
 
 def measure(obs: TopologyObservation) -> dict[str, ComponentRates]:
@@ -62,9 +107,14 @@ def _rates(spec: ComponentSpec, tasks: tuple[TaskWindow, ...], seconds: float) -
     true_in = [r for r in (t.true_processing_rate for t in tasks) if r is not None]
     true_out = [r for r in (t.true_output_rate for t in tasks) if r is not None]
     received = tuple((src, whole([dict(t.received).get(src, 0.0) for t in tasks])) for src in spec.inputs)
+    streams = sorted({s for t in tasks for s, _ in t.emitted})
+    emitted = tuple((s, whole([dict(t.emitted).get(s, 0.0) for t in tasks])) for s in streams)
+    edges = sorted({(u, s) for t in tasks for u, s, _ in t.executed})
+    executed = tuple((u, s, whole([sum(n for tu, ts, n in t.executed if (tu, ts) == (u, s)) for t in tasks]))
+                     for u, s in edges)
     return ComponentRates(spec.name, spec.parallelism, len(tasks), mean(true_in) if true_in else None,
                           mean(true_out) if true_out else None, whole([t.records_in for t in tasks]),
-                          whole([t.records_out for t in tasks]), received)
+                          whole([t.records_out for t in tasks]), received, emitted, executed)
 
 
 def throughput(rates: Mapping[str, ComponentRates], obs: TopologyObservation) -> float:
@@ -122,6 +172,7 @@ class Bound(enum.Enum):
     KEY_GROUPS = "its key groups (topology.component.max.parallelism)"
     UNKNOWN = "no rate to size it by"
     SOURCE = "a source keeping up with its input keeps its parallelism"
+    ALL_GROUPED = "every task takes its all-grouped input whole, which more tasks do not share"
 
 
 @dataclass(frozen=True)
@@ -135,15 +186,18 @@ class ComponentSize:
     parallelism: int
     bound: Bound
     source: bool = False
+    # of the target input, what every task takes whole (its all-grouped inputs), records/s
+    each_task_input: float = 0.0
 
     def line(self) -> str:
         def rate(x: float | None) -> str:
             return "unknown" if x is None else f"{x:,.0f}/s"
 
         what = "target output" if self.source else "target input"
+        each = f" ({rate(self.each_task_input)} of it to every task, all grouped)" if self.each_task_input else ""
         ds2 = "cannot size it" if self.ideal is None else f"asks {self.ideal}"
         held = "" if self.bound is Bound.NONE else f" ({self.bound.value})"
-        return (f"{self.component}: {what} {rate(self.target_input_rate)}, one task's true rate "
+        return (f"{self.component}: {what} {rate(self.target_input_rate)}{each}, one task's true rate "
                 f"{rate(self.true_rate)}; DS2 {ds2}; {self.current} -> {self.parallelism}{held}")
 
 
@@ -203,20 +257,43 @@ def size(obs: TopologyObservation, sources: Mapping[str, SourceTarget], limits: 
     return SizingPlan(tuple(sizes), tuple(sources[c.name] for c in obs.components if c.is_spout))
 
 
+@dataclass(frozen=True)
+class TargetInput:
+    """Records/s a component is to take in: what its tasks share, and what every task takes
+    whole (its all-grouped inputs)."""
+
+    shared: float
+    each_task: float = 0.0
+
+
 def _target_input(spec: ComponentSpec, rates: Mapping[str, ComponentRates],
-                  target_out: Mapping[str, float | None]) -> float | None:
-    """The sum over the inputs of what each sends this component at its target output. An
-    upstream's records do not all come here (other streams, other consumers) or come more than
-    once (an all grouping): the share observed on each edge carries over; an upstream that sent
-    nothing in the window gives no share, and all of it is counted."""
-    total = 0.0
-    for src, received in rates[spec.name].received:
+                  target_out: Mapping[str, float | None]) -> TargetInput | None:
+    """The sum over the inputs of what each sends this component at its target output (the
+    module's docstring gives the share by grouping); None while an upstream's is not known."""
+    shared = each_task = 0.0
+    me = rates[spec.name]
+    for src in spec.inputs:
         out = target_out[src]
         if out is None:
             return None
-        sent = rates[src].output_rate
-        total += out * (received / sent if sent > 0 else 1.0)
-    return total
+        up = rates[src]
+        streams = spec.streams_from(src)
+        if not streams:
+            shared += out * _observed_share(me.received_from(src), up.output_rate)
+        for s in streams:
+            if s.delivery is Delivery.EVERY_TASK:
+                each_task += out * up.stream_share(s.stream)
+            elif s.delivery is Delivery.NAMED_TASK:
+                shared += out * _observed_share(me.received_from(src, s.stream), up.output_rate)
+            else:
+                shared += out * up.stream_share(s.stream)
+    return TargetInput(shared, each_task)
+
+
+def _observed_share(received: float, sent: float) -> float:
+    """What the component executed of an upstream's output: short of its share by the backlog
+    between them; an upstream that sent nothing gives no share, and all of it is counted."""
+    return received / sent if sent > 0 else 1.0
 
 
 def _size_source(spec: ComponentSpec, r: ComponentRates, target: SourceTarget, limits: Limits) -> ComponentSize:
@@ -227,15 +304,36 @@ def _size_source(spec: ComponentSpec, r: ComponentRates, target: SourceTarget, l
     return _sized(spec, target.rate, target.rate, r.true_output_rate, limits)
 
 
-def _size_bolt(spec: ComponentSpec, r: ComponentRates, target_in: float | None, limits: Limits) -> ComponentSize:
-    selectivity = r.selectivity
-    if target_in is None:
-        target_out = None
-    elif target_in == 0:
-        target_out = 0.0
+def _size_bolt(spec: ComponentSpec, r: ComponentRates, target: TargetInput | None, limits: Limits) -> ComponentSize:
+    if target is None:
+        return _sized(spec, None, None, r.true_rate, limits)
+    if target.each_task == 0:
+        return _sized(spec, target.shared, _output(target.shared, r), r.true_rate, limits)
+    return _size_all_grouped(spec, r, target, limits)
+
+
+def _output(target_in: float, r: ComponentRates) -> float | None:
+    if target_in == 0:
+        return 0.0
+    return None if r.selectivity is None else target_in * r.selectivity
+
+
+def _size_all_grouped(spec: ComponentSpec, r: ComponentRates, target: TargetInput, limits: Limits) -> ComponentSize:
+    """A component with all-grouped input: each task spends ``target.each_task`` of its true rate
+    on it whatever the parallelism, and the tasks share the rest of the input with what is left.
+    Without other input, or with nothing left, more tasks do not help: it keeps its parallelism."""
+    true_rate = r.true_rate
+    if true_rate is None or true_rate <= 0:
+        ideal, held = None, Bound.UNKNOWN
+    elif target.shared == 0 or true_rate <= target.each_task * (1 + _EPSILON):
+        ideal, held = None, Bound.ALL_GROUPED
     else:
-        target_out = None if selectivity is None else target_in * selectivity
-    return _sized(spec, target_in, target_out, r.true_rate, limits)
+        ideal, held = ceil_tasks(target.shared, true_rate - target.each_task), Bound.NONE
+    p, bound = limit(spec, spec.parallelism if ideal is None else ideal, limits)
+    bound = held if bound is Bound.NONE else bound
+    total = target.shared + target.each_task * p  # each task takes its whole copy
+    return ComponentSize(spec.name, spec.parallelism, total, _output(total, r), true_rate, ideal, p, bound,
+                         each_task_input=target.each_task)
 
 
 def _sized(spec: ComponentSpec, target_in: float | None, target_out: float | None, true_rate: float | None,

@@ -18,8 +18,9 @@ from heron_py.cli.autoscale_log import LOG_FILE, AutoscaleLog, entry_lines, last
 from heron_py.cli.errors import SubmitError
 from heron_py.common.config import LogCaps
 from heron_py.elastic.config import AutoscaleConfig
+from heron_py.elastic.observations import InputStream
 from heron_py.elastic.policy import RestartContainer, Scale, State
-from heron_py.planner.model import TopologyDef
+from heron_py.planner.model import GroupingKind, TopologyDef
 from tests.fakes import Counter, Splitter, WordSpout, numbers_topology
 from tests.unit.elastic.sim import Sim, Stage
 
@@ -254,6 +255,8 @@ def test_the_masters_answers_make_the_observation() -> None:
     assert obs.parallelism() == {"numbers": 1, "sink": 3}
     assert [(c.name, c.inputs, c.is_spout, c.max_parallelism) for c in obs.components] == [
         ("numbers", (), True, 128), ("sink", ("numbers",), False, 128)]
+    # each input with its stream and grouping, which the sizing reads an upstream's share by
+    assert obs.spec("sink").streams == (InputStream("numbers", "default", GroupingKind.FIELDS),)
     assert [(t.component, t.task, t.container, t.records_in) for t in obs.tasks] == [
         ("numbers", 1, 0, 0.0), ("sink", 2, 1, 1000.0), ("sink", 3, 0, 1000.0), ("sink", 4, 1, 1000.0)]
     assert [s.line() for s in obs.skipped] == ["sink task 9: not in the current plan"]  # an old plan's series

@@ -11,12 +11,15 @@ import pytest
 from heron_py.elastic.observations import (
     ComponentSpec,
     ContainerWindow,
+    Delivery,
+    InputStream,
     ObservationError,
     Skipped,
     UsefulTime,
     build_observation,
     parse_components,
 )
+from heron_py.planner.model import GroupingKind
 
 from .windows import task, trace, trace_observation
 
@@ -65,6 +68,33 @@ def test_each_task_window_holds_what_sizing_reads() -> None:
     assert (count3.true_processing_rate, count4.true_processing_rate) == (410.0, 1950.0)
     assert (count4.records_out, count4.true_output_rate) == (0, 0.0)
     assert (obs.skipped, obs.containers, obs.container_of(4), obs.container_of(99)) == ((), (), 2, None)
+
+
+def test_each_task_window_holds_its_records_by_stream() -> None:
+    obs = build_observation(COMPONENTS, metrics(), 10)
+    words, split, count3, _ = obs.tasks
+    assert (words.emitted, words.executed) == ((("ctl", 100), ("default", 900)), ())
+    # ticks are no input's; the records by stream add up to the records in and out
+    assert (split.emitted, split.executed) == ((("default", 8000),), (("words", "ctl", 100), ("words", "default", 900)))
+    assert (count3.emitted, count3.executed, count3.records_out) == ((), (("split", "default", 4100),), 0)
+
+
+def test_inputs_with_their_stream_and_grouping() -> None:
+    def by(grouping: str, stream: str = "default") -> dict[str, str]:
+        return {"component": "split", "stream": stream, "grouping": grouping}
+
+    specs = parse_components([*COMPONENTS[1:], {**COMPONENTS[0], "inputs": [by("fields"), by("all", "ctl"),
+                                                                            by("fields"), "split"]}])
+    count = specs[2]
+    assert (count.inputs, count.streams) == (("split",), (InputStream("split", "default", GroupingKind.FIELDS),
+                                                          InputStream("split", "ctl", GroupingKind.ALL)))
+    assert [s.delivery for s in count.streams] == [Delivery.ONE_TASK, Delivery.EVERY_TASK]
+    assert (count.streams_from("split"), count.streams_from("words"), specs[1].streams) == (count.streams, (), ())
+    kinds = {k: InputStream("split", "default", k).delivery for k in GroupingKind}
+    assert [k.value for k, d in kinds.items() if d is not Delivery.ONE_TASK] == ["all", "direct"]
+    assert kinds[GroupingKind.DIRECT] is Delivery.NAMED_TASK
+    # read the same way as by name alone
+    assert build_observation(specs, metrics(), 10).tasks == build_observation(COMPONENTS, metrics(), 10).tasks
 
 
 def test_the_answers_metrics_part_alone_reads_the_same() -> None:
@@ -203,9 +233,22 @@ def test_a_bad_window_or_component_list_is_one_line() -> None:
     assert error(components=with_component(is_spout="no")) == (
         "topology component 'count': is_spout: expected true or false, found 'no'")
     assert error(components=with_component(inputs="split")) == (
-        "topology component 'count': inputs: expected a list of component names, found 'split'")
+        "topology component 'count': inputs: expected a list of component names or of {component, stream, "
+        "grouping}, found 'split'")
     assert error(components=with_component(inputs=[3])) == (
-        "topology component 'count': inputs: expected a list of component names, found [3]")
+        "topology component 'count': inputs: expected a component name or {component, stream, grouping}, found 3")
+    assert error(components=with_component(inputs=[{"stream": "default", "grouping": "fields"}])) == (
+        "topology component 'count': inputs: component: expected a non-empty string, found None")
+    assert error(components=with_component(inputs=[{"component": "split", "stream": "", "grouping": "fields"}])) == (
+        "topology component 'count': inputs: stream of split: expected a non-empty string, found ''")
+    assert error(components=with_component(inputs=[{"component": "split", "stream": "default",
+                                                    "grouping": "broadcast"}])) == (
+        "topology component 'count': inputs: grouping of split/default: expected one of all, custom, direct, fields, "
+        "local_or_shuffle, lowest, none, partial_key, shuffle, found 'broadcast'")
+    assert error(components=with_component(inputs=[{"component": "splat", "stream": "default",
+                                                    "grouping": "all"}])) == (
+        "topology component 'count': inputs: expected components of the topology (count, split, words), "
+        "found 'splat'")
     assert error(components=with_component(inputs=[])) == (
         "topology component 'count': inputs: expected at least one for a bolt, found none")
     assert error(components=with_component(is_spout=True)) == (

@@ -10,7 +10,7 @@ import pytest
 
 from heron_py.elastic.config import AutoscaleConfig, ConfigError
 from heron_py.elastic.diagnosis import Kind
-from heron_py.elastic.observations import TopologyObservation
+from heron_py.elastic.observations import ComponentSpec, TopologyObservation
 from heron_py.elastic.policy import (
     MIN_GAIN,
     Blacklisted,
@@ -23,9 +23,10 @@ from heron_py.elastic.policy import (
     State,
     Taken,
 )
+from heron_py.planner.model import GroupingKind
 
 from .sim import Sim, Stage
-from .windows import chain, container, observation, spout_task, task, trace_observation
+from .windows import bolt, chain, container, observation, spout_task, task, trace_observation
 
 ON = AutoscaleConfig(enabled=True)
 
@@ -290,6 +291,29 @@ def test_a_slow_instance_restarts_its_container_once_and_not_again_if_that_did_n
         "backpressure 54% of the 30 s window (threshold 10%); behind it: count 54%: restart container 3"),)
     assert [(b.target, b.move, b.until) for b in policy.blacklist(90)] == [("container 3", Move.RESTART, 690)]
     assert policy.blacklist(90)[0].why.startswith("restarting container 3 at 30 did not help: task 9 of count is slow")
+
+
+def test_a_backlog_without_backpressure_scales_to_keep_up_at_once() -> None:
+    """count executed 60% of what split sent it, with no backpressure yet: one step sizes it for
+    all it is sent (tests/unit/elastic/test_sizing.py has the figures)."""
+    d = HealthPolicy(ON).decide(trace_observation("backlog_no_backpressure.json"), 30)
+    assert d.actions == (Scale((("count", 4),), (
+        "count is under-provisioned: its tasks were busy 99%, 99% of the window; task 3 of count has 64 batches of "
+        "input pending (over 32); count: target input 8,000/s, one task's true rate 2,422/s; DS2 asks 4; 2 -> 4")),)
+
+
+def test_an_all_grouped_component_behind_its_input_is_diagnosed_but_not_scaled() -> None:
+    """Every task of cache takes all of the rules (100/s) and executes 80/s: under-provisioned,
+    and more tasks would each fall behind the same way."""
+    comps = (ComponentSpec("rules", 1, (), True), bolt("cache", 3, ("rules", "default", GroupingKind.ALL)))
+    tasks = [spout_task("rules", 1, 0, 3000, emitted={"default": 3000})]
+    tasks += [task("cache", t, 0, 30_000, executed={("rules", "default"): 2400}, queue=50) for t in (2, 3, 4)]
+    d = HealthPolicy(ON).decide(observation(comps, tasks), 30)
+    assert [(x.kind, x.component) for x in d.diagnoses] == [(Kind.UNDER_PROVISIONED, "cache")]
+    (action,) = d.actions
+    assert isinstance(action, NoAction) and action.why.endswith(
+        "; cache: target input 300/s (100/s of it to every task, all grouped), one task's true rate 80/s; DS2 "
+        "cannot size it; 3 -> 3 (every task takes its all-grouped input whole, which more tasks do not share)")
 
 
 def test_a_restart_that_cured_the_slow_task_is_not_blacklisted() -> None:

@@ -367,3 +367,32 @@ def _plan_with(bolt: type) -> PhysicalPlan:
     b.add_bolt("work", bolt, par=1, inputs={s: Grouping.SHUFFLE})
     topo = b.build()
     return PhysicalPlan(topo, round_robin(topo, 1), (StmgrLocation(0, "h", 1, 2),), TopologyState.RUNNING, 1)
+
+
+def test_what_a_removed_task_could_not_process_within_its_drain_time_is_counted(stand_in_main: None) -> None:
+    """The drain time over (0 here), the rest of the removed task's queue is dropped and counted
+    in ``__dropped-tuples/shutdown``, as at most once's drops are."""
+    import dataclasses
+
+    clock = FakeClock()
+    plan = _plan_with(StopsTask)
+    work = plan.packing.tasks_of("work")[0]
+    without = dataclasses.replace(plan, version=2, packing=dataclasses.replace(
+        plan.packing, tasks=tuple(t for t in plan.packing.tasks if t.task_id != work)))
+    batches = [_batch(plan, 0.0078125, 0.0078125) for _ in range(execution.BOLT_BATCHES + 4)]
+    task = _Task(plan, "work", clock, [(0.5, [(InKind.PPLAN, json.dumps(without.to_dict()).encode()),
+                                                *batches])])
+    StopsTask.processed, StopsTask.stop = [], task.runner.stop
+    task.runner.drain_s = 0.0  # set from the plan at the start: cut here before the stop
+    original = task.runner._begin
+
+    def begin(host: Any) -> bool:
+        ok = original(host)
+        task.runner.drain_s = 0.0
+        return ok
+
+    task.runner._begin = begin  # type: ignore[method-assign]
+    counters = task.run()
+    done = len(StopsTask.processed) // 2  # the turn it was stopped in (the plan took one of its items)
+    assert done == execution.BOLT_BATCHES
+    assert counters["__dropped-tuples/shutdown"] == 2 * (len(batches) - done)  # 2 tuples a batch

@@ -123,7 +123,7 @@ HERON_PY_IMPORTS: dict[str, frozenset[str]] = {
     "acking": frozenset({"common"}),  # Storm's acker algorithm, pure: the tracker and its root tables
     # the health manager's pure decisions (Dhalion, DS2): plain data in, actions out; common: its
     # settings are keys of the engine's config table
-    "elastic": frozenset({"common", "planner"}),  # planner: the key groups' default count
+    "elastic": frozenset({"common", "planner"}),  # planner: the key groups' default count, GroupingKind
     "api": frozenset({"common", "planner", "multilang"}),  # multilang: the shell components (api/shell.py)
     # checkpoint: stateful tasks; acking: the received tuples' ids (tracked.py) share the root tables' errors
     "runtime": frozenset({"common", "planner", "checkpoint", "acking", "api"}),
