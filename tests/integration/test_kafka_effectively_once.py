@@ -99,6 +99,26 @@ def _pid(name, component):
     raise AssertionError(f"no running {component} task")
 
 
+def _produce(broker, topic, n, ends, resume, *, pause_at, sleep_s):
+    """``words(i)`` for i < n over 3 partitions, paced (``sleep_s`` every 150), held at ``pause_at``
+    until ``resume``; ``ends`` gets each partition's log end."""
+    from confluent_kafka import Producer
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+
+    def delivered(err, msg):
+        assert err is None, err
+        ends[msg.partition()] = max(ends.get(msg.partition(), 0), msg.offset() + 1)
+    for i in range(n):
+        if i == pause_at:
+            assert p.flush(30) == 0
+            resume.wait(180)
+        p.produce(topic, value=words(i).encode(), partition=i % 3, on_delivery=delivered)
+        if i % 150 == 0:
+            p.poll(0)
+            time.sleep(sleep_s)
+    assert p.flush(30) == 0
+
+
 def test_kafka_stateful_count_exact_through_three_kills(broker, heron_home):
     broker.create_topic("eo-words", 3)
     ends: dict[int, int] = {}
@@ -107,21 +127,7 @@ def test_kafka_stateful_count_exact_through_three_kills(broker, heron_home):
     resume = threading.Event()
 
     def produce():  # two thirds paced over ~11 s, the rest after the kills
-        from confluent_kafka import Producer
-        p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
-
-        def delivered(err, msg):
-            assert err is None, err
-            ends[msg.partition()] = max(ends.get(msg.partition(), 0), msg.offset() + 1)
-        for i in range(N):
-            if i == 2 * N // 3:
-                assert p.flush(30) == 0
-                resume.wait(120)
-            p.produce("eo-words", value=words(i).encode(), partition=i % 3, on_delivery=delivered)
-            if i % 150 == 0:
-                p.poll(0)
-                time.sleep(0.1)
-        assert p.flush(30) == 0
+        _produce(broker, "eo-words", N, ends, resume, pause_at=2 * N // 3, sleep_s=0.1)
     run = run_local(TOPOLOGY, ["--bootstrap", broker.bootstrap, "--topic", "eo-words", "--group", "eo"],
                     home=heron_home, name="keo", keep_running=True)
     producer = threading.Thread(target=produce)
@@ -164,21 +170,7 @@ def test_kafka_spout_rescaled_twice_mid_run_counts_stay_exact(broker, heron_home
     resume = threading.Event()
 
     def produce():  # half paced over ~4 s, the rest after the two rescales
-        from confluent_kafka import Producer
-        p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
-
-        def delivered(err, msg):
-            assert err is None, err
-            ends[msg.partition()] = max(ends.get(msg.partition(), 0), msg.offset() + 1)
-        for i in range(n):
-            if i == n // 2:
-                assert p.flush(30) == 0
-                resume.wait(180)
-            p.produce("eo-rescale", value=words(i).encode(), partition=i % 3, on_delivery=delivered)
-            if i % 150 == 0:
-                p.poll(0)
-                time.sleep(0.05)
-        assert p.flush(30) == 0
+        _produce(broker, "eo-rescale", n, ends, resume, pause_at=n // 2, sleep_s=0.05)
     run = run_local(TOPOLOGY, ["--bootstrap", broker.bootstrap, "--topic", "eo-rescale", "--group", "eor"],
                     home=heron_home, name="keor", keep_running=True)
     producer = threading.Thread(target=produce)
