@@ -189,6 +189,7 @@ def status_doc(state: StateManager, name: str, sched: Scheduler | None = None) -
         "auth_failures": es.get("auth_failures", 0),
         "bad_frames": es.get("bad_frames", 0),
         **({"checkpoints": es["checkpoints"]} if "checkpoints" in es else {}),
+        **({"rescale": es["rescale"]} if "rescale" in es else {}),
     }
 
 
@@ -257,6 +258,10 @@ def cmd_status(args: argparse.Namespace) -> int:
                   f" over {m.get('backpressure_episodes', 0)} episodes; dropped tuples {m.get('dropped_tuples', 0)}")
     if "checkpoints" in doc:
         print(checkpoint_line(doc["checkpoints"]))
+    if "rescale" in doc:
+        r = doc["rescale"]
+        print(f"  live rescale under way ({r.get('phase')}): adding tasks {r.get('added')}, removing tasks "
+              f"{r.get('removed')}")
     from heron_py.cli.autoscale_log import entry_lines, last_entries
 
     for step in last_entries(args.name, 1):

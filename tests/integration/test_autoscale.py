@@ -1,15 +1,17 @@
-"""``heron-py autoscale`` on a real topology: a word count at least once whose input steps
-1x -> 4x -> 1x (tests/integration/topologies/stepped_word_count.py: 15, then 60, then 15
-sentences/s; the count bolt takes 4 ms a word, so one task counts about 240 words/s and 4x
-needs 3 of them). The health manager runs as its own process, with the topology's settings
-(``AUTOSCALE`` there: every 3 s over 4 s windows, count between 1 and 4 tasks).
+"""``heron-py autoscale`` on a real topology: a word count whose input steps 1x -> 4x -> 1x
+(tests/integration/topologies/stepped_word_count.py: 15, then 60, then 15 sentences/s; the count
+bolt takes 4 ms a word, so one task counts about 240 words/s and 4x needs 3 of them). The health
+manager runs as its own process, with the topology's settings (``AUTOSCALE`` there: every 3 s
+over 4 s windows, count between 1 and 4 tasks).
 
-Asserted: after the step up, count's parallelism grows within 3 actions and the topology keeps
-up (the newest sentence counted is within a few seconds of the input); after the step down it
-shrinks within 3 actions; every step is on the master's page and in container 0's Prometheus
-series; and nothing is lost across the live updates (every sentence's 10 words counted at least
-once). The actions log is printed (pytest
--s) with what each decision saw.
+Asserted, at least once and effectively once: after the step up, count's parallelism grows
+within 3 actions and the topology keeps up (the newest sentence counted is within a few seconds
+of the input); after the step down it shrinks within 3 actions. At least once (every rescale
+live): every step is on the master's page and in container 0's Prometheus series, and every
+sentence's 10 words are counted at least once. Effectively once (every rescale a restart and a
+restore with count's state split by key group): a checkpoint taken after the step down holds
+exactly the counts of the sentences before its spout's position. The actions log is printed
+(pytest -s) with what each decision saw.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -127,15 +131,74 @@ def _log(entries: list[dict[str, Any]], epoch: float) -> str:
 
 def test_count_grows_with_the_input_and_shrinks_after_it_and_nothing_is_lost(heron_home: Path,
                                                                              tmp_path: Path) -> None:
+    """At least once: every rescale live; every sentence's 10 words counted at least once."""
+    counted = Counted(heron_home / "capture" / NAME)
+
+    def all_counted(covered: int) -> None:
+        wait_for(lambda: counted.newest() >= covered and all(len(counted.positions.get(sid, ())) == 10
+                                                             for sid in range(covered)), 30,
+                 f"all 10 words of each of the first {covered} sentences to be counted")
+
+    _scenario(heron_home, ["--offsets", str(tmp_path / "offsets")], tmp_path, counted.newest, all_counted,
+              page_checks=True)
+
+
+def test_effectively_once_count_grows_and_shrinks_with_exact_counts(heron_home: Path, tmp_path: Path) -> None:
+    """Effectively once: every rescale restores the newest checkpoint with count's state split by
+    key group; a checkpoint taken after the step down holds exactly the counts of the sentences
+    before its spout's position."""
+    wc = _topology_module()
+
+    def newest() -> int:
+        found = _checkpointed(heron_home, wc)
+        return found[0] - 1 if found is not None else -1
+
+    def exact(covered: int) -> None:
+        found = wait_for(lambda: (lambda f: f if f is not None and f[0] >= covered else None)(
+            _checkpointed(heron_home, wc)), 60, f"a checkpoint past sentence {covered}")
+        position, counts = found
+        expected = Counter(w for sid in range(position) for w in wc.sentence(sid).split())
+        assert counts == expected, f"{sum(counts.values())} words counted, expected {sum(expected.values())}"
+
+    _scenario(heron_home, ["--effectively-once"], tmp_path, newest, exact, page_checks=False)
+
+
+def _checkpointed(home: Path, wc: ModuleType) -> tuple[int, Counter[str]] | None:
+    """(the spout's next sentence, count's summed state) in the newest complete checkpoint, each
+    task's state read by the packing its marker names, or None before the first."""
+    import pickle
+
+    from heron_py.checkpoint.storage import IncompleteCheckpointError, LocalFsStorage
+
+    storage = LocalFsStorage(home / "checkpoints")
+    for cid in reversed(storage.completed_ids(NAME)):
+        try:
+            marker = storage.marker(NAME, cid)
+            assert marker.packing is not None
+            spout = pickle.loads(storage.load(NAME, cid, marker.packing["sentence"][0]) or pickle.dumps({}))
+            counts: Counter[str] = Counter()
+            for t in marker.packing["count"]:
+                counts.update(pickle.loads(storage.load(NAME, cid, t) or pickle.dumps({})))
+        except IncompleteCheckpointError:
+            continue  # removed by the master's garbage collection after it was listed
+        return int(spout.get("next") or 0), counts
+    return None
+
+
+def _scenario(heron_home: Path, topology_args: list[str], tmp_path: Path, newest: Callable[[], int],
+              finish: Callable[[int], None], *, page_checks: bool) -> None:
+    """The step up and down with the health manager on: count grows within 3 actions after the
+    step up, keeps up with 4x, shrinks within 3 after the step down; ``newest`` is the newest
+    sentence counted, ``finish(covered)`` checks what the mode promises for the first
+    ``covered`` sentences; ``page_checks``: the steps on the page and in Prometheus too."""
     wc = _topology_module()
     schedule, up, down = wc.parse_schedule(wc.SCHEDULE), wc.STEP_UP_S, wc.STEP_DOWN_S
     epoch = time.time()
-    run_local(TOPOLOGY, ["--epoch", repr(epoch), "--offsets", str(tmp_path / "offsets"), "--name", NAME],
+    run_local(TOPOLOGY, ["--epoch", repr(epoch), "--name", NAME, *topology_args],
               home=heron_home, name=NAME, capture=["count"], keep_running=True)
     out = (tmp_path / "autoscale.out").open("w")
     hm = subprocess.Popen([sys.executable, "-m", "heron_py.cli.main", "autoscale", "local", NAME], stdout=out,
                           stderr=subprocess.STDOUT, env={**os.environ, "HERON_PY_HOME": str(heron_home)})
-    counted = Counted(heron_home / "capture" / NAME)
 
     def entries() -> list[dict[str, Any]]:
         return last_entries(NAME, 10_000, home=heron_home)
@@ -157,7 +220,7 @@ def test_count_grows_with_the_input_and_shrinks_after_it_and_nothing_is_lost(her
         def lag_s() -> float:
             """Seconds of input between what has arrived and the newest sentence counted."""
             elapsed = time.time() - epoch
-            return float((wc.arrived(schedule, elapsed) - counted.newest()) / wc.rate_at(schedule, elapsed))
+            return float((wc.arrived(schedule, elapsed) - newest()) / wc.rate_at(schedule, elapsed))
 
         wait_for(lambda: lag_s() < KEEPS_UP_S, max(1.0, epoch + down - time.time()),
                  f"the topology to keep up with 4x (within {KEEPS_UP_S:g} s of the input) before the step down")
@@ -171,17 +234,14 @@ def test_count_grows_with_the_input_and_shrinks_after_it_and_nothing_is_lost(her
         assert next(i for i, a in enumerate(downs) if count_of(a) < peak) < 3, _log(entries(), epoch)
         covered = wc.arrived(schedule, down + 10)  # sentences from before the step up to after the step down
 
-        # every step is on the master's page (its API) and in container 0's Prometheus series
-        shown = _page_steps(heron_home)
-        assert shown and shown == sorted(shown) and set(shown) <= {e["time"] for e in entries()}
-        last_scale = [a for a in _actions(entries(), epoch) if a["action"]["kind"] == "scale"][-1]
-        wait_for(lambda: _asked_count(heron_home) == count_of(last_scale), 20,
-                 "container 0's /metrics to show the parallelism last asked for count")
+        if page_checks:  # every step is on the master's page (its API) and in container 0's Prometheus series
+            shown = _page_steps(heron_home)
+            assert shown and shown == sorted(shown) and set(shown) <= {e["time"] for e in entries()}
+            last_scale = [a for a in _actions(entries(), epoch) if a["action"]["kind"] == "scale"][-1]
+            wait_for(lambda: _asked_count(heron_home) == count_of(last_scale), 20,
+                     "container 0's /metrics to show the parallelism last asked for count")
 
-        # at least once: every sentence's 10 words counted, across every update's restarts
-        wait_for(lambda: counted.newest() >= covered and all(len(counted.positions.get(sid, ())) == 10
-                                                             for sid in range(covered)), 30,
-                 f"all 10 words of each of the first {covered} sentences to be counted")
+        finish(covered)
     finally:
         hm.send_signal(signal.SIGTERM)
         code = hm.wait(timeout=90)

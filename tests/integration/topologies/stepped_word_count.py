@@ -29,6 +29,7 @@ from pathlib import Path
 
 from heronpy.api.bolt.bolt import Bolt
 from heronpy.api.spout.spout import Spout
+from heronpy.api.state.stateful_component import StatefulComponent
 from heronpy.api.stream import Grouping
 from heronpy.api.topology import TopologyBuilder
 
@@ -135,6 +136,33 @@ class SteppedSentenceSpout(Spout):
         os.replace(tmp, self.offsets)
 
 
+class CheckpointedSteppedSpout(Spout, StatefulComponent):
+    """Effectively once (``--effectively-once``): the same arrivals, the next sentence in the
+    checkpointed state instead of an offsets file; after a restore it reads on from there."""
+
+    outputs = ["sid", "sentence"]
+
+    def init_state(self, stateful_state):
+        self.state = stateful_state
+        self.next_sid = stateful_state.get("next") or 0
+
+    def pre_save(self, checkpoint_id):
+        self.state.put("next", self.next_sid)
+
+    def initialize(self, config, context):
+        self.schedule = parse_schedule(config["wc.schedule"])
+        self.epoch = float(config["wc.epoch"])
+        self.log(f"starting at sentence {self.next_sid}")
+
+    def next_tuple(self):
+        due = arrived(self.schedule, time.time() - self.epoch)
+        n = 0
+        while self.next_sid < due and n < MAX_BURST:
+            self.emit([self.next_sid, sentence(self.next_sid)])
+            self.next_sid += 1
+            n += 1
+
+
 class SplitBolt(Bolt):
     outputs = ["word", "sid", "pos", "pad"]
 
@@ -161,27 +189,52 @@ class SlowCountBolt(Bolt):
         self.ack(tup)
 
 
+class CheckpointedCountBolt(SlowCountBolt, StatefulComponent):
+    """Effectively once: the counts are the task's state, keyed by the word the fields grouping
+    routes by, so a rescale splits them by key group."""
+
+    def init_state(self, stateful_state):
+        self.state = stateful_state
+        self.restored = Counter(dict(stateful_state.enumerate()))
+
+    def initialize(self, config, context):
+        super().initialize(config, context)
+        self.counts = self.restored
+
+    def pre_save(self, checkpoint_id):
+        for word, n in self.counts.items():
+            self.state.put(word, n)
+
+    def process(self, tup):
+        time.sleep(self.cost_s)
+        self.counts[tup.values[0]] += 1
+
+
 def build(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--schedule", default=SCHEDULE, help="OFFSET:RATE,... sentences per second from OFFSET "
                                                          "seconds after the epoch")
     ap.add_argument("--epoch", type=float, default=None, help="the schedule's time 0 (default: now)")
-    ap.add_argument("--offsets", required=True, help="the file the spout commits its offset to")
+    ap.add_argument("--offsets", default="", help="the file the spout commits its offset to (at least once)")
     ap.add_argument("--cost-ms", type=float, default=4.0, help="the count bolt's time per word")
     ap.add_argument("--pad-bytes", type=int, default=400, help="bytes each word carries along")
     ap.add_argument("--name", default="stepped_word_count")
+    ap.add_argument("--effectively-once", action="store_true",
+                    help="checkpointed state (a checkpoint a second) instead of acks and an offsets file")
     args = ap.parse_args(argv)
+    eo = args.effectively_once
     b = TopologyBuilder(args.name)
-    spout = b.add_spout("sentence", SteppedSentenceSpout, par=1, config={
+    spout = b.add_spout("sentence", CheckpointedSteppedSpout if eo else SteppedSentenceSpout, par=1, config={
         "wc.schedule": args.schedule, "wc.epoch": time.time() if args.epoch is None else args.epoch,
         "wc.offsets": args.offsets})
     split = b.add_bolt("split", SplitBolt, par=1, inputs={spout: Grouping.SHUFFLE},
                        config={"wc.pad.bytes": args.pad_bytes})
-    b.add_bolt("count", SlowCountBolt, par=1, inputs={split: Grouping.fields("word")},
+    b.add_bolt("count", CheckpointedCountBolt if eo else SlowCountBolt, par=1, inputs={split: Grouping.fields("word")},
                config={"wc.cost.ms": args.cost_ms})
     b.set_config({
         "topology.stmgrs": 1,
-        "topology.reliability.mode": "ATLEAST_ONCE",
+        "topology.reliability.mode": "EFFECTIVELY_ONCE" if eo else "ATLEAST_ONCE",
+        **({"topology.stateful.checkpoint.interval.seconds": 1} if eo else {}),
         "topology.message.timeout.secs": 60,
         # backpressure, not the pending cap, holds a spout whose count bolt falls behind: a cap
         # would hold it where the health manager sees a spout running freely at the rate let through
