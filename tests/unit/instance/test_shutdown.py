@@ -127,6 +127,14 @@ class FakeStmgr(BaseHandler):
                 self.conn.resume_reading()
         self.loop.call_soon_threadsafe(go)
 
+    def read_slowly(self, pause_s: float) -> None:
+        """Reads again, pausing ``pause_s`` after each batch (from the test's thread)."""
+        def go() -> None:
+            self.reading, self.chunk_pause_s = True, pause_s
+            if self.conn is not None:
+                self.conn.resume_reading()
+        self.loop.call_soon_threadsafe(go)
+
     def on_close(self, conn: Connection) -> None:
         self.closed.set()
 
@@ -237,11 +245,14 @@ def _wait_backed_up(mm: FakeMetricsMgr) -> None:
 def test_a_sigterm_drains_everything_to_a_slow_stream_manager_in_order(servers: Servers, tmp_path: Path) -> None:
     plan = _plan(drain_s=20.0)  # ample: a slow reader still gets everything
     sm, mm = servers.start(tmp_path, plan)
-    sm.chunk_pause_s = 0.02  # slow: a pause after each read
+    # no reading until the outbound queue is full (a loaded machine's spout may emit no faster
+    # than a slow reader takes: the queue then never stayed full), then a slow reader
+    sm.reading = False
     proc = _start_instance(tmp_path, plan)
     try:
         _wait(sm.first, "the first tuples")
         _wait_backed_up(mm)
+        sm.read_slowly(0.02)  # slow: a pause after each read
         proc.send_signal(signal.SIGTERM)  # mid-burst: megabytes still queued and held
         out, _ = proc.communicate(timeout=60)
     finally:
