@@ -184,15 +184,20 @@ def update_topology(state: StateManager, sched: Scheduler, name: str, changes: M
         return _live_update(state, sched, name, topo, new_topo, packing, wait_s, summary, drain_s)
     _check_state_splits(state, topo, changes)
     new_packing = round_robin(new_topo, packing.num_containers)
-    version, pids = _snapshot(state, name)
     state.set_topology(new_topo)
     state.set_packing_plan(name, new_packing)
-    containers = list(range(new_packing.num_containers))
-    _restart(sched, name, containers, new_packing.num_containers, "update")
+    return _restart_all(state, sched, name, new_packing, wait_s, summary)
+
+
+def _restart_all(state: StateManager, sched: Scheduler, name: str, packing: PackingPlan, wait_s: float,
+                 summary: str) -> str:
+    """Every container restarted onto the stored ``packing``, until every task runs in a new process."""
+    version, pids = _snapshot(state, name)
+    _restart(sched, name, list(range(packing.num_containers)), packing.num_containers, "update")
     # every task restarts: none may keep its old process
     _wait_restarted(state, name, version, pids, wait_s)
-    return (f"{summary} ({counted(len(new_packing.tasks), 'task')} in "
-            f"{counted(new_packing.num_containers, 'container')}, every container restarted)")
+    return (f"{summary} ({counted(len(packing.tasks), 'task')} in "
+            f"{counted(packing.num_containers, 'container')}, every container restarted)")
 
 
 def _live_update(state: StateManager, sched: Scheduler, name: str, topo: TopologyDef, new_topo: TopologyDef,
@@ -215,11 +220,7 @@ def _live_update(state: StateManager, sched: Scheduler, name: str, topo: Topolog
         resp = admin_command(state, name, command, timeout=min(30.0, wait_s))
     except AdminError as e:
         print(f"update: the topology master did not take the live rescale ({e}); restarting every container")
-        version, pids = _snapshot(state, name)
-        _restart(sched, name, list(range(new_packing.num_containers)), new_packing.num_containers, "update")
-        _wait_restarted(state, name, version, pids, wait_s)
-        return (f"{summary} ({counted(len(new_packing.tasks), 'task')} in "
-                f"{counted(new_packing.num_containers, 'container')}, every container restarted)")
+        return _restart_all(state, sched, name, new_packing, wait_s, summary)
     if not resp.ok:
         state.set_topology(topo)  # the definition the running topology has, back
         state.set_packing_plan(name, packing)

@@ -349,7 +349,7 @@ class ComponentHost:
         if plan.packing != old.packing or plan.topology != old.topology:
             # the context the user got (and may keep) answers for the new plan, the same object;
             # first, as a custom grouping's new prepare reads it
-            replan_context(self.context, plan)
+            self.context.set_plan(plan.topology, plan.packing)
         if self.emitter.set_plan(plan) and self._bound is not None:
             self._bind_emit_paths()
 
@@ -726,13 +726,6 @@ def _timed(process: Callable[[HeronTuple], None], hooks: Hooks) -> Callable[[Her
 def has_task(plan: PhysicalPlan, task_id: int) -> bool:
     """Whether ``plan``'s packing holds ``task_id`` (a live rescale adds and removes tasks)."""
     return any(t.task_id == task_id for t in plan.packing.tasks)
-
-
-def replan_context(context: TopologyContext, plan: PhysicalPlan) -> None:
-    """``context`` (the object the user's initialize got) moved to ``plan``'s topology and
-    packing in place, with its task maps derived as its constructor derives them; what the user
-    registered on it (metrics, task hooks) stays."""
-    context.set_plan(plan.topology, plan.packing)
 
 
 def make_host(plan: PhysicalPlan, task_id: int, sink: Sink, options: HostOptions = HostOptions()) -> ComponentHost:
