@@ -25,8 +25,8 @@ from heron_py.common.config import SHUTDOWN_DRAIN, ConfigError, InstanceConfig, 
 from heron_py.common.framing import batch_count
 from heron_py.common.host import heron_home
 from heron_py.common.package import load_main
-from heron_py.planner.model import PhysicalPlan
-from heron_py.runtime.host import BoltHost, ComponentHost, HostOptions, SpoutHost, has_task, jsonl_observer, make_host
+from heron_py.planner.model import PhysicalPlan, has_task
+from heron_py.runtime.host import BoltHost, ComponentHost, HostOptions, SpoutHost, jsonl_observer, make_host
 from heron_py.runtime.stateful import Phase, StatefulTask
 from instance.metrics import TaskReports
 from instance.queues import InItem, InKind, Outbox, QueueBytes

@@ -35,7 +35,7 @@ from heron_py.common.net import (
 )
 from heron_py.common.tls import PeerTls
 from heron_py.common.wire import encode_msg
-from heron_py.planner.model import PhysicalPlan
+from heron_py.planner.model import PhysicalPlan, has_task
 from heron_py.state import StateManager
 from heron_py.state import config as statecfg
 from heron_py.state.stores import run_with_state
@@ -230,10 +230,16 @@ class StreamManager(DaemonBase):
 
     def instance_lost(self, conn: Connection) -> None:
         task = self.instances.remove(conn)
-        if task is not None:
-            self.apply(self.bp.connection_low(ConnKey.task(task)))
-            self.log.warning("instance task %d disconnected", task)
-            self.data_lost(f"the connection of instance task {task} closed")
+        if task is None:
+            return
+        self.apply(self.bp.connection_low(ConnKey.task(task)))
+        if self.pplan is not None and not has_task(self.pplan, task):
+            # a rescale removed it (or added it and has not switched yet): no tuple of the run
+            # is routed to it, and what it sent is fenced off, so nothing of the run is lost
+            self.log.info("instance task %d, which the plan does not hold, disconnected", task)
+            return
+        self.log.warning("instance task %d disconnected", task)
+        self.data_lost(f"the connection of instance task {task} closed")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -208,7 +208,7 @@ class CheckpointDriver:
             reason = "; ".join(failures)
             self._log.warning("effectively once: while this master could not act: %s; rolling every task back",
                               reason)
-            self._actions.apply(c.on_failure(self._clock(), reason))
+            self._actions.apply(c.on_failure(self._clock(), reason, self._tasks))
         for container, (restore_id, why, answer) in rollbacks:
             self.on_rollback_request(container, restore_id, why, answer)
         self._maybe_start()
@@ -220,7 +220,8 @@ class CheckpointDriver:
         for task, info in instances.items():
             pid = int(info.get("pid", 0)) if info.get("ready") else 0
             old = self._pids.get(task)
-            if old is not None and old != pid:
+            # only the plan's tasks fail: not one a rescale removed (it exits) or added but not switched to yet
+            if old is not None and old != pid and task in self._tasks:
                 gone.append(f"task {task} (pid {old}) " + ("restarted" if pid else "is gone"))
             if pid:
                 self._pids[task] = pid
@@ -266,6 +267,39 @@ class CheckpointDriver:
         self._log.warning("effectively once: %s; rolling every task back", why)
         self._actions.apply(c.on_failure(self._clock(), why, data_lost=True))
         answer(ActionRunner.answer(restore_id, acted=True, reason=why))
+
+    def rescale_blocker(self) -> str | None:
+        """Why an effectively-once live rescale cannot start now (None: it can): it ends in a
+        restore, which this master must be able to order."""
+        c = self.coordinator
+        if c is None:
+            return f"the checkpoint storage is not listed yet ({self.storage_error or 'in progress'}); try again"
+        if not self._gate.may_act():
+            return f"this master may not restore ({self._gate.why_not()})"
+        if c.state is CoordinatorState.WAITING_FOR_OPERATOR:
+            return ("effectively once waits for the operator (heron-py restore NAME --checkpoint ID | --clean) "
+                    "before anything restores")
+        return None
+
+    def replan(self, tasks: Mapping[int, str], reason: str) -> None:
+        """A live rescale switched the plan (its stream managers and instances have it): the
+        new plan's tasks are the ones counted, and every one restores the newest complete
+        checkpoint under it (coordinator.replan). A removed task's exit is then no failure. A
+        master that may not act now keeps it as a failure to act on (its restore follows the
+        new tasks too)."""
+        self._tasks = dict(tasks)
+        self._pids = {t: p for t, p in self._pids.items() if t in self._tasks}
+        c = self.coordinator
+        if c is None:
+            return  # the first restore, once the storage is listed, is onto these tasks
+        if not self._gate.may_act():
+            if c.state is CoordinatorState.STARTING:
+                c.replan(self._clock(), tasks, reason)  # starting, it only takes the tasks: nothing to send
+            else:  # the restore once it may act, onto the driver's tasks (tick)
+                self._gate.defer_failure(f"rescale: {reason}")
+            return
+        self._log.info("effectively once: rescale (%s): every task restores under the new plan", reason)
+        self._actions.apply(c.replan(self._clock(), tasks, reason))
 
     def greet(self, conn: Connection) -> None:
         """A stream manager registered: it gets the restore or the checkpoint start under way."""
@@ -336,40 +370,41 @@ class CheckpointDriver:
 
     def _maybe_start(self) -> None:
         c = self.coordinator
-        if c is not None and c.state is CoordinatorState.STARTING and len(self._pids) == len(self._tasks) \
+        if c is not None and c.state is CoordinatorState.STARTING and self._tasks.keys() <= self._pids.keys() \
                 and self._gate.may_act():
             self._log.info("every task is ready: restoring before processing")
             self._actions.apply(c.start(self._clock()))
 
-    # --- what it shows ---
-    def metrics(self) -> dict[str, int]:
-        """The master's own checkpoint metrics (for its metrics report)."""
-        s = self.coordinator.status() if self.coordinator is not None else None
-        return {"__checkpoint-failing": int(bool(s and s.failing)),
-                "__checkpoint-consecutive-failures": s.consecutive_failures if s else 0,
-                "__checkpoint-waiting-for-operator": int(bool(s and s.state is CoordinatorState.WAITING_FOR_OPERATOR))}
+# --- what a driver shows: for status, the HTTP API, metrics and the page (not part of driving) ---
+def driver_metrics(driver: CheckpointDriver) -> dict[str, int]:
+    """The master's own checkpoint metrics (for its metrics report)."""
+    s = driver.coordinator.status() if driver.coordinator is not None else None
+    return {"__checkpoint-failing": int(bool(s and s.failing)),
+            "__checkpoint-consecutive-failures": s.consecutive_failures if s else 0,
+            "__checkpoint-waiting-for-operator": int(bool(s and s.state is CoordinatorState.WAITING_FOR_OPERATOR))}
 
-    def status(self) -> dict[str, Any]:
-        """For status, the HTTP API, metrics and the execution state the page reads."""
-        if self.coordinator is None:
-            return {"state": CoordinatorState.STARTING.value, "epoch": self.epoch,
-                    "storage_error": self.storage_error, "failing": False, "consecutive_failures": 0}
-        s = self.coordinator.status()
-        return {
-            "state": s.state.value, "epoch": self.epoch, "in_progress_id": s.in_progress_id,
-            "in_progress_saved": s.in_progress_saved,
-            "tasks": s.tasks, "last_completed_id": s.last_completed_id,
-            "last_completed_time": self.last_completed_wall if s.last_completed_at is not None else None,
-            "last_duration_secs": s.last_duration_secs, "last_size_bytes": s.last_size_bytes,
-            "components": {c.component: {"tasks": c.tasks, "size_bytes": c.size_bytes,
-                                         "max_duration_secs": c.max_duration_secs} for c in s.components},
-            "restore_checkpoint_id": s.restore_checkpoint_id, "failure": s.failure,
-            "waiting_for_operator": s.state is CoordinatorState.WAITING_FOR_OPERATOR,
-            "failing": s.failing, "consecutive_failures": s.consecutive_failures,
-            "failure_reasons": list(s.failure_reasons), "restore_attempt": s.restore_attempt,
-            "restore_error": s.restore_error, "loaded_checkpoint_id": s.loaded_id,
-            "completed_ids": list(self.coordinator.completed), "superseded": self.superseded,
-        }
+
+def driver_status(driver: CheckpointDriver) -> dict[str, Any]:
+    """For status, the HTTP API, metrics and the execution state the page reads."""
+    if driver.coordinator is None:
+        return {"state": CoordinatorState.STARTING.value, "epoch": driver.epoch,
+                "storage_error": driver.storage_error, "failing": False, "consecutive_failures": 0}
+    s = driver.coordinator.status()
+    return {
+        "state": s.state.value, "epoch": driver.epoch, "in_progress_id": s.in_progress_id,
+        "in_progress_saved": s.in_progress_saved,
+        "tasks": s.tasks, "last_completed_id": s.last_completed_id,
+        "last_completed_time": driver.last_completed_wall if s.last_completed_at is not None else None,
+        "last_duration_secs": s.last_duration_secs, "last_size_bytes": s.last_size_bytes,
+        "components": {c.component: {"tasks": c.tasks, "size_bytes": c.size_bytes,
+                                     "max_duration_secs": c.max_duration_secs} for c in s.components},
+        "restore_checkpoint_id": s.restore_checkpoint_id, "failure": s.failure,
+        "waiting_for_operator": s.state is CoordinatorState.WAITING_FOR_OPERATOR,
+        "failing": s.failing, "consecutive_failures": s.consecutive_failures,
+        "failure_reasons": list(s.failure_reasons), "restore_attempt": s.restore_attempt,
+        "restore_error": s.restore_error, "loaded_checkpoint_id": s.loaded_id,
+        "completed_ids": list(driver.coordinator.completed), "superseded": driver.superseded,
+    }
 
 
 def driver_for(topology: str, topo: TopologyDef, packing: PackingPlan, home: Path, *,

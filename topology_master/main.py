@@ -42,7 +42,7 @@ from heron_py.state import config as statecfg
 from heron_py.state.stores import run_with_state
 from proto import heron_py_pb2 as pb
 from topology_master.admin import AdminCommands
-from topology_master.checkpoints import CheckpointDriver, tick_forever
+from topology_master.checkpoints import CheckpointDriver, driver_metrics, driver_status, tick_forever
 from topology_master.election import Role, StateWorker
 from topology_master.http_api import Api, MetricsView
 from topology_master.http_server import HttpServer, serve_http
@@ -192,7 +192,7 @@ class TopologyMaster(DaemonBase):
     def metrics_report(self) -> dict[str, Any]:
         """The master's own metrics for its container's metrics manager: effectively once's
         failing and waiting-for-the-operator (zeros on a standby and in the other modes)."""
-        values = self.checkpoints.metrics() if self.checkpoints is not None else {}
+        values = driver_metrics(self.checkpoints) if self.checkpoints is not None else {}
         return {"kind": "tmanager", "time": time.time(),
                 "gauges": {k: float(v) for k, v in values.items()}}
 
@@ -262,7 +262,7 @@ class TopologyMaster(DaemonBase):
         doc = self.book.status(tmanager=tmanager, auth_failures=self.counters.auth_failures,
                                bad_frames=self.counters.bad_frames, metricsmgrs=self.metrics.endpoints())
         if self.checkpoints is not None:
-            doc["checkpoints"] = self.checkpoints.status()
+            doc["checkpoints"] = driver_status(self.checkpoints)
         rescale = self.rescaler.status() if self.rescaler is not None else None
         if rescale is not None:
             doc["rescale"] = rescale

@@ -17,12 +17,20 @@ at a drain point, so that no key reaches two tasks:
    most the message timeout, after which a tree is failed and replayed anyway): a slow bolt's
    backlog is not waited out with the spouts stopped, and a key in it may then reach its old
    task after the switch, which at least once and at most once allow (their state is the
-   task's memory; effectively once never rescales live);
+   task's memory; effectively once restores instead, below);
 3. SWITCH: one stored plan with the new packing and the run state from before, which every
    stream manager and instance switches to in place.
 
 The pause (no spout emits) is steps 2 and 3 only: the added tasks' processes start while
 everything still flows.
+
+Effectively once (``restore``) has no drain: once the added tasks are connected, the SWITCH
+comes at once and every task restores the newest complete checkpoint under the new plan (the
+master's checkpoint driver, ``CheckpointDriver.replan``). The restore is the cut: what any task
+did after that checkpoint is rolled back and replayed by the spouts, the stream managers' fences
+drop the old run's frames, and each resized component's tasks take their key groups' share of
+its checkpointed state (heron_py/runtime/rescale.py). So no key's state is on two tasks, with no
+wait for in-flight tuples. The pause is the restore's.
 """
 
 from __future__ import annotations
@@ -67,11 +75,13 @@ class LiveRescale:
         self._since = 0.0
         self._drained: set[int] = set()
         self._containers = 0
+        self.restore = False  # effectively once: a switch without a drain (the restore cuts)
         self.note = ""  # why the last switch went on without waiting (a log line), or ""
 
     def begin(self, current: PackingPlan, topology: TopologyDef, packing: PackingPlan,
-              drain_wait_s: float) -> str | None:
-        """Starts a rescale to ``packing``; the reason it cannot, or None."""
+              drain_wait_s: float, *, restore: bool = False) -> str | None:
+        """Starts a rescale to ``packing``; the reason it cannot, or None. ``restore``: the
+        switch needs no drain (effectively once: a restore follows it)."""
         if self.phase is not Phase.IDLE:
             return f"a rescale is already under way ({self.phase.value}); wait for it to finish"
         if packing.num_containers != current.num_containers:
@@ -80,6 +90,7 @@ class LiveRescale:
         added, removed = moved_tasks(current, packing)
         self.target = Target(topology, packing, frozenset(added), frozenset(removed))
         self.drain_wait_s = drain_wait_s
+        self.restore = restore
         self._containers = packing.num_containers
         self.phase = Phase.STAGING
         self._since = self._clock()
@@ -87,13 +98,16 @@ class LiveRescale:
         return None
 
     def on_instances(self, connected: Collection[int]) -> Step | None:
-        """The tasks connected to their stream managers (as they report): DRAIN once every added
-        task is among them."""
+        """The tasks connected to their stream managers (as they report): DRAIN (SWITCH when
+        ``restore``) once every added task is among them."""
         if self.phase is not Phase.STAGING or self.target is None:
             return None
         if self.target.added <= set(connected):
-            return self._drain()
+            return self._staged()
         return None
+
+    def _staged(self) -> Step:
+        return self._switch() if self.restore else self._drain()
 
     def _drain(self) -> Step:
         self.phase = Phase.DRAINING
@@ -122,7 +136,7 @@ class LiveRescale:
         waited = self._clock() - self._since
         if self.phase is Phase.STAGING and waited >= self.stage_wait_s:
             self.note = f"added tasks not connected after {self.stage_wait_s:g} s; switching without them"
-            return self._drain()
+            return self._staged()
         if self.phase is Phase.DRAINING and waited >= self.drain_wait_s:
             missing = sorted(set(range(self._containers)) - self._drained)
             self.note = (f"stream managers {missing} not drained after {self.drain_wait_s:g} s; switching: keys "

@@ -1,6 +1,7 @@
 """The topology master's I/O for a live rescale: it reads the resized definition the CLI
 stored, and carries out the steps rescale.py's ``LiveRescale`` decides (the drain plan and
-request, the switch plan). The protocol and its reasons are rescale.py's docstring."""
+request, the switch plan; effectively once, the switch and then the restore the master's
+``switched`` orders). The protocol and its reasons are rescale.py's docstring."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from heron_py.common.wire import encode_msg
 from heron_py.planner.model import PackingPlan, TopologyDef, TopologyState
 from heron_py.state import StateManager, StateManagerError
 from proto import heron_py_pb2 as pb
+from topology_master.checkpoints import CheckpointDriver
 from topology_master.plan_book import PlanBook
 from topology_master.rescale import LiveRescale, Step
 from topology_master.stmgrs import StmgrLinks
@@ -26,7 +28,10 @@ QUIET_MS = 50
 class Rescaler:
     def __init__(self, *, topology: str, secret: bytes, state: StateManager, book: PlanBook, links: StmgrLinks,
                  live: LiveRescale, log: logging.Logger, spawn: Callable[[Coroutine[Any, Any, None]], None],
-                 switched: Callable[[TopologyDef, PackingPlan], None]) -> None:
+                 switched: Callable[[TopologyDef, PackingPlan], None],
+                 driver: Callable[[], CheckpointDriver | None] = lambda: None) -> None:
+        """``driver``: effectively once's checkpoint driver of the active master (None before it
+        is active, and in the other modes): an effectively-once rescale ends in its restore."""
         self._topology = topology
         self._secret = secret
         self._state = state
@@ -36,6 +41,7 @@ class Rescaler:
         self._log = log
         self._spawn = spawn
         self._switched = switched  # the master's own copies of the definition follow
+        self._driver = driver
 
     async def request(self, drain_s: float | None = None) -> tuple[bool, str]:
         """The CLI's ``rescale``: the stored definition and packing, checked, start a rescale;
@@ -47,15 +53,18 @@ class Rescaler:
             return False, f"rescale: {e}"
         if topo is None or packing is None:
             return False, f"rescale: topology '{self._topology}' has no definition or packing plan in the state manager"
-        if effectively_once(topo.config):
-            return False, ("rescale: an effectively-once topology is rescaled by a restart from its checkpoint "
-                           "(heron-py update does that); a live rescale would not move its state")
+        restore = effectively_once(topo.config)
+        if restore:
+            driver = self._driver()
+            blocker = "this master is not active yet" if driver is None else driver.rescale_blocker()
+            if blocker is not None:
+                return False, f"rescale: topology '{self._topology}' is EFFECTIVELY_ONCE and {blocker}"
         try:
             limit = float(RESCALE_DRAIN.parse(topo.config)) if drain_s is None else drain_s
             drain_wait = min(float(TIMEOUT.parse(topo.config)), limit)
         except ConfigError as e:
             return False, f"rescale: {e}"
-        why = self.live.begin(self._book.packing, topo, packing, drain_wait)
+        why = self.live.begin(self._book.packing, topo, packing, drain_wait, restore=restore)
         if why is not None:
             return False, f"rescale: {why}"
         target = self.live.target
@@ -96,8 +105,13 @@ class Rescaler:
                 self._log.warning("live rescale: %s", self.live.note)
             target = self.live.finish()
             self._book.switch(target.topology, target.packing)
-            self._switched(target.topology, target.packing)
             self._links.push_plan()
+            self._switched(target.topology, target.packing)
+            driver = self._driver()
+            if self.live.restore and driver is not None:
+                # behind the plan on every link: each task restores under the new plan
+                tasks = {t.task_id: t.component for t in target.packing.tasks}
+                driver.replan(tasks, f"plan v{self._book.version}, {len(tasks)} tasks")
             self._log.info("live rescale done: plan v%d has %d tasks", self._book.version, len(target.packing.tasks))
 
     def status(self) -> dict[str, Any] | None:

@@ -58,6 +58,7 @@ class Master(Control, Protocol):
     def metrics_report(self) -> dict[str, Any]: ...
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None: ...
     def definition_switched(self, topo: TopologyDef, packing: PackingPlan) -> None: ...
+    checkpoints: CheckpointDriver | None  # effectively once's driver while active
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class Parts:
     links: StmgrLinks
     relauncher: Relauncher | None  # when the topology relaunches lost containers and a scheduler can
     actions: Actions | None  # when the web page may run heron-py
-    rescaler: Rescaler  # a live rescale's steps (heron-py update of a topology not effectively once)
+    rescaler: Rescaler  # a live rescale's steps (heron-py update)
     # the master's own metrics (effectively once's failing and waiting-for-the-operator) to its
     # container's metrics manager, so Prometheus has them; None outside a container (tests)
     metrics_link: MetricsLink | None
@@ -121,7 +122,7 @@ def build(site: Site, topo: TopologyDef, packing: PackingPlan, master: Master, *
             interval=functools.partial(METRICS.parse, dict(topo.config)))
     rescaler = Rescaler(topology=topology, secret=site.secret, state=site.state, book=book, links=links,
                         live=LiveRescale(time.monotonic), log=log, spawn=master.spawn,
-                        switched=master.definition_switched)
+                        switched=master.definition_switched, driver=lambda: master.checkpoints)
     return Parts(election=election, standing=standing, book=book, plans=plans, links=links, relauncher=relauncher,
                  actions=actions, rescaler=rescaler, metrics_link=metrics_link)
 

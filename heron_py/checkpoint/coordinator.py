@@ -522,6 +522,28 @@ class CheckpointCoordinator:
         out += self._begin_restore(now, target, f"failure: {reason}")
         return out
 
+    def replan(self, now: float, tasks: Mapping[int, str], reason: str) -> list[CoordinatorAction]:
+        """A live rescale switched the physical plan to ``tasks``: they are the ones counted from
+        now on, and every one restores the newest completed checkpoint under the new plan (a
+        resized component's tasks each load their share of its state), as after a failure. Before
+        the first restore (starting) the tasks only change; while the operator decides, nothing
+        restores (the operator's restore will, onto the new tasks)."""
+        if not tasks:
+            raise ValueError("checkpoint coordinator: a topology needs at least one task, found none")
+        self._tasks = dict(tasks)
+        if self._state is CoordinatorState.STARTING:
+            return []
+        if self._state is CoordinatorState.WAITING_FOR_OPERATOR:
+            return [Ignored(f"rescale ({reason}) while waiting for the operator: {self._failure}")]
+        out: list[CoordinatorAction] = []
+        if self._in_flight is not None:
+            # taken under the old plan and not complete: given up, not a failure of the storage
+            # or of a task (the failure count stays)
+            out.append(CheckpointAborted(self._in_flight.checkpoint_id, f"rescale: {reason}"))
+            self._in_flight = None
+        target = self._completed[-1] if self._completed else None
+        return out + self._begin_restore(now, target, f"rescale: {reason}")
+
     def on_task_restored(self, restore_id: int, task_id: int, ok: bool, now: float,
                          error: str = "") -> list[CoordinatorAction]:
         """A task dropped its in-flight data and loaded the restore's checkpoint (``ok``), or could not."""

@@ -42,7 +42,7 @@ from heron_py.planner.errors import TopologyError
 from heron_py.planner.keygroups import max_parallelism
 from heron_py.planner.logical import validate
 from heron_py.planner.model import PackingPlan, TopologyDef
-from heron_py.planner.packing import moved_tasks, repack, round_robin
+from heron_py.planner.packing import moved_tasks, repack
 from heron_py.scheduler.base import Scheduler
 from heron_py.state import StateManager
 
@@ -180,13 +180,9 @@ def update_topology(state: StateManager, sched: Scheduler, name: str, changes: M
     except TopologyError as e:
         raise SubmitError(f"update: {e}") from None
     summary = ", ".join(f"{c} {topo.component(c).par} -> {n}" for c, n in changes.items())
-    if not effectively_once(topo.config):
-        return _live_update(state, sched, name, topo, new_topo, packing, wait_s, summary, drain_s)
-    _check_state_splits(state, topo, changes)
-    new_packing = round_robin(new_topo, packing.num_containers)
-    state.set_topology(new_topo)
-    state.set_packing_plan(name, new_packing)
-    return _restart_all(state, sched, name, new_packing, wait_s, summary)
+    if effectively_once(topo.config):
+        _check_state_splits(state, topo, changes)
+    return _live_update(state, sched, name, topo, new_topo, packing, wait_s, summary, drain_s)
 
 
 def _restart_all(state: StateManager, sched: Scheduler, name: str, packing: PackingPlan, wait_s: float,
@@ -202,9 +198,10 @@ def _restart_all(state: StateManager, sched: Scheduler, name: str, packing: Pack
 
 def _live_update(state: StateManager, sched: Scheduler, name: str, topo: TopologyDef, new_topo: TopologyDef,
                  packing: PackingPlan, wait_s: float, summary: str, drain_s: float | None) -> str:
-    """At least once and at most once: only the added and removed tasks start and stop; the
-    master switches every other task's routing at a drain point (topology_master/rescale.py).
-    A master that cannot be reached leaves the restart of every container, as before."""
+    """Only the added and removed tasks start and stop; the master switches every other task's
+    routing at a drain point, or effectively once at a restore of the newest checkpoint under the
+    new plan (topology_master/rescale.py). A master that cannot be reached leaves the restart of
+    every container, as before."""
     from heron_py.cli.admin import AdminError, admin_command
 
     try:

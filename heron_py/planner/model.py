@@ -287,3 +287,8 @@ class PhysicalPlan:
             state=TopologyState(d["state"]),
             version=int(d["version"]),
         )
+
+
+def has_task(plan: PhysicalPlan, task_id: int) -> bool:
+    """Whether ``plan``'s packing holds ``task_id`` (a live rescale adds and removes tasks)."""
+    return any(t.task_id == task_id for t in plan.packing.tasks)

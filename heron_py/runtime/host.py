@@ -29,11 +29,11 @@ from heron_py.api import global_metrics
 from heron_py.api.serializer import ValueCodec, load_serializer, value_codecs
 from heron_py.api.topology_context import TopologyContext
 from heron_py.api.tuple import HeronTuple, TrackedTuple, TupleHelper
-from heron_py.common.config import TICK, InstanceConfig, ReliabilityConfig, effectively_once, max_frame_bytes
+from heron_py.common.config import TICK, InstanceConfig, ReliabilityConfig, max_frame_bytes
 from heron_py.common.config_codec import restore_config
 from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, RESULT_ACKED, RESULT_RECORD
 from heron_py.common.serialization import RUN_LEN, body_rows, expand_runs, loads_body, loads_user_object, row_count
-from heron_py.planner.model import ComponentKind, PhysicalPlan, TopologyState
+from heron_py.planner.model import ComponentKind, PhysicalPlan, TopologyState, has_task
 from heron_py.runtime.emitter import Emitter, StormArity
 from heron_py.runtime.hooks import Hooks, auto_hooks
 from heron_py.runtime.reliability import Reliability, TaskMetrics
@@ -228,10 +228,6 @@ class ComponentHost:
         self._ack_many: Callable[[list[Any]], None] | None = None
         # the user's attributes initialize() bound to the emitter (None: not bound yet)
         self._bound: tuple[str, ...] | None = None
-        # a live rescale switches the routing in place at least and at most once; effectively
-        # once, it restarts every process (its state is restored from a checkpoint), and a plan
-        # only changes the run state
-        self._live_plans = not effectively_once(topo.config)
         self._left_at = 0  # the newest plan's version that did not hold this task (0: none yet)
         self.removed = False  # the newest plan does not hold this task: a rescale removed it
 
@@ -316,16 +312,17 @@ class ComponentHost:
         self._set_active(self.plan.state is TopologyState.RUNNING)
 
     def set_plan(self, plan: PhysicalPlan) -> None:
-        """A newer physical plan (an older one is ignored). At least and at most once, a live
-        rescale's plan switches this task in place: its emitter flushes what it holds (routed
-        under the old plan) and routes by the new one, the fast emit paths are bound again,
-        and the user's context answers for the new packing. A plan without this task (the
-        rescale removed it) deactivates a spout, and what the task still emits (the rest of its
-        queue, processed before it exits) is routed by the new plan too.
+        """A newer physical plan (an older one is ignored). A live rescale's plan switches this
+        task in place: its emitter flushes what it holds (routed under the old plan) and routes
+        by the new one, the fast emit paths are bound again, and the user's context answers for
+        the new packing (effectively once, a restore follows: heron_py/runtime/stateful.py). A
+        plan without this task (the rescale removed it) deactivates a spout, and what the task
+        still emits (the rest of its queue, processed before it exits) is routed by the new plan
+        too.
         Then activation changes reach a spout's activate/deactivate."""
         if plan.version < max(self.plan.version, self._left_at):
             return
-        if self._live_plans and not has_task(plan, self.task_id):
+        if not has_task(plan, self.task_id):
             if not self.removed:
                 self.log.info("task %d (%s) is not in physical plan v%d: a rescale removed it; it stops when its "
                               "container's executor stops it", self.task_id, self.component, plan.version)
@@ -337,9 +334,8 @@ class ComponentHost:
                 self._bind_emit_paths()
             self._set_active(False)
             return
-        if self._live_plans:
-            self.removed = False
-            self._switch(plan)
+        self.removed = False
+        self._switch(plan)
         self.plan = plan
         self._set_active(plan.state is TopologyState.RUNNING)
 
@@ -721,11 +717,6 @@ def _timed(process: Callable[[HeronTuple], None], hooks: Hooks) -> Callable[[Her
         hooks.bolt_execute(tup, (perf() - t0) * 1000.0)
 
     return run
-
-
-def has_task(plan: PhysicalPlan, task_id: int) -> bool:
-    """Whether ``plan``'s packing holds ``task_id`` (a live rescale adds and removes tasks)."""
-    return any(t.task_id == task_id for t in plan.packing.tasks)
 
 
 def make_host(plan: PhysicalPlan, task_id: int, sink: Sink, options: HostOptions = HostOptions()) -> ComponentHost:

@@ -68,6 +68,19 @@ def downstream_tasks(plan: PhysicalPlan, component: str) -> list[int]:
     return sorted(t.task_id for t in plan.packing.tasks if t.component in sinks)
 
 
+def input_aligner(host: ComponentHost, current: MarkerAligner[bytes] | None,
+                  config: AlignmentConfig) -> MarkerAligner[bytes] | None:
+    """The marker aligner over the input channels of the host's plan (a bolt's; None for a
+    spout or a component without inputs): ``current`` while its channels are the same, else a
+    new one (a live rescale's plan added or removed an upstream task)."""
+    up = upstream_tasks(host.plan, host.component)
+    if host.is_spout or not up:
+        return None
+    if current is not None and current.channels == frozenset(up):
+        return current
+    return MarkerAligner(host.task_id, up, config)
+
+
 def is_stateful(user: Any) -> bool:
     """heronpy's StatefulComponent, or anything with its two methods (duck typing, as heronpy)."""
     return callable(getattr(user, "init_state", None)) and callable(getattr(user, "pre_save", None))
@@ -113,17 +126,13 @@ class StatefulTask:
         self.stateful = is_stateful(host.user)
         self.state: State = HashMapState()
         self._codec = StateCodec(host.config.serializer, host.conf)
+        self._align = AlignmentConfig(align_bytes)
         self._down = downstream_tasks(host.plan, host.component)
-        up = upstream_tasks(host.plan, host.component)
-        self.aligner: MarkerAligner[bytes] | None = None
-        self.spout: SpoutCheckpoint | None = None
+        self.aligner = input_aligner(host, None, self._align)
+        self.spout: SpoutCheckpoint | None = SpoutCheckpoint(self.task_id) if host.is_spout else None
         # a bolt's batches go to its host; a spout has none
         self._process_frame: Callable[[bytes], None] = host.process_frame if isinstance(host, BoltHost) \
             else self._no_input
-        if host.is_spout:
-            self.spout = SpoutCheckpoint(self.task_id)
-        elif up:
-            self.aligner = MarkerAligner(self.task_id, up, AlignmentConfig(align_bytes))
         self.last_saved: tuple[int, int, float] | None = None  # checkpoint id, bytes, seconds
         self.aborted = 0
 
@@ -137,8 +146,16 @@ class StatefulTask:
         if restore_id < self.restore_id:
             self._log.info("ignoring restore %d: restore %d is newer", restore_id, self.restore_id)
             return
+        if self.host.removed:
+            # a rescale took this task out of the plan: it has no share of the state, and it
+            # exits once its executor stops it (what it still sends is fenced off)
+            self._log.info("task %d: not in the plan any more; restore %d is not for it", self.task_id, restore_id)
+            return
         self.restore_id = restore_id
         self.host.emitter.discard()  # emitted by the old run, not sent yet
+        # a live rescale's plan may have other channels
+        self._down = downstream_tasks(self.host.plan, self.host.component)
+        self.aligner = input_aligner(self.host, self.aligner, self._align)
         if self.aligner is not None:
             self.aligner.reset()
         if self.spout is not None:

@@ -19,7 +19,6 @@ every ``reconcile_every_s`` the executor reads the stored packing plan and physi
 supervision loop: a ZooKeeper read may block for its retry deadline) and starts the tasks this
 container gains, and stops (SIGTERM, then SIGKILL after a grace, without waiting on the loop) the
 ones it loses, as ``task_changes`` decides; its daemons and the tasks it keeps run on untouched.
-Not for an effectively-once topology, whose update restarts every container.
 """
 
 from __future__ import annotations
@@ -49,7 +48,6 @@ from heron_py.common.config import (
     LinkConfig,
     LogCaps,
     StatefulConfig,
-    effectively_once,
 )
 from heron_py.common.container_layout import CONTAINER_ENV, TopologyPaths
 from heron_py.common.daemon import setup_logging
@@ -423,7 +421,7 @@ class Executor:
         self._next_log_check = 0.0
         self.reconcile_every_s = reconcile_every_s
         self.task_stop_grace_s = task_stop_grace_s
-        # made by prepare(), which reads what it needs; none for an effectively-once topology
+        # made by prepare(), which reads what it needs
         self.rescaler: TaskRescaler | None = None
 
     def prepare(self) -> None:
@@ -502,11 +500,10 @@ class Executor:
                               tuple(link_args), logs)
         for t in packing.tasks_in(self.container):
             self.children.append(command.child(t, topology))
-        # an effectively-once update restarts every container with a packing made anew, which may
-        # move a task id to another container: followed live, that task would run twice meanwhile
-        if not effectively_once(topology.config):
-            self.rescaler = TaskRescaler(self, secret, command, every_s=self.reconcile_every_s,
-                                         grace_s=self.task_stop_grace_s)
+        # every update repacks with kept tasks in place (planner.packing.repack): a task id
+        # never moves to another container, so following the stored packing never runs one twice
+        self.rescaler = TaskRescaler(self, secret, command, every_s=self.reconcile_every_s,
+                                     grace_s=self.task_stop_grace_s)
 
     def log_files(self) -> list[Path]:
         """The logs the executor caps: its container's (the children's, the fork server's) and
@@ -645,8 +642,7 @@ class Executor:
 
     def reconcile(self) -> None:
         """Reads the plans (blocking) and starts and stops this container's tasks to follow them (a
-        live rescale): TaskRescaler.reconcile. Nothing before prepare(), once stopping, or for an
-        effectively-once topology."""
+        live rescale): TaskRescaler.reconcile. Nothing before prepare() or once stopping."""
         if self.rescaler is not None:
             self.rescaler.reconcile()
 

@@ -21,6 +21,7 @@ from proto import heron_py_pb2 as pb
 from tests.support import mark_saved
 from tests.unit.topology_master.test_checkpoints import TOPOLOGY, Harness, save_files
 from topology_master.admin import AdminCommands
+from topology_master.checkpoints import driver_status
 
 
 def parser() -> argparse.ArgumentParser:
@@ -70,7 +71,7 @@ class Master:
         raise AssertionError("not used")
 
     def status(self) -> dict[str, Any]:
-        return {"checkpoints": self.h.driver.status()}
+        return {"checkpoints": driver_status(self.h.driver)}
 
     def restore(self, checkpoint_id: int | None) -> tuple[bool, str]:
         return self.h.driver.operator_restore(checkpoint_id)

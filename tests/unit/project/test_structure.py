@@ -161,9 +161,10 @@ HERON_PY_ALLOWANCES: dict[tuple[str, str], int] = {
     # delete_topology, gc) and the store's own I/O checks (retries, private folders, durability)
     ("heron_py/checkpoint/storage.py", "LocalFsStorage"): 17,
     ("heron_py/checkpoint/redis_storage.py", "RedisCheckpointStorage"): 16,
-    # a state machine: one method per event it takes, plus what status and the master read (and
-    # when it next acts on its own, which the test harness's jumping clock ticks at)
-    ("heron_py/checkpoint/coordinator.py", "CheckpointCoordinator"): 21,
+    # a state machine: one method per event it takes (a live rescale's new plan among them),
+    # plus what status and the master read (and when it next acts on its own, which the test
+    # harness's jumping clock ticks at)
+    ("heron_py/checkpoint/coordinator.py", "CheckpointCoordinator"): 22,
     # user-facing components: heronpy's Spout interface (open, next_tuple, ack, fail, activate,
     # deactivate, state hooks, close) plus each connector's own options and metrics
     # and the engine's batch ack hook, the walk of its own pending entries after an outage
@@ -554,6 +555,9 @@ COMPOSITION: dict[str, tuple[str, ...]] = {
 COMPOSITION_LAMBDAS: dict[tuple[str, str], tuple[int, str]] = {
     ("metrics_manager/wiring.py", "build"): (1, "prom.registry_for takes a getter of the store (its tests hand it "
                                                 "one they fill); this one returns the store made just before it"),
+    ("topology_master/wiring.py", "build"): (1, "the rescaler reads the master's checkpoint driver, which "
+                                                "build_active makes later (once the master is active, with its "
+                                                "epoch); the lambda reads the attribute when called"),
 }
 
 

@@ -594,3 +594,60 @@ def test_a_component_whose_task_ids_moved_restores_by_position_and_a_merged_one_
         [done] = t.report(MsgType.STATE_RESTORED, pb.StateRestored)
         assert done.ok, done.error
         assert t.rt.state.get("pos") == {"a": 1, "b": 2}
+
+
+def test_a_live_rescale_restores_a_kept_task_in_place_on_the_new_plans_channels_and_a_removed_one_ignores_it(
+        storage):
+    """Effectively once, a live rescale switches every task's plan in place, then every task
+    restores: a kept bolt aligns markers over the new plan's input channels (a spout task added)
+    and takes its key groups' share of the checkpoint; a task the plan dropped has no share and
+    sends no report (it exits when its executor stops it)."""
+    from dataclasses import replace
+
+    from heron_py.planner.packing import repack
+
+    plan = _keyed_plan(3)
+    bolts = [_Task(plan, "count", storage, i) for i in range(3)]
+    spouts = plan.packing.tasks_of("letters")
+    words = [f"w{i}" for i in range(100)]
+    for b in bolts:
+        b.rt.restore(1, 0)
+        b.take(MsgType.STATE_RESTORED)
+        assert b.rt.aligner is not None and b.rt.aligner.channels == frozenset(spouts)
+        b.rt.start_processing(1)
+        b.host.user.counts.update({w: 1 for w in words if make_router(
+            Grouping.fields("w"), target_tasks=plan.packing.tasks_of("count"), local_tasks=frozenset(),
+            field_indices=(0,)).choose([w]) == (b.task_id,)})
+        b.rt._save(7)
+        b.sent.clear()
+    storage.mark_complete("eo", 7, plan.packing.tasks_of("count"),
+                          packing_of({t.task_id: t.component for t in plan.packing.tasks}))
+    topo = plan.topology
+    grown = replace(topo, components=tuple(replace(c, par={"letters": 3, "count": 2}[c.name])
+                                           for c in topo.components))
+    new = PhysicalPlan(grown, repack(plan.packing, grown), plan.stmgrs, TopologyState.RUNNING, 2)
+    added_spout = sorted(set(new.packing.tasks_of("letters")) - set(spouts))
+    assert len(added_spout) == 1
+    for b in bolts:
+        b.host.set_plan(new)
+        b.rt.restore(2, 7)
+    kept, removed = bolts[:2], bolts[2]
+    assert removed.host.removed and removed.sent == [] and removed.rt.restore_id == 1
+    router = make_router(Grouping.fields("w"), target_tasks=new.packing.tasks_of("count"), local_tasks=frozenset(),
+                         field_indices=(0,))
+    got: dict[str, int] = {}
+    for b in kept:
+        [done] = b.report(MsgType.STATE_RESTORED, pb.StateRestored)
+        assert done.ok and done.restore_id == 2, done.error
+        assert b.rt.aligner is not None and b.rt.aligner.channels == frozenset(new.packing.tasks_of("letters"))
+        assert all(router.choose([w]) == (b.task_id,) for w in b.host.user.counts)
+        got.update(b.host.user.counts)
+    assert got == {w: 1 for w in words}
+    # the added spout's marker is aligned like the others: a checkpoint completes only with it
+    b = kept[0]
+    b.rt.start_processing(2)
+    for s in spouts:
+        b.rt.on_marker(encode_marker(b.task_id, s, 8))
+    assert b.host.user.saved_ids == []  # a restore made a new component: its saves start afresh
+    b.rt.on_marker(encode_marker(b.task_id, added_spout[0], 8))
+    assert b.host.user.saved_ids == ["8"]

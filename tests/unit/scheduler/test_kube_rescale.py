@@ -1,9 +1,10 @@
 """``heron-py update`` of an effectively-once topology on Kubernetes, down to the API calls (the
 recorder of test_kube_scheduler stands in for the API server; no cluster runs here): the repacked
-StatefulSets are patched with the new plan's sizes, every pod is deleted so that each comes back
-on the new plan (and restores the newest checkpoint with the keyed state split), the stored
-packing has the new parallelism and the key groups pinned; a component whose state cannot be
-split is refused before any API call."""
+StatefulSets are patched with the new plan's sizes for a live rescale (the executors in the
+running pods start and stop tasks; every task restores the newest checkpoint with the keyed
+state split); with no topology master to take it, as here, every pod is deleted so that each
+comes back on the new plan. The stored packing has the new parallelism and the key groups
+pinned; a component whose state cannot be split is refused before any API call."""
 
 from __future__ import annotations
 
@@ -52,7 +53,9 @@ def test_a_keyed_component_is_rescaled_on_kubernetes(tmp_path: Path, monkeypatch
         update_topology(state, sched, "wc", {"count": 3}, wait_s=0.1)
     assert str(e.value).startswith("topology 'wc' did not come back within 0.1 s")
     patches = [(p.rsplit("/", 1)[-1], b["spec"]["replicas"]) for m, p, _, b, _ in rec.calls if m == "PATCH"]
-    assert patches == [(f"{BASE}-tmanager", 1), (f"{BASE}-executors", 2)]
+    # the live rescale's (the StatefulSets follow the packing), then the restart's
+    assert patches == [(f"{BASE}-tmanager", 1), (f"{BASE}-executors", 2)] * 2
+    assert [m for m, *_ in rec.calls][:2] == ["PATCH", "PATCH"]
     assert [p.rsplit("/", 1)[-1] for m, p, *_ in rec.calls if m == "DELETE"] == [
         f"{BASE}-tmanager-0", f"{BASE}-executors-0", f"{BASE}-executors-1"]
     topo = state.get_topology("wc")

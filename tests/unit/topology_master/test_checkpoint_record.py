@@ -21,6 +21,7 @@ from heron_py.common.framing import MsgType
 from heron_py.state.localfs import LocalFsStateManager
 from tests.unit.topology_master.test_checkpoints import TASKS, TOPOLOGY, Harness, save_files, until
 from topology_master.checkpoint_store import StateRecords
+from topology_master.checkpoints import driver_metrics, driver_status
 
 WAITING = ("checkpoint 5 completed (the state manager recorded it), but the checkpoint storage shows {}: is it "
            "the storage the topology used, mounted and whole? Waiting for the operator (heron-py restore NAME "
@@ -67,10 +68,10 @@ async def test_a_completed_checkpoint_is_recorded_and_an_emptied_storage_waits(t
     storage.delete_topology(TOPOLOGY)  # the folder the next master sees is empty (not mounted)
     h2 = Harness(storage, epoch=2, records=records)
     await h2.start()
-    await until(lambda: h2.driver.status()["waiting_for_operator"])
+    await until(lambda: driver_status(h2.driver)["waiting_for_operator"])
     assert h2.frames(MsgType.RESTORE_STATE) == []  # no clean start on its own
-    assert h2.driver.status()["failure"].startswith(f"checkpoint {cid} completed (the state manager recorded it)")
-    assert h2.driver.metrics()["__checkpoint-waiting-for-operator"] == 1
+    assert driver_status(h2.driver)["failure"].startswith(f"checkpoint {cid} completed (the state manager recorded it)")
+    assert driver_metrics(h2.driver)["__checkpoint-waiting-for-operator"] == 1
     ok, _ = h2.driver.operator_restore(None)  # the operator decides: a clean start
     assert ok
     await until(lambda: bool(h2.frames(MsgType.RESTORE_STATE)))

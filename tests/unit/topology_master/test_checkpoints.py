@@ -25,7 +25,7 @@ from heron_py.common.framing import HEADER, MsgType
 from heron_py.common.wire import decode
 from proto import heron_py_pb2 as pb
 from tests.support import mark_saved
-from topology_master.checkpoints import CheckpointDriver
+from topology_master.checkpoints import CheckpointDriver, driver_metrics, driver_status
 
 TASKS = {1: "spout", 2: "bolt"}
 TOPOLOGY = "wc"
@@ -140,7 +140,7 @@ async def test_checkpoint_io_runs_off_the_event_loop(tmp_path: Path) -> None:
         cid = await h.next_checkpoint(done[-1] if done else 0)
         save_files(storage, cid)
         h.saved(cid)
-        await until(lambda cid=cid: h.driver.status()["last_completed_id"] == cid)  # type: ignore[misc]
+        await until(lambda cid=cid: driver_status(h.driver)["last_completed_id"] == cid)  # type: ignore[misc]
         done.append(cid)
     await until(lambda: "gc" in storage.threads and len(os.listdir(tmp_path / TOPOLOGY)) == 2)
     await h.stop()
@@ -162,7 +162,7 @@ async def test_the_marker_names_the_tasks_that_reported_state_and_the_packing(tm
     storage.save(TOPOLOGY, cid, 2, b"state 2")
     storage.save(TOPOLOGY, cid, 7, b"stray")  # no task 7 in the plan
     h.saved(cid, stateless=(1,))
-    await until(lambda: h.driver.status()["last_completed_id"] == cid)
+    await until(lambda: driver_status(h.driver)["last_completed_id"] == cid)
     await h.stop()
     assert storage.marker(TOPOLOGY, cid) == Marker(frozenset({2}), {"spout": (1,), "bolt": (2,)})
     assert storage.load(TOPOLOGY, cid, 7) is None
@@ -203,7 +203,7 @@ async def test_a_master_whose_epoch_is_no_longer_the_newest_writes_no_marker(tmp
     await h.stop()
     assert storage.completed_ids(TOPOLOGY) == []
     assert h.driver.superseded == "a newer master took over (epoch 2, ours 1)"
-    assert h.driver.status()["last_completed_id"] is None
+    assert driver_status(h.driver)["last_completed_id"] is None
     assert h.driver.operator_restore(None) == (False, "topology 'wc': this master may not restore (a newer "
                                                       "master took over (epoch 2, ours 1))")
 
@@ -249,7 +249,7 @@ async def test_a_full_checkpoint_folder_fails_the_marker_and_the_id_is_not_compl
     first = await h.next_checkpoint()
     save_files(storage, first)
     h.saved(first)
-    await until(lambda: h.driver.status()["last_completed_id"] == first)
+    await until(lambda: driver_status(h.driver)["last_completed_id"] == first)
     cids: list[int] = []
     filler: Path | None = None
     for _ in range(2):
@@ -259,12 +259,12 @@ async def test_a_full_checkpoint_folder_fails_the_marker_and_the_id_is_not_compl
         save_files(storage, cid)
         filler = fill(small_tmpfs)
         h.saved(cid)
-        await until(lambda cid=cid: h.driver.status()["consecutive_failures"] == len(cids) + 1)  # type: ignore[misc]
+        await until(lambda cid=cid: driver_status(h.driver)["consecutive_failures"] == len(cids) + 1)  # type: ignore[misc]
         cids.append(cid)
-    s = h.driver.status()
+    s = driver_status(h.driver)
     assert (s["last_completed_id"], s["failing"], s["consecutive_failures"]) == (first, True, 2)
     assert storage.completed_ids(TOPOLOGY) == [first]  # no marker, so no restore target
-    assert h.driver.metrics()["__checkpoint-failing"] == 1
+    assert driver_metrics(h.driver)["__checkpoint-failing"] == 1
     assert [r.split(": ", 1)[0] for r in s["failure_reasons"]] == [f"checkpoint {c}" for c in cids]
     assert all("No space left on device" in r for r in s["failure_reasons"])
     assert any("2 checkpoints failed in a row" in r.getMessage() and "No space left on device" in r.getMessage()
@@ -278,9 +278,9 @@ async def test_a_full_checkpoint_folder_fails_the_marker_and_the_id_is_not_compl
     cid = await h.next_checkpoint(cids[-1])
     save_files(storage, cid)
     h.saved(cid)
-    await until(lambda: h.driver.status()["last_completed_id"] == cid)
+    await until(lambda: driver_status(h.driver)["last_completed_id"] == cid)
     await h.stop()
-    assert (h.driver.status()["failing"], h.driver.metrics()["__checkpoint-failing"]) == (False, 0)
+    assert (driver_status(h.driver)["failing"], driver_metrics(h.driver)["__checkpoint-failing"]) == (False, 0)
 
 
 async def test_waiting_for_the_operator_then_the_operator_restores(tmp_path: Path) -> None:
@@ -292,7 +292,7 @@ async def test_waiting_for_the_operator_then_the_operator_restores(tmp_path: Pat
     (tmp_path / TOPOLOGY / "5" / "2").write_bytes(b"rot")
     seen: list[str] = []  # the execution state the page reads is written at each change
     holder: list[Harness] = []
-    h = Harness(storage, epoch=3, state_changed=lambda: seen.append(holder[0].driver.status()["state"]))
+    h = Harness(storage, epoch=3, state_changed=lambda: seen.append(driver_status(holder[0].driver)["state"]))
     holder.append(h)
     await h.start()
     await until(lambda: bool(h.frames(MsgType.RESTORE_STATE)))
@@ -300,7 +300,7 @@ async def test_waiting_for_the_operator_then_the_operator_restores(tmp_path: Pat
     h.restored(int(h.frames(MsgType.RESTORE_STATE)[-1].restore_id), ok=False, error="CorruptCheckpointError: x")
     assert h.frames(MsgType.RESTORE_STATE)[-1].checkpoint_id == 5
     h.restored(int(h.frames(MsgType.RESTORE_STATE)[-1].restore_id), ok=False, error="CorruptCheckpointError: y")
-    s = h.driver.status()
+    s = driver_status(h.driver)
     assert (s["state"], s["waiting_for_operator"]) == ("waiting for the operator", True)
     assert len(h.frames(MsgType.RESTORE_STATE)) == 2  # no clean start on its own
     assert seen[-1] == "waiting for the operator"
@@ -310,7 +310,7 @@ async def test_waiting_for_the_operator_then_the_operator_restores(tmp_path: Pat
                                                      "state is dropped)")
     assert h.frames(MsgType.RESTORE_STATE)[-1].checkpoint_id == 0
     await h.processing()
-    assert h.driver.status()["state"] in ("idle", "checkpointing")
+    assert driver_status(h.driver)["state"] in ("idle", "checkpointing")
     await h.stop()
 
 
@@ -329,16 +329,16 @@ async def test_a_session_lost_while_the_marker_is_queued_writes_no_marker_and_a_
     h.saved(cid)
     session["up"] = False
     gate.set()
-    await until(lambda: h.driver.status()["consecutive_failures"] == 1)
+    await until(lambda: driver_status(h.driver)["consecutive_failures"] == 1)
     assert storage.completed_ids(TOPOLOGY) == []
-    assert h.driver.status()["failure_reasons"] == [
+    assert driver_status(h.driver)["failure_reasons"] == [
         f"checkpoint {cid}: every task saved, but its complete marker could not be written: SessionLost: this "
         f"master lost its state-manager session"]
     session["up"] = True  # the same session came back: this master is still the active one
     nxt = await h.next_checkpoint(cid)
     save_files(storage, nxt)
     h.saved(nxt)
-    await until(lambda: h.driver.status()["last_completed_id"] == nxt)
+    await until(lambda: driver_status(h.driver)["last_completed_id"] == nxt)
     await h.stop()
     io.shutdown()
     assert storage.completed_ids(TOPOLOGY) == [nxt]

@@ -19,7 +19,7 @@ from heron_py.planner.model import PackingPlan, TaskPlacement, TopologyDef
 from proto import heron_py_pb2 as pb
 from tests.unit.topology_master.test_checkpoint_record import Records
 from tests.unit.topology_master.test_checkpoints import until
-from topology_master.checkpoints import CheckpointDriver, driver_for, tick_forever
+from topology_master.checkpoints import CheckpointDriver, driver_for, driver_status, tick_forever
 
 LOGGER = "test.driver_for"
 PACKING = PackingPlan(2, (TaskPlacement(1, "spout", 0, 1), TaskPlacement(2, "bolt", 0, 2)))
@@ -63,7 +63,7 @@ async def test_the_driver_of_an_effectively_once_topology(tmp_path: Path, caplog
     key = b"k" * 32
     driver = driver_for("wc", topology(EO), PACKING, tmp_path, send_all=sent.append, log=logging.getLogger(LOGGER),
                         epoch=3, session_ok=lambda: session["up"], epoch_now=lambda: newest["epoch"],
-                        state_changed=lambda: states.append(driver.status()["state"] if driver else "?"),
+                        state_changed=lambda: states.append(driver_status(driver)["state"] if driver else "?"),
                         secret=key, records=records)
     assert driver is not None
     stopped = asyncio.Event()

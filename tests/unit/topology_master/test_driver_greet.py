@@ -14,6 +14,7 @@ from heron_py.common.handshake import PeerIdentity
 from heron_py.common.wire import decode
 from tests.fakes import FakeConn
 from tests.unit.topology_master.test_checkpoints import Harness, save_files, until
+from topology_master.checkpoints import driver_status
 
 
 def _types(conn: FakeConn) -> list[tuple[int, object]]:
@@ -37,7 +38,7 @@ async def test_a_stream_manager_back_mid_checkpoint_gets_its_start_and_the_check
     assert kind == MsgType.START_CHECKPOINT and msg.checkpoint_id == cid
     save_files(storage, cid)
     h.saved(cid)
-    await until(lambda: h.driver.status()["last_completed_id"] == cid)
+    await until(lambda: driver_status(h.driver)["last_completed_id"] == cid)
     idle = FakeConn(PeerIdentity("stmgr", "1"))
     h.driver.greet(idle)  # between checkpoints: nothing to catch up on
     await h.stop()

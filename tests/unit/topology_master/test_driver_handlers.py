@@ -25,6 +25,7 @@ from proto import heron_py_pb2 as pb
 from tests.support import mark_saved
 from tests.unit.topology_master.test_checkpoint_record import Records
 from tests.unit.topology_master.test_checkpoints import TOPOLOGY, Harness, save_files, until
+from topology_master.checkpoints import driver_status
 
 LOGGER = "test.checkpoints"  # the Harness's logger
 # a long restore timeout and interval: nothing happens on its own between the test's ticks
@@ -126,7 +127,7 @@ async def test_before_the_listing_status_operator_restore_and_rollback_requests_
     h = Rig(UnlistableStorage(tmp_path), epoch=3)
     d = h.driver
     # not run yet: the listing is in progress
-    assert d.status() == {"state": "starting", "epoch": 3, "storage_error": None, "failing": False,
+    assert driver_status(d) == {"state": "starting", "epoch": 3, "storage_error": None, "failing": False,
                           "consecutive_failures": 0}
     assert d.operator_restore(None) == (False, "topology 'wc': the checkpoint storage is not listed yet (in "
                                                "progress); try again")
@@ -142,7 +143,7 @@ async def test_before_the_listing_status_operator_restore_and_rollback_requests_
     h.task = asyncio.create_task(d.run(h.stopped, period_s=3600))
     await until(lambda: d.storage_error is not None)
     error = "cannot list the checkpoints: [Errno 5] mount gone; retry 1 in 1s"
-    assert d.status() == {"state": "starting", "epoch": 3, "storage_error": error, "failing": False,
+    assert driver_status(d) == {"state": "starting", "epoch": 3, "storage_error": error, "failing": False,
                           "consecutive_failures": 0}
     assert d.operator_restore(5) == (False, f"topology 'wc': the checkpoint storage is not listed yet ({error}); "
                                             f"try again")
@@ -179,7 +180,7 @@ async def test_a_master_stopped_while_the_storage_is_listed_sends_no_restore(tmp
     storage.gate.set()
     await asyncio.wait_for(h.task, 5)
     assert h.sent == []
-    assert h.driver.status()["state"] == "starting" and h.driver.coordinator is None
+    assert driver_status(h.driver)["state"] == "starting" and h.driver.coordinator is None
 
 
 # --- status() in each state ---
@@ -195,17 +196,17 @@ async def test_status_through_start_restore_checkpoint_commit_and_an_operator_re
     await h.open()
     d.on_instances({1: READY[1], 2: {"pid": 0, "ready": False}})  # task 2 not ready yet: no restore
     assert h.sent == []
-    assert d.status() == status_with(state="starting", last_completed_id=6, completed_ids=[5, 6])
+    assert driver_status(d) == status_with(state="starting", last_completed_id=6, completed_ids=[5, 6])
 
     d.on_instances(READY)
     assert logged(caplog)[-2:] == [("INFO", "every task is ready: restoring before processing"),
                                    ("INFO", "restore 1 to checkpoint 6 (topology start)")]
     assert h.restores() == [(RID1, 6, "topology start")]
-    assert d.status() == status_with(state="restoring", last_completed_id=6, restore_checkpoint_id=6,
+    assert driver_status(d) == status_with(state="restoring", last_completed_id=6, restore_checkpoint_id=6,
                                      completed_ids=[5, 6])
     # a transient error: the same checkpoint again after a backoff, and status says which try
     d.on_report(pb.StateRestored(restore_id=RID1, task_id=1, ok=False, error="OSError: [Errno 5] Input/output error"))
-    assert d.status() == status_with(state="restoring", last_completed_id=6, restore_checkpoint_id=6,
+    assert driver_status(d) == status_with(state="restoring", last_completed_id=6, restore_checkpoint_id=6,
                                      restore_attempt=1, restore_error="task 1: OSError: [Errno 5] Input/output error",
                                      completed_ids=[5, 6])
     h.tick(1.0)
@@ -214,23 +215,23 @@ async def test_status_through_start_restore_checkpoint_commit_and_an_operator_re
                                      "error")
     h.restored(rid)
     # the newest complete checkpoint came from the storage: no time of this master for it
-    assert d.status() == status_with(last_completed_id=6, loaded_checkpoint_id=6, completed_ids=[5, 6])
+    assert driver_status(d) == status_with(last_completed_id=6, loaded_checkpoint_id=6, completed_ids=[5, 6])
 
     cid = h.checkpoint()
-    assert d.status() == status_with(state="checkpointing", in_progress_id=cid, last_completed_id=6,
+    assert driver_status(d) == status_with(state="checkpointing", in_progress_id=cid, last_completed_id=6,
                                      loaded_checkpoint_id=6, completed_ids=[5, 6])
     save_files(storage, cid)
     h.report_saved(cid, 1)
-    assert d.status()["in_progress_saved"] == 1
+    assert driver_status(d)["in_progress_saved"] == 1
     gate = threading.Event()
     io.submit(gate.wait)  # the I/O thread is busy: the marker waits, the checkpoint is committing
     h.clock.now += 0.25
     h.report_saved(cid, 2)
-    assert d.status() == status_with(state="committing", in_progress_id=cid, in_progress_saved=2,
+    assert driver_status(d) == status_with(state="committing", in_progress_id=cid, in_progress_saved=2,
                                      last_completed_id=6, loaded_checkpoint_id=6, completed_ids=[5, 6])
     gate.set()
-    await until(lambda: d.status()["last_completed_id"] == cid)
-    assert d.status() == status_with(
+    await until(lambda: driver_status(d)["last_completed_id"] == cid)
+    assert driver_status(d) == status_with(
         last_completed_id=cid, last_completed_time=WALL, last_duration_secs=0.25, last_size_bytes=350,
         components={"bolt": {"tasks": 1, "size_bytes": 250, "max_duration_secs": 0.004},
                     "spout": {"tasks": 1, "size_bytes": 100, "max_duration_secs": 0.002}},
@@ -239,7 +240,7 @@ async def test_status_through_start_restore_checkpoint_commit_and_an_operator_re
     # the operator goes back to checkpoint 6: its time is not the time this master completed cid
     assert d.operator_restore(6) == (True, "topology 'wc': restoring checkpoint 6")
     assert h.restores()[-1] == (rid + 1, 6, "operator: heron-py restore (checkpoint 6)")
-    assert d.status() == status_with(state="restoring", last_completed_id=6, restore_checkpoint_id=6,
+    assert driver_status(d) == status_with(state="restoring", last_completed_id=6, restore_checkpoint_id=6,
                                      loaded_checkpoint_id=6, completed_ids=[6])
     await until(lambda: bool(records.saves) and "operator" in records.saves[-1])
     assert records.saves[-1] == {"completed": 6, "operator": {"checkpoint": 6, "below": cid}}
@@ -255,7 +256,7 @@ async def test_status_while_waiting_for_the_operator(tmp_path: Path) -> None:
     failure = ("checkpoint 9 completed (the state manager recorded it), but the checkpoint storage shows no "
                "complete checkpoint: is it the storage the topology used, mounted and whole? Waiting for the "
                "operator (heron-py restore NAME --checkpoint ID | --clean)")
-    assert h.driver.status() == status_with(state="waiting for the operator", waiting_for_operator=True,
+    assert driver_status(h.driver) == status_with(state="waiting for the operator", waiting_for_operator=True,
                                             failure=failure)
     assert h.driver.operator_restore(9) == (False, "topology 'wc': checkpoint 9 is not complete in the storage; "
                                                    "expected one of none or --clean")
@@ -277,12 +278,13 @@ async def test_status_and_log_when_saves_fail_in_a_row(tmp_path: Path, caplog: p
     reason1 = f"checkpoint {first}: task 2 could not save its state: OSError: [Errno 28] No space left on device"
     assert logged(caplog)[-1] == ("WARNING", f"checkpoint {first} aborted: task 2 could not save its state: "
                                              f"OSError: [Errno 28] No space left on device")
-    assert h.driver.status() == status_with(consecutive_failures=1, failure_reasons=[reason1])
+    assert driver_status(h.driver) == status_with(consecutive_failures=1, failure_reasons=[reason1])
     second = h.checkpoint()
     h.driver.on_report(pb.CheckpointSaved(checkpoint_id=second, task_id=1, failed=True,
                                           error="OSError: [Errno 5] Input/output error"))
     reason2 = f"checkpoint {second}: task 1 could not save its state: OSError: [Errno 5] Input/output error"
-    assert h.driver.status() == status_with(failing=True, consecutive_failures=2, failure_reasons=[reason1, reason2])
+    assert driver_status(h.driver) == status_with(failing=True, consecutive_failures=2,
+                                                  failure_reasons=[reason1, reason2])
     assert logged(caplog)[-1] == ("ERROR", "effectively once: 2 checkpoints failed in a row "
                                            "(topology.stateful.max.consecutive.failures); the state is not being "
                                            f"saved: {reason1}; {reason2}")
@@ -302,7 +304,7 @@ async def test_status_of_a_master_that_was_superseded(tmp_path: Path) -> None:
     h.report_saved(cid, 2)
     await until(lambda: h.driver.superseded is not None)
     why = "a newer master took over (epoch 2, ours 1)"
-    assert h.driver.status() == status_with(
+    assert driver_status(h.driver) == status_with(
         consecutive_failures=1, superseded=why,
         failure_reasons=[f"checkpoint {cid}: every task saved, but its complete marker could not be written: "
                          f"Superseded: {why}"])
@@ -342,7 +344,7 @@ async def test_only_a_change_of_the_tasks_rolls_back(tmp_path: Path, caplog: pyt
     await h.start()
     h.restored(RID1)
     h.driver.on_instances(READY, "heartbeat")
-    assert len(h.restores()) == 1 and h.driver.status()["state"] == "idle"
+    assert len(h.restores()) == 1 and driver_status(h.driver)["state"] == "idle"
     gone = {1: READY[1], 2: {"pid": 0, "ready": False}}
     h.driver.on_instances(gone, "heartbeat")
     assert h.restores()[-1] == (RID1 + 1, 0, "failure: heartbeat: task 2 (pid 102) is gone")
@@ -350,7 +352,7 @@ async def test_only_a_change_of_the_tasks_rolls_back(tmp_path: Path, caplog: pyt
     h.driver.on_instances({1: READY[1], 2: {"pid": 777, "ready": True}}, "heartbeat")
     assert len(h.restores()) == 2
     h.restored(RID1 + 1)
-    assert h.driver.status()["state"] == "idle"
+    assert driver_status(h.driver)["state"] == "idle"
     assert [m for lvl, m in logged(caplog) if lvl == "WARNING"] == [
         "effectively once: heartbeat: task 2 (pid 102) is gone; rolling every task back"]
     await h.stop()
@@ -432,14 +434,14 @@ async def test_reports_while_the_master_may_not_act_are_not_counted(tmp_path: Pa
     await h.start()
     session["up"] = False
     h.restored(RID1)  # not counted: still restoring
-    assert h.driver.status()["state"] == "restoring"
+    assert driver_status(h.driver)["state"] == "restoring"
     session["up"] = True
     h.restored(RID1)
     cid = h.checkpoint()
     h.report_saved(cid, 1)
     session["up"] = False
     h.report_saved(cid, 2)
-    assert h.driver.status() == status_with(state="checkpointing", in_progress_id=cid, in_progress_saved=1,
+    assert driver_status(h.driver) == status_with(state="checkpointing", in_progress_id=cid, in_progress_saved=1,
                                             loaded_checkpoint_id=None)
     await h.stop()
 
@@ -454,9 +456,9 @@ async def test_a_task_that_cannot_load_a_checkpoint_falls_back_and_its_error_is_
     # a restore id of an older master (epoch 0) is not ours to count
     h.driver.on_report(pb.StateRestored(restore_id=2, task_id=1, ok=True))
     h.driver.on_report(pb.StateRestored(restore_id=2, task_id=2, ok=True))
-    assert h.driver.status()["state"] == "restoring"
+    assert driver_status(h.driver)["state"] == "restoring"
     h.restored(RID1 + 1)
-    assert h.driver.status()["loaded_checkpoint_id"] == 5
+    assert driver_status(h.driver)["loaded_checkpoint_id"] == 5
     await h.stop()
 
 
@@ -472,7 +474,7 @@ async def test_an_operator_restore_before_every_task_is_ready_is_refused(tmp_pat
                                                       "restore has not begun")
     await h.driver_ticks(3)
     assert h.sent == [] and records.saves == []  # nothing sent, the operator's choice not recorded
-    assert h.driver.status()["state"] == "starting"
+    assert driver_status(h.driver)["state"] == "starting"
     await h.stop()
 
 
@@ -481,7 +483,7 @@ async def test_an_operator_restore_during_a_restore_replaces_it_and_rules_out_ne
     records = Records()
     h = Rig(stored(tmp_path, 5, 6), records=records)
     await h.start()
-    assert h.driver.status()["state"] == "restoring"
+    assert driver_status(h.driver)["state"] == "restoring"
     assert h.driver.operator_restore(5) == (True, "topology 'wc': restoring checkpoint 5")
     assert h.restores()[-1] == (RID1 + 1, 5, "operator: heron-py restore (checkpoint 5)")
     await until(lambda: bool(records.saves))
@@ -512,7 +514,7 @@ async def test_a_discarded_checkpoint_does_not_change_the_time_status_shows_for_
     save_files(storage, a)
     h.report_saved(a, 1)
     h.report_saved(a, 2)
-    await until(lambda: h.driver.status()["last_completed_id"] == a)
+    await until(lambda: driver_status(h.driver)["last_completed_id"] == a)
     b = h.checkpoint()
     save_files(storage, b)
     gate = threading.Event()
@@ -524,7 +526,7 @@ async def test_a_discarded_checkpoint_does_not_change_the_time_status_shows_for_
     gate.set()
     await until(lambda: any(m.startswith(f"checkpoint {b} discarded: ") for _, m in logged(caplog)))
     await until(lambda: b not in storage.completed_ids(TOPOLOGY))  # and removed from the storage
-    s = h.driver.status()
+    s = driver_status(h.driver)
     await h.stop()
     io.shutdown()
     assert (s["last_completed_id"], s["last_completed_time"]) == (a, WALL)
@@ -547,7 +549,7 @@ async def test_gc_never_makes_a_checkpoint_the_operator_rolled_back_past_a_choic
     save_files(storage, c)
     h.report_saved(c, 1)
     h.report_saved(c, 2)
-    await until(lambda: h.driver.status()["last_completed_id"] == c)
+    await until(lambda: driver_status(h.driver)["last_completed_id"] == c)
     await until(lambda: any(m == "effectively once: removed old checkpoints [5]" for _, m in logged(caplog)))
     ok, why = h.driver.operator_restore(6)
     await h.stop()

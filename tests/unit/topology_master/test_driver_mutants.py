@@ -33,7 +33,7 @@ from tests.support import mark_saved
 from tests.unit.topology_master.test_checkpoint_record import Records
 from tests.unit.topology_master.test_checkpoints import TASKS, TOPOLOGY, Harness, save_files, until
 from topology_master import checkpoint_io
-from topology_master.checkpoints import CheckpointDriver, restore_wire_id, tick_forever
+from topology_master.checkpoints import CheckpointDriver, driver_metrics, driver_status, restore_wire_id, tick_forever
 
 LOGGER = "test.checkpoints"  # the Harness's logger
 READY = {t: {"pid": 100 + t, "ready": True} for t in TASKS}
@@ -81,7 +81,7 @@ def test_a_driver_before_its_storage_is_listed(tmp_path: Path) -> None:
     assert str(e.value) == "checkpoint driver: epoch must be >= 0, found -1"
     d = bare_driver(tmp_path, epoch=0)
     try:
-        assert d.metrics() == NO_FAILURE
+        assert driver_metrics(d) == NO_FAILURE
         conn = FakeConn(STMGR)
         d.greet(cast(Connection, conn))
         assert conn.sent == []
@@ -107,7 +107,8 @@ async def test_the_log_and_page_state_of_a_start_a_checkpoint_and_a_failure(tmp_
     states: list[str] = []  # the execution state the page reads, written at each change
     holder: list[Harness] = []
     h = Harness(storage, epoch=1, config=CoordinatorConfig(interval_secs=10.0, keep_completed=2), clock=clock,
-                wall=lambda: 1_800_000_000.5, state_changed=lambda: states.append(holder[0].driver.status()["state"]))
+                wall=lambda: 1_800_000_000.5,
+                state_changed=lambda: states.append(driver_status(holder[0].driver)["state"]))
     holder.append(h)
     await h.start()
     rid = await h.processing()
@@ -120,7 +121,7 @@ async def test_the_log_and_page_state_of_a_start_a_checkpoint_and_a_failure(tmp_
     await until(lambda: ("INFO", "effectively once: removed old checkpoints [3, 4]") in lines(caplog))
     # every task commits what it staged for this checkpoint (sinks, a spout's offsets)
     assert [c.checkpoint_id for c in h.frames(MsgType.CHECKPOINT_COMMITTED)] == [cid]
-    assert h.driver.status()["last_completed_time"] == 1_800_000_000.5
+    assert driver_status(h.driver)["last_completed_time"] == 1_800_000_000.5
     await h.driver_ticks(5)
     # neither a checkpoint that starts nor one that commits rewrites the execution state
     assert states == ["restoring", "idle"]
@@ -148,7 +149,7 @@ async def test_the_log_metrics_and_page_state_of_failing_checkpoints_and_the_rec
     failing: list[bool] = []  # "failing" as the page shows it, at each write of the execution state
     holder: list[Harness] = []
     h = Harness(storage, epoch=1, config=CoordinatorConfig(interval_secs=10.0, max_consecutive_failures=2),
-                clock=clock, state_changed=lambda: failing.append(holder[0].driver.status()["failing"]))
+                clock=clock, state_changed=lambda: failing.append(driver_status(holder[0].driver)["failing"]))
     holder.append(h)
     await h.start()
     await h.processing()
@@ -159,16 +160,16 @@ async def test_the_log_metrics_and_page_state_of_failing_checkpoints_and_the_rec
         cid = await h.next_checkpoint(cids[-1] if cids else 0)
         cids.append(cid)
         h.driver.on_report(pb.CheckpointSaved(checkpoint_id=cid, task_id=1, failed=True, error=error))
-    assert h.driver.metrics() == {"__checkpoint-failing": 1, "__checkpoint-consecutive-failures": 2,
+    assert driver_metrics(h.driver) == {"__checkpoint-failing": 1, "__checkpoint-consecutive-failures": 2,
                                   "__checkpoint-waiting-for-operator": 0}
     clock.t += 10.0
     ok = await h.next_checkpoint(cids[-1])
     save_files(storage, ok)
     clock.t += 0.5
     h.saved(ok)
-    await until(lambda: h.driver.status()["last_completed_id"] == ok)
+    await until(lambda: driver_status(h.driver)["last_completed_id"] == ok)
     await h.stop()
-    assert h.driver.metrics() == NO_FAILURE
+    assert driver_metrics(h.driver) == NO_FAILURE
     assert failing == [False, False, True, False]
     a, b = cids
     why = f"task 1 could not save its state: {error}"
@@ -196,7 +197,7 @@ async def test_a_timeout_that_makes_checkpoints_failing_rewrites_the_page_state(
     holder: list[Harness] = []
     h = Harness(LocalFsStorage(tmp_path), epoch=1,
                 config=CoordinatorConfig(interval_secs=10.0, max_consecutive_failures=1), clock=clock,
-                state_changed=lambda: failing.append(holder[0].driver.status()["failing"]))
+                state_changed=lambda: failing.append(driver_status(holder[0].driver)["failing"]))
     holder.append(h)
     await h.start()
     await h.processing()
@@ -234,8 +235,8 @@ async def test_the_log_of_a_restore_retried_then_failed_and_what_a_late_stream_m
                                         error="CorruptCheckpointError: x"))
     h.driver.on_report(pb.StateRestored(restore_id=(1 << 32) | 3, task_id=1, ok=False,
                                         error="CorruptCheckpointError: y"))
-    assert h.driver.status()["waiting_for_operator"]
-    assert h.driver.metrics() == {"__checkpoint-failing": 0, "__checkpoint-consecutive-failures": 0,
+    assert driver_status(h.driver)["waiting_for_operator"]
+    assert driver_metrics(h.driver) == {"__checkpoint-failing": 0, "__checkpoint-consecutive-failures": 0,
                                   "__checkpoint-waiting-for-operator": 1}
     waiting = FakeConn(STMGR)  # no restore under way: nothing to send
     h.driver.greet(cast(Connection, waiting))
@@ -316,7 +317,7 @@ async def test_a_failed_gc_is_logged_and_what_it_left_stays_restorable(tmp_path:
         cid = await h.next_checkpoint(done[-1] if done else 0)
         save_files(storage, cid)
         h.saved(cid)
-        await until(lambda cid=cid: h.driver.status()["last_completed_id"] == cid)  # type: ignore[misc]
+        await until(lambda cid=cid: driver_status(h.driver)["last_completed_id"] == cid)  # type: ignore[misc]
         done.append(cid)
     failed = ("WARNING", "effectively once: garbage collection of old checkpoints failed: [Errno 16] Device or "
                          "resource busy")
@@ -378,7 +379,7 @@ async def test_an_operators_choice_of_a_checkpoint_survives_a_failover(tmp_path:
     assert storage.completed_ids(TOPOLOGY) == done  # the newer one is still in the storage
     h2 = Harness(storage, epoch=2, records=records)
     await h2.start()
-    await until(lambda: bool(h2.frames(MsgType.RESTORE_STATE)) or h2.driver.status()["waiting_for_operator"])
+    await until(lambda: bool(h2.frames(MsgType.RESTORE_STATE)) or driver_status(h2.driver)["waiting_for_operator"])
     await h2.stop()
     assert [r.checkpoint_id for r in h2.frames(MsgType.RESTORE_STATE)] == [done[0]]
 
