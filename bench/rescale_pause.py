@@ -8,10 +8,11 @@ resizes one component of a running word count on the local scheduler.
 now after a restart); ``alo`` is examples/reliable_word_count.py at least once (acked, replayed
 on failure); both are rescaled live (only the added and removed tasks start and stop); ``eo``
 is examples/stateful_word_count.py under effectively once (a checkpoint a second; a rescale
-restarts every container and restores the newest checkpoint, count's state split by key
-group). Output is what the count tasks receive (the run's capture files): a poller notes every
-moment they grew, and a step's pause is the longest interval without growth from just before
-its ``update`` until ``--settle`` seconds after it returned. Prints one JSON line per step and a table.
+is live too, and at the switch every task restores the newest checkpoint in its process, count's
+state split by key group, the spouts replaying from their checkpointed positions). Output is
+what the count tasks receive (the run's capture files): a poller notes every moment they grew,
+and a step's pause is the longest interval without growth from just before its ``update`` until
+``--settle`` seconds after it returned. Prints one JSON line per step and a table.
 """
 
 from __future__ import annotations

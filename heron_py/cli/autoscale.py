@@ -14,10 +14,10 @@ itself, kept only once the action took effect.
 ``--dry-run`` observes once, says what it would do and why, and acts on nothing, whether or not
 ``heron_py.autoscale.enabled`` is on; with it off, the loop only reports its diagnoses.
 
-Why a process outside the containers: a rescale restarts every container (update repacks, and
-every sender must switch to the new task set at once), so a health manager inside one, beside
-the master in container 0 say, would be killed by its own action, midway through waiting for
-the new plan, and would lose its cooldown and blacklist with it. Run here, it outlives the
+Why a process outside the containers: a rescale the master cannot take live restarts every
+container, and a slow instance's remedy restarts its container, so a health manager inside one,
+beside the master in container 0 say, could be killed by its own action, midway through waiting
+for the new plan, and would lose its cooldown and blacklist with it. Run here, it outlives the
 restarts it causes. Ctrl-C or SIGTERM stops it once the step under way is over (a second one at
 once).
 """

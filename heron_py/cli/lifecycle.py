@@ -15,10 +15,11 @@ ones start or stop. A master that cannot be reached leaves the old way: every co
 restarts. The stored physical plan's version carries on, so the run state (active or
 deactivated) survives the update.
 
-Effectively once, update restarts every container, and the restart restores the newest complete
-checkpoint onto the new packing: each resized component's state is split over its new tasks by
-key group (or merged, as its ``topology.component.state.rescale`` says), and the sources replay
-from their checkpointed positions, so counts stay exact. A component whose state cannot be split
+Effectively once, the rescale is live as well, without a drain: at the switch every task
+restores the newest complete checkpoint under the new plan, in its running process (the added
+ones in theirs): each resized component's state is split over its new tasks by key group (or
+merged, as its ``topology.component.state.rescale`` says), and the sources replay from their
+checkpointed positions, so counts stay exact. A component whose state cannot be split
 is refused here, in one line, before anything stops. The first update of a component writes its
 number of key groups into its config (``topology.component.max.parallelism``): its keys' groups
 never move.

@@ -4,8 +4,9 @@ Storm's ``rebalance`` deactivates the topology for ``-w`` seconds (so tuples in 
 rescales it and activates it again; ``-e`` names a component's new number of executors. Here it
 is ``heron-py update`` with the same parallelism changes, whose live rescale deactivates the
 spouts and drains by itself: ``-w`` is its drain limit (``update --drain-secs``). An
-effectively-once topology, which update restarts, is deactivated for ``-w`` seconds first, as
-in Storm. Storm's ``-n`` number of workers has no counterpart: a topology keeps its containers.
+effectively-once topology, whose rescale does not drain (its restore of the newest checkpoint is
+the cut), is deactivated for ``-w`` seconds first, as in Storm. Storm's ``-n`` number of
+workers has no counterpart: a topology keeps its containers.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def cmd_rebalance(args: argparse.Namespace) -> int:
     if args.wait_time <= 0 or topo is None or not effectively_once(topo.config):
         # live: the rescale itself deactivates the spouts and drains, for at most -w seconds
         return cmd_update(args)
-    # effectively once restarts every container: deactivated for -w seconds first, active again after
+    # effectively once does not drain (a restore is its cut): deactivated for -w seconds first, as
+    # Storm does, and active again after
     ok, message = run_state_command(state, args.name, "deactivate", 10.0)
     if not ok:
         raise SubmitError(f"rebalance: {message}")
