@@ -119,3 +119,18 @@ def test_an_instance_registered_again_while_its_old_connection_is_open_is_a_loss
     sm.register_instance(new, req)
     assert _requests(sm) == [(7, "instance task 3 registered again while its old connection was open")]
     assert old.closed == "task 3 registered again on a new connection"
+
+
+def test_a_task_the_plan_does_not_hold_closing_its_connection_is_no_loss(sm: StreamManager) -> None:
+    """A task a live rescale removed exits after the switch, and one it added may restart before
+    the switch: no tuple of the run is routed to either and what they sent is fenced off, so
+    their connection's close asks for no rollback (each would cost every task a restore). A task
+    of the plan closing its connection still does."""
+    staged = FakeConn(PeerIdentity("instance", "9"))
+    sm.instances.add(staged, 9, pid=19)  # not in the plan: staged by a rescale, or removed by one
+    sm.instance_lost(staged)
+    assert _requests(sm) == []
+    count = FakeConn(PeerIdentity("instance", "3"))
+    sm.instances.add(count, 3, pid=13)
+    sm.instance_lost(count)
+    assert _requests(sm) == [(7, "the connection of instance task 3 closed")]
