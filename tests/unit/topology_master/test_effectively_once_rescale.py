@@ -7,7 +7,10 @@ real event loop with real storage, as test_checkpoints.py."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
+
+import pytest
 
 from heron_py.checkpoint.coordinator import (
     CheckpointAborted,
@@ -118,9 +121,11 @@ def test_replan_before_the_first_restore_only_takes_the_tasks_and_waits_for_the_
     assert w.status().tasks == 4  # the operator's restore goes to the new tasks
 
 
-def test_the_driver_counts_the_new_plans_tasks_and_a_removed_tasks_exit_is_no_failure(tmp_path: Path) -> None:
+def test_the_driver_counts_the_new_plans_tasks_and_a_removed_tasks_exit_is_no_failure(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     async def run() -> None:
-        h = Harness(LocalFsStorage(tmp_path), epoch=1)  # tasks 1 (spout), 2 (bolt)
+        clock = Clock()
+        h = Harness(LocalFsStorage(tmp_path), epoch=1, clock=clock)  # tasks 1 (spout), 2 (bolt)
         await h.start()
         await h.processing()
         assert h.driver.rescale_blocker() is None
@@ -134,19 +139,65 @@ def test_the_driver_counts_the_new_plans_tasks_and_a_removed_tasks_exit_is_no_fa
         h.driver.on_instances({1: {"pid": 101, "ready": True}, 2: {"pid": 102, "ready": True},
                                3: {"pid": 113, "ready": True}})
         assert len(h.frames(MsgType.RESTORE_STATE)) == 1
+        caplog.set_level(logging.INFO, logger="test.checkpoints")
         h.driver.replan({1: "spout", 3: "bolt"}, "plan v3, 2 tasks")  # 2 removed, 3 kept
+        assert ("INFO", "effectively once: rescale (plan v3, 2 tasks): every task restores under the new plan") in [
+            (r.levelname, r.getMessage()) for r in caplog.records]
         restores = h.frames(MsgType.RESTORE_STATE)
         assert len(restores) == 2 and restores[-1].reason == "rescale: plan v3, 2 tasks"
-        rid = int(restores[-1].restore_id)
-        # the removed task exits: no restore for it
-        h.driver.on_instances({1: {"pid": 101, "ready": True}, 3: {"pid": 113, "ready": True}})
-        assert len(h.frames(MsgType.RESTORE_STATE)) == 2
+        await h.driver_ticks(3)  # the restore under way is ticked (it times out on the driver's clock)
+        # the removed task exits, and a kept one dies: only the kept one is a failure
+        h.driver.on_instances({1: {"pid": 0, "ready": False}, 3: {"pid": 113, "ready": True}})
+        restores = h.frames(MsgType.RESTORE_STATE)
+        assert len(restores) == 3 and restores[-1].reason == "failure: task 1 (pid 101) is gone"
+        # the restore's time is the driver's clock: it times out from the switch's failure on it
+        assert h.driver.coordinator is not None
+        clock.now += h.driver.coordinator.config.restore_timeout_secs
+        await until(lambda: len(h.frames(MsgType.RESTORE_STATE)) == 4)
+        rid = int(h.frames(MsgType.RESTORE_STATE)[-1].restore_id)
+        h.driver.on_instances({1: {"pid": 121, "ready": True}, 3: {"pid": 113, "ready": True}})
         for t in (1, 3):
             h.driver.on_report(pb.StateRestored(restore_id=rid, task_id=t, ok=True))
         await until(lambda: any(p.restore_id == rid for p in h.frames(MsgType.START_PROCESSING)))
-        # a kept task that dies is a failure again
-        h.driver.on_instances({1: {"pid": 101, "ready": True}, 3: {"pid": 0, "ready": False}})
-        assert len(h.frames(MsgType.RESTORE_STATE)) == 3
+        await h.stop()
+
+    asyncio.run(run())
+
+
+def test_a_replan_before_the_first_restore_while_the_master_cannot_act_counts_the_new_tasks(tmp_path: Path) -> None:
+    async def run() -> None:
+        acting = {"session": True}
+        h = Harness(LocalFsStorage(tmp_path), epoch=1, session_ok=lambda: acting["session"])
+        h.task = asyncio.create_task(h.driver.run(h.stopped, period_s=0.01))
+        await until(lambda: h.driver.coordinator is not None)  # starting: no task ready yet
+        acting["session"] = False
+        h.driver.replan({1: "spout", 2: "bolt", 3: "bolt"}, "plan v2, 3 tasks")
+        assert h.driver.coordinator is not None and h.driver.coordinator.status().tasks == 3
+        assert h.driver.coordinator.state is CoordinatorState.STARTING
+        acting["session"] = True
+        h.driver.on_instances({1: {"pid": 101, "ready": True}, 2: {"pid": 102, "ready": True}})
+        await h.driver_ticks(5)
+        assert h.frames(MsgType.RESTORE_STATE) == []  # task 3 of the new plan is not ready yet
+        h.driver.on_instances({1: {"pid": 101, "ready": True}, 2: {"pid": 102, "ready": True},
+                               3: {"pid": 103, "ready": True}})
+        await until(lambda: len(h.frames(MsgType.RESTORE_STATE)) == 1)
+        await h.stop()
+
+    asyncio.run(run())
+
+
+def test_a_rescale_waits_for_the_operator_as_every_restore_does(tmp_path: Path) -> None:
+    c = CheckpointCoordinator(CoordinatorConfig(interval_secs=10), TASKS, recorded=7)
+
+    async def run() -> None:
+        h = Harness(LocalFsStorage(tmp_path), epoch=1)
+        await h.start()
+        await h.processing()
+        h.driver.coordinator = c  # a coordinator that waits for the operator
+        c.start(0)
+        assert h.driver.rescale_blocker() == (
+            "effectively once waits for the operator (heron-py restore NAME --checkpoint ID | --clean) before "
+            "anything restores")
         await h.stop()
 
     asyncio.run(run())
@@ -170,3 +221,16 @@ def test_a_rescale_is_refused_while_the_driver_cannot_restore(tmp_path: Path) ->
         await h.stop()
 
     asyncio.run(run())
+
+
+def test_replan_needs_a_task_and_its_restore_times_out_from_the_switch() -> None:
+    c = running(restore_timeout_secs=30)
+    with pytest.raises(ValueError) as e:
+        c.replan(1, {}, "plan v2, 0 tasks")
+    assert str(e.value) == "checkpoint coordinator: a topology needs at least one task, found none"
+    (restore,) = c.replan(100, GROWN, "plan v2, 4 tasks")
+    assert isinstance(restore, StartRestore)
+    assert c.tick(129.9) == []  # task 4 not restored yet: 30 s from the switch, not from 0
+    (again,) = c.tick(130)
+    assert isinstance(again, StartRestore) and again.reason == (
+        "restore 2 timed out after 30s waiting for tasks [1, 2, 3, 4]")
