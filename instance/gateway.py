@@ -57,7 +57,7 @@ def _routes(gw: Gateway) -> Routes:
         on_raw("stmgr", MsgType.CKPT_MARKER, lambda conn, frame: deliver((InKind.MARKER, frame))),
         # the master's effectively-once commands, through our stream manager
         on("stmgr", pb.StartCheckpoint, lambda conn, m: deliver((InKind.CKPT_START, m.checkpoint_id))),
-        on("stmgr", pb.RestoreState, lambda conn, m: deliver((InKind.RESTORE, (m.restore_id, m.checkpoint_id)))),
+        on("stmgr", pb.RestoreState, gw.on_restore),
         on("stmgr", pb.StartProcessing, lambda conn, m: deliver((InKind.START, m.restore_id))),
         on("stmgr", pb.CheckpointCommitted, lambda conn, m: deliver((InKind.COMMITTED, m.checkpoint_id))),
         on("stmgr", pb.RegisterInstanceResponse, gw.on_registered),
@@ -267,6 +267,14 @@ class Gateway(Routed):
             _plan(self.inbox, resp.pplan_json)
         if self._ready:
             self._send_ready()
+
+    def on_restore(self, conn: Connection, msg: pb.RestoreState) -> None:
+        """Effectively once's restore: the old run's batches still queued for the execution
+        thread go (Inbox.restore), so the restore is not behind them."""
+        dropped = self.inbox.restore((InKind.RESTORE, (msg.restore_id, msg.checkpoint_id)))
+        if dropped:
+            self.log.info("restore %d: %d queued batches and markers of the old run dropped", msg.restore_id,
+                          dropped)
 
     def on_writing(self, conn: Connection, paused: bool) -> None:
         # the stream manager stopped reading us (backpressure): stop moving frames from the

@@ -374,6 +374,31 @@ class Inbox:
             self._pause()
             self._call_later(self._retry_s, self.retry)
 
+    def restore(self, item: InItem) -> int:
+        """A restore (effectively once): every tuple batch and checkpoint marker ahead of it is
+        the old run's, which the restore rolls back (the stream manager fences the rest), so
+        they are dropped here instead of processed first: a slow bolt's backlog does not hold up
+        its restore. Every other item (a plan, a command) keeps its place. Returns the number
+        of items dropped; ``item`` is then delivered as any other."""
+        old_run = (InKind.BATCH, InKind.MARKER)
+        kept = collections.deque(i for i in self.overflow if i[0] not in old_run)
+        dropped = len(self.overflow) - len(kept)
+        self.overflow = kept
+        with self._in.mutex:  # the execution thread takes under the same lock
+            waiting = self._in.queue
+            items = list(waiting)
+            waiting.clear()
+            for i in items:
+                if i[0] not in old_run:
+                    waiting.append(i)
+                    continue
+                dropped += 1
+                if i[0] is InKind.BATCH:
+                    self.bytes.put -= len(i[1])  # never taken: the producer's count takes it back
+            self._in.not_full.notify_all()
+        self.deliver(item)
+        return dropped
+
     def _try_put(self, item: InItem) -> bool:
         batch = item[0] is InKind.BATCH
         if batch and self.bytes.depth >= self.bytes.limit:

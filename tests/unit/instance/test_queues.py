@@ -341,3 +341,30 @@ def test_a_batch_that_comes_before_the_plan_is_processed_after_it_in_order(stand
         thread.join(timeout=10)
     assert Seen.values == [1, 2, 3]
     assert in_bytes.put == in_bytes.taken  # every batch counted out once
+
+
+def test_a_restore_drops_the_old_runs_queued_batches_and_markers_and_keeps_every_other_item() -> None:
+    """Effectively once: a slow bolt's queued backlog is the old run's, which the restore rolls
+    back; it is dropped when the restore arrives, overflow included, so the restore is the next
+    thing the execution thread sees after what is not data (the new plan first)."""
+    from instance.queues import Inbox
+
+    inbound: queue.Queue[InItem] = queue.Queue(maxsize=3)
+    in_bytes = QueueBytes(1 << 20)
+    paused: list[bool] = []
+    box = Inbox(inbound, in_bytes, pause=lambda: paused.append(True), resume=lambda: paused.append(False),
+                call_later=lambda delay, fn: None)
+    batch = encode_batch_frame(2, 1, b"x" * 50, count=3)
+    box.deliver((InKind.BATCH, batch))
+    box.deliver((InKind.PPLAN, b"{}"))
+    box.deliver((InKind.MARKER, b"m"))
+    box.deliver((InKind.BATCH, batch))  # the queue is full: overflow, reading paused
+    box.deliver((InKind.COMMITTED, 7))
+    assert paused == [True] and len(box.overflow) == 2 and in_bytes.depth == len(batch)
+    dropped = box.restore((InKind.RESTORE, (9, 8)))
+    assert dropped == 3
+    assert in_bytes.depth == 0  # the dropped batch's bytes are no longer counted as queued
+    box.retry()  # the overflow's rest moves in behind what was kept
+    assert paused[-1] is False
+    got = [inbound.get_nowait() for _ in range(inbound.qsize())]
+    assert got == [(InKind.PPLAN, b"{}"), (InKind.COMMITTED, 7), (InKind.RESTORE, (9, 8))]
