@@ -120,6 +120,10 @@ class Forwarder:
         # a drop of in-flight data (any reason but a restore's fence): effectively once rolls back
         self.on_loss = on_loss
         self._held_slow: set[ConnKey] = set()
+        # tasks a live rescale removed -> their container: a batch sent to one under the old plan
+        # (in flight at the switch) still reaches it while it runs, as its leftover queue does
+        # (task ids are never reused, so this cannot route a new task's frames)
+        self._retired: dict[int, int] = {}
 
     @property
     def dropped_tuples(self) -> int:
@@ -145,6 +149,8 @@ class Forwarder:
 
     def set_routing(self, routing: RoutingTable) -> None:
         """A new plan's table; frames that came before the first plan are routed now, in order."""
+        old = self.routing.container_of
+        self._retired.update((t, c) for t, c in old.items() if t not in routing.container_of)
         self.routing = routing
         if routing.container_of and self.unplanned:
             waiting, self.unplanned, self.unplanned_bytes = self.unplanned, collections.deque(), 0
@@ -171,9 +177,15 @@ class Forwarder:
             return
         container = routing.container_for(dest)
         if container is None:
-            self.drop(DropReason.UNKNOWN_TASK, frame)
-            self._log.warning("dropping a batch for unknown task %d", dest)
-            return
+            container = self._retired.get(dest) if ftype != MsgType.ACK_BATCH else None
+            removed = self._dests.instance(dest) if container == routing.container else None
+            if removed is not None:  # a removed task still running here: its leftovers
+                self._deliver(ConnKey.task(dest), removed, frame, ftype)
+                return
+            if container is None or container == routing.container:
+                self.drop(DropReason.UNKNOWN_TASK, frame)
+                self._log.warning("dropping a batch for unknown task %d", dest)
+                return
         self._deliver(ConnKey.stmgr(container), self._dests.peer(container), frame, ftype)
 
     def held_bound(self) -> int:

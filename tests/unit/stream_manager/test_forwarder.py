@@ -5,7 +5,7 @@ import logging
 
 from heron_py.common.framing import ACK_INIT, ACK_RECORD, MsgType, encode_batch_frame
 from stream_manager.backpressure import ConnKey
-from stream_manager.forwarder import Forwarder
+from stream_manager.forwarder import DropReason, Forwarder
 from stream_manager.routing import RoutingTable
 from tests.fakes import FakeConn, FakeDestinations, word_count_plan
 
@@ -167,3 +167,28 @@ def test_frames_held_above_the_high_watermark_count_as_backpressure_until_releas
     assert events[-1] == (ConnKey.task(3), False, 0) and len(conn.sent) == 3
     fwd.route(batch(4, body=b"y"))  # another destination, under the mark: nothing
     assert len(events) == 2
+
+
+def test_a_batch_for_a_task_a_rescale_removed_reaches_it_while_it_runs_then_is_dropped():
+    """Sent under the old plan and in flight at a live rescale's switch: a batch for a removed
+    task goes to it while it still runs (it processes its leftovers before it exits), through
+    its container's stream manager; once it is gone, it is dropped and counted. An ack batch is
+    not routed that way (acks go to a spout of the plan)."""
+    import dataclasses
+
+    plan = word_count_plan()
+    shrunk = dataclasses.replace(plan, packing=dataclasses.replace(
+        plan.packing, tasks=tuple(t for t in plan.packing.tasks if t.task_id not in (3, 5))))
+    fwd, dests, _ = make(container=0)
+    fwd.set_routing(RoutingTable.build(shrunk, 0))  # 3 (here) and 5 (container 1) removed
+    removed = dests.instances[3] = FakeConn()
+    peer = dests.peers[1] = FakeConn()
+    here, there = batch(3, count=2), batch(5, count=4)
+    fwd.route(here)
+    fwd.route(there)
+    assert removed.sent == [here] and peer.sent == [there]
+    del dests.instances[3]  # it exited
+    fwd.route(batch(3, count=1))
+    fwd.route(batch(3, count=6, msg_type=MsgType.ACK_BATCH))
+    fwd.route(batch(9, count=7))  # never in any plan
+    assert fwd.drops[DropReason.UNKNOWN_TASK] == 1 + 6 + 7
