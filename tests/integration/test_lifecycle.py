@@ -135,3 +135,44 @@ def test_a_task_dead_of_a_native_crash_leaves_its_python_stacks_in_its_log(heron
     assert "Current thread" in text and "Thread 0x" in text  # the stacks of its two threads at least
     executor = "".join(f.read_text(errors="replace") for f in logs.glob("executor-*.log"))
     assert f"count-{task} exited with code -11" in executor
+
+
+def test_a_second_update_during_a_live_rescale_is_refused_and_the_state_manager_ends_holding_what_runs(
+        heron_home):
+    """Two updates at once: the master takes one rescale at a time and refuses the second in one
+    line. Whatever the definition and packing documents were made to hold meanwhile (here put
+    back to the old ones, as an interleaved update's revert would), the master stores what it
+    switched to, so the executors follow what runs."""
+    import os
+    import subprocess
+    import sys
+
+    name = "pwc_two_updates"
+    _start(heron_home, name)
+    state = LocalFsStateManager(heron_home)
+    old_topo, old_packing = state.get_topology(name), state.get_packing_plan(name)
+    first = subprocess.Popen([sys.executable, "-m", "heron_py.cli.main", "update", "local", name,
+                              "--component-parallelism", "split:3"], text=True, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env={**os.environ, "HERON_PY_HOME": str(heron_home)})
+    try:
+        _wait(lambda: (state.get_execution_state(name) or {}).get("rescale"), 30, "the first rescale under way")
+        second = _cli(heron_home, "update", "local", name, "--component-parallelism", "count:3")
+        assert second.returncode == 1
+        assert second.stderr == (f"heron-py: error: update: topology '{name}': rescale: a rescale is already under "
+                                 f"way (staging); wait for it to finish\n")
+        state.set_topology(old_topo)  # an interleaved writer puts the old documents back
+        state.set_packing_plan(name, old_packing)
+        _out, err = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 0, err
+    running = state.get_physical_plan(name)
+
+    def stored_is_running() -> bool:
+        topo = state.get_topology(name)
+        return state.get_packing_plan(name) == running.packing and topo is not None and topo.component(
+            "split").par == 3 and topo.component("count").par == 2
+
+    _wait(stored_is_running, 10, "the stored definition and packing to be what runs")
+    assert sorted(t.component for t in running.packing.tasks).count("split") == 3
