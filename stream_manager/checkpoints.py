@@ -41,7 +41,7 @@ class CheckpointRelay:
     def __init__(self, container: int, log: logging.Logger, *, to_master: Callable[[bytes], None],
                  instances: Callable[[], Iterable[Connection]], instance: Callable[[int], Connection | None],
                  local_spouts: Callable[[], Iterable[int]], peers: Callable[[], Iterable[Connection]],
-                 discard_held: Callable[[], int]) -> None:
+                 discard_held: Callable[[Iterable[Connection]], int]) -> None:
         self.container = container
         self._log = log
         self.to_master = to_master  # an instance's report is relayed as it came
@@ -109,7 +109,7 @@ class CheckpointRelay:
         self._restore_frame = frame
         self.fenced_frames = 0
         self.losses.on_restore(msg.restore_id)
-        dropped = self._discard_held()
+        dropped = self._discard_held(self._instances())  # and what the instances' connections hold back
         fence = self.fence_frame()
         assert fence is not None
         for peer in self._peers():

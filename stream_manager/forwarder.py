@@ -74,6 +74,13 @@ class Outlet(Protocol):
     def send_many(self, frames: Iterable[bytes]) -> None: ...
 
 
+class Holding(Protocol):
+    """A connection that holds back what its transport has no room for (``net.Connection``
+    with ``hold_output``): what it holds can still be dropped."""
+
+    def drop_held(self, is_dropped: Callable[[bytes], bool]) -> list[bytes]: ...
+
+
 class Destinations(Protocol):
     def instance(self, task: int) -> Outlet | None: ...
     def peer(self, container: int) -> Outlet | None: ...
@@ -256,9 +263,17 @@ class Forwarder:
     def held_frames(self) -> int:
         return sum(len(q) for q in self.held.values()) + len(self.unplanned)
 
-    def discard_old_run(self) -> int:
+    def discard_old_run(self, holding: Iterable[Holding] = ()) -> int:
         """Effectively once, at a restore: the held tuple batches and markers belong to the run
-        the restore rolls back, so they go (counted); other frames (acks, results) stay."""
+        the restore rolls back, so they go (counted); other frames (acks, results) stay. Held
+        here, for a destination not connected, and held back by the ``holding`` connections
+        (the local instances'), which the restore command would otherwise wait behind. Returns
+        the frames dropped."""
+        from_conns = 0
+        for conn in holding:
+            for f in conn.drop_held(is_old_run):
+                self.drop(DropReason.OLD_RUN, f)
+                from_conns += 1
         before = self.held_frames()
         for key, q in list(self.held.items()):
             keep, old = _split_old_run(q)
@@ -273,7 +288,12 @@ class Forwarder:
         for f in old:
             self.drop(DropReason.OLD_RUN, f)
         self.unplanned_bytes = sum(len(f) for f in self.unplanned)
-        return before - self.held_frames()
+        return from_conns + before - self.held_frames()
+
+
+def is_old_run(frame: bytes) -> bool:
+    """A tuple batch or checkpoint marker: what a restore rolls back."""
+    return frame_type(frame) in (MsgType.TUPLE_BATCH, MsgType.CKPT_MARKER)
 
 
 def _split_old_run(frames: Iterable[bytes]) -> tuple[collections.deque[bytes], list[bytes]]:
@@ -281,7 +301,7 @@ def _split_old_run(frames: Iterable[bytes]) -> tuple[collections.deque[bytes], l
     kept: collections.deque[bytes] = collections.deque()
     old: list[bytes] = []
     for f in frames:
-        if frame_type(f) in (MsgType.TUPLE_BATCH, MsgType.CKPT_MARKER):
+        if is_old_run(f):
             old.append(f)
         else:
             kept.append(f)

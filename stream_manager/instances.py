@@ -10,6 +10,12 @@ from heron_py.common.net import NO_TASK, Connection
 from proto import heron_py_pb2 as pb
 from stream_manager.ratelimit import TokenBucket
 
+# Effectively once: the bytes of an instance's input in its connection's transport (and past
+# it, in the socket, which the instance reads only as its task takes input); the rest of what
+# waits for it is held back in the connection, where a restore drops the old run's batches. A
+# restore then waits behind this much of a slow task's input, not the high watermark's 16 MB.
+INSTANCE_SHARE = 256 << 10
+
 
 class LocalInstances:
     def __init__(self, log: logging.Logger, clock: Callable[[], float]) -> None:
@@ -24,6 +30,14 @@ class LocalInstances:
         self._over_rate: set[int] = set()  # tasks waiting out their output rate's debt
         self.buckets: dict[int, TokenBucket] = {}  # tasks with an output rate limit
         self.rate_pauses: dict[int, int] = {}  # times each task's reading stopped for its rate
+        self._held_share = 0  # with hold_output: each connection's transport share
+
+    def hold_output(self, share: int) -> None:
+        """Every instance connection, now and later, holds back what passes ``share`` bytes
+        in its transport (``Connection.hold_output``): effectively once, where a restore drops it."""
+        self._held_share = share
+        for conn in self.conns.values():
+            conn.hold_output(share)
 
     def get(self, task: int) -> Connection | None:
         return self.conns.get(task)
@@ -38,6 +52,8 @@ class LocalInstances:
             old.close(f"task {task} registered again on a new connection")
         self.conns[task] = conn
         self.pids[task] = pid
+        if self._held_share:
+            conn.hold_output(self._held_share)
         self.ready.pop(task, None)
         conn.task = task
         if task in self._over_rate:  # a new connection of a task still waiting out its rate

@@ -41,6 +41,7 @@ from heron_py.state import config as statecfg
 from heron_py.state.stores import run_with_state
 from proto import heron_py_pb2 as pb
 from stream_manager.backpressure import Action, ConnKey, describe
+from stream_manager.instances import INSTANCE_SHARE
 from stream_manager.ratelimit import output_rates
 from stream_manager.routing import RoutingTable
 from stream_manager.servers import Inbound
@@ -156,6 +157,8 @@ class StreamManager(DaemonBase):
         self.effectively_once = effectively_once(plan.topology.config)
         self.forwarder.drop_on_backpressure = cfg.drop_on_backpressure
         self.forwarder.held_high = cfg.high_watermark
+        if self.effectively_once:  # the mode of a topology never changes while it runs
+            self.instances.hold_output(INSTANCE_SHARE)
         self.instances.set_write_limits(cfg.high_watermark, cfg.low_watermark)
         self.clique.set_write_limits(cfg.high_watermark, cfg.low_watermark)
         if self.spouts_held():  # the plan may name spouts that registered before it came

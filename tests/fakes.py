@@ -10,7 +10,7 @@ from __future__ import annotations
 import collections
 import logging
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from google.protobuf.message import Message
@@ -86,6 +86,12 @@ class FakeConn:
 
     def set_write_limits(self, high: int, low: int) -> None:
         pass
+
+    def hold_output(self, share: int) -> None:
+        self.held_share = share  # nothing is ever held: every send is recorded at once
+
+    def drop_held(self, is_dropped: Callable[[bytes], bool]) -> list[bytes]:
+        return []
 
     def set_max_frame(self, n: int) -> None:
         self.max_frame = n

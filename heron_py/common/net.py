@@ -57,6 +57,7 @@ from heron_py.common.framing import (
 )
 from heron_py.common.guard import DEFAULT_LIMITS, GuardLimits
 from heron_py.common.handshake import HandshakeError, PeerIdentity
+from heron_py.common.held_output import HeldOutput
 from heron_py.common.session import Session, Step
 from heron_py.common.wire import WireError, encode_msg
 
@@ -224,6 +225,13 @@ class Connection(asyncio.Protocol):
         # each (the largest cost of the spout's stream manager with acking on)
         self._out: list[bytes] = []
         self._out_bytes = 0
+        # with hold_output: frames past the transport's share wait here, and the watermarks
+        # (set_write_limits) apply to both together
+        self._held: HeldOutput | None = None
+        self._held_cap = 0  # what hold_output asked for; the share is at most the low watermark
+        self._held_due = False  # a _write_held is scheduled for this turn
+        self._transport_full = False  # the transport is above its share (it paused us)
+        self._marks = (0, 0)  # the watermarks (high, low) while output is held
         # per-frame tags once open (frameauth): ours on what we send; the decoder checks the peer's
         self._tx: FrameMac | None = None
         self._liveness = liveness
@@ -407,10 +415,17 @@ class Connection(asyncio.Protocol):
     # the transport calls these when its write buffer crosses the limits set with
     # set_write_limits (high on the way up, low on the way down): the watermarks
     def pause_writing(self) -> None:
+        if self._held is not None:  # the transport's share is full: the rest waits in _held
+            self._transport_full = True
+            return
         self.writing_paused = True
         self.handler.on_writing(self, True)
 
     def resume_writing(self) -> None:
+        if self._held is not None:
+            self._transport_full = False
+            self._write_held()
+            return
         self.writing_paused = False
         self.handler.on_writing(self, False)
 
@@ -425,8 +440,43 @@ class Connection(asyncio.Protocol):
         self.session.set_max_frame(max_frame)
 
     def set_write_limits(self, high: int, low: int) -> None:
+        held = self._held
+        if held is None:
+            if self.transport is not None:
+                self.transport.set_write_buffer_limits(high=high, low=low)
+            return
+        self._marks = (high, low)
         if self.transport is not None:
-            self.transport.set_write_buffer_limits(high=high, low=low)
+            # the share never reaches the low watermark: an empty hold then means below it
+            held.cap = max(1, min(self._held_cap, low) if low else self._held_cap)
+            self.transport.set_write_buffer_limits(high=held.cap, low=held.cap // 2)
+        self._check_marks()
+
+    def hold_output(self, cap: int) -> None:
+        """From now on at most about ``cap`` bytes of what is sent sit in the transport's
+        buffer (a frame more at the most); the rest waits in this connection, where
+        ``drop_held`` still reaches it (heron_py/common/held_output.py says why). The
+        watermarks of ``set_write_limits`` then count both. Idempotent."""
+        if self._held is not None:
+            return
+        self._write_out()  # what was sent before goes first, tagged as it was
+        tr = self.transport
+        high = low = 0
+        if tr is not None:
+            low, high = tr.get_write_buffer_limits()
+        self._held = HeldOutput(cap)
+        self._held_cap = cap
+        self.set_write_limits(high, low)
+
+    def drop_held(self, is_dropped: Callable[[bytes], bool]) -> list[bytes]:
+        """The held frames ``is_dropped`` picks, taken out and returned (none without
+        ``hold_output``): they are never written."""
+        held = self._held
+        if held is None or not held:
+            return []
+        dropped = held.drop(is_dropped)
+        self._check_marks()
+        return dropped
 
     # API
     @property
@@ -437,6 +487,10 @@ class Connection(asyncio.Protocol):
         if self.state is ConnState.OPEN and self.transport is not None:
             n = len(frame) + TAG_SIZE
             self.bytes_out += n
+            if self._held is not None:
+                self._held.add(frame)
+                self._held_soon()
+                return
             self._out_bytes += n
             out = self._out
             out.append(frame)
@@ -452,6 +506,10 @@ class Connection(asyncio.Protocol):
                 return
             n = sum(map(len, frames)) + TAG_SIZE * len(frames)
             self.bytes_out += n
+            if self._held is not None:
+                self._held.add_many(frames)
+                self._held_soon()
+                return
             self._out_bytes += n
             out = self._out
             was_empty = not out
@@ -470,12 +528,55 @@ class Connection(asyncio.Protocol):
         if out and tr is not None and not tr.is_closing():
             tr.writelines(out)
 
+    def _held_soon(self) -> None:
+        if not self._held_due:
+            self._held_due = True
+            self._loop.call_soon(self._write_held)
+
+    def _write_held(self) -> None:
+        """Hands held frames to the transport, tagged now, until its share is full (it then
+        pauses us, and resumes us once drained) or none is left; then the watermarks."""
+        self._held_due = False
+        held, tr = self._held, self.transport
+        if held is None or tr is None or tr.is_closing() or self._tx is None:
+            return
+        tag = self._tx.tag
+        while held and not self._transport_full:
+            out: list[bytes] = []
+            for frame in held.take(tr.get_write_buffer_size()):
+                out.append(frame)
+                out.append(tag(frame))
+            if not out:
+                # above its share without having paused us (its limits just changed): look again
+                # shortly, or a hold nobody sends to would wait for good
+                self._loop.call_later(0.005, self._held_soon)
+                break
+            tr.writelines(out)  # may pause us (synchronously, in asyncio and uvloop alike)
+        self._check_marks()
+
+    def _check_marks(self) -> None:
+        """While output is held: the watermarks, on the transport's buffer and the hold together."""
+        held, tr = self._held, self.transport
+        if held is None or tr is None:
+            return
+        high, low = self._marks
+        size = tr.get_write_buffer_size() + held.nbytes
+        if not self.writing_paused and high and size > high:
+            self.writing_paused = True
+            self.handler.on_writing(self, True)
+        elif self.writing_paused and size <= low:
+            self.writing_paused = False
+            self.handler.on_writing(self, False)
+
     def send_msg(self, msg: Message) -> None:
         """Sends a protobuf message, framed as the type its class is registered under (``wire``)."""
         self.send(encode_msg(msg))
 
     def write_buffer_size(self) -> int:
-        return self.transport.get_write_buffer_size() + self._out_bytes if self.transport is not None else 0
+        if self.transport is None:
+            return 0
+        held = self._held.nbytes if self._held is not None else 0
+        return self.transport.get_write_buffer_size() + self._out_bytes + held
 
     def pause_reading(self) -> None:
         if self.transport is not None and self.transport.is_reading():
@@ -496,6 +597,8 @@ class Connection(asyncio.Protocol):
             self.close_reason = reason
             self._log.debug("aborting the connection to %s: %s", self.peer_name, reason)
         self._out, self._out_bytes = [], 0
+        if self._held is not None:
+            self._held.take_all()
         if self.transport is not None:
             self.transport.abort()
 
@@ -507,6 +610,10 @@ class Connection(asyncio.Protocol):
                 self._log.debug("closing the connection to %s: %s", self.peer_name, reason)
         if self.transport is not None and not self.transport.is_closing():
             self._write_out()  # what was sent before close() still goes, as with a direct write
+            held = self._held
+            if held and self._tx is not None:
+                tag = self._tx.tag
+                self.transport.writelines([x for f in held.take_all() for x in (f, tag(f))])
             self.transport.close()
 
 

@@ -258,7 +258,7 @@ class _Relay:
                                      instances=lambda: list(self.instances.values()), instance=self.instances.get,
                                      local_spouts=lambda: [3], peers=lambda: self.peers, discard_held=self._discard)
 
-    def _discard(self) -> int:
+    def _discard(self, conns: object) -> int:
         self.discarded += 1
         return 0
 

@@ -192,3 +192,31 @@ def test_a_batch_for_a_task_a_rescale_removed_reaches_it_while_it_runs_then_is_d
     fwd.route(batch(3, count=6, msg_type=MsgType.ACK_BATCH))
     fwd.route(batch(9, count=7))  # never in any plan
     assert fwd.drops[DropReason.UNKNOWN_TASK] == 1 + 6 + 7
+
+
+class Holding:
+    """A local instance's connection holding back frames its transport has no room for."""
+
+    def __init__(self, frames):
+        self.frames = list(frames)
+
+    def drop_held(self, is_dropped):
+        dropped = [f for f in self.frames if is_dropped(f)]
+        self.frames = [f for f in self.frames if not is_dropped(f)]
+        return dropped
+
+
+def test_a_restore_drops_the_old_runs_batches_and_markers_held_here_and_held_back_by_instances():
+    """Effectively once: what a restore rolls back goes, from both places, counted as the
+    restore's; acks and results stay (a slow bolt's restore no longer waits behind them)."""
+    fwd, _dests, _ = make()
+    marker = batch(3, count=0, msg_type=MsgType.CKPT_MARKER)
+    result = batch(1, count=1, msg_type=MsgType.ACK_RESULT)
+    fwd.route(batch(3, count=4))  # task 3 not connected: held here
+    fwd.hold(ConnKey.task(3), result)
+    inst = Holding([batch(3, count=2), marker, result, batch(3, count=5)])
+    assert fwd.discard_old_run([inst]) == 4  # 3 held back by the instance's connection, 1 here
+    assert inst.frames == [result]
+    assert list(fwd.held[ConnKey.task(3)]) == [result]
+    assert fwd.drops[DropReason.OLD_RUN] == 4 + 2 + 5  # tuples: the marker counts none
+    assert fwd.held_bytes[ConnKey.task(3)] == len(result)

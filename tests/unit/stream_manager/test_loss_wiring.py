@@ -19,6 +19,7 @@ from heron_py.common.wire import decode_as, encode_msg
 from heron_py.state.localfs import LocalFsStateManager
 from proto import heron_py_pb2 as pb
 from stream_manager.forwarder import DropReason
+from stream_manager.instances import INSTANCE_SHARE
 from stream_manager.main import StreamManager
 from stream_manager.servers import Inbound
 from tests.fakes import FakeConn, word_count_plan
@@ -134,3 +135,25 @@ def test_a_task_the_plan_does_not_hold_closing_its_connection_is_no_loss(sm: Str
     sm.instances.add(count, 3, pid=13)
     sm.instance_lost(count)
     assert _requests(sm) == [(7, "the connection of instance task 3 closed")]
+
+
+def test_effectively_once_every_instance_connection_holds_back_its_output(sm: StreamManager,
+                                                                         tmp_path: Path) -> None:
+    """What waits for a slow task stays in the stream manager, where a restore drops the old
+    run's batches (tests/unit/common/test_held_output.py), not in the socket's buffer, where
+    the restore command would wait behind it: set for an instance that registers after the
+    plan, and for one that was there before it."""
+    conn = FakeConn(PeerIdentity("instance", "3"))
+    sm.register_instance(conn, pb.RegisterInstanceRequest(task_id=3, component="count", pid=13))
+    assert conn.held_share == INSTANCE_SHARE
+    other = StreamManager(topology="wc", container=0, secret=b"s" * 32,
+                          state=LocalFsStateManager(tmp_path / "state2"), port_file=tmp_path / "stmgr2.port",
+                          log=logging.getLogger("stmgr[0]"))
+    early = FakeConn(PeerIdentity("instance", "3"))
+    other.instances.add(early, 3, pid=13)
+    assert not hasattr(early, "held_share")
+    other.clique.set_plan = lambda plan: None  # type: ignore[method-assign]
+    plan = word_count_plan()
+    topo = dataclasses.replace(plan.topology, config={"topology.reliability.mode": "EFFECTIVELY_ONCE"})
+    other.on_new_pplan(json.dumps(dataclasses.replace(plan, topology=topo).to_dict()).encode())
+    assert early.held_share == INSTANCE_SHARE

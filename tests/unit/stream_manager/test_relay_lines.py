@@ -28,7 +28,7 @@ class Relay:
         self.relay = CheckpointRelay(5, LOG, to_master=self.to_master.append,
                                      instances=lambda: list(self.instances.values()), instance=self.instances.get,
                                      local_spouts=lambda: [3], peers=lambda: [self.peer],
-                                     discard_held=lambda: self.held)
+                                     discard_held=lambda conns: self.held)
         self.routes = Routes("stmgr's master link", self.relay.master_routes()).table("tmanager")
 
     def command(self, msg_type: MsgType, msg: object) -> None:
