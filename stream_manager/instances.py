@@ -15,6 +15,9 @@ from stream_manager.ratelimit import TokenBucket
 # waits for it is held back in the connection, where a restore drops the old run's batches. A
 # restore then waits behind this much of a slow task's input, not the high watermark's 16 MB.
 INSTANCE_SHARE = 256 << 10
+# ... and of the socket's send buffer, the rest of what is out of reach (a Unix socket's default
+# is about 200 KB of a slow task's input; the kernel doubles this for its bookkeeping)
+INSTANCE_SOCKET_BUFFER = 32 << 10
 
 
 class LocalInstances:
@@ -37,7 +40,7 @@ class LocalInstances:
         in its transport (``Connection.hold_output``): effectively once, where a restore drops it."""
         self._held_share = share
         for conn in self.conns.values():
-            conn.hold_output(share)
+            _hold(conn, share)
 
     def get(self, task: int) -> Connection | None:
         return self.conns.get(task)
@@ -53,7 +56,7 @@ class LocalInstances:
         self.conns[task] = conn
         self.pids[task] = pid
         if self._held_share:
-            conn.hold_output(self._held_share)
+            _hold(conn, self._held_share)
         self.ready.pop(task, None)
         conn.task = task
         if task in self._over_rate:  # a new connection of a task still waiting out its rate
@@ -132,3 +135,8 @@ class LocalInstances:
     def close(self, reason: str) -> None:
         for conn in self.conns.values():
             conn.close(reason)
+
+
+def _hold(conn: Connection, share: int) -> None:
+    conn.hold_output(share)
+    conn.set_send_buffer(INSTANCE_SOCKET_BUFFER)

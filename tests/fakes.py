@@ -93,6 +93,9 @@ class FakeConn:
     def drop_held(self, is_dropped: Callable[[bytes], bool]) -> list[bytes]:
         return []
 
+    def set_send_buffer(self, nbytes: int) -> None:
+        self.send_buffer = nbytes
+
     def set_max_frame(self, n: int) -> None:
         self.max_frame = n
 

@@ -28,6 +28,7 @@ import asyncio
 import dataclasses
 import enum
 import logging
+import socket as _socket
 import ssl as _ssl
 import struct
 from collections.abc import Callable, Iterable, Mapping
@@ -451,6 +452,13 @@ class Connection(asyncio.Protocol):
             held.cap = max(1, min(self._held_cap, low) if low else self._held_cap)
             self.transport.set_write_buffer_limits(high=held.cap, low=held.cap // 2)
         self._check_marks()
+
+    def set_send_buffer(self, nbytes: int) -> None:
+        """The socket's send buffer (SO_SNDBUF; the kernel doubles it for its bookkeeping): what
+        the peer has not read yet, out of this connection's reach, is at most about this much."""
+        sock = self.transport.get_extra_info("socket") if self.transport is not None else None
+        if sock is not None:
+            sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_SNDBUF, nbytes)
 
     def hold_output(self, cap: int) -> None:
         """From now on at most about ``cap`` bytes of what is sent sit in the transport's
