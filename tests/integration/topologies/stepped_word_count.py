@@ -219,6 +219,9 @@ def build(argv):
     ap.add_argument("--cost-ms", type=float, default=4.0, help="the count bolt's time per word")
     ap.add_argument("--pad-bytes", type=int, default=400, help="bytes each word carries along")
     ap.add_argument("--name", default="stepped_word_count")
+    ap.add_argument("--engine-buffers", action="store_true",
+                    help="the engine's default watermarks and input queue (a backlog of megabytes: "
+                         "bench/restore_backlog.py), not the small ones below")
     ap.add_argument("--effectively-once", action="store_true",
                     help="checkpointed state (a checkpoint a second) instead of acks and an offsets file")
     args = ap.parse_args(argv)
@@ -243,9 +246,11 @@ def build(argv):
         # a count bolt falling behind holds the spout back within a second or two (backpressure),
         # rather than after a backlog of minutes: words of 0.4 KB, small watermarks, and a short
         # input queue in each task (4 batches, not 64)
-        "heron.streammgr.network.backpressure.highwatermark.mb": 0.1,
-        "heron.streammgr.network.backpressure.lowwatermark.mb": 0.05,
-        "heron_py.instance.inbound.queue.batches": 4,
+        **({} if args.engine_buffers else {
+            "heron.streammgr.network.backpressure.highwatermark.mb": 0.1,
+            "heron.streammgr.network.backpressure.lowwatermark.mb": 0.05,
+            "heron_py.instance.inbound.queue.batches": 4,
+        }),
         **AUTOSCALE,
     })
     return b
