@@ -250,8 +250,16 @@ class TopologyMaster(DaemonBase):
 
     def definition_switched(self, topo: TopologyDef, packing: PackingPlan) -> None:
         """A live rescale switched to a new definition and packing: the API and the web page
-        read these."""
+        read these, and they are stored again, so that what the state manager holds is what
+        runs, whatever another ``update`` wrote meanwhile (one the master refused reverts only
+        its own writes: heron_py/cli/lifecycle.py)."""
         self._topo, self._packing = topo, packing
+
+        def write() -> None:  # on the state worker's thread
+            self._state.set_topology(topo, self._secret)
+            self._state.set_packing_plan(self.topology, packing)
+
+        self._worker.put_latest("definition", write)
 
     def status(self) -> dict[str, Any]:
         parts = self._parts

@@ -220,9 +220,12 @@ def _live_update(state: StateManager, sched: Scheduler, name: str, topo: Topolog
         print(f"update: the topology master did not take the live rescale ({e}); restarting every container")
         return _restart_all(state, sched, name, new_packing, wait_s, summary)
     if not resp.ok:
-        state.set_topology(topo)  # the definition the running topology has, back
-        state.set_packing_plan(name, packing)
-        sched.packing_changed(name)
+        if state.get_packing_plan(name) == new_packing:
+            # ours still: the definition the running topology has, back (another update's
+            # writes since, for a rescale the master took, are left: it stores what it runs)
+            state.set_topology(topo)
+            state.set_packing_plan(name, packing)
+            sched.packing_changed(name)
         raise SubmitError(f"update: topology '{name}': {resp.message}")
     _wait_switched(state, name, new_packing, wait_s)
     kept = len(new_packing.tasks) - len(added)

@@ -135,3 +135,56 @@ def test_a_task_dead_of_a_native_crash_leaves_its_python_stacks_in_its_log(heron
     assert "Current thread" in text and "Thread 0x" in text  # the stacks of its two threads at least
     executor = "".join(f.read_text(errors="replace") for f in logs.glob("executor-*.log"))
     assert f"count-{task} exited with code -11" in executor
+
+
+def _stream_managers(name):
+    """The topology's stream manager processes (their command lines name it)."""
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = p.info["cmdline"] or []
+        if "stream_manager" in cmd and "--topology" in cmd and cmd[cmd.index("--topology") + 1] == name:
+            found.append(p)
+    return found
+
+
+def test_a_second_update_during_a_live_rescale_is_refused_in_one_line_and_the_first_ends_stored(heron_home):
+    """Two updates at once: the master takes one rescale at a time and refuses the other in one
+    line, and the refused one's put-back leaves the first's documents (which it read). The first
+    is held in staging for sure: its added task cannot register while the stream managers are
+    stopped (SIGSTOP, for a few seconds: under their liveness limits), and goes on once they are
+    resumed. At the end the stored definition and packing are what runs. (A refused update whose
+    documents another wrote over meanwhile is tests/unit/cli/test_lifecycle.py's; the master's
+    storing of what it switched to, tests/unit/topology_master/test_definition_switched.py's.)"""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    name = "pwc_two_updates"
+    _start(heron_home, name)
+    state = LocalFsStateManager(heron_home)
+    stmgrs = _stream_managers(name)
+    assert len(stmgrs) == 2, stmgrs
+    first = None
+    try:
+        for p in stmgrs:
+            p.send_signal(signal.SIGSTOP)
+        first = subprocess.Popen([sys.executable, "-m", "heron_py.cli.main", "update", "local", name,
+                                  "--component-parallelism", "split:3"], text=True, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env={**os.environ, "HERON_PY_HOME": str(heron_home)})
+        _wait(lambda: (state.get_execution_state(name) or {}).get("rescale"), 30, "the first rescale under way")
+        second = _cli(heron_home, "update", "local", name, "--component-parallelism", "count:3")
+        assert second.returncode == 1
+        assert second.stderr == (f"heron-py: error: update: topology '{name}': rescale: a rescale is already under "
+                                 f"way (staging); wait for it to finish\n")
+    finally:
+        for p in stmgrs:
+            p.send_signal(signal.SIGCONT)
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    assert "split 2 -> 3 (live: " in out
+    running = state.get_physical_plan(name)
+    assert sorted(t.component for t in running.packing.tasks).count("split") == 3
+    assert state.get_packing_plan(name) == running.packing
+    topo = state.get_topology(name)
+    assert topo.component("split").par == 3 and topo.component("count").par == 2
