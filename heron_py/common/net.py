@@ -231,7 +231,6 @@ class Connection(asyncio.Protocol):
         self._held: HeldOutput | None = None
         self._held_cap = 0  # what hold_output asked for; the share is at most the low watermark
         self._held_due = False  # a _write_held is scheduled for this turn
-        self._transport_full = False  # the transport is above its share (it paused us)
         self._marks = (0, 0)  # the watermarks (high, low) while output is held
         # per-frame tags once open (frameauth): ours on what we send; the decoder checks the peer's
         self._tx: FrameMac | None = None
@@ -417,14 +416,12 @@ class Connection(asyncio.Protocol):
     # set_write_limits (high on the way up, low on the way down): the watermarks
     def pause_writing(self) -> None:
         if self._held is not None:  # the transport's share is full: the rest waits in _held
-            self._transport_full = True
             return
         self.writing_paused = True
         self.handler.on_writing(self, True)
 
     def resume_writing(self) -> None:
-        if self._held is not None:
-            self._transport_full = False
+        if self._held is not None:  # the transport drained to half its share: more of _held
             self._write_held()
             return
         self.writing_paused = False
@@ -542,24 +539,24 @@ class Connection(asyncio.Protocol):
             self._loop.call_soon(self._write_held)
 
     def _write_held(self) -> None:
-        """Hands held frames to the transport, tagged now, until its share is full (it then
+        """Hands held frames to the transport, tagged now, until it is past its share (it then
         pauses us, and resumes us once drained) or none is left; then the watermarks."""
         self._held_due = False
         held, tr = self._held, self.transport
         if held is None or tr is None or tr.is_closing() or self._tx is None:
             return
         tag = self._tx.tag
-        while held and not self._transport_full:
+        while held:
             out: list[bytes] = []
             for frame in held.take(tr.get_write_buffer_size()):
                 out.append(frame)
                 out.append(tag(frame))
             if not out:
-                # above its share without having paused us (its limits just changed): look again
-                # shortly, or a hold nobody sends to would wait for good
-                self._loop.call_later(0.005, self._held_soon)
+                # above its share, so the transport paused us (asyncio and uvloop pause a
+                # protocol whenever its buffer passes the high limit, set_write_buffer_limits
+                # included); its resume_writing, at half the share, comes back here
                 break
-            tr.writelines(out)  # may pause us (synchronously, in asyncio and uvloop alike)
+            tr.writelines(out)
         self._check_marks()
 
     def _check_marks(self) -> None:

@@ -34,7 +34,9 @@ def test_take_fills_the_share_with_the_last_frame_crossing_it() -> None:
 
 def test_drop_takes_what_it_picks_and_keeps_the_rest_in_order() -> None:
     held = HeldOutput(10)
-    held.add_many([b"a1", b"b22", b"a3", b"b44"])
+    held.add_many([b"a1", b"b22"])
+    held.add_many([b"a3", b"b44"])
+    assert held.nbytes == 10
     assert held.drop(lambda f: f.startswith(b"a")) == [b"a1", b"a3"]
     assert list(held.frames) == [b"b22", b"b44"] and held.nbytes == 6
     assert held.take_all() == [b"b22", b"b44"] and held.nbytes == 0
@@ -44,6 +46,7 @@ def test_a_share_that_is_not_positive_is_refused() -> None:
     with pytest.raises(ValueError) as e:
         HeldOutput(0)
     assert str(e.value) == "held output: the transport's share must be positive, found 0 bytes"
+    assert HeldOutput(1).cap == 1  # a byte is a share
 
 
 class Reader(BaseHandler):
@@ -69,6 +72,7 @@ class Writer(BaseHandler):
         self.opened.set()
 
     def on_writing(self, conn: Connection, paused: bool) -> None:
+        assert conn is self.conn
         self.writing.append(paused)
 
 
@@ -99,11 +103,12 @@ async def test_a_reader_that_stops_leaves_the_backlog_held_and_the_watermark_cou
     client.pause_reading()  # a slow task: its gateway stopped reading
     conn.hold_output(SHARE)
     conn.set_write_limits(1 << 20, 512 << 10)
+    transport = conn.transport
+    assert transport is not None
+    assert transport.get_write_buffer_limits() == (SHARE // 2, SHARE)  # the transport's share
     for i in range(512):  # 4 MB
         conn.send(_batch(i))
     await asyncio.sleep(0.3)
-    transport = conn.transport
-    assert transport is not None
     # the transport holds its share and one frame at the most; the rest is held back
     assert transport.get_write_buffer_size() <= SHARE + len(_batch(0)) + 16
     assert conn.write_buffer_size() >= 3 * (1 << 20)  # the socket's buffers took less than 1 MB
@@ -140,6 +145,8 @@ async def test_what_is_held_arrives_whole_and_in_order_when_nothing_is_dropped(t
     await _until(lambda: len(reader.frames) == 600)
     assert [int.from_bytes(f[18:22], "big") for f in reader.frames] == list(range(600))
     assert client.is_open and writer.writing == []
+    conn.send(_batch(600))  # a send in a later turn, with nothing held: handed over in its turn too
+    await _until(lambda: len(reader.frames) == 601)
     client.close()
     server.close()
 
@@ -158,4 +165,47 @@ async def test_a_close_writes_what_was_held(tmp_path) -> None:
     client.resume_reading()
     await _until(lambda: len(reader.frames) == 100)
     assert int.from_bytes(reader.frames[-1][18:22], "big") == 99
+    server.close()
+
+
+async def test_the_share_is_at_most_the_low_watermark(tmp_path) -> None:
+    """An empty hold must mean below the low watermark, or the spouts would stay paused: a low
+    mark under the share makes the transport's share that mark."""
+    writer, reader, client, server, _counters = await _pair(tmp_path)
+    conn = writer.conn
+    assert conn is not None
+    client.pause_reading()
+    conn.hold_output(SHARE)
+    conn.set_write_limits(64 << 10, 16385)
+    transport = conn.transport
+    assert transport is not None
+    assert transport.get_write_buffer_limits() == (8192, 16385)
+    for i in range(64):
+        conn.send(_batch(i))
+    await asyncio.sleep(0.2)
+    assert transport.get_write_buffer_size() <= 16385 + len(_batch(0)) + 16
+    assert writer.writing == [True]
+    client.resume_reading()
+    await _until(lambda: len(reader.frames) == 64)
+    await _until(lambda: writer.writing == [True, False])
+    client.close()
+    server.close()
+
+
+async def test_holding_starts_with_the_transports_own_watermarks(tmp_path) -> None:
+    """Until ``set_write_limits`` the watermarks are those the transport had (asyncio's 64 KB
+    and 16 KB here): a backlog past them pauses the spouts as before."""
+    writer, reader, client, server, _counters = await _pair(tmp_path)
+    conn = writer.conn
+    assert conn is not None
+    client.pause_reading()
+    conn.hold_output(SHARE)
+    for i in range(256):  # 2 MB
+        conn.send(_batch(i))
+    await asyncio.sleep(0.2)
+    assert writer.writing == [True] and conn.writing_paused
+    client.resume_reading()
+    await _until(lambda: len(reader.frames) == 256)
+    await _until(lambda: writer.writing == [True, False])
+    client.close()
     server.close()

@@ -219,4 +219,12 @@ def test_a_restore_drops_the_old_runs_batches_and_markers_held_here_and_held_bac
     assert inst.frames == [result]
     assert list(fwd.held[ConnKey.task(3)]) == [result]
     assert fwd.drops[DropReason.OLD_RUN] == 4 + 2 + 5  # tuples: the marker counts none
-    assert fwd.held_bytes[ConnKey.task(3)] == len(result)
+    assert fwd.held_bytes[ConnKey.task(3)] == len(result) and fwd.held_total_bytes == len(result)
+
+    # before the first plan: what is held unplanned, the same way
+    early = Forwarder(FakeDestinations(), log=LOG)
+    early.route(batch(3, count=6))
+    early.route(result)
+    assert early.discard_old_run() == 1
+    assert list(early.unplanned) == [result] and early.unplanned_bytes == len(result)
+    assert early.drops[DropReason.OLD_RUN] == 6
