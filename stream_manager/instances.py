@@ -4,6 +4,7 @@ spouts, the output rate limit holds a task over its rate), and what the master i
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Callable, Iterable, Mapping
 
 from heron_py.common.net import NO_TASK, Connection
@@ -139,4 +140,6 @@ class LocalInstances:
 
 def _hold(conn: Connection, share: int) -> None:
     conn.hold_output(share)
-    conn.set_send_buffer(INSTANCE_SOCKET_BUFFER)
+    sock = conn.transport.get_extra_info("socket") if conn.transport is not None else None
+    if sock is not None:  # the kernel doubles it for its bookkeeping
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, INSTANCE_SOCKET_BUFFER)

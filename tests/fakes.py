@@ -55,6 +55,7 @@ class FakeConn:
         self.peer_name = f"{identity.role} {identity.peer_id}" if identity else "fake"
         self.task = -1  # net.NO_TASK: what the stream manager's instance server sets on registration
         self.container = -1  # net.NO_CONTAINER
+        self.transport = None  # no socket: nothing to set options on
         self.writing_paused = False
         self.max_frame = 16 * 1024 * 1024
         self.sent: list[bytes] = []
@@ -92,9 +93,6 @@ class FakeConn:
 
     def drop_held(self, is_dropped: Callable[[bytes], bool]) -> list[bytes]:
         return []
-
-    def set_send_buffer(self, nbytes: int) -> None:
-        self.send_buffer = nbytes
 
     def set_max_frame(self, n: int) -> None:
         self.max_frame = n

@@ -28,7 +28,6 @@ import asyncio
 import dataclasses
 import enum
 import logging
-import socket as _socket
 import ssl as _ssl
 import struct
 from collections.abc import Callable, Iterable, Mapping
@@ -58,7 +57,7 @@ from heron_py.common.framing import (
 )
 from heron_py.common.guard import DEFAULT_LIMITS, GuardLimits
 from heron_py.common.handshake import HandshakeError, PeerIdentity
-from heron_py.common.held_output import HeldOutput
+from heron_py.common.held_output import HeldWriter
 from heron_py.common.session import Session, Step
 from heron_py.common.wire import WireError, encode_msg
 
@@ -192,8 +191,7 @@ class Connection(asyncio.Protocol):
         self.handler = handler
         self.state = ConnState.HANDSHAKE
         # per-connection traffic, for the metrics manager (one add per read or write call)
-        self.bytes_in = 0
-        self.bytes_out = 0
+        self.bytes_in = self.bytes_out = 0
         self.identity: PeerIdentity | None = None
         # the peer's proven role once open: the client's on a server, the server's on a client
         self.peer_role = ""
@@ -226,12 +224,7 @@ class Connection(asyncio.Protocol):
         # each (the largest cost of the spout's stream manager with acking on)
         self._out: list[bytes] = []
         self._out_bytes = 0
-        # with hold_output: frames past the transport's share wait here, and the watermarks
-        # (set_write_limits) apply to both together
-        self._held: HeldOutput | None = None
-        self._held_cap = 0  # what hold_output asked for; the share is at most the low watermark
-        self._held_due = False  # a _write_held is scheduled for this turn
-        self._marks = (0, 0)  # the watermarks (high, low) while output is held
+        self._held: HeldWriter | None = None  # with hold_output: what passes the transport's share
         # per-frame tags once open (frameauth): ours on what we send; the decoder checks the peer's
         self._tx: FrameMac | None = None
         self._liveness = liveness
@@ -414,18 +407,20 @@ class Connection(asyncio.Protocol):
 
     # the transport calls these when its write buffer crosses the limits set with
     # set_write_limits (high on the way up, low on the way down): the watermarks
+    # (with held output they bound the transport's share instead: HeldWriter keeps the marks)
     def pause_writing(self) -> None:
-        if self._held is not None:  # the transport's share is full: the rest waits in _held
-            return
-        self.writing_paused = True
-        self.handler.on_writing(self, True)
+        if self._held is None:
+            self._writing(True)
 
     def resume_writing(self) -> None:
-        if self._held is not None:  # the transport drained to half its share: more of _held
-            self._write_held()
-            return
-        self.writing_paused = False
-        self.handler.on_writing(self, False)
+        if self._held is None:
+            self._writing(False)
+        else:
+            self._held.write()  # the transport drained to half its share: more of what is held
+
+    def _writing(self, paused: bool) -> None:
+        self.writing_paused = paused
+        self.handler.on_writing(self, paused)
 
     @property
     def max_frame(self) -> int:
@@ -438,50 +433,28 @@ class Connection(asyncio.Protocol):
         self.session.set_max_frame(max_frame)
 
     def set_write_limits(self, high: int, low: int) -> None:
-        held = self._held
-        if held is None:
-            if self.transport is not None:
-                self.transport.set_write_buffer_limits(high=high, low=low)
-            return
-        self._marks = (high, low)
-        if self.transport is not None:
-            # the share never reaches the low watermark: an empty hold then means below it
-            held.cap = max(1, min(self._held_cap, low) if low else self._held_cap)
-            self.transport.set_write_buffer_limits(high=held.cap, low=held.cap // 2)
-        self._check_marks()
-
-    def set_send_buffer(self, nbytes: int) -> None:
-        """The socket's send buffer (SO_SNDBUF; the kernel doubles it for its bookkeeping): what
-        the peer has not read yet, out of this connection's reach, is at most about this much."""
-        sock = self.transport.get_extra_info("socket") if self.transport is not None else None
-        if sock is not None:
-            sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_SNDBUF, nbytes)
+        if self._held is not None:
+            self._held.set_limits(high, low)
+        elif self.transport is not None:
+            self.transport.set_write_buffer_limits(high=high, low=low)
 
     def hold_output(self, cap: int) -> None:
         """From now on at most about ``cap`` bytes of what is sent sit in the transport's
         buffer (a frame more at the most); the rest waits in this connection, where
         ``drop_held`` still reaches it (heron_py/common/held_output.py says why). The
-        watermarks of ``set_write_limits`` then count both. Idempotent."""
-        if self._held is not None:
+        watermarks of ``set_write_limits`` then count both. Idempotent; on an open connection."""
+        tr = self.transport
+        if self._held is not None or tr is None or self._tx is None:
             return
         self._write_out()  # what was sent before goes first, tagged as it was
-        tr = self.transport
-        high = low = 0
-        if tr is not None:
-            low, high = tr.get_write_buffer_limits()
-        self._held = HeldOutput(cap)
-        self._held_cap = cap
-        self.set_write_limits(high, low)
+        low, high = tr.get_write_buffer_limits()
+        self._held = HeldWriter(cap, tr, self._tx.tag, self._writing, self._loop.call_soon)
+        self._held.set_limits(high, low)
 
     def drop_held(self, is_dropped: Callable[[bytes], bool]) -> list[bytes]:
         """The held frames ``is_dropped`` picks, taken out and returned (none without
         ``hold_output``): they are never written."""
-        held = self._held
-        if held is None or not held:
-            return []
-        dropped = held.drop(is_dropped)
-        self._check_marks()
-        return dropped
+        return self._held.drop(is_dropped) if self._held is not None else []
 
     # API
     @property
@@ -494,7 +467,6 @@ class Connection(asyncio.Protocol):
             self.bytes_out += n
             if self._held is not None:
                 self._held.add(frame)
-                self._held_soon()
                 return
             self._out_bytes += n
             out = self._out
@@ -513,7 +485,6 @@ class Connection(asyncio.Protocol):
             self.bytes_out += n
             if self._held is not None:
                 self._held.add_many(frames)
-                self._held_soon()
                 return
             self._out_bytes += n
             out = self._out
@@ -533,46 +504,6 @@ class Connection(asyncio.Protocol):
         if out and tr is not None and not tr.is_closing():
             tr.writelines(out)
 
-    def _held_soon(self) -> None:
-        if not self._held_due:
-            self._held_due = True
-            self._loop.call_soon(self._write_held)
-
-    def _write_held(self) -> None:
-        """Hands held frames to the transport, tagged now, until it is past its share (it then
-        pauses us, and resumes us once drained) or none is left; then the watermarks."""
-        self._held_due = False
-        held, tr = self._held, self.transport
-        if held is None or tr is None or tr.is_closing() or self._tx is None:
-            return
-        tag = self._tx.tag
-        while held:
-            out: list[bytes] = []
-            for frame in held.take(tr.get_write_buffer_size()):
-                out.append(frame)
-                out.append(tag(frame))
-            if not out:
-                # above its share, so the transport paused us (asyncio and uvloop pause a
-                # protocol whenever its buffer passes the high limit, set_write_buffer_limits
-                # included); its resume_writing, at half the share, comes back here
-                break
-            tr.writelines(out)
-        self._check_marks()
-
-    def _check_marks(self) -> None:
-        """While output is held: the watermarks, on the transport's buffer and the hold together."""
-        held, tr = self._held, self.transport
-        if held is None or tr is None:
-            return
-        high, low = self._marks
-        size = tr.get_write_buffer_size() + held.nbytes
-        if not self.writing_paused and high and size > high:
-            self.writing_paused = True
-            self.handler.on_writing(self, True)
-        elif self.writing_paused and size <= low:
-            self.writing_paused = False
-            self.handler.on_writing(self, False)
-
     def send_msg(self, msg: Message) -> None:
         """Sends a protobuf message, framed as the type its class is registered under (``wire``)."""
         self.send(encode_msg(msg))
@@ -580,7 +511,7 @@ class Connection(asyncio.Protocol):
     def write_buffer_size(self) -> int:
         if self.transport is None:
             return 0
-        held = self._held.nbytes if self._held is not None else 0
+        held = self._held.held.nbytes if self._held is not None else 0
         return self.transport.get_write_buffer_size() + self._out_bytes + held
 
     def pause_reading(self) -> None:
@@ -603,7 +534,7 @@ class Connection(asyncio.Protocol):
             self._log.debug("aborting the connection to %s: %s", self.peer_name, reason)
         self._out, self._out_bytes = [], 0
         if self._held is not None:
-            self._held.take_all()
+            self._held.held.take_all()
         if self.transport is not None:
             self.transport.abort()
 
@@ -615,10 +546,8 @@ class Connection(asyncio.Protocol):
                 self._log.debug("closing the connection to %s: %s", self.peer_name, reason)
         if self.transport is not None and not self.transport.is_closing():
             self._write_out()  # what was sent before close() still goes, as with a direct write
-            held = self._held
-            if held and self._tx is not None:
-                tag = self._tx.tag
-                self.transport.writelines([x for f in held.take_all() for x in (f, tag(f))])
+            if self._held is not None:
+                self._held.flush_all()
             self.transport.close()
 
 
