@@ -85,6 +85,16 @@ async def _pair(tmp_path) -> tuple[Writer, Reader, Connection, asyncio.Server, C
     return writer, reader, client, server, counters
 
 
+async def _held(tmp_path) -> tuple[Writer, Reader, Connection, asyncio.Server, Connection]:
+    """A pair whose reader does not read, the writer's connection holding its output back."""
+    writer, reader, client, server, _counters = await _pair(tmp_path)
+    conn = writer.conn
+    assert conn is not None
+    client.pause_reading()
+    conn.hold_output(SHARE)
+    return writer, reader, client, server, conn
+
+
 async def _until(pred, timeout: float = 10.0) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not pred():
@@ -97,11 +107,7 @@ def _batch(i: int) -> bytes:
 
 
 async def test_a_reader_that_stops_leaves_the_backlog_held_and_the_watermark_counts_it(tmp_path) -> None:
-    writer, reader, client, server, _counters = await _pair(tmp_path)
-    conn = writer.conn
-    assert conn is not None
-    client.pause_reading()  # a slow task: its gateway stopped reading
-    conn.hold_output(SHARE)
+    writer, reader, client, server, conn = await _held(tmp_path)  # a slow task: its gateway stopped reading
     conn.set_write_limits(1 << 20, 512 << 10)
     transport = conn.transport
     assert transport is not None
@@ -131,11 +137,7 @@ async def test_a_reader_that_stops_leaves_the_backlog_held_and_the_watermark_cou
 
 
 async def test_what_is_held_arrives_whole_and_in_order_when_nothing_is_dropped(tmp_path) -> None:
-    writer, reader, client, server, _counters = await _pair(tmp_path)
-    conn = writer.conn
-    assert conn is not None
-    client.pause_reading()
-    conn.hold_output(SHARE)
+    writer, reader, client, server, conn = await _held(tmp_path)
     conn.set_write_limits(16 << 20, 8 << 20)  # above what is sent: the spouts are never paused
     conn.send_many([_batch(i) for i in range(300)])
     for i in range(300, 600):
@@ -152,11 +154,7 @@ async def test_what_is_held_arrives_whole_and_in_order_when_nothing_is_dropped(t
 
 
 async def test_a_close_writes_what_was_held(tmp_path) -> None:
-    writer, reader, client, server, _counters = await _pair(tmp_path)
-    conn = writer.conn
-    assert conn is not None
-    client.pause_reading()
-    conn.hold_output(SHARE)
+    _writer, reader, client, server, conn = await _held(tmp_path)
     conn.set_write_limits(16 << 20, 8 << 20)
     for i in range(100):
         conn.send(_batch(i))
@@ -171,11 +169,7 @@ async def test_a_close_writes_what_was_held(tmp_path) -> None:
 async def test_the_share_is_at_most_the_low_watermark(tmp_path) -> None:
     """An empty hold must mean below the low watermark, or the spouts would stay paused: a low
     mark under the share makes the transport's share that mark."""
-    writer, reader, client, server, _counters = await _pair(tmp_path)
-    conn = writer.conn
-    assert conn is not None
-    client.pause_reading()
-    conn.hold_output(SHARE)
+    writer, reader, client, server, conn = await _held(tmp_path)
     conn.set_write_limits(64 << 10, 16385)
     transport = conn.transport
     assert transport is not None
@@ -195,11 +189,7 @@ async def test_the_share_is_at_most_the_low_watermark(tmp_path) -> None:
 async def test_holding_starts_with_the_transports_own_watermarks(tmp_path) -> None:
     """Until ``set_write_limits`` the watermarks are those the transport had (asyncio's 64 KB
     and 16 KB here): a backlog past them pauses the spouts as before."""
-    writer, reader, client, server, _counters = await _pair(tmp_path)
-    conn = writer.conn
-    assert conn is not None
-    client.pause_reading()
-    conn.hold_output(SHARE)
+    writer, reader, client, server, conn = await _held(tmp_path)
     for i in range(256):  # 2 MB
         conn.send(_batch(i))
     await asyncio.sleep(0.2)
