@@ -36,6 +36,7 @@ from typing import Protocol
 
 from heron_py.common.config import StreamManagerConfig
 from heron_py.common.framing import MsgType, batch_count, batch_dest, frame_type
+from heron_py.common.held_output import partition
 from stream_manager.backpressure import ConnKey, ConnKind
 from stream_manager.routing import RoutingTable
 
@@ -298,11 +299,4 @@ def is_old_run(frame: bytes) -> bool:
 
 def _split_old_run(frames: Iterable[bytes]) -> tuple[collections.deque[bytes], list[bytes]]:
     """``frames`` without the tuple batches and markers (what a restore rolls back), and those."""
-    kept: collections.deque[bytes] = collections.deque()
-    old: list[bytes] = []
-    for f in frames:
-        if is_old_run(f):
-            old.append(f)
-        else:
-            kept.append(f)
-    return kept, old
+    return partition(frames, is_old_run)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import resource
@@ -25,6 +26,16 @@ def wait_for(cond: Callable[[], Any], timeout: float, what: str, every: float = 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(every)
+
+
+async def until(cond: Callable[[], Any], timeout: float, what: str = "the condition", every: float = 0.02) -> None:
+    """``wait_for`` inside an event loop: polls ``cond`` on the loop's clock, sleeping
+    between looks so the loop runs; AssertionError naming ``what`` after ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not cond():
+        assert loop.time() < deadline, f"timed out after {timeout} s waiting for {what}"
+        await asyncio.sleep(every)
 
 
 def run_cli(home: Path, *args: str, timeout: float = 180, **env: str) -> subprocess.CompletedProcess[str]:

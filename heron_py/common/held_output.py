@@ -60,12 +60,8 @@ class HeldOutput:
     def drop(self, is_dropped: Callable[[bytes], bool]) -> list[bytes]:
         """Removes the frames ``is_dropped`` picks, in order, and returns them; the rest keep
         their order."""
-        kept: collections.deque[bytes] = collections.deque()
-        dropped: list[bytes] = []
-        for frame in self.frames:
-            (dropped if is_dropped(frame) else kept).append(frame)
-        self.frames = kept
-        self.nbytes = sum(len(f) for f in kept)
+        self.frames, dropped = partition(self.frames, is_dropped)
+        self.nbytes = sum(len(f) for f in self.frames)
         return dropped
 
     def take_all(self) -> list[bytes]:
@@ -74,6 +70,16 @@ class HeldOutput:
         self.frames.clear()
         self.nbytes = 0
         return out
+
+
+def partition(frames: Iterable[bytes], is_picked: Callable[[bytes], bool]) -> tuple[collections.deque[bytes],
+                                                                                   list[bytes]]:
+    """``frames`` without those ``is_picked`` picks, and those, each in their order."""
+    kept: collections.deque[bytes] = collections.deque()
+    picked: list[bytes] = []
+    for frame in frames:
+        (picked if is_picked(frame) else kept).append(frame)
+    return kept, picked
 
 
 class Transport(Protocol):

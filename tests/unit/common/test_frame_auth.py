@@ -15,6 +15,7 @@ import pytest
 from heron_py.common.frameauth import TAG_SIZE, FrameMac, session_keys
 from heron_py.common.framing import BODY_OFFSET, FrameAuthError, FrameDecoder, MsgType, encode_batch_frame, encode_frame
 from heron_py.common.net import BaseHandler, Counters, Liveness, connect, serve
+from tests.support import until
 
 SECRET = b"topology-secret"
 LOG = logging.getLogger("test_frame_auth")
@@ -88,18 +89,11 @@ async def _setup(tamper, liveness: Liveness | None = None):
     return rec, counters, server, mitm, client
 
 
-async def _wait(pred, timeout: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not pred():
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
-
-
 async def test_a_relayed_connection_carries_unchanged_frames() -> None:
     rec, counters, server, _mitm, client = await _setup(lambda whole: [whole])
     client.send(encode_frame(MsgType.ADMIN_REQUEST, b"hello"))
     client.send(encode_frame(MsgType.ADMIN_REQUEST, b"world"))
-    await _wait(lambda: len(rec.frames) == 2)
+    await until(lambda: len(rec.frames) == 2, 5.0)
     assert [f[6:] for _, f in rec.frames] == [b"hello", b"world"]
     assert counters.bad_frame_auth == 0
     client.close()
@@ -175,7 +169,7 @@ async def test_a_silent_peer_is_aborted_and_a_paused_reader_is_not() -> None:
                   peer_id="2", log=LOG, liveness=fast)
     muted = await connect("127.0.0.1", server2.sockets[0].getsockname()[1], BaseHandler(), SECRET,
                           role="instance", peer_id="3", log=LOG, liveness=Liveness(timeout_s=0))
-    await _wait(lambda: len(opened) == 2)
+    await until(lambda: len(opened) == 2, 5.0)
     opened[1].pause_reading()  # backpressure: our own pause is not the peer's silence
     await asyncio.sleep(1.2)
     assert not rec2.closed.is_set()

@@ -14,6 +14,7 @@ from heron_py.common.framing import MsgType, encode_batch_frame, encode_frame, f
 from heron_py.common.held_output import HeldOutput
 from heron_py.common.net import BaseHandler, Connection, Counters, connect_unix, serve_unix
 from stream_manager.forwarder import is_old_run
+from tests.support import until
 
 SECRET = b"topology-secret"
 LOG = logging.getLogger("test_held_output")
@@ -95,13 +96,6 @@ async def _held(tmp_path) -> tuple[Writer, Reader, Connection, asyncio.Server, C
     return writer, reader, client, server, conn
 
 
-async def _until(pred, timeout: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not pred():
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
-
-
 def _batch(i: int) -> bytes:
     return encode_batch_frame(3, 1, i.to_bytes(4, "big") + b"w" * 8188, count=1)
 
@@ -125,12 +119,12 @@ async def test_a_reader_that_stops_leaves_the_backlog_held_and_the_watermark_cou
     assert len(dropped) > 256 and all(frame_type(f) == MsgType.TUPLE_BATCH for f in dropped)
     conn.send(encode_frame(MsgType.ADMIN_REQUEST, b"restore"))
     client.resume_reading()
-    await _until(lambda: reader.frames and reader.frames[-1].endswith(b"restore"))
+    await until(lambda: reader.frames and reader.frames[-1].endswith(b"restore"), 10.0)
     got = reader.frames
     assert len(got) == 512 - len(dropped) + 1  # every batch not dropped, then the command
     assert [int.from_bytes(f[18:22], "big") for f in got[:-1]] == list(range(512 - len(dropped)))
     assert client.is_open  # the tags were made as frames were handed over: no gap (one would abort it)
-    await _until(lambda: writer.writing == [True, False])
+    await until(lambda: writer.writing == [True, False], 10.0)
     assert not conn.writing_paused and conn.write_buffer_size() == 0
     client.close()
     server.close()
@@ -144,11 +138,11 @@ async def test_what_is_held_arrives_whole_and_in_order_when_nothing_is_dropped(t
         conn.send(_batch(i))
     await asyncio.sleep(0.1)
     client.resume_reading()
-    await _until(lambda: len(reader.frames) == 600)
+    await until(lambda: len(reader.frames) == 600, 10.0)
     assert [int.from_bytes(f[18:22], "big") for f in reader.frames] == list(range(600))
     assert client.is_open and writer.writing == []
     conn.send(_batch(600))  # a send in a later turn, with nothing held: handed over in its turn too
-    await _until(lambda: len(reader.frames) == 601)
+    await until(lambda: len(reader.frames) == 601, 10.0)
     client.close()
     server.close()
 
@@ -161,7 +155,7 @@ async def test_a_close_writes_what_was_held(tmp_path) -> None:
     await asyncio.sleep(0.1)
     conn.close("stopping")
     client.resume_reading()
-    await _until(lambda: len(reader.frames) == 100)
+    await until(lambda: len(reader.frames) == 100, 10.0)
     assert int.from_bytes(reader.frames[-1][18:22], "big") == 99
     server.close()
 
@@ -180,8 +174,8 @@ async def test_the_share_is_at_most_the_low_watermark(tmp_path) -> None:
     assert transport.get_write_buffer_size() <= 16385 + len(_batch(0)) + 16
     assert writer.writing == [True]
     client.resume_reading()
-    await _until(lambda: len(reader.frames) == 64)
-    await _until(lambda: writer.writing == [True, False])
+    await until(lambda: len(reader.frames) == 64, 10.0)
+    await until(lambda: writer.writing == [True, False], 10.0)
     client.close()
     server.close()
 
@@ -195,7 +189,7 @@ async def test_holding_starts_with_the_transports_own_watermarks(tmp_path) -> No
     await asyncio.sleep(0.2)
     assert writer.writing == [True] and conn.writing_paused
     client.resume_reading()
-    await _until(lambda: len(reader.frames) == 256)
-    await _until(lambda: writer.writing == [True, False])
+    await until(lambda: len(reader.frames) == 256, 10.0)
+    await until(lambda: writer.writing == [True, False], 10.0)
     client.close()
     server.close()

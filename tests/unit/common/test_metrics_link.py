@@ -14,6 +14,7 @@ from heron_py.common.framing import HEADER_SIZE, MsgType
 from heron_py.common.handshake import PeerIdentity
 from heron_py.common.metrics_link import MetricsLink
 from heron_py.common.net import BaseHandler, Counters, serve
+from tests.support import until
 
 SECRET = b"m" * 32
 LOG = logging.getLogger("test-metrics-link")
@@ -28,14 +29,6 @@ class Reports(BaseHandler):
     def on_frame(self, conn, msg_type, frame) -> None:  # type: ignore[no-untyped-def]
         if msg_type == MsgType.METRICS_REPORT:
             self.reports.append(json.loads(frame[HEADER_SIZE:]))
-
-
-async def _until(check, seconds: float = 5.0) -> None:  # type: ignore[no-untyped-def]
-    for _ in range(int(seconds / 0.02)):
-        if check():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("not within 5 s")
 
 
 async def test_reports_follow_the_interval_and_none_go_while_it_is_0(tmp_path: Path) -> None:
@@ -56,11 +49,11 @@ async def test_reports_follow_the_interval_and_none_go_while_it_is_0(tmp_path: P
     stop = asyncio.Event()
     runner = asyncio.ensure_future(link.run(stop))
     try:
-        await _until(lambda: link._conn is not None)
+        await until(lambda: link._conn is not None, 5.0)
         await asyncio.sleep(0.3)
         assert rec.reports == [] and not link.sent.is_set()  # interval 0: connected, nothing sent
         interval[0] = 0.05  # read again within IDLE_S
-        await _until(lambda: len(rec.reports) >= 3)
+        await until(lambda: len(rec.reports) >= 3, 5.0)
         assert rec.reports[0] == {"n": 1, "odd": "{1, 2}"}  # a set is no JSON: its repr
         assert [r["n"] for r in rec.reports[:3]] == [1, 2, 3] and link.sent.is_set()
     finally:
