@@ -248,7 +248,8 @@ def run_bare(home: Path, args: argparse.Namespace, records: int, rate: float) ->
         return r
 
 
-def run_topology(home: Path, args: argparse.Namespace, records: int, rate: float) -> Readings:
+def run_topology(home: Path, args: argparse.Namespace, records: int, rate: float,
+                 properties: dict[str, str] | None = None) -> Readings:
     from heron_py.testing import run_local
     from heron_py.testing.local import kill_local
     with Phase(home, args.par) as ph:
@@ -258,7 +259,7 @@ def run_topology(home: Path, args: argparse.Namespace, records: int, rate: float
             produce(ph.bootstrap, "in", records, 0)
         reader = Reader(ph.bootstrap, "out", args.fetch_wait_ms)
         run = run_local(f, [ph.bootstrap, str(args.par), str(args.fetch_wait_ms)], home=home, name="kafka_e2e",
-                        keep_running=True)
+                        keep_running=True, properties=properties)
         try:
             if rate:
                 time.sleep(2.0)  # the spouts' partitions assigned and their first fetch made
@@ -294,6 +295,31 @@ def peak(r: Readings, records: int) -> float:
     return records / (r.last - r.first) if r.last > r.first else float("nan")
 
 
+def ab(home: Path, args: argparse.Namespace) -> None:
+    """``--ab KEY A B``: the topology's peak and its latency at ``--rate`` with the topology
+    config property KEY set to A and to B, ``--reps`` times, which side goes first alternating."""
+    key, a, b = args.ab
+    n = int(args.rate * args.seconds)
+    got: dict[str, list[tuple[float, Readings]]] = {"A": [], "B": []}
+    print(f"A: {key}={a}, B: {key}={b}; latency at {args.rate:,.0f} records/s ({n:,} records)\n\n"
+          "| rep | side | peak (records/s) | p50 (ms) | p99 (ms) | in p50/p99 | engine p50/p99 | out p50/p99 |\n"
+          "|---|---|---|---|---|---|---|---|")
+    for rep in range(args.reps):
+        for side in ("AB" if rep % 2 == 0 else "BA"):
+            props = {key: a if side == "A" else b}
+            top_peak = peak(run_topology(home, args, args.records, 0, props), args.records)
+            r = run_topology(home, args, n, args.rate, props)
+            got[side].append((top_peak, r))
+            parts = " | ".join(f"{q(r.parts[k], 50):.1f} / {q(r.parts[k], 99):.1f}" if r.parts.get(k) else "-"
+                               for k in ("in", "engine", "out"))
+            print(f"| {rep + 1} | {side} | {top_peak:,.0f} | {q(r.total, 50):.1f} | {q(r.total, 99):.1f} | {parts} |")
+    for side in "AB":
+        runs = got[side]
+        print(f"{side} medians: peak {statistics.median(p for p, _ in runs):,.0f}, "
+              f"p50 {statistics.median(q(r.total, 50) for _, r in runs):.1f} ms, "
+              f"p99 {statistics.median(q(r.total, 99) for _, r in runs):.1f} ms")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=100_000, help="input records of the peak phases")
@@ -302,7 +328,15 @@ def main() -> None:
     ap.add_argument("--fetch-wait-ms", type=int, default=10)
     ap.add_argument("--rate", type=float, default=0, help="the paced rate (records/s); 0: half the topology's peak")
     ap.add_argument("--quick", action="store_true", help="fewer records: bench/run.py --quick's smoke figures")
+    ap.add_argument("--ab", nargs=3, metavar=("KEY", "A", "B"),
+                    help="A/B of a topology config property at --rate (required): peak and latency per side")
+    ap.add_argument("--reps", type=int, default=2, help="--ab: runs per side")
     args = ap.parse_args()
+    if args.ab:
+        if not args.rate:
+            ap.error("--ab needs --rate")
+        ab(Path(tempfile.mkdtemp(prefix="kafka_e2e")), args)
+        return
     if args.quick:
         args.records, args.seconds = 10_000, 3.0
     home = Path(tempfile.mkdtemp(prefix="kafka_e2e"))

@@ -15,6 +15,7 @@ import gc
 import json
 import logging
 import queue
+import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -71,6 +72,13 @@ def set_gc_threshold(cfg: InstanceConfig) -> None:
     younger ones, not allocations."""
     _, gen1, gen2 = gc.get_threshold()
     gc.set_threshold(cfg.gc_threshold, gen1, gen2)
+
+
+def set_switch_interval(cfg: InstanceConfig) -> None:
+    """The process's GIL switch interval (heron_py.instance.switch.interval.ms): a frame the
+    gateway thread reads while the execution thread runs the user's code waits at most this long
+    for the GIL, on each hop (CPython's 5 ms is tuned for throughput of CPU-bound threads)."""
+    sys.setswitchinterval(cfg.switch_interval_s)
 
 
 class TaskRunner:
@@ -157,6 +165,7 @@ class TaskRunner:
         host = make_host(plan, self.task_id, self.outbox.send, HostOptions(clock=self._clock, wake=self._wake,
                                                                              max_frame=self._max_frame))
         set_gc_threshold(host.config)
+        set_switch_interval(host.config)
         capture = self._open_capture(host.config)
         if capture is not None:
             host.observer = jsonl_observer(self.task_id, capture)

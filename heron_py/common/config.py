@@ -133,6 +133,14 @@ SAMPLE_RATE = _key("topology.stats.sample.rate", Kind.FLOAT, 0.05, positive=True
 GC_GEN0 = _key("heron_py.instance.gc.threshold", Kind.INT, 10000, 0,
                doc="an instance's gc generation-0 threshold (CPython's default: 700; 0 turns automatic "
                    "collection off)")
+# CPython's 5 ms by default: a task's gateway thread, woken by a frame while the execution thread
+# runs, waits up to that long for the GIL on each hop; 0.5 ms cut the Kafka pipeline's latency
+# (p99 314 -> 234 ms, medians of 3) but cost the word count 10-12 % of its throughput
+# (bench/RESULTS.md, 2026-12-07), so it is a choice, not the default
+SWITCH_MS = _key("heron_py.instance.switch.interval.ms", Kind.FLOAT, 5.0, positive=True, unit="milliseconds",
+                 doc="an instance's GIL switch interval (sys.setswitchinterval; CPython's default: 5): how "
+                     "long its network thread may wait for the GIL while the task's code runs; lower for "
+                     "latency at a cost in throughput")
 FORK_SERVER = _key("heron_py.executor.fork.server", Kind.BOOL, True,
                    doc="a container's daemons are forked from one pre-imported process (shared memory)")
 UNIX = _key("heron_py.instance.unix.socket", Kind.BOOL, True,
@@ -396,6 +404,7 @@ class InstanceConfig:
     unix_socket: bool = True
     serializer: str = ""
     gc_threshold: int = 10000
+    switch_interval_s: float = 0.005
     # a bolt times 1 ack in this many (topology.stats.sample.rate)
     latency_sample_every: int = 20
 
@@ -418,6 +427,7 @@ class InstanceConfig:
             unix_socket=UNIX.parse(cfg),
             serializer=SERIALIZER.parse(cfg),
             gc_threshold=GC_GEN0.parse(cfg),
+            switch_interval_s=SWITCH_MS.parse(cfg) / 1000.0,
             latency_sample_every=max(1, round(1.0 / SAMPLE_RATE.parse(cfg))),
         )
 

@@ -1,5 +1,5 @@
-"""heron_py.instance.gc.threshold reaches each task's process: the topology's value, or a
-component's own."""
+"""heron_py.instance.gc.threshold and heron_py.instance.switch.interval.ms reach each task's
+process: the topology's value, or a component's own."""
 
 from __future__ import annotations
 
@@ -18,12 +18,14 @@ pytestmark = pytest.mark.integration
 TOPOLOGY = Path(__file__).resolve().parent / "topologies" / "gc_threshold.py"
 
 
-@pytest.mark.parametrize("topology_value, spout_gen0", [(None, 10000), ("1234", 1234)])
-def test_each_task_runs_with_its_gc_threshold(heron_home: Path, tmp_path: Path, topology_value: str | None,
-                                              spout_gen0: int) -> None:
+@pytest.mark.parametrize("topology_value, spout_gen0, spout_switch",
+                         [(None, 10000, 0.005), (("1234", "2"), 1234, 0.002)])
+def test_each_task_runs_with_its_gc_threshold(heron_home: Path, tmp_path: Path,
+                                              topology_value: tuple[str, str] | None, spout_gen0: int,
+                                              spout_switch: float) -> None:
     props = {"test.gc.dir": str(tmp_path)}
     if topology_value is not None:
-        props["heron_py.instance.gc.threshold"] = topology_value
+        props["heron_py.instance.gc.threshold"], props["heron_py.instance.switch.interval.ms"] = topology_value
     run = run_local(TOPOLOGY, home=heron_home, keep_running=True, properties=props)
     try:
         files = {"one": tmp_path / "gc-one-1.json", "report": tmp_path / "gc-report-2.json"}
@@ -33,4 +35,5 @@ def test_each_task_runs_with_its_gc_threshold(heron_home: Path, tmp_path: Path, 
         kill_local(heron_home, run.name)
     # the older generations keep CPython's own thresholds
     _, gen1, gen2 = gc.get_threshold()
-    assert got == {"one": [spout_gen0, gen1, gen2], "report": [2500, gen1, gen2]}
+    assert got == {"one": {"gc": [spout_gen0, gen1, gen2], "switch": pytest.approx(spout_switch)},
+                   "report": {"gc": [2500, gen1, gen2], "switch": pytest.approx(0.0005)}}

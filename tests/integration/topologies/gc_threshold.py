@@ -1,10 +1,11 @@
-"""Each task writes the generation-0 gc threshold its process runs with to
-"{test.gc.dir}/gc-{component}-{task}.json": the spout takes the topology's setting, the bolt
+"""Each task writes the gc thresholds and the GIL switch interval its process runs with to
+"{test.gc.dir}/gc-{component}-{task}.json": the spout takes the topology's settings, the bolt
 has its own in its component config."""
 
 import gc
 import json
 import os
+import sys
 
 from heronpy.api.bolt.bolt import Bolt
 from heronpy.api.spout.spout import Spout
@@ -15,7 +16,7 @@ from heronpy.api.topology import TopologyBuilder
 def _write(config, context):
     path = os.path.join(config["test.gc.dir"], f"gc-{context.get_component_id()}-{context.get_task_id()}.json")
     with open(path + ".tmp", "w") as f:
-        json.dump(list(gc.get_threshold()), f)
+        json.dump({"gc": list(gc.get_threshold()), "switch": sys.getswitchinterval()}, f)
     os.replace(path + ".tmp", path)
 
 
@@ -44,5 +45,6 @@ class Report(Bolt):
 
 b = TopologyBuilder("gc_threshold")
 s = b.add_spout("one", One, par=1)
-b.add_bolt("report", Report, par=1, inputs={s: Grouping.SHUFFLE}, config={"heron_py.instance.gc.threshold": 2500})
+b.add_bolt("report", Report, par=1, inputs={s: Grouping.SHUFFLE}, config={"heron_py.instance.gc.threshold": 2500,
+                                                                  "heron_py.instance.switch.interval.ms": 0.5})
 b.build_and_submit()
