@@ -193,3 +193,29 @@ async def test_holding_starts_with_the_transports_own_watermarks(tmp_path) -> No
     await until(lambda: writer.writing == [True, False], 10.0)
     client.close()
     server.close()
+
+
+async def test_holding_starts_paused_on_a_connection_that_was(tmp_path) -> None:
+    """A connection already paused (its backlog between the watermarks: the transport has not
+    resumed it) that starts holding stays paused until the backlog is below the low watermark,
+    then resumes: the hold takes the connection's state, so the spouts are not held forever."""
+    writer, reader, client, server, _counters = await _pair(tmp_path)
+    conn = writer.conn
+    assert conn is not None
+    client.pause_reading()
+    conn.set_write_limits(1 << 20, 512 << 10)
+    for i in range(384):  # 3 MB: past the high watermark, the socket's buffers take some
+        conn.send(_batch(i))
+    await asyncio.sleep(0.2)
+    assert writer.writing == [True] and conn.writing_paused
+    backlog = conn.write_buffer_size()
+    # the watermarks move around the backlog: the transport resumes nobody on that
+    conn.set_write_limits(2 * backlog, backlog // 2)
+    conn.hold_output(SHARE)
+    assert writer.writing == [True] and conn.writing_paused  # one pause, still in force
+    client.resume_reading()
+    await until(lambda: len(reader.frames) == 384, 10.0)
+    await until(lambda: writer.writing == [True, False], 10.0)
+    assert not conn.writing_paused
+    client.close()
+    server.close()
