@@ -2,6 +2,7 @@
 heron-py's topology beside the floors it is held to, in one run. The lead runs it:
 
     .venv/bin/python bench/kafka_e2e.py [--records 100000] [--seconds 10] [--par 2] [--quick]
+    .venv/bin/python bench/kafka_e2e.py --ab KEY A B --rate R [--reps 2]   # a config switch's A/B
 
 Each phase gets a broker of its own (Tansu's memory engine lists a partition's whole history on
 every fetch, so a phase on a used broker would pay for the phases before it):
@@ -302,8 +303,9 @@ def ab(home: Path, args: argparse.Namespace) -> None:
     n = int(args.rate * args.seconds)
     got: dict[str, list[tuple[float, Readings]]] = {"A": [], "B": []}
     print(f"A: {key}={a}, B: {key}={b}; latency at {args.rate:,.0f} records/s ({n:,} records)\n\n"
-          "| rep | side | peak (records/s) | p50 (ms) | p99 (ms) | in p50/p99 | engine p50/p99 | out p50/p99 |\n"
-          "|---|---|---|---|---|---|---|---|")
+          "| rep | side | peak (records/s) | outputs | p50 (ms) | p99 (ms) | in p50/p99 | engine p50/p99 "
+          "| out p50/p99 |\n"
+          "|---|---|---|---|---|---|---|---|---|")
     for rep in range(args.reps):
         for side in ("AB" if rep % 2 == 0 else "BA"):
             props = {key: a if side == "A" else b}
@@ -312,7 +314,8 @@ def ab(home: Path, args: argparse.Namespace) -> None:
             got[side].append((top_peak, r))
             parts = " | ".join(f"{q(r.parts[k], 50):.1f} / {q(r.parts[k], 99):.1f}" if r.parts.get(k) else "-"
                                for k in ("in", "engine", "out"))
-            print(f"| {rep + 1} | {side} | {top_peak:,.0f} | {q(r.total, 50):.1f} | {q(r.total, 99):.1f} | {parts} |")
+            print(f"| {rep + 1} | {side} | {top_peak:,.0f} | {len(r.total):,} of {n * WORDS:,} | "
+                  f"{q(r.total, 50):.1f} | {q(r.total, 99):.1f} | {parts} |")
     for side in "AB":
         runs = got[side]
         print(f"{side} medians: peak {statistics.median(p for p, _ in runs):,.0f}, "
