@@ -134,9 +134,9 @@ GC_GEN0 = _key("heron_py.instance.gc.threshold", Kind.INT, 10000, 0,
                doc="an instance's gc generation-0 threshold (CPython's default: 700; 0 turns automatic "
                    "collection off)")
 # CPython's 5 ms by default: a task's gateway thread, woken by a frame while the execution thread
-# runs, waits up to that long for the GIL on each hop; 0.5 ms cut the Kafka pipeline's latency
-# (p99 314 -> 234 ms, medians of 3) but cost the word count 10-12 % of its throughput
-# (bench/RESULTS.md, 2026-12-07), so it is a choice, not the default
+# runs, waits up to that long for the GIL on each hop; 0.5 ms cost the word count 10-12 % of its
+# throughput, and its latency gain on the Kafka pipeline stayed inside an A/A run's spread
+# (bench/RESULTS.md, 2026-12-07), so it is a switch to measure, not the default
 SWITCH_MS = _key("heron_py.instance.switch.interval.ms", Kind.FLOAT, 5.0, positive=True, unit="milliseconds",
                  doc="an instance's GIL switch interval (sys.setswitchinterval; CPython's default: 5): how "
                      "long its network thread may wait for the GIL while the task's code runs; lower for "
