@@ -68,15 +68,22 @@ class Delivery:
     def received(self, msgs: list[Any]) -> None:
         """A poll's records, kept per partition for ``drain``."""
         buffers = self.buffers
+        # a poll's records come in runs of one partition (a fetch answers per partition): the
+        # buffer is looked up per run, not per record
+        buf: Any = None
+        run_p, run_t = -1, ""
         for m in msgs:
             err = m.error()
             if err is not None:
                 self.reader.on_error(err)
                 continue
-            tp = (m.topic(), m.partition())
-            buf = buffers.get(tp)
-            if buf is None:
-                buf = buffers[tp] = deque()
+            p = m.partition()
+            if p != run_p or m.topic() != run_t or buf is None:
+                run_p, run_t = p, m.topic()
+                tp = (run_t, run_p)
+                buf = buffers.get(tp)
+                if buf is None:
+                    buf = buffers[tp] = deque()
             buf.append(m)
 
     def drain(self, now: float) -> None:
@@ -187,20 +194,29 @@ class PassThrough(Delivery):
         twice). NO_GUARANTEE only moves each partition's consumed position, which the periodic
         commit writes."""
         good: list[Any] = []
+        append = good.append
         first: dict[TP, int] = {}
         last: dict[TP, int] = {}
+        # a poll's records come in runs of one partition (a fetch answers per partition): the
+        # positions are kept per run, not per record (no key built and looked up per record)
+        run: Any = None  # the current run's first record
+        prev: Any = None  # and its last so far
+        run_p, run_t = -1, ""
         for m in msgs:
             err = m.error()
             if err is not None:
                 self.reader.on_error(err)
                 continue
-            good.append(m)
-            tp = (m.topic(), m.partition())
-            off = m.offset()
-            first.setdefault(tp, off)
-            last[tp] = off + 1
-        if not good:
+            p = m.partition()
+            if p != run_p or m.topic() != run_t or run is None:
+                if run is not None:
+                    _positions(run, prev, first, last)
+                run, run_p, run_t = m, p, m.topic()
+            prev = m
+            append(m)
+        if run is None:
             return
+        _positions(run, prev, first, last)
         if self.at_most_once and not self.reader.commit_offsets(last, sync=True):
             self.reader.seek(first)
             return
@@ -222,6 +238,14 @@ class PassThrough(Delivery):
     def commit(self, sync: bool = False) -> None:
         if not self.at_most_once:  # AT_MOST_ONCE committed each batch before emitting it
             super().commit(sync)
+
+
+def _positions(run: Any, end: Any, first: dict[TP, int], last: dict[TP, int]) -> None:
+    """A run of one partition's records from ``run`` to ``end``: its first offset (the first
+    run of the partition in the poll) and the position after it."""
+    tp = (run.topic(), run.partition())
+    first.setdefault(tp, run.offset())
+    last[tp] = end.offset() + 1
 
 
 class Checkpointed(Delivery):
