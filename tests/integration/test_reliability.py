@@ -132,8 +132,7 @@ def test_live_rescales_up_and_down_lose_nothing(heron_home):
     acked exactly once and every word counted, while no process of a kept task restarts."""
     from tests.support import run_cli
 
-    # 30 s of input: the three updates land mid-run (at 20 s a slow CI machine's input ended first)
-    run = _start(heron_home, "rwc_rescale", rate=200)
+    run = _start(heron_home, "rwc_rescale", rate=300)  # 20 s of input: the three updates land mid-run
     state = LocalFsStateManager(heron_home)
     try:
         pids = {t: i["pid"] for t, i in state.get_execution_state(run.name)["instances"].items()}

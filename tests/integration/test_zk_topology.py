@@ -41,7 +41,7 @@ def _captured(home, name):
     return len(read_capture(home / "capture" / name, ["count"])["count"])
 
 
-def _grows(home, name, what, by=200, timeout=60):  # 30 s was short on a slow CI machine under -n 2
+def _grows(home, name, what, by=200, timeout=30):
     before = _captured(home, name)
     _wait(lambda: _captured(home, name) >= before + by, timeout, f"output to go on after {what}")
 
