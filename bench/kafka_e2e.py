@@ -296,6 +296,12 @@ def peak(r: Readings, records: int) -> float:
     return records / (r.last - r.first) if r.last > r.first else float("nan")
 
 
+def parts(r: Readings) -> str:
+    """The table's in, engine and out cells: p50 / p99 ms each, "-" where the run has no part."""
+    return " | ".join(f"{q(r.parts[k], 50):.1f} / {q(r.parts[k], 99):.1f}" if r.parts.get(k) else "-"
+                      for k in ("in", "engine", "out"))
+
+
 def ab(home: Path, args: argparse.Namespace) -> None:
     """``--ab KEY A B``: the topology's peak and its latency at ``--rate`` with the topology
     config property KEY set to A and to B, ``--reps`` times, which side goes first alternating."""
@@ -312,10 +318,8 @@ def ab(home: Path, args: argparse.Namespace) -> None:
             top_peak = peak(run_topology(home, args, args.records, 0, props), args.records)
             r = run_topology(home, args, n, args.rate, props)
             got[side].append((top_peak, r))
-            parts = " | ".join(f"{q(r.parts[k], 50):.1f} / {q(r.parts[k], 99):.1f}" if r.parts.get(k) else "-"
-                               for k in ("in", "engine", "out"))
             print(f"| {rep + 1} | {side} | {top_peak:,.0f} | {len(r.total):,} of {n * WORDS:,} | "
-                  f"{q(r.total, 50):.1f} | {q(r.total, 99):.1f} | {parts} |")
+                  f"{q(r.total, 50):.1f} | {q(r.total, 99):.1f} | {parts(r)} |")
     for side in "AB":
         runs = got[side]
         print(f"{side} medians: peak {statistics.median(p for p, _ in runs):,.0f}, "
@@ -366,11 +370,9 @@ def main() -> None:
         if r.errors:
             print(f"{name}: the reader's client reported {len(r.errors)} errors, the first: {r.errors[0]}")
     for name, r in rows:
-        parts = " | ".join(f"{q(r.parts[k], 50):.1f} / {q(r.parts[k], 99):.1f}" if r.parts.get(k) else "-"
-                           for k in ("in", "engine", "out"))
         expected = n if name.startswith("broker") else n * WORDS
         got = f"{len(r.total):,}" + ("" if len(r.total) == expected else f" of {expected:,}")
-        print(f"| {name} | {got} | {q(r.total, 50):.1f} | {q(r.total, 99):.1f} | {parts} |")
+        print(f"| {name} | {got} | {q(r.total, 50):.1f} | {q(r.total, 99):.1f} | {parts(r)} |")
     top = rows[-1][1]
     if not args.quick:
         bare_r = rows[1][1]

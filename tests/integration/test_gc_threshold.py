@@ -20,7 +20,7 @@ TOPOLOGY = Path(__file__).resolve().parent / "topologies" / "gc_threshold.py"
 
 @pytest.mark.parametrize("topology_value, spout_gen0, spout_switch",
                          [(None, 10000, 0.005), (("1234", "2"), 1234, 0.002)])
-def test_each_task_runs_with_its_gc_threshold(heron_home: Path, tmp_path: Path,
+def test_each_task_runs_with_its_gc_threshold_and_switch_interval(heron_home: Path, tmp_path: Path,
                                               topology_value: tuple[str, str] | None, spout_gen0: int,
                                               spout_switch: float) -> None:
     props = {"test.gc.dir": str(tmp_path)}

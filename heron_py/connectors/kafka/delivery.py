@@ -17,7 +17,7 @@ the spout calls ``received`` with each non-empty poll, ``drain`` at each next_tu
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from heron_py.api.state.state import State
@@ -54,6 +54,28 @@ def newest_complete(saved: dict[int, dict[TP, int]], complete_id: int) -> int | 
     return max(done) if done else None
 
 
+def runs(msgs: list[Any], on_error: Callable[[Any], None]) -> Iterator[tuple[TP, list[Any]]]:
+    """A poll's records in runs of one partition, in order, each with its ``(topic, partition)``
+    (a fetch answers per partition, so a poll is a few runs: the key is built per run, not per
+    record; a partition may come back in a later run). A record that is an error goes to
+    ``on_error`` and ends no run."""
+    run: list[Any] = []
+    run_p, run_t = -1, ""
+    for m in msgs:
+        err = m.error()
+        if err is not None:
+            on_error(err)
+            continue
+        p = m.partition()
+        if p != run_p or m.topic() != run_t:
+            if run:
+                yield (run_t, run_p), run
+            run, run_p, run_t = [], p, m.topic()
+        run.append(m)
+    if run:
+        yield (run_t, run_p), run
+
+
 class Delivery:
     """What the modes share: the per-record emit (when the batch emits are not bound), the
     buffering of a poll by partition, and the reader's hooks (nothing to do by default)."""
@@ -68,23 +90,11 @@ class Delivery:
     def received(self, msgs: list[Any]) -> None:
         """A poll's records, kept per partition for ``drain``."""
         buffers = self.buffers
-        # a poll's records come in runs of one partition (a fetch answers per partition): the
-        # buffer is looked up per run, not per record
-        buf: Any = None
-        run_p, run_t = -1, ""
-        for m in msgs:
-            err = m.error()
-            if err is not None:
-                self.reader.on_error(err)
-                continue
-            p = m.partition()
-            if p != run_p or m.topic() != run_t or buf is None:
-                run_p, run_t = p, m.topic()
-                tp = (run_t, run_p)
-                buf = buffers.get(tp)
-                if buf is None:
-                    buf = buffers[tp] = deque()
-            buf.append(m)
+        for tp, run in runs(msgs, self.reader.on_error):
+            buf = buffers.get(tp)
+            if buf is None:
+                buf = buffers[tp] = deque()
+            buf.extend(run)
 
     def drain(self, now: float) -> None:
         """Emits what is due (next_tuple, after the poll)."""
@@ -194,29 +204,14 @@ class PassThrough(Delivery):
         twice). NO_GUARANTEE only moves each partition's consumed position, which the periodic
         commit writes."""
         good: list[Any] = []
-        append = good.append
         first: dict[TP, int] = {}
         last: dict[TP, int] = {}
-        # a poll's records come in runs of one partition (a fetch answers per partition): the
-        # positions are kept per run, not per record (no key built and looked up per record)
-        run: Any = None  # the current run's first record
-        prev: Any = None  # and its last so far
-        run_p, run_t = -1, ""
-        for m in msgs:
-            err = m.error()
-            if err is not None:
-                self.reader.on_error(err)
-                continue
-            p = m.partition()
-            if p != run_p or m.topic() != run_t or run is None:
-                if run is not None:
-                    _positions(run, prev, first, last)
-                run, run_p, run_t = m, p, m.topic()
-            prev = m
-            append(m)
-        if run is None:
+        for tp, run in runs(msgs, self.reader.on_error):
+            good += run
+            first.setdefault(tp, run[0].offset())
+            last[tp] = run[-1].offset() + 1
+        if not good:
             return
-        _positions(run, prev, first, last)
         if self.at_most_once and not self.reader.commit_offsets(last, sync=True):
             self.reader.seek(first)
             return
@@ -238,14 +233,6 @@ class PassThrough(Delivery):
     def commit(self, sync: bool = False) -> None:
         if not self.at_most_once:  # AT_MOST_ONCE committed each batch before emitting it
             super().commit(sync)
-
-
-def _positions(run: Any, end: Any, first: dict[TP, int], last: dict[TP, int]) -> None:
-    """A run of one partition's records from ``run`` to ``end``: its first offset (the first
-    run of the partition in the poll) and the position after it."""
-    tp = (run.topic(), run.partition())
-    first.setdefault(tp, run.offset())
-    last[tp] = end.offset() + 1
 
 
 class Checkpointed(Delivery):
