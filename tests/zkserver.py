@@ -128,7 +128,10 @@ class ZkServer:
         self.data = base / "data"
         self.data.mkdir(parents=True, exist_ok=True)
         self.cfg = base / "zoo.cfg"
-        common = (f"tickTime={TICK_MS}\ndataDir={self.data}\n"
+        # forceSync=no: a session's creation waits for its log write, and behind other tests'
+        # disk traffic an fsync took longer than a client's 5 s connect timeout; a restart of
+        # the server process (all the tests do) keeps what the page cache holds
+        common = (f"tickTime={TICK_MS}\ndataDir={self.data}\nforceSync=no\n"
                   "admin.enableServer=false\n4lw.commands.whitelist=ruok\nmaxClientCnxns=200\n")
         if tls is None:
             self.cfg.write_text(f"{common}clientPort={self.port}\nclientPortAddress=127.0.0.1\n")
