@@ -29,8 +29,8 @@ def _logs(home, name, pattern):
     return "".join(f.read_text() for f in TopologyPaths.of(name, home).logs.glob(pattern))
 
 
-def _all_acked(home, name):
-    return f"all {N} sentences acked" in _logs(home, name, "container-*/sentence-*.log")
+def _all_acked(home, name, sentences=N):
+    return f"all {sentences} sentences acked" in _logs(home, name, "container-*/sentence-*.log")
 
 
 
@@ -50,12 +50,12 @@ def _check_exact(home, name):
     return rows
 
 
-def _start(home, name, split_delay_ms=0.0, rate=0.0):
+def _start(home, name, split_delay_ms=0.0, rate=0.0, sentences=N):
     # with a split delay, tuples queue in the split tasks, so a kill loses some for sure; a
     # paced spout keeps the run going long enough for the kill to land mid-run on a loaded machine
     return run_local(EXAMPLES / "reliable_word_count.py",
-                     ["--sentences", str(N), "--timeout", str(TIMEOUT_S), "--split-delay-ms", str(split_delay_ms),
-                      "--rate", str(rate)],
+                     ["--sentences", str(sentences), "--timeout", str(TIMEOUT_S),
+                      "--split-delay-ms", str(split_delay_ms), "--rate", str(rate)],
                      home=home, name=name, capture=["count"], keep_running=True,
                      properties={"topology.max.spout.pending": "200"})
 
@@ -132,26 +132,29 @@ def test_live_rescales_up_and_down_lose_nothing(heron_home):
     acked exactly once and every word counted, while no process of a kept task restarts."""
     from tests.support import run_cli
 
-    run = _start(heron_home, "rwc_rescale", rate=300)  # 20 s of input: the three updates land mid-run
+    # 40 s of input: the three updates land mid-run, and input still comes after the last one
+    # on a loaded CI machine (where 20 s of input had ended before the third update was done)
+    sentences = 2 * N
+    run = _start(heron_home, "rwc_rescale", rate=300, sentences=sentences)
     state = LocalFsStateManager(heron_home)
     try:
         pids = {t: i["pid"] for t, i in state.get_execution_state(run.name)["instances"].items()}
         for step, lines in (("count:3", 1000), ("split:3", 2000), ("count:2", 3000)):
             _wait(lambda n=lines: len(read_capture(heron_home / "capture" / run.name, ["count"])["count"]) > n, 60,
                   f"{lines} words counted before {step}")
-            assert not _all_acked(heron_home, run.name)  # the rescale lands mid-run
+            assert not _all_acked(heron_home, run.name, sentences)  # the rescale lands mid-run
             p = run_cli(heron_home, "update", "local", run.name, "--component-parallelism", step)
             assert p.returncode == 0, p.stderr
             assert "(live: " in p.stdout, p.stdout
         # the last switch came at a drain point: every sentence emitted before it was done by then,
         # so a sentence newer than the newest counted now was emitted after it
         switched = max(r["values"][1] for r in read_capture(heron_home / "capture" / run.name, ["count"])["count"])
-        _wait(lambda: _all_acked(heron_home, run.name), 90, "every sentence acked")
+        _wait(lambda: _all_acked(heron_home, run.name, sentences), 90, "every sentence acked")
         spout_log = _logs(heron_home, run.name, "container-*/sentence-*.log")
         assert "DUPLICATE ACK" not in spout_log and "FAIL AFTER ACK" not in spout_log
         rows = read_capture(heron_home / "capture" / run.name, ["count"])["count"]
         unique = {(r["values"][1], r["values"][2]): r["values"][0] for r in rows}
-        assert Counter(unique.values()) == wc_common.expected_counts(N)
+        assert Counter(unique.values()) == wc_common.expected_counts(sentences)
         es = state.get_execution_state(run.name)["instances"]
         kept = {t: p for t, p in pids.items() if t in es}
         assert {t: es[t]["pid"] for t in kept} == kept  # kept tasks never restarted
