@@ -36,7 +36,7 @@ sink commits what a checkpoint staged once the master says it is complete
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from heron_py.api.state.state import State
@@ -93,7 +93,7 @@ class TrackedBatchEmitSource(Protocol):
     ``_bind_tracked_fast_paths`` (runtime/host.py) when the class declares the attribute and the
     specialised emit is on; None otherwise (the spout then calls ``emit(row, tup_id=...)``)."""
 
-    heron_emit_tracked_many: Callable[[list[Any], list[Any]], None] | None
+    heron_emit_tracked_many: Callable[[list[Any], Sequence[Any]], None] | None
 
 
 class BatchAckSource(Protocol):

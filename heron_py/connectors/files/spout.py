@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,7 +102,7 @@ class FileTailSpout(Spout):
     clock: Callable[[], float] = time.monotonic
     # bound by the engine's host when nothing needs to see each emit (no hook, no tap): a
     # read's tuples with their message ids in one call (runtime/host.py)
-    heron_emit_tracked_many: Callable[[list[Any], list[tuple[str, int]]], None] | None = None
+    heron_emit_tracked_many: Callable[[list[Any], Sequence[tuple[str, int]]], None] | None = None
     _restored: dict[str, Position] | None = None
     _state: Any = None
 

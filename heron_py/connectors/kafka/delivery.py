@@ -2,8 +2,8 @@
 writes, one class per mode, chosen once at ``initialize`` (``delivery_for``):
 
 - ``Tracked``: at least once with the engine's acking. Each record is emitted with a message id
-  and kept in a ``ReplayableSource`` until acked; a retry re-emits the kept record. An offset is
-  committed only when it and every earlier one of its partition are acked.
+  and kept, in the run of its batch, until acked (``offsets.py``); a retry re-emits the kept
+  record. An offset is committed only when it and every earlier one of its partition are acked.
 - ``PassThrough``: NO_GUARANTEE and AT_MOST_ONCE (and AT_LEAST_ONCE without acking): a poll's
   batch is emitted as it came and only each partition's consumed position is kept.
 - ``Checkpointed``: effectively once. Each partition's position (the next offset to emit) goes
@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from heron_py.api.state.state import State
 from heron_py.api.stream import Stream
-from heron_py.connectors.base import ReplayableSource
 from heron_py.connectors.kafka.config import ProcessingGuarantee as PG
-from heron_py.connectors.kafka.reader import TP, PartitionReader
+from heron_py.connectors.kafka.offsets import TP, KafkaOffsets
+from heron_py.connectors.kafka.reader import PartitionReader
 
 if TYPE_CHECKING:
     from heron_py.connectors.kafka.spout import KafkaSpout
@@ -80,7 +80,7 @@ class Delivery:
     """What the modes share: the per-record emit (when the batch emits are not bound), the
     buffering of a poll by partition, and the reader's hooks (nothing to do by default)."""
 
-    def __init__(self, spout: KafkaSpout, reader: PartitionReader, source: ReplayableSource[TP]) -> None:
+    def __init__(self, spout: KafkaSpout, reader: PartitionReader, source: KafkaOffsets) -> None:
         self.spout, self.reader, self.source = spout, reader, source
         self.buffers = reader.buffers
         self.records = 0  # records emitted since the last metrics snapshot
@@ -144,7 +144,8 @@ class Delivery:
 
 
 class Tracked(Delivery):
-    """At least once, tracked: Storm's emit allowance (``max_uncommitted``) per partition."""
+    """At least once, tracked: each batch a run of message ids (``offsets.py``), within Storm's
+    emit allowance (``max_uncommitted``) per partition."""
 
     def drain(self, now: float) -> None:
         source = self.source
@@ -154,46 +155,37 @@ class Tracked(Delivery):
         spout = self.spout
         row = spout._batch_row
         emit_many = spout.heron_emit_tracked_many
-        tracked_rows = row if emit_many is not None else None
+        room_of, emitted = source.room, source.emitted
+        n = 0
         for tp, buf in self.buffers.items():
             if not buf:
                 continue
-            t = source.trackers.get(tp)
-            if t is None:
-                continue
-            # Storm's emit allowance (ReplayableSource.may_emit), computed once per batch:
-            # only emits below raise the uncommitted count, so each one spends one unit
-            room = source.max_uncommitted - t.uncommitted()
-            n = 0
+            # the allowance, computed once per batch: only the emits below spend it
+            room = room_of(tp)
             while buf and room > 0:
-                # the whole allowance at once (a poll's records, usually): one tracker pass
-                # for the batch (emitted_many); a stale record spends no allowance, so the
-                # loop takes more while room is left
+                # the whole allowance at once (a poll's records, usually); a stale record spends
+                # none, so the loop takes more while room is left
                 if len(buf) <= room:
                     batch = list(buf)
                     buf.clear()
                 else:
                     batch = [buf.popleft() for _ in range(room)]
-                ids = source.emitted_many(tp, [(m.offset(), m) for m in batch])
-                if tracked_rows is not None and emit_many is not None:
-                    # the batch's fresh records in one call (a stale one has no id)
-                    fresh = [(m, msg_id) for m, msg_id in zip(batch, ids, strict=True) if msg_id is not None]
-                    if fresh:
-                        emit_many([tracked_rows(m) for m, _ in fresh], [msg_id for _, msg_id in fresh])
-                    n += len(fresh)
-                else:
-                    for m, msg_id in zip(batch, ids, strict=True):
-                        if msg_id is not None:
+                fresh, ids = emitted(tp, batch)
+                if fresh:
+                    if row is not None and emit_many is not None:
+                        emit_many(list(map(row, fresh)), ids)
+                    else:
+                        for m, msg_id in zip(fresh, ids, strict=True):
                             emit(m, msg_id)
-                            n += 1
-                room = source.max_uncommitted - t.uncommitted()
-            self.records += n
+                    n += len(fresh)
+                room = room_of(tp)
+        self.records += n
 
 
 class PassThrough(Delivery):
     """NO_GUARANTEE and AT_MOST_ONCE: no per-record tracking, nothing buffered."""
 
-    def __init__(self, spout: KafkaSpout, reader: PartitionReader, source: ReplayableSource[TP]) -> None:
+    def __init__(self, spout: KafkaSpout, reader: PartitionReader, source: KafkaOffsets) -> None:
         super().__init__(spout, reader, source)
         self.at_most_once = spout.cfg.guarantee is PG.AT_MOST_ONCE
 
@@ -215,11 +207,9 @@ class PassThrough(Delivery):
         if self.at_most_once and not self.reader.commit_offsets(last, sync=True):
             self.reader.seek(first)
             return
-        trackers = self.source.trackers
+        fetched = self.source.fetched
         for tp, end in last.items():
-            t = trackers.get(tp)
-            if t is not None and end > t.fetched:
-                t.fetched = end  # with nothing in flight, next_commit() is this position
+            fetched(tp, end)  # with nothing in flight, the position a commit writes
         spout = self.spout
         row = spout._batch_row
         if row is not None and spout.heron_emit_many is not None:
@@ -238,7 +228,7 @@ class PassThrough(Delivery):
 class Checkpointed(Delivery):
     """Effectively once: positions in checkpoints, commits after complete ones."""
 
-    def __init__(self, spout: KafkaSpout, reader: PartitionReader, source: ReplayableSource[TP],
+    def __init__(self, spout: KafkaSpout, reader: PartitionReader, source: KafkaOffsets,
                  restored: dict[TP, int] | None) -> None:
         super().__init__(spout, reader, source)
         # next offset to emit per partition; what a checkpoint saves and a restore seeks to
@@ -322,7 +312,7 @@ class Checkpointed(Delivery):
                 del self.due[tp]
 
 
-def delivery_for(spout: KafkaSpout, reader: PartitionReader, source: ReplayableSource[TP], checkpointed: bool,
+def delivery_for(spout: KafkaSpout, reader: PartitionReader, source: KafkaOffsets, checkpointed: bool,
                  tracked: bool) -> Delivery:
     if checkpointed:
         return Checkpointed(spout, reader, source, spout._restored)

@@ -13,16 +13,13 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from heron_py.connectors.base import ReplayableSource
 from heron_py.connectors.common import LogThrottle
 from heron_py.connectors.kafka.config import FirstPollOffsetStrategy as FP
 from heron_py.connectors.kafka.config import SpoutConfig
+from heron_py.connectors.kafka.offsets import TP, KafkaOffsets
 
 if TYPE_CHECKING:
     from heron_py.connectors.kafka.delivery import Delivery
-
-TP = tuple[str, int]
-
 
 def round_robin(partitions: Sequence[TP], index: int, tasks: int) -> list[TP]:
     """This task's share of ``partitions``: the sorted list dealt round-robin over the tasks."""
@@ -52,7 +49,7 @@ class PartitionReader:
     delivery: Delivery
 
     def __init__(self, cfg: SpoutConfig, where: str, topology: str, task_id: int, share: tuple[int, int],
-                 source: ReplayableSource[TP], log: Callable[..., None], clock: Callable[[], float]) -> None:
+                 source: KafkaOffsets, log: Callable[..., None], clock: Callable[[], float]) -> None:
         self.cfg, self.where, self.topology, self.task_id = cfg, where, topology, task_id
         self.index, self.tasks = share
         self.source, self.log = source, log

@@ -32,7 +32,7 @@ at ``initialize``; its contracts with the engine are heron_py/api/contracts.py's
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from heron_py.api.metrics import IMetric
@@ -40,7 +40,6 @@ from heron_py.api.spout.spout import Spout
 from heron_py.api.state.state import State
 from heron_py.api.stream import Stream
 from heron_py.common.config import MODE
-from heron_py.connectors.base import ReplayableSource
 from heron_py.connectors.common import component_where, source_acking
 from heron_py.connectors.kafka.config import ProcessingGuarantee as PG
 from heron_py.connectors.kafka.config import SpoutConfig, spout_config
@@ -53,7 +52,8 @@ from heron_py.connectors.kafka.delivery import (
     positions_from_state,
     positions_to_state,
 )
-from heron_py.connectors.kafka.reader import TP, PartitionReader, round_robin, start_offset
+from heron_py.connectors.kafka.offsets import TP, KafkaOffsets
+from heron_py.connectors.kafka.reader import PartitionReader, round_robin, start_offset
 from heron_py.connectors.kafka.translators import (
     JAVA_DESERIALIZERS,
     RecordTranslator,
@@ -72,11 +72,6 @@ class _KafkaMetrics(IMetric):
 
     def get_value_and_reset(self) -> dict[str, float]:
         return self.spout.metrics_snapshot()
-
-
-def _key(tup_id: Any) -> tuple[TP, int]:
-    (topic, part), off = tup_id
-    return (topic, part), off
 
 
 def record_values(translator: Any, key_de: Any, value_de: Any, strings: bool) -> Callable[[Any], list[Any]] | None:
@@ -127,7 +122,7 @@ class KafkaSpout(Spout):
     # tuples in one call, untracked (heron_emit_many) or with their message ids (runtime/host.py;
     # contracts.BatchEmitSource and TrackedBatchEmitSource)
     heron_emit_many: Callable[[list[Any], str], None] | None = None
-    heron_emit_tracked_many: Callable[[list[Any], list[Any]], None] | None = None
+    heron_emit_tracked_many: Callable[[list[Any], Sequence[Any]], None] | None = None
 
     @classmethod
     def spec(cls, name: str | None = None, par: int = 1, config: dict[str, Any] | None = None,
@@ -177,8 +172,7 @@ class KafkaSpout(Spout):
         elif self.cfg.guarantee is PG.AT_LEAST_ONCE and not self.tracked:
             self.log(f"{self.where}: kafka.processing.guarantee AT_LEAST_ONCE needs topology.reliability.mode "
                      f"ATLEAST_ONCE, found {mode}; committing periodically without tracking (NO_GUARANTEE)", "warn")
-        self.source: ReplayableSource[TP] = ReplayableSource(
-            retry=self.cfg.retry, max_uncommitted=self.cfg.max_uncommitted, on_give_up=self._gave_up)
+        self.source = KafkaOffsets(self.cfg.retry, self.cfg.max_uncommitted, self._gave_up)
         self.reader = reader = PartitionReader(self.cfg, self.where, self.topology, context.get_task_id(), share,
                                                self.source, self.log, self.clock)
         self.delivery: Delivery = delivery_for(self, reader, self.source, self.checkpointed, self.tracked)
@@ -256,16 +250,16 @@ class KafkaSpout(Spout):
         self._drain(now)
 
     def ack(self, tup_id: Any) -> None:
-        self.source.ack(_key(tup_id))
+        self.source.ack(tup_id)
 
     def heron_ack_many(self, tup_ids: list[Any]) -> None:
         """``ack`` for a result frame's acked ids at once (the engine calls it instead of ``ack``
         per id when no hook must see each ack; contracts.BatchAckSource); the ids as emitted:
-        ((topic, partition), offset)."""
+        ints, a batch's run and the record's place in it (``offsets.py``)."""
         self.source.ack_many(tup_ids)
 
     def fail(self, tup_id: Any) -> None:
-        self.source.fail(_key(tup_id), self.clock())
+        self.source.fail(tup_id, self.clock())
 
     # --- errors and metrics ----------------------------------------------------------------------
     def _gave_up(self, tp: TP, offset: int, failures: int, _record: Any) -> None:

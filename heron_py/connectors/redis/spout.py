@@ -34,7 +34,7 @@ the XACK it carried back among the acks due.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from heron_py.api.metrics import IMetric
@@ -257,7 +257,7 @@ class RedisStreamSpout(Spout):
     clock: Callable[[], float] = time.monotonic
     # bound by the engine's host when nothing needs to see each emit (no hook, no tap): a
     # read's tuples with their message ids in one call (runtime/host.py)
-    heron_emit_tracked_many: Callable[[list[Any], list[Key]], None] | None = None
+    heron_emit_tracked_many: Callable[[list[Any], Sequence[Key]], None] | None = None
 
     @classmethod
     def spec(cls, name: str | None = None, par: int = 1, config: dict[str, Any] | None = None,
