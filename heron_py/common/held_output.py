@@ -99,7 +99,8 @@ class HeldWriter:
     ``on_marks(paused)`` says when they are crossed (the connection's backpressure signal)."""
 
     def __init__(self, cap: int, transport: Transport, tag: Callable[[bytes], bytes],
-                 on_marks: Callable[[bool], None], call_soon: Callable[[Callable[[], None]], object]) -> None:
+                 on_marks: Callable[[bool], None], call_soon: Callable[[Callable[[], None]], object],
+                 paused: bool = False) -> None:
         self.held = HeldOutput(cap)
         self._asked = cap  # the share is this or the low watermark, the smaller
         self._tr = transport
@@ -107,7 +108,10 @@ class HeldWriter:
         self._on_marks = on_marks
         self._call_soon = call_soon
         self._marks = (0, 0)  # high, low
-        self.paused = False  # above the high watermark until below the low one
+        # above the high watermark until below the low one; a connection paused already when its
+        # hold starts stays so until the hold resumes it (the transport, held to its share from
+        # then on, never would)
+        self.paused = paused
         self._due = False  # a write is scheduled for this turn
 
     def add(self, frame: bytes) -> None:

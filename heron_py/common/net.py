@@ -448,10 +448,7 @@ class Connection(asyncio.Protocol):
             return
         self._write_out()  # what was sent before goes first, tagged as it was
         low, high = tr.get_write_buffer_limits()
-        self._held = HeldWriter(cap, tr, self._tx.tag, self._writing, self._loop.call_soon)
-        # a connection paused already stays so until the hold resumes it (the transport, held
-        # to its share from now on, never would)
-        self._held.paused = self.writing_paused
+        self._held = HeldWriter(cap, tr, self._tx.tag, self._writing, self._loop.call_soon, self.writing_paused)
         self._held.set_limits(high, low)
 
     def drop_held(self, is_dropped: Callable[[bytes], bool]) -> list[bytes]:

@@ -50,12 +50,14 @@ def _check_exact(home, name):
     return rows
 
 
-def _start(home, name, split_delay_ms=0.0, rate=0.0, sentences=N):
+def _start(home, name, split_delay_ms=0.0, rate=0.0, until=None):
     # with a split delay, tuples queue in the split tasks, so a kill loses some for sure; a
-    # paced spout keeps the run going long enough for the kill to land mid-run on a loaded machine
+    # paced spout keeps the run going long enough for the kill to land mid-run on a loaded machine;
+    # with ``until`` (a file) the input has no set end until the test writes one there
     return run_local(EXAMPLES / "reliable_word_count.py",
-                     ["--sentences", str(sentences), "--timeout", str(TIMEOUT_S),
-                      "--split-delay-ms", str(split_delay_ms), "--rate", str(rate)],
+                     ["--sentences", str(N), "--timeout", str(TIMEOUT_S),
+                      "--split-delay-ms", str(split_delay_ms), "--rate", str(rate),
+                      *(["--until-file", str(until)] if until else [])],
                      home=home, name=name, capture=["count"], keep_running=True,
                      properties={"topology.max.spout.pending": "200"})
 
@@ -127,28 +129,33 @@ def test_kill_9_of_the_other_containers_stream_manager_loses_nothing(heron_home)
         kill_local(heron_home, run.name)
 
 
-def test_live_rescales_up_and_down_lose_nothing(heron_home):
+def test_live_rescales_up_and_down_lose_nothing(heron_home, tmp_path):
     """Three live rescales mid-run (count 2 → 3, split 2 → 3, count 3 → 2): every sentence is
     acked exactly once and every word counted, while no process of a kept task restarts."""
     from tests.support import run_cli
 
-    # 40 s of input: the three updates land mid-run, and input still comes after the last one
-    # on a loaded CI machine (where 20 s of input had ended before the third update was done)
-    sentences = 2 * N
-    run = _start(heron_home, "rwc_rescale", rate=300, sentences=sentences)
+    # the input has no set end: it comes at 300 sentences/s through the three updates however
+    # long a loaded machine takes for them (a fixed 20 s, then 40 s, of input ended before the
+    # last one there), and ends 3,000 sentences after the last
+    until = tmp_path / "until"
+    run = _start(heron_home, "rwc_rescale", rate=300, until=until)
     state = LocalFsStateManager(heron_home)
     try:
         pids = {t: i["pid"] for t, i in state.get_execution_state(run.name)["instances"].items()}
         for step, lines in (("count:3", 1000), ("split:3", 2000), ("count:2", 3000)):
             _wait(lambda n=lines: len(read_capture(heron_home / "capture" / run.name, ["count"])["count"]) > n, 60,
                   f"{lines} words counted before {step}")
-            assert not _all_acked(heron_home, run.name, sentences)  # the rescale lands mid-run
             p = run_cli(heron_home, "update", "local", run.name, "--component-parallelism", step)
             assert p.returncode == 0, p.stderr
             assert "(live: " in p.stdout, p.stdout
         # the last switch came at a drain point: every sentence emitted before it was done by then,
         # so a sentence newer than the newest counted now was emitted after it
         switched = max(r["values"][1] for r in read_capture(heron_home / "capture" / run.name, ["count"])["count"])
+        until.write_text(str(switched + 3000))
+        ends = _wait(lambda: re.search(r"the input ends at (\d+) sentences",
+                                       _logs(heron_home, run.name, "container-*/sentence-*.log")),
+                     30, "the spout to take the input's end")
+        sentences = int(ends[1])
         _wait(lambda: _all_acked(heron_home, run.name, sentences), 90, "every sentence acked")
         spout_log = _logs(heron_home, run.name, "container-*/sentence-*.log")
         assert "DUPLICATE ACK" not in spout_log and "FAIL AFTER ACK" not in spout_log

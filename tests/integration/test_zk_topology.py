@@ -25,11 +25,10 @@ from tests.zkserver import raw_client
 
 pytestmark = pytest.mark.integration
 
-N = 16000
-# sentences per second: the input lasts about 80 s. Every fault below must come while input still
-# arrives (else "output goes on" cannot be seen); on a loaded CI machine the master's takeover,
-# the ZooKeeper restart (a JVM start) and the processes' returns took more than the 40 s that
-# 8,000 sentences lasted
+# sentences per second. The input has no set end (``--until-file``): every fault below must come
+# while input still arrives (else "output goes on" cannot be seen), and on a loaded CI machine the
+# master's takeover, the ZooKeeper restart (a JVM start) and the processes' returns took longer
+# than a fixed 40 s of input. It ends 2,000 sentences after the last fault.
 RATE = 200
 
 
@@ -54,11 +53,12 @@ def _instances(state, name):
     return (state.get_execution_state(name) or {}).get("instances", {})
 
 
-def test_standby_master_zookeeper_restart_and_process_kills(heron_home, zk):
+def test_standby_master_zookeeper_restart_and_process_kills(heron_home, zk, tmp_path):
     server, zk_spec = zk
     name = "rwc_zk"
+    until = tmp_path / "until"
     run_local(EXAMPLES / "reliable_word_count.py",
-                    ["--sentences", str(N), "--timeout", "4", "--rate", str(RATE)],
+                    ["--timeout", "4", "--rate", str(RATE), "--until-file", str(until)],
                     home=heron_home, name=name, capture=["count"], keep_running=True,
                     properties={"topology.max.spout.pending": "400", "topology.tmanager.standby": "true"})
     state = open_state(statecfg.resolve(home=heron_home), heron_home)
@@ -125,13 +125,19 @@ def test_standby_master_zookeeper_restart_and_process_kills(heron_home, zk):
         _grows(heron_home, name, "the metrics manager's death")
 
         # at-least-once: every sentence acked exactly once, counts exact
-        _wait(lambda: f"all {N} sentences acked" in _logs(heron_home, name, "container-*/sentence-*.log"),
+        until.write_text(str(max(r["values"][1] for r in read_capture(heron_home / "capture" / name,
+                                                                         ["count"])["count"]) + 2000))
+        ends = _wait(lambda: re.search(r"the input ends at (\d+) sentences",
+                                       _logs(heron_home, name, "container-*/sentence-*.log")),
+                     30, "the spout to take the input's end")
+        sentences = int(ends[1])
+        _wait(lambda: f"all {sentences} sentences acked" in _logs(heron_home, name, "container-*/sentence-*.log"),
               120, "every sentence acked")
         spout_log = _logs(heron_home, name, "container-*/sentence-*.log")
         assert "DUPLICATE ACK" not in spout_log and "FAIL AFTER ACK" not in spout_log
         rows = read_capture(heron_home / "capture" / name, ["count"])["count"]
         unique = {(r["values"][1], r["values"][2]): r["values"][0] for r in rows}
-        assert Counter(unique.values()) == wc_common.expected_counts(N)
+        assert Counter(unique.values()) == wc_common.expected_counts(sentences)
         # the executors restarted each killed process, and said so
         killed = set(re.findall(r"(\S+) exited with code -9", _logs(heron_home, name, "executor-*.log")))
         assert {"stmgr", "metricsmgr", f"split-{split_task}"} <= killed and killed & {"tmanager", "tmanager-standby"}

@@ -9,6 +9,7 @@ import time
 
 from heron_py.multilang import process as mp
 from heron_py.multilang.process import Closed, ShellProcess
+from tests.support import wait_for
 
 N = 3000
 
@@ -21,7 +22,9 @@ def test_a_fast_writer_blocks_at_the_bound_and_loses_nothing(tmp_path, monkeypat
     p = ShellProcess([sys.executable, "-c", script], tmp_path, "json", 1 << 20, logging.getLogger("t"), "test")
     wakes: list[int] = []
     p.on_input = lambda: wakes.append(1)
-    time.sleep(1.0)
+    # the subprocess's start is not timed (a loaded CI machine took more than a second)
+    wait_for(lambda: p.inbox.qsize() >= 100, 60, "the inbox to fill")
+    time.sleep(0.5)
     assert p.inbox.qsize() == 100  # full, and the writer waits
     got = []
     while True:
