@@ -22,16 +22,24 @@ from tests.support import wait_for as _wait
 pytestmark = pytest.mark.integration
 
 
-def test_a_stream_manager_frozen_with_sigstop_is_replaced_and_nothing_is_lost(heron_home):
+def _all_logs(home, name):
+    return "".join(f.read_text() for f in TopologyPaths.of(name, home).logs.glob("**/*.log"))
+
+
+def test_a_stream_manager_frozen_with_sigstop_is_replaced_and_nothing_is_lost(heron_home, tmp_path):
     # test_reliability's _start, with the liveness timeouts lowered (config keys since issue 34):
     # the probe kills after 6 s of silence instead of 15, the links abort after 5 s instead of
     # 10; the freeze is detected and repaired by the same code, sooner
     from heron_py.testing import run_local
     from tests.conftest import EXAMPLES
-    from tests.integration.test_reliability import TIMEOUT_S, N
+    from tests.integration.test_reliability import TIMEOUT_S, _end_input
 
+    # the input has no set end until the freeze is repaired (a loaded machine's repair can
+    # outlast any fixed input)
+    until = tmp_path / "until"
     run = run_local(EXAMPLES / "reliable_word_count.py",
-                    ["--sentences", str(N), "--timeout", str(TIMEOUT_S), "--split-delay-ms", "1.0", "--rate", "600"],
+                    ["--timeout", str(TIMEOUT_S), "--split-delay-ms", "1.0", "--rate", "600",
+                     "--until-file", str(until)],
                     home=heron_home, name="rwc_freeze_sm", capture=["count"], keep_running=True,
                     properties={"topology.max.spout.pending": "200",
                                 "heron_py.executor.liveness.timeout.secs": "6",
@@ -49,11 +57,13 @@ def test_a_stream_manager_frozen_with_sigstop_is_replaced_and_nothing_is_lost(he
         frozen_pid = state.get_execution_state(run.name)["stmgrs"][str(other)]["pid"]
         os.kill(frozen_pid, signal.SIGSTOP)
         frozen_at = time.monotonic()
-        assert not _all_acked(heron_home, run.name), "the run ended before the freeze: the test proves nothing"
-        _wait(lambda: _all_acked(heron_home, run.name), 60, "every sentence acked within 60 s of the freeze")
+        found = f"stmgr (pid {frozen_pid}) stopped answering its liveness probe"
+        _wait(lambda: found in _all_logs(heron_home, run.name), 60, "the frozen stream manager to be found")
+        sentences = _end_input(heron_home, run.name, until, 2000)
+        _wait(lambda: _all_acked(heron_home, run.name, sentences), 60, "every sentence acked within 60 s of the freeze")
         recovered_s = time.monotonic() - frozen_at
         time.sleep(1.5)
-        _check_exact(heron_home, run.name)
+        _check_exact(heron_home, run.name, sentences)
         logs = "".join(f.read_text() for f in TopologyPaths.of(run.name, heron_home).logs.glob("**/*.log"))
         assert f"stmgr (pid {frozen_pid}) stopped answering its liveness probe" in logs
         new_pid = state.get_execution_state(run.name)["stmgrs"][str(other)]["pid"]
@@ -84,7 +94,7 @@ def test_kill_ends_a_topology_whose_processes_are_stopped(heron_home):
     print(f"kill of a stopped topology took {took:.1f} s")
 
 
-def test_a_container_whose_executor_was_killed_is_relaunched_whole(heron_home):
+def test_a_container_whose_executor_was_killed_is_relaunched_whole(heron_home, tmp_path):
     """Found by the effectively-once fault checker: after kill -9 of an executor its container was
     unsupervised (a task killed later was never restarted) while its stream manager kept
     heartbeating. Now every process but the master stops when its executor is gone, the
@@ -99,11 +109,12 @@ def test_a_container_whose_executor_was_killed_is_relaunched_whole(heron_home):
 
     from heron_py.testing import run_local
     from tests.conftest import EXAMPLES
-    from tests.integration.test_reliability import TIMEOUT_S, N
+    from tests.integration.test_reliability import TIMEOUT_S, _end_input
 
     name = "rwc_executor_gone"
+    until = tmp_path / "until"  # the input has no set end until the relaunch
     run_local(EXAMPLES / "reliable_word_count.py",
-              ["--sentences", str(N), "--timeout", str(TIMEOUT_S), "--split-delay-ms", "1.0", "--rate", "500"],
+              ["--timeout", str(TIMEOUT_S), "--split-delay-ms", "1.0", "--rate", "500", "--until-file", str(until)],
               home=heron_home, name=name, capture=["count"], keep_running=True,
               properties={"topology.max.spout.pending": "200", "heron.tmanager.container.lost.secs": "3"})
     state = LocalFsStateManager(heron_home)
@@ -123,11 +134,10 @@ def test_a_container_whose_executor_was_killed_is_relaunched_whole(heron_home):
         _wait(lambda: int((state.get_scheduler_location(name) or {}).get("executors", {}).get("1", executor))
               != executor, 40, "the master to relaunch container 1")
         os.kill(supervisor, signal.SIGCONT)
-        # the input lasts 12 s at 500 sentences/s (it was 20 s at 300): the relaunch, printed
-        # here, takes a few seconds, and the assert below still proves it landed mid-run
+        # the relaunch, printed here, lands mid-run: the input ends 2,000 sentences after it
         print(f"container 1 relaunched {time.monotonic() - killed_at:.1f} s after its executor's kill -9")
-        assert not _all_acked(heron_home, name), "the run ended before the relaunch: the test proves nothing"
-        _wait(lambda: _all_acked(heron_home, name), 90, "every sentence acked")
+        sentences = _end_input(heron_home, name, until, 2000)
+        _wait(lambda: _all_acked(heron_home, name, sentences), 90, "every sentence acked")
         time.sleep(1.5)
         # exact by the capture, de-duplicated by (sentence, position) as the count bolt does; the
         # count tasks' own totals restarted with their container, so _check_exact's sum of them
@@ -136,7 +146,7 @@ def test_a_container_whose_executor_was_killed_is_relaunched_whole(heron_home):
         assert "DUPLICATE ACK" not in logs and "FAIL AFTER ACK" not in logs
         rows = read_capture(heron_home / "capture" / name, ["count"])["count"]
         unique = {(r["values"][1], r["values"][2]): r["values"][0] for r in rows}
-        assert Counter(unique.values()) == wc_common.expected_counts(N)
+        assert Counter(unique.values()) == wc_common.expected_counts(sentences)
         assert f"the executor (pid {executor}) is gone: stopping" in logs
         assert "relaunch of container 1 requested" in logs  # the master's relauncher
         # the supervisor, thawed, saw the new executor alive: it relaunched nothing

@@ -35,19 +35,30 @@ def _all_acked(home, name, sentences=N):
 
 
 
-def _check_exact(home, name):
+def _check_exact(home, name, sentences=N):
     spout_log = _logs(home, name, "container-*/sentence-*.log")
     assert "DUPLICATE ACK" not in spout_log and "FAIL AFTER ACK" not in spout_log
     rows = read_capture(home / "capture" / name, ["count"])["count"]
     unique = {(r["values"][1], r["values"][2]): r["values"][0] for r in rows}
-    assert Counter(unique.values()) == wc_common.expected_counts(N)
+    assert Counter(unique.values()) == wc_common.expected_counts(sentences)
     # the count bolt de-duplicates by (sentence id, position): its own totals are exact too
     totals = 0
     for f in TopologyPaths.of(name, home).logs.glob("container-*/count-*.log"):
         counted = re.findall(r"counted (\d+) words", f.read_text())
         totals += int(counted[-1])
-    assert totals == 10 * N
+    assert totals == 10 * sentences
     return rows
+
+
+def _end_input(home, name, until, after):
+    """Ends an open-ended input (``--until-file``) ``after`` sentences past the newest counted;
+    returns the number of sentences the spout took as its end."""
+    counted = read_capture(home / "capture" / name, ["count"])["count"]
+    until.write_text(str(max((r["values"][1] for r in counted), default=0) + after))
+    ends = _wait(lambda: re.search(r"the input ends at (\d+) sentences",
+                                   _logs(home, name, "container-*/sentence-*.log")),
+                 30, "the spout to take the input's end")
+    return int(ends[1])
 
 
 def _start(home, name, split_delay_ms=0.0, rate=0.0, until=None):
@@ -151,11 +162,7 @@ def test_live_rescales_up_and_down_lose_nothing(heron_home, tmp_path):
         # the last switch came at a drain point: every sentence emitted before it was done by then,
         # so a sentence newer than the newest counted now was emitted after it
         switched = max(r["values"][1] for r in read_capture(heron_home / "capture" / run.name, ["count"])["count"])
-        until.write_text(str(switched + 3000))
-        ends = _wait(lambda: re.search(r"the input ends at (\d+) sentences",
-                                       _logs(heron_home, run.name, "container-*/sentence-*.log")),
-                     30, "the spout to take the input's end")
-        sentences = int(ends[1])
+        sentences = _end_input(heron_home, run.name, until, 3000)
         _wait(lambda: _all_acked(heron_home, run.name, sentences), 90, "every sentence acked")
         spout_log = _logs(heron_home, run.name, "container-*/sentence-*.log")
         assert "DUPLICATE ACK" not in spout_log and "FAIL AFTER ACK" not in spout_log

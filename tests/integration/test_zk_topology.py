@@ -19,6 +19,7 @@ from heron_py.state import open_state
 from heron_py.testing import run_local
 from heron_py.testing.local import read_capture
 from tests.conftest import EXAMPLES
+from tests.integration.test_reliability import _end_input
 from tests.support import run_cli as _cli
 from tests.support import wait_for as _wait
 from tests.zkserver import raw_client
@@ -125,12 +126,7 @@ def test_standby_master_zookeeper_restart_and_process_kills(heron_home, zk, tmp_
         _grows(heron_home, name, "the metrics manager's death")
 
         # at-least-once: every sentence acked exactly once, counts exact
-        until.write_text(str(max(r["values"][1] for r in read_capture(heron_home / "capture" / name,
-                                                                         ["count"])["count"]) + 2000))
-        ends = _wait(lambda: re.search(r"the input ends at (\d+) sentences",
-                                       _logs(heron_home, name, "container-*/sentence-*.log")),
-                     30, "the spout to take the input's end")
-        sentences = int(ends[1])
+        sentences = _end_input(heron_home, name, until, 2000)
         _wait(lambda: f"all {sentences} sentences acked" in _logs(heron_home, name, "container-*/sentence-*.log"),
               120, "every sentence acked")
         spout_log = _logs(heron_home, name, "container-*/sentence-*.log")
