@@ -16,14 +16,10 @@ from heron_py.common.container_layout import TopologyPaths
 from heron_py.scheduler.local import SUPERVISOR_KEY, LocalScheduler
 from heron_py.state import LocalFsStateManager
 from heron_py.testing.local import kill_local, read_capture
-from tests.integration.test_reliability import _all_acked, _check_exact, _start
+from tests.integration.test_reliability import _all_acked, _check_exact, _logs, _start
 from tests.support import wait_for as _wait
 
 pytestmark = pytest.mark.integration
-
-
-def _all_logs(home, name):
-    return "".join(f.read_text() for f in TopologyPaths.of(name, home).logs.glob("**/*.log"))
 
 
 def test_a_stream_manager_frozen_with_sigstop_is_replaced_and_nothing_is_lost(heron_home, tmp_path):
@@ -58,14 +54,12 @@ def test_a_stream_manager_frozen_with_sigstop_is_replaced_and_nothing_is_lost(he
         os.kill(frozen_pid, signal.SIGSTOP)
         frozen_at = time.monotonic()
         found = f"stmgr (pid {frozen_pid}) stopped answering its liveness probe"
-        _wait(lambda: found in _all_logs(heron_home, run.name), 60, "the frozen stream manager to be found")
+        _wait(lambda: found in _logs(heron_home, run.name, "**/*.log"), 60, "the frozen stream manager to be found")
         sentences = _end_input(heron_home, run.name, until, 2000)
         _wait(lambda: _all_acked(heron_home, run.name, sentences), 60, "every sentence acked within 60 s of the freeze")
         recovered_s = time.monotonic() - frozen_at
         time.sleep(1.5)
         _check_exact(heron_home, run.name, sentences)
-        logs = "".join(f.read_text() for f in TopologyPaths.of(run.name, heron_home).logs.glob("**/*.log"))
-        assert f"stmgr (pid {frozen_pid}) stopped answering its liveness probe" in logs
         new_pid = state.get_execution_state(run.name)["stmgrs"][str(other)]["pid"]
         assert new_pid != frozen_pid and psutil.pid_exists(new_pid)
         print(f"all acked {recovered_s:.1f} s after the freeze")
@@ -142,7 +136,7 @@ def test_a_container_whose_executor_was_killed_is_relaunched_whole(heron_home, t
         # exact by the capture, de-duplicated by (sentence, position) as the count bolt does; the
         # count tasks' own totals restarted with their container, so _check_exact's sum of them
         # does not apply
-        logs = "".join(f.read_text() for f in TopologyPaths.of(name, heron_home).logs.glob("**/*.log"))
+        logs = _logs(heron_home, name, "**/*.log")
         assert "DUPLICATE ACK" not in logs and "FAIL AFTER ACK" not in logs
         rows = read_capture(heron_home / "capture" / name, ["count"])["count"]
         unique = {(r["values"][1], r["values"][2]): r["values"][0] for r in rows}

@@ -21,6 +21,7 @@ from heron_py.connectors.kafka.offsets import TP, KafkaOffsets
 if TYPE_CHECKING:
     from heron_py.connectors.kafka.delivery import Delivery
 
+
 def round_robin(partitions: Sequence[TP], index: int, tasks: int) -> list[TP]:
     """This task's share of ``partitions``: the sorted list dealt round-robin over the tasks."""
     return [tp for i, tp in enumerate(sorted(partitions)) if i % tasks == index]
