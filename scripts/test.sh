@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up (scripts/setup.sh), then runs every check CI runs: the proto drift check, ruff,
 # mypy --strict, the whole pytest suite (unit and integration, real processes) on the compiled
-# hot path, then the whole suite again on its pure-Python fallback, and the benchmark's smoke run.
+# hot path, then the hot path's tests again on its pure-Python fallback, and the benchmark's
+# smoke run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -26,11 +27,12 @@ mypy -p heron.api.src.python
 XDIST=(-n "${HERON_PY_TEST_WORKERS:-4}" --dist loadgroup)
 python -m pytest -q -p no:cacheprovider --timeout 300 "${XDIST[@]}" --durations=25 "$@"
 if [ $# -eq 0 ]; then
-  # the whole suite again on the pure-Python fallback of the compiled hot path
+  # the unit tests and the topology tests of the hot path again on its pure-Python fallback
   # (heron_py/hotpath.py), every process importing the .py files: what a machine without a C
-  # compiler runs
+  # compiler runs (the list and why: scripts/pure_tests.txt)
   python -m heron_py.compiled
-  HERON_PY_PURE=1 python -m pytest -q -p no:cacheprovider --timeout 300 "${XDIST[@]}" --durations=10
+  mapfile -t PURE < <(grep -v '^#' scripts/pure_tests.txt | grep .)
+  HERON_PY_PURE=1 python -m pytest -q -p no:cacheprovider --timeout 300 "${XDIST[@]}" --durations=10 "${PURE[@]}"
 fi
 # the benchmark's smoke mode: our word count's checksum, acking off and on, the Streamlet word
 # counts' (the combiner's paths, in real processes) and a short latency run, so the benchmark
