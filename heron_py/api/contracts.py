@@ -15,6 +15,8 @@ Sources (spouts), besides heronpy's Spout interface:
 
 - ``BatchEmitSource``: a poll's records in one untracked emit call (``heron_emit_many``).
 - ``TrackedBatchEmitSource``: a poll's records in one emit call with their message ids.
+- ``TrackedRunEmitSource``: a poll's records in one emit call under one message id (one tuple
+  tree: one ack or one fail for them all).
 - ``BatchAckSource``: a result frame's acked ids in one call (``heron_ack_many``).
 - ``WaitingSource``: next_tuple blocked on the source's own input (``heron_waited``).
 
@@ -94,6 +96,18 @@ class TrackedBatchEmitSource(Protocol):
     specialised emit is on; None otherwise (the spout then calls ``emit(row, tup_id=...)``)."""
 
     heron_emit_tracked_many: Callable[[list[Any], Sequence[Any]], None] | None
+
+
+class TrackedRunEmitSource(Protocol):
+    """``heron_emit_tracked_run(rows, tup_id)``: at least once, every row of the list under one
+    message id, on the default stream: one tuple tree, so ``ack(tup_id)`` comes once every row's
+    tree completed, and ``fail(tup_id)`` once for the whole run when any row failed or timed out
+    (the spout replays what it chooses: at least once allows the run's acked rows again).
+    Bound like ``heron_emit_tracked_many`` (``_bind_tracked_fast_paths``, runtime/host.py) when
+    the class declares the attribute; None otherwise. ``topology.max.spout.pending`` and the
+    spout's acked, failed and timed-out counts count the run's rows, not one."""
+
+    heron_emit_tracked_run: Callable[[list[Any], Any], None] | None
 
 
 class BatchAckSource(Protocol):

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     _kafka_spout: type[c.SourceProtocol] = KafkaSpout
     _kafka_spout_emit: type[c.BatchEmitSource] = KafkaSpout
     _kafka_spout_tracked: type[c.TrackedBatchEmitSource] = KafkaSpout
+    _kafka_spout_run: type[c.TrackedRunEmitSource] = KafkaSpout
     _kafka_spout_acks: type[c.BatchAckSource] = KafkaSpout
     _kafka_spout_waits: type[c.WaitingSource] = KafkaSpout
     _kafka_spout_state: type[c.CheckpointedComponent] = KafkaSpout

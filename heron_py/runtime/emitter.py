@@ -351,9 +351,10 @@ class Emitter:
             lst.append(row)
 
     def emit_root(self, values: Sequence[Any], stream: str, direct_task: int | None, need_task_ids: bool,
-                  root: int) -> tuple[list[int] | None, int]:
+                  root: int, init: bool = True) -> tuple[list[int] | None, int]:
         """A spout's tracked emit: every copy gets a random 64-bit id descending from ``root``.
-        Returns (task ids if asked, XOR of the copies' ids); an XOR of 0 means no copy was sent."""
+        Returns (task ids if asked, XOR of the copies' ids); an XOR of 0 means no copy was sent.
+        ``init`` False: the caller sends the root's init itself (one for a run of tuples)."""
         values = self._check(values, stream, direct_task)
         edges = self._edges[stream]
         me = self.task_id
@@ -370,7 +371,7 @@ class Emitter:
                     self._add(t, (stream, values, ((me, root, k),)))
             if sent is not None:
                 sent.extend(tasks)
-        if xor:
+        if xor and init:
             self.ack_log.add_init(me, root, xor)
         if stream != "default":
             self.emitted_by_stream[stream] = self.emitted_by_stream.get(stream, 0) + 1
@@ -556,10 +557,46 @@ class Emitter:
         """``emit_root`` for each tuple of ``values_list`` with the root of the same index, in
         order, on one stream: the stream's lookups and checks once per batch (a broker spout's
         read of hundreds of records). Returns the XOR of each tuple's copies (0: no copy sent)."""
+        xors: list[int] = []
+        self._emit_rooted(values_list, stream, roots, 0, xors)
+        return xors
+
+    def emit_root_run(self, values_list: Sequence[Sequence[Any]], stream: str, root: int) -> int:
+        """Every tuple of ``values_list`` under the one root ``root``: one tuple tree, one entry
+        at the tracker, one result. Returns the XOR of all their copies (0: no copy sent).
+
+        The root's init goes into the ack log once, after the last tuple, as one record holding
+        the XOR of every copy: the tracker resolves a root when its value comes back to zero, so
+        an init split over two records would let the first part's acks complete the root while
+        later tuples were still in flight. A flush inside the run (the batch size reached) sends
+        tuples before the init: their acks may reach the tracker first, and it XORs them into a
+        new entry, which the init then completes (tracker.py: INIT and ACK are one operation)."""
+        if not root:
+            raise ValueError("emit_root_run: a root id is nonzero, found 0")
+        xor = self._emit_rooted(values_list, stream, (), root, None)
+        if xor:
+            self.ack_log.add_init(self.task_id, root, xor)
+        return xor
+
+    def _emit_rooted(self, values_list: Sequence[Sequence[Any]], stream: str, roots: Sequence[int], run_root: int,
+                     xors: list[int] | None) -> int:
+        """The loop of ``emit_root_many`` (``run_root`` 0: a root per tuple from ``roots``, an
+        init per tuple, each tuple's XOR appended to ``xors``) and of ``emit_root_run`` (every
+        tuple under ``run_root``, no init: returns the XOR of every copy)."""
+        run = run_root != 0
+        if not run and len(roots) != len(values_list):
+            raise ValueError(f"emit_root_many: {len(values_list)} tuples and {len(roots)} roots; one root per tuple")
         edges = self._edges.get(stream)
         if edges is None or stream in self._direct:
             # an undeclared stream raises there; a direct one needs a task per tuple
-            return [self.emit_root(v, stream, None, False, r)[1] for v, r in zip(values_list, roots, strict=True)]
+            if run:
+                total = 0
+                for v in values_list:
+                    total ^= self.emit_root(v, stream, None, False, run_root, False)[1]
+                return total
+            assert xors is not None
+            xors.extend(self.emit_root(v, stream, None, False, r)[1] for v, r in zip(values_list, roots, strict=False))
+            return 0
         nfields = self._nfields[stream]
         # all checked before any is sent: a refused batch sends nothing (a Storm component's are fitted)
         bad = [i for i, values in enumerate(values_list) if len(values) != nfields]
@@ -578,9 +615,12 @@ class Emitter:
         add_hot = self._add_hot_tracked
         batch_size = self.batch_size
         count = self._count
-        xors: list[int] = []
-        append = xors.append
-        for values, root in zip(values_list, roots, strict=True):
+        total = 0
+        root = run_root
+        it = iter(roots) if not run else None
+        for values in values_list:
+            if it is not None:
+                root = next(it)
             xor = 0
             for choose in chooses:  # one router per consuming component
                 for t in choose(values):
@@ -597,9 +637,12 @@ class Emitter:
                         pending[t] = [row]
                     else:
                         lst.append(row)
-            if xor:
-                add_init(me, root, xor)
-            append(xor)
+            if run:
+                total ^= xor
+            else:
+                if xor:
+                    add_init(me, root, xor)
+                xors.append(xor)  # type: ignore[union-attr]
             count += 1
             if count >= batch_size:
                 self._count = count
@@ -608,7 +651,7 @@ class Emitter:
         self._count = count
         if stream != "default":
             self.emitted_by_stream[stream] = self.emitted_by_stream.get(stream, 0) + len(values_list)
-        return xors
+        return total
 
     def _fields_fast_path(self) -> _FastRoute | None:
         """(field index, field count, routing cache get, choose) when "default" has one consumer

@@ -803,8 +803,8 @@ def _bind_tracked_fast_paths(host: ComponentHost) -> list[str]:
 
 
 def _bind_spout_fast_paths(user: Any, emitter: Emitter, rel: Reliability) -> list[str]:
-    """A spout's emit with a message id, two calls fewer; and its batch emit when it declares
-    ``heron_emit_tracked_many``. Returns the attributes it set."""
+    """A spout's emit with a message id, two calls fewer; and its batch emits when it declares
+    ``heron_emit_tracked_many`` or ``heron_emit_tracked_run``. Returns the attributes it set."""
     em, emit_root, new_root, emitted = emitter.emit, emitter.emit_root, rel.draw_root, rel.emitted
 
     def spout_emit(tup: Sequence[Any], tup_id: Any = None, stream: str = "default",
@@ -817,14 +817,25 @@ def _bind_spout_fast_paths(user: Any, emitter: Emitter, rel: Reliability) -> lis
         return sent
 
     user.emit = emitter.spout_tracked_emit(spout_emit, new_root, emitted) or spout_emit
-    if not hasattr(type(user), "heron_emit_tracked_many"):
-        return ["emit"]
-    emit_root_many, emitted_many = emitter.emit_root_many, rel.emitted_many
+    bound = ["emit"]
+    if hasattr(type(user), "heron_emit_tracked_many"):
+        emit_root_many, emitted_many = emitter.emit_root_many, rel.emitted_many
 
-    def emit_tracked_many(rows: Sequence[Sequence[Any]], tup_ids: Sequence[Any], stream: str = "default") -> None:
-        # each row with the message id of the same index: emit(row, tup_id=...) per row
-        roots = [new_root() for _ in tup_ids]
-        emitted_many(roots, tup_ids, emit_root_many(rows, stream, roots))
+        def emit_tracked_many(rows: Sequence[Sequence[Any]], tup_ids: Sequence[Any], stream: str = "default") -> None:
+            # each row with the message id of the same index: emit(row, tup_id=...) per row
+            roots = [new_root() for _ in tup_ids]
+            emitted_many(roots, tup_ids, emit_root_many(rows, stream, roots))
 
-    user.heron_emit_tracked_many = emit_tracked_many
-    return ["emit", "heron_emit_tracked_many"]
+        user.heron_emit_tracked_many = emit_tracked_many
+        bound.append("heron_emit_tracked_many")
+    if hasattr(type(user), "heron_emit_tracked_run"):
+        emit_root_run, emitted_run = emitter.emit_root_run, rel.emitted_run
+
+        def emit_tracked_run(rows: Sequence[Sequence[Any]], tup_id: Any, stream: str = "default") -> None:
+            # every row under one root and one message id: one ack or fail for the run
+            root = new_root()
+            emitted_run(root, tup_id, emit_root_run(rows, stream, root), len(rows))
+
+        user.heron_emit_tracked_run = emit_tracked_run
+        bound.append("heron_emit_tracked_run")
+    return bound

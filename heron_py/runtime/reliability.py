@@ -28,7 +28,7 @@ LOCAL_TIMEOUT_SLACK_S = 1.0
 
 @dataclass
 class TaskMetrics:
-    acked: int = 0  # bolt: inputs acked; spout: roots completed
+    acked: int = 0  # bolt: inputs acked; spout: tuples whose tree completed (a run's count them all)
     failed: int = 0
     timed_out: int = 0
     # a bolt's process latency (Storm's: from a tuple's arrival to its ack), summed over the
@@ -79,6 +79,10 @@ class Reliability:
         self.metrics = metrics or TaskMetrics()
         # root → (message id, emit time); insertion order = emit order, so expiry scans the front
         self.pending: collections.OrderedDict[int, tuple[Any, float]] = collections.OrderedDict()
+        # a root that stands for a run of n > 1 tuples (``emitted_run``) → n, and the sum of
+        # their n - 1: max pending and the metrics count tuples, as Storm's do, not roots
+        self._weights: dict[int, int] = {}
+        self._extra = 0
         self._immediate: list[Any] = []
         # the latency of the root last resolved or expired, for the task hooks' infos
         self.last_latency_ms = 0.0
@@ -117,6 +121,24 @@ class Reliability:
             else:
                 pending[root] = (tup_id, now)
 
+    def emitted_run(self, root: int, tup_id: Any, xor: int, n: int) -> None:
+        """``emitted`` for a run of ``n`` tuples under one root and one message id
+        (``Emitter.emit_root_run``): one outcome for all of them, counted as ``n`` tuples."""
+        if xor == 0:
+            self._immediate.append(tup_id)
+            self.metrics.acked += n
+            return
+        self.pending[root] = (tup_id, self.clock())
+        if n > 1:
+            self._weights[root] = n
+            self._extra += n - 1
+
+    def _weight(self, root: int) -> int:
+        """How many tuples a resolved root stood for (1 unless a run's), forgotten here."""
+        n = self._weights.pop(root, 1)
+        self._extra -= n - 1
+        return n
+
     def take_immediate(self) -> list[Any]:
         out, self._immediate = self._immediate, []
         return out
@@ -124,22 +146,23 @@ class Reliability:
     def room(self) -> int:
         if self.max_pending is None:
             return 1 << 30
-        return self.max_pending - len(self.pending)
+        return self.max_pending - len(self.pending) - self._extra
 
     def resolve(self, root: int, outcome: int) -> Any:
         entry = self.pending.pop(root, None)
         if entry is None:
             return self.UNKNOWN
         tup_id, t0 = entry
+        n = self._weight(root) if self._weights else 1
         latency_ms = self.last_latency_ms = (self.clock() - t0) * 1000.0
         if outcome == RESULT_ACKED:
             if not self.metrics.acked % self.sample_every:
                 self.metrics.latencies_ms.append(latency_ms)
-            self.metrics.acked += 1
+            self.metrics.acked += n
         elif outcome == RESULT_FAILED:
-            self.metrics.failed += 1
+            self.metrics.failed += n
         elif outcome == RESULT_TIMED_OUT:
-            self.metrics.timed_out += 1
+            self.metrics.timed_out += n
         return tup_id
 
     def resolve_acked_run(self, records: Sequence[tuple[int, int]], i: int, acked: list[Any]) -> int:
@@ -154,6 +177,7 @@ class Reliability:
         latency = self.metrics.latencies_ms.append
         append = acked.append
         every, k = self.sample_every, self.metrics.acked
+        weights = self._weights
         while i < n:
             outcome, root = records[i]
             if outcome != RESULT_ACKED:
@@ -163,7 +187,7 @@ class Reliability:
                 if not k % every:
                     self.last_latency_ms = ms = (now - entry[1]) * 1000.0
                     latency(ms)
-                k += 1
+                k += self._weight(root) if weights else 1
                 append(entry[0])
             i += 1
         self.metrics.acked = k
@@ -179,6 +203,6 @@ class Reliability:
                 break
             del self.pending[root]
             self.last_latency_ms = (self.clock() - t0) * 1000.0
-            self.metrics.timed_out += 1
+            self.metrics.timed_out += self._weight(root) if self._weights else 1
             out.append(tup_id)
         return out

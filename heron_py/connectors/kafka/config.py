@@ -73,6 +73,9 @@ class SpoutConfig:
     key_deserializer: str
     value_deserializer: str
     consumer: tuple[tuple[str, Any], ...]
+    # at least once: each record its own tuple tree (True) or each emitted batch of a
+    # partition's records one tree under one message id (False: offsets.py, ``run_id``)
+    ack_per_record: bool = False
 
     def client_config(self) -> dict[str, Any]:
         # auto commit off: commits follow acks (or checkpoints), never the client's timer.
@@ -127,6 +130,7 @@ def spout_config(conf: dict[str, Any], where: str, default_group: str) -> SpoutC
         key_deserializer=str(conf.get("kafka.key.deserializer", "string")),
         value_deserializer=str(conf.get("kafka.value.deserializer", "string")),
         consumer=tuple(sorted(_passthrough(conf, CONSUMER_PREFIX).items())),
+        ack_per_record=opt_bool(conf, where, "kafka.ack.per.record", False),
     )
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from heron_py.api.state.state import State
 from heron_py.api.stream import Stream
 from heron_py.connectors.kafka.config import ProcessingGuarantee as PG
-from heron_py.connectors.kafka.offsets import TP, KafkaOffsets
+from heron_py.connectors.kafka.offsets import TP, KafkaOffsets, run_id
 from heron_py.connectors.kafka.reader import PartitionReader
 
 if TYPE_CHECKING:
@@ -144,8 +144,9 @@ class Delivery:
 
 
 class Tracked(Delivery):
-    """At least once, tracked: each batch a run of message ids (``offsets.py``), within Storm's
-    emit allowance (``max_uncommitted``) per partition."""
+    """At least once, tracked: each batch a run of message ids (``offsets.py``), emitted as one
+    tuple tree under the run's own id (``run_id``) or, with ``kafka.ack.per.record``, a tree per
+    record, within Storm's emit allowance (``max_uncommitted``) per partition."""
 
     def drain(self, now: float) -> None:
         source = self.source
@@ -155,6 +156,8 @@ class Tracked(Delivery):
         spout = self.spout
         row = spout._batch_row
         emit_many = spout.heron_emit_tracked_many
+        # a batch as one tuple tree under its run's id, unless kafka.ack.per.record asks for a tree per record
+        emit_run = None if spout.cfg.ack_per_record else spout.heron_emit_tracked_run
         room_of, emitted = source.room, source.emitted
         n = 0
         for tp, buf in self.buffers.items():
@@ -172,7 +175,9 @@ class Tracked(Delivery):
                     batch = [buf.popleft() for _ in range(room)]
                 fresh, ids = emitted(tp, batch)
                 if fresh:
-                    if row is not None and emit_many is not None:
+                    if row is not None and emit_run is not None:
+                        emit_run(list(map(row, fresh)), run_id(ids))
+                    elif row is not None and emit_many is not None:
                         emit_many(list(map(row, fresh)), ids)
                     else:
                         for m, msg_id in zip(fresh, ids, strict=True):

@@ -14,6 +14,12 @@ index in the run, so that
 - the offset a commit may write is found with one ``bytearray.find`` per partition: the first
   record not done in the oldest run that still has one, or one past the last record fetched.
 
+A run emitted as one tuple tree (the default: ``Emitter.emit_root_run``, one root, one entry at
+the stream manager's tracker and one result for the whole batch, where a root per record was most
+of the at-least-once spout's remaining cost) has one message id of its own, ``run_id``: the run's
+number with every index bit set. Its ack marks every record done; its fail fails each record not
+done yet, so each is retried on its own, with its own id, by the rules below.
+
 The rules are Storm's (storm-kafka-client's OffsetManager): an offset is committed only when it
 and every earlier one of its partition are done; a failed record is emitted again after the
 retry policy's backoff, with the same id, and committed past once ``kafka.max.retries`` is spent;
@@ -37,6 +43,12 @@ from heron_py.connectors.base import RetryPolicy, SourceStats
 TP = tuple[str, int]
 ID_BITS = 32  # a run holds fewer records than this many bits count (a poll's share of a partition)
 ID_MASK = (1 << ID_BITS) - 1
+WHOLE = ID_MASK  # the index of a run's own id: every record of the run (``run_id``)
+
+
+def run_id(ids: range) -> int:
+    """The message id of a whole run, from the ids ``KafkaOffsets.emitted`` gave its records."""
+    return ids.start | WHOLE
 
 
 class Run:
@@ -124,21 +136,23 @@ class KafkaOffsets:
         part = self.trackers.get(tp)
         return 0 if part is None else self.max_uncommitted - part.uncommitted()
 
-    def emitted(self, tp: TP, batch: list[Any]) -> tuple[list[Any], Sequence[int]]:
+    def emitted(self, tp: TP, batch: list[Any]) -> tuple[list[Any], range]:
         """Records a batch of ``tp``'s records (in offset order) as emitted: the fresh ones and
         their message ids. A record below the fetched position is stale (read again after a seek
         back: in flight or done already) and is left out."""
         part = self.trackers.get(tp)
         if part is None or not batch:
-            return [], ()
+            return [], range(0)
         top = part.fetched
         if batch[0].offset() < top:
             batch = [m for m in batch if m.offset() >= top]
             if not batch:
-                return [], ()
+                return [], range(0)
         if part.start < 0:
             part.start = batch[0].offset()
         part.fetched = batch[-1].offset() + 1
+        if len(batch) >= WHOLE:
+            raise ValueError(f"a run holds fewer than {WHOLE} records, found {len(batch)}")
         number = self._next_run
         self._next_run = number + 1
         run = Run(tp, number, batch)
@@ -156,8 +170,22 @@ class KafkaOffsets:
             return None
         return run
 
+    def _ack_whole(self, msg_id: int) -> bool:
+        """Every record of a run done (its ``run_id`` acked); False when the run is gone."""
+        run = self.runs.get(msg_id >> ID_BITS)
+        if run is None:
+            return False
+        done = run.done
+        open_ = done.count(0)
+        done[:] = b"\x01" * len(done)
+        self.stats.acked += open_
+        return open_ > 0
+
     def ack(self, msg_id: int) -> bool:
-        """True if the record was in flight (a late ack of a revoked partition is ignored)."""
+        """True if the record (or, for a ``run_id``, a record of the run) was in flight (a late
+        ack of a revoked partition is ignored)."""
+        if msg_id & ID_MASK == WHOLE:
+            return self._ack_whole(msg_id)
         run = self._open(msg_id)
         if run is None:
             return False
@@ -173,6 +201,10 @@ class KafkaOffsets:
         done: bytearray | None = None
         n = 0
         for i in msg_ids:
+            if i & ID_MASK == WHOLE:
+                self._ack_whole(i)
+                number = -1
+                continue
             if i >> ID_BITS != number:
                 number = i >> ID_BITS
                 run = runs.get(number)
@@ -184,7 +216,15 @@ class KafkaOffsets:
 
     def fail(self, msg_id: int, now: float) -> bool:
         """Schedules a retry with backoff; past the retry policy's limit the record is given up
-        (``on_give_up``) and done, so commits pass it. Returns whether a retry was scheduled."""
+        (``on_give_up``) and done, so commits pass it. Returns whether a retry was scheduled. A
+        ``run_id`` fails each record of the run not done yet, each then retried on its own."""
+        if msg_id & ID_MASK == WHOLE:
+            run = self.runs.get(msg_id >> ID_BITS)
+            if run is None:
+                return False
+            first = msg_id - WHOLE
+            retried = [self.fail(first + i, now) for i in range(len(run.done)) if not run.done[i]]
+            return any(retried)
         run = self._open(msg_id)
         if run is None:
             return False

@@ -120,9 +120,10 @@ class KafkaSpout(Spout):
     heron_waited = False
     # bound by the engine's host when nothing needs to see each emit (no hook, no tap): a poll's
     # tuples in one call, untracked (heron_emit_many) or with their message ids (runtime/host.py;
-    # contracts.BatchEmitSource and TrackedBatchEmitSource)
+    # contracts.BatchEmitSource, TrackedBatchEmitSource and TrackedRunEmitSource)
     heron_emit_many: Callable[[list[Any], str], None] | None = None
     heron_emit_tracked_many: Callable[[list[Any], Sequence[Any]], None] | None = None
+    heron_emit_tracked_run: Callable[[list[Any], Any], None] | None = None
 
     @classmethod
     def spec(cls, name: str | None = None, par: int = 1, config: dict[str, Any] | None = None,

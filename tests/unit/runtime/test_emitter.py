@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from heron_py.api.tuple import TrackedTuple
+from heron_py.acking.roots import RootTable
 from heron_py.common.framing import (
     ACK_ACK,
     ACK_FAIL,
@@ -17,6 +18,8 @@ from heron_py.common.framing import (
     BODY_OFFSET,
     HEADER_SIZE,
     FrameDecoder,
+    RESULT_ACKED,
+    RESULT_RECORD,
     MsgType,
     frame_type,
 )
@@ -211,6 +214,73 @@ def test_emit_root_many_refuses_a_bad_tuple_before_sending_any():
     assert em.pending_rows() == {} and em.acks == {} and em.emitted == 0
     with pytest.raises(EmitError, match="which it does not declare"):
         em.emit_root_many([["a"]], "nope", [1])
+
+
+def _sent(frames):
+    """The id triples of the tracked tuples the frames carry, and their ack records."""
+    out = decode(frames)
+    triples = [r[2][0] for d in out if d[0] == MsgType.TUPLE_BATCH for r in d[4] if len(r) > 2 and r[2]]
+    records = [rec for d in out if d[0] == MsgType.ACK_BATCH for rec in d[4]]
+    return triples, records
+
+
+@pytest.mark.parametrize("stream, rows, copies", [("default", [["a"], ["b"], ["a"], ["c"], ["d"]], 4),
+                                                  ("other", [[1, 2], [3, 4], [5, 6], [7, 8], [9, 0]], 1)])
+def test_emit_root_run_puts_every_tuple_under_one_root_and_sends_one_init_after_the_last(stream, rows, copies):
+    """A run is one tree: every copy carries the run's root, and the root's init is one record,
+    the XOR of every copy's id, sent after the last tuple; the flush at the batch size (3) in the
+    middle sends tuples and no init (a part of the init would let the first tuples' acks complete
+    the root before the rest were done)."""
+    em, frames = make_emitter(main_plan(), 1, batch_size=3, seed=3)
+    x = em.emit_root_run(rows, stream, 21)
+    early, early_records = _sent(frames)
+    assert len(early) == 3 * copies and early_records == []
+    em.flush()
+    triples, records = _sent(frames)
+    assert records == [(ACK_INIT, 21, x)]
+    assert len(triples) == len(rows) * copies and {t[:2] for t in triples} == {(1, 21)}
+    assert len({t[2] for t in triples}) == len(triples) and xor_all(t[2] for t in triples) == x
+    assert em.emitted == len(rows)
+
+
+def test_a_run_s_root_completes_once_every_tuple_is_acked_whether_acks_come_before_its_init():
+    """At the tracker: acks of half the run's tuples before the init (they were flushed first)
+    leave the root live, so does the init, and the last ack completes it, once."""
+    em, frames = make_emitter(main_plan(), 1, batch_size=2, seed=5)
+    x = em.emit_root_run([["a"], ["b"], ["c"], ["d"]], "default", 33)
+    em.flush()
+    edges = [t[2] for t in _sent(frames)[0]]
+    table, results = RootTable(3), bytearray()
+
+    def apply(kind, value):
+        table.apply(ACK_RECORD.pack(kind, 33, value), results)
+
+    half = len(edges) // 2
+    for e in edges[:half]:
+        apply(ACK_ACK, e)
+    assert results == b"" and table.live == 1
+    apply(ACK_INIT, x)
+    for e in edges[half:-1]:
+        apply(ACK_ACK, e)
+    assert results == b"" and table.live == 1
+    apply(ACK_ACK, edges[-1])
+    assert list(RESULT_RECORD.iter_unpack(results)) == [(RESULT_ACKED, 33)] and table.live == 0
+
+
+def test_emit_root_run_with_no_consumer_and_its_refusals():
+    s = _comp("s", ComponentKind.SPOUT, 1, outputs=[StreamDef("default", ("x",)), StreamDef("lonely", ("y",))])
+    b = _comp("b", ComponentKind.BOLT, 1, inputs=[_inp("s", "default", GroupingKind.SHUFFLE)])
+    em, frames = make_emitter(_plan([s, b]), 1)
+    assert em.emit_root_run([[1], [2]], "lonely", 99) == 0
+    em.flush()
+    assert frames == [] and em.emitted == 2
+    with pytest.raises(ValueError, match="emit_root_run: a root id is nonzero, found 0"):
+        em.emit_root_run([[1]], "default", 0)
+    with pytest.raises(EmitError, match="emitted 2 values on stream 'default', which declares 1 fields"):
+        em.emit_root_run([[1], [2, 3]], "default", 5)
+    assert em.pending_rows() == {} and em.acks == {}
+    with pytest.raises(ValueError, match="emit_root_many: 2 tuples and 1 roots; one root per tuple"):
+        em.emit_root_many([[1], [2]], "default", [5])
 
 
 def test_emit_root_is_deterministic_for_a_seeded_rng():

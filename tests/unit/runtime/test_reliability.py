@@ -147,6 +147,29 @@ def test_emitted_many_is_emitted_per_root():
     assert many.metrics.acked == one.metrics.acked == 1
 
 
+def test_a_run_is_one_root_counted_as_its_tuples_in_room_and_metrics():
+    """``emitted_run``: one pending root and one outcome for n tuples; max pending and the
+    counts see n, by every way a root resolves (resolve, a run of acks, the local timeout)."""
+    rel, clock = make(max_pending=100)
+    rel.emitted_run(1, "run1", 7, 10)
+    rel.emitted_run(2, "run2", 7, 20)
+    rel.emitted(3, "one", 7)
+    rel.emitted_run(4, "run4", 7, 30)
+    rel.emitted_run(5, "run5", 0, 5)  # no copy sent: acked at once, takes no room
+    assert list(rel.pending) == [1, 2, 3, 4] and rel.room() == 100 - 61
+    assert rel.take_immediate() == ["run5"] and rel.metrics.acked == 5
+    clock.t += 0.003
+    acked = []
+    assert rel.resolve_acked_run([(RESULT_ACKED, 1), (RESULT_ACKED, 3), (RESULT_FAILED, 2)], 0, acked) == 2
+    assert acked == ["run1", "one"] and rel.metrics.acked == 5 + 10 + 1 and rel.room() == 100 - 50
+    assert rel.resolve(2, RESULT_FAILED) == "run2" and rel.metrics.failed == 20 and rel.room() == 100 - 30
+    assert rel.resolve(2, RESULT_FAILED) is Reliability.UNKNOWN and rel.metrics.failed == 20
+    clock.t += 10.0 * LOCAL_TIMEOUT_FACTOR + LOCAL_TIMEOUT_SLACK_S
+    assert rel.expire() == ["run4"] and rel.metrics.timed_out == 30 and rel.room() == 100
+    rel.emitted_run(6, "run6", 7, 1)  # a run of one is a plain root
+    assert rel.room() == 99 and rel.resolve(6, RESULT_TIMED_OUT) == "run6" and rel.metrics.timed_out == 31
+
+
 def test_metrics_are_shared_when_given():
     metrics = TaskMetrics()
     rel = Reliability(5.0, None, ManualClock(1000.0), metrics=metrics, rng=random.Random(0))

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from heron_py.connectors.base import RetryPolicy
-from heron_py.connectors.kafka.offsets import KafkaOffsets
+from heron_py.connectors.kafka.offsets import KafkaOffsets, run_id
 
 TP0, TP1 = ("t", 0), ("t", 1)
 
@@ -95,7 +97,7 @@ def test_records_read_again_after_a_seek_back_are_stale_and_left_out() -> None:
     _, ids = o.emitted(TP0, recs(0, 1, 2))
     fresh, more = o.emitted(TP0, recs(1, 2, 3, 4))  # a seek back to 1
     assert offsets_of(fresh) == [3, 4] and len(more) == 2
-    assert o.emitted(TP0, recs(2, 3)) == ([], ())  # all of it seen before
+    assert o.emitted(TP0, recs(2, 3)) == ([], range(0))  # all of it seen before
     o.ack_many([*ids, *more])
     assert o.commits() == {TP0: 5}
 
@@ -202,7 +204,7 @@ def test_calls_for_a_partition_not_assigned_change_nothing() -> None:
     o.revoke(TP1)
     o.committed({TP1: 5})
     o.fetched(TP1, 5)
-    assert o.emitted(TP1, recs(0, 1)) == ([], ()) and o.trackers == {} and o.stats.emitted == 0
+    assert o.emitted(TP1, recs(0, 1)) == ([], range(0)) and o.trackers == {} and o.stats.emitted == 0
 
 
 def test_the_first_record_of_an_unknown_start_fixes_where_the_allowance_counts_from() -> None:
@@ -230,3 +232,47 @@ def test_each_record_given_up_is_counted() -> None:
     _, ids = o.emitted(TP0, recs(0, 1))
     assert not o.fail(ids[0], 0.0) and not o.fail(ids[1], 0.0)
     assert o.stats.given_up == 2 and o.commits() == {TP0: 2}
+
+
+def test_a_run_s_own_id_acks_every_record_of_it_and_mixes_with_record_ids() -> None:
+    """The default at least once: a batch is one tuple tree under ``run_id``. Its ack marks
+    every record done (counted once each); record ids of another run in the same call too."""
+    o = KafkaOffsets(RetryPolicy(), 1000)
+    o.assign(TP0, 0)
+    _, ids1 = o.emitted(TP0, recs(0, 1, 2))
+    _, ids2 = o.emitted(TP0, recs(3, 4))
+    whole1, whole2 = run_id(ids1), run_id(ids2)
+    assert whole1 not in ids1 and whole1 >> 32 == ids1[0] >> 32 and whole1 != whole2
+    o.ack_many([ids2[0], whole1])
+    assert o.commits() == {TP0: 4} and o.stats.acked == 4
+    assert o.ack(whole2) is True and o.ack(whole2) is False  # only ids2[1] was open
+    assert o.commits() == {TP0: 5} and o.stats.acked == 5 and o.in_flight() == 0
+    assert o.ack(whole1) is False  # the run is forgotten once committed past
+    o.ack_many([whole1])
+    assert o.stats.acked == 5
+
+
+def test_a_failed_run_retries_each_record_not_done_with_its_own_id() -> None:
+    o = KafkaOffsets(RetryPolicy(initial_s=1.0, max_retries=1), 1000)
+    o.assign(TP0, 0)
+    fresh, ids = o.emitted(TP0, recs(0, 1, 2))
+    o.ack(ids[1])  # a record acked on its own before (a retry of an earlier failure, say)
+    assert o.fail(run_id(ids), now=10.0) is True
+    assert o.stats.failed == 2
+    assert o.due_retries(11.0) == [(ids[0], fresh[0]), (ids[2], fresh[2])]
+    o.ack(ids[0])
+    assert o.fail(ids[2], now=12.0) is False  # its one retry spent: given up, committed past
+    assert o.commits() == {TP0: 3} and o.stats.given_up == 1
+    assert o.fail(run_id(ids), now=13.0) is False  # the run is done: nothing to fail
+
+
+def test_a_run_holds_fewer_records_than_its_id_space() -> None:
+    o = KafkaOffsets(RetryPolicy(), 1 << 40)
+    o.assign(TP0, 0)
+
+    class Many(list):  # a batch that says it is 2**32 - 1 records long, holding two
+        def __len__(self) -> int:
+            return (1 << 32) - 1
+
+    with pytest.raises(ValueError, match="a run holds fewer than 4294967295 records, found 4294967295"):
+        o.emitted(TP0, Many(recs(0, 1)))
