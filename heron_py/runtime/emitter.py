@@ -588,14 +588,9 @@ class Emitter:
             raise ValueError(f"emit_root_many: {len(values_list)} tuples and {len(roots)} roots; one root per tuple")
         edges = self._edges.get(stream)
         if edges is None or stream in self._direct:
-            # an undeclared stream raises there; a direct one needs a task per tuple
-            if run:
-                total = 0
-                for v in values_list:
-                    total ^= self.emit_root(v, stream, None, False, run_root, False)[1]
-                return total
-            assert xors is not None
-            xors.extend(self.emit_root(v, stream, None, False, r)[1] for v, r in zip(values_list, roots, strict=False))
+            # an undeclared stream, or a direct one (a batch names no task): _check refuses both
+            if values_list:
+                self._check(values_list[0], stream)
             return 0
         nfields = self._nfields[stream]
         # all checked before any is sent: a refused batch sends nothing (a Storm component's are fitted)

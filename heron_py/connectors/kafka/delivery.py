@@ -154,7 +154,7 @@ class Tracked(Delivery):
         for retry_id, rec in source.due_retries(now):
             emit(rec, retry_id)
         spout = self.spout
-        row = spout._batch_row
+        rows = spout._batch_rows
         emit_many = spout.heron_emit_tracked_many
         # a batch as one tuple tree under its run's id, unless kafka.ack.per.record asks for a tree per record
         emit_run = None if spout.cfg.ack_per_record else spout.heron_emit_tracked_run
@@ -175,10 +175,10 @@ class Tracked(Delivery):
                     batch = [buf.popleft() for _ in range(room)]
                 fresh, ids = emitted(tp, batch)
                 if fresh:
-                    if row is not None and emit_run is not None:
-                        emit_run(list(map(row, fresh)), run_id(ids))
-                    elif row is not None and emit_many is not None:
-                        emit_many(list(map(row, fresh)), ids)
+                    if rows is not None and emit_run is not None:
+                        emit_run(rows(tp, fresh), run_id(ids))
+                    elif rows is not None and emit_many is not None:
+                        emit_many(rows(tp, fresh), ids)
                     else:
                         for m, msg_id in zip(fresh, ids, strict=True):
                             emit(m, msg_id)
@@ -200,11 +200,11 @@ class PassThrough(Delivery):
         the records are read again rather than emitted uncommitted (a crash then would emit them
         twice). NO_GUARANTEE only moves each partition's consumed position, which the periodic
         commit writes."""
-        good: list[Any] = []
+        good: list[tuple[TP, list[Any]]] = []
         first: dict[TP, int] = {}
         last: dict[TP, int] = {}
         for tp, run in runs(msgs, self.reader.on_error):
-            good += run
+            good.append((tp, run))
             first.setdefault(tp, run[0].offset())
             last[tp] = run[-1].offset() + 1
         if not good:
@@ -216,14 +216,21 @@ class PassThrough(Delivery):
         for tp, end in last.items():
             fetched(tp, end)  # with nothing in flight, the position a commit writes
         spout = self.spout
-        row = spout._batch_row
-        if row is not None and spout.heron_emit_many is not None:
-            spout.heron_emit_many(list(map(row, good)), Stream.DEFAULT_STREAM_ID)
+        rows = spout._batch_rows
+        n = 0
+        if rows is not None and spout.heron_emit_many is not None:
+            out: list[list[Any]] = []
+            for tp, run in good:
+                out += rows(tp, run)
+            n = len(out)
+            spout.heron_emit_many(out, Stream.DEFAULT_STREAM_ID)
         else:
             emit = self._emit_record or self.record_emitter()
-            for m in good:
-                emit(m, None)
-        self.records += len(good)
+            for _, run in good:
+                for m in run:
+                    emit(m, None)
+                n += len(run)
+        self.records += n
 
     def commit(self, sync: bool = False) -> None:
         if not self.at_most_once:  # AT_MOST_ONCE committed each batch before emitting it
@@ -248,14 +255,14 @@ class Checkpointed(Delivery):
     def drain(self, now: float) -> None:
         spout = self.spout
         emit = self._emit_record or self.record_emitter()
-        row = spout._batch_row
+        rows = spout._batch_rows
         for tp, buf in self.buffers.items():
             if not buf:
                 continue
             n = len(buf)
             m = buf[-1]
-            if row is not None and spout.heron_emit_many is not None:
-                spout.heron_emit_many(list(map(row, buf)), Stream.DEFAULT_STREAM_ID)
+            if rows is not None and spout.heron_emit_many is not None:
+                spout.heron_emit_many(rows(tp, buf), Stream.DEFAULT_STREAM_ID)
                 buf.clear()
             else:
                 while buf:

@@ -32,7 +32,7 @@ at ``initialize``; its contracts with the engine are heron_py/api/contracts.py's
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from heron_py.api.metrics import IMetric
@@ -63,7 +63,7 @@ from heron_py.connectors.kafka.translators import (
 )
 
 __all__ = ["POSITIONS_KEY", "KafkaSpout", "newest_complete", "positions_from_state", "positions_to_state",
-           "record_values", "round_robin", "start_offset"]
+           "record_rows", "record_values", "round_robin", "start_offset"]
 
 
 class _KafkaMetrics(IMetric):
@@ -98,6 +98,31 @@ def record_values(translator: Any, key_de: Any, value_de: Any, strings: bool) ->
     else:
         return None
     return values
+
+
+def record_rows(values: Callable[[Any], list[Any]] | None, strings_record: bool
+                ) -> Callable[[TP, Iterable[Any]], list[list[Any]]] | None:
+    """The rows of a batch of one partition's records (``values`` of each): for the default
+    translator with string deserializers, the topic and partition are the batch's and each row is
+    built inline in one loop (no call per record but the record's own getters); None when
+    ``values`` is None (a user's translator)."""
+    if values is None:
+        return None
+    if not strings_record:
+        def rows(tp: TP, msgs: Iterable[Any]) -> list[list[Any]]:
+            return list(map(values, msgs))
+        return rows
+
+    def string_rows(tp: TP, msgs: Iterable[Any]) -> list[list[Any]]:
+        t, p = tp
+        out: list[list[Any]] = []
+        append = out.append
+        for m in msgs:
+            k, v = m.key(), m.value()
+            append([t, p, m.offset(), None if k is None else k.decode("utf-8", "replace"),
+                    None if v is None else v.decode("utf-8", "replace")])
+        return out
+    return string_rows
 
 
 class KafkaSpout(Spout):
@@ -157,7 +182,8 @@ class KafkaSpout(Spout):
                    JAVA_DESERIALIZERS.get(self.cfg.value_deserializer, self.cfg.value_deserializer) == "string")
         self._row = record_values(self.translator, self.key_de, self.value_de, strings)
         # the batch emits only when the class keeps the API's emit (an override sees each emit)
-        self._batch_row = self._row if type(self).emit is Spout.emit else None
+        self._batch_rows = (record_rows(self._row, strings and type(self.translator) is RecordTranslator)
+                            if type(self).emit is Spout.emit else None)
         tasks = sorted(context.get_component_tasks(comp) or [context.get_task_id()])
         share = tasks.index(context.get_task_id()), len(tasks)
         # tracking needs the engine's acking: without it ids are never acked and commits would stall

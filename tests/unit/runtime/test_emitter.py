@@ -240,7 +240,7 @@ def test_emit_root_run_puts_every_tuple_under_one_root_and_sends_one_init_after_
     assert records == [(ACK_INIT, 21, x)]
     assert len(triples) == len(rows) * copies and {t[:2] for t in triples} == {(1, 21)}
     assert len({t[2] for t in triples}) == len(triples) and xor_all(t[2] for t in triples) == x
-    assert em.emitted == len(rows)
+    assert em.emitted == len(rows) and em.emitted_by_stream == ({} if stream == "default" else {stream: 5})
 
 
 def test_a_run_s_root_completes_once_every_tuple_is_acked_whether_acks_come_before_its_init():
@@ -281,6 +281,13 @@ def test_emit_root_run_with_no_consumer_and_its_refusals():
     assert em.pending_rows() == {} and em.acks == {}
     with pytest.raises(ValueError, match="emit_root_many: 2 tuples and 1 roots; one root per tuple"):
         em.emit_root_many([[1], [2]], "default", [5])
+    em, _ = make_emitter(main_plan(), 1)
+    for emit in (lambda rows: em.emit_root_run(rows, "d", 5), lambda rows: em.emit_root_many(rows, "d", [5, 6])):
+        with pytest.raises(EmitError, match="emitted on stream 'd' without direct_task, but 'b2' subscribes"):
+            emit([[1], [2]])
+        with pytest.raises(EmitError, match="emitted on stream 'nope', which it does not declare"):
+            em.emit_root_run([[1]], "nope", 5)
+    assert em.pending_rows() == {} and em.acks == {} and em.emitted == 0
 
 
 def test_emit_root_is_deterministic_for_a_seeded_rng():

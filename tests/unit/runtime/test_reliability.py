@@ -168,6 +168,10 @@ def test_a_run_is_one_root_counted_as_its_tuples_in_room_and_metrics():
     assert rel.expire() == ["run4"] and rel.metrics.timed_out == 30 and rel.room() == 100
     rel.emitted_run(6, "run6", 7, 1)  # a run of one is a plain root
     assert rel.room() == 99 and rel.resolve(6, RESULT_TIMED_OUT) == "run6" and rel.metrics.timed_out == 31
+    rel.emitted_run(7, "run7", 7, 2)
+    rel.emitted_run(8, "run8", 0, 3)
+    assert rel.room() == 98 and rel.metrics.acked == 16 + 3
+    assert rel.resolve(7, RESULT_ACKED) == "run7" and rel.metrics.acked == 21 and rel.room() == 100
 
 
 def test_metrics_are_shared_when_given():

@@ -1,10 +1,11 @@
-"""The Kafka spout's rows for the built-in translators (heron_py.connectors.kafka.spout.record_values),
+"""The Kafka spout's rows for the built-in translators (heron_py.connectors.kafka.spout.record_values
+and, a batch at a time, record_rows),
 which the batch emits use: the same values as the translator's own translate(), and None for a
 user's translator (it picks the stream or skips a record)."""
 
 import pytest
 
-from heron_py.connectors.kafka.spout import record_values
+from heron_py.connectors.kafka.spout import record_rows, record_values
 from heron_py.connectors.kafka.translators import RecordTranslator, ValueRecordTranslator, deserializer
 
 
@@ -43,6 +44,11 @@ def test_rows_are_what_translate_gives_on_the_default_stream(translator, kind):
                                                 vde(m.topic(), m.value()))
         assert stream == "default"
         assert values(m) == list(expected)
+    # a batch of one partition's records: each row what values() gives (the default translator
+    # with strings builds them inline, its topic and partition the batch's)
+    rows = record_rows(values, kind == "string" and type(translator) is RecordTranslator)
+    assert rows is not None
+    assert rows(("t", 2), iter(MSGS)) == [values(m) for m in MSGS]
 
 
 def test_a_users_translator_has_no_row():
@@ -52,3 +58,4 @@ def test_a_users_translator_has_no_row():
 
     kde = deserializer("w", "kafka.key.deserializer", "string")
     assert record_values(Mine(), kde, kde, strings=True) is None
+    assert record_rows(None, True) is None
