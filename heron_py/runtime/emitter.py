@@ -584,13 +584,14 @@ class Emitter:
         init per tuple, each tuple's XOR appended to ``xors``) and of ``emit_root_run`` (every
         tuple under ``run_root``, no init: returns the XOR of every copy)."""
         run = run_root != 0
+        if not values_list:
+            return 0
         if not run and len(roots) != len(values_list):
             raise ValueError(f"emit_root_many: {len(values_list)} tuples and {len(roots)} roots; one root per tuple")
         edges = self._edges.get(stream)
         if edges is None or stream in self._direct:
             # an undeclared stream, or a direct one (a batch names no task): _check refuses both
-            if values_list:
-                self._check(values_list[0], stream)
+            self._check(values_list[0], stream)
             return 0
         nfields = self._nfields[stream]
         # all checked before any is sent: a refused batch sends nothing (a Storm component's are fitted)

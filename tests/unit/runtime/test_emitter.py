@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from heron_py.api.tuple import TrackedTuple
 from heron_py.acking.roots import RootTable
+from heron_py.api.tuple import TrackedTuple
 from heron_py.common.framing import (
     ACK_ACK,
     ACK_FAIL,
@@ -17,9 +17,9 @@ from heron_py.common.framing import (
     BATCH_HEADER,
     BODY_OFFSET,
     HEADER_SIZE,
-    FrameDecoder,
     RESULT_ACKED,
     RESULT_RECORD,
+    FrameDecoder,
     MsgType,
     frame_type,
 )
@@ -241,6 +241,18 @@ def test_emit_root_run_puts_every_tuple_under_one_root_and_sends_one_init_after_
     assert len(triples) == len(rows) * copies and {t[:2] for t in triples} == {(1, 21)}
     assert len({t[2] for t in triples}) == len(triples) and xor_all(t[2] for t in triples) == x
     assert em.emitted == len(rows) and em.emitted_by_stream == ({} if stream == "default" else {stream: 5})
+    # no flush inside: several copies for one task in its list, in order; two runs counted
+    em, frames = make_emitter(main_plan(), 1, seed=3)
+    em.hot[4] = [["h"]]  # untracked hot values first: they stay ahead of the run's rows
+    x1 = em.emit_root_run(rows + rows, stream, 22)
+    x2 = em.emit_root_run(rows, stream, 23)
+    em.flush()
+    triples, records = _sent(frames)
+    assert len(triples) == 3 * len(rows) * copies and records == [(ACK_INIT, 22, x1), (ACK_INIT, 23, x2)]
+    assert xor_all(t[2] for t in triples if t[1] == 22) == x1
+    [(_, _, _, _, wire4)] = [d for d in decode(frames) if d[0] == MsgType.TUPLE_BATCH and d[1] == 4]
+    assert wire4[0][1] == ["h"] and all(r[1] in rows for r in wire4[1:])
+    assert em.emitted_by_stream == ({} if stream == "default" else {stream: 15})
 
 
 def test_a_run_s_root_completes_once_every_tuple_is_acked_whether_acks_come_before_its_init():
