@@ -71,9 +71,11 @@ class Reliability:
         self.timeout_s = timeout_s
         # the complete latency of 1 acked root in ``sample_every`` goes into the metrics, the
         # first included, as Storm samples it at topology.stats.sample.rate (InstanceConfig.
-        # latency_sample_every), counted by ``metrics.acked`` as a bolt's process latency is; a
-        # hook's info still gets every root's own (``resolve``)
+        # latency_sample_every), counted by the roots acked here (``_acked_roots``: a run's root
+        # counts once, where ``metrics.acked`` counts its tuples and would step over the sample
+        # points); a hook's info still gets every root's own (``resolve``)
         self.sample_every = max(1, sample_every)
+        self._acked_roots = 0
         self.max_pending = max_pending
         self.clock = clock
         self.metrics = metrics or TaskMetrics()
@@ -156,8 +158,9 @@ class Reliability:
         n = self._weight(root) if self._weights else 1
         latency_ms = self.last_latency_ms = (self.clock() - t0) * 1000.0
         if outcome == RESULT_ACKED:
-            if not self.metrics.acked % self.sample_every:
+            if not self._acked_roots % self.sample_every:
                 self.metrics.latencies_ms.append(latency_ms)
+            self._acked_roots += 1
             self.metrics.acked += n
         elif outcome == RESULT_FAILED:
             self.metrics.failed += n
@@ -176,7 +179,7 @@ class Reliability:
         pending_pop = self.pending.pop
         latency = self.metrics.latencies_ms.append
         append = acked.append
-        every, k = self.sample_every, self.metrics.acked
+        every, k, r = self.sample_every, self.metrics.acked, self._acked_roots
         weights = self._weights
         while i < n:
             outcome, root = records[i]
@@ -184,13 +187,14 @@ class Reliability:
                 break
             entry = pending_pop(root, None)
             if entry is not None:
-                if not k % every:
+                if not r % every:
                     self.last_latency_ms = ms = (now - entry[1]) * 1000.0
                     latency(ms)
+                r += 1
                 k += self._weight(root) if weights else 1
                 append(entry[0])
             i += 1
-        self.metrics.acked = k
+        self.metrics.acked, self._acked_roots = k, r
         return i
 
     def expire(self) -> list[Any]:

@@ -404,3 +404,20 @@ def test_the_complete_latency_is_sampled_as_storm_samples_it_and_every_ack_count
     assert rel.resolve(roots[7], RESULT_ACKED) == "m7"  # the 8th ack: not sampled, its own latency kept
     assert rel.last_latency_ms == pytest.approx(3_000.0) and len(rel.metrics.latencies_ms) == 3
     assert rel.metrics.acked == 8
+
+
+def test_runs_are_sampled_by_root_not_by_the_tuples_they_count():
+    """A run of 20 tuples is one root: with 1 in 4 sampled, every 4th acked root is timed
+    whatever the runs' sizes (counting tuples would step over the sample points: after one
+    single ack, 1, 21, 41, ... are never a multiple of 4)."""
+    clock = ManualClock(1000.0)
+    rel = Reliability(30.0, None, clock, rng=random.Random(3), sample_every=4)
+    rel.emitted(99, "single", 0x1)
+    for i in range(8):
+        rel.emitted_run(i + 1, f"run{i}", 0x1, 20)
+    clock.t = 1001.0
+    assert rel.resolve(99, RESULT_ACKED) == "single"  # root 1 of 9: sampled
+    acked: list[str] = []
+    rel.resolve_acked_run([(RESULT_ACKED, r) for r in range(1, 9)], 0, acked)
+    assert acked == [f"run{i}" for i in range(8)] and rel.metrics.acked == 1 + 8 * 20
+    assert len(rel.metrics.latencies_ms) == 3  # roots 1, 5 and 9 of the 9 acked
