@@ -203,7 +203,6 @@ class KafkaOffsets:
         for i in msg_ids:
             if i & ID_MASK == WHOLE:
                 self._ack_whole(i)
-                number = -1
                 continue
             if i >> ID_BITS != number:
                 number = i >> ID_BITS

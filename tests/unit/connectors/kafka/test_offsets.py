@@ -250,6 +250,11 @@ def test_a_run_s_own_id_acks_every_record_of_it_and_mixes_with_record_ids() -> N
     assert o.ack(whole1) is False  # the run is forgotten once committed past
     o.ack_many([whole1])
     assert o.stats.acked == 5
+    # a run's id in the middle of a call: the record ids after it are acked too
+    _, ids3 = o.emitted(TP0, recs(5, 6))
+    _, ids4 = o.emitted(TP0, recs(7, 8))
+    o.ack_many([ids3[0], run_id(ids4), ids3[1]])
+    assert o.commits() == {TP0: 9} and o.stats.acked == 9
 
 
 def test_a_failed_run_retries_each_record_not_done_with_its_own_id() -> None:
