@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
     _file_spout: type[c.SourceProtocol] = FileTailSpout
     _file_spout_tracked: type[c.TrackedBatchEmitSource] = FileTailSpout
+    _file_spout_run: type[c.TrackedRunEmitSource] = FileTailSpout
     _file_spout_acks: type[c.BatchAckSource] = FileTailSpout
     _file_spout_state: type[c.CheckpointedComponent] = FileTailSpout
 

@@ -402,13 +402,27 @@ class SpoutHost(ComponentHost):
         for n sleeps); returns the number of tuples emitted."""
         next_tuple = self.user.next_tuple
         before = self.emitter.emitted
-        if budget_s is None:
-            for _ in range(min(n, self.room())):
+        rel = self.reliability
+        if rel is not None and rel.max_pending is not None:
+            # max pending is looked at before each call, as Storm and Heron do: one call may
+            # emit many tuples (a broker spout's batch), so the room before the first call
+            # does not say how many calls fit
+            clock = self.clock
+            deadline = None if budget_s is None else clock() + budget_s
+            room = rel.room
+            for _ in range(n):
+                if room() <= 0:
+                    break
+                next_tuple()
+                if deadline is not None and clock() >= deadline:
+                    break
+        elif budget_s is None:
+            for _ in range(n):
                 next_tuple()
         else:
             clock = self.clock
             deadline = clock() + budget_s
-            for _ in range(min(n, self.room())):
+            for _ in range(n):
                 next_tuple()
                 if clock() >= deadline:
                     break

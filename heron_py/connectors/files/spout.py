@@ -27,8 +27,17 @@ from typing import Any
 from heron_py.api.metrics import IMetric
 from heron_py.api.spout.spout import Spout
 from heron_py.connectors.base import ReplayableSource, RetryPolicy
-from heron_py.connectors.common import component_where, config_error, opt_int, opt_str, retry_policy, source_acking
+from heron_py.connectors.common import (
+    component_where,
+    config_error,
+    opt_bool,
+    opt_int,
+    opt_str,
+    retry_policy,
+    source_acking,
+)
 from heron_py.connectors.files.reader import FolderReader, LinePositions, Position, read_fingerprint
+from heron_py.connectors.runs import RunIds
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,8 @@ class FileSpoutConfig:
     max_pending: int
     positions_dir: str
     retry: RetryPolicy
+    # at least once: each read's lines one tuple tree (False) or a tree per line (True)
+    ack_per_line: bool = False
 
 
 def file_spout_config(conf: dict[str, Any], where: str) -> FileSpoutConfig:
@@ -61,6 +72,7 @@ def file_spout_config(conf: dict[str, Any], where: str) -> FileSpoutConfig:
         max_pending=opt_int(conf, where, "files.max.pending", 10_000, 1),
         positions_dir=opt_str(conf, where, "files.positions.dir", None) or os.path.join(folder, ".heron-py-positions"),
         retry=retry_policy(conf, where, "files", initial_ms=100),
+        ack_per_line=opt_bool(conf, where, "files.ack.per.line", False),
     )
 
 
@@ -103,6 +115,8 @@ class FileTailSpout(Spout):
     # bound by the engine's host when nothing needs to see each emit (no hook, no tap): a
     # read's tuples with their message ids in one call (runtime/host.py)
     heron_emit_tracked_many: Callable[[list[Any], Sequence[tuple[str, int]]], None] | None = None
+    # a read's lines as one tuple tree under one id (contracts.TrackedRunEmitSource; connectors/runs.py)
+    heron_emit_tracked_run: Callable[[list[Any], Any], None] | None = None
     _restored: dict[str, Position] | None = None
     _state: Any = None
 
@@ -138,6 +152,7 @@ class FileTailSpout(Spout):
                                    self.cfg.encoding, self.log, self.where, initial, self._content_reset)
         self.lines = LinePositions(ReplayableSource(retry=self.cfg.retry, max_in_flight=self.cfg.max_pending,
                                                     on_give_up=self._gave_up))
+        self.runs = RunIds()
         self.emitted_lines = 0
         self.active = True
         now = self.clock()
@@ -198,6 +213,9 @@ class FileTailSpout(Spout):
                 keys.append(key)
         if not rows:
             return
+        if self.heron_emit_tracked_run is not None and not self.cfg.ack_per_line:
+            self.heron_emit_tracked_run(rows, self.runs.add(keys))
+            return
         if self.heron_emit_tracked_many is not None:
             self.heron_emit_tracked_many(rows, keys)
             return
@@ -205,15 +223,24 @@ class FileTailSpout(Spout):
             self.emit(row, tup_id=key)
 
     def ack(self, tup_id: Any) -> None:
+        if RunIds.is_run(tup_id):  # a read's lines, one tree: each line is done
+            self.lines.source.ack_many(self.runs.take(tup_id))
+            return
         self.lines.source.ack((tup_id[0], tup_id[1]))
 
     def heron_ack_many(self, tup_ids: list[Any]) -> None:
         """``ack`` for a result frame's acked ids at once (the engine calls it instead of ``ack``
-        per id when no hook must see each ack); the ids as emitted: (file, line number)."""
-        self.lines.source.ack_many(tup_ids)
+        per id when no hook must see each ack); the ids as emitted: (file, line number), or a
+        read's id (an int) for all of its lines."""
+        self.lines.source.ack_many(self.runs.expand(tup_ids))
 
     def fail(self, tup_id: Any) -> None:
-        self.lines.source.fail((tup_id[0], tup_id[1]), self.clock())
+        now = self.clock()
+        if RunIds.is_run(tup_id):  # each line of the read fails, and is retried on its own
+            for key in self.runs.take(tup_id):
+                self.lines.source.fail(key, now)
+            return
+        self.lines.source.fail((tup_id[0], tup_id[1]), now)
 
     def _content_reset(self, file: str) -> None:
         """The file was truncated or replaced: its old lines in flight are forgotten (their late

@@ -89,6 +89,22 @@ class BatchNumbers(Numbers):
         self.acked.extend(tup_ids)
 
 
+class RunNumbers(Numbers):
+    """Emits three tuples a call as one tree under one id when the host binds the run emit."""
+
+    heron_emit_tracked_run = None
+
+    def next_tuple(self):
+        rows = [[self.n + i] for i in range(3)]
+        run = f"run{self.n // 3}"
+        self.n += 3
+        if self.heron_emit_tracked_run is not None:
+            self.heron_emit_tracked_run(rows, run)
+        else:
+            for i, row in enumerate(rows):
+                self.emit(row, tup_id=f"{run}.{i}")
+
+
 class Double(Bolt):
     outputs = ["n"]
 
@@ -311,6 +327,29 @@ def test_a_batch_spout_emits_in_one_call_and_gets_a_frames_acks_in_one_call_fail
     assert host.user.failed == ["id2", "id4"]
     assert (host.metrics.acked, host.metrics.failed, host.metrics.timed_out) == (3, 1, 1)
     assert host.room() == (1 << 30) and len(host.reliability.pending) == 1
+
+
+def test_a_run_spout_emits_a_batch_as_one_tree_counted_as_its_tuples():
+    plan = _plan(config={"topology.reliability.mode": "ATLEAST_ONCE", "topology.max.spout.pending": 6},
+                 spout=RunNumbers)
+    frames = []
+    host = make_host(plan, _task(plan, "numbers"), frames.extend,
+                     HostOptions(clock=ManualClock(100.0), rng=random.Random(1)))
+    host.initialize()
+    host.start()
+    assert host.user.heron_emit_tracked_run is not None  # bound: no hook, no tap
+    # max pending 6, looked at before each call (Storm's rule): two runs of three, not a third
+    assert host.next_tuples(5) == 6
+    assert host.room() == 0 and len(host.reliability.pending) == 2
+    host.flush()
+    assert sorted(r[1] for _, _, rows in _rows(frames) for r in rows) == [[n] for n in range(6)]
+    inits = [r for _, _, rows in _rows(frames, MsgType.ACK_BATCH) for r in rows]
+    assert len(inits) == 2  # one init record per run
+    body = RESULT_RECORD.pack(RESULT_ACKED, inits[0][1]) + RESULT_RECORD.pack(RESULT_FAILED, inits[1][1])
+    host.on_results(encode_batch_frame(host.task_id, 0, body, MsgType.ACK_RESULT, 2))
+    assert host.user.acked == ["run0"] and host.user.failed == ["run1"]
+    assert (host.metrics.acked, host.metrics.failed) == (3, 3) and host.room() == 6
+    assert host.next_tuples(5) == 6 and host.room() == 0  # the room the results freed: two runs again
 
 
 def test_a_hook_gets_each_emit_and_ack_of_a_batch_spout():
