@@ -210,6 +210,39 @@ def test_files_max_pending_bounds_the_lines_in_flight_and_an_ack_frees_room_befo
     assert s.metrics_snapshot()["pending"] == 4
 
 
+def test_a_read_is_one_tree_its_ack_commits_its_lines_and_its_fail_replays_each(tmp_path):
+    """With the host's run emit bound (no hook or tap), a read's lines go under one int id; its
+    ack acks each line (the positions pass them), its fail fails each line, retried on its own
+    with its (file, line) id; ``files.ack.per.line`` keeps a tree per line."""
+    data = folder_with_lines(tmp_path, 6)
+    clock = ManualClock(1000.0)
+    s, d = spout(data, "ATLEAST_ONCE", clock, **{"files.batch.lines": 3, "files.commit.period.ms": 1})
+    runs: list[tuple[list[Any], Any]] = []
+    s.heron_emit_tracked_run = lambda rows, run: runs.append((rows, run))
+    s.next_tuple()
+    clock.t += 0.01
+    s.next_tuple()
+    assert [[r[1] for r in rows] for rows, _ in runs] == [[0, 1, 2], [3, 4, 5]] and d.emitted == []
+    (_, run1), (_, run2) = runs
+    s.heron_ack_many([run1])
+    s.fail(run2)
+    pump(s, clock, 3)
+    assert s.lines.source.trackers["a.txt"].committed == 3  # lines 0-2 acked and written
+    clock.t += 1.0  # the retries' backoff (100 ms, then more)
+    pump(s, clock, 3)
+    assert sorted(e[0][1] for e in d.emitted) == [3, 4, 5]  # each line replayed on its own, with its id
+    for e in d.emitted:
+        s.ack(e[1])
+    pump(s, clock, 3)
+    assert s.lines.source.trackers["a.txt"].committed == 6 and len(s.runs) == 0
+    s.ack(run1)  # a late outcome changes nothing
+    s2, d2 = spout(data, "ATLEAST_ONCE", ManualClock(1000.0),
+                   **{"files.ack.per.line": True, "files.positions.dir": str(tmp_path / "p2")})
+    s2.heron_emit_tracked_run = lambda rows, run: runs.append((rows, run))
+    s2.next_tuple()
+    assert len(runs) == 2 and [e[0][1] for e in d2.emitted] == list(range(6))
+
+
 def test_effectively_once_positions_go_through_the_checkpoint(tmp_path):
     (tmp_path / "a.txt").write_text("a0\na1\na2\n")
     clock = ManualClock(1000.0)

@@ -61,6 +61,8 @@ def test_the_fetch_queue_backoff_is_short_unless_set():
      "'UNCOMMITTED_EARLIEST', 'UNCOMMITTED_LATEST'], found 'OLDEST'"),
     ({"kafka.bootstrap.servers": "h:1", "kafka.topics": ["a"], "kafka.max.retries": "x"},
      "kafka spout 'k': config kafka.max.retries: expected an integer >= -1, found 'x'"),
+    ({"kafka.bootstrap.servers": "h:1", "kafka.topics": ["a"], "kafka.ack.per.record": "maybe"},
+     "kafka spout 'k': config kafka.ack.per.record: expected true or false, found 'maybe'"),
 ])
 def test_spout_config_errors_verbatim(conf, line):
     with pytest.raises(ConnectorConfigError) as e:
