@@ -34,11 +34,33 @@ class _Reply(Routed):
             self.future.set_exception(AdminError("topology master closed the connection"))
 
 
+# a submitted topology whose master is being replaced (a frozen or killed master relaunched, or a
+# standby taking over) has no location for a few seconds: a command waits this long for one
+MASTER_WAIT_S = 15.0
+
+
+def master_of(state: StateManager, name: str, wait_s: float = MASTER_WAIT_S,
+              clock: Callable[[], float] = time.monotonic,
+              sleep: Callable[[float], None] = time.sleep) -> tuple[Any, bytes]:
+    """The live master's location and the topology's secret. A topology never submitted (no
+    secret) is refused at once; a submitted one without a live master is waited for up to
+    ``wait_s``, then refused."""
+    deadline = clock() + wait_s
+    while True:
+        secret = state.get_secret(name)
+        if secret is None:
+            raise AdminError(f"topology '{name}' is not running (no topology master in the state manager)")
+        loc = state.get_tmanager_location(name)
+        if loc is not None:
+            return loc, secret
+        if clock() >= deadline:
+            raise AdminError(f"topology '{name}' has no live topology master: none registered in {wait_s:g} s "
+                             f"(its executors relaunch a dead one; see 'heron-py logs')")
+        sleep(0.2)
+
+
 def admin_command(state: StateManager, name: str, command: str, timeout: float = 10.0) -> pb.AdminResponse:
-    loc = state.get_tmanager_location(name)
-    secret = state.get_secret(name)
-    if loc is None or secret is None:
-        raise AdminError(f"topology '{name}' is not running (no topology master in the state manager)")
+    loc, secret = master_of(state, name)
 
     async def go() -> pb.AdminResponse:
         reply = _Reply()

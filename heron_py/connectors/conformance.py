@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     _redis_spout: type[c.SourceProtocol] = RedisStreamSpout
     _redis_spout_tracked: type[c.TrackedBatchEmitSource] = RedisStreamSpout
+    _redis_spout_run: type[c.TrackedRunEmitSource] = RedisStreamSpout
     _redis_spout_acks: type[c.BatchAckSource] = RedisStreamSpout
     _redis_spout_state: type[c.CheckpointedComponent] = RedisStreamSpout
 

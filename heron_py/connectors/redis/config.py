@@ -66,6 +66,8 @@ class StreamSpoutConfig:
     max_pending: int
     retry: RetryPolicy
     reconnect: RetryPolicy
+    # at least once: each read's entries one tuple tree (False) or a tree per entry (True)
+    ack_per_entry: bool = False
 
 
 def stream_spout_config(conf: dict[str, Any], where: str, default_group: str,
@@ -96,6 +98,7 @@ def stream_spout_config(conf: dict[str, Any], where: str, default_group: str,
         retry=retry_policy(conf, where, "redis", initial_ms=100),
         reconnect=RetryPolicy(initial_s=opt_int(conf, where, "redis.reconnect.initial.ms", 100, 0) / 1000.0,
                               max_delay_s=opt_int(conf, where, "redis.reconnect.max.ms", 5000, 0) / 1000.0),
+        ack_per_entry=opt_bool(conf, where, "redis.ack.per.entry", False),
     )
 
 

@@ -44,6 +44,7 @@ from heron_py.connectors.base import ReplayableSource
 from heron_py.connectors.common import LogThrottle, Reconnect, component_where, source_acking
 from heron_py.connectors.redis.config import StreamSpoutConfig, stream_spout_config
 from heron_py.connectors.redis.errors import ErrorKind, classify, describe
+from heron_py.connectors.runs import RunIds
 
 Key = tuple[str, int]  # the ReplayableSource message id: (stream, emit sequence number)
 
@@ -118,11 +119,13 @@ def fresh_rows(entries: list[Any], names: tuple[str, ...], keys: tuple[bytes, ..
 
 def emit_rows(records: list[Record], ids: list[Key | None], inflight: dict[str, Key],
               host_emit: Callable[..., Any] | None, emit: Callable[..., Any],
-              emit_many: Callable[[list[Any], list[Key]], None] | None = None) -> None:
-    """Emits each record ``emitted_many`` gave an id (None: stale): all in one call of the
-    host's batch emit when given, else through the host's emit (positional, as the host takes
-    it), else the spout's ``emit``."""
-    if emit_many is not None:
+              emit_many: Callable[[list[Any], list[Key]], None] | None = None,
+              emit_run: Callable[[list[Any], list[Key]], None] | None = None) -> None:
+    """Emits each record ``emitted_many`` gave an id (None: stale): all in one call as one
+    tuple tree when ``emit_run`` is given (it takes the rows and their ids and names the run),
+    else in one call of the host's batch emit, else through the host's emit (positional, as
+    the host takes it), else the spout's ``emit``."""
+    if emit_many is not None or emit_run is not None:
         rows: list[Any] = []
         keys: list[Key] = []
         for (_seq, rec), key in zip(records, ids, strict=True):
@@ -132,7 +135,10 @@ def emit_rows(records: list[Record], ids: list[Key | None], inflight: dict[str, 
                 rows.append(row)
                 keys.append(key)
         if rows:
-            emit_many(rows, keys)
+            if emit_run is not None:
+                emit_run(rows, keys)
+            else:
+                emit_many(rows, keys)  # type: ignore[misc]
         return
     for (_seq, rec), key in zip(records, ids, strict=True):
         if key is not None:
@@ -258,6 +264,8 @@ class RedisStreamSpout(Spout):
     # bound by the engine's host when nothing needs to see each emit (no hook, no tap): a
     # read's tuples with their message ids in one call (runtime/host.py)
     heron_emit_tracked_many: Callable[[list[Any], Sequence[Key]], None] | None = None
+    # a read's entries as one tuple tree under one id (contracts.TrackedRunEmitSource; connectors/runs.py)
+    heron_emit_tracked_run: Callable[[list[Any], Any], None] | None = None
 
     @classmethod
     def spec(cls, name: str | None = None, par: int = 1, config: dict[str, Any] | None = None,
@@ -312,6 +320,7 @@ class RedisStreamSpout(Spout):
             retry=self.cfg.retry, max_in_flight=self.cfg.max_pending, on_give_up=self._gave_up, offsets=False)
         self.source.assign(self.cfg.stream, 0)
         self.inflight: dict[str, Key] = {}  # entry id → message id
+        self.runs = RunIds()  # reads emitted as one tree: their ids → their entries' keys
         self.to_xack: list[str | bytes] = []  # entry ids to XACK at the next loop
         # the next read, sent before this one is emitted
         self.ahead = ReadAhead(self.client, self.cfg.stream, self.cfg.group, self.cfg.consumer, self.cfg.block_ms)
@@ -398,7 +407,15 @@ class RedisStreamSpout(Spout):
         self.held = []  # read, not emitted: in our pending list too
         self.cursor, self.recovered, self.after_outage = "0", 0, True
 
+    def _emit_run(self, rows: list[Any], keys: list[Key]) -> None:
+        """A read's entries as one tuple tree, under an id that stands for their keys."""
+        assert self.heron_emit_tracked_run is not None
+        self.heron_emit_tracked_run(rows, self.runs.add(keys))
+
     def ack(self, tup_id: Any) -> None:
+        if RunIds.is_run(tup_id):  # a read's entries, one tree: each is done
+            self.heron_ack_many([tup_id])
+            return
         # the engine hands back the id emitted (a tuple); another sequence is made one
         key: Key = tup_id if type(tup_id) is tuple else (tup_id[0], tup_id[1])
         for raw, row in self.source.ack_many((key,)):  # the record, if it was in flight
@@ -409,13 +426,19 @@ class RedisStreamSpout(Spout):
         """``ack`` for a result frame's acked ids at once (the engine calls it instead of ``ack``
         per id when no hook must see each ack)."""
         inflight_pop, to_xack = self.inflight.pop, self.to_xack
-        for raw, row in self.source.ack_many(tup_ids):  # the ids as emitted: (stream, sequence number)
+        # the ids as emitted: (stream, sequence number), or a read's id (an int) for its entries
+        for raw, row in self.source.ack_many(self.runs.expand(tup_ids) if self.runs else tup_ids):
             inflight_pop(row[0], None)
             to_xack.append(raw)
 
     def fail(self, tup_id: Any) -> None:
+        now = self.clock()
+        if RunIds.is_run(tup_id):  # each entry of the read fails, and is retried on its own
+            for k in self.runs.take(tup_id):
+                self.source.fail(k, now)
+            return
         key: Key = (tup_id[0], tup_id[1])
-        self.source.fail(key, self.clock())  # past redis.max.retries: _gave_up
+        self.source.fail(key, now)  # past redis.max.retries: _gave_up
 
     def _gave_up(self, _stream: str, _seq: int, failures: int, record: Any) -> None:
         # acknowledged, as Storm commits past a record it gave up
@@ -522,7 +545,8 @@ class RedisStreamSpout(Spout):
             ids = self.source.emitted_many(cfg.stream, records)
             # emit not overridden: the host's own emit, one Python call fewer per entry
             host_emit = self.delegate.emit if type(self).emit is Spout.emit else None
-            emit_rows(records, ids, self.inflight, host_emit, self.emit, self.heron_emit_tracked_many)
+            emit_rows(records, ids, self.inflight, host_emit, self.emit, self.heron_emit_tracked_many,
+                      self._emit_run if self.heron_emit_tracked_run is not None and not cfg.ack_per_entry else None)
 
     def _read_by_id(self) -> None:
         if self.last_id == "$":  # "after the newest entry", made concrete so a checkpoint holds an id

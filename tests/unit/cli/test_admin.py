@@ -35,3 +35,33 @@ def test_a_handshake_error_in_an_admin_command_is_one_clear_error(tmp_path):
     finally:
         loop.call_soon_threadsafe(loop.stop)
         t.join(5)
+
+
+def test_a_command_waits_for_a_master_being_replaced_and_refuses_an_unknown_topology_at_once():
+    """A submitted topology (its secret stored) without a live master is waited for: its master
+    is being relaunched or a standby is taking over; one never submitted is refused at once."""
+    from heron_py.cli.admin import AdminError, master_of
+    from tests.fakes import ManualClock
+
+    clock = ManualClock(0.0)
+    here = TManagerLocation("127.0.0.1", 1, 1)
+    looks = []
+
+    def location(name):
+        looks.append(clock.t)
+        return here if clock.t >= 3.0 else None  # the relaunched master registers at 3 s
+
+    state = SimpleNamespace(get_tmanager_location=location, get_secret=lambda n: b"s")
+    assert master_of(state, "wc", 15.0, clock, clock.sleep) == (here, b"s")
+    assert looks[0] == 0.0 and looks[-1] == pytest.approx(3.0)
+    state = SimpleNamespace(get_tmanager_location=lambda n: None, get_secret=lambda n: b"s")
+    with pytest.raises(AdminError) as e:
+        master_of(state, "wc", 15.0, clock, clock.sleep)
+    assert str(e.value) == ("topology 'wc' has no live topology master: none registered in 15 s "
+                            "(its executors relaunch a dead one; see 'heron-py logs')")
+    started = clock.t
+    state = SimpleNamespace(get_tmanager_location=lambda n: None, get_secret=lambda n: None)
+    with pytest.raises(AdminError) as e:
+        master_of(state, "nope", 15.0, clock, clock.sleep)
+    assert str(e.value) == "topology 'nope' is not running (no topology master in the state manager)"
+    assert clock.t == started  # no wait

@@ -135,6 +135,30 @@ def test_reads_acks_with_xack_and_replays_a_fail_with_backoff(server, r):
     assert m["acked"] == 5 and m["failed"] == 1 and m["retries"] == 1 and m["pending"] == 0 and m["lag"] == 0
 
 
+def test_a_read_is_one_tree_its_ack_xacks_its_entries_and_its_fail_replays_each(server, r):
+    """With the host's run emit bound (no hook or tap), a read's entries go under one int id:
+    its ack XACKs them all, its fail fails each, replayed on its own with its own id."""
+    ids = group_with_entries(r, 6)
+    clock = Clock()
+    s, d = spout(server, clock, **{"redis.batch.size": 3})
+    runs: list[Any] = []
+    s.heron_emit_tracked_run = lambda rows, run: runs.append((rows, run))
+    pump(s, 2)
+    assert [[row[0] for row in rows] for rows, _ in runs] == [ids[:3], ids[3:]] and d.emitted == []
+    (_, run1), (_, run2) = runs
+    s.heron_ack_many([run1])
+    s.fail(run2)
+    pump(s, 1)
+    assert r.xpending("s", "g")["pending"] == 3  # the first read's three XACKed
+    clock.t += 0.11  # the retries' backoff (redis.retry.initial.delay.ms 100)
+    pump(s, 1)
+    assert sorted(e[0][0] for e in d.emitted) == ids[3:]
+    ack_all_and_see_none_pending(s, r, d.emitted)
+    s.ack(run1)  # a late outcome changes nothing
+    m = s.metrics_snapshot()
+    assert m["acked"] == 6 and m["failed"] == 3 and m["pending"] == 0 and len(s.runs) == 0
+
+
 def test_a_full_read_is_followed_by_the_next_one_sent_ahead_with_the_acks_due(server, r):
     ids = group_with_entries(r, 7)
     s, d = spout(server, Clock(), **{"redis.batch.size": 2})
