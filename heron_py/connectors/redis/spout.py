@@ -120,11 +120,11 @@ def fresh_rows(entries: list[Any], names: tuple[str, ...], keys: tuple[bytes, ..
 def emit_rows(records: list[Record], ids: list[Key | None], inflight: dict[str, Key],
               host_emit: Callable[..., Any] | None, emit: Callable[..., Any],
               emit_many: Callable[[list[Any], list[Key]], None] | None = None,
-              emit_run: Callable[[list[Any], list[Key]], None] | None = None) -> None:
+              emit_run: Callable[[list[Any], Any], None] | None = None, runs: RunIds | None = None) -> None:
     """Emits each record ``emitted_many`` gave an id (None: stale): all in one call as one
-    tuple tree when ``emit_run`` is given (it takes the rows and their ids and names the run),
-    else in one call of the host's batch emit, else through the host's emit (positional, as
-    the host takes it), else the spout's ``emit``."""
+    tuple tree under a run's id from ``runs`` when ``emit_run`` is given, else in one call of
+    the host's batch emit, else through the host's emit (positional, as the host takes it), else
+    the spout's ``emit``."""
     if emit_many is not None or emit_run is not None:
         rows: list[Any] = []
         keys: list[Key] = []
@@ -135,8 +135,8 @@ def emit_rows(records: list[Record], ids: list[Key | None], inflight: dict[str, 
                 rows.append(row)
                 keys.append(key)
         if rows:
-            if emit_run is not None:
-                emit_run(rows, keys)
+            if emit_run is not None and runs is not None:
+                emit_run(rows, runs.add(keys))
             else:
                 emit_many(rows, keys)  # type: ignore[misc]
         return
@@ -407,11 +407,6 @@ class RedisStreamSpout(Spout):
         self.held = []  # read, not emitted: in our pending list too
         self.cursor, self.recovered, self.after_outage = "0", 0, True
 
-    def _emit_run(self, rows: list[Any], keys: list[Key]) -> None:
-        """A read's entries as one tuple tree, under an id that stands for their keys."""
-        assert self.heron_emit_tracked_run is not None
-        self.heron_emit_tracked_run(rows, self.runs.add(keys))
-
     def ack(self, tup_id: Any) -> None:
         if RunIds.is_run(tup_id):  # a read's entries, one tree: each is done
             self.heron_ack_many([tup_id])
@@ -546,7 +541,7 @@ class RedisStreamSpout(Spout):
             # emit not overridden: the host's own emit, one Python call fewer per entry
             host_emit = self.delegate.emit if type(self).emit is Spout.emit else None
             emit_rows(records, ids, self.inflight, host_emit, self.emit, self.heron_emit_tracked_many,
-                      self._emit_run if self.heron_emit_tracked_run is not None and not cfg.ack_per_entry else None)
+                      None if cfg.ack_per_entry else self.heron_emit_tracked_run, self.runs)
 
     def _read_by_id(self) -> None:
         if self.last_id == "$":  # "after the newest entry", made concrete so a checkpoint holds an id
