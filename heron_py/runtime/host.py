@@ -177,7 +177,10 @@ class _Delegate:
 
 class ComponentHost:
     """What spouts and bolts share: config, context, emitter, reliability, user metrics."""
-
+    # a spout's: whether a next_tuple call may emit more than one tuple; then next_tuples
+    # looks at max pending before each call (set when a batch emit is bound, or when a call is
+    # seen to emit more)
+    _emits_batches = False
     is_spout = False
 
     def __init__(self, plan: PhysicalPlan, task_id: int, sink: Sink, options: HostOptions = HostOptions()) -> None:
@@ -306,6 +309,8 @@ class ComponentHost:
                 # an untracked batch in one call (Streamlet sources): nothing needs to see each emit
                 user.heron_emit_many = self.emitter.emit_many
                 bound.append("heron_emit_many")
+        if "heron_emit_tracked_many" in bound or "heron_emit_tracked_run" in bound:
+            self._emits_batches = True  # a broker spout's read per call: max pending before each
         self._bound = tuple(bound)
 
     def start(self) -> None:
@@ -403,10 +408,10 @@ class SpoutHost(ComponentHost):
         next_tuple = self.user.next_tuple
         before = self.emitter.emitted
         rel = self.reliability
-        if rel is not None and rel.max_pending is not None:
-            # max pending is looked at before each call, as Storm and Heron do: one call may
-            # emit many tuples (a broker spout's batch), so the room before the first call
-            # does not say how many calls fit
+        if self._emits_batches and rel is not None and rel.max_pending is not None:
+            # max pending is looked at before each call, as Storm and Heron do: a call of this
+            # spout emits many tuples (a broker spout's batch), so the room before the first
+            # call does not say how many calls fit
             clock = self.clock
             deadline = None if budget_s is None else clock() + budget_s
             room = rel.room
@@ -416,17 +421,24 @@ class SpoutHost(ComponentHost):
                 next_tuple()
                 if deadline is not None and clock() >= deadline:
                     break
-        elif budget_s is None:
-            for _ in range(n):
+            return self.emitter.emitted - before
+        # a tuple per call: the room before the first call is the number of calls that fit
+        calls = min(n, self.room())
+        if budget_s is None:
+            for _ in range(calls):
                 next_tuple()
         else:
             clock = self.clock
             deadline = clock() + budget_s
-            for _ in range(n):
+            for i in range(calls):
                 next_tuple()
                 if clock() >= deadline:
+                    calls = i + 1
                     break
-        return self.emitter.emitted - before
+        emitted = self.emitter.emitted - before
+        if emitted > calls:
+            self._emits_batches = True  # from now on, max pending is looked at before each call
+        return emitted
 
     def waited_for_input(self) -> bool:
         """Whether the last next_tuple waited on the spout's own source: a spout that blocks in

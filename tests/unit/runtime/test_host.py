@@ -352,6 +352,16 @@ def test_a_run_spout_emits_a_batch_as_one_tree_counted_as_its_tuples():
     assert host.next_tuples(5) == 6 and host.room() == 0  # the room the results freed: two runs again
 
 
+def test_a_spout_seen_emitting_several_tuples_a_call_gets_max_pending_looked_at_before_each_call():
+    """A hook sees each emit, so no batch emit is bound: the first call shows three tuples a
+    call, and from then on the room is looked at before each call (Storm's rule)."""
+    host, _ = _batch_spout({"topology.auto.task.hooks": "tests.unit.runtime.test_hooks.CountingHook",
+                            "topology.max.spout.pending": 6})
+    assert host.user.heron_emit_tracked_many is None
+    assert host.next_tuples(1) == 3 and host.room() == 3
+    assert host.next_tuples(5) == 3 and host.room() == 0  # one call fit, not five
+
+
 def test_a_hook_gets_each_emit_and_ack_of_a_batch_spout():
     host, frames = _batch_spout({"topology.auto.task.hooks": "tests.unit.runtime.test_hooks.CountingHook"})
     assert host.user.heron_emit_tracked_many is None  # not bound: the hook sees each emit
