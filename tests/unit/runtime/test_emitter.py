@@ -255,6 +255,26 @@ def test_emit_root_run_puts_every_tuple_under_one_root_and_sends_one_init_after_
     assert em.emitted_by_stream == ({} if stream == "default" else {stream: 15})
 
 
+@pytest.mark.parametrize("run", [True, False])
+def test_a_storm_component_s_batch_goes_out_fitted_to_its_stream_s_fields(run):
+    """A Storm component (StormArity) emitting more values than its stream declares: each tuple
+    of a batch goes out with the declared fields' values, as a single emit's does."""
+    import logging
+
+    from heron_py.runtime.emitter import StormArity
+
+    em, frames = make_emitter(main_plan(), 1, seed=4)
+    em.storm_arity = StormArity(logging.getLogger("test"), "s", 1)
+    rows = [[1, 2, "extra"], [3, 4], [5, 6, "more", "values"]]
+    if run:
+        em.emit_root_run(rows, "other", 30)
+    else:
+        em.emit_root_many(rows, "other", [30, 31, 32])
+    em.flush()
+    sent = [r[1] for d in decode(frames) if d[0] == MsgType.TUPLE_BATCH for r in d[4]]
+    assert sorted(sent) == [[1, 2], [3, 4], [5, 6]] and em.storm_arity.mismatches == {"other": 2}
+
+
 def test_a_run_s_root_completes_once_every_tuple_is_acked_whether_acks_come_before_its_init():
     """At the tracker: acks of half the run's tuples before the init (they were flushed first)
     leave the root live, so does the init, and the last ack completes it, once."""
