@@ -113,7 +113,11 @@ class Reliability:
             self.pending[root] = (tup_id, self.clock())
 
     def emitted_many(self, roots: Sequence[int], tup_ids: Sequence[Any], xors: Sequence[int]) -> None:
-        """``emitted`` for a batch (``Emitter.emit_root_many``'s XORs), with one clock read."""
+        """``emitted`` for a batch (``Emitter.emit_root_many``'s XORs), with one clock read;
+        lists of different lengths are refused before any root is recorded."""
+        if not len(roots) == len(tup_ids) == len(xors):
+            raise ValueError(f"emitted_many: {len(roots)} roots, {len(tup_ids)} message ids and {len(xors)} XORs; "
+                             f"one of each per tuple")
         now = self.clock()
         pending = self.pending
         for root, tup_id, xor in zip(roots, tup_ids, xors, strict=True):

@@ -294,6 +294,55 @@ def test_percentile_and_log_if_changed(caplog):
                     "metrics: acked=2 failed=1 timed_out=0"]
 
 
+def test_the_log_line_rounds_to_two_decimals_says_none_without_latencies_and_reads_the_99th(caplog):
+    log = logging.getLogger("test.reliability")
+    rel, _ = make()
+    m = TaskMetrics()
+    with caplog.at_level(logging.INFO, logger="test.reliability"):
+        m.acked = 1
+        m.log_if_changed(log, rel)  # no latency yet
+        m.latencies_ms.extend(i + 0.1234 for i in range(200))  # the 99th: index 198, not the last
+        m.acked = 2
+        m.log_if_changed(log, rel)
+    assert [r.getMessage() for r in caplog.records] == [
+        "metrics: acked=1 failed=0 timed_out=0 pending=0 complete_latency_ms p50=None p99=None",
+        "metrics: acked=2 failed=0 timed_out=0 pending=0 complete_latency_ms p50=100.12 p99=198.12"]
+
+
+def test_defaults_a_batch_s_lengths_and_the_expired_latency():
+    """The hooks' last latency starts at 0 and an expired root's is its age; from_config passes
+    the metrics and the sample rate on (1: every root by default); emitted_many refuses lists of
+    different lengths and counts each immediate ack."""
+    rel, clock = make(timeout_s=10.0)
+    assert rel.last_latency_ms == 0.0
+    metrics = TaskMetrics()
+    conf = ReliabilityConfig.from_config({"topology.reliability.mode": "ATLEAST_ONCE"})
+    one = Reliability.from_config(conf, clock, metrics, sample_every=3)
+    assert one is not None and one.metrics is metrics and one.sample_every == 3
+    default = Reliability.from_config(conf, clock)
+    assert default is not None and default.sample_every == 1
+    with pytest.raises(ValueError) as e:
+        rel.emitted_many([1, 2], ["a"], [1, 1])
+    assert str(e.value) == "emitted_many: 2 roots, 1 message ids and 2 XORs; one of each per tuple"
+    assert rel.pending == {}  # nothing recorded
+    rel.emitted_many([1, 2, 3], ["a", "b", "c"], [0, 0, 5])
+    assert rel.metrics.acked == 2
+    clock.t += 10.0 * LOCAL_TIMEOUT_FACTOR + LOCAL_TIMEOUT_SLACK_S  # exactly the local timeout: expired
+    assert rel.expire() == ["c"]
+    assert rel.last_latency_ms == pytest.approx(16_000.0, abs=1e-6)
+
+
+def test_single_resolves_sample_one_acked_root_in_every():
+    clock = ManualClock(1000.0)
+    rel = Reliability(30.0, None, clock, rng=random.Random(3), sample_every=2)
+    for root in (1, 2, 3):
+        rel.emitted(root, f"m{root}", 0x1)
+    for root in (1, 2, 3):
+        clock.t += 1.0
+        rel.resolve(root, RESULT_ACKED)
+    assert list(rel.metrics.latencies_ms) == [pytest.approx(1_000.0), pytest.approx(3_000.0)]  # the 1st, the 3rd
+
+
 def test_latencies_are_bounded():
     rel, clock = make()
     for root in range(1, 10_010):
