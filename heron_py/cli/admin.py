@@ -14,7 +14,7 @@ from heron_py.common.daemon import run_until_complete
 from heron_py.common.handshake import HandshakeError, http_read_token
 from heron_py.common.net import Connection, Routed, Routes, connect, on
 from heron_py.common.tls import PeerTls, TlsMaterial, https_client_context, tls_client_args
-from heron_py.state import StateManager
+from heron_py.state import StateManager, TManagerLocation
 from proto import heron_py_pb2 as pb
 
 
@@ -41,7 +41,7 @@ MASTER_WAIT_S = 15.0
 
 def master_of(state: StateManager, name: str, wait_s: float = MASTER_WAIT_S,
               clock: Callable[[], float] = time.monotonic,
-              sleep: Callable[[float], None] = time.sleep) -> tuple[Any, bytes]:
+              sleep: Callable[[float], None] = time.sleep) -> tuple[TManagerLocation, bytes]:
     """The live master's location and the topology's secret. A topology never submitted (no
     secret) is refused at once; a submitted one without a live master is waited for up to
     ``wait_s``, then refused."""

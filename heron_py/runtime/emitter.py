@@ -351,10 +351,9 @@ class Emitter:
             lst.append(row)
 
     def emit_root(self, values: Sequence[Any], stream: str, direct_task: int | None, need_task_ids: bool,
-                  root: int, init: bool = True) -> tuple[list[int] | None, int]:
+                  root: int) -> tuple[list[int] | None, int]:
         """A spout's tracked emit: every copy gets a random 64-bit id descending from ``root``.
-        Returns (task ids if asked, XOR of the copies' ids); an XOR of 0 means no copy was sent.
-        ``init`` False: the caller sends the root's init itself (one for a run of tuples)."""
+        Returns (task ids if asked, XOR of the copies' ids); an XOR of 0 means no copy was sent."""
         values = self._check(values, stream, direct_task)
         edges = self._edges[stream]
         me = self.task_id
@@ -371,7 +370,7 @@ class Emitter:
                     self._add(t, (stream, values, ((me, root, k),)))
             if sent is not None:
                 sent.extend(tasks)
-        if xor and init:
+        if xor:
             self.ack_log.add_init(me, root, xor)
         if stream != "default":
             self.emitted_by_stream[stream] = self.emitted_by_stream.get(stream, 0) + 1
@@ -580,13 +579,13 @@ class Emitter:
 
     def _emit_rooted(self, values_list: Sequence[Sequence[Any]], stream: str, roots: Sequence[int], run_root: int,
                      xors: list[int] | None) -> int:
-        """The loop of ``emit_root_many`` (``run_root`` 0: a root per tuple from ``roots``, an
-        init per tuple, each tuple's XOR appended to ``xors``) and of ``emit_root_run`` (every
-        tuple under ``run_root``, no init: returns the XOR of every copy)."""
-        run = run_root != 0
+        """The loop of ``emit_root_many`` (``xors`` a list: a root per tuple from ``roots``, an
+        init per tuple, each tuple's XOR appended to ``xors``) and of ``emit_root_run`` (``xors``
+        None: every tuple under ``run_root``, no init; returns the XOR of every copy)."""
         if not values_list:
             return 0
-        if not run and len(roots) != len(values_list):
+        append = None if xors is None else xors.append
+        if append is not None and len(roots) != len(values_list):
             raise ValueError(f"emit_root_many: {len(values_list)} tuples and {len(roots)} roots; one root per tuple")
         edges = self._edges.get(stream)
         if edges is None or stream in self._direct:
@@ -613,7 +612,7 @@ class Emitter:
         count = self._count
         total = 0
         root = run_root
-        it = iter(roots) if not run else None
+        it = None if append is None else iter(roots)
         for values in values_list:
             if it is not None:
                 root = next(it)
@@ -633,12 +632,12 @@ class Emitter:
                         pending[t] = [row]
                     else:
                         lst.append(row)
-            if run:
+            if append is None:
                 total ^= xor
             else:
                 if xor:
                     add_init(me, root, xor)
-                xors.append(xor)  # type: ignore[union-attr]
+                append(xor)
             count += 1
             if count >= batch_size:
                 self._count = count

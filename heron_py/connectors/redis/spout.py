@@ -134,11 +134,14 @@ def emit_rows(records: list[Record], ids: list[Key | None], inflight: dict[str, 
                 inflight[row[0]] = key
                 rows.append(row)
                 keys.append(key)
-        if rows:
-            if emit_run is not None and runs is not None:
-                emit_run(rows, runs.add(keys))
-            else:
-                emit_many(rows, keys)  # type: ignore[misc]
+        if not rows:
+            return
+        if emit_run is not None:
+            if runs is None:
+                raise ValueError("emit_rows: a run emit needs the RunIds that name its runs")
+            emit_run(rows, runs.add(keys))
+        elif emit_many is not None:
+            emit_many(rows, keys)
         return
     for (_seq, rec), key in zip(records, ids, strict=True):
         if key is not None:
