@@ -54,6 +54,12 @@ MODULES: tuple[str, ...] = (
     # the stream manager's XOR tracker's tables (one per spout task)
     "heron_py.acking.roots",
     "heron_py.runtime.tracked",
+    # a Streamlet task's per-element loops: the fused operators' chain, the source and chain
+    # components' batch calls, the repartition's per-element choice (bench/streamlet_wc.py)
+    "heron_py.api.streamlet.chain",
+    "heron_py.api.streamlet.components",
+    "heron_py.api.streamlet.groupings",
+    "heron_py.api.streamlet.source",
 )
 
 # Of MODULES, those compiled from a typed Cython twin (``.pyx`` beside the ``.py``) instead of

@@ -11,6 +11,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
+from operator import itemgetter
 from typing import Any
 
 from heron_py.api.bolt.bolt import Bolt
@@ -375,7 +376,7 @@ class ChainBolt(StreamletBolt):
         failed). Nothing is tracked here, so a failed element is logged, counted and dropped."""
         self._error_outcome = "dropped (its tuple is not tracked)"
         before = self._failed
-        outs = self.chain.run(list(map(_first, values)), self._on_error)
+        outs = self.chain.run(list(map(_FIRST, values)), self._on_error)
         failed = min(self._failed - before, len(values))  # a flat_map's outputs may fail apart
         if not self.chain.emits:
             return [], failed
@@ -400,8 +401,7 @@ class ChainBolt(StreamletBolt):
             sink.cleanup()
 
 
-def _first(values: Any) -> Any:
-    return values[0]
+_FIRST = itemgetter(0)  # a row's one value, in C: no Python call per element
 
 
 class MapBolt(ChainBolt):
