@@ -368,18 +368,63 @@ def test_emit_anchored_xors_a_fresh_edge_into_the_anchor_and_the_copy():
     anchor = tracked(("default", ["w"], ((1, 10, 0xAAAA),)))
     sent = em.emit_anchored(["v"], "default", None, True, [anchor])
     [task] = sent
-    [(stream, values, roots)] = em.pending[task]
+    [(stream, values, roots)] = em.pending_rows()[task]
     assert (stream, values) == ("default", ["v"])
     [(rt, rid, e)] = roots
     assert (rt, rid) == (1, 10)
     assert e != 0 and anchor.ack_val == e
     # a second child: another fresh edge, XORed in as well
     em.emit_anchored(["u"], "default", None, False, [anchor])
-    [u] = [r for rows in em.pending.values() for r in rows if r[1] == ["u"]]
+    [u] = [r for rows in em.pending_rows().values() for r in rows if r[1] == ["u"]]
     [(_, _, e2)] = u[2]
     assert e2 not in (0, e)
     assert anchor.ack_val == e ^ e2
     assert em.acks == {}  # an anchored emit records nothing; the anchor's ack carries the edges
+
+
+def test_emit_anchored_one_root_keeps_the_order_of_anchored_and_unanchored_emits_on_the_wire():
+    """One anchor of one root on "default" (a shuffle to b2's three tasks here) goes among its
+    task's hot values with a flat id triple; unanchored rows between them keep their places,
+    and each anchored copy reaches its receiver with its own root and edge."""
+    em, frames = make_emitter(main_plan(), 2)
+    a = tracked(("default", ["w"], ((1, 10, 0x1),)))
+    sent: dict[int, list[tuple[str, bool]]] = {}
+    for i in range(12):
+        anchored = i % 3 != 1
+        name = f"v{i}"
+        if anchored:
+            [t] = em.emit_anchored([name], "default", None, True, [a])
+        else:
+            [t] = em.emit([name], "default", None, True)
+        sent.setdefault(t, []).append((name, anchored))
+    assert len(sent) == 3  # every b2 task got some of each kind
+    em.flush()
+    edges = []
+    for _, dest, _, _, rows in decode(frames):
+        if not rows or rows[0][0] != "default":
+            continue
+        assert [(r[1][0], bool(r[2:] and r[2])) for r in rows] == sent.pop(dest)
+        for r in rows:
+            if r[2:] and r[2]:
+                [(rt, rid, e)] = r[2]
+                assert (rt, rid) == (1, 10) and e != 0
+                edges.append(e)
+    assert sent == {}
+    assert len(edges) == 8 == len(set(edges)) and a.ack_val == xor_all(edges)
+
+
+def test_emit_anchored_one_root_after_untracked_hot_values_seals_them_first():
+    """Hot values without ids (an untracked closure's) become rows before an anchored copy
+    joins that task's hot values, so the copy goes out after them and they stay untracked."""
+    em, _ = make_emitter(main_plan(), 2)
+    a = tracked(("default", ["w"], ((1, 10, 0x1),)))
+    for t in (4, 5, 6):
+        em.hot[t] = [["pre"]]
+    [t] = em.emit_anchored(["x"], "default", None, True, [a])
+    rows = em.pending_rows()[t]
+    assert rows[0] == ("default", ["pre"])
+    [(stream, values, [(rt, rid, e)])] = rows[1:]
+    assert (stream, values, rt, rid) == ("default", ["x"], 1, 10) and a.ack_val == e != 0
 
 
 def test_emit_anchored_multi_anchor_multi_root():
@@ -411,7 +456,7 @@ def test_emit_anchored_to_all_grouping_gives_each_copy_its_own_edge():
     a = tracked(("default", ["a"], ((1, 10, 0x5),)))
     sent = em.emit_anchored(["w"], "default", None, True, [a])
     assert len(sent) == 4
-    edges = [em.pending[t][0][2][0][2] for t in sent]
+    edges = [em.pending_rows()[t][0][2][0][2] for t in sent]
     assert len(set(edges)) == 4
     assert a.ack_val == xor_all(edges)
 
