@@ -395,14 +395,36 @@ class Emitter:
                       anchors: Sequence[Any]) -> list[int] | None:
         """A bolt's anchored emit (Storm's scheme): for each copy and each anchor a fresh edge id
         is XORed into the anchor's ack value and into the copy's id for each of its roots."""
+        one: Any = None
         if stream == "default" and direct_task is None and len(anchors) == 1:
             a = anchors[0]
-            roots = a[ROOTS] if type(a) is TrackedTuple else None  # its roots field, by index
-            if type(roots) is Root:
-                return self._emit_anchored_one(values, need_task_ids, roots)
+            one = a[ROOTS] if type(a) is TrackedTuple else None  # its roots field, by index
         values = self._check(values, stream, direct_task)
         edges = self._edges[stream]
         sent: list[int] | None = [] if need_task_ids else None
+        if type(one) is Root:
+            # one anchor of one root on "default", whatever the grouping (a shuffle to a sink):
+            # each copy among its task's hot values with its (spout task, root id, edge) triple
+            # in the flat id array, as the fields-grouped closure (anchored_default_emit) adds
+            # them, instead of a row with a tuple of triples built per copy; the same edges are
+            # drawn in the same order as below
+            hot, hot_ids, edge_ids = self.hot, self.hot_ids, self._edge_ids
+            for edge in edges:
+                tasks = self._tasks(edge, values, stream, None)
+                for t in tasks:
+                    flat = hot_ids.get(t)
+                    if flat is None:
+                        if t in hot:  # untracked hot values first become rows: order is kept
+                            self._seal(t)
+                        hot[t] = [values]
+                        hot_ids[t] = new_ids(one, edge_ids)
+                    else:
+                        hot[t].append(values)
+                        anchor(flat, one, edge_ids)
+                if sent is not None:
+                    sent.extend(tasks)
+            self._counted()
+            return sent
         draw = self._edge
         for edge in edges:
             tasks = self._tasks(edge, values, stream, direct_task)
@@ -420,32 +442,6 @@ class Emitter:
                 sent.extend(tasks)
         if stream != "default":
             self.emitted_by_stream[stream] = self.emitted_by_stream.get(stream, 0) + 1
-        self._counted()
-        return sent
-
-    def _emit_anchored_one(self, values: Sequence[Any], need_task_ids: bool, root: Root) -> list[int] | None:
-        """``emit_anchored`` on "default" with one anchor of one root, whatever the grouping (a
-        shuffle to a sink, several consumers): each copy among its task's hot values with its
-        (spout task, root id, edge) triple in the flat id array, as the fields-grouped closure
-        (``anchored_default_emit``) adds them, instead of a row with a tuple of id triples
-        built per copy. The same edges are drawn in the same order as the general path."""
-        values = self._check(values, "default", None)
-        hot, hot_ids, edge_ids = self.hot, self.hot_ids, self._edge_ids
-        sent: list[int] | None = [] if need_task_ids else None
-        for edge in self._edges["default"]:
-            tasks = self._tasks(edge, values, "default", None)
-            for t in tasks:
-                ids = hot_ids.get(t)
-                if ids is None:
-                    if t in hot:  # untracked hot values first become rows: order is kept
-                        self._seal(t)
-                    hot[t] = [values]
-                    hot_ids[t] = new_ids(root, edge_ids)
-                else:
-                    hot[t].append(values)
-                    anchor(ids, root, edge_ids)
-            if sent is not None:
-                sent.extend(tasks)
         self._counted()
         return sent
 
