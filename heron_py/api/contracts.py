@@ -14,6 +14,7 @@ fails when a class stops satisfying one, and nothing is added to any call.
 Sources (spouts), besides heronpy's Spout interface:
 
 - ``BatchEmitSource``: a poll's records in one untracked emit call (``heron_emit_many``).
+- ``BareBatchEmitSource``: a one-field stream's values, bare, in one call (``heron_emit_one_many``).
 - ``TrackedBatchEmitSource``: a poll's records in one emit call with their message ids.
 - ``TrackedRunEmitSource``: a poll's records in one emit call under one message id (one tuple
   tree: one ack or one fail for them all).
@@ -87,6 +88,14 @@ class BatchEmitSource(Protocol):
     message ids). Returns None. Read in ComponentHost.initialize (runtime/host.py)."""
 
     heron_emit_many: Callable[[list[Any], str], None] | None
+
+
+class BareBatchEmitSource(Protocol):
+    """``heron_emit_one_many(values, stream)``: as ``heron_emit_many``, bound the same way,
+    for a one-field stream's tuples given as their bare values (no tuple per value: the
+    Streamlet sources' elements; Emitter.emit_one_many)."""
+
+    heron_emit_one_many: Callable[[list[Any], str], None] | None
 
 
 class TrackedBatchEmitSource(Protocol):
@@ -181,10 +190,13 @@ class CheckpointCommitter(Protocol):
 
 
 class BatchSink(Protocol):
-    """``heron_process_batch(values)``: a whole batch of untracked inputs' first values in one
-    call, when no hook, tap, serializer or auto_ack/auto_fail/auto_anchor needs each tuple
-    (BoltHost.initialize). Returns (the values to emit, each as a one-value tuple, on
-    ``heron_batch_stream``; how many inputs failed)."""
+    """``heron_process_batch(values)``: a whole batch of untracked inputs in one call, each
+    input's values, when no hook, tap, serializer or auto_ack/auto_fail/auto_anchor needs each
+    tuple (BoltHost.initialize). Returns (the outputs to emit on ``heron_batch_stream``, each a
+    values sequence; how many inputs failed). With ``heron_batch_one`` True, each input comes
+    as its first value, bare, and each output is returned bare: the one value of a tuple on a
+    one-field stream (the Streamlet operators: nothing wraps or unwraps a tuple per element);
+    ``heron_batch_one`` is read with ``getattr`` (absent: False)."""
 
     heron_batch_stream: str
 

@@ -5,7 +5,9 @@ A batch body is a pickle of ``(rows, values, ids)``:
 * ``rows``: a list of rows ``(stream, values)`` or ``(stream, values, roots)`` (at least once:
   ``roots`` is a tuple of ``(spout task, root id, tuple id)``), or runs ``(stream, None, None,
   [values, ...])``: untracked tuples of one stream in a row, the stream named once (a batch
-  emit's outputs: the Streamlet operators' "output" stream), or None;
+  emit's outputs), or ``(stream, None, ONE, [value, ...])``: the same for a one-field stream,
+  each tuple as its one value, bare (the Streamlet operators' "output" stream: no tuple per
+  element is built, pickled or unpickled), or None;
 * ``values``: a list of value lists on the "default" stream, after the rows, or None; the hot
   emit paths append here, so a row costs no tuple at emit nor at encode;
 * ``ids``: None, or an ``array('Q')`` holding one ``(spout task, root id, tuple id)`` triple
@@ -67,9 +69,11 @@ def loads_batch(body: bytes | memoryview) -> list[Any]:
     return body_rows(*loads_body(body))
 
 
-# the length of a run in ``rows``: (stream, None, None, values list); a plain row has 2 items,
-# a tracked row 3
+# the length of a run in ``rows``: (stream, None, None, values list), or (stream, None, ONE,
+# one-field values list); a plain row has 2 items, a tracked row 3
 RUN_LEN = 4
+# a run's third item when its values are one-field tuples' values, bare
+ONE = 1
 
 
 def row_count(rows: list[Any]) -> int:
@@ -87,7 +91,10 @@ def expand_runs(rows: list[Any]) -> list[Any]:
     for r in rows:
         if len(r) == RUN_LEN:
             stream = r[0]
-            out.extend((stream, v) for v in r[3])
+            if r[2] == ONE:
+                out.extend((stream, (v,)) for v in r[3])
+            else:
+                out.extend((stream, v) for v in r[3])
         else:
             out.append(r)
     return out

@@ -143,6 +143,9 @@ class _Custom:
         many = getattr(custom, "choose_tasks_many", None)
         self._many: Callable[[Sequence[Sequence[Any]]], list[Sequence[int]]] | None = (
             many if callable(many) else None)
+        # and for a one-field stream's values given bare (Emitter.emit_one_many)
+        one_many = getattr(custom, "choose_tasks_one_many", None)
+        self._one_many: Callable[[Sequence[Any]], list[Any]] | None = one_many if callable(one_many) else None
 
     def choose(self, values: Sequence[Any]) -> Sequence[int]:
         chosen = self._custom.choose_tasks(values)
@@ -166,6 +169,25 @@ class _Custom:
             for tasks in chosen:
                 for t in tasks:
                     if t not in self._targets:
+                        raise RoutingError(self._not_subscribed(t))
+        return chosen
+
+    def choose_one_many(self, values: Sequence[Any]) -> list[Any] | None:
+        """For a one-field stream's tuples given as their bare values, the grouping's
+        ``choose_tasks_one_many``: per value a task id (int), or a tuple of them; every task
+        checked in one set operation. None when the grouping has no such method."""
+        many = self._one_many
+        if many is None:
+            return None
+        chosen = many(values)
+        if len(chosen) != len(values):
+            raise RoutingError(f"custom grouping {type(self._custom).__name__} chose for {len(chosen)} tuples "
+                               f"of a batch of {len(values)}")
+        targets = self._targets
+        if not targets.issuperset(chosen):  # a tuple among the ints is not a target: checked per task
+            for tasks in chosen:
+                for t in ((tasks,) if type(tasks) is int else tasks):
+                    if t not in targets:
                         raise RoutingError(self._not_subscribed(t))
         return chosen
 

@@ -26,7 +26,7 @@ from heron_py.common.framing import (
     MsgType,
     encode_batch_frame,
 )
-from heron_py.common.serialization import RUN_LEN, body_rows, dumps_batch, dumps_body, expand_runs, row_count
+from heron_py.common.serialization import ONE, RUN_LEN, body_rows, dumps_batch, dumps_body, expand_runs, row_count
 from heron_py.planner.grouping import FieldsRouter, Router, check_direct, choose_many, make_router
 from heron_py.planner.keygroups import max_parallelism
 from heron_py.planner.model import GroupingDef, GroupingKind, PhysicalPlan, StreamDef, TaskPlacement
@@ -562,10 +562,55 @@ class Emitter:
         if stream != "default":
             self.emitted_by_stream[stream] = self.emitted_by_stream.get(stream, 0) + len(values_list)
 
-    def _run_for(self, task: int, stream: str) -> list[Any]:
+    def emit_one_many(self, values: Sequence[Any], stream: str) -> None:
+        """``emit_many`` for a one-field stream, each tuple given as its one value: no tuple is
+        built per value, and the values go on the wire bare (a ``ONE`` run, serialization.py).
+        The routing is the consumer's batch choice for bare values when it has one (the Streamlet
+        repartition's), else its choice per tuple as ``emit_many`` makes it. A stream with more
+        than one field or consumer, a direct or undeclared stream, or a Storm component's output,
+        goes through ``emit_many`` (its checks and errors) with the values as one-value tuples."""
+        edges = self._edges.get(stream)
+        if (edges is None or stream in self._direct or self._nfields[stream] != 1 or self.storm_arity is not None
+                or len(edges) != 1 or edges[0].router is None):
+            self.emit_many(list(zip(values)), stream)
+            return
+        router = edges[0].router
+        one_many = getattr(router, "choose_one_many", None)
+        chosen: Sequence[Any] | None = None
+        try:
+            if one_many is not None:
+                chosen = one_many(values)
+            if chosen is None:
+                chosen = choose_many(router, list(zip(values)))
+        except Exception:
+            # asked again per tuple there: what went out before the bad value goes out as it did
+            self.emit_many(list(zip(values)), stream)
+            return
+        runs: dict[int, list[Any]] = {}
+        run_for = self._run_for
+        batch_size = self.batch_size
+        count = self._count
+        for v, tasks in zip(values, chosen, strict=True):
+            for t in ((tasks,) if type(tasks) is int else tasks):
+                run = runs.get(t)
+                if run is None:
+                    run = runs[t] = run_for(t, stream, ONE)
+                run.append(v)
+            count += 1
+            if count >= batch_size:
+                self._count = count
+                self.flush()
+                runs.clear()  # sent: the next values start new runs
+                count = 0
+        self._count = count
+        if stream != "default":
+            self.emitted_by_stream[stream] = self.emitted_by_stream.get(stream, 0) + len(values)
+
+    def _run_for(self, task: int, stream: str, kind: int | None = None) -> list[Any]:
         """The values list of the run of ``stream`` that ends what is pending for ``task``: the
-        last one when it is that stream's, else a new one (after the task's hot values, which
-        become rows first, so the order of the task's tuples stays the emit order)."""
+        last one when it is that stream's and of that kind (None: value lists; ONE: bare
+        values), else a new one (after the task's hot values, which become rows first, so the
+        order of the task's tuples stays the emit order)."""
         if self.hot:
             self._seal(task)
         lst = self.pending.get(task)
@@ -573,10 +618,10 @@ class Emitter:
             lst = self.pending[task] = []
         elif lst:
             last = lst[-1]
-            if len(last) == RUN_LEN and last[0] == stream:
+            if len(last) == RUN_LEN and last[0] == stream and last[2] == kind:
                 return last[3]  # type: ignore[no-any-return]
         run: list[Any] = []
-        lst.append((stream, None, None, run))
+        lst.append((stream, None, kind, run))
         return run
 
     def emit_root_many(self, values_list: Sequence[Sequence[Any]], stream: str, roots: Sequence[int]) -> list[int]:

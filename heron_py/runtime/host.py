@@ -23,6 +23,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from heron_py.api import global_metrics
@@ -32,7 +33,7 @@ from heron_py.api.tuple import HeronTuple, TrackedTuple, TupleHelper
 from heron_py.common.config import TICK, InstanceConfig, ReliabilityConfig, max_frame_bytes
 from heron_py.common.config_codec import restore_config
 from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, RESULT_ACKED, RESULT_RECORD
-from heron_py.common.serialization import RUN_LEN, body_rows, expand_runs, loads_body, loads_user_object, row_count
+from heron_py.common.serialization import ONE, RUN_LEN, body_rows, expand_runs, loads_body, loads_user_object, row_count
 from heron_py.planner.model import ComponentKind, PhysicalPlan, TopologyState, has_task
 from heron_py.runtime.emitter import Emitter, StormArity
 from heron_py.runtime.hooks import Hooks, auto_hooks
@@ -44,6 +45,7 @@ Sink = Callable[[list[bytes]], None]
 Observer = Callable[[str, int, list[Any]], None]
 # and emitted tuples (stream, values), before routing: the batch runner keeps them as output
 Tap = Callable[[str, Sequence[Any]], None]
+_FIRST = itemgetter(0)  # a row's first value, in C
 
 
 @dataclass(frozen=True)
@@ -309,6 +311,10 @@ class ComponentHost:
                 # an untracked batch in one call (Streamlet sources): nothing needs to see each emit
                 user.heron_emit_many = self.emitter.emit_many
                 bound.append("heron_emit_many")
+            if self.is_spout and hasattr(type(user), "heron_emit_one_many"):
+                # the same for a one-field stream's bare values (BareBatchEmitSource)
+                user.heron_emit_one_many = self.emitter.emit_one_many
+                bound.append("heron_emit_one_many")
         if "heron_emit_tracked_many" in bound or "heron_emit_tracked_run" in bound:
             self._emits_batches = True  # a broker spout's read per call: max pending before each
         self._bound = tuple(bound)
@@ -531,6 +537,9 @@ class BoltHost(ComponentHost):
         # heron_process_batch(values list) -> (values to emit on heron_batch_stream, failed count)
         self._batch: Callable[[list[Any]], tuple[list[Any], int]] | None = None
         self._batch_stream = "default"
+        # the bolt's batch takes each input's one value bare and returns its outputs bare
+        # (heron_batch_one: the Streamlet operators, whose streams have one field)
+        self._batch_one = False
         self.tick_s: float | None = None
 
     def set_plan(self, plan: PhysicalPlan) -> None:
@@ -560,6 +569,7 @@ class BoltHost(ComponentHost):
                 and not (user.auto_ack or user.auto_fail or user.auto_anchor)):
             self._batch = batch
             self._batch_stream = str(getattr(user, "heron_batch_stream", "default"))
+            self._batch_one = getattr(user, "heron_batch_one", False) is True
 
     def _wrap_process(self) -> Callable[[HeronTuple], None]:
         """Storm's BasicBolt behaviour (auto_anchor, auto_ack, auto_fail) around process()."""
@@ -619,6 +629,10 @@ class BoltHost(ComponentHost):
                 for row in rows:
                     if len(row) == RUN_LEN:  # a run: untracked values of one stream
                         stream = row[0]
+                        if row[2] == ONE:  # a one-field stream's values, bare
+                            for v in row[3]:
+                                process(new(cls, (None, src_component, stream, src, (v,), created, None)))
+                            continue
                         for v in row[3]:
                             process(new(cls, (None, src_component, stream, src, v, created, None)))
                     else:
@@ -632,8 +646,10 @@ class BoltHost(ComponentHost):
                 for row in rows:
                     if len(row) == RUN_LEN:  # a run: untracked values of one stream
                         stream = row[0]
+                        bare = row[2] == ONE  # a one-field stream's values
                         for v in row[3]:
-                            process(new(tracked, (None, src_component, stream, src, v, created, ())))
+                            process(new(tracked, (None, src_component, stream, src, (v,) if bare else v, created,
+                                                  ())))
                     else:
                         process(new(tracked, (None, src_component, row[0], src, row[1], created,
                                               received_roots(row[2]) if len(row) > 2 else ())))
@@ -671,18 +687,25 @@ class BoltHost(ComponentHost):
         nothing to anchor or ack per tuple); its outputs in one emit call. An input the bolt
         failed is counted as failed, the others as acked."""
         assert self._batch is not None
+        one = self._batch_one  # the bolt takes each input's one value bare, and returns bare outputs
         if not rows:
             values = []
         elif len(rows) == 1 and len(rows[0]) == RUN_LEN:  # the usual batch emit's body: one run
-            values = rows[0][3]
+            run = rows[0]
+            values = run[3]
+            if (run[2] == ONE) != one:
+                values = list(map(_FIRST, values)) if one else list(zip(values))
         else:
-            values = [r[1] for r in expand_runs(rows)]
+            values = [r[1][0] if one else r[1] for r in expand_runs(rows)]
         if vals:
-            values.extend(vals)
+            values.extend(map(_FIRST, vals) if one else vals)
         t0 = time.perf_counter()
         outs, failed = self._batch(values)
         if outs:
-            self.emitter.emit_many(outs, self._batch_stream)
+            if one:
+                self.emitter.emit_one_many(outs, self._batch_stream)
+            else:
+                self.emitter.emit_many(outs, self._batch_stream)
         dt = time.perf_counter() - t0
         m = self.metrics
         m.acked += n - failed

@@ -11,7 +11,6 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
-from operator import itemgetter
 from typing import Any
 
 from heron_py.api.bolt.bolt import Bolt
@@ -103,9 +102,11 @@ class SourceSpout(StreamletSpout):
     the source gave before it went out."""
 
     limits = source_mod.BatchLimits()
-    # Emitter.emit_many(rows, stream), set on the instance by a host that lets a spout emit a
-    # batch in one call (nothing needs to see each emit); None: see batch_emit
+    # Emitter.emit_many(rows, stream) and Emitter.emit_one_many(values, stream), set on the
+    # instance by a host that lets a spout emit a batch in one call (nothing needs to see each
+    # emit); None: see batch_emit
     heron_emit_many: Callable[[list[Any], str], None] | None = None
+    heron_emit_one_many: Callable[[list[Any], str], None] | None = None
     # how a batch is timed (the sizer's input); a test replaces it on the instance
     clock: Callable[[], float] = staticmethod(time.perf_counter)
 
@@ -195,33 +196,44 @@ class SourceSpout(StreamletSpout):
             partitioner = None if r is None else (r.function(), len(r.target_tasks), r.indexes)
             outs, error = combine.combined_counts(self._count_key, outs, self._on_count_error, partitioner)
         if outs:
-            emit(list(zip(outs)))  # zip of one list: one-value tuples, made in C
+            emit(outs)
         if error is not None:  # the repartition function's: after what it routed, as the engine's emit
             raise error
 
 
 def batch_emit(spout: Spout) -> Callable[[list[Any]], None]:
-    """How a source spout emits a batch of one-value tuples on ``OUTPUT_STREAM``, untracked.
+    """How a source spout emits a batch of elements on ``OUTPUT_STREAM`` (one field: each
+    element is a tuple's one value), untracked.
 
-    ``Emitter.emit_many`` (one call, the stream's checks once) when nothing needs to see each
-    emit: no task hooks, no tap (the batch runner's output capture), no serializer. The host
-    binds it as ``heron_emit_many`` then (runtime/host.py). Otherwise one ``emit`` per tuple,
-    which passes every one of them through the delegate as before."""
+    ``Emitter.emit_one_many`` (one call, the stream's checks once, no tuple built per element)
+    when nothing needs to see each emit: no task hooks, no tap (the batch runner's output
+    capture), no serializer. The host binds it as ``heron_emit_one_many`` then, and
+    ``Emitter.emit_many`` as ``heron_emit_many`` (runtime/host.py), which takes one-value
+    tuples. Otherwise one ``emit`` per tuple, which passes every one of them through the
+    delegate as before."""
+    one = getattr(spout, "heron_emit_one_many", None)
+    if callable(one):
+        bare = one
+
+        def emit_bare(elements: list[Any]) -> None:
+            bare(elements, OUTPUT_STREAM)
+
+        return emit_bare
     bound = getattr(spout, "heron_emit_many", None)
-    if not callable(bound):  # hooks, a tap or a serializer: each emit is seen
-        emit = spout.emit
+    if callable(bound):
+        many = bound
 
-        def each(rows: list[Any]) -> None:
-            for values in rows:
-                emit(values, stream=OUTPUT_STREAM)
+        def emit_all(elements: list[Any]) -> None:
+            many(list(zip(elements)), OUTPUT_STREAM)  # zip of one list: one-value tuples, made in C
 
-        return each
-    many = bound
+        return emit_all
+    emit = spout.emit  # hooks, a tap or a serializer: each emit is seen
 
-    def emit_all(rows: list[Any]) -> None:
-        many(rows, OUTPUT_STREAM)
+    def each(elements: list[Any]) -> None:
+        for x in elements:
+            emit([x], stream=OUTPUT_STREAM)
 
-    return emit_all
+    return each
 
 
 class SupplierSpout(SourceSpout):
@@ -326,6 +338,9 @@ class ChainBolt(StreamletBolt):
     anchored to it and it is acked, or failed when an operator raised on it."""
 
     heron_batch_stream = OUTPUT_STREAM
+    # heron_process_batch takes each input's one value bare and returns its outputs bare: the
+    # streams between streamlet operators have one field (contracts.BatchSink)
+    heron_batch_one = True
     _ops_kind = ""  # a single-operator bolt's kind; FusedBolt reads its operators from its config
 
     def initialize(self, config: dict[str, Any], context: Any) -> None:
@@ -372,16 +387,17 @@ class ChainBolt(StreamletBolt):
     _error_outcome = "failing its source tuple"
 
     def heron_process_batch(self, values: list[Any]) -> tuple[list[Any], int]:
-        """(the outputs to emit on ``heron_batch_stream``, as one-value tuples; how many inputs
-        failed). Nothing is tracked here, so a failed element is logged, counted and dropped."""
+        """A batch of input elements (each input tuple's one value, ``heron_batch_one``):
+        (the output elements to emit on ``heron_batch_stream``; how many inputs failed).
+        Nothing is tracked here, so a failed element is logged, counted and dropped."""
         self._error_outcome = "dropped (its tuple is not tracked)"
         before = self._failed
-        outs = self.chain.run(list(map(_FIRST, values)), self._on_error)
+        outs = self.chain.run(values, self._on_error)
         failed = min(self._failed - before, len(values))  # a flat_map's outputs may fail apart
         if not self.chain.emits:
             return [], failed
         # inputs that failed are only counted: the others are "acked" by the host
-        return list(zip(outs)), failed  # zip of one list: one-value tuples, made in C
+        return outs, failed
 
     def process(self, tup: Any) -> None:
         self._error_outcome = "failing its source tuple"
@@ -399,9 +415,6 @@ class ChainBolt(StreamletBolt):
         """The host calls a bolt's cleanup when the task closes: a sink's cleanup goes with it."""
         for sink in self._sinks:
             sink.cleanup()
-
-
-_FIRST = itemgetter(0)  # a row's one value, in C: no Python call per element
 
 
 class MapBolt(ChainBolt):

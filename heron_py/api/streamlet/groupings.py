@@ -124,6 +124,23 @@ class RepartitionGrouping(_FunctionGrouping):
             append(one[chosen % n] if type(chosen) is int else choose(values))
         return out
 
+    def choose_tasks_one_many(self, elements: Sequence[Any]) -> list[Any]:
+        """``choose_tasks_many`` for elements given bare (the engine's emit of a one-field
+        stream's values, ``Emitter.emit_one_many``): per element its task id, or a tuple of task
+        ids when the function answers with several partitions."""
+        tasks = self.target_tasks
+        n = len(tasks)
+        fn = self._fn
+        out: list[Any] = []
+        append = out.append
+        for x in elements:
+            chosen = fn(x, n)
+            if type(chosen) is int:
+                append(tasks[chosen % n])
+            else:
+                append(tuple(tasks[i] for i in self.indexes(chosen, x)))
+        return out
+
     def choose_tasks(self, values: Any) -> list[int]:
         tasks = self.target_tasks
         n = len(tasks)

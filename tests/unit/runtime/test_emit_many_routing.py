@@ -146,3 +146,86 @@ def test_repartition_int_answers_out_of_range_are_taken_modulo_as_per_tuple() ->
     rows = [[i] for i in range(12)]  # answers -5..6: negative and past the partition count
     assert [list(t) for t in rep.choose_tasks_many(rows)] == [rep.choose_tasks(r) for r in rows]
     assert rep.choose_tasks_many([]) == []
+
+
+class Repartition(Mod):
+    """The Streamlet repartition's grouping (by length, or every task for "both") in the place
+    of ``Mod``: it has the bare-values choice, ``choose_tasks_one_many``."""
+
+    def __init__(self, fn: Any = by_len_or_list) -> None:
+        super().__init__()
+        self.rep = RepartitionGrouping("repartition-1", functions.pack("t", fn))
+        self.one_calls = 0
+
+    def prepare(self, context: Any, component: str, stream: str, targets: list[int]) -> None:
+        self.rep.prepare(context, component, stream, targets)
+
+    def choose_tasks(self, values: Any) -> list[int]:
+        return self.rep.choose_tasks(values)
+
+    def choose_tasks_many(self, values_list: Any) -> list[Any]:
+        self.batch_calls += 1
+        return self.rep.choose_tasks_many(values_list)
+
+    def choose_tasks_one_many(self, elements: Any) -> list[Any]:
+        self.one_calls += 1
+        return self.rep.choose_tasks_one_many(elements)
+
+
+def test_bare_values_go_where_one_emit_each_sends_their_tuples() -> None:
+    elements = ["a", "bb", "both", "cccc", "", "dd"] * 5
+    bare, each = Repartition(), Repartition()
+    a, b = emitter_with(bare), emitter_with(each)  # type: ignore[arg-type]
+    a.emit_one_many(elements, "default")
+    for x in elements:
+        b.emit([x], "default", None, False)
+    assert {t: [(s, tuple(v)) for s, v in rows] for t, rows in a.pending_rows().items()} == {
+        t: [(s, tuple(v)) for s, v in rows] for t, rows in b.pending_rows().items()}
+    assert bare.one_calls == 1 and bare.batch_calls == 0  # the bare choice, once for the batch
+    assert a.emitted == len(elements)  # "both" went to two tasks and counts once, as emit counts it
+
+
+def test_bare_values_through_a_grouping_without_the_bare_choice_take_its_batch_choice() -> None:
+    g = Mod()
+    em = emitter_with(g)
+    em.emit_one_many(list(range(9)), "default")
+    assert g.batch_calls == 1
+    assert {t: [r[1][0] for r in rows] for t, rows in em.pending_rows().items()} == {
+        2: [0, 3, 6], 3: [1, 4, 7], 4: [2, 5, 8]}
+
+
+def test_a_grouping_that_raises_on_a_bare_value_emits_the_values_before_the_bad_one() -> None:
+    g = Mod(raise_at=7)
+    em = emitter_with(g)
+    with pytest.raises(ValueError) as e:
+        em.emit_one_many(list(range(10)), "default")
+    assert str(e.value) == "no task for 7"
+    assert sorted(r[1][0] for rows in em.pending_rows().values() for r in rows) == list(range(7))
+
+
+def test_the_bare_choice_is_checked_against_the_subscribed_tasks() -> None:
+    class Wrong:
+        def choose_tasks(self, values: Any) -> list[int]:
+            return [4]
+
+        def choose_tasks_one_many(self, elements: Any) -> list[Any]:
+            return [4, (7, 5)][:len(elements)]
+
+    r = make_router(GroupingDef(GroupingKind.CUSTOM), target_tasks=TARGETS, local_tasks=frozenset(),
+                    field_indices=(), custom=Wrong())
+    assert r.choose_one_many(["x"]) == [4]  # type: ignore[union-attr]
+    with pytest.raises(RoutingError) as e:
+        r.choose_one_many(["x", "y"])  # type: ignore[union-attr]
+    assert str(e.value) == "custom grouping Wrong chose task 5, which is not one of the subscribed tasks [4, 7, 9]"
+    with pytest.raises(RoutingError) as e:
+        r.choose_one_many(["x", "y", "z"])  # type: ignore[union-attr]
+    assert str(e.value) == "custom grouping Wrong chose for 2 tuples of a batch of 3"
+
+
+def test_the_repartitions_bare_choice_is_its_choice_per_tuple() -> None:
+    rep = RepartitionGrouping("repartition-1", functions.pack("t", by_len_or_list))
+    rep.prepare(None, "c", "s", TARGETS)
+    elements = ["a", "bb", "both", "cccc", ""]
+    assert rep.choose_tasks_one_many(elements) == [7, 9, (4, 9), 7, 4]
+    assert [[t] if type(t) is int else list(t) for t in rep.choose_tasks_one_many(elements)] == [
+        rep.choose_tasks([x]) for x in elements]

@@ -27,7 +27,7 @@ from heron_py.common.framing import (
     encode_batch_frame,
     frame_type,
 )
-from heron_py.common.serialization import dumps_batch, loads_batch
+from heron_py.common.serialization import ONE, dumps_batch, dumps_body, loads_batch
 from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
 from heron_py.planner.packing import round_robin
 from heron_py.runtime.host import BoltHost, HostOptions, SpoutHost, make_host
@@ -462,3 +462,56 @@ def test_a_sample_rate_that_is_not_a_positive_number_is_refused():
     with pytest.raises(ConfigError) as e:
         make_host(plan, _task(plan, "double"), [].extend)
     assert str(e.value) == "config topology.stats.sample.rate: expected a number > 0, found '0'"
+
+
+def test_a_run_of_bare_values_reaches_process_as_one_value_tuples():
+    plan = _plan()
+    host = make_host(plan, _task(plan, "double"), [].extend)
+    host.initialize()
+    spout = _task(plan, "numbers")
+    host.process_body(spout, dumps_body([("default", None, ONE, [3, 4]), ("default", [5])], None, None))
+    assert host.user.seen == [("numbers", "default", spout, (3,)), ("numbers", "default", spout, (4,)),
+                              ("numbers", "default", spout, (5,))]
+    assert host.counters.processed == 3
+
+
+class BatchDouble(Double):
+    """A batch bolt: each batch's inputs as given, outputs doubled (``heron_batch_one``: bare)."""
+
+    heron_batch_one = False
+
+    def heron_process_batch(self, values):
+        self.seen.append(list(values))
+        if self.heron_batch_one:
+            return [v * 2 for v in values], 0
+        return [[v[0] * 2] for v in values], 0
+
+
+class BareBatchDouble(BatchDouble):
+    heron_batch_one = True
+
+
+@pytest.mark.parametrize("bolt", [BatchDouble, BareBatchDouble])
+def test_a_batch_bolt_gets_its_inputs_in_its_form_from_any_body(bolt):
+    """Bare values and value lists, from a run of either kind, rows and hot values: a
+    ``heron_batch_one`` bolt gets each input's value bare, another its values; the outputs reach
+    the next task as one-value tuples either way."""
+    plan = _plan(bolt=bolt)
+    frames = []
+    host = make_host(plan, _task(plan, "double"), frames.extend)
+    host.initialize()
+    spout = _task(plan, "numbers")
+    bodies = [dumps_body([("default", None, ONE, [1, 2])], None, None),
+              dumps_body([("default", None, None, [[3], [4]])], None, None),
+              dumps_body([("default", None, ONE, [5]), ("default", [6])], [[7]], None)]
+    for body in bodies:
+        host.process_body(spout, body)
+    one = bolt.heron_batch_one
+    if one:
+        assert host.user.seen == [[1, 2], [3, 4], [5, 6, 7]]
+    else:  # a bare run's values as one-value tuples, the others as they came
+        assert host.user.seen == [[(1,), (2,)], [[3], [4]], [(5,), [6], [7]]]
+    host.flush()
+    assert sorted(r[1] for _d, _s, rows in _rows(frames) for r in rows) == [(2 * v,) if one else [2 * v]
+                                                                           for v in range(1, 8)]
+    assert host.counters.processed == 7

@@ -18,6 +18,7 @@ from heron_py.api.streamlet.builder import Builder
 from heron_py.api.streamlet.config import Config
 from heron_py.api.streamlet.generator import Generator
 from heron_py.api.streamlet.runner import build_topology
+from heron_py.common.serialization import ONE
 from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
 from heron_py.planner.packing import round_robin
 from heron_py.runtime.host import HostOptions, SpoutHost, make_host
@@ -281,30 +282,46 @@ def test_a_tap_sees_every_tuple_of_a_batch():
     assert n == 14 and seen == [(comp.OUTPUT_STREAM, (w,)) for w in "ab" * 7]
 
 
-def test_a_batch_goes_out_in_one_emit_many_call():
+def test_a_batch_goes_out_in_one_emit_one_many_call_as_bare_values():
     clock = ManualClock()
     host = spout_host(Endless(), True, clock)
-    # the host binds its emitter's emit_many at initialize (nothing needs to see each emit)
+    # the host binds its emitter's batch emits at initialize (nothing needs to see each emit)
+    assert host.user.heron_emit_one_many == host.emitter.emit_one_many
     assert host.user.heron_emit_many == host.emitter.emit_many
-    calls: list[tuple[int, str]] = []
-    many = host.user.heron_emit_many
+    calls: list[tuple[list[Any], str]] = []
+    one_many = host.user.heron_emit_one_many
 
-    def recording(rows: Any, stream: str) -> None:
-        calls.append((len(rows), stream))
-        many(rows, stream)
+    def recording(values: Any, stream: str) -> None:
+        calls.append((list(values), stream))
+        one_many(values, stream)
 
-    host.user.heron_emit_many = recording  # before the first next_tuple, which picks the path
+    host.user.heron_emit_one_many = recording  # before the first next_tuple, which picks the path
     assert [host.next_tuples(1) for _ in range(3)] == [2, 4, 8]  # counted by the emitter
-    assert calls == [(2, comp.OUTPUT_STREAM), (4, comp.OUTPUT_STREAM), (8, comp.OUTPUT_STREAM)]
+    assert calls == [(list("ab"), comp.OUTPUT_STREAM), (list("ab" * 2), comp.OUTPUT_STREAM),
+                     (list("ab" * 4), comp.OUTPUT_STREAM)]
+    # on the wire as one run of bare values per task (serialization.ONE), in emit order
+    pending = host.emitter.pending
+    assert [(r[0], r[2]) for rows in pending.values() for r in rows] == [(comp.OUTPUT_STREAM, ONE)]
+    assert host.emitter.pending_rows() == {t: [(comp.OUTPUT_STREAM, (w,)) for w in "ab" * 7] for t in pending}
 
 
-def test_the_hosts_heron_emit_many_is_used_when_bound():
+def test_the_hosts_heron_emit_many_is_used_with_one_value_tuples_when_the_bare_emit_is_not_bound():
     clock = ManualClock()
     host = spout_host(Endless(), True, clock)
     got: list[Any] = []
+    host.user.heron_emit_one_many = None
     host.user.heron_emit_many = lambda rows, stream: got.append((list(rows), stream))
     host.next_tuples(1)
     assert got == [([("a",), ("b",)], comp.OUTPUT_STREAM)] and host.emitter.emitted == 0
+
+
+def test_the_hosts_heron_emit_one_many_is_used_when_bound():
+    clock = ManualClock()
+    host = spout_host(Endless(), True, clock)
+    got: list[Any] = []
+    host.user.heron_emit_one_many = lambda values, stream: got.append((list(values), stream))
+    host.next_tuples(1)
+    assert got == [(["a", "b"], comp.OUTPUT_STREAM)] and host.emitter.emitted == 0
 
 
 class Pausing(Generator):
