@@ -125,6 +125,8 @@ def emit_rows(records: list[Record], ids: list[Key | None], inflight: dict[str, 
     tuple tree under a run's id from ``runs`` when ``emit_run`` is given, else in one call of
     the host's batch emit, else through the host's emit (positional, as the host takes it), else
     the spout's ``emit``."""
+    if emit_run is not None and runs is None:  # refused before any record is registered in flight
+        raise ValueError("emit_rows: a run emit needs the RunIds that name its runs")
     if emit_many is not None or emit_run is not None:
         rows: list[Any] = []
         keys: list[Key] = []
@@ -136,9 +138,7 @@ def emit_rows(records: list[Record], ids: list[Key | None], inflight: dict[str, 
                 keys.append(key)
         if not rows:
             return
-        if emit_run is not None:
-            if runs is None:
-                raise ValueError("emit_rows: a run emit needs the RunIds that name its runs")
+        if emit_run is not None and runs is not None:
             emit_run(rows, runs.add(keys))
         elif emit_many is not None:
             emit_many(rows, keys)
