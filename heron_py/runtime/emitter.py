@@ -538,19 +538,25 @@ class Emitter:
                 chosen = None
         if chosen is None:
             chosen = _choose_each(values_list, nfields, [r.choose for r in routers], lambda v: self._check(v, stream))
-        # each tuple appended to the tasks chosen for it, in order, into a run of the stream's
-        # values per task (the stream named once per run on the wire, not per tuple)
+        self._append_runs(values_list, chosen, stream, None, nfields)
+
+    def _append_runs(self, values_list: Sequence[Any], chosen: Iterable[Any], stream: str, kind: int | None,
+                     nfields: int) -> None:
+        """Each tuple appended to the tasks chosen for it (a sequence of task ids, or one id), in
+        order, into a run of the stream per task (the stream named once per run on the wire, not
+        per tuple): its values (``kind`` None, each checked against ``nfields``), or its one value
+        bare (``kind`` ONE). A run is cut at the batch size."""
         runs: dict[int, list[Any]] = {}
         run_for = self._run_for
         batch_size = self.batch_size
         count = self._count
         for values, tasks in zip(values_list, chosen, strict=True):
-            if len(values) != nfields:
+            if kind is None and len(values) != nfields:
                 self._check(values, stream)  # raises
-            for t in tasks:
+            for t in ((tasks,) if type(tasks) is int else tasks):
                 run = runs.get(t)
                 if run is None:
-                    run = runs[t] = run_for(t, stream)
+                    run = runs[t] = run_for(t, stream, kind)
                 run.append(values)
             count += 1
             if count >= batch_size:
@@ -586,25 +592,7 @@ class Emitter:
             # asked again per tuple there: what went out before the bad value goes out as it did
             self.emit_many(list(zip(values)), stream)
             return
-        runs: dict[int, list[Any]] = {}
-        run_for = self._run_for
-        batch_size = self.batch_size
-        count = self._count
-        for v, tasks in zip(values, chosen, strict=True):
-            for t in ((tasks,) if type(tasks) is int else tasks):
-                run = runs.get(t)
-                if run is None:
-                    run = runs[t] = run_for(t, stream, ONE)
-                run.append(v)
-            count += 1
-            if count >= batch_size:
-                self._count = count
-                self.flush()
-                runs.clear()  # sent: the next values start new runs
-                count = 0
-        self._count = count
-        if stream != "default":
-            self.emitted_by_stream[stream] = self.emitted_by_stream.get(stream, 0) + len(values)
+        self._append_runs(values, chosen, stream, ONE, 1)
 
     def _run_for(self, task: int, stream: str, kind: int | None = None) -> list[Any]:
         """The values list of the run of ``stream`` that ends what is pending for ``task``: the
