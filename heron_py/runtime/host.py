@@ -627,13 +627,9 @@ class BoltHost(ComponentHost):
             cls = HeronTuple
             if rows:
                 for row in rows:
-                    if len(row) == RUN_LEN:  # a run: untracked values of one stream
+                    if len(row) == RUN_LEN:  # a run: untracked values of one stream (ONE: bare, wrapped here)
                         stream = row[0]
-                        if row[2] == ONE:  # a one-field stream's values, bare
-                            for v in row[3]:
-                                process(new(cls, (None, src_component, stream, src, (v,), created, None)))
-                            continue
-                        for v in row[3]:
+                        for v in (zip(row[3]) if row[2] == ONE else row[3]):
                             process(new(cls, (None, src_component, stream, src, v, created, None)))
                     else:
                         process(new(cls, (None, src_component, row[0], src, row[1], created, None)))
@@ -644,12 +640,10 @@ class BoltHost(ComponentHost):
             tracked = TrackedTuple
             if rows:
                 for row in rows:
-                    if len(row) == RUN_LEN:  # a run: untracked values of one stream
+                    if len(row) == RUN_LEN:  # a run: untracked values of one stream (ONE: bare, wrapped here)
                         stream = row[0]
-                        bare = row[2] == ONE  # a one-field stream's values
-                        for v in row[3]:
-                            process(new(tracked, (None, src_component, stream, src, (v,) if bare else v, created,
-                                                  ())))
+                        for v in (zip(row[3]) if row[2] == ONE else row[3]):
+                            process(new(tracked, (None, src_component, stream, src, v, created, ())))
                     else:
                         process(new(tracked, (None, src_component, row[0], src, row[1], created,
                                               received_roots(row[2]) if len(row) > 2 else ())))
