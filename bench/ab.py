@@ -8,6 +8,7 @@ property set to A and to B, alternating, next to the plain loop; prints each rat
     python bench/ab.py --rev fade6e1 --rev-b 911843e   # A and B both revisions: one change alone
     python bench/ab.py --rev 17466cd --program streamlet_wc.py   # the same, the Streamlet word count
     python bench/ab.py --rev HEAD --program streamlet_wc.py --program-arg keyed   # its count_by_key shape
+    python bench/ab.py heron_py.instance.batch.size 1024 4096 --program streamlet_wc.py --program-arg consume
     python bench/ab.py --no-mac [--acking]          # A = this tree with the frame MAC a no-op, B = this tree
     python bench/ab.py KEY1,KEY2 A1,A2 B1,B2        # several properties switched together
 
@@ -108,7 +109,7 @@ def main() -> None:
     ap.add_argument("--acking", action="store_true")
     ap.add_argument("--latency", type=float, default=0.0, metavar="RATE")
     ap.add_argument("--program", default="wc_topology.py",
-                    help="with --rev: the bench program both sides run (streamlet_wc.py: the Streamlet word count)")
+                    help="the bench program both sides run (streamlet_wc.py: the Streamlet word count)")
     ap.add_argument("--program-arg", action="append", default=[],
                     help="an argument after the program's own three (streamlet_wc.py's 'keyed')")
     args = ap.parse_args()
@@ -136,7 +137,8 @@ def main() -> None:
     for _ in range(args.reps):
         bases.append(plain(args.sentences)["words_per_s"])
         for v in (args.a, args.b):
-            r = ours(args.sentences, args.acking, home, props[v])
+            r = ours(args.sentences, args.acking, home, props[v], program=args.program,
+                     program_args=tuple(args.program_arg))
             res[v].append(r["words_per_s"])
             pss[v].append(r["pss"])
             cpu[v].append(r["cpu_us_per_word"])
