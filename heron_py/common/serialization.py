@@ -91,10 +91,7 @@ def expand_runs(rows: list[Any]) -> list[Any]:
     for r in rows:
         if len(r) == RUN_LEN:
             stream = r[0]
-            if r[2] == ONE:
-                out.extend((stream, (v,)) for v in r[3])
-            else:
-                out.extend((stream, v) for v in r[3])
+            out.extend((stream, v) for v in (zip(r[3]) if r[2] == ONE else r[3]))  # ONE: bare values, wrapped
         else:
             out.append(r)
     return out

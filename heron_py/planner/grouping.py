@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from heron_py.common.stable_hash import stable_hash, value_hash
@@ -162,14 +162,7 @@ class _Custom:
             choose = self.choose
             return [choose(v) for v in values_list]
         chosen = many(values_list)
-        if len(chosen) != len(values_list):
-            raise RoutingError(f"custom grouping {type(self._custom).__name__} chose for {len(chosen)} tuples "
-                               f"of a batch of {len(values_list)}")
-        if not self._targets.issuperset(itertools.chain.from_iterable(chosen)):
-            for tasks in chosen:
-                for t in tasks:
-                    if t not in self._targets:
-                        raise RoutingError(self._not_subscribed(t))
+        self._check_batch(chosen, len(values_list), itertools.chain.from_iterable(chosen))
         return chosen
 
     def choose_one_many(self, values: Sequence[Any]) -> list[Any] | None:
@@ -180,16 +173,22 @@ class _Custom:
         if many is None:
             return None
         chosen = many(values)
-        if len(chosen) != len(values):
+        self._check_batch(chosen, len(values), chosen)  # a tuple among the ints is no target: checked per task
+        return chosen
+
+    def _check_batch(self, chosen: Sequence[Any], n: int, every_task: Iterable[Any]) -> None:
+        """A batch choice (per tuple a sequence of task ids, or one id) holds ``n`` answers and
+        only subscribed tasks: ``every_task`` checked in one set operation, then task by task
+        only when that finds one that is not (to name it)."""
+        if len(chosen) != n:
             raise RoutingError(f"custom grouping {type(self._custom).__name__} chose for {len(chosen)} tuples "
-                               f"of a batch of {len(values)}")
+                               f"of a batch of {n}")
         targets = self._targets
-        if not targets.issuperset(chosen):  # a tuple among the ints is not a target: checked per task
+        if not targets.issuperset(every_task):
             for tasks in chosen:
                 for t in ((tasks,) if type(tasks) is int else tasks):
                     if t not in targets:
                         raise RoutingError(self._not_subscribed(t))
-        return chosen
 
     def _not_subscribed(self, t: Any) -> str:
         return (f"custom grouping {type(self._custom).__name__} chose task {t!r}, which is not one of "

@@ -110,24 +110,16 @@ class RepartitionGrouping(_FunctionGrouping):
     modulo the partition count, as heronpy)."""
 
     def choose_tasks_many(self, values_list: Sequence[Any]) -> list[Sequence[int]]:
-        """``choose_tasks`` for a batch (the engine's emit of a source's or a fused chain's
-        batch): the function once per element in one loop, a prebuilt one-task tuple for the
-        common int answer, ``choose_tasks`` for any other answer (its checks and errors)."""
-        one = self._one
-        n = len(one)
-        fn = self._fn
-        choose = self.choose_tasks
-        out: list[Sequence[int]] = []
-        append = out.append
-        for values in values_list:
-            chosen = fn(values[0], n)
-            append(one[chosen % n] if type(chosen) is int else choose(values))
-        return out
+        """``choose_tasks`` for a batch of one-value rows (an operator's outputs that another
+        emit path gives as rows): ``choose_tasks_one_many`` over their values, the function once
+        per element, each single task as a one-task tuple."""
+        return [(t,) if type(t) is int else t for t in self.choose_tasks_one_many([v[0] for v in values_list])]
 
     def choose_tasks_one_many(self, elements: Sequence[Any]) -> list[Any]:
         """``choose_tasks_many`` for elements given bare (the engine's emit of a one-field
         stream's values, ``Emitter.emit_one_many``): per element its task id, or a tuple of task
-        ids when the function answers with several partitions."""
+        ids when the function answers with several partitions (its checks and errors are
+        ``choose_tasks``'s)."""
         tasks = self.target_tasks
         n = len(tasks)
         fn = self._fn
