@@ -102,10 +102,8 @@ class SourceSpout(StreamletSpout):
     the source gave before it went out."""
 
     limits = source_mod.BatchLimits()
-    # Emitter.emit_many(rows, stream) and Emitter.emit_one_many(values, stream), set on the
-    # instance by a host that lets a spout emit a batch in one call (nothing needs to see each
-    # emit); None: see batch_emit
-    heron_emit_many: Callable[[list[Any], str], None] | None = None
+    # Emitter.emit_one_many(values, stream), set on the instance by a host that lets a spout
+    # emit a batch in one call (nothing needs to see each emit); None: see batch_emit
     heron_emit_one_many: Callable[[list[Any], str], None] | None = None
     # how a batch is timed (the sizer's input); a test replaces it on the instance
     clock: Callable[[], float] = staticmethod(time.perf_counter)
@@ -207,10 +205,9 @@ def batch_emit(spout: Spout) -> Callable[[list[Any]], None]:
 
     ``Emitter.emit_one_many`` (one call, the stream's checks once, no tuple built per element)
     when nothing needs to see each emit: no task hooks, no tap (the batch runner's output
-    capture), no serializer. The host binds it as ``heron_emit_one_many`` then, and
-    ``Emitter.emit_many`` as ``heron_emit_many`` (runtime/host.py), which takes one-value
-    tuples. Otherwise one ``emit`` per tuple, which passes every one of them through the
-    delegate as before."""
+    capture), no serializer. The host binds it as ``heron_emit_one_many`` then
+    (runtime/host.py). Otherwise one ``emit`` per tuple, which passes every one of them through
+    the delegate as before."""
     one = getattr(spout, "heron_emit_one_many", None)
     if callable(one):
         bare = one
@@ -219,14 +216,6 @@ def batch_emit(spout: Spout) -> Callable[[list[Any]], None]:
             bare(elements, OUTPUT_STREAM)
 
         return emit_bare
-    bound = getattr(spout, "heron_emit_many", None)
-    if callable(bound):
-        many = bound
-
-        def emit_all(elements: list[Any]) -> None:
-            many(list(zip(elements)), OUTPUT_STREAM)  # zip of one list: one-value tuples, made in C
-
-        return emit_all
     emit = spout.emit  # hooks, a tap or a serializer: each emit is seen
 
     def each(elements: list[Any]) -> None:

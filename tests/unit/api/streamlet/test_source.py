@@ -285,9 +285,8 @@ def test_a_tap_sees_every_tuple_of_a_batch():
 def test_a_batch_goes_out_in_one_emit_one_many_call_as_bare_values():
     clock = ManualClock()
     host = spout_host(Endless(), True, clock)
-    # the host binds its emitter's batch emits at initialize (nothing needs to see each emit)
+    # the host binds its emitter's bare batch emit at initialize (nothing needs to see each emit)
     assert host.user.heron_emit_one_many == host.emitter.emit_one_many
-    assert host.user.heron_emit_many == host.emitter.emit_many
     calls: list[tuple[list[Any], str]] = []
     one_many = host.user.heron_emit_one_many
 
@@ -305,14 +304,14 @@ def test_a_batch_goes_out_in_one_emit_one_many_call_as_bare_values():
     assert host.emitter.pending_rows() == {t: [(comp.OUTPUT_STREAM, (w,)) for w in "ab" * 7] for t in pending}
 
 
-def test_the_hosts_heron_emit_many_is_used_with_one_value_tuples_when_the_bare_emit_is_not_bound():
+def test_without_the_bare_batch_emit_each_element_is_emitted_on_its_own_as_a_one_value_tuple():
     clock = ManualClock()
     host = spout_host(Endless(), True, clock)
     got: list[Any] = []
     host.user.heron_emit_one_many = None
-    host.user.heron_emit_many = lambda rows, stream: got.append((list(rows), stream))
+    host.user.emit = lambda values, stream: got.append((list(values), stream))
     host.next_tuples(1)
-    assert got == [([("a",), ("b",)], comp.OUTPUT_STREAM)] and host.emitter.emitted == 0
+    assert got == [(["a"], comp.OUTPUT_STREAM), (["b"], comp.OUTPUT_STREAM)] and host.emitter.emitted == 0
 
 
 def test_the_hosts_heron_emit_one_many_is_used_when_bound():
