@@ -133,6 +133,7 @@ def main() -> None:
     res: dict[str, list[float]] = {args.a: [], args.b: []}
     pss: dict[str, list[float]] = {args.a: [], args.b: []}
     cpu: dict[str, list[float | None]] = {args.a: [], args.b: []}
+    roles: dict[str, list[dict[str, float | None]]] = {args.a: [], args.b: []}
     bases = []
     for _ in range(args.reps):
         bases.append(plain(args.sentences)["words_per_s"])
@@ -142,8 +143,10 @@ def main() -> None:
             res[v].append(r["words_per_s"])
             pss[v].append(r["pss"])
             cpu[v].append(r["cpu_us_per_word"])
+            roles[v].append(r.get("cpu_us_per_word_by_role", {}))
     base = statistics.median(bases)
     print(f"\nplain loop {base:,.0f} words/s (median of {args.reps})")
+    _print_roles(roles)
     for v, xs in res.items():
         m = statistics.median(xs)
         runs = ", ".join(f"{x:,.0f}" for x in xs)

@@ -3,6 +3,7 @@ heron-py's topology beside the floors it is held to, in one run. The lead runs i
 
     .venv/bin/python bench/kafka_e2e.py [--records 100000] [--seconds 10] [--par 2] [--quick]
     .venv/bin/python bench/kafka_e2e.py --ab KEY A B --rate R [--reps 2]   # a config switch's A/B
+    .venv/bin/python bench/kafka_e2e.py --rev REV --rate R [--reps 2]      # A the engine at REV, B this tree
 
 Each phase gets a broker of its own (Tansu's memory engine lists a partition's whole history on
 every fetch, so a phase on a used broker would pay for the phases before it):
@@ -39,11 +40,12 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.kafka_broker import TansuBroker  # noqa: E402
+from tests.kafka_broker import TansuBroker, tansu_binary  # noqa: E402
 
 WORDS = 4  # per input record
 TOPOLOGY = '''
@@ -327,6 +329,58 @@ def ab(home: Path, args: argparse.Namespace) -> None:
               f"p99 {statistics.median(q(r.total, 99) for _, r in runs):.1f} ms")
 
 
+# a side of ``--rev``: run in a child under that side's interpreter, with that side's own
+# bench/kafka_e2e.py first on sys.path, so the topology's processes run that side's engine
+SIDE = """
+import json, sys, tempfile, argparse
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import kafka_e2e as k
+a = argparse.Namespace(**json.loads(sys.argv[2]))
+home = Path(tempfile.mkdtemp(prefix="kafka_e2e"))
+top = k.peak(k.run_topology(home, a, a.records, 0), a.records)
+r = k.run_topology(home, a, int(a.rate * a.seconds), a.rate)
+print(json.dumps({"peak": top, "outputs": len(r.total), "p50": k.q(r.total, 50), "p99": k.q(r.total, 99),
+                  "parts": k.parts(r)}))
+"""
+
+
+def rev_ab(args: argparse.Namespace) -> None:
+    """``--rev REV``: the topology's peak and its latency at ``--rate``, A the engine at REV (a
+    worktree, as bench/ab.py --rev makes it), B this tree, ``--reps`` times, alternating."""
+    import json
+    import subprocess
+
+    sys.path.insert(0, str(REPO / "bench"))
+    from ab import checkout_python  # type: ignore[import-not-found]
+
+    py_a = checkout_python(args.rev)
+    tansu = Path(py_a).parent / "tansu"  # tests/kafka_broker.py finds the broker beside the interpreter
+    if not tansu.exists():
+        tansu.symlink_to(Path(tansu_binary() or "tansu"))
+    sides = {"A": (py_a, Path(py_a).parent.parent.parent / "tree" / "bench"),
+             "B": (sys.executable, REPO / "bench")}
+    n = int(args.rate * args.seconds)
+    conf = json.dumps({k: getattr(args, k) for k in ("records", "seconds", "par", "fetch_wait_ms", "rate", "quick")})
+    got: dict[str, list[dict[str, Any]]] = {"A": [], "B": []}
+    print(f"A: {args.rev}, B: this tree; latency at {args.rate:,.0f} records/s ({n:,} records)\n\n"
+          "| rep | side | peak (records/s) | outputs | p50 (ms) | p99 (ms) | in p50/p99 | engine p50/p99 "
+          "| out p50/p99 |\n|---|---|---|---|---|---|---|---|---|")
+    for rep in range(args.reps):
+        for side in ("AB" if rep % 2 == 0 else "BA"):
+            py, bench = sides[side]
+            p = subprocess.run([py, "-c", SIDE, str(bench), conf], capture_output=True, text=True, cwd=bench,
+                               check=True)
+            r = json.loads(p.stdout.strip().splitlines()[-1])
+            got[side].append(r)
+            print(f"| {rep + 1} | {side} | {r['peak']:,.0f} | {r['outputs']:,} of {n * WORDS:,} | {r['p50']:.1f} | "
+                  f"{r['p99']:.1f} | {r['parts']} |", flush=True)
+    med = {s: {k: statistics.median(r[k] for r in got[s]) for k in ("peak", "p50", "p99")} for s in "AB"}
+    for s in "AB":
+        print(f"{s} medians: peak {med[s]['peak']:,.0f}, p50 {med[s]['p50']:.1f} ms, p99 {med[s]['p99']:.1f} ms")
+    print(f"B/A: peak {med['B']['peak'] / med['A']['peak']:.3f}, p99 {med['B']['p99'] / med['A']['p99']:.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=100_000, help="input records of the peak phases")
@@ -337,8 +391,14 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer records: bench/run.py --quick's smoke figures")
     ap.add_argument("--ab", nargs=3, metavar=("KEY", "A", "B"),
                     help="A/B of a topology config property at --rate (required): peak and latency per side")
-    ap.add_argument("--reps", type=int, default=2, help="--ab: runs per side")
+    ap.add_argument("--rev", help="A/B at --rate (required): A the engine at this git revision, B this tree")
+    ap.add_argument("--reps", type=int, default=2, help="--ab, --rev: runs per side")
     args = ap.parse_args()
+    if args.rev:
+        if not args.rate:
+            ap.error("--rev needs --rate")
+        rev_ab(args)
+        return
     if args.ab:
         if not args.rate:
             ap.error("--ab needs --rate")
