@@ -43,6 +43,8 @@ class KafkaBolt(Bolt):
         self.throttle = LogThrottle(self.clock, period_s=10.0)
         self.inflight = InFlight()
         self._routes: dict[tuple[str, str], tuple[int, int, int]] = {}
+        self._topic, self._at_once = self.cfg.topic, self.cfg.fire_and_forget
+        self._now = self.clock()
         self.backstop_s = self.cfg.message_timeout_ms / 1000.0 + BACKSTOP_GRACE_S
         # set by callbacks, acted on after the producer's poll returns: the producer is never
         # replaced from inside its own callback
@@ -60,7 +62,7 @@ class KafkaBolt(Bolt):
             route = self._routes[(tup.component, tup.stream)] = self._route(tup)
         topic_at, key_at, message_at = route
         values = tup.values
-        topic = (values[topic_at] if topic_at >= 0 else None) or self.cfg.topic
+        topic = (values[topic_at] if topic_at >= 0 else None) or self._topic
         if not topic:
             self.log(f"{self.where}: input from '{tup.component}' has no topic in field "
                      f"'{self.cfg.topic_field}'; failing it", "warn")
@@ -68,8 +70,10 @@ class KafkaBolt(Bolt):
             return
         key = self.key_ser(values[key_at] if key_at >= 0 else None)
         value = self.value_ser(values[message_at] if message_at >= 0 else None)
-        # fire and forget: acked now (id 0), yet its report still tells a wedged producer
-        ident = 0 if self.cfg.fire_and_forget else self.inflight.add(tup, self.clock())
+        # fire and forget: acked now (id 0), yet its report still tells a wedged producer. The
+        # send time is the last poll's (a round of input batches old at most): it only feeds the
+        # backstop, seconds past message.timeout.ms
+        ident = 0 if self._at_once else self.inflight.add(tup, self._now)
         cb = partial(self._delivered, ident)
         while True:
             try:
@@ -77,7 +81,7 @@ class KafkaBolt(Bolt):
                 break
             except BufferError:  # the client's queue is full: wait for deliveries
                 self._poll(0.05)
-        if self.cfg.fire_and_forget:
+        if self._at_once:
             self.ack(tup)
         # delivery reports are served by heron_poll, which the task's loop calls after each
         # round of input batches (and every heron_poll_interval_s when idle): a poll per input
@@ -108,7 +112,8 @@ class KafkaBolt(Bolt):
 
     def _poll(self, timeout_s: float) -> None:
         self.producer.poll(timeout_s)
-        why = rebuild_after_poll(self.rebuild_why, self.inflight, self.clock(), self.backstop_s)
+        self._now = now = self.clock()
+        why = rebuild_after_poll(self.rebuild_why, self.inflight, now, self.backstop_s)
         if why is not None:
             self._rebuild(why)
 

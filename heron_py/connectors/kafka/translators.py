@@ -55,7 +55,9 @@ def deserializer(where: str, key: str, name: str) -> Callable[[str, bytes | None
 def serializer(where: str, key: str, name: str) -> Callable[[Any], bytes | None]:
     name = JAVA_SERIALIZERS.get(name, name)
     if name == "string":
-        return lambda v: None if v is None else (v if isinstance(v, bytes) else str(v).encode("utf-8"))
+        # a str first: what a bolt's message and key fields nearly always hold
+        return lambda v: v.encode() if type(v) is str else (
+            None if v is None else (v if isinstance(v, bytes) else str(v).encode("utf-8")))
     if name == "bytes":
         return lambda v: v if v is None or isinstance(v, bytes) else bytes(v)
     if name == "json":

@@ -11,7 +11,7 @@ from heron_py.connectors.base import ConnectorConfigError
 from heron_py.connectors.kafka.config import FirstPollOffsetStrategy as FP
 from heron_py.connectors.kafka.config import ProcessingGuarantee, bolt_config, spout_config
 from heron_py.connectors.kafka.spout import round_robin, start_offset
-from heron_py.connectors.kafka.translators import deserializer, translator
+from heron_py.connectors.kafka.translators import deserializer, serializer, translator
 from heron_py.planner import requirements
 from heron_py.planner.errors import TopologyError
 from heron_py.planner.logical import validate
@@ -88,6 +88,20 @@ def test_deserializers_and_java_names():
     assert deserializer(W, "k", "org.apache.kafka.common.serialization.ByteArrayDeserializer")("t", b"x") == b"x"
     assert deserializer(W, "k", "json")("t", b'{"a": 1}') == {"a": 1}
     assert deserializer(W, "k", "string")("t", None) is None
+
+
+def test_the_string_serializer_encodes_each_kind_of_field():
+    ser = serializer(W, "k", "org.apache.kafka.common.serialization.StringSerializer")
+
+    class Name(str):
+        def __str__(self) -> str:
+            return "named"
+
+    assert ser("hé") == "hé".encode()
+    assert ser(b"\x00raw") == b"\x00raw"  # bytes pass as they are
+    assert ser(None) is None  # a null key or value
+    assert ser(42) == b"42"
+    assert ser(Name("x")) == b"named"  # a str subclass goes through its str(), as before
 
 
 def test_translators():
