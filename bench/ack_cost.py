@@ -60,7 +60,7 @@ from heronpy.api.stream import Grouping  # noqa: E402
 from heronpy.api.topology import TopologyBuilder  # noqa: E402
 
 
-def _tracker() -> XorTracker:
+def stream_manager_tracker() -> XorTracker:
     """A tracker with the stream manager's three buckets (an engine from before the bucket
     count was a parameter takes none)."""
     try:
@@ -147,7 +147,7 @@ def run(n: int, acking: bool) -> dict[str, float]:
 def _tracker_ns(frames: list[bytes], roots: int) -> tuple[float, list[bytes]]:
     """The ACK_BATCH frames applied to one tracker in the order sent; every root must resolve.
     Returns ns per record and the ACK_RESULT frames for the spout task."""
-    tracker = _tracker()
+    tracker = stream_manager_tracker()
     records = resolved = 0
     out: list[bytes] = []
     t = time.process_time()
