@@ -26,6 +26,7 @@ import io
 import pickle
 import sys
 from array import array
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 MAIN_ALIAS = "__heron_main__"
@@ -83,6 +84,12 @@ def row_count(rows: list[Any]) -> int:
     return sum(len(r[3]) if len(r) == RUN_LEN else 1 for r in rows)
 
 
+def run_tuples(run: Sequence[Any]) -> Iterable[Any]:
+    """A run's values as tuples: a ``ONE`` run's bare values each wrapped in a one-value tuple
+    (by ``zip``, in C), any other run's as they are."""
+    return zip(run[3]) if run[2] == ONE else run[3]
+
+
 def expand_runs(rows: list[Any]) -> list[Any]:
     """``rows`` with each run as its ``(stream, values)`` rows."""
     if RUN_LEN not in set(map(len, rows)):
@@ -91,7 +98,7 @@ def expand_runs(rows: list[Any]) -> list[Any]:
     for r in rows:
         if len(r) == RUN_LEN:
             stream = r[0]
-            out.extend((stream, v) for v in (zip(r[3]) if r[2] == ONE else r[3]))  # ONE: bare values, wrapped
+            out.extend((stream, v) for v in run_tuples(r))
         else:
             out.append(r)
     return out

@@ -33,7 +33,16 @@ from heron_py.api.tuple import HeronTuple, TrackedTuple, TupleHelper
 from heron_py.common.config import TICK, InstanceConfig, ReliabilityConfig, max_frame_bytes
 from heron_py.common.config_codec import restore_config
 from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE, RESULT_ACKED, RESULT_RECORD
-from heron_py.common.serialization import ONE, RUN_LEN, body_rows, expand_runs, loads_body, loads_user_object, row_count
+from heron_py.common.serialization import (
+    ONE,
+    RUN_LEN,
+    body_rows,
+    expand_runs,
+    loads_body,
+    loads_user_object,
+    row_count,
+    run_tuples,
+)
 from heron_py.planner.model import ComponentKind, PhysicalPlan, TopologyState, has_task
 from heron_py.runtime.emitter import Emitter, StormArity
 from heron_py.runtime.hooks import Hooks, auto_hooks
@@ -627,9 +636,9 @@ class BoltHost(ComponentHost):
             cls = HeronTuple
             if rows:
                 for row in rows:
-                    if len(row) == RUN_LEN:  # a run: untracked values of one stream (ONE: bare, wrapped here)
+                    if len(row) == RUN_LEN:  # a run: untracked values of one stream
                         stream = row[0]
-                        for v in (zip(row[3]) if row[2] == ONE else row[3]):
+                        for v in run_tuples(row):
                             process(new(cls, (None, src_component, stream, src, v, created, None)))
                     else:
                         process(new(cls, (None, src_component, row[0], src, row[1], created, None)))
@@ -640,9 +649,9 @@ class BoltHost(ComponentHost):
             tracked = TrackedTuple
             if rows:
                 for row in rows:
-                    if len(row) == RUN_LEN:  # a run: untracked values of one stream (ONE: bare, wrapped here)
+                    if len(row) == RUN_LEN:  # a run: untracked values of one stream
                         stream = row[0]
-                        for v in (zip(row[3]) if row[2] == ONE else row[3]):
+                        for v in run_tuples(row):
                             process(new(tracked, (None, src_component, stream, src, v, created, ())))
                     else:
                         process(new(tracked, (None, src_component, row[0], src, row[1], created,
