@@ -48,6 +48,12 @@ ROOT = Path(__file__).resolve().parent.parent
 def checkout_python(rev: str) -> str:
     """An interpreter that runs heron-py as of ``rev``: a worktree plus a venv whose only own
     package is that worktree (editable); every dependency comes from this venv."""
+    return checkout(rev)[0]
+
+
+def checkout(rev: str) -> tuple[str, Path]:
+    """``checkout_python``'s interpreter and the worktree it runs (for a bench that also runs
+    that revision's own bench files)."""
     sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", rev], check=True, capture_output=True,
                          text=True).stdout.strip()
     base = Path(tempfile.gettempdir()) / f"heron-py-ab-{sha}"
@@ -60,7 +66,7 @@ def checkout_python(rev: str) -> str:
         subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=tree, check=True,
                        capture_output=True)
     py, _ = tree_venv(venv, tree)
-    return py
+    return py, tree
 
 
 def tree_venv(venv: Path, tree: Path) -> tuple[str, str]:

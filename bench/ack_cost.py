@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import random
 import statistics
 import subprocess
@@ -61,12 +62,12 @@ from heronpy.api.topology import TopologyBuilder  # noqa: E402
 
 
 def stream_manager_tracker() -> XorTracker:
-    """A tracker with the stream manager's three buckets (an engine from before the bucket
-    count was a parameter takes none)."""
-    try:
-        return XorTracker(buckets=3)
-    except TypeError:
-        return XorTracker()  # type: ignore[call-arg]
+    """The tracker as the stream manager's ack service builds it (every revision with
+    heron_py.acking.tracker, which this script imports, has that service)."""
+    from stream_manager.acking import AckService
+
+    return AckService(lambda _task, _frame: None, logging.getLogger("ack_cost")).tracker
+
 
 def _bodies(frames: list[bytes], dests: set[int]) -> list[tuple[int, bytes]]:
     out = []

@@ -352,13 +352,13 @@ def rev_ab(args: argparse.Namespace) -> None:
     import subprocess
 
     sys.path.insert(0, str(REPO / "bench"))
-    from ab import checkout_python  # type: ignore[import-not-found]
+    from ab import checkout  # type: ignore[import-not-found]
 
-    py_a = checkout_python(args.rev)
+    py_a, tree_a = checkout(args.rev)
     tansu = Path(py_a).parent / "tansu"  # tests/kafka_broker.py finds the broker beside the interpreter
     if not tansu.exists():
         tansu.symlink_to(Path(tansu_binary() or "tansu"))
-    sides = {"A": (py_a, Path(py_a).parent.parent.parent / "tree" / "bench"),
+    sides = {"A": (py_a, tree_a / "bench"),
              "B": (sys.executable, REPO / "bench")}
     n = int(args.rate * args.seconds)
     conf = json.dumps({k: getattr(args, k) for k in ("records", "seconds", "par", "fetch_wait_ms", "rate", "quick")})
