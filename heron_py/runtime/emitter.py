@@ -12,7 +12,7 @@ import random
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import islice, repeat
 from typing import Any
 
 from heron_py.api.tuple import TrackedTuple
@@ -545,25 +545,41 @@ class Emitter:
         """Each tuple appended to the tasks chosen for it (a sequence of task ids, or one id), in
         order, into a run of the stream per task (the stream named once per run on the wire, not
         per tuple): its values (``kind`` None, each checked against ``nfields``), or its one value
-        bare (``kind`` ONE). A run is cut at the batch size."""
+        bare (``kind`` ONE). A run is cut at the batch size.
+
+        The tuples go in stretches that end where the batch fills, so the loop per tuple holds no
+        count and no flush test; a single task id is appended to without a one-task tuple to
+        loop over (most routing answers one task)."""
         runs: dict[int, list[Any]] = {}
         run_for = self._run_for
         batch_size = self.batch_size
         count = self._count
-        for values, tasks in zip(values_list, chosen, strict=True):
-            if kind is None and len(values) != nfields:
-                self._check(values, stream)  # raises
-            for t in ((tasks,) if type(tasks) is int else tasks):
-                run = runs.get(t)
-                if run is None:
-                    run = runs[t] = run_for(t, stream, kind)
-                run.append(values)
-            count += 1
+        pairs = zip(values_list, chosen, strict=True)
+        left = len(values_list)
+        while left > 0:
+            stretch = min(left, max(batch_size - count, 1))
+            for values, tasks in islice(pairs, stretch):
+                if kind is None and len(values) != nfields:
+                    self._check(values, stream)  # raises
+                if type(tasks) is int:
+                    run = runs.get(tasks)
+                    if run is None:
+                        run = runs[tasks] = run_for(tasks, stream, kind)
+                    run.append(values)
+                    continue
+                for t in tasks:
+                    run = runs.get(t)
+                    if run is None:
+                        run = runs[t] = run_for(t, stream, kind)
+                    run.append(values)
+            left -= stretch
+            count += stretch
             if count >= batch_size:
                 self._count = count
                 self.flush()
                 runs.clear()  # sent: the next tuples start new runs
                 count = 0
+        next(pairs, None)  # strict: a choice left over (more answers than tuples) raises here
         self._count = count
         if stream != "default":
             self.emitted_by_stream[stream] = self.emitted_by_stream.get(stream, 0) + len(values_list)

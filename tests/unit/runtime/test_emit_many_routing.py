@@ -229,3 +229,42 @@ def test_the_repartitions_bare_choice_is_its_choice_per_tuple() -> None:
     assert rep.choose_tasks_one_many(elements) == [7, 9, (4, 9), 7, 4]
     assert [[t] if type(t) is int else list(t) for t in rep.choose_tasks_one_many(elements)] == [
         rep.choose_tasks([x]) for x in elements]
+
+
+def test_bare_values_past_several_batch_ends_go_in_order_with_each_frame_cut_at_the_batch_size() -> None:
+    """A batch that starts in a partly filled one and crosses two batch ends, with answers of one
+    task and of several: each frame holds its batch's tuples for its task, in emit order (a
+    value sent to two tasks is one tuple of the batch, as ``emit`` counts it)."""
+    from heron_py.common.framing import BATCH_HEADER, BODY_OFFSET, HEADER_SIZE
+    from heron_py.common.serialization import body_rows, loads_body
+
+    frames: list[bytes] = []
+    em = Emitter(custom_plan(), 1, 4, frames.extend, custom_loader=lambda data: Repartition(),
+                 prepare_custom=lambda g, *a: g.prepare(None, *a), rng=random.Random(0))
+    em.emit(["x"], "default", None, False)  # one tuple already in the batch
+    elements = ["a", "both", "bb", "cccc", "both", "", "dd", "e", "both"]
+    em.emit_one_many(elements, "default")
+    em.flush()
+    got = []
+    for f in frames:
+        dest, _src, n = BATCH_HEADER.unpack_from(f, HEADER_SIZE)
+        values = tuple(v[0] for _s, v in body_rows(*loads_body(f[BODY_OFFSET:])))
+        assert n == len(values)
+        got.append((dest, values))
+    rep = RepartitionGrouping("repartition-1", functions.pack("t", by_len_or_list))
+    rep.prepare(None, "c", "s", [2, 3, 4])
+    want = []
+    for batch in (["x", "a", "both", "bb"], ["cccc", "both", "", "dd"], ["e", "both"]):
+        per_task: dict[int, list[str]] = {}
+        for x in batch:
+            for t in rep.choose_tasks([x]):
+                per_task.setdefault(t, []).append(x)
+        want += [(t, tuple(xs)) for t, xs in per_task.items()]
+    assert sorted(got) == sorted(want)
+    assert len(got) == 9 and em.emitted == 10
+
+
+def test_a_choice_list_longer_than_its_values_is_refused() -> None:
+    em = emitter_with(Mod())
+    with pytest.raises(ValueError):
+        em._append_runs([[1], [2]], [2, 3, 4], "default", None, 1)
