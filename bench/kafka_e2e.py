@@ -39,6 +39,7 @@ import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -113,10 +114,12 @@ class Readings:
     """What a reader saw: per record its latency and, when the record carries the split step's
     mark and a CreateTime, its three parts (seconds)."""
     total: list[float] = field(default_factory=list)
+    at: list[float] = field(default_factory=list)  # each record's arrival (time.time()), as ``total``
     parts: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     first: float = 0.0
     last: float = 0.0
     errors: list[str] = field(default_factory=list)  # the client's error events, if any
+    broker_cpu: list[tuple[float, float]] = field(default_factory=list)  # the phase's (Phase.cpu)
 
 
 class Reader:
@@ -152,6 +155,7 @@ class Reader:
                 now = time.time()
                 r.first = r.first or now
                 r.last = now
+                r.at.append(now)
                 fields = (m.value() or b"").split()
                 if len(fields) == 1:  # the floor probe: the send time alone
                     r.total.append(now - float(fields[0]))
@@ -216,19 +220,62 @@ def q(xs: list[float], k: int) -> float:
 
 
 class Phase:
-    """One broker with fresh topics ``in`` and ``out`` for one measurement."""
+    """One broker with fresh topics ``in`` and ``out`` for one measurement, and the broker's CPU
+    sampled every second (``cpu``: (time.time(), CPU seconds so far)): Tansu's memory engine
+    costs more per fetch as a partition's history grows, so its share of the two vCPUs climbs
+    through a paced run."""
 
     def __init__(self, home: Path, par: int) -> None:
         self.broker = TansuBroker(home)
         self.broker.create_topic("in", par)
         self.broker.create_topic("out", par)
         self.bootstrap = self.broker.bootstrap
+        self.cpu: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
+
+    def _sample(self) -> None:
+        import psutil
+        proc = psutil.Process(self.broker.pid)
+        while not self._stop.wait(1.0):
+            try:
+                c = proc.cpu_times()
+            except psutil.Error:
+                return
+            self.cpu.append((time.time(), c.user + c.system))
 
     def __enter__(self) -> Phase:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._sampler.join()
         self.broker.stop()
+
+
+WINDOW_S = 2.0
+
+
+def windows(r: Readings, cpu: list[tuple[float, float]]) -> list[str]:
+    """The run's records by arrival in WINDOW_S windows: per window the records, p50 and p99 (ms)
+    of the whole and of each part, and the broker's CPU (cores) over the window."""
+    out: list[str] = []
+    if not r.at:
+        return out
+    t, i, n = r.at[0], 0, len(r.at)
+    while i < n:
+        j = i
+        while j < n and r.at[j] < t + WINDOW_S:
+            j += 1
+        steps = [(tb - ta, b - a) for (ta, a), (tb, b) in pairwise(cpu) if t <= tb <= t + WINDOW_S]
+        span = sum(d for d, _ in steps)
+        cores = f"{sum(c for _, c in steps) / span:.2f}" if span > 0 else "-"
+        sl = Readings(total=r.total[i:j], parts={k: v[i:j] for k, v in r.parts.items()})
+        out.append(f"| {t - r.at[0]:.0f}-{t - r.at[0] + WINDOW_S:.0f} s | {j - i:,} | {q(sl.total, 50):.1f} / "
+                   f"{q(sl.total, 99):.1f} | {parts(sl)} | {cores} |")
+        i, t = j, t + WINDOW_S
+    return out
 
 
 def run_bare(home: Path, args: argparse.Namespace, records: int, rate: float) -> Readings:
@@ -248,6 +295,7 @@ def run_bare(home: Path, args: argparse.Namespace, records: int, rate: float) ->
             loop.join()
             if feeder:
                 feeder.join()
+        r.broker_cpu = ph.cpu
         return r
 
 
@@ -272,6 +320,7 @@ def run_topology(home: Path, args: argparse.Namespace, records: int, rate: float
                 feeder.join()
         finally:
             kill_local(home, run.name)
+        r.broker_cpu = ph.cpu
         return r
 
 
@@ -282,6 +331,7 @@ def run_probe(home: Path, args: argparse.Namespace, records: int, rate: float) -
         r = reader.collect(records, 300)
         if feeder:
             feeder.join()
+        r.broker_cpu = ph.cpu
         return r
 
 
@@ -433,6 +483,12 @@ def main() -> None:
         expected = n if name.startswith("broker") else n * WORDS
         got = f"{len(r.total):,}" + ("" if len(r.total) == expected else f" of {expected:,}")
         print(f"| {name} | {got} | {q(r.total, 50):.1f} | {q(r.total, 99):.1f} | {parts(r)} |")
+    if not args.quick:
+        for name, r in rows[1:]:
+            print(f"\n{name}, by arrival (the broker's CPU beside each window):\n\n| window | outputs | "
+                  "p50 / p99 (ms) | in p50/p99 | engine p50/p99 | out p50/p99 | broker (cores) |\n"
+                  "|---|---|---|---|---|---|---|")
+            print("\n".join(windows(r, r.broker_cpu)))
     top = rows[-1][1]
     if not args.quick:
         bare_r = rows[1][1]
