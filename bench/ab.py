@@ -40,7 +40,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-from run import latency, ours, plain  # type: ignore[import-not-found]
+from run import hot_path, latency, ours, plain  # type: ignore[import-not-found]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -119,6 +119,7 @@ def main() -> None:
     ap.add_argument("--program-arg", action="append", default=[],
                     help="an argument after the program's own three (streamlet_wc.py's 'keyed')")
     args = ap.parse_args()
+    print(f"this tree: {hot_path()}")
     home = Path(tempfile.mkdtemp(prefix="heron-ab-"))
     if args.rev or args.no_mac:
         rev_ab(args, home)

@@ -54,6 +54,18 @@ CLI = [sys.executable, "-m", "heron_py.cli.main"]
 FINE, COARSE = 100_000, 1000
 
 
+def hot_path() -> str:
+    """How many hot-path modules this interpreter imports compiled: a source file touched after
+    its module was built (in a checkout) makes every task run it as Python, and a run's figures
+    would then not be the compiled engine's (``python -m heron_py.compiled`` names them)."""
+    from heron_py.compiled import forms
+
+    got = forms()
+    pure = [m for m, how in got.items() if how == "pure"]
+    return f"hot path {len(got) - len(pure)} of {len(got)} modules compiled" + (f" (pure: {', '.join(pure)})"
+                                                                                  if pure else "")
+
+
 def shared_plain_loop() -> Any:
     """The shared baseline's loop itself (../shared/bench/peers/bench_plain.py ``run_loop``: a
     defaultdict count), never a copy: a Counter here ran 1.65x slower and inflated every "x
@@ -442,7 +454,7 @@ def main() -> int:
                         latency(on_peak / 2, True, home, 5, 20, 0)))
 
     print(f"\nword count, {n:,} sentences ({10 * n:,} words); {platform.node()}, {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.2f}\n")
+          f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.2f}; {hot_path()}\n")
     print("| system | words/s | x plain | t_run s | peak RSS / PSS MB | checksum |")
     print("|---|---|---|---|---|---|")
     bad = []
