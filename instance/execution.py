@@ -348,7 +348,7 @@ class SpoutLoop:
     def _until_timer(self, now: float) -> float:
         """Seconds to the next timer: expiry, user metrics, a component's heron_poll."""
         due = min(self.next_check, self.next_user) - now
-        poll_s = self.host.poll_s
+        poll_s = self.host.poll_wait()
         return max(0.0, due if poll_s is None else min(due, poll_s))
 
     def _timers(self, now: float) -> None:
@@ -515,7 +515,7 @@ class BoltLoop:
             else:
                 wait = max(0.0, min(self.next_tick - now, 0.1))
             if poll_s is not None:
-                wait = min(wait, poll_s)
+                wait = min(wait, host.poll_wait() or poll_s)
             work_from = self._take(wait, now)
             if poll_s is not None:
                 host.poll()

@@ -141,7 +141,11 @@ class PolledComponent(Protocol):
     """``heron_poll()``: input of the component's own (a producer's delivery reports, a
     subprocess's commands, a sink's batch deadline); the runner calls it on the task's thread at
     least every ``heron_poll_interval_s`` seconds (read once at initialize, default 0.005), and at
-    once after a ``heron_wake``. Returns None. Read in ComponentHost.initialize."""
+    once after a ``heron_wake``. Returns None. Read in ComponentHost.initialize.
+
+    A component that also defines ``heron_busy`` may name ``heron_idle_poll_interval_s``: while
+    ``heron_busy()`` is false the runner calls ``heron_poll`` at least that often instead (a
+    producer with no record waiting for its report has nothing to poll for every 5 ms)."""
 
     heron_poll_interval_s: float
 

@@ -239,6 +239,11 @@ class ComponentHost:
         # heron_poll(); the runner calls it on the task's thread at least every poll_s
         self.poll_s: float | None = None
         self._poll: Callable[[], None] | None = None
+        # and, when it says it has nothing in hand (heron_busy() false), at least every
+        # idle_poll_s instead, if it names one (heron_idle_poll_interval_s): a producer waiting
+        # for no report needs no poll every 5 ms
+        self.idle_poll_s: float | None = None
+        self._busy: Callable[[], bool] | None = None
         self._ack_many: Callable[[list[Any]], None] | None = None
         # the user's attributes initialize() bound to the emitter (None: not bound yet)
         self._bound: tuple[str, ...] | None = None
@@ -289,6 +294,11 @@ class ComponentHost:
         if callable(poll):
             self._poll = poll
             self.poll_s = float(getattr(self.user, "heron_poll_interval_s", 0.005))
+            idle = getattr(self.user, "heron_idle_poll_interval_s", None)
+            busy = getattr(self.user, "heron_busy", None)  # contract: api/contracts.py BusyComponent
+            if idle is not None and callable(busy):
+                self.idle_poll_s = max(self.poll_s, float(idle))
+                self._busy = busy
         # hooks are added in initialize(): only then is it known whether emits must be seen
         hooks = [*auto_hooks(self.conf), *self.context.task_hooks]
         if hooks:
@@ -375,6 +385,14 @@ class ComponentHost:
     def poll(self) -> None:
         if self._poll is not None:
             self._poll()
+
+    def poll_wait(self) -> float | None:
+        """The longest the task's loop may wait before it calls ``poll`` again: the component's
+        poll interval, or its idle one while it says it is not busy; None: no polling."""
+        busy = self._busy
+        if busy is None or busy():
+            return self.poll_s
+        return self.idle_poll_s
 
     def flush(self) -> None:
         self.emitter.flush()
