@@ -514,8 +514,10 @@ class BoltLoop:
                 wait = max(0.0, min(self.last_flush + interval, self.next_tick) - now)
             else:
                 wait = max(0.0, min(self.next_tick - now, 0.1))
-            if poll_s is not None:
-                wait = min(wait, host.poll_wait() or poll_s)
+            # a polled component's interval while busy, its idle one while not (no call without polling)
+            poll_wait = host.poll_wait() if poll_s is not None else None
+            if poll_wait is not None:
+                wait = min(wait, poll_wait)
             work_from = self._take(wait, now)
             if poll_s is not None:
                 host.poll()

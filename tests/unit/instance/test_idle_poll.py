@@ -5,29 +5,16 @@ cannot come. The host's choice first (pure), then a bolt's real execution loop w
 
 from __future__ import annotations
 
-import json
-import logging
-import queue
-import sys
 import threading
-import types
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from heron_py.api.bolt.bolt import Bolt
 from heron_py.api.stream import Grouping
 from heron_py.api.topology import TopologyBuilder
-from heron_py.common.serialization import MAIN_ALIAS
 from heron_py.connectors.kafka.bolt import KafkaBolt
 from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
 from heron_py.planner.packing import round_robin
-from instance.execution import TaskRunner
-from instance.metrics import TaskReports
-from instance.queues import InItem, InKind, Outbox, OutQueue, QueueBytes
-from tests.unit.instance.test_queues import IdleSpout
+from tests.unit.instance.test_queues import IdleSpout, _Task
 
 
 class PolledSink(Bolt):
@@ -65,32 +52,14 @@ def _plan(bolt: type[Bolt]) -> PhysicalPlan:
     return PhysicalPlan(topo, round_robin(topo, 1), (StmgrLocation(0, "h", 1, 2),), TopologyState.RUNNING, 1)
 
 
-@pytest.fixture()
-def stand_in_main(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setitem(sys.modules, MAIN_ALIAS, types.ModuleType(MAIN_ALIAS))
-    yield
-
-
 class _BoltTask:
-    """The sink's execution thread with real queues, host and loop; the test plays the gateway."""
+    """The sink's task in test_queues' harness, started, with its bolt at hand."""
 
     def __init__(self, plan: PhysicalPlan) -> None:
-        self.inbound: queue.Queue[InItem] = queue.Queue(maxsize=64)
-        outbox = Outbox(OutQueue(64, 1 << 20), QueueBytes(1 << 20), lambda: None)
-        in_bytes = QueueBytes(1 << 20)
-        task = plan.packing.tasks_of("sink")[0]
-        self.runner = TaskRunner(task_id=task, component="sink", package_dir=Path("."), inbound=self.inbound,
-                                 in_bytes=in_bytes, outbox=outbox,
-                                 reports=TaskReports(task, "sink", self.inbound, in_bytes, outbox),
-                                 mark_ready=lambda: None, log=logging.getLogger("test-idle-poll"))
-        self.inbound.put((InKind.PPLAN, json.dumps(plan.to_dict()).encode()))
-        self.thread = threading.Thread(target=self.runner.run, name="execution")
-        self.thread.start()
-        ev = threading.Event()
-        for _ in range(1000):
-            if self.runner.reports.host is not None:
-                break
-            ev.wait(0.01)
+        self.task = _Task(plan, out_batches=64, component="sink")
+        self.runner = self.task.runner
+        self.task.thread.start()
+        self.task.wait_for(lambda: self.runner.reports.host is not None, "the host")
         host = self.runner.reports.host
         assert host is not None
         self.bolt: PolledSink = host.user
@@ -102,8 +71,8 @@ class _BoltTask:
 
     def stop(self) -> None:
         self.runner.stop()
-        self.thread.join(timeout=10)
-        assert not self.thread.is_alive()
+        self.task.thread.join(timeout=10)
+        assert not self.task.thread.is_alive()
 
 
 def test_the_host_waits_the_idle_interval_only_while_the_component_is_not_busy(stand_in_main: None) -> None:

@@ -9,10 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import queue
-import sys
 import threading
-import types
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +22,6 @@ from heron_py.api.spout.spout import Spout
 from heron_py.api.stream import Grouping
 from heron_py.api.topology import TopologyBuilder
 from heron_py.common.framing import MsgType, encode_batch_frame, encode_frame
-from heron_py.common.serialization import MAIN_ALIAS
 from heron_py.planner.model import PhysicalPlan, StmgrLocation, TopologyState
 from heron_py.planner.packing import round_robin
 from instance.execution import TaskRunner
@@ -176,17 +172,18 @@ def _plan(burst: int, spout: type[Spout] = IdleSpout, **conf: Any) -> PhysicalPl
 
 
 class _Task:
-    """A spout's execution thread with real queues, host and loop; the test plays the gateway."""
+    """A task's execution thread (the spout's, or ``component``'s) with real queues, host and
+    loop; the test plays the gateway."""
 
-    def __init__(self, plan: PhysicalPlan, out_batches: int) -> None:
+    def __init__(self, plan: PhysicalPlan, out_batches: int, component: str = "spout") -> None:
         self.inbound: queue.Queue[InItem] = queue.Queue(maxsize=64)
         self.out = OutQueue(out_batches, 1 << 20)
         self.outbox = Outbox(self.out, QueueBytes(1 << 20), lambda: None)
         in_bytes = QueueBytes(1 << 20)
-        task = plan.packing.tasks_of("spout")[0]
-        self.runner = TaskRunner(task_id=task, component="spout", package_dir=Path("."), inbound=self.inbound,
+        task = plan.packing.tasks_of(component)[0]
+        self.runner = TaskRunner(task_id=task, component=component, package_dir=Path("."), inbound=self.inbound,
                                  in_bytes=in_bytes, outbox=self.outbox,
-                                 reports=TaskReports(task, "spout", self.inbound, in_bytes, self.outbox),
+                                 reports=TaskReports(task, component, self.inbound, in_bytes, self.outbox),
                                  mark_ready=lambda: None, log=logging.getLogger("test-wake"))
         self.inbound.put((InKind.PPLAN, json.dumps(plan.to_dict()).encode()))
         self.thread = threading.Thread(target=self.runner.run, name="execution")
@@ -204,13 +201,6 @@ class _Task:
                 return
             ev.wait(0.01)
         raise AssertionError(f"timed out waiting for {what}")
-
-
-@pytest.fixture()
-def stand_in_main(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The topology's classes are importable from this module: no package to load."""
-    monkeypatch.setitem(sys.modules, MAIN_ALIAS, types.ModuleType(MAIN_ALIAS))
-    yield
 
 
 def test_an_idle_spout_loop_sleeps_on_its_queue_instead_of_polling(stand_in_main: None) -> None:
